@@ -1,0 +1,35 @@
+# The two commands a new user needs: `make run` and `make test`.
+# Both install missing Debian packages first, then build with CMake + Ninja
+# (ccache when present).
+BUILD_DIR ?= build
+BUILD_TYPE ?= Release
+CONFIG ?= examples/demo.yaml
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps configure build run test unit integration e2e bench clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD_DIR)/build.ninja:
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	  -DCMAKE_CXX_COMPILER_LAUNCHER=$$(command -v ccache || true)
+
+configure: deps $(BUILD_DIR)/build.ninja
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: build
+	$(BUILD_DIR)/arbiter --config $(CONFIG)
+
+test: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+
+bench: build
+	bash bench/run_all.sh $(BUILD_DIR)
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package Arbiter needs to build, test and benchmark.
+# Idempotent: installs only what is missing, so `make run` / `make test` can
+# call it every time. Node packages (the openai client for e2e tests) come
+# from the npm registry, pinned by tests/e2e/package-lock.json.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
+  libssl-dev libyaml-cpp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nginx-light curl procps
+)
+# Node.js may already come with its own npm (e.g. a nodesource build, which
+# conflicts with Debian's npm package): only ask apt for what is absent.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

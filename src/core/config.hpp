@@ -1,0 +1,107 @@
+// The gateway's configuration as plain data: parsed once at start-up (see
+// gateway/config_yaml.hpp), immutable afterwards and shared by every request.
+// Every default here is documented in docs/configuration.md.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/request.hpp"
+
+namespace arbiter {
+
+using Millis = std::chrono::milliseconds;
+
+struct ListenerConfig {
+  std::string address = "127.0.0.1";  // interface to bind
+  uint16_t port = 8080;               // 0 picks a free port (tests)
+  unsigned threads = 0;               // I/O threads; 0 = one per core
+};
+
+struct LimitsConfig {
+  std::size_t max_body_bytes = 4u << 20;               // request body
+  std::size_t max_header_bytes = 16u << 10;            // request header block
+  std::size_t max_upstream_response_bytes = 64u << 20; // non-streaming answers
+};
+
+struct TimeoutsConfig {
+  Millis client_header{10'000};       // first byte to end of request header
+  Millis client_body{30'000};         // reading the request body
+  Millis keepalive_idle{60'000};      // idle client connection between requests
+  Millis client_write{30'000};        // one write to a slow client
+  Millis upstream_connect{2'000};     // TCP connect to a backend
+  Millis upstream_first_byte{60'000}; // request sent -> response header
+  Millis stream_idle{60'000};         // gap between two pieces of an upstream body
+  Millis drain{30'000};               // SIGTERM -> forced exit
+};
+
+struct AuthConfig {
+  bool enabled = false;  // true: every request needs a tenant's key
+};
+
+struct TenantConfig {
+  std::string name;                          // appears in logs and metrics
+  std::string team;                          // cost allocation; defaults to name
+  std::vector<std::string> key_sha256;       // lower-case hex SHA-256 of each key
+  std::vector<std::string> allowed_classes;  // empty: every class
+};
+
+// A class matches a request when every rule that is set holds.
+struct ClassMatch {
+  std::vector<Route> routes;            // empty: any route
+  std::vector<std::string> models;      // empty: any model
+  std::vector<std::string> tenants;     // empty: any tenant
+  std::optional<int64_t> max_tokens_at_least;  // requested max_tokens >= this
+  std::optional<int64_t> max_tokens_at_most;   // requested max_tokens <= this
+};
+
+struct ClassConfig {
+  std::string name;
+  // Rule-based match; nullopt means the class is reached only by the
+  // x-arbiter-class header (or as the default class).
+  std::optional<ClassMatch> match;
+  std::optional<int64_t> max_tokens_cap;  // rewrite max_tokens above this
+};
+
+enum class BackendType { kHttp, kSim };
+
+struct BackendConfig {
+  std::string name;          // unique label; defaults to host:port
+  BackendType type = BackendType::kHttp;
+  std::string host;          // from url (type http)
+  uint16_t port = 0;         // from url (type http)
+  std::string sim_profile;   // type sim: engine profile name
+  unsigned max_concurrency = 64;  // in-flight requests this backend takes
+};
+
+struct ModelConfig {
+  std::string name;                    // what clients put in "model"
+  std::vector<BackendConfig> backends; // the pool serving it
+};
+
+struct LogConfig {
+  bool access_log = true;  // one JSON line per request on stdout
+};
+
+struct Config {
+  ListenerConfig listener;
+  LimitsConfig limits;
+  TimeoutsConfig timeouts;
+  AuthConfig auth;
+  std::vector<TenantConfig> tenants;
+  std::vector<ClassConfig> classes;  // in match order
+  std::string default_class;         // when no rule matches
+  std::vector<ModelConfig> models;
+  LogConfig log;
+};
+
+// The classes used when the config names none: an interactive completion
+// class capped at 128 tokens, standard chat, and two header-only classes.
+std::vector<ClassConfig> default_classes();
+inline constexpr const char* kDefaultClassName = "chat";
+inline constexpr int64_t kCompletionMaxTokensCap = 128;
+
+}  // namespace arbiter

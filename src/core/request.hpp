@@ -1,0 +1,26 @@
+// What the gateway learns from a request body: parsed once, used by the
+// classifier, the caps and (later) the scheduler.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace arbiter {
+
+enum class Route { kChatCompletions, kCompletions };
+
+std::string_view route_path(Route route);
+std::optional<Route> route_from_path(std::string_view path);
+
+struct RequestInfo {
+  Route route = Route::kChatCompletions;
+  std::string model;
+  bool stream = false;
+  bool include_usage = false;              // stream_options.include_usage
+  std::optional<int64_t> max_tokens;       // as requested (max_tokens or max_completion_tokens)
+  int64_t prompt_tokens_estimate = 0;      // ~4 characters per token
+};
+
+}  // namespace arbiter

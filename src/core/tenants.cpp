@@ -1,0 +1,49 @@
+#include "core/tenants.hpp"
+
+#include <openssl/evp.h>
+
+#include <array>
+
+namespace arbiter {
+
+std::string sha256_hex(std::string_view data) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), digest.data(), &len, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(len * 2);
+  for (unsigned i = 0; i < len; ++i) {
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 0xf]);
+  }
+  return out;
+}
+
+TenantDirectory::TenantDirectory(const std::vector<TenantConfig>& tenants, bool auth_enabled)
+    : auth_enabled_(auth_enabled) {
+  for (const auto& t : tenants) {
+    for (const auto& h : t.key_sha256) by_key_hash_.emplace(h, &t);
+  }
+}
+
+std::expected<const TenantConfig*, ApiError> TenantDirectory::authenticate(
+    std::string_view authorization) const {
+  constexpr std::string_view kBearer = "Bearer ";
+  std::string_view key;
+  if (authorization.size() > kBearer.size() &&
+      authorization.substr(0, kBearer.size()) == kBearer) {
+    key = authorization.substr(kBearer.size());
+  }
+  if (!key.empty()) {
+    if (auto it = by_key_hash_.find(sha256_hex(key)); it != by_key_hash_.end()) return it->second;
+  }
+  if (!auth_enabled_) return nullptr;
+  return std::unexpected(ApiError{
+      ErrorCode::kUnauthorized,
+      key.empty() ? "missing API key: send 'Authorization: Bearer <key>'" : "invalid API key",
+      {},
+      {}});
+}
+
+}  // namespace arbiter

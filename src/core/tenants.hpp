@@ -1,0 +1,38 @@
+// API-key authentication: maps the SHA-256 of a bearer key to its tenant.
+// Only hashes are kept in memory, so a heap dump or a log line never holds a
+// usable key.
+#pragma once
+
+#include <expected>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+
+namespace arbiter {
+
+// Lower-case hex SHA-256 of `data`.
+std::string sha256_hex(std::string_view data);
+
+class TenantDirectory {
+ public:
+  TenantDirectory(const std::vector<TenantConfig>& tenants, bool auth_enabled);
+
+  // The tenant an Authorization header value belongs to; nullptr means the
+  // anonymous tenant (auth disabled and no recognised key).
+  std::expected<const TenantConfig*, ApiError> authenticate(std::string_view authorization) const;
+
+  bool auth_enabled() const { return auth_enabled_; }
+
+ private:
+  std::unordered_map<std::string, const TenantConfig*> by_key_hash_;  // hex sha256 -> tenant
+  bool auth_enabled_;
+};
+
+// The tenant name used in logs and metrics for unauthenticated traffic.
+inline constexpr std::string_view kAnonymousTenant = "anonymous";
+
+}  // namespace arbiter

@@ -1,0 +1,439 @@
+#include "gateway/config_yaml.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <boost/url/parse.hpp>
+
+#include "core/tenants.hpp"
+
+namespace arbiter {
+namespace {
+
+// Walks YAML nodes, converting values and collecting errors with their paths.
+class Reader {
+ public:
+  explicit Reader(ConfigErrors& errors) : errors_(errors) {}
+
+  void error(const std::string& path, const std::string& message) {
+    errors_.push_back(path + ": " + message);
+  }
+
+  // True when `node` is a map; reports every key not in `known`.
+  bool map(const YAML::Node& node, const std::string& path,
+           std::initializer_list<std::string_view> known) {
+    if (!node.IsMap()) {
+      error(path, "must be a mapping");
+      return false;
+    }
+    for (const auto& kv : node) {
+      const auto key = kv.first.as<std::string>();
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        error(join(path, key), "unknown key");
+      }
+    }
+    return true;
+  }
+
+  bool sequence(const YAML::Node& node, const std::string& path) {
+    if (node.IsSequence()) return true;
+    error(path, "must be a list");
+    return false;
+  }
+
+  void read(const YAML::Node& parent, const std::string& path, const char* key, bool& out) {
+    const YAML::Node n = parent[key];
+    if (!n) return;
+    const auto v = scalar(n, join(path, key));
+    if (v == "true") out = true;
+    else if (v == "false") out = false;
+    else if (v) error(join(path, key), "must be true or false");
+  }
+
+  void read(const YAML::Node& parent, const std::string& path, const char* key, std::string& out,
+            bool required = false) {
+    const YAML::Node n = parent[key];
+    if (!n) {
+      if (required) error(join(path, key), "is required");
+      return;
+    }
+    if (auto v = scalar(n, join(path, key))) {
+      if (required && v->empty()) error(join(path, key), "must not be empty");
+      out = *v;
+    }
+  }
+
+  template <class Int>
+  void read_int(const YAML::Node& parent, const std::string& path, const char* key, Int& out,
+                int64_t min, int64_t max) {
+    const YAML::Node n = parent[key];
+    if (!n) return;
+    if (auto v = integer(n, join(path, key), min, max)) out = static_cast<Int>(*v);
+  }
+
+  template <class Int>
+  void read_int(const YAML::Node& parent, const std::string& path, const char* key,
+                std::optional<Int>& out, int64_t min, int64_t max) {
+    const YAML::Node n = parent[key];
+    if (!n) return;
+    if (auto v = integer(n, join(path, key), min, max)) out = static_cast<Int>(*v);
+  }
+
+  void read_ms(const YAML::Node& parent, const std::string& path, const char* key, Millis& out) {
+    int64_t ms = out.count();
+    read_int(parent, path, key, ms, 1, 24LL * 3600 * 1000);
+    out = Millis{ms};
+  }
+
+  // Bytes: an integer, or a number with a KiB / MiB / GiB suffix.
+  void read_size(const YAML::Node& parent, const std::string& path, const char* key,
+                 std::size_t& out) {
+    const YAML::Node n = parent[key];
+    if (!n) return;
+    const auto p = join(path, key);
+    auto v = scalar(n, p);
+    if (!v) return;
+    std::string s = *v;
+    uint64_t mult = 1;
+    for (auto [suffix, m] : {std::pair{"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}}) {
+      if (s.size() > 3 && s.ends_with(suffix)) {
+        mult = m;
+        s.resize(s.size() - 3);
+      }
+    }
+    uint64_t num = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), num);
+    if (ec != std::errc{} || end != s.data() + s.size() || num == 0) {
+      error(p, "must be a positive size in bytes, optionally with KiB, MiB or GiB");
+      return;
+    }
+    out = static_cast<std::size_t>(num * mult);
+  }
+
+  void read_list(const YAML::Node& parent, const std::string& path, const char* key,
+                 std::vector<std::string>& out) {
+    const YAML::Node n = parent[key];
+    if (!n) return;
+    const auto p = join(path, key);
+    if (!sequence(n, p)) return;
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      if (auto v = scalar(n[i], index(p, i))) out.push_back(*v);
+    }
+  }
+
+  static std::string join(const std::string& path, std::string_view key) {
+    return path.empty() ? std::string(key) : path + "." + std::string(key);
+  }
+  static std::string index(const std::string& path, std::size_t i) {
+    return path + "[" + std::to_string(i) + "]";
+  }
+
+ private:
+  std::optional<std::string> scalar(const YAML::Node& n, const std::string& path) {
+    if (!n.IsScalar()) {
+      error(path, "must be a single value");
+      return std::nullopt;
+    }
+    return n.Scalar();
+  }
+
+  std::optional<int64_t> integer(const YAML::Node& n, const std::string& path, int64_t min,
+                                 int64_t max) {
+    auto v = scalar(n, path);
+    if (!v) return std::nullopt;
+    int64_t out = 0;
+    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+    if (ec != std::errc{} || end != v->data() + v->size()) {
+      error(path, "must be an integer");
+      return std::nullopt;
+    }
+    if (out < min || out > max) {
+      error(path, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+      return std::nullopt;
+    }
+    return out;
+  }
+
+  ConfigErrors& errors_;
+};
+
+void read_listener(Reader& r, const YAML::Node& n, ListenerConfig& out) {
+  if (!n || !r.map(n, "listener", {"address", "port", "threads"})) return;
+  r.read(n, "listener", "address", out.address);
+  r.read_int(n, "listener", "port", out.port, 0, 65535);
+  r.read_int(n, "listener", "threads", out.threads, 0, 1024);
+}
+
+void read_limits(Reader& r, const YAML::Node& n, LimitsConfig& out) {
+  if (!n || !r.map(n, "limits", {"max_body_bytes", "max_header_bytes", "max_upstream_response_bytes"}))
+    return;
+  r.read_size(n, "limits", "max_body_bytes", out.max_body_bytes);
+  r.read_size(n, "limits", "max_header_bytes", out.max_header_bytes);
+  r.read_size(n, "limits", "max_upstream_response_bytes", out.max_upstream_response_bytes);
+}
+
+void read_timeouts(Reader& r, const YAML::Node& n, TimeoutsConfig& out) {
+  if (!n || !r.map(n, "timeouts",
+                   {"client_header_ms", "client_body_ms", "keepalive_idle_ms", "client_write_ms",
+                    "upstream_connect_ms", "upstream_first_byte_ms", "stream_idle_ms", "drain_ms"}))
+    return;
+  r.read_ms(n, "timeouts", "client_header_ms", out.client_header);
+  r.read_ms(n, "timeouts", "client_body_ms", out.client_body);
+  r.read_ms(n, "timeouts", "keepalive_idle_ms", out.keepalive_idle);
+  r.read_ms(n, "timeouts", "client_write_ms", out.client_write);
+  r.read_ms(n, "timeouts", "upstream_connect_ms", out.upstream_connect);
+  r.read_ms(n, "timeouts", "upstream_first_byte_ms", out.upstream_first_byte);
+  r.read_ms(n, "timeouts", "stream_idle_ms", out.stream_idle);
+  r.read_ms(n, "timeouts", "drain_ms", out.drain);
+}
+
+bool is_sha256_hex(const std::string& s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+void read_tenants(Reader& r, const YAML::Node& n, std::vector<TenantConfig>& out) {
+  if (!n || !r.sequence(n, "tenants")) return;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const auto path = Reader::index("tenants", i);
+    const YAML::Node t = n[i];
+    if (!r.map(t, path, {"name", "team", "api_keys", "api_key_sha256", "allowed_classes"})) continue;
+    TenantConfig tc;
+    r.read(t, path, "name", tc.name, /*required=*/true);
+    r.read(t, path, "team", tc.team);
+    if (tc.team.empty()) tc.team = tc.name;
+    std::vector<std::string> plain;
+    r.read_list(t, path, "api_keys", plain);
+    for (const auto& k : plain) tc.key_sha256.push_back(sha256_hex(k));
+    std::vector<std::string> hashes;
+    r.read_list(t, path, "api_key_sha256", hashes);
+    for (std::size_t j = 0; j < hashes.size(); ++j) {
+      std::string h = hashes[j];
+      std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (!is_sha256_hex(h)) {
+        r.error(Reader::index(Reader::join(path, "api_key_sha256"), j), "must be 64 hex digits");
+      } else {
+        tc.key_sha256.push_back(h);
+      }
+    }
+    if (tc.key_sha256.empty()) r.error(path, "needs at least one of api_keys or api_key_sha256");
+    r.read_list(t, path, "allowed_classes", tc.allowed_classes);
+    out.push_back(std::move(tc));
+  }
+}
+
+void read_class_match(Reader& r, const YAML::Node& n, const std::string& path, ClassMatch& out) {
+  if (!r.map(n, path, {"routes", "models", "tenants", "max_tokens_at_least", "max_tokens_at_most"}))
+    return;
+  std::vector<std::string> routes;
+  r.read_list(n, path, "routes", routes);
+  for (std::size_t i = 0; i < routes.size(); ++i) {
+    if (auto route = route_from_path(routes[i])) {
+      out.routes.push_back(*route);
+    } else {
+      r.error(Reader::index(Reader::join(path, "routes"), i),
+              "unknown route '" + routes[i] + "' (use /v1/chat/completions or /v1/completions)");
+    }
+  }
+  r.read_list(n, path, "models", out.models);
+  r.read_list(n, path, "tenants", out.tenants);
+  r.read_int(n, path, "max_tokens_at_least", out.max_tokens_at_least, 1, INT32_MAX);
+  r.read_int(n, path, "max_tokens_at_most", out.max_tokens_at_most, 1, INT32_MAX);
+}
+
+void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out) {
+  if (!n) {
+    out = default_classes();
+    return;
+  }
+  if (!r.sequence(n, "classes")) return;
+  if (n.size() == 0) r.error("classes", "must name at least one class (or be left out for the defaults)");
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const auto path = Reader::index("classes", i);
+    const YAML::Node c = n[i];
+    if (!r.map(c, path, {"name", "match", "max_tokens_cap"})) continue;
+    ClassConfig cc;
+    r.read(c, path, "name", cc.name, /*required=*/true);
+    if (const YAML::Node m = c["match"]) {
+      cc.match.emplace();
+      read_class_match(r, m, Reader::join(path, "match"), *cc.match);
+    }
+    r.read_int(c, path, "max_tokens_cap", cc.max_tokens_cap, 1, INT32_MAX);
+    out.push_back(std::move(cc));
+  }
+}
+
+void read_backend(Reader& r, const YAML::Node& b, const std::string& path, BackendConfig& out) {
+  if (!r.map(b, path, {"name", "url", "max_concurrency"})) return;
+  std::string url;
+  r.read(b, path, "url", url, /*required=*/true);
+  r.read(b, path, "name", out.name);
+  r.read_int(b, path, "max_concurrency", out.max_concurrency, 1, 100000);
+  if (url.empty()) return;
+  auto parsed = boost::urls::parse_absolute_uri(url);
+  const auto upath = Reader::join(path, "url");
+  if (!parsed) {
+    r.error(upath, "is not a valid URL: '" + url + "'");
+    return;
+  }
+  if (parsed->scheme() != "http") {
+    r.error(upath, "scheme must be http (https upstreams are not supported yet)");
+    return;
+  }
+  if (!parsed->has_port() || parsed->port_number() == 0) {
+    r.error(upath, "must name a port, e.g. http://127.0.0.1:8000");
+    return;
+  }
+  if (!parsed->encoded_path().empty() && parsed->encoded_path() != "/") {
+    r.error(upath, "must not have a path: the gateway appends /v1/... itself");
+    return;
+  }
+  out.host = parsed->host();
+  out.port = parsed->port_number();
+  if (out.name.empty()) out.name = out.host + ":" + std::to_string(out.port);
+}
+
+void read_models(Reader& r, const YAML::Node& n, std::vector<ModelConfig>& out) {
+  if (!n) {
+    r.error("models", "is required: name at least one model and its backends");
+    return;
+  }
+  if (!r.sequence(n, "models")) return;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const auto path = Reader::index("models", i);
+    const YAML::Node m = n[i];
+    if (!r.map(m, path, {"name", "backends"})) continue;
+    ModelConfig mc;
+    r.read(m, path, "name", mc.name, /*required=*/true);
+    const auto bpath = Reader::join(path, "backends");
+    const YAML::Node backends = m["backends"];
+    if (!backends) {
+      r.error(bpath, "is required");
+    } else if (r.sequence(backends, bpath)) {
+      if (backends.size() == 0) r.error(bpath, "must name at least one backend");
+      for (std::size_t j = 0; j < backends.size(); ++j) {
+        BackendConfig bc;
+        read_backend(r, backends[j], Reader::index(bpath, j), bc);
+        mc.backends.push_back(std::move(bc));
+      }
+    }
+    out.push_back(std::move(mc));
+  }
+}
+
+template <class T, class NameOf>
+void check_unique(Reader& r, const std::vector<T>& items, const std::string& list, NameOf name_of) {
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string& name = name_of(items[i]);
+    if (!name.empty() && !seen.insert(name).second) {
+      r.error(Reader::index(list, i) + ".name", "duplicate name '" + name + "'");
+    }
+  }
+}
+
+// Cross-references: names used in one section must exist in another.
+void check_references(Reader& r, Config& c) {
+  check_unique(r, c.models, "models", [](const ModelConfig& m) -> const std::string& { return m.name; });
+  check_unique(r, c.classes, "classes", [](const ClassConfig& x) -> const std::string& { return x.name; });
+  check_unique(r, c.tenants, "tenants", [](const TenantConfig& t) -> const std::string& { return t.name; });
+  for (std::size_t i = 0; i < c.models.size(); ++i) {
+    check_unique(r, c.models[i].backends, Reader::index("models", i) + ".backends",
+                 [](const BackendConfig& b) -> const std::string& { return b.name; });
+  }
+  auto has_class = [&](const std::string& name) {
+    return std::any_of(c.classes.begin(), c.classes.end(), [&](auto& x) { return x.name == name; });
+  };
+  if (c.default_class.empty()) {
+    c.default_class = has_class(kDefaultClassName) || c.classes.empty() ? kDefaultClassName
+                                                                         : c.classes.back().name;
+  }
+  if (!c.classes.empty() && !has_class(c.default_class)) {
+    r.error("default_class", "names no class: '" + c.default_class + "'");
+  }
+  std::set<std::string> key_hashes;
+  for (std::size_t i = 0; i < c.tenants.size(); ++i) {
+    const auto& t = c.tenants[i];
+    for (std::size_t j = 0; j < t.allowed_classes.size(); ++j) {
+      if (!has_class(t.allowed_classes[j])) {
+        r.error(Reader::index(Reader::index("tenants", i) + ".allowed_classes", j),
+                "names no class: '" + t.allowed_classes[j] + "'");
+      }
+    }
+    for (const auto& h : t.key_sha256) {
+      if (!key_hashes.insert(h).second) {
+        r.error(Reader::index("tenants", i), "an API key is shared with another tenant");
+      }
+    }
+  }
+  for (std::size_t i = 0; i < c.classes.size(); ++i) {
+    if (!c.classes[i].match) continue;
+    const auto path = Reader::index("classes", i) + ".match";
+    for (std::size_t j = 0; j < c.classes[i].match->tenants.size(); ++j) {
+      const auto& name = c.classes[i].match->tenants[j];
+      if (std::none_of(c.tenants.begin(), c.tenants.end(), [&](auto& t) { return t.name == name; })) {
+        r.error(Reader::index(path + ".tenants", j), "names no tenant: '" + name + "'");
+      }
+    }
+    for (std::size_t j = 0; j < c.classes[i].match->models.size(); ++j) {
+      const auto& name = c.classes[i].match->models[j];
+      if (std::none_of(c.models.begin(), c.models.end(), [&](auto& m) { return m.name == name; })) {
+        r.error(Reader::index(path + ".models", j), "names no model: '" + name + "'");
+      }
+    }
+  }
+  if (c.auth.enabled && c.tenants.empty()) {
+    r.error("auth.enabled", "is true but no tenants are configured: nobody could get in");
+  }
+}
+
+}  // namespace
+
+std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
+  ConfigErrors errors;
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    return std::unexpected(ConfigErrors{"YAML syntax error at line " + std::to_string(e.mark.line + 1) +
+                                        ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg});
+  }
+  Reader r(errors);
+  Config c;
+  if (!r.map(root, "(top level)", {"listener", "limits", "timeouts", "auth", "tenants", "classes",
+                                    "default_class", "models", "log"})) {
+    return std::unexpected(errors);
+  }
+  read_listener(r, root["listener"], c.listener);
+  read_limits(r, root["limits"], c.limits);
+  read_timeouts(r, root["timeouts"], c.timeouts);
+  if (const YAML::Node a = root["auth"]; a && r.map(a, "auth", {"enabled"})) {
+    r.read(a, "auth", "enabled", c.auth.enabled);
+  }
+  read_tenants(r, root["tenants"], c.tenants);
+  read_classes(r, root["classes"], c.classes);
+  r.read(root, "", "default_class", c.default_class);
+  read_models(r, root["models"], c.models);
+  if (const YAML::Node l = root["log"]; l && r.map(l, "log", {"access_log"})) {
+    r.read(l, "log", "access_log", c.log.access_log);
+  }
+  check_references(r, c);
+  if (!errors.empty()) return std::unexpected(errors);
+  return c;
+}
+
+std::expected<Config, ConfigErrors> load_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::unexpected(ConfigErrors{path + ": cannot open file"});
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_config(ss.str());
+}
+
+}  // namespace arbiter
