@@ -1,0 +1,145 @@
+// arbiter: the gateway binary. Parses flags, loads the config, serves until
+// SIGTERM/SIGINT, then drains and exits 0.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gateway/config_yaml.hpp"
+#include "gateway/gateway.hpp"
+#include "http/server.hpp"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: arbiter --config FILE [--check] [--port-file PATH]\n"
+    "  --config FILE     YAML configuration (see docs/configuration.md)\n"
+    "  --check           validate the configuration and exit (0 ok, 2 errors)\n"
+    "  --port-file PATH  write the bound port to PATH once listening\n";
+
+struct Flags {
+  std::string config;
+  std::string port_file;
+  bool check = false;
+};
+
+std::optional<Flags> parse_flags(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--check") {
+      f.check = true;
+    } else if ((a == "--config" || a == "--port-file") && i + 1 < argc) {
+      (a == "--config" ? f.config : f.port_file) = argv[++i];
+    } else if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else {
+      std::fprintf(stderr, "arbiter: unknown or incomplete argument '%s'\n%s", a.c_str(), kUsage);
+      return std::nullopt;
+    }
+  }
+  if (f.config.empty()) {
+    std::fputs(kUsage, stderr);
+    return std::nullopt;
+  }
+  return f;
+}
+
+// Written via a temporary file and rename, so a reader never sees it half
+// written.
+bool write_port_file(const std::string& path, uint16_t port) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!(out << port << '\n')) return false;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  return !ec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace arbiter;
+  const auto flags = parse_flags(argc, argv);
+  if (!flags) return 2;
+
+  auto config = load_config_file(flags->config);
+  if (!config) {
+    std::fprintf(stderr, "arbiter: %zu error(s) in %s:\n", config.error().size(), flags->config.c_str());
+    for (const auto& e : config.error()) std::fprintf(stderr, "  %s\n", e.c_str());
+    return 2;
+  }
+  if (flags->check) {
+    std::printf("%s: configuration OK (%zu models, %zu classes, %zu tenants)\n", flags->config.c_str(),
+                config->models.size(), config->classes.size(), config->tenants.size());
+    return 0;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+
+  const unsigned threads =
+      config->listener.threads ? config->listener.threads : std::max(1u, std::thread::hardware_concurrency());
+  net::io_context ioc(static_cast<int>(threads));
+  Gateway gateway(std::move(*config));
+  const Config& cfg = gateway.config();
+  HttpServer server(ioc,
+                    ServerOptions{.address = cfg.listener.address,
+                                  .port = cfg.listener.port,
+                                  .max_header_bytes = cfg.limits.max_header_bytes,
+                                  .max_body_bytes = cfg.limits.max_body_bytes,
+                                  .header_timeout = cfg.timeouts.client_header,
+                                  .body_timeout = cfg.timeouts.client_body,
+                                  .keepalive_idle = cfg.timeouts.keepalive_idle,
+                                  .write_timeout = cfg.timeouts.client_write},
+                    [&gateway](HttpRequest& req, ClientConnection& conn) {
+                      return gateway.handle(req, conn);
+                    });
+  const auto port = server.listen();
+  if (!port) {
+    std::fprintf(stderr, "arbiter: %s\n", port.error().c_str());
+    return 1;
+  }
+  if (!flags->port_file.empty() && !write_port_file(flags->port_file, *port)) {
+    std::fprintf(stderr, "arbiter: cannot write port file %s\n", flags->port_file.c_str());
+    return 1;
+  }
+  server.start();
+  gateway.set_ready(true);
+  std::fprintf(stderr,
+               "{\"level\":\"info\",\"event\":\"listening\",\"address\":\"%s\",\"port\":%u,"
+               "\"threads\":%u,\"models\":%zu}\n",
+               cfg.listener.address.c_str(), static_cast<unsigned>(*port), threads, cfg.models.size());
+
+  // First signal: drain. A second one: stop at once.
+  net::signal_set signals(ioc, SIGTERM, SIGINT);
+  bool draining = false;
+  std::function<void(const beast::error_code&, int)> on_signal = [&](const beast::error_code& ec, int sig) {
+    if (ec) return;
+    if (draining) {
+      std::fputs("{\"level\":\"warn\",\"event\":\"second signal, stopping now\"}\n", stderr);
+      ioc.stop();
+      return;
+    }
+    draining = true;
+    gateway.set_ready(false);
+    std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"draining\",\"signal\":%d,\"deadline_ms\":%lld}\n",
+                 sig, static_cast<long long>(cfg.timeouts.drain.count()));
+    net::co_spawn(ioc, server.drain(cfg.timeouts.drain), [&](std::exception_ptr) {
+      std::fputs("{\"level\":\"info\",\"event\":\"stopped\"}\n", stderr);
+      ioc.stop();
+    });
+    signals.async_wait(on_signal);
+  };
+  signals.async_wait(on_signal);
+
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&ioc] { ioc.run(); });
+  ioc.run();
+  for (auto& t : pool) t.join();
+  return 0;
+}

@@ -1,0 +1,41 @@
+// One structured JSON line per request on stdout. Never contains an API key:
+// the tenant name is logged, not the credential.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace arbiter {
+
+struct AccessRecord {
+  std::chrono::system_clock::time_point ts;  // when the request arrived
+  std::string request_id;
+  std::string tenant;
+  std::string cls;       // request class
+  std::string model;
+  std::string backend;   // empty when none was chosen
+  std::string route;     // request path
+  int status = 0;        // as answered; 499 when the client went away
+  bool stream = false;
+  std::size_t bytes_in = 0;
+  std::size_t bytes_out = 0;
+  double queue_ms = 0;     // waiting for a backend
+  double upstream_ms = -1; // upstream response header latency; -1 if none
+  double ttfb_ms = -1;     // first body byte to the client; -1 if none
+  double duration_ms = 0;
+  std::string error;       // gateway-side error code, if any
+};
+
+class AccessLog {
+ public:
+  explicit AccessLog(bool enabled) : enabled_(enabled) {}
+  void write(const AccessRecord& r) const;
+
+ private:
+  bool enabled_;
+};
+
+std::string format_access_record(const AccessRecord& r);
+
+}  // namespace arbiter

@@ -1,0 +1,47 @@
+// The gateway's request handler: routes admin endpoints and runs the
+// request lifecycle for the OpenAI routes (auth, parse, classify, cap, pick a
+// backend, relay, account). Holds the immutable config and the shared state.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "core/classifier.hpp"
+#include "core/config.hpp"
+#include "core/tenants.hpp"
+#include "gateway/access_log.hpp"
+#include "gateway/gateway_metrics.hpp"
+#include "gateway/model_pool.hpp"
+#include "http/server.hpp"
+
+namespace arbiter {
+
+class Gateway {
+ public:
+  explicit Gateway(Config config);
+
+  Task<void> handle(HttpRequest& req, ClientConnection& conn);
+
+  // /readyz answers 200 only while ready (listener up, not draining).
+  void set_ready(bool ready) { ready_ = ready; }
+  const Config& config() const { return config_; }
+  GatewayMetrics& metrics() { return metrics_; }
+
+ private:
+  Task<void> handle_inference(Route route, HttpRequest& req, ClientConnection& conn);
+  Task<void> send_json(ClientConnection& conn, http::status status, std::string body,
+                       std::string_view content_type = "application/json");
+  std::string models_body() const;
+
+  const Config config_;
+  TenantDirectory tenants_;
+  Classifier classifier_;
+  GatewayMetrics metrics_;
+  AccessLog access_log_;
+  std::unordered_map<std::string, std::unique_ptr<ModelPool>> pools_;  // by model name
+  std::atomic<bool> ready_{false};
+};
+
+}  // namespace arbiter

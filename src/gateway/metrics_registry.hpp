@@ -1,0 +1,126 @@
+// A small Prometheus registry: counters, gauges and histograms with labels,
+// rendered in the text exposition format (version 0.0.4). Debian has no C++
+// Prometheus client, so this is ours. Updates are lock-free atomics; looking
+// up a labelled child takes the family's mutex, so hot paths keep the child
+// reference when they can.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace arbiter::metrics {
+
+class Counter {
+ public:
+  void inc(uint64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+};
+
+class Gauge {
+ public:
+  void set(double v) { value_.store(v, std::memory_order_relaxed); }
+  void add(double v) { value_.fetch_add(v, std::memory_order_relaxed); }
+  void sub(double v) { value_.fetch_sub(v, std::memory_order_relaxed); }
+  double value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> value_{0};
+};
+
+class Histogram {
+ public:
+  explicit Histogram(const std::vector<double>& bounds);
+  void observe(double v);
+
+  struct Snapshot {
+    std::vector<uint64_t> cumulative;  // one per bound, then +Inf
+    double sum = 0;
+    uint64_t count = 0;
+  };
+  Snapshot snapshot() const;
+  const std::vector<double>& bounds() const { return bounds_; }
+
+ private:
+  std::vector<double> bounds_;                        // upper bounds, ascending
+  std::unique_ptr<std::atomic<uint64_t>[]> buckets_;  // per bound + overflow
+  std::atomic<double> sum_{0};
+  std::atomic<uint64_t> count_{0};
+};
+
+// Latency buckets in seconds, from 100 us to 60 s.
+const std::vector<double>& latency_buckets();
+
+enum class Kind { kCounter, kGauge, kHistogram };
+
+class FamilyBase {
+ public:
+  FamilyBase(std::string name, std::string help, std::vector<std::string> labels, Kind kind)
+      : name_(std::move(name)), help_(std::move(help)), labels_(std::move(labels)), kind_(kind) {}
+  virtual ~FamilyBase() = default;
+  virtual void render(std::string& out) const = 0;
+
+ protected:
+  void render_header(std::string& out) const;
+  // name{l1="v1",...}suffix-less label block for one child (extra: "le" etc.)
+  std::string label_block(const std::vector<std::string>& values, std::string_view extra = {}) const;
+
+  std::string name_;
+  std::string help_;
+  std::vector<std::string> labels_;
+  Kind kind_;
+};
+
+template <class Metric>
+class Family final : public FamilyBase {
+ public:
+  template <class... Args>
+  Family(std::string name, std::string help, std::vector<std::string> labels, Kind kind,
+         Args... metric_args)
+      : FamilyBase(std::move(name), std::move(help), std::move(labels), kind),
+        factory_([=] { return std::make_unique<Metric>(metric_args...); }) {}
+
+  // The child for these label values (in the family's label order); created
+  // on first use and never removed, so references stay valid.
+  Metric& with(std::initializer_list<std::string_view> values) {
+    std::vector<std::string> key(values.begin(), values.end());
+    std::lock_guard lock(mu_);
+    auto& slot = children_[std::move(key)];
+    if (!slot) slot = factory_();
+    return *slot;
+  }
+
+  void render(std::string& out) const override;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::vector<std::string>, std::unique_ptr<Metric>> children_;
+  std::function<std::unique_ptr<Metric>()> factory_;
+};
+
+class Registry {
+ public:
+  Family<Counter>& counter(std::string name, std::string help, std::vector<std::string> labels);
+  Family<Gauge>& gauge(std::string name, std::string help, std::vector<std::string> labels);
+  Family<Histogram>& histogram(std::string name, std::string help, std::vector<std::string> labels,
+                               const std::vector<double>& bounds = latency_buckets());
+  std::string render() const;
+
+ private:
+  std::vector<std::unique_ptr<FamilyBase>> families_;  // in registration order
+};
+
+// Escapes a label value for the text format (backslash, quote, newline).
+std::string escape_label_value(std::string_view v);
+
+}  // namespace arbiter::metrics

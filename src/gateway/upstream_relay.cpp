@@ -1,0 +1,303 @@
+#include "gateway/upstream_relay.hpp"
+
+#include <array>
+
+#include "core/sse.hpp"
+#include "http/timeout.hpp"
+
+namespace arbiter {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Upstream response headers passed on to the client besides content-type:
+// the ones clients use to pace retries.
+constexpr std::array kForwardedHeaders = {
+    "retry-after",
+    "retry-after-ms",
+    "x-should-retry",
+    "x-ratelimit-limit-requests",
+    "x-ratelimit-remaining-requests",
+    "x-ratelimit-reset-requests",
+    "x-ratelimit-limit-tokens",
+    "x-ratelimit-remaining-tokens",
+    "x-ratelimit-reset-tokens",
+};
+
+template <class Fields>
+void add_headers(Fields& f, const std::vector<std::pair<std::string, std::string>>& headers) {
+  for (const auto& [k, v] : headers) f.set(k, v);
+}
+
+template <class Fields>
+void copy_upstream_headers(Fields& to, const http::response_header<>& from) {
+  if (auto ct = from.find(http::field::content_type); ct != from.end()) {
+    to.set(http::field::content_type, ct->value());
+  }
+  for (const char* name : kForwardedHeaders) {
+    if (auto it = from.find(name); it != from.end()) to.set(name, it->value());
+  }
+}
+
+// Clears the client's abort hook when the exchange ends, before the socket
+// it points to goes away.
+struct AbortHookGuard {
+  ClientConnection& client;
+  ~AbortHookGuard() { client.set_abort_hook(nullptr); }
+};
+
+bool is_stale_connection_error(const beast::error_code& ec) {
+  return ec == net::error::eof || ec == http::error::end_of_stream ||
+         ec == net::error::connection_reset || ec == net::error::broken_pipe ||
+         ec == http::error::partial_message;
+}
+
+ApiError upstream_failed(std::string message) {
+  return ApiError{ErrorCode::kUpstreamFailed, std::move(message), {}, {}};
+}
+ApiError upstream_timeout(std::string message) {
+  return ApiError{ErrorCode::kUpstreamTimeout, std::move(message), {}, {}};
+}
+
+// The SSE event that ends a broken stream: the OpenAI SDKs raise it as an
+// APIError instead of waiting for [DONE].
+std::string error_event(const ApiError& e) { return "data: " + error_body(e) + "\n\n"; }
+
+class Exchange {
+ public:
+  explicit Exchange(const RelayRequest& r) : r_(r) {}
+
+  Task<RelayOutcome> run() {
+    // One retry, only when a reused keep-alive connection failed before any
+    // response byte arrived: the engine never saw the request.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto conn = co_await r_.pool.acquire(r_.timeouts.upstream_connect, attempt > 0);
+      if (r_.client.client_gone()) co_return cancelled();
+      if (!conn) {
+        co_return fail_connect(conn.error());
+      }
+      tcp::socket& socket = conn->socket;
+      r_.client.set_abort_hook([&socket] {
+        beast::error_code ignored;
+        socket.close(ignored);
+      });
+      AbortHookGuard guard{r_.client};
+      const auto sent_at = Clock::now();
+      const auto deadline = sent_at + r_.timeouts.upstream_first_byte;
+
+      auto written = co_await with_timeout(socket, deadline - Clock::now(),
+                                           http::async_write(socket, r_.upstream_request, kAsTuple));
+      if (r_.client.client_gone()) co_return cancelled();
+      if (!written) co_return fail("timeout", upstream_timeout("the backend did not take the request in time"));
+      if (auto ec = std::get<0>(*written); ec) {
+        if (conn->reused && attempt == 0 && is_stale_connection_error(ec)) {
+          outcome_.retried = true;
+          continue;
+        }
+        co_return fail("reset", upstream_failed("sending to the backend failed: " + ec.message()));
+      }
+
+      beast::flat_buffer buffer;
+      http::response_parser<http::buffer_body> parser;
+      parser.body_limit(boost::none);  // streams are unbounded; whole bodies are checked below
+      auto header = co_await with_timeout(socket, deadline - Clock::now(),
+                                          http::async_read_header(socket, buffer, parser, kAsTuple));
+      if (r_.client.client_gone()) co_return cancelled();
+      if (!header) {
+        co_return fail(
+            "timeout", upstream_timeout("the backend did not answer within " +
+                                        std::to_string(r_.timeouts.upstream_first_byte.count()) + " ms"));
+      }
+      if (auto ec = std::get<0>(*header); ec) {
+        if (conn->reused && attempt == 0 && is_stale_connection_error(ec)) {
+          outcome_.retried = true;
+          continue;
+        }
+        co_return fail_header(ec);
+      }
+      outcome_.upstream_ms =
+          std::chrono::duration<double, std::milli>(Clock::now() - sent_at).count();
+
+      const auto& head = parser.get();
+      const bool sse = head.result() == http::status::ok &&
+                       head[http::field::content_type].starts_with("text/event-stream");
+      const bool reusable = sse ? co_await relay_stream(socket, buffer, parser)
+                                : co_await relay_whole(socket, buffer, parser);
+      if (reusable) {
+        r_.client.set_abort_hook(nullptr);
+        r_.pool.release(std::move(socket));
+      }
+      co_return outcome_;
+    }
+    co_return fail("reset", upstream_failed("the backend closed the connection"));
+  }
+
+ private:
+  RelayOutcome cancelled() {
+    outcome_.status = 499;
+    return outcome_;
+  }
+
+  // Records a failure. Before anything reached the client, the caller
+  // answers with the error (status stays 0 until then); mid-stream it ends
+  // the stream with it. Kept out of coroutine expressions on purpose: GCC 12
+  // destroys temporaries in `?:` inside co_await/co_return twice.
+  RelayOutcome fail(std::string_view kind, ApiError error) {
+    outcome_.upstream_error = kind;
+    outcome_.error = std::move(error);
+    return outcome_;
+  }
+  RelayOutcome fail_connect(ConnectFailure f) {
+    if (f == ConnectFailure::kTimeout) {
+      return fail("timeout", upstream_timeout("connecting to the backend timed out"));
+    }
+    return fail("connect", upstream_failed("cannot connect to the backend"));
+  }
+  RelayOutcome fail_header(const beast::error_code& ec) {
+    return fail(is_stale_connection_error(ec) ? "reset" : "protocol",
+                upstream_failed("the backend closed the connection or sent a bad response: " +
+                                ec.message()));
+  }
+  // `ec` empty: the stream_idle deadline passed.
+  void fail_body(const std::optional<beast::error_code>& ec) {
+    if (!ec) {
+      fail("timeout", upstream_timeout("the backend sent nothing for " +
+                                       std::to_string(r_.timeouts.stream_idle.count()) + " ms"));
+    } else {
+      fail("reset", upstream_failed("the backend response broke off: " + ec->message()));
+    }
+  }
+
+  // Reads the next piece of the body into `chunk`; nullopt on timeout, an
+  // error code on failure, else the byte count.
+  Task<std::expected<std::size_t, std::optional<beast::error_code>>> read_piece(
+      tcp::socket& socket, beast::flat_buffer& buffer, http::response_parser<http::buffer_body>& parser) {
+    auto& body = parser.get().body();
+    body.data = chunk_.data();
+    body.size = chunk_.size();
+    auto r = co_await with_timeout(socket, r_.timeouts.stream_idle,
+                                   http::async_read_some(socket, buffer, parser, kAsTuple));
+    if (!r) co_return std::unexpected(std::nullopt);
+    if (auto ec = std::get<0>(*r); ec && ec != http::error::need_buffer) co_return std::unexpected(ec);
+    co_return chunk_.size() - body.size;
+  }
+
+  // Returns true when the upstream connection may be reused.
+  Task<bool> relay_stream(tcp::socket& socket, beast::flat_buffer& buffer,
+                          http::response_parser<http::buffer_body>& parser) {
+    outcome_.stream = true;
+    outcome_.status = 200;
+    http::response<http::empty_body> res{http::status::ok, 11};
+    copy_upstream_headers(res, parser.get());
+    res.set(http::field::cache_control, "no-cache");
+    add_headers(res, r_.response_headers);
+    if (!co_await r_.client.start_stream(res)) {
+      outcome_.status = 499;
+      co_return false;
+    }
+    SseSplitter splitter;
+    while (!parser.is_done()) {
+      auto piece = co_await read_piece(socket, buffer, parser);
+      if (r_.client.client_gone()) {
+        outcome_.status = 499;
+        co_return false;
+      }
+      if (!piece) {
+        fail_body(piece.error());
+        co_await end_stream_with_error(*outcome_.error);
+        co_return false;
+      }
+      const auto& events = splitter.feed(std::string_view(chunk_.data(), *piece));
+      if (!events.empty() && !co_await r_.client.send_chunks(events)) {
+        outcome_.status = 499;
+        co_return false;
+      }
+    }
+    // Bytes after the last blank line are relayed too: byte-exact.
+    if (const auto rest = splitter.pending(); !rest.empty()) {
+      if (!co_await r_.client.send_chunks(std::span(&rest, 1))) {
+        outcome_.status = 499;
+        co_return false;
+      }
+    }
+    if (!co_await r_.client.end_stream()) {
+      outcome_.status = 499;
+      co_return false;
+    }
+    co_return parser.keep_alive();
+  }
+
+  Task<void> end_stream_with_error(const ApiError& err) {
+    // An unfinished event is dropped: half a JSON object helps nobody.
+    const std::string event = error_event(err);
+    const std::string_view piece = event;
+    r_.client.set_keep_alive(false);
+    if (co_await r_.client.send_chunks(std::span(&piece, 1))) co_await r_.client.end_stream();
+    if (r_.client.client_gone()) outcome_.status = 499;
+  }
+
+  Task<bool> relay_whole(tcp::socket& socket, beast::flat_buffer& buffer,
+                         http::response_parser<http::buffer_body>& parser) {
+    std::string body;
+    if (auto len = parser.content_length()) {
+      if (*len > r_.limits.max_upstream_response_bytes) {
+        fail("too_large", upstream_failed("the backend's response is too large"));
+        co_return false;
+      }
+      body.reserve(*len);
+    }
+    while (!parser.is_done()) {
+      auto piece = co_await read_piece(socket, buffer, parser);
+      if (r_.client.client_gone()) {
+        outcome_.status = 499;
+        co_return false;
+      }
+      if (!piece) {
+        fail_body(piece.error());
+        co_return false;
+      }
+      body.append(chunk_.data(), *piece);
+      if (body.size() > r_.limits.max_upstream_response_bytes) {
+        fail("too_large", upstream_failed("the backend's response is too large"));
+        co_return false;
+      }
+    }
+    http::response<http::string_body> res{parser.get().result(), 11};
+    copy_upstream_headers(res, parser.get());
+    add_headers(res, r_.response_headers);
+    res.body() = std::move(body);
+    outcome_.status = static_cast<int>(parser.get().result_int());
+    if (!co_await r_.client.send(res)) {
+      outcome_.status = 499;
+      co_return false;
+    }
+    co_return parser.keep_alive();
+  }
+
+  const RelayRequest& r_;
+  RelayOutcome outcome_;
+  std::array<char, 16 * 1024> chunk_;  // one read's worth of upstream body
+};
+
+}  // namespace
+
+Task<bool> send_error(ClientConnection& client, const ApiError& error,
+                      const std::vector<std::pair<std::string, std::string>>& headers) {
+  http::response<http::string_body> res{static_cast<http::status>(error.status()), 11};
+  res.set(http::field::content_type, "application/json");
+  add_headers(res, headers);
+  if (auto wait = error.effective_retry_after()) {
+    res.set(http::field::retry_after, retry_after_seconds(*wait));
+    res.set("retry-after-ms", std::to_string(wait->count()));
+  }
+  res.body() = error_body(error);
+  co_return co_await client.send(res);
+}
+
+Task<RelayOutcome> relay(const RelayRequest& r) {
+  Exchange exchange(r);
+  co_return co_await exchange.run();
+}
+
+}  // namespace arbiter

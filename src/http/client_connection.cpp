@@ -1,0 +1,154 @@
+#include "http/client_connection.hpp"
+
+#include <array>
+#include <cstdio>
+
+#include "http/timeout.hpp"
+
+namespace arbiter {
+
+namespace {
+// More pipelined bytes than this and the watcher stops reading until the
+// request ends (the next request is parsed from the buffer then).
+constexpr std::size_t kMaxPipelinedBytes = 64 * 1024;
+}  // namespace
+
+ClientConnection::ClientConnection(tcp::socket& socket, beast::flat_buffer& buffer,
+                                   std::chrono::milliseconds write_timeout,
+                                   const std::atomic<bool>& draining)
+    : socket_(socket),
+      buffer_(buffer),
+      write_timeout_(write_timeout),
+      draining_(draining),
+      watch_done_(socket.get_executor()),
+      watch_park_(socket.get_executor()) {}
+
+void ClientConnection::begin_request(bool keep_alive) {
+  keep_alive_ = keep_alive;
+  failed_ = false;
+  body_bytes_ = 0;
+  first_body_byte_at_.reset();
+  abort_hook_ = nullptr;
+}
+
+void ClientConnection::mark_gone() {
+  if (gone_) return;
+  gone_ = true;
+  if (auto hook = std::move(abort_hook_)) hook();
+}
+
+void ClientConnection::note_body(std::size_t n) {
+  if (n > 0 && !first_body_byte_at_) first_body_byte_at_ = std::chrono::steady_clock::now();
+  body_bytes_ += n;
+}
+
+void ClientConnection::start_watch() {
+  watching_ = true;
+  watch_done_.expires_at(net::steady_timer::time_point::max());
+  net::co_spawn(socket_.get_executor(), watch(), [this](std::exception_ptr) {
+    watching_ = false;
+    watch_done_.cancel();
+  });
+}
+
+Task<void> ClientConnection::stop_watch() {
+  if (!watching_) co_return;
+  beast::error_code ignored;
+  socket_.cancel(ignored);
+  watch_park_.cancel();
+  co_await watch_done_.async_wait(kAsTuple);
+}
+
+Task<void> ClientConnection::watch() {
+  for (;;) {
+    if (buffer_.size() >= kMaxPipelinedBytes) {
+      watch_park_.expires_at(net::steady_timer::time_point::max());
+      co_await watch_park_.async_wait(kAsTuple);
+      co_return;
+    }
+    auto [ec, n] = co_await socket_.async_read_some(buffer_.prepare(4096), kAsTuple);
+    if (!ec) {
+      buffer_.commit(n);  // a pipelined request: kept for the next parse
+      continue;
+    }
+    if (ec != net::error::operation_aborted) mark_gone();
+    co_return;
+  }
+}
+
+Task<bool> ClientConnection::write_buffers(std::span<const net::const_buffer> buffers) {
+  if (gone_ || failed_) co_return false;
+  auto r = co_await with_timeout(socket_, write_timeout_,
+                                 net::async_write(socket_, buffers, kAsTuple));
+  if (!r || std::get<0>(*r)) {
+    failed_ = true;
+    mark_gone();
+    co_return false;
+  }
+  co_return true;
+}
+
+Task<bool> ClientConnection::send(http::response<http::string_body>& res) {
+  if (gone_ || failed_) co_return false;
+  res.keep_alive(keep_alive_ && !draining_.load(std::memory_order_relaxed));
+  keep_alive_ = res.keep_alive();
+  res.prepare_payload();
+  auto r = co_await with_timeout(socket_, write_timeout_, http::async_write(socket_, res, kAsTuple));
+  if (!r || std::get<0>(*r)) {
+    failed_ = true;
+    mark_gone();
+    co_return false;
+  }
+  note_body(res.body().size());
+  co_return true;
+}
+
+Task<bool> ClientConnection::start_stream(http::response<http::empty_body>& res) {
+  if (gone_ || failed_) co_return false;
+  res.keep_alive(keep_alive_ && !draining_.load(std::memory_order_relaxed));
+  keep_alive_ = res.keep_alive();
+  res.chunked(true);
+  http::response_serializer<http::empty_body> sr(res);
+  auto r = co_await with_timeout(socket_, write_timeout_,
+                                 http::async_write_header(socket_, sr, kAsTuple));
+  if (!r || std::get<0>(*r)) {
+    failed_ = true;
+    mark_gone();
+    co_return false;
+  }
+  co_return true;
+}
+
+Task<bool> ClientConnection::send_chunks(std::span<const std::string_view> pieces) {
+  // Chunk framing by hand: "<hex size>\r\n<data>\r\n" per piece.
+  constexpr std::size_t kMaxPieces = 64;
+  std::size_t done = 0;
+  while (done < pieces.size()) {
+    const std::size_t n = std::min(kMaxPieces, pieces.size() - done);
+    std::array<std::array<char, 20>, kMaxPieces> sizes;
+    std::vector<net::const_buffer> buffers;
+    buffers.reserve(n * 3);
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto piece = pieces[done + i];
+      if (piece.empty()) continue;  // an empty chunk would end the body
+      const int len = std::snprintf(sizes[i].data(), sizes[i].size(), "%zx\r\n", piece.size());
+      buffers.emplace_back(sizes[i].data(), static_cast<std::size_t>(len));
+      buffers.emplace_back(piece.data(), piece.size());
+      buffers.emplace_back("\r\n", 2);
+      bytes += piece.size();
+    }
+    if (!buffers.empty() && !co_await write_buffers(buffers)) co_return false;
+    note_body(bytes);
+    done += n;
+  }
+  co_return true;
+}
+
+Task<bool> ClientConnection::end_stream() {
+  static constexpr std::string_view kLastChunk = "0\r\n\r\n";
+  const net::const_buffer b(kLastChunk.data(), kLastChunk.size());
+  co_return co_await write_buffers(std::span(&b, 1));
+}
+
+}  // namespace arbiter

@@ -1,0 +1,214 @@
+#include "http/server.hpp"
+
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "http/timeout.hpp"
+
+namespace arbiter {
+
+namespace {
+void log_handler_failure(const std::exception_ptr& failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "{\"level\":\"error\",\"event\":\"handler_exception\",\"what\":\"%s\"}\n",
+                 e.what());
+  } catch (...) {
+    std::fprintf(stderr, "{\"level\":\"error\",\"event\":\"handler_exception\"}\n");
+  }
+}
+std::string body_too_large_message(const ServerOptions& opt) {
+  return "request body exceeds " + std::to_string(opt.max_body_bytes) + " bytes";
+}
+}  // namespace
+
+class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Session> {
+ public:
+  Session(HttpServer& server, tcp::socket socket)
+      : server_(server),
+        socket_(std::move(socket)),
+        conn_(socket_, buffer_, server.options_.write_timeout, server.draining_) {}
+
+  Task<void> run();
+
+  // Runs on the session's strand.
+  void close(bool idle_only) {
+    if (idle_only && !idle_) return;
+    beast::error_code ignored;
+    socket_.close(ignored);
+  }
+  net::any_io_executor executor() { return socket_.get_executor(); }
+
+ private:
+  Task<void> reply_error(ErrorCode code, std::string message);
+
+  HttpServer& server_;
+  tcp::socket socket_;
+  beast::flat_buffer buffer_;
+  ClientConnection conn_;
+  bool idle_ = true;  // waiting for a request header (safe to close on drain)
+};
+
+Task<void> HttpServer::Session::reply_error(ErrorCode code, std::string message) {
+  const ApiError err{code, std::move(message), {}, {}};
+  http::response<http::string_body> res{static_cast<http::status>(err.status()), 11};
+  res.set(http::field::content_type, "application/json");
+  res.body() = error_body(err);
+  conn_.set_keep_alive(false);
+  co_await conn_.send(res);
+}
+
+Task<void> HttpServer::Session::run() {
+  const ServerOptions& opt = server_.options_;
+  bool first = true;
+  while (!server_.draining()) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
+    parser.body_limit(opt.max_body_bytes);
+
+    idle_ = true;
+    const auto header_limit = first ? opt.header_timeout : opt.keepalive_idle;
+    auto header = co_await with_timeout(socket_, header_limit,
+                                         http::async_read_header(socket_, buffer_, parser, kAsTuple));
+    idle_ = false;
+    if (!header) break;  // idle or slow header: connection closed
+    if (auto [ec, n] = *header; ec) {
+      if (ec == http::error::header_limit) {
+        co_await reply_error(ErrorCode::kHeadersTooLarge, "request header exceeds the limit");
+      } else if (ec == http::error::body_limit) {
+        co_await reply_error(ErrorCode::kPayloadTooLarge, body_too_large_message(opt));
+      } else if (ec != http::error::end_of_stream && ec != net::error::eof &&
+                 ec != net::error::connection_reset && ec != net::error::operation_aborted &&
+                 ec != net::error::bad_descriptor) {
+        std::string message = "malformed HTTP request: " + ec.message();
+        co_await reply_error(ErrorCode::kInvalidRequest, std::move(message));
+      }
+      break;
+    }
+    if (parser.get()[http::field::expect] == "100-continue") {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      auto w = co_await with_timeout(socket_, opt.write_timeout,
+                                     net::async_write(socket_, net::buffer(kContinue), kAsTuple));
+      if (!w || std::get<0>(*w)) break;
+    }
+    if (!parser.is_done()) {
+      auto body = co_await with_timeout(socket_, opt.body_timeout,
+                                        http::async_read(socket_, buffer_, parser, kAsTuple));
+      if (!body) break;
+      if (auto [ec, n] = *body; ec) {
+        if (ec == http::error::body_limit) {
+          co_await reply_error(ErrorCode::kPayloadTooLarge, body_too_large_message(opt));
+        }
+        break;
+      }
+    }
+
+    HttpRequest req = parser.release();
+    conn_.begin_request(req.keep_alive());
+    ++server_.active_requests_;
+    conn_.start_watch();
+    // The handler must not throw; if it does (a bug), the connection is
+    // closed, but only after the watcher, which points into it, has stopped.
+    std::exception_ptr failure;
+    try {
+      co_await server_.handler_(req, conn_);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    co_await conn_.stop_watch();
+    --server_.active_requests_;
+    if (failure) {
+      log_handler_failure(failure);
+      break;
+    }
+    if (!conn_.keep_alive()) break;
+    first = false;
+  }
+  beast::error_code ignored;
+  socket_.shutdown(tcp::socket::shutdown_send, ignored);
+  socket_.close(ignored);
+}
+
+HttpServer::HttpServer(net::io_context& ioc, ServerOptions options, RequestHandler handler)
+    : ioc_(ioc), options_(std::move(options)), handler_(std::move(handler)), acceptor_(ioc) {}
+
+HttpServer::~HttpServer() = default;
+
+std::expected<uint16_t, std::string> HttpServer::listen() {
+  beast::error_code ec;
+  const auto address = net::ip::make_address(options_.address, ec);
+  if (ec) return std::unexpected("invalid listen address '" + options_.address + "'");
+  const tcp::endpoint endpoint(address, options_.port);
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return std::unexpected("cannot listen on " + options_.address + ":" +
+                           std::to_string(options_.port) + ": " + ec.message());
+  }
+  return acceptor_.local_endpoint().port();
+}
+
+void HttpServer::start() {
+  net::co_spawn(acceptor_.get_executor(), accept_loop(), net::detached);
+}
+
+Task<void> HttpServer::accept_loop() {
+  while (!draining()) {
+    auto [ec, socket] = co_await acceptor_.async_accept(net::make_strand(ioc_), kAsTuple);
+    if (ec) {
+      if (ec == net::error::operation_aborted || !acceptor_.is_open()) break;
+      continue;  // e.g. EMFILE: keep serving the connections we have
+    }
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    auto session = std::make_shared<Session>(*this, std::move(socket));
+    {
+      std::lock_guard lock(sessions_mu_);
+      sessions_.insert(session);
+    }
+    net::co_spawn(session->executor(), session->run(), [this, session](std::exception_ptr) {
+      std::lock_guard lock(sessions_mu_);
+      sessions_.erase(session);
+    });
+  }
+}
+
+std::size_t HttpServer::open_connections() const {
+  std::lock_guard lock(sessions_mu_);
+  return sessions_.size();
+}
+
+void HttpServer::close_all(bool idle_only) {
+  std::lock_guard lock(sessions_mu_);
+  for (const auto& s : sessions_) {
+    net::post(s->executor(), [s, idle_only] { s->close(idle_only); });
+  }
+}
+
+Task<void> HttpServer::drain(std::chrono::milliseconds deadline) {
+  draining_ = true;
+  net::post(acceptor_.get_executor(), [this] {
+    beast::error_code ignored;
+    acceptor_.close(ignored);
+  });
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  net::steady_timer timer(co_await net::this_coro::executor);
+  // Idle connections are closed repeatedly: one may turn idle after its
+  // last response while we wait.
+  while (open_connections() > 0 && std::chrono::steady_clock::now() < until) {
+    close_all(/*idle_only=*/true);
+    timer.expires_after(std::chrono::milliseconds(20));
+    co_await timer.async_wait(kAsTuple);
+  }
+  // Terminal cancel: whatever is left is cut.
+  for (int i = 0; i < 50 && open_connections() > 0; ++i) {
+    close_all(/*idle_only=*/false);
+    timer.expires_after(std::chrono::milliseconds(20));
+    co_await timer.async_wait(kAsTuple);
+  }
+}
+
+}  // namespace arbiter

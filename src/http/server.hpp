@@ -1,0 +1,72 @@
+// HTTP/1.1 server: an accept loop and one coroutine per connection, each on
+// its own strand. Reads requests within header/body limits and deadlines,
+// hands each to the handler, and drains gracefully on shutdown.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <expected>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+#include "http/asio.hpp"
+#include "http/client_connection.hpp"
+
+namespace arbiter {
+
+struct ServerOptions {
+  std::string address = "127.0.0.1";
+  uint16_t port = 0;
+  std::size_t max_header_bytes = 16 << 10;
+  std::size_t max_body_bytes = 4 << 20;
+  std::chrono::milliseconds header_timeout{10'000};
+  std::chrono::milliseconds body_timeout{30'000};
+  std::chrono::milliseconds keepalive_idle{60'000};
+  std::chrono::milliseconds write_timeout{30'000};
+};
+
+using HttpRequest = http::request<http::string_body>;
+// Must write exactly one response through the connection (or find the client
+// gone). Runs on the connection's strand.
+using RequestHandler = std::function<Task<void>(HttpRequest&, ClientConnection&)>;
+
+class HttpServer {
+ public:
+  HttpServer(net::io_context& ioc, ServerOptions options, RequestHandler handler);
+  ~HttpServer();
+
+  // Binds and listens; returns the bound port (useful with port 0).
+  std::expected<uint16_t, std::string> listen();
+  void start();
+
+  // Stops accepting and closes idle keep-alive connections; connections with
+  // a request in progress finish it (answering with Connection: close). After
+  // `deadline` whatever is still open is closed. Completes when every
+  // connection is gone.
+  Task<void> drain(std::chrono::milliseconds deadline);
+
+  bool draining() const { return draining_.load(); }
+  const std::atomic<bool>& draining_flag() const { return draining_; }
+  std::size_t open_connections() const;
+  std::size_t active_requests() const { return active_requests_.load(); }
+
+ private:
+  class Session;
+  Task<void> accept_loop();
+  void close_all(bool idle_only);
+
+  net::io_context& ioc_;
+  ServerOptions options_;
+  RequestHandler handler_;
+  tcp::acceptor acceptor_;
+  std::atomic<bool> draining_{false};
+  std::atomic<std::size_t> active_requests_{0};
+  mutable std::mutex sessions_mu_;
+  std::unordered_set<std::shared_ptr<Session>> sessions_;  // open connections
+};
+
+}  // namespace arbiter

@@ -1,0 +1,59 @@
+// Keep-alive connections to one backend. Idle connections are reused LIFO
+// (the warmest first) and checked for a peer close before reuse; new ones are
+// opened with a connect deadline. A connection is owned by exactly one
+// request between acquire() and release().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <expected>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "http/asio.hpp"
+
+namespace arbiter {
+
+struct UpstreamConnection {
+  tcp::socket socket;
+  bool reused = false;  // came from the idle list (may have been closed by the peer)
+};
+
+enum class ConnectFailure { kRefused, kTimeout, kResolve };
+
+class UpstreamPool {
+ public:
+  UpstreamPool(std::string host, uint16_t port, std::size_t max_idle,
+               std::chrono::milliseconds idle_ttl = std::chrono::seconds(30));
+
+  // An idle connection, or a new one opened within `connect_timeout`.
+  // `fresh` skips the idle list (used to retry after a stale reuse).
+  Task<std::expected<UpstreamConnection, ConnectFailure>> acquire(
+      std::chrono::milliseconds connect_timeout, bool fresh = false);
+
+  // Returns a connection whose last response was fully read and allowed
+  // keep-alive.
+  void release(tcp::socket socket);
+
+  const std::string& host() const { return host_; }
+  uint16_t port() const { return port_; }
+  std::size_t idle_count() const;
+
+ private:
+  struct Idle {
+    tcp::socket socket;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::optional<tcp::socket> take_idle();
+
+  std::string host_;
+  uint16_t port_;
+  std::optional<tcp::endpoint> endpoint_;  // set when host is an IP literal
+  std::size_t max_idle_;
+  std::chrono::milliseconds idle_ttl_;
+  mutable std::mutex mu_;
+  std::vector<Idle> idle_;  // LIFO
+};
+
+}  // namespace arbiter

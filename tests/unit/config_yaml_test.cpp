@@ -1,0 +1,154 @@
+#include "gateway/config_yaml.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/tenants.hpp"
+
+namespace arbiter {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+constexpr const char* kMinimal = R"(
+models:
+  - name: m1
+    backends: [{url: "http://127.0.0.1:8000"}]
+)";
+
+std::vector<std::string> errors_of(const std::string& yaml) {
+  auto c = parse_config(yaml);
+  return c ? std::vector<std::string>{} : c.error();
+}
+
+TEST(ConfigYaml, MinimalConfigGetsDocumentedDefaults) {
+  auto c = parse_config(kMinimal);
+  ASSERT_TRUE(c) << ::testing::PrintToString(c.error());
+  EXPECT_EQ(c->listener.address, "127.0.0.1");
+  EXPECT_EQ(c->listener.port, 8080);
+  EXPECT_EQ(c->limits.max_body_bytes, 4u << 20);
+  EXPECT_EQ(c->timeouts.upstream_connect.count(), 2000);
+  EXPECT_FALSE(c->auth.enabled);
+  ASSERT_EQ(c->models.size(), 1u);
+  const auto& b = c->models[0].backends[0];
+  EXPECT_EQ(b.host, "127.0.0.1");
+  EXPECT_EQ(b.port, 8000);
+  EXPECT_EQ(b.name, "127.0.0.1:8000");
+  EXPECT_EQ(b.max_concurrency, 64u);
+  // Default classes: the completion class is capped at 128 tokens.
+  ASSERT_EQ(c->classes.size(), 4u);
+  EXPECT_EQ(c->default_class, "chat");
+  const auto completion = std::find_if(c->classes.begin(), c->classes.end(),
+                                       [](auto& x) { return x.name == "completion"; });
+  ASSERT_NE(completion, c->classes.end());
+  EXPECT_EQ(completion->max_tokens_cap, 128);
+}
+
+TEST(ConfigYaml, UnknownKeysAreRejectedWithTheirPath) {
+  const auto errs = errors_of(R"(
+listener: {adress: 0.0.0.0}
+models:
+  - name: m1
+    backend: []
+)");
+  EXPECT_THAT(errs, Contains(HasSubstr("listener.adress: unknown key")));
+  EXPECT_THAT(errs, Contains(HasSubstr("models[0].backend: unknown key")));
+  EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends: is required")));
+}
+
+TEST(ConfigYaml, EveryErrorIsListedNotJustTheFirst) {
+  const auto errs = errors_of(R"(
+listener: {port: 70000, threads: -1}
+timeouts: {upstream_connect_ms: abc}
+limits: {max_body_bytes: 12XB}
+models:
+  - name: m1
+    backends:
+      - {url: "https://x:1"}
+      - {url: "http://127.0.0.1"}
+      - {url: "http://127.0.0.1:9/v1"}
+      - {url: "http://127.0.0.1:9", max_concurrency: 0}
+)");
+  EXPECT_THAT(errs, Contains(HasSubstr("listener.port: must be between 0 and 65535")));
+  EXPECT_THAT(errs, Contains(HasSubstr("listener.threads: must be between")));
+  EXPECT_THAT(errs, Contains(HasSubstr("timeouts.upstream_connect_ms: must be an integer")));
+  EXPECT_THAT(errs, Contains(HasSubstr("limits.max_body_bytes: must be a positive size")));
+  EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[0].url: scheme must be http")));
+  EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[1].url: must name a port")));
+  EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[2].url: must not have a path")));
+  EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[3].max_concurrency: must be between")));
+  EXPECT_GE(errs.size(), 8u);
+}
+
+TEST(ConfigYaml, SizesAcceptBinarySuffixes) {
+  auto c = parse_config(std::string("limits: {max_body_bytes: 2MiB, max_header_bytes: 8KiB}\n") + kMinimal);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->limits.max_body_bytes, 2u << 20);
+  EXPECT_EQ(c->limits.max_header_bytes, 8u << 10);
+}
+
+TEST(ConfigYaml, TenantKeysAreStoredOnlyAsHashes) {
+  const std::string hash = sha256_hex("sk-beta");
+  auto c = parse_config(std::string(R"(
+auth: {enabled: true}
+tenants:
+  - {name: alpha, team: search, api_keys: [sk-alpha]}
+  - {name: beta, api_key_sha256: [")") + hash + R"("], allowed_classes: [chat]}
+)" + kMinimal);
+  ASSERT_TRUE(c) << ::testing::PrintToString(c.error());
+  ASSERT_EQ(c->tenants.size(), 2u);
+  EXPECT_EQ(c->tenants[0].team, "search");
+  EXPECT_EQ(c->tenants[0].key_sha256, std::vector<std::string>{sha256_hex("sk-alpha")});
+  EXPECT_EQ(c->tenants[1].team, "beta");  // defaults to the tenant name
+  EXPECT_EQ(c->tenants[1].key_sha256, std::vector<std::string>{hash});
+}
+
+TEST(ConfigYaml, CrossReferencesAreChecked) {
+  const auto errs = errors_of(R"(
+auth: {enabled: true}
+tenants:
+  - {name: alpha, api_keys: [k1], allowed_classes: [gold]}
+  - {name: alpha, api_keys: [k1]}
+  - {name: gamma, api_key_sha256: [nothex]}
+classes:
+  - {name: chat, match: {tenants: [nobody], models: [m9], routes: [/v1/embeddings]}}
+  - {name: chat}
+default_class: platinum
+models:
+  - name: m1
+    backends: [{url: "http://127.0.0.1:1"}, {url: "http://127.0.0.1:1"}]
+)");
+  EXPECT_THAT(errs, Contains(HasSubstr("tenants[0].allowed_classes[0]: names no class: 'gold'")));
+  EXPECT_THAT(errs, Contains(HasSubstr("tenants[1].name: duplicate name 'alpha'")));
+  EXPECT_THAT(errs, Contains(HasSubstr("shared with another tenant")));
+  EXPECT_THAT(errs, Contains(HasSubstr("tenants[2].api_key_sha256[0]: must be 64 hex digits")));
+  EXPECT_THAT(errs, Contains(HasSubstr("classes[0].match.tenants[0]: names no tenant: 'nobody'")));
+  EXPECT_THAT(errs, Contains(HasSubstr("classes[0].match.models[0]: names no model: 'm9'")));
+  EXPECT_THAT(errs, Contains(HasSubstr("classes[0].match.routes[0]: unknown route")));
+  EXPECT_THAT(errs, Contains(HasSubstr("classes[1].name: duplicate name 'chat'")));
+  EXPECT_THAT(errs, Contains(HasSubstr("default_class: names no class: 'platinum'")));
+  EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[1].name: duplicate name")));
+}
+
+TEST(ConfigYaml, AuthWithoutTenantsIsAnError) {
+  EXPECT_THAT(errors_of(std::string("auth: {enabled: true}\n") + kMinimal),
+              Contains(HasSubstr("auth.enabled: is true but no tenants")));
+}
+
+TEST(ConfigYaml, MissingModelsAndSyntaxErrors) {
+  EXPECT_THAT(errors_of("listener: {port: 1}\n"), Contains(HasSubstr("models: is required")));
+  EXPECT_THAT(errors_of("models: [\n"), Contains(HasSubstr("YAML syntax error at line")));
+  EXPECT_THAT(errors_of("- a\n- b\n"), Contains(HasSubstr("(top level): must be a mapping")));
+}
+
+TEST(ConfigYaml, LoadsExampleFiles) {
+  for (const char* name : {"minimal.yaml"}) {
+    auto c = load_config_file(std::string(ARBITER_SOURCE_DIR) + "/examples/" + name);
+    EXPECT_TRUE(c) << name << ": " << ::testing::PrintToString(c ? std::vector<std::string>{} : c.error());
+  }
+  EXPECT_FALSE(load_config_file("/nonexistent/arbiter.yaml"));
+}
+
+}  // namespace
+}  // namespace arbiter
