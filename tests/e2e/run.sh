@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# End-to-end tests: the official `openai` npm client (pinned by
+# package-lock.json) against a running arbiter gateway and a fake engine.
+#
+#   bash tests/e2e/run.sh <path-to-arbiter-binary>
+#
+# Installs the locked dependencies when node_modules is missing or older than
+# package-lock.json, then runs every *.test.mjs with node's test runner.
+# ARBITER_E2E_KEEP=1 keeps each gateway's temp dir (config, port file).
+set -euo pipefail
+
+if [[ $# -ne 1 ]]; then
+  echo "usage: $0 <path-to-arbiter-binary>" >&2
+  exit 2
+fi
+bin=$1
+if [[ $bin != /* ]]; then bin="$PWD/$bin"; fi
+if [[ ! -x $bin ]]; then
+  echo "e2e: arbiter binary not found or not executable: $bin" >&2
+  exit 2
+fi
+export ARBITER_BINARY=$bin
+
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+for tool in node npm; do
+  command -v "$tool" >/dev/null || { echo "e2e: '$tool' is not installed" >&2; exit 2; }
+done
+
+if [[ ! -d node_modules || package-lock.json -nt node_modules ]]; then
+  if ! log=$(npm ci --no-audit --no-fund --loglevel=error 2>&1); then
+    echo "$log" >&2
+    echo "e2e: npm ci failed" >&2
+    exit 1
+  fi
+  touch node_modules
+fi
+
+# Files run in parallel; each test carries its own timeout, and the runner
+# bounds every test at 60 s regardless.
+exec node --test --test-timeout=60000 --test-reporter=spec ./*.test.mjs
