@@ -33,7 +33,7 @@ struct TimeoutsConfig {
   Millis keepalive_idle{60'000};      // idle client connection between requests
   Millis client_write{30'000};        // one write to a slow client
   Millis upstream_connect{2'000};     // TCP connect to a backend
-  Millis upstream_first_byte{60'000}; // request sent -> response header
+  Millis upstream_first_byte{120'000}; // request sent -> response header (whole generation when not streaming)
   Millis stream_idle{60'000};         // gap between two pieces of an upstream body
   Millis drain{30'000};               // SIGTERM -> forced exit
 };
