@@ -84,8 +84,9 @@ int main(int argc, char** argv) {
 
   const unsigned threads =
       config->listener.threads ? config->listener.threads : std::max(1u, std::thread::hardware_concurrency());
-  net::io_context ioc(static_cast<int>(threads));
-  Gateway gateway(std::move(*config));
+  IoPool io(threads);
+  net::io_context& ioc = io.context(0);
+  Gateway gateway(std::move(*config), threads);
   const Config& cfg = gateway.config();
   HttpServer server(ioc,
                     ServerOptions{.address = cfg.listener.address,
@@ -98,7 +99,8 @@ int main(int argc, char** argv) {
                                   .write_timeout = cfg.timeouts.client_write},
                     [&gateway](HttpRequest& req, ClientConnection& conn) {
                       return gateway.handle(req, conn);
-                    });
+                    },
+                    &io);
   const auto port = server.listen();
   if (!port) {
     std::fprintf(stderr, "arbiter: %s\n", port.error().c_str());
@@ -122,7 +124,7 @@ int main(int argc, char** argv) {
     if (ec) return;
     if (draining) {
       std::fputs("{\"level\":\"warn\",\"event\":\"second signal, stopping now\"}\n", stderr);
-      ioc.stop();
+      io.stop();
       return;
     }
     draining = true;
@@ -131,15 +133,12 @@ int main(int argc, char** argv) {
                  sig, static_cast<long long>(cfg.timeouts.drain.count()));
     net::co_spawn(ioc, server.drain(cfg.timeouts.drain), [&](std::exception_ptr) {
       std::fputs("{\"level\":\"info\",\"event\":\"stopped\"}\n", stderr);
-      ioc.stop();
+      io.stop();
     });
     signals.async_wait(on_signal);
   };
   signals.async_wait(on_signal);
 
-  std::vector<std::thread> pool;
-  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&ioc] { ioc.run(); });
-  ioc.run();
-  for (auto& t : pool) t.join();
+  io.run();
   return 0;
 }

@@ -36,13 +36,13 @@ struct Admission {
 
 }  // namespace
 
-Gateway::Gateway(Config config)
+Gateway::Gateway(Config config, std::size_t io_threads)
     : config_(std::move(config)),
       tenants_(config_.tenants, config_.auth.enabled),
       classifier_(config_.classes, config_.default_class),
       access_log_(config_.log.access_log) {
   for (const auto& m : config_.models) {
-    pools_.emplace(m.name, std::make_unique<ModelPool>(m, metrics_));
+    pools_.emplace(m.name, std::make_unique<ModelPool>(m, metrics_, io_threads));
   }
 }
 

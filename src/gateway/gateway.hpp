@@ -20,7 +20,7 @@ namespace arbiter {
 
 class Gateway {
  public:
-  explicit Gateway(Config config);
+  Gateway(Config config, std::size_t io_threads);
 
   Task<void> handle(HttpRequest& req, ClientConnection& conn);
 

@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <algorithm>
 #include <map>
+#include <span>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -92,19 +94,33 @@ class Family final : public FamilyBase {
 
   // The child for these label values (in the family's label order); created
   // on first use and never removed, so references stay valid.
+  // A lookup allocates nothing once the child exists.
   Metric& with(std::initializer_list<std::string_view> values) {
-    std::vector<std::string> key(values.begin(), values.end());
+    const std::span<const std::string_view> key(values.begin(), values.size());
     std::lock_guard lock(mu_);
-    auto& slot = children_[std::move(key)];
-    if (!slot) slot = factory_();
-    return *slot;
+    auto it = children_.find(key);
+    if (it == children_.end()) {
+      it = children_.emplace(std::vector<std::string>(values.begin(), values.end()), factory_()).first;
+    }
+    return *it->second;
   }
 
   void render(std::string& out) const override;
 
  private:
+  // Orders label vectors, and compares them with views (heterogeneous lookup).
+  struct LabelLess {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return std::lexicographical_compare(
+          a.begin(), a.end(), b.begin(), b.end(),
+          [](std::string_view x, std::string_view y) { return x < y; });
+    }
+  };
+
   mutable std::mutex mu_;
-  std::map<std::vector<std::string>, std::unique_ptr<Metric>> children_;
+  std::map<std::vector<std::string>, std::unique_ptr<Metric>, LabelLess> children_;
   std::function<std::unique_ptr<Metric>()> factory_;
 };
 

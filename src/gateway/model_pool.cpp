@@ -10,12 +10,13 @@ std::vector<unsigned> limits_of(const ModelConfig& config) {
 }
 }  // namespace
 
-ModelPool::ModelPool(const ModelConfig& config, GatewayMetrics& metrics)
+ModelPool::ModelPool(const ModelConfig& config, GatewayMetrics& metrics, std::size_t io_threads)
     : config_(config), load_(limits_of(config)) {
   for (const auto& b : config_.backends) {
     // Keep as many idle connections as the backend may have requests in
     // flight: a burst never has to reconnect.
-    upstreams_.push_back(std::make_unique<UpstreamPool>(b.host, b.port, b.max_concurrency));
+    upstreams_.push_back(
+        std::make_unique<UpstreamPool>(b.host, b.port, b.max_concurrency, io_threads));
     in_flight_gauges_.push_back(&metrics.backend_in_flight.with({config_.name, b.name}));
   }
 }

@@ -18,7 +18,9 @@ namespace arbiter {
 
 class ModelPool {
  public:
-  ModelPool(const ModelConfig& config, GatewayMetrics& metrics);
+  // `io_threads`: I/O threads serving requests (upstream idle connections
+  // are kept per thread).
+  ModelPool(const ModelConfig& config, GatewayMetrics& metrics, std::size_t io_threads);
 
   class Lease {
    public:

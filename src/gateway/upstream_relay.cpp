@@ -3,7 +3,6 @@
 #include <array>
 
 #include "core/sse.hpp"
-#include "http/timeout.hpp"
 
 namespace arbiter {
 
@@ -66,13 +65,13 @@ std::string error_event(const ApiError& e) { return "data: " + error_body(e) + "
 
 class Exchange {
  public:
-  explicit Exchange(const RelayRequest& r) : r_(r) {}
+  explicit Exchange(const RelayRequest& r) : r_(r), deadline_(r.client.deadline()) {}
 
   Task<RelayOutcome> run() {
     // One retry, only when a reused keep-alive connection failed before any
     // response byte arrived: the engine never saw the request.
     for (int attempt = 0; attempt < 2; ++attempt) {
-      auto conn = co_await r_.pool.acquire(r_.timeouts.upstream_connect, attempt > 0);
+      auto conn = co_await r_.pool.acquire(deadline_, r_.timeouts.upstream_connect, attempt > 0);
       if (r_.client.client_gone()) co_return cancelled();
       if (!conn) {
         co_return fail_connect(conn.error());
@@ -86,11 +85,13 @@ class Exchange {
       const auto sent_at = Clock::now();
       const auto deadline = sent_at + r_.timeouts.upstream_first_byte;
 
-      auto written = co_await with_timeout(socket, deadline - Clock::now(),
-                                           http::async_write(socket, r_.upstream_request, kAsTuple));
+      deadline_.arm(socket, r_.timeouts.upstream_first_byte);
+      auto [write_ec, written] = co_await http::async_write(socket, r_.upstream_request, kAsTuple);
       if (r_.client.client_gone()) co_return cancelled();
-      if (!written) co_return fail("timeout", upstream_timeout("the backend did not take the request in time"));
-      if (auto ec = std::get<0>(*written); ec) {
+      if (deadline_.disarm()) {
+        co_return fail("timeout", upstream_timeout("the backend did not take the request in time"));
+      }
+      if (auto ec = write_ec; ec) {
         if (conn->reused && attempt == 0 && is_stale_connection_error(ec)) {
           outcome_.retried = true;
           continue;
@@ -101,15 +102,15 @@ class Exchange {
       beast::flat_buffer buffer;
       http::response_parser<http::buffer_body> parser;
       parser.body_limit(boost::none);  // streams are unbounded; whole bodies are checked below
-      auto header = co_await with_timeout(socket, deadline - Clock::now(),
-                                          http::async_read_header(socket, buffer, parser, kAsTuple));
+      deadline_.arm(socket, deadline - Clock::now());
+      auto [header_ec, header_n] = co_await http::async_read_header(socket, buffer, parser, kAsTuple);
       if (r_.client.client_gone()) co_return cancelled();
-      if (!header) {
+      if (deadline_.disarm()) {
         co_return fail(
             "timeout", upstream_timeout("the backend did not answer within " +
                                         std::to_string(r_.timeouts.upstream_first_byte.count()) + " ms"));
       }
-      if (auto ec = std::get<0>(*header); ec) {
+      if (auto ec = header_ec; ec) {
         if (conn->reused && attempt == 0 && is_stale_connection_error(ec)) {
           outcome_.retried = true;
           continue;
@@ -176,10 +177,10 @@ class Exchange {
     auto& body = parser.get().body();
     body.data = chunk_.data();
     body.size = chunk_.size();
-    auto r = co_await with_timeout(socket, r_.timeouts.stream_idle,
-                                   http::async_read_some(socket, buffer, parser, kAsTuple));
-    if (!r) co_return std::unexpected(std::nullopt);
-    if (auto ec = std::get<0>(*r); ec && ec != http::error::need_buffer) co_return std::unexpected(ec);
+    deadline_.arm(socket, r_.timeouts.stream_idle);
+    auto [ec, n] = co_await http::async_read_some(socket, buffer, parser, kAsTuple);
+    if (deadline_.disarm()) co_return std::unexpected(std::nullopt);
+    if (ec && ec != http::error::need_buffer) co_return std::unexpected(ec);
     co_return chunk_.size() - body.size;
   }
 
@@ -276,6 +277,7 @@ class Exchange {
   }
 
   const RelayRequest& r_;
+  Deadline& deadline_;  // the client connection's: one operation at a time
   RelayOutcome outcome_;
   std::array<char, 16 * 1024> chunk_;  // one read's worth of upstream body
 };

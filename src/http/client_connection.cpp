@@ -3,25 +3,24 @@
 #include <array>
 #include <cstdio>
 
-#include "http/timeout.hpp"
 
 namespace arbiter {
 
 namespace {
 // More pipelined bytes than this and the watcher stops reading until the
-// request ends (the next request is parsed from the buffer then).
+// request ends.
 constexpr std::size_t kMaxPipelinedBytes = 64 * 1024;
 }  // namespace
 
 ClientConnection::ClientConnection(tcp::socket& socket, beast::flat_buffer& buffer,
-                                   std::chrono::milliseconds write_timeout,
+                                   Deadline& deadline, std::chrono::milliseconds write_timeout,
                                    const std::atomic<bool>& draining)
     : socket_(socket),
       buffer_(buffer),
+      deadline_(deadline),
       write_timeout_(write_timeout),
       draining_(draining),
-      watch_done_(socket.get_executor()),
-      watch_park_(socket.get_executor()) {}
+      watch_done_(socket.get_executor()) {}
 
 void ClientConnection::begin_request(bool keep_alive) {
   keep_alive_ = keep_alive;
@@ -55,37 +54,47 @@ Task<void> ClientConnection::stop_watch() {
   if (!watching_) co_return;
   beast::error_code ignored;
   socket_.cancel(ignored);
-  watch_park_.cancel();
   co_await watch_done_.async_wait(kAsTuple);
 }
 
 Task<void> ClientConnection::watch() {
-  for (;;) {
-    if (buffer_.size() >= kMaxPipelinedBytes) {
-      watch_park_.expires_at(net::steady_timer::time_point::max());
-      co_await watch_park_.async_wait(kAsTuple);
+  // Waits for readability rather than reading: no speculative recv per
+  // request, and nothing is consumed unless the client really sent bytes.
+  while (buffer_.size() < kMaxPipelinedBytes) {
+    auto [ec] = co_await socket_.async_wait(tcp::socket::wait_read, kAsTuple);
+    if (ec) {
+      if (ec != net::error::operation_aborted) mark_gone();
       co_return;
     }
-    auto [ec, n] = co_await socket_.async_read_some(buffer_.prepare(4096), kAsTuple);
-    if (!ec) {
-      buffer_.commit(n);  // a pipelined request: kept for the next parse
-      continue;
+    beast::error_code read_ec;
+    const std::size_t n = socket_.read_some(buffer_.prepare(4096), read_ec);
+    if (read_ec == net::error::would_block || read_ec == net::error::try_again) continue;
+    if (read_ec || n == 0) {
+      mark_gone();  // EOF or reset: the client left
+      co_return;
     }
-    if (ec != net::error::operation_aborted) mark_gone();
-    co_return;
+    buffer_.commit(n);  // a pipelined request: kept for the next parse
   }
+  // Too many pipelined bytes: stop reading until the request ends; the
+  // next request is parsed from the buffer then.
+  co_await socket_.async_wait(tcp::socket::wait_error, kAsTuple);
+}
+
+bool ClientConnection::write_done(const beast::error_code& ec) {
+  const bool timed_out = deadline_.disarm();
+  if (timed_out || ec) {
+    failed_ = true;
+    mark_gone();
+    return false;
+  }
+  return true;
 }
 
 Task<bool> ClientConnection::write_buffers(std::span<const net::const_buffer> buffers) {
   if (gone_ || failed_) co_return false;
-  auto r = co_await with_timeout(socket_, write_timeout_,
-                                 net::async_write(socket_, buffers, kAsTuple));
-  if (!r || std::get<0>(*r)) {
-    failed_ = true;
-    mark_gone();
-    co_return false;
-  }
-  co_return true;
+  deadline_.arm(socket_, write_timeout_);
+  auto [ec, n] = co_await net::async_write(socket_, buffers, kAsTuple);
+  co_return write_done(ec);
 }
 
 Task<bool> ClientConnection::send(http::response<http::string_body>& res) {
@@ -93,12 +102,9 @@ Task<bool> ClientConnection::send(http::response<http::string_body>& res) {
   res.keep_alive(keep_alive_ && !draining_.load(std::memory_order_relaxed));
   keep_alive_ = res.keep_alive();
   res.prepare_payload();
-  auto r = co_await with_timeout(socket_, write_timeout_, http::async_write(socket_, res, kAsTuple));
-  if (!r || std::get<0>(*r)) {
-    failed_ = true;
-    mark_gone();
-    co_return false;
-  }
+  deadline_.arm(socket_, write_timeout_);
+  auto [ec, n] = co_await http::async_write(socket_, res, kAsTuple);
+  if (!write_done(ec)) co_return false;
   note_body(res.body().size());
   co_return true;
 }
@@ -109,14 +115,9 @@ Task<bool> ClientConnection::start_stream(http::response<http::empty_body>& res)
   keep_alive_ = res.keep_alive();
   res.chunked(true);
   http::response_serializer<http::empty_body> sr(res);
-  auto r = co_await with_timeout(socket_, write_timeout_,
-                                 http::async_write_header(socket_, sr, kAsTuple));
-  if (!r || std::get<0>(*r)) {
-    failed_ = true;
-    mark_gone();
-    co_return false;
-  }
-  co_return true;
+  deadline_.arm(socket_, write_timeout_);
+  auto [ec, n] = co_await http::async_write_header(socket_, sr, kAsTuple);
+  co_return write_done(ec);
 }
 
 Task<bool> ClientConnection::send_chunks(std::span<const std::string_view> pieces) {

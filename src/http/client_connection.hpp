@@ -11,13 +11,18 @@
 #include <string_view>
 
 #include "http/asio.hpp"
+#include "http/deadline.hpp"
 
 namespace arbiter {
 
 class ClientConnection {
  public:
-  ClientConnection(tcp::socket& socket, beast::flat_buffer& buffer,
+  ClientConnection(tcp::socket& socket, beast::flat_buffer& buffer, Deadline& deadline,
                    std::chrono::milliseconds write_timeout, const std::atomic<bool>& draining);
+
+  // The connection's I/O deadline: the request path arms it around upstream
+  // operations too (one operation at a time per connection).
+  Deadline& deadline() { return deadline_; }
 
   // Whole response. Adds Connection: close when the connection will end.
   Task<bool> send(http::response<http::string_body>& res);
@@ -51,12 +56,16 @@ class ClientConnection {
 
  private:
   Task<void> watch();
+  // After a write: disarms the deadline; false (and the client marked gone)
+  // when the write failed or timed out.
+  bool write_done(const beast::error_code& ec);
   Task<bool> write_buffers(std::span<const net::const_buffer> buffers);
   void mark_gone();
   void note_body(std::size_t n);
 
   tcp::socket& socket_;
   beast::flat_buffer& buffer_;  // shared with the request parser: pipelined bytes land here
+  Deadline& deadline_;  // shared with the request parser: pipelined bytes land here
   std::chrono::milliseconds write_timeout_;
   const std::atomic<bool>& draining_;
   bool keep_alive_ = true;
@@ -67,7 +76,6 @@ class ClientConnection {
   std::optional<std::chrono::steady_clock::time_point> first_body_byte_at_;
   std::function<void()> abort_hook_;
   net::steady_timer watch_done_;  // cancelled when the watcher finishes
-  net::steady_timer watch_park_;  // parks the watcher when pipelined bytes pile up
 };
 
 }  // namespace arbiter

@@ -2,7 +2,6 @@
 // every file in src/http, src/gateway and src/sim includes them.
 #pragma once
 #include <boost/asio.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>

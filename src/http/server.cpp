@@ -3,7 +3,6 @@
 #include <cstdio>
 
 #include "core/error.hpp"
-#include "http/timeout.hpp"
 
 namespace arbiter {
 
@@ -28,7 +27,11 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   Session(HttpServer& server, tcp::socket socket)
       : server_(server),
         socket_(std::move(socket)),
-        conn_(socket_, buffer_, server.options_.write_timeout, server.draining_) {}
+        conn_(socket_, buffer_, deadline_, server.options_.write_timeout, server.draining_) {
+    // The watcher reads only what is there; it must never block the thread.
+    beast::error_code ignored;
+    socket_.non_blocking(true, ignored);
+  }
 
   Task<void> run();
 
@@ -39,6 +42,7 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
     socket_.close(ignored);
   }
   net::any_io_executor executor() { return socket_.get_executor(); }
+  Deadline& deadline() { return deadline_; }
 
  private:
   Task<void> reply_error(ErrorCode code, std::string message);
@@ -46,6 +50,7 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   HttpServer& server_;
   tcp::socket socket_;
   beast::flat_buffer buffer_;
+  Deadline deadline_;
   ClientConnection conn_;
   bool idle_ = true;  // waiting for a request header (safe to close on drain)
 };
@@ -68,12 +73,11 @@ Task<void> HttpServer::Session::run() {
     parser.body_limit(opt.max_body_bytes);
 
     idle_ = true;
-    const auto header_limit = first ? opt.header_timeout : opt.keepalive_idle;
-    auto header = co_await with_timeout(socket_, header_limit,
-                                         http::async_read_header(socket_, buffer_, parser, kAsTuple));
+    deadline_.arm(socket_, first ? opt.header_timeout : opt.keepalive_idle);
+    auto [header_ec, header_n] = co_await http::async_read_header(socket_, buffer_, parser, kAsTuple);
     idle_ = false;
-    if (!header) break;  // idle or slow header: connection closed
-    if (auto [ec, n] = *header; ec) {
+    if (deadline_.disarm()) break;  // idle or slow header: connection closed
+    if (auto ec = header_ec; ec) {
       if (ec == http::error::header_limit) {
         co_await reply_error(ErrorCode::kHeadersTooLarge, "request header exceeds the limit");
       } else if (ec == http::error::body_limit) {
@@ -88,15 +92,15 @@ Task<void> HttpServer::Session::run() {
     }
     if (parser.get()[http::field::expect] == "100-continue") {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      auto w = co_await with_timeout(socket_, opt.write_timeout,
-                                     net::async_write(socket_, net::buffer(kContinue), kAsTuple));
-      if (!w || std::get<0>(*w)) break;
+      deadline_.arm(socket_, opt.write_timeout);
+      auto [ec, n] = co_await net::async_write(socket_, net::buffer(kContinue), kAsTuple);
+      if (deadline_.disarm() || ec) break;
     }
     if (!parser.is_done()) {
-      auto body = co_await with_timeout(socket_, opt.body_timeout,
-                                        http::async_read(socket_, buffer_, parser, kAsTuple));
-      if (!body) break;
-      if (auto [ec, n] = *body; ec) {
+      deadline_.arm(socket_, opt.body_timeout);
+      auto [body_ec, body_n] = co_await http::async_read(socket_, buffer_, parser, kAsTuple);
+      if (deadline_.disarm()) break;
+      if (auto ec = body_ec; ec) {
         if (ec == http::error::body_limit) {
           co_await reply_error(ErrorCode::kPayloadTooLarge, body_too_large_message(opt));
         }
@@ -130,8 +134,14 @@ Task<void> HttpServer::Session::run() {
   socket_.close(ignored);
 }
 
-HttpServer::HttpServer(net::io_context& ioc, ServerOptions options, RequestHandler handler)
-    : ioc_(ioc), options_(std::move(options)), handler_(std::move(handler)), acceptor_(ioc) {}
+HttpServer::HttpServer(net::io_context& ioc, ServerOptions options, RequestHandler handler,
+                       IoPool* workers)
+    : ioc_(ioc),
+      workers_(workers),
+      options_(std::move(options)),
+      handler_(std::move(handler)),
+      acceptor_(ioc),
+      sweep_timer_(net::make_strand(ioc)) {}
 
 HttpServer::~HttpServer() = default;
 
@@ -153,11 +163,28 @@ std::expected<uint16_t, std::string> HttpServer::listen() {
 
 void HttpServer::start() {
   net::co_spawn(acceptor_.get_executor(), accept_loop(), net::detached);
+  net::co_spawn(sweep_timer_.get_executor(), sweep_loop(), net::detached);
+}
+
+Task<void> HttpServer::sweep_loop() {
+  while (!stopped_) {
+    sweep_timer_.expires_after(kDeadlineTick);
+    co_await sweep_timer_.async_wait(kAsTuple);
+    const auto now = Deadline::Clock::now();
+    std::lock_guard lock(sessions_mu_);
+    for (const auto& s : sessions_) {
+      if (s->deadline().due(now)) {
+        net::post(s->executor(), [s, now] { s->deadline().expire(now); });
+      }
+    }
+  }
 }
 
 Task<void> HttpServer::accept_loop() {
   while (!draining()) {
-    auto [ec, socket] = co_await acceptor_.async_accept(net::make_strand(ioc_), kAsTuple);
+    net::any_io_executor home = net::make_strand(ioc_);
+    if (workers_) home = workers_->next().get_executor();
+    auto [ec, socket] = co_await acceptor_.async_accept(home, kAsTuple);
     if (ec) {
       if (ec == net::error::operation_aborted || !acceptor_.is_open()) break;
       continue;  // e.g. EMFILE: keep serving the connections we have
@@ -209,6 +236,10 @@ Task<void> HttpServer::drain(std::chrono::milliseconds deadline) {
     timer.expires_after(std::chrono::milliseconds(20));
     co_await timer.async_wait(kAsTuple);
   }
+  net::post(sweep_timer_.get_executor(), [this] {
+    stopped_ = true;
+    sweep_timer_.cancel();
+  });
 }
 
 }  // namespace arbiter

@@ -15,6 +15,8 @@
 
 #include "http/asio.hpp"
 #include "http/client_connection.hpp"
+#include "http/deadline.hpp"
+#include "http/io_pool.hpp"
 
 namespace arbiter {
 
@@ -36,7 +38,10 @@ using RequestHandler = std::function<Task<void>(HttpRequest&, ClientConnection&)
 
 class HttpServer {
  public:
-  HttpServer(net::io_context& ioc, ServerOptions options, RequestHandler handler);
+  // Connections run on `workers` when given (one context per thread, no
+  // strands), else each on its own strand of `ioc`.
+  HttpServer(net::io_context& ioc, ServerOptions options, RequestHandler handler,
+             IoPool* workers = nullptr);
   ~HttpServer();
 
   // Binds and listens; returns the bound port (useful with port 0).
@@ -57,12 +62,17 @@ class HttpServer {
  private:
   class Session;
   Task<void> accept_loop();
+  // Closes sockets whose Deadline passed; ticks every kDeadlineTick.
+  Task<void> sweep_loop();
   void close_all(bool idle_only);
 
   net::io_context& ioc_;
+  IoPool* workers_;  // nullptr: strands on ioc_
   ServerOptions options_;
   RequestHandler handler_;
   tcp::acceptor acceptor_;
+  net::steady_timer sweep_timer_;  // on its own strand
+  bool stopped_ = false;           // sweeper strand only
   std::atomic<bool> draining_{false};
   std::atomic<std::size_t> active_requests_{0};
   mutable std::mutex sessions_mu_;

@@ -1,14 +1,19 @@
 #include "http/upstream_pool.hpp"
 
+#include "http/io_pool.hpp"
+
 #include <sys/socket.h>
 
-#include "http/timeout.hpp"
 
 namespace arbiter {
 
 namespace {
+// Connections idle longer than this are checked with a peek before reuse;
+// fresher ones are just used (a stale one costs a retry, not an error).
+constexpr auto kPeekAfterIdle = std::chrono::seconds(2);
+
 // A pooled connection is usable if the peer has neither closed it nor sent
-// unsolicited bytes. One non-blocking peek: cheaper than a failed request.
+// unsolicited bytes. One non-blocking peek.
 bool looks_alive(tcp::socket& s) {
   char byte;
   const auto n = ::recv(s.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -17,20 +22,32 @@ bool looks_alive(tcp::socket& s) {
 }  // namespace
 
 UpstreamPool::UpstreamPool(std::string host, uint16_t port, std::size_t max_idle,
-                           std::chrono::milliseconds idle_ttl)
-    : host_(std::move(host)), port_(port), max_idle_(max_idle), idle_ttl_(idle_ttl) {
+                           std::size_t threads, std::chrono::milliseconds idle_ttl)
+    : host_(std::move(host)),
+      port_(port),
+      max_idle_(max_idle),
+      idle_ttl_(idle_ttl),
+      lists_(std::max<std::size_t>(threads, 1)) {
   beast::error_code ec;
   const auto addr = net::ip::make_address(host_, ec);
   if (!ec) endpoint_ = tcp::endpoint(addr, port_);
 }
 
+UpstreamPool::IdleList& UpstreamPool::local() {
+  return lists_[IoPool::current_index() % lists_.size()];
+}
+
 std::optional<tcp::socket> UpstreamPool::take_idle() {
   const auto now = std::chrono::steady_clock::now();
-  std::lock_guard lock(mu_);
-  while (!idle_.empty()) {
-    Idle idle = std::move(idle_.back());
-    idle_.pop_back();
-    if (now - idle.since < idle_ttl_ && looks_alive(idle.socket)) return std::move(idle.socket);
+  IdleList& list = local();
+  std::lock_guard lock(list.mu);
+  while (!list.idle.empty()) {
+    Idle idle = std::move(list.idle.back());
+    list.idle.pop_back();
+    const auto idle_for = now - idle.since;
+    if (idle_for < idle_ttl_ && (idle_for < kPeekAfterIdle || looks_alive(idle.socket))) {
+      return std::move(idle.socket);
+    }
     beast::error_code ignored;
     idle.socket.close(ignored);
   }
@@ -38,7 +55,7 @@ std::optional<tcp::socket> UpstreamPool::take_idle() {
 }
 
 Task<std::expected<UpstreamConnection, ConnectFailure>> UpstreamPool::acquire(
-    std::chrono::milliseconds connect_timeout, bool fresh) {
+    Deadline& deadline, std::chrono::milliseconds connect_timeout, bool fresh) {
   if (!fresh) {
     if (auto s = take_idle()) co_return UpstreamConnection{std::move(*s), true};
   }
@@ -53,24 +70,29 @@ Task<std::expected<UpstreamConnection, ConnectFailure>> UpstreamPool::acquire(
     if (ec) co_return std::unexpected(ConnectFailure::kResolve);
     for (const auto& r : results) endpoints.push_back(r.endpoint());
   }
-  auto r = co_await with_timeout(socket, connect_timeout,
-                                 net::async_connect(socket, endpoints, kAsTuple));
-  if (!r) co_return std::unexpected(ConnectFailure::kTimeout);
-  if (std::get<0>(*r)) co_return std::unexpected(ConnectFailure::kRefused);
+  deadline.arm(socket, connect_timeout);
+  auto [ec, endpoint] = co_await net::async_connect(socket, endpoints, kAsTuple);
+  if (deadline.disarm()) co_return std::unexpected(ConnectFailure::kTimeout);
+  if (ec) co_return std::unexpected(ConnectFailure::kRefused);
   beast::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
   co_return UpstreamConnection{std::move(socket), false};
 }
 
 void UpstreamPool::release(tcp::socket socket) {
-  std::lock_guard lock(mu_);
-  if (idle_.size() >= max_idle_) return;  // socket closes on destruction
-  idle_.push_back({std::move(socket), std::chrono::steady_clock::now()});
+  IdleList& list = local();
+  std::lock_guard lock(list.mu);
+  if (list.idle.size() >= max_idle_) return;  // socket closes on destruction
+  list.idle.push_back({std::move(socket), std::chrono::steady_clock::now()});
 }
 
 std::size_t UpstreamPool::idle_count() const {
-  std::lock_guard lock(mu_);
-  return idle_.size();
+  std::size_t n = 0;
+  for (auto& list : lists_) {
+    std::lock_guard lock(list.mu);
+    n += list.idle.size();
+  }
+  return n;
 }
 
 }  // namespace arbiter

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "http/asio.hpp"
+#include "http/deadline.hpp"
 
 namespace arbiter {
 
@@ -24,13 +25,16 @@ enum class ConnectFailure { kRefused, kTimeout, kResolve };
 
 class UpstreamPool {
  public:
-  UpstreamPool(std::string host, uint16_t port, std::size_t max_idle,
+  // `threads`: I/O threads of the IoPool (idle connections are kept per
+  // thread: a connection is only used by the thread whose reactor owns it).
+  UpstreamPool(std::string host, uint16_t port, std::size_t max_idle, std::size_t threads = 1,
                std::chrono::milliseconds idle_ttl = std::chrono::seconds(30));
 
-  // An idle connection, or a new one opened within `connect_timeout`.
-  // `fresh` skips the idle list (used to retry after a stale reuse).
+  // An idle connection, or a new one opened within `connect_timeout`
+  // (guarded by the caller's connection deadline). `fresh` skips the idle
+  // list (used to retry after a stale reuse).
   Task<std::expected<UpstreamConnection, ConnectFailure>> acquire(
-      std::chrono::milliseconds connect_timeout, bool fresh = false);
+      Deadline& deadline, std::chrono::milliseconds connect_timeout, bool fresh = false);
 
   // Returns a connection whose last response was fully read and allowed
   // keep-alive.
@@ -52,8 +56,12 @@ class UpstreamPool {
   std::optional<tcp::endpoint> endpoint_;  // set when host is an IP literal
   std::size_t max_idle_;
   std::chrono::milliseconds idle_ttl_;
-  mutable std::mutex mu_;
-  std::vector<Idle> idle_;  // LIFO
+  struct IdleList {
+    mutable std::mutex mu;
+    std::vector<Idle> idle;  // LIFO
+  };
+  IdleList& local();
+  std::vector<IdleList> lists_;  // one per I/O thread
 };
 
 }  // namespace arbiter
