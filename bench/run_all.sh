@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# `make bench`: every benchmark in one go, a few minutes in all.
+#   bash bench/run_all.sh [BUILD_DIR]     (default: build)
+# 1. bench/overhead.sh: gateway overhead, direct vs nginx vs arbiter (~1.5 min);
+#    it rewrites the "Gateway overhead" section of docs/benchmarks.md.
+# 2. Every Google Benchmark binary BUILD_DIR/bench/*_bench, briefly
+#    (BENCH_MIN_TIME seconds per benchmark, default 0.05), JSON to bench/out/.
+# Add a new benchmark as another step below; a failing step is reported and
+# the others still run. Missing a performance target is not a failure: the
+# figures are for people to read (docs/benchmarks.md), not a timed test.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${1:-build}
+[[ $BUILD_DIR = /* ]] || BUILD_DIR=$ROOT/$BUILD_DIR
+BENCH_MIN_TIME=${BENCH_MIN_TIME:-0.05}
+OUT_DIR=$ROOT/bench/out
+mkdir -p "$OUT_DIR"
+
+FAILED=()
+step() {  # name command...
+  local name=$1
+  shift
+  echo
+  echo "=== $name"
+  if ! "$@"; then
+    echo "=== $name FAILED" >&2
+    FAILED+=("$name")
+  fi
+}
+
+step "gateway overhead" bash "$ROOT/bench/overhead.sh" "$BUILD_DIR"
+
+shopt -s nullglob
+for bin in "$BUILD_DIR"/bench/*_bench; do
+  [[ -x $bin ]] || continue
+  name=$(basename "$bin")
+  # Google Benchmark 1.7 (Debian 12) takes --benchmark_min_time in seconds.
+  step "$name" "$bin" --benchmark_min_time="$BENCH_MIN_TIME" \
+    --benchmark_out="$OUT_DIR/$name.json" --benchmark_out_format=json
+done
+
+echo
+if ((${#FAILED[@]})); then
+  echo "bench: failed: ${FAILED[*]}" >&2
+  exit 1
+fi
+echo "bench: all steps ran; results in bench/out/ and docs/benchmarks.md"

@@ -1,0 +1,107 @@
+// One keep-alive HTTP/1.1 client connection and the request it sends.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "stats.hpp"
+
+namespace loadgen {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+template <class T = void>
+using Task = boost::asio::awaitable<T>;
+
+// A ~N byte OpenAI chat request: the shape and size the gateway sees in production.
+inline std::string make_chat_body(const std::string& model, std::size_t target_bytes) {
+  const std::string head = R"({"model":")" + model + R"(","messages":[{"role":"user","content":")";
+  const std::string tail = R"("}],"max_tokens":16})";
+  constexpr std::string_view kFiller = "The quick brown fox jumps over the lazy dog. ";
+  std::string content;
+  const std::size_t fixed = head.size() + tail.size();
+  const std::size_t want = target_bytes > fixed + 1 ? target_bytes - fixed : 1;
+  while (content.size() < want) content += kFiller;
+  content.resize(want);
+  return head + content + tail;
+}
+
+// The whole request serialized once: every send writes the same bytes, so the
+// load generator spends no time formatting.
+inline std::string make_raw_request(const std::string& host, uint16_t port, const std::string& path,
+                                    const std::string& body, const std::vector<std::string>& headers) {
+  std::string r = "POST " + path + " HTTP/1.1\r\n";
+  r += "Host: " + host + ":" + std::to_string(port) + "\r\n";
+  r += "User-Agent: arbiter-loadgen\r\n";
+  r += "Content-Type: application/json\r\n";
+  for (const auto& h : headers) r += h + "\r\n";
+  r += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  r += body;
+  return r;
+}
+
+struct Outcome {
+  Clock::time_point sent;  // before connect (if any) and write
+  Clock::time_point done;
+  unsigned status = 0;
+  std::size_t body_bytes = 0;
+  std::string error;  // empty on a 2xx
+};
+
+class Connection {
+ public:
+  Connection(net::io_context& ctx, tcp::endpoint endpoint) : socket_(ctx), endpoint_(endpoint) {}
+
+  // Sends the request and reads the full response; connects first when needed.
+  Task<Outcome> exchange(const std::string& request) {
+    Outcome out;
+    out.sent = Clock::now();
+    boost::system::error_code ec;
+    if (!socket_.is_open()) {
+      co_await socket_.async_connect(endpoint_, net::redirect_error(net::use_awaitable, ec));
+      if (ec) co_return fail(out, "connect: " + ec.message());
+      socket_.set_option(tcp::no_delay(true), ec);
+      buffer_.clear();
+    }
+    co_await net::async_write(socket_, net::buffer(request), net::redirect_error(net::use_awaitable, ec));
+    if (ec) co_return fail(out, "write: " + ec.message());
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64 * 1024 * 1024);
+    co_await http::async_read(socket_, buffer_, parser, net::redirect_error(net::use_awaitable, ec));
+    if (ec) co_return fail(out, "read: " + ec.message());
+    out.done = Clock::now();
+    const auto& res = parser.get();
+    out.status = res.result_int();
+    out.body_bytes = res.body().size();
+    if (!res.keep_alive()) close();
+    if (out.status < 200 || out.status > 299) out.error = "status " + std::to_string(out.status);
+    co_return out;
+  }
+
+  void close() {
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+  }
+
+ private:
+  Outcome fail(Outcome& out, std::string error) {
+    close();
+    out.done = Clock::now();
+    out.error = std::move(error);
+    return out;
+  }
+
+  tcp::socket socket_;
+  tcp::endpoint endpoint_;
+  beast::flat_buffer buffer_;
+};
+
+}  // namespace loadgen
