@@ -1,0 +1,149 @@
+// Relay: what the client sends reaches the engine unchanged (bar the
+// Authorization header), and what the engine answers reaches the client
+// unchanged, streaming or not, over pooled upstream connections.
+#include <gtest/gtest.h>
+
+#include "support/harness.hpp"
+#include "support/http_client.hpp"
+#include "support/requests.hpp"
+
+namespace arbiter::test {
+namespace {
+
+// Odd spacing, key order and escapes: any re-serialisation would show.
+constexpr const char* kOddRequest =
+    R"({ "messages" : [ {"role":"user","content":"caf\u00e9 \"quoted\""} ],  "model":"m1", "temperature": 0.70 })";
+constexpr const char* kOddResponse =
+    "{\"id\":\"cmpl-1\",  \"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
+    "\"message\":{\"role\":\"assistant\",\"content\":\"h\\u00e9llo \xc3\xa9\"},\"finish_reason\":\"stop\"}],"
+    "\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"total_tokens\":5} }\n";
+
+TEST(Relay, NonStreamingResponsePassesThroughByteExact) {
+  Harness h;
+  Respond r;
+  r.body = kOddResponse;
+  r.content_type = "application/json; charset=utf-8";
+  h.upstream().push(r);
+
+  auto req = chat_request(kOddRequest);
+  req.headers.emplace_back("x-request-id", "itest-req-42");
+  const auto res = http_call(h.port(), req);
+
+  EXPECT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(res.body, kOddResponse);
+  EXPECT_EQ(res.header("content-type"), "application/json; charset=utf-8");
+
+  ASSERT_EQ(h.upstream().request_count(), 1u);
+  const auto seen = h.upstream().requests()[0];
+  EXPECT_EQ(seen.method, "POST");
+  EXPECT_EQ(seen.target, "/v1/chat/completions");
+  EXPECT_EQ(seen.body, kOddRequest) << "body must not be re-serialised when no cap applies";
+  EXPECT_FALSE(seen.header("authorization").has_value()) << "the client's API key reached the engine";
+  EXPECT_EQ(seen.header("x-request-id"), "itest-req-42");
+}
+
+TEST(Relay, UpstreamClientErrorPassesThroughUnchanged) {
+  Harness h;
+  Respond r;
+  r.status = 400;
+  r.body = R"({"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400})";
+  h.upstream().push(r);
+
+  const auto res = http_call(h.port(), chat_request(chat_body()));
+  EXPECT_EQ(res.status, 400);
+  EXPECT_EQ(res.body, r.body);
+  EXPECT_EQ(res.header("content-type"), "application/json");
+}
+
+TEST(Relay, StreamingEventsPassThroughByteExact) {
+  Harness h;
+  Stream s;
+  s.payloads = chat_chunks(20);
+  s.interval = Millis(10);
+  h.upstream().push(s);
+
+  HttpConnection conn(h.port());
+  conn.send(chat_request(chat_body(/*stream=*/true)));
+  const auto head = conn.read_head();
+  ASSERT_EQ(head.status, 200);
+  EXPECT_EQ(head.header("content-type"), "text/event-stream");
+  EXPECT_EQ(head.header("transfer-encoding"), "chunked");
+  EXPECT_EQ(head.header("x-arbiter-class"), "chat");
+  EXPECT_EQ(head.header("x-arbiter-backend").value_or("").empty(), false);
+  EXPECT_EQ(head.header("x-request-id").value_or("").empty(), false);
+
+  const auto body = conn.read_rest();
+  EXPECT_FALSE(conn.error()) << *conn.error();
+  EXPECT_TRUE(conn.complete());
+  EXPECT_EQ(body, s.wire());
+  EXPECT_EQ(split_sse_events(body).size(), 21u);
+}
+
+// Events must reach the client as they are produced, not when the stream
+// ends: the first one arrives long before the last (events 300 ms apart).
+TEST(Relay, StreamingEventsAreNotBuffered) {
+  Harness h;
+  Stream s;
+  s.payloads = chat_chunks(5);
+  s.interval = Millis(300);
+  h.upstream().push(s);
+
+  HttpConnection conn(h.port());
+  conn.send(chat_request(chat_body(true)));
+  ASSERT_EQ(conn.read_head().status, 200);
+  ASSERT_GE(conn.read_events(1).size(), 1u);
+  const auto first_event_at = Clock::now();
+  const auto body = conn.read_rest();
+  const auto done_at = Clock::now();
+  EXPECT_EQ(body, s.wire());
+  // The upstream needs 1.5 s after the first event; a buffering gateway
+  // would deliver everything at once.
+  EXPECT_GT(ms_between(first_event_at, done_at), 600.0);
+}
+
+TEST(Relay, SequentialRequestsReuseOneUpstreamConnection) {
+  Harness h;
+  HttpConnection conn(h.port());
+  for (int i = 0; i < 5; ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    const auto res = conn.request(chat_request(chat_body()));
+    ASSERT_EQ(res.status, 200) << res.body;
+    EXPECT_EQ(res.body, chat_completion_body());
+  }
+  ASSERT_EQ(h.upstream().request_count(), 5u);
+  EXPECT_EQ(h.upstream().total_connections(), 1u) << "upstream keep-alive pooling not used";
+  for (const auto& r : h.upstream().requests()) EXPECT_EQ(r.connection_id, 0u);
+}
+
+// Back-to-back requests on one client keep-alive connection: each must be
+// answered, however soon it follows the previous response.
+TEST(Relay, ClientKeepAliveConnectionServesBackToBackRequests) {
+  Harness h;
+  HttpConnection conn(h.port());
+  for (int i = 0; i < 1000; ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    HttpResponse res;
+    ASSERT_NO_THROW(res = conn.request(chat_request(chat_body()), Millis(3'000)))
+        << "request " << i << " on a reused client connection got no answer; upstream saw "
+        << h.upstream().request_count() << " requests";
+    ASSERT_EQ(res.status, 200) << res.body;
+  }
+}
+
+TEST(Relay, StreamedThenPlainRequestsReuseOneUpstreamConnection) {
+  Harness h;
+  Stream s;
+  s.payloads = chat_chunks(3);
+  h.upstream().push(s);
+  HttpConnection conn(h.port());
+  const auto streamed = conn.request(chat_request(chat_body(true)));
+  ASSERT_EQ(streamed.status, 200);
+  EXPECT_EQ(streamed.body, s.wire());
+  const auto plain = conn.request(chat_request(chat_body()));
+  ASSERT_EQ(plain.status, 200);
+  EXPECT_EQ(h.upstream().total_connections(), 1u)
+      << "a connection whose stream ended cleanly should go back to the pool";
+}
+
+}  // namespace
+}  // namespace arbiter::test

@@ -1,0 +1,99 @@
+// Graceful shutdown: SIGTERM stops new work and reports not-ready, lets live
+// streams finish (up to drain_ms), then the process exits 0.
+#include <optional>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "support/harness.hpp"
+#include "support/http_client.hpp"
+#include "support/requests.hpp"
+
+namespace arbiter::test {
+namespace {
+
+// GET /readyz on an existing keep-alive connection, else a new one; the
+// status, or nullopt when neither could get an answer (both are fair ways
+// for a draining gateway to behave, but then /readyz tells nobody anything).
+// `how` says what each attempt saw.
+std::optional<int> readyz_during_drain(HttpConnection& kept, uint16_t port, std::string& how) {
+  HttpRequest get;
+  get.target = "/readyz";
+  try {
+    return kept.request(get, Millis(2'000)).status;
+  } catch (const std::exception& e) {
+    how += std::string("kept-alive connection: ") + e.what() + "; ";
+  }
+  try {
+    return http_call(port, get, Millis(2'000)).status;
+  } catch (const std::exception& e) {
+    how += std::string("new connection: ") + e.what();
+  }
+  return std::nullopt;
+}
+
+TEST(Shutdown, SigtermDrainsLiveStreamThenExitsZero) {
+  GatewayConfig cfg;
+  cfg.drain_ms = 10'000;
+  Harness h(cfg);
+  Stream s;
+  s.payloads = chat_chunks(20);
+  s.interval = Millis(100);  // ~2 s, well inside the drain deadline
+  h.upstream().push(s);
+
+  HttpConnection probe(h.port());
+  HttpRequest readyz;
+  readyz.target = "/readyz";
+  ASSERT_EQ(probe.request(readyz).status, 200);
+
+  HttpConnection stream(h.port());
+  stream.send(chat_request(chat_body(true)));
+  ASSERT_EQ(stream.read_head().status, 200);
+  ASSERT_GE(stream.read_events(2).size(), 2u);
+
+  h.gateway().terminate();
+  std::this_thread::sleep_for(Millis(200));  // let the signal land
+  std::string how;
+  const auto ready = readyz_during_drain(probe, h.port(), how);
+  ASSERT_TRUE(h.gateway().running()) << "the gateway exited with a stream still live";
+  EXPECT_EQ(ready, std::optional<int>(503)) << "/readyz must say 503 while draining; " << how;
+
+  const auto body = stream.read_rest(Millis(10'000));
+  EXPECT_FALSE(stream.error()) << *stream.error();
+  EXPECT_TRUE(stream.complete());
+  EXPECT_EQ(body, s.wire()) << "the live stream was cut by the drain";
+
+  EXPECT_EQ(h.gateway().wait_exit(Millis(10'000)), 0);
+}
+
+TEST(Shutdown, IdleGatewayExitsZeroPromptly) {
+  Harness h;
+  ASSERT_EQ(http_get(h.port(), "/healthz").status, 200);
+  h.gateway().terminate();
+  EXPECT_EQ(h.gateway().wait_exit(Millis(5'000)), 0);
+}
+
+TEST(Shutdown, DrainDeadlineEndsStreamsThatRunTooLong) {
+  GatewayConfig cfg;
+  cfg.drain_ms = 1'000;
+  Harness h(cfg);
+  Stream s;
+  s.payloads = chat_chunks(300);
+  s.interval = Millis(100);  // 30 s: far past the deadline
+  h.upstream().push(s);
+
+  HttpConnection stream(h.port());
+  stream.send(chat_request(chat_body(true)));
+  ASSERT_EQ(stream.read_head().status, 200);
+  ASSERT_GE(stream.read_events(1).size(), 1u);
+
+  const auto sent_at = Clock::now();
+  h.gateway().terminate();
+  const auto code = h.gateway().wait_exit(Millis(6'000));
+  ASSERT_TRUE(code.has_value()) << "still running 6 s after SIGTERM with drain_ms 1000";
+  EXPECT_EQ(*code, 0);
+  EXPECT_GT(ms_between(sent_at, Clock::now()), 500.0) << "exited without draining at all";
+}
+
+}  // namespace
+}  // namespace arbiter::test

@@ -1,0 +1,32 @@
+#include "support/gateway_config.hpp"
+
+#include <sstream>
+
+namespace arbiter::test {
+
+std::string GatewayConfig::to_yaml() const {
+  std::ostringstream y;
+  y << "listener: {address: 127.0.0.1, port: 0, threads: " << threads << "}\n"
+    << "timeouts: {upstream_first_byte_ms: " << upstream_first_byte_ms
+    << ", stream_idle_ms: " << stream_idle_ms << ", drain_ms: " << drain_ms << "}\n"
+    << "limits: {max_body_bytes: " << max_body_bytes << "}\n"
+    << "auth: {enabled: " << (auth ? "true" : "false") << "}\n"
+    << "tenants:\n"
+    << "  - {name: alpha, api_keys: [" << kAlphaKey << "]}\n"
+    << "  - {name: beta, api_keys: [" << kBetaKey << "], allowed_classes: [chat]}\n"
+    << "models:\n"
+    << "  - name: " << kModel << "\n"
+    << "    backends:\n";
+  for (auto port : backend_ports) {
+    y << "      - {url: \"http://127.0.0.1:" << port << "\", max_concurrency: " << max_concurrency
+      << "}\n";
+  }
+  y << extra;
+  return y.str();
+}
+
+std::pair<std::string, std::string> bearer(const std::string& key) {
+  return {"authorization", "Bearer " + key};
+}
+
+}  // namespace arbiter::test

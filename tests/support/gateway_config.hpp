@@ -1,0 +1,34 @@
+// Builds the YAML config the integration tests start the gateway with: one
+// model "m1" served by the given fake upstreams, two tenants, generous
+// timeouts unless a test tightens them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace arbiter::test {
+
+// API keys of the test tenants. alpha may use every class; beta only chat.
+inline constexpr const char* kAlphaKey = "sk-alpha-7f3c9e1d2b";
+inline constexpr const char* kBetaKey = "sk-beta-4a8d6f0e5c";
+inline constexpr const char* kModel = "m1";
+
+struct GatewayConfig {
+  std::vector<uint16_t> backend_ports;  // backends of model m1
+  unsigned threads = 2;
+  unsigned max_concurrency = 8;
+  int upstream_first_byte_ms = 5'000;
+  int stream_idle_ms = 5'000;
+  int drain_ms = 5'000;
+  std::size_t max_body_bytes = 1u << 20;
+  bool auth = true;
+  std::string extra;  // appended verbatim (top-level keys)
+
+  std::string to_yaml() const;
+};
+
+// "Authorization: Bearer <key>" as a header pair.
+std::pair<std::string, std::string> bearer(const std::string& key);
+
+}  // namespace arbiter::test

@@ -1,0 +1,63 @@
+// Runs build/arbiter as a child process against a YAML config written to a
+// private temp dir: `arbiter --config FILE --port-file PORTFILE`. The
+// constructor returns once the gateway has written its bound port (it is
+// listening then). stdout (the JSON access log) and stderr go to files.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include "support/child_process.hpp"
+#include "support/temp_dir.hpp"
+#include "support/test_clock.hpp"
+
+namespace arbiter::test {
+
+// Path of the arbiter binary under test.
+std::string arbiter_binary();
+
+class GatewayProcess {
+ public:
+  // Throws std::runtime_error (with the gateway's stderr) if the port file
+  // does not appear within `start_timeout` or the process exits first.
+  explicit GatewayProcess(const std::string& config_yaml, Millis start_timeout = Millis(20'000));
+  ~GatewayProcess();
+  GatewayProcess(const GatewayProcess&) = delete;
+  GatewayProcess& operator=(const GatewayProcess&) = delete;
+
+  uint16_t port() const { return port_; }
+  pid_t pid() const { return child_->pid(); }
+
+  void terminate();  // SIGTERM
+  void kill();       // SIGKILL
+  // Exit code (or -signal) once exited; nullopt if still running after timeout.
+  std::optional<int> wait_exit(Millis timeout) { return child_->wait(timeout); }
+  bool running() { return !child_->poll().has_value(); }
+
+  std::string stdout_text() const;
+  std::string stderr_text() const;
+  // stdout lines that parse as JSON objects (the access log).
+  std::vector<boost::json::object> access_log() const;
+  // Polls the access log until a line satisfies `pred`.
+  std::optional<boost::json::object> wait_for_log(
+      const std::function<bool(const boost::json::object&)>& pred, Millis timeout) const;
+
+  const TempDir& dir() const { return dir_; }
+  std::string config_path() const { return dir_.file("config.yaml"); }
+
+ private:
+  TempDir dir_;
+  std::unique_ptr<ChildProcess> child_;
+  uint16_t port_ = 0;
+};
+
+// `arbiter --config <yaml in a temp file> --check`: exit code and output.
+CommandResult run_arbiter_check(const std::string& config_yaml, Millis timeout = Millis(20'000));
+
+}  // namespace arbiter::test

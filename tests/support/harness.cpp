@@ -1,0 +1,48 @@
+#include "support/harness.hpp"
+
+#include <exception>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "support/http_client.hpp"
+
+namespace arbiter::test {
+
+Harness::Harness(GatewayConfig config) : upstream_(2) {
+  config.backend_ports.push_back(upstream_.port());
+  gateway_ = std::make_unique<GatewayProcess>(config.to_yaml());
+}
+
+Harness::~Harness() {
+  // An exception in flight fails the test too, though gtest records it later.
+  if (::testing::Test::HasFailure() || std::uncaught_exceptions() > 0) {
+    std::fprintf(stderr, "%s\n%s", describe_output(*gateway_).c_str(), upstream_.describe().c_str());
+  }
+}
+
+std::optional<double> Harness::metric(const std::string& name, const Labels& labels) {
+  const auto res = http_get(port(), "/metrics");
+  if (res.status != 200) return std::nullopt;
+  return metric_value(res.body, name, labels);
+}
+
+std::optional<double> Harness::wait_for_metric(const std::string& name, double value, Millis timeout,
+                                               const Labels& labels) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    const auto v = metric(name, labels);
+    if ((v && *v == value) || Clock::now() >= deadline) return v;
+    std::this_thread::sleep_for(Millis(50));
+  }
+}
+
+std::string describe_output(const GatewayProcess& gateway, std::size_t max_bytes) {
+  auto tail = [max_bytes](std::string s) {
+    return s.size() > max_bytes ? "..." + s.substr(s.size() - max_bytes) : s;
+  };
+  return "---- gateway stdout ----\n" + tail(gateway.stdout_text()) +
+         "\n---- gateway stderr ----\n" + tail(gateway.stderr_text()) + "\n------------------------";
+}
+
+}  // namespace arbiter::test
