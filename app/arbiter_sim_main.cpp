@@ -14,8 +14,6 @@
 
 namespace {
 
-constexpr std::chrono::milliseconds kDrainDeadline{5'000};
-
 // Written via a temporary file and rename, so a reader never sees it half written.
 bool write_port_file(const std::string& path, const std::vector<std::uint16_t>& ports) {
   const std::string tmp = path + ".tmp";
@@ -90,7 +88,8 @@ int main(int argc, char** argv) {
     }
     draining = true;
     std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"draining\",\"signal\":%d}\n", sig);
-    net::co_spawn(ioc, (*sim)->stop(kDrainDeadline), [&](std::exception_ptr) {
+    const auto deadline = std::chrono::milliseconds(static_cast<std::int64_t>(flags->drain_s * 1000));
+    net::co_spawn(ioc, (*sim)->stop(deadline), [&](std::exception_ptr) {
       std::fputs("{\"level\":\"info\",\"event\":\"stopped\"}\n", stderr);
       ioc.stop();
     });

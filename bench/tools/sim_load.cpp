@@ -9,8 +9,9 @@
 // spread round-robin over the engines' ports, on one thread. Counts SSE
 // events ("data: " lines) in the measured window and prints one JSON line:
 // events/s, completed requests, the engines' running + waiting requests
-// (from /metrics, mid-window) and, with --pid, the simulator's CPU use in
-// cores over the window (from /proc/PID/stat).
+// (from /metrics, mid-window), the engines' utilisation (modelled step
+// seconds per wall second, from arbiter_sim_busy_seconds_total) and, with
+// --pid, the simulator's CPU use in cores over the window (/proc/PID/stat).
 #include <unistd.h>
 
 #include <charconv>
@@ -161,33 +162,58 @@ double metric_sum(const std::string& text, std::string_view name) {
   return sum;
 }
 
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+// Sums of vllm:num_requests_running, vllm:num_requests_waiting and
+// arbiter_sim_busy_seconds_total over the engines.
+struct Scrape {
+  double running = 0;
+  double waiting = 0;
+  double busy_s = 0;
+};
+
+Task<Scrape> scrape(const std::vector<tcp::endpoint>& eps) {
+  Scrape s;
+  const std::string target = "/metrics";
+  for (const auto& ep : eps) {
+    const std::string text = co_await get(ep, target);
+    s.running += metric_sum(text, "vllm:num_requests_running");
+    s.waiting += metric_sum(text, "vllm:num_requests_waiting");
+    s.busy_s += metric_sum(text, "arbiter_sim_busy_seconds_total");
+  }
+  co_return s;
+}
+
 Task<void> measure(const Options& o, std::vector<tcp::endpoint> eps, Counters& c, bool& stop) {
   net::steady_timer timer(co_await net::this_coro::executor);
-  timer.expires_after(std::chrono::duration<double>(o.warmup_s));
+  timer.expires_after(seconds(o.warmup_s));
   co_await timer.async_wait(kTuple);
   const Counters start = c;
   const double cpu_start = o.pid ? cpu_seconds(o.pid) : 0;
+  const Scrape first = co_await scrape(eps);
   const auto t0 = Clock::now();
-  timer.expires_after(std::chrono::duration<double>(o.duration_s / 2));
+  timer.expires_after(seconds(o.duration_s / 2));
   co_await timer.async_wait(kTuple);
-  double running = 0, waiting = 0;
-  for (const auto& ep : eps) {
-    const std::string text = co_await get(ep, "/metrics");
-    running += metric_sum(text, "vllm:num_requests_running");
-    waiting += metric_sum(text, "vllm:num_requests_waiting");
-  }
-  timer.expires_at(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s)));
+  const Scrape middle = co_await scrape(eps);
+  timer.expires_at(t0 + seconds(o.duration_s));
   co_await timer.async_wait(kTuple);
+  const Scrape last = co_await scrape(eps);
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   const double cpu = o.pid ? (cpu_seconds(o.pid) - cpu_start) / wall : -1;
+  // Modelled step time per engine per wall second: 1.0 when every engine is
+  // busy and its steps last as long as the cost model says (the simulator
+  // keeps up); below 1 when an engine idles or the CPU makes steps late.
+  const double utilisation = (last.busy_s - first.busy_s) / wall / static_cast<double>(eps.size());
   std::printf(
       "{\"concurrency\":%d,\"engines\":%zu,\"max_tokens\":%d,\"window_s\":%.2f,\"events\":%llu,"
       "\"events_per_s\":%.0f,\"completed\":%llu,\"failed\":%llu,\"running\":%.0f,\"waiting\":%.0f,"
-      "\"sim_cpu_cores\":%.2f}\n",
+      "\"engine_utilisation\":%.3f,\"sim_cpu_cores\":%.2f}\n",
       o.concurrency, eps.size(), o.max_tokens, wall, static_cast<unsigned long long>(c.events - start.events),
       static_cast<double>(c.events - start.events) / wall,
       static_cast<unsigned long long>(c.completed - start.completed),
-      static_cast<unsigned long long>(c.failed - start.failed), running, waiting, cpu);
+      static_cast<unsigned long long>(c.failed - start.failed), middle.running, middle.waiting, utilisation, cpu);
   stop = true;
 }
 

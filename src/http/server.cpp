@@ -223,10 +223,12 @@ Task<void> HttpServer::drain(std::chrono::milliseconds deadline) {
   });
   const auto until = std::chrono::steady_clock::now() + deadline;
   net::steady_timer timer(co_await net::this_coro::executor);
-  // Idle connections are closed repeatedly: one may turn idle after its
-  // last response while we wait.
+  // Idle keep-alive connections stay open while requests are in flight, so
+  // a load balancer probing /readyz on one sees the 503 (answered with
+  // Connection: close); once nothing is in flight they are closed. Repeated:
+  // a connection may turn idle after its last response while we wait.
   while (open_connections() > 0 && std::chrono::steady_clock::now() < until) {
-    close_all(/*idle_only=*/true);
+    if (active_requests() == 0) close_all(/*idle_only=*/true);
     timer.expires_after(std::chrono::milliseconds(20));
     co_await timer.async_wait(kAsTuple);
   }

@@ -48,10 +48,11 @@ class HttpServer {
   std::expected<uint16_t, std::string> listen();
   void start();
 
-  // Stops accepting and closes idle keep-alive connections; connections with
-  // a request in progress finish it (answering with Connection: close). After
-  // `deadline` whatever is still open is closed. Completes when every
-  // connection is gone.
+  // Stops accepting; connections with a request in progress finish it
+  // (answering with Connection: close); idle keep-alive connections may send
+  // one more request (e.g. /readyz) until nothing is in flight, then are
+  // closed. After `deadline` whatever is still open is closed. Completes when
+  // every connection is gone.
   Task<void> drain(std::chrono::milliseconds deadline);
 
   bool draining() const { return draining_.load(); }
