@@ -6,7 +6,13 @@ BUILD_TYPE ?= Release
 CONFIG ?= examples/demo.yaml
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test unit integration e2e bench clean
+.PHONY: all deps configure build run test bench clean
+
+# ccache: paths relative to the checkout, so a fresh clone elsewhere (CI)
+# still hits the cache; the precompiled header needs the sloppiness below.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
+export CCACHE_MAXSIZE ?= 5G
 
 all: build
 

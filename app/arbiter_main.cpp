@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
       config->listener.threads ? config->listener.threads : std::max(1u, std::thread::hardware_concurrency());
   IoPool io(threads);
   net::io_context& ioc = io.context(0);
-  Gateway gateway(std::move(*config), threads);
+  Gateway gateway(std::move(*config), threads, net::make_strand(ioc));
   const Config& cfg = gateway.config();
   HttpServer server(ioc,
                     ServerOptions{.address = cfg.listener.address,

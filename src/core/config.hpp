@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/request.hpp"
+#include "core/scheduler_config.hpp"
 
 namespace arbiter {
 
@@ -45,6 +46,7 @@ struct AuthConfig {
 struct TenantConfig {
   std::string name;                          // appears in logs and metrics
   std::string team;                          // cost allocation; defaults to name
+  double weight = 1;                         // share against other tenants of a class
   std::vector<std::string> key_sha256;       // lower-case hex SHA-256 of each key
   std::vector<std::string> allowed_classes;  // empty: every class
 };
@@ -64,12 +66,20 @@ struct ClassConfig {
   // x-arbiter-class header (or as the default class).
   std::optional<ClassMatch> match;
   std::optional<int64_t> max_tokens_cap;  // rewrite max_tokens above this
+  // Scheduling: shares, weight, deadline, queue limits, preemption, debounce,
+  // engine priority (policy.name mirrors name).
+  sched::ClassPolicy policy;
+  // Requests carrying the OpenAI `user` field supersede the tenant's older
+  // ones with the same user (keystroke storms), besides the explicit
+  // x-arbiter-supersede-key header.
+  bool supersede_by_user = false;
 };
 
 enum class BackendType { kHttp, kSim };
 
 struct BackendConfig {
   std::string name;          // unique label; defaults to host:port
+  bool priority_scheduling = false;  // engine runs vLLM --scheduling-policy priority
   BackendType type = BackendType::kHttp;
   std::string host;          // from url (type http)
   uint16_t port = 0;         // from url (type http)
@@ -80,6 +90,19 @@ struct BackendConfig {
 struct ModelConfig {
   std::string name;                    // what clients put in "model"
   std::vector<BackendConfig> backends; // the pool serving it
+};
+
+struct SchedulerSettings {
+  sched::Policy policy = sched::Policy::kHybrid;  // fifo | priority | hybrid
+  double aging_fraction = 0.2;  // urgent when this fraction of max_queue_wait is left
+};
+
+// Scraping each backend's /metrics for saturation (docs/engine-signals.md).
+struct EngineSignalsConfig {
+  bool enabled = true;
+  Millis interval{100};        // scrape period per backend
+  Millis stale_after{2000};    // older verdicts fall back to max_concurrency alone
+  double kv_saturation = 0.9;  // KV cache use above this takes no new dispatch
 };
 
 struct LogConfig {
@@ -95,6 +118,8 @@ struct Config {
   std::vector<ClassConfig> classes;  // in match order
   std::string default_class;         // when no rule matches
   std::vector<ModelConfig> models;
+  SchedulerSettings scheduler;
+  EngineSignalsConfig engine_signals;
   LogConfig log;
 };
 

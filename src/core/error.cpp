@@ -13,6 +13,7 @@ ErrorMapping map_error(ErrorCode code) {
     case ErrorCode::kNotFound: return {404, "invalid_request_error", "not_found", false};
     case ErrorCode::kModelNotFound: return {404, "invalid_request_error", "model_not_found", false};
     case ErrorCode::kMethodNotAllowed: return {405, "invalid_request_error", "method_not_allowed", false};
+    case ErrorCode::kSuperseded: return {409, "invalid_request_error", "superseded", false};
     case ErrorCode::kPayloadTooLarge: return {413, "invalid_request_error", "request_too_large", false};
     case ErrorCode::kHeadersTooLarge: return {431, "invalid_request_error", "headers_too_large", false};
     case ErrorCode::kRateLimited: return {429, "rate_limit_error", "rate_limit_exceeded", true};

@@ -17,6 +17,7 @@ enum class ErrorCode {
   kNotFound,           // 404: no such route
   kModelNotFound,      // 404: model not served by this gateway
   kMethodNotAllowed,   // 405
+  kSuperseded,         // 409: a newer request with the same supersede key replaced it
   kPayloadTooLarge,    // 413: body over the configured limit
   kHeadersTooLarge,    // 431: header block over the configured limit
   kRateLimited,        // 429: queue or quota full

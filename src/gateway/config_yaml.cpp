@@ -11,6 +11,7 @@
 #include <boost/url/parse.hpp>
 
 #include "core/tenants.hpp"
+#include "gateway/scheduler_setup.hpp"
 
 namespace arbiter {
 namespace {
@@ -82,6 +83,42 @@ class Reader {
     const YAML::Node n = parent[key];
     if (!n) return;
     if (auto v = integer(n, join(path, key), min, max)) out = static_cast<Int>(*v);
+  }
+
+  void read_double(const YAML::Node& parent, const std::string& path, const char* key, double& out,
+                   double min, double max) {
+    const YAML::Node n = parent[key];
+    if (!n) return;
+    const auto p = join(path, key);
+    auto v = scalar(n, p);
+    if (!v) return;
+    double d = 0;
+    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), d);
+    if (ec != std::errc{} || end != v->data() + v->size()) {
+      error(p, "must be a number");
+      return;
+    }
+    if (!(d >= min && d <= max)) {
+      error(p, "must be between " + fmt_number(min) + " and " + fmt_number(max));
+      return;
+    }
+    out = d;
+  }
+
+  // Milliseconds into any std::chrono duration.
+  template <class Duration>
+  void read_duration_ms(const YAML::Node& parent, const std::string& path, const char* key,
+                        Duration& out, int64_t min_ms) {
+    int64_t ms = std::chrono::duration_cast<Millis>(out).count();
+    const int64_t before = ms;
+    read_int(parent, path, key, ms, min_ms, 30LL * 24 * 3600 * 1000);
+    if (ms != before) out = std::chrono::duration_cast<Duration>(Millis{ms});
+  }
+
+  static std::string fmt_number(double d) {
+    std::ostringstream o;
+    o << d;
+    return o.str();
   }
 
   void read_ms(const YAML::Node& parent, const std::string& path, const char* key, Millis& out) {
@@ -203,10 +240,12 @@ void read_tenants(Reader& r, const YAML::Node& n, std::vector<TenantConfig>& out
   for (std::size_t i = 0; i < n.size(); ++i) {
     const auto path = Reader::index("tenants", i);
     const YAML::Node t = n[i];
-    if (!r.map(t, path, {"name", "team", "api_keys", "api_key_sha256", "allowed_classes"})) continue;
+    if (!r.map(t, path, {"name", "team", "weight", "api_keys", "api_key_sha256", "allowed_classes"}))
+      continue;
     TenantConfig tc;
     r.read(t, path, "name", tc.name, /*required=*/true);
     r.read(t, path, "team", tc.team);
+    r.read_double(t, path, "weight", tc.weight, 0.001, 1000);
     if (tc.team.empty()) tc.team = tc.name;
     std::vector<std::string> plain;
     r.read_list(t, path, "api_keys", plain);
@@ -257,7 +296,10 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out)
   for (std::size_t i = 0; i < n.size(); ++i) {
     const auto path = Reader::index("classes", i);
     const YAML::Node c = n[i];
-    if (!r.map(c, path, {"name", "match", "max_tokens_cap"})) continue;
+    if (!r.map(c, path, {"name", "match", "max_tokens_cap", "min_share", "max_share", "weight",
+                         "max_queue_wait_ms", "preemptible", "background", "max_queue",
+                         "max_queue_per_tenant", "debounce_ms", "priority", "supersede_by_user"}))
+      continue;
     ClassConfig cc;
     r.read(c, path, "name", cc.name, /*required=*/true);
     if (const YAML::Node m = c["match"]) {
@@ -265,15 +307,30 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out)
       read_class_match(r, m, Reader::join(path, "match"), *cc.match);
     }
     r.read_int(c, path, "max_tokens_cap", cc.max_tokens_cap, 1, INT32_MAX);
+    sched::ClassPolicy& p = cc.policy;
+    p.name = cc.name;
+    r.read_double(c, path, "min_share", p.min_share, 0, 1);
+    r.read_double(c, path, "max_share", p.max_share, 0.001, 1);
+    r.read_double(c, path, "weight", p.weight, 0.001, 1000);
+    r.read_duration_ms(c, path, "max_queue_wait_ms", p.max_queue_wait, 1);
+    r.read(c, path, "preemptible", p.preemptible);
+    r.read(c, path, "background", p.background);
+    r.read_int(c, path, "max_queue", p.max_queue, 1, 10'000'000);
+    r.read_int(c, path, "max_queue_per_tenant", p.max_queue_per_tenant, 1, 10'000'000);
+    r.read_duration_ms(c, path, "debounce_ms", p.debounce, 0);
+    r.read_int(c, path, "priority", p.engine_priority, -1'000'000, 1'000'000);
+    r.read(c, path, "supersede_by_user", cc.supersede_by_user);
+    if (p.min_share > p.max_share) r.error(path + ".min_share", "must not exceed max_share");
     out.push_back(std::move(cc));
   }
 }
 
 void read_backend(Reader& r, const YAML::Node& b, const std::string& path, BackendConfig& out) {
-  if (!r.map(b, path, {"name", "url", "max_concurrency"})) return;
+  if (!r.map(b, path, {"name", "url", "max_concurrency", "priority_scheduling"})) return;
   std::string url;
   r.read(b, path, "url", url, /*required=*/true);
   r.read(b, path, "name", out.name);
+  r.read(b, path, "priority_scheduling", out.priority_scheduling);
   r.read_int(b, path, "max_concurrency", out.max_concurrency, 1, 100000);
   if (url.empty()) return;
   auto parsed = boost::urls::parse_absolute_uri(url);
@@ -407,7 +464,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   Reader r(errors);
   Config c;
   if (!r.map(root, "(top level)", {"listener", "limits", "timeouts", "auth", "tenants", "classes",
-                                    "default_class", "models", "log"})) {
+                                    "default_class", "models", "scheduler", "engine_signals", "log"})) {
     return std::unexpected(errors);
   }
   read_listener(r, root["listener"], c.listener);
@@ -420,10 +477,34 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   read_classes(r, root["classes"], c.classes);
   r.read(root, "", "default_class", c.default_class);
   read_models(r, root["models"], c.models);
+  if (const YAML::Node n = root["scheduler"]; n && r.map(n, "scheduler", {"policy", "aging_fraction"})) {
+    std::string policy;
+    r.read(n, "scheduler", "policy", policy);
+    if (!policy.empty()) {
+      if (auto p = sched::policy_from_string(policy)) {
+        c.scheduler.policy = *p;
+      } else {
+        r.error("scheduler.policy", "must be fifo, priority or hybrid, not '" + policy + "'");
+      }
+    }
+    r.read_double(n, "scheduler", "aging_fraction", c.scheduler.aging_fraction, 0, 1);
+  }
+  if (const YAML::Node n = root["engine_signals"];
+      n && r.map(n, "engine_signals", {"enabled", "interval_ms", "stale_after_ms", "kv_saturation"})) {
+    r.read(n, "engine_signals", "enabled", c.engine_signals.enabled);
+    r.read_ms(n, "engine_signals", "interval_ms", c.engine_signals.interval);
+    r.read_ms(n, "engine_signals", "stale_after_ms", c.engine_signals.stale_after);
+    r.read_double(n, "engine_signals", "kv_saturation", c.engine_signals.kv_saturation, 0.01, 1);
+  }
   if (const YAML::Node l = root["log"]; l && r.map(l, "log", {"access_log"})) {
     r.read(l, "log", "access_log", c.log.access_log);
   }
   check_references(r, c);
+  // Whole-config rules of the scheduler (e.g. min_shares adding up to more
+  // than the pool) once the parts are valid on their own.
+  if (errors.empty()) {
+    if (auto why = sched::validate(to_scheduler_config(c))) r.error("classes", *why);
+  }
   if (!errors.empty()) return std::unexpected(errors);
   return c;
 }

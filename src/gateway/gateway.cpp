@@ -1,9 +1,12 @@
 #include "gateway/gateway.hpp"
 
+#include <stdexcept>
+
 #include <boost/json.hpp>
 
 #include "core/request_parser.hpp"
 #include "gateway/request_id.hpp"
+#include "gateway/scheduler_setup.hpp"
 #include "gateway/upstream_relay.hpp"
 
 namespace arbiter {
@@ -30,21 +33,49 @@ std::string_view path_of(std::string_view target) {
 struct Admission {
   const TenantConfig* tenant = nullptr;
   ParsedRequest parsed;
-  const ClassConfig* cls = nullptr;
-  bool capped = false;  // the class cap rewrote max_tokens
+  std::size_t pool = 0;       // index of the model's pool
+  std::size_t cls = 0;        // index of the class
+  bool rewritten = false;     // the body must be re-serialised (cap, priority)
 };
+
+// Output tokens assumed for the scheduler's cost estimate when the request
+// sets no max_tokens.
+constexpr int64_t kDefaultOutputEstimate = 256;
+
+// The supersede key: the client's explicit header, else (for classes that
+// ask for it) the OpenAI `user` field. Empty: none.
+std::string supersede_key(const HttpRequest& req, const ClassConfig& cls,
+                          const boost::json::object& body) {
+  if (auto h = req.find("x-arbiter-supersede-key"); h != req.end() && !h->value().empty()) {
+    return "key:" + std::string(h->value());
+  }
+  if (cls.supersede_by_user) {
+    if (const auto* user = body.if_contains("user"); user && user->is_string()) {
+      return "user:" + std::string(user->get_string());
+    }
+  }
+  return {};
+}
 
 }  // namespace
 
-Gateway::Gateway(Config config, std::size_t io_threads)
+Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor timer_executor)
     : config_(std::move(config)),
       tenants_(config_.tenants, config_.auth.enabled),
       classifier_(config_.classes, config_.default_class),
       access_log_(config_.log.access_log) {
-  for (const auto& m : config_.models) {
-    pools_.emplace(m.name, std::make_unique<ModelPool>(m, metrics_, io_threads));
+  for (std::size_t i = 0; i < config_.models.size(); ++i) {
+    pools_.push_back(std::make_unique<ModelPool>(config_.models[i], io_threads));
+    pool_index_.emplace(config_.models[i].name, i);
   }
+  auto scheduler = sched::Scheduler::create(to_scheduler_config(config_));
+  // The config loader validated the same rules: failing here is a bug.
+  if (!scheduler) throw std::logic_error("scheduler config: " + scheduler.error());
+  dispatcher_ = std::make_unique<Dispatcher>(std::move(*scheduler), timer_executor);
+  dispatcher_->start();
 }
+
+Gateway::~Gateway() { dispatcher_->stop(); }
 
 std::string Gateway::models_body() const {
   boost::json::array data;
@@ -53,6 +84,54 @@ std::string Gateway::models_body() const {
         {"id", m.name}, {"object", "model"}, {"created", 0}, {"owned_by", "arbiter"}});
   }
   return boost::json::serialize(boost::json::object{{"object", "list"}, {"data", std::move(data)}});
+}
+
+void Gateway::refresh_scheduler_metrics() {
+  dispatcher_->inspect([this](const sched::Scheduler& s) {
+    const auto& counters = s.counters();
+    for (std::size_t p = 0; p < config_.models.size(); ++p) {
+      const auto& model = config_.models[p];
+      for (std::size_t c = 0; c < config_.classes.size(); ++c) {
+        const auto pool = static_cast<sched::PoolId>(p);
+        const auto klass = static_cast<sched::ClassId>(c);
+        metrics_.queue_depth.with({model.name, config_.classes[c].name}).set(s.queue_depth(pool, klass));
+        metrics_.class_in_flight.with({model.name, config_.classes[c].name})
+            .set(s.class_in_flight(pool, klass));
+      }
+      for (std::size_t b = 0; b < model.backends.size(); ++b) {
+        metrics_.backend_in_flight.with({model.name, model.backends[b].name})
+            .set(s.backend_in_flight(static_cast<sched::PoolId>(p), static_cast<sched::BackendId>(b)));
+      }
+    }
+    for (const auto& d : s.tenant_queue_depths()) {
+      const std::string_view tenant =
+          d.tenant < config_.tenants.size() ? std::string_view(config_.tenants[d.tenant].name) : kAnonymousTenant;
+      metrics_.tenant_queue_depth
+          .with({config_.models[d.pool].name, config_.classes[d.klass].name, tenant})
+          .set(d.queued);
+    }
+    for (std::size_t c = 0; c < counters.classes.size() && c < config_.classes.size(); ++c) {
+      const auto& k = counters.classes[c];
+      const std::string_view name = config_.classes[c].name;
+      const std::pair<std::string_view, uint64_t> events[] = {
+          {"enqueued", k.enqueued},
+          {"dispatched", k.dispatched},
+          {"completed", k.completed},
+          {"rejected_class_full", k.rejected_class_full},
+          {"rejected_tenant_full", k.rejected_tenant_full},
+          {"cancelled_queued", k.cancelled_queued},
+          {"cancelled_in_flight", k.cancelled_in_flight},
+          {"superseded_queued", k.superseded_queued},
+          {"superseded_in_flight", k.superseded_in_flight},
+          {"preempted", k.preempted},
+          {"expired", k.expired},
+      };
+      for (const auto& [event, value] : events) {
+        metrics_.scheduler_events.with({name, event}).set(value);
+      }
+    }
+    metrics_.stale_dispatches.set(counters.stale_dispatches);
+  });
 }
 
 Task<void> Gateway::send_json(ClientConnection& conn, http::status status, std::string body,
@@ -91,6 +170,7 @@ Task<void> Gateway::handle(HttpRequest& req, ClientConnection& conn) {
       co_return;
     }
     if (path == "/metrics") {
+      refresh_scheduler_metrics();
       std::string text = metrics_.registry.render();
       co_await send_json(conn, http::status::ok, std::move(text), kPrometheusContentType);
       co_return;
@@ -127,7 +207,6 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
   Headers headers{{"x-request-id", rec.request_id}};
 
   // Admission: auth before anything is parsed, then body, model, class, caps.
-  ModelPool* pool = nullptr;
   auto admit = [&]() -> std::expected<Admission, ApiError> {
     Admission a;
     auto tenant = tenants_.authenticate(req[http::field::authorization]);
@@ -138,13 +217,13 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
     if (!parsed) return std::unexpected(parsed.error());
     a.parsed = std::move(*parsed);
     rec.stream = a.parsed.info.stream;
-    auto it = pools_.find(a.parsed.info.model);
-    if (it == pools_.end()) {
+    auto it = pool_index_.find(a.parsed.info.model);
+    if (it == pool_index_.end()) {
       return std::unexpected(ApiError{ErrorCode::kModelNotFound,
                                       "the model '" + a.parsed.info.model + "' does not exist",
                                       "model", {}});
     }
-    pool = it->second.get();
+    a.pool = it->second;
     rec.model = a.parsed.info.model;
     std::optional<std::string_view> claimed;
     if (auto h = req.find("x-arbiter-class"); h != req.end()) claimed = h->value();
@@ -154,9 +233,14 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
                                      .claimed = claimed,
                                      .max_tokens = a.parsed.info.max_tokens});
     if (!cls) return std::unexpected(cls.error());
-    a.cls = &config_.classes[*cls];
-    rec.cls = a.cls->name;
-    if (a.cls->max_tokens_cap) a.capped = apply_max_tokens_cap(a.parsed, *a.cls->max_tokens_cap);
+    a.cls = *cls;
+    rec.cls = config_.classes[a.cls].name;
+    if (const auto cap = config_.classes[a.cls].max_tokens_cap) {
+      if (apply_max_tokens_cap(a.parsed, *cap)) {
+        a.rewritten = true;
+        metrics_.rewrites.with({rec.cls}).inc();
+      }
+    }
     return a;
   };
 
@@ -165,39 +249,62 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
   auto admission = admit();
   if (!admission) {
     outcome.error = admission.error();
-  } else if (auto lease = pool->acquire(); !lease) {
-    outcome.error = ApiError{ErrorCode::kNoBackend,
-                             "every backend of model '" + rec.model + "' is at its concurrency limit",
-                             {}, kDefaultRetryAfter};
   } else {
-    if (admission->capped) metrics_.rewrites.with({rec.cls}).inc();
-    const BackendConfig& backend = pool->backend(lease->backend());
-    backend_name = backend.name;
-    rec.backend = backend.name;
+    const ClassConfig& cls = config_.classes[admission->cls];
+    const RequestInfo& info = admission->parsed.info;
+    const std::string key = supersede_key(req, cls, admission->parsed.body);
+    const sched::Request queued{
+        .pool = static_cast<sched::PoolId>(admission->pool),
+        .klass = static_cast<sched::ClassId>(admission->cls),
+        .tenant = tenant_id(config_, admission->tenant),
+        .cost_tokens = info.prompt_tokens_estimate + info.max_tokens.value_or(kDefaultOutputEstimate),
+        .deadline = std::nullopt,
+        .supersede_key = key};
+    auto slot = co_await dispatcher_->acquire(queued, conn);
     rec.queue_ms = ms_since(started);
-    headers.emplace_back("x-arbiter-class", rec.cls);
-    headers.emplace_back("x-arbiter-backend", backend.name);
-    headers.emplace_back("x-arbiter-queue-ms", std::to_string(static_cast<int64_t>(rec.queue_ms)));
+    if (!slot) {
+      outcome.error = slot.error();
+      if (conn.client_gone()) outcome.status = 499;  // left while queued: nothing to send
+    } else {
+      metrics_.queue_wait.with({rec.model, rec.cls, rec.tenant}).observe(rec.queue_ms / 1000.0);
+      ModelPool& pool = *pools_[admission->pool];
+      const BackendConfig& backend = pool.backend(slot->backend());
+      backend_name = backend.name;
+      rec.backend = backend.name;
+      headers.emplace_back("x-arbiter-class", rec.cls);
+      headers.emplace_back("x-arbiter-backend", backend.name);
+      headers.emplace_back("x-arbiter-queue-ms", std::to_string(static_cast<int64_t>(rec.queue_ms)));
+      headers.emplace_back("x-arbiter-preemptions", "0");
+      if (backend.priority_scheduling) {
+        // The engine orders its own queue the way the gateway does.
+        admission->parsed.body["priority"] = slot->engine_priority();
+        admission->rewritten = true;
+      }
 
-    http::request<http::string_body> up{http::verb::post, route_path(route), 11};
-    up.set(http::field::host, backend.host + ":" + std::to_string(backend.port));
-    up.set(http::field::content_type, "application/json");
-    up.set("x-request-id", rec.request_id);
-    if (auto accept = req.find(http::field::accept); accept != req.end()) {
-      up.set(http::field::accept, accept->value());
+      http::request<http::string_body> up{http::verb::post, route_path(route), 11};
+      up.set(http::field::host, backend.host + ":" + std::to_string(backend.port));
+      up.set(http::field::content_type, "application/json");
+      up.set("x-request-id", rec.request_id);
+      if (auto accept = req.find(http::field::accept); accept != req.end()) {
+        up.set(http::field::accept, accept->value());
+      }
+      up.keep_alive(true);
+      up.body() = admission->rewritten ? boost::json::serialize(admission->parsed.body)
+                                       : std::move(req.body());
+      up.prepare_payload();
+
+      Interrupt interrupt;
+      slot->set_interrupt_hook([&interrupt] { interrupt.fire(); });
+      const RelayRequest relay_request{.pool = pool.upstream(slot->backend()),
+                                       .upstream_request = up,
+                                       .client = conn,
+                                       .timeouts = config_.timeouts,
+                                       .limits = config_.limits,
+                                       .response_headers = headers,
+                                       .interrupt = interrupt};
+      outcome = co_await relay(relay_request);
+      slot->set_interrupt_hook(nullptr);
     }
-    up.keep_alive(true);
-    up.body() = admission->capped ? boost::json::serialize(admission->parsed.body)
-                                  : std::move(req.body());
-    up.prepare_payload();
-
-    const RelayRequest relay_request{.pool = pool->upstream(lease->backend()),
-                                     .upstream_request = up,
-                                     .client = conn,
-                                     .timeouts = config_.timeouts,
-                                     .limits = config_.limits,
-                                     .response_headers = headers};
-    outcome = co_await relay(relay_request);
   }
   if (outcome.error && outcome.status == 0) {
     // Refused before any upstream exchange.

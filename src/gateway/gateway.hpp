@@ -12,6 +12,7 @@
 #include "core/config.hpp"
 #include "core/tenants.hpp"
 #include "gateway/access_log.hpp"
+#include "gateway/dispatcher.hpp"
 #include "gateway/gateway_metrics.hpp"
 #include "gateway/model_pool.hpp"
 #include "http/server.hpp"
@@ -20,7 +21,9 @@ namespace arbiter {
 
 class Gateway {
  public:
-  Gateway(Config config, std::size_t io_threads);
+  // `timer_executor` runs the scheduler's deadline timer.
+  Gateway(Config config, std::size_t io_threads, net::any_io_executor timer_executor);
+  ~Gateway();
 
   Task<void> handle(HttpRequest& req, ClientConnection& conn);
 
@@ -34,13 +37,17 @@ class Gateway {
   Task<void> send_json(ClientConnection& conn, http::status status, std::string body,
                        std::string_view content_type = "application/json");
   std::string models_body() const;
+  // Copies the scheduler's gauges and counters into the registry.
+  void refresh_scheduler_metrics();
 
   const Config config_;
   TenantDirectory tenants_;
   Classifier classifier_;
   GatewayMetrics metrics_;
   AccessLog access_log_;
-  std::unordered_map<std::string, std::unique_ptr<ModelPool>> pools_;  // by model name
+  std::vector<std::unique_ptr<ModelPool>> pools_;             // in config order (= PoolId)
+  std::unordered_map<std::string, std::size_t> pool_index_;  // model name -> pools_ index
+  std::unique_ptr<Dispatcher> dispatcher_;                    // queues and the scheduler
   std::atomic<bool> ready_{false};
 };
 

@@ -35,6 +35,31 @@ struct GatewayMetrics {
       {"class"});
   metrics::Family<metrics::Gauge>& backend_in_flight = registry.gauge(
       "arbiter_backend_in_flight", "Requests in flight per backend.", {"model", "backend"});
+  metrics::Family<metrics::Histogram>& queue_wait = registry.histogram(
+      "arbiter_queue_wait_seconds", "Time a request waited in the gateway's queue before dispatch.",
+      {"model", "class", "tenant"});
+  metrics::Family<metrics::Gauge>& queue_depth = registry.gauge(
+      "arbiter_queue_depth", "Requests queued, by model pool and class.", {"model", "class"});
+  metrics::Family<metrics::Gauge>& tenant_queue_depth = registry.gauge(
+      "arbiter_tenant_queue_depth", "Requests queued, by model pool, class and tenant.",
+      {"model", "class", "tenant"});
+  metrics::Family<metrics::Gauge>& class_in_flight = registry.gauge(
+      "arbiter_class_in_flight", "Requests holding a backend slot, by model pool and class.",
+      {"model", "class"});
+  metrics::Family<metrics::Counter>& scheduler_events = registry.counter(
+      "arbiter_scheduler_events_total",
+      "Scheduler decisions by class: enqueued, dispatched, completed, rejected_class_full, "
+      "rejected_tenant_full, cancelled_queued, cancelled_in_flight, superseded_queued, "
+      "superseded_in_flight, preempted, expired.",
+      {"class", "event"});
+  metrics::Counter& stale_dispatches =
+      registry.counter("arbiter_stale_dispatches_total",
+                       "Dispatches to a backend whose engine metrics were stale.", {})
+          .with({});
+  metrics::Family<metrics::Gauge>& backend_saturated = registry.gauge(
+      "arbiter_backend_saturated",
+      "1 while a backend's engine reports a queue or KV use over the threshold.",
+      {"model", "backend"});
   metrics::Family<metrics::Counter>& upstream_retries = registry.counter(
       "arbiter_upstream_retries_total",
       "Requests resent on a new connection after a pooled one turned out closed.", {"backend"});

@@ -23,6 +23,8 @@ namespace arbiter::metrics {
 class Counter {
  public:
   void inc(uint64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
+  // For counters mirrored from another monotonic source (scheduler counts).
+  void set(uint64_t v) { value_.store(v, std::memory_order_relaxed); }
   uint64_t value() const { return value_.load(std::memory_order_relaxed); }
 
  private:

@@ -43,7 +43,11 @@ void copy_upstream_headers(Fields& to, const http::response_header<>& from) {
 // it points to goes away.
 struct AbortHookGuard {
   ClientConnection& client;
-  ~AbortHookGuard() { client.set_abort_hook(nullptr); }
+  Interrupt& interrupt;
+  ~AbortHookGuard() {
+    client.set_abort_hook(nullptr);
+    interrupt.hook = nullptr;
+  }
 };
 
 bool is_stale_connection_error(const beast::error_code& ec) {
@@ -77,17 +81,21 @@ class Exchange {
         co_return fail_connect(conn.error());
       }
       tcp::socket& socket = conn->socket;
-      r_.client.set_abort_hook([&socket] {
+      auto close_socket = [&socket] {
         beast::error_code ignored;
         socket.close(ignored);
-      });
-      AbortHookGuard guard{r_.client};
+      };
+      r_.client.set_abort_hook(close_socket);
+      r_.interrupt.hook = close_socket;
+      AbortHookGuard guard{r_.client, r_.interrupt};
+      if (r_.interrupt.requested) co_return interrupted();
       const auto sent_at = Clock::now();
       const auto deadline = sent_at + r_.timeouts.upstream_first_byte;
 
       deadline_.arm(socket, r_.timeouts.upstream_first_byte);
       auto [write_ec, written] = co_await http::async_write(socket, r_.upstream_request, kAsTuple);
       if (r_.client.client_gone()) co_return cancelled();
+      if (r_.interrupt.requested) co_return interrupted();
       if (deadline_.disarm()) {
         co_return fail("timeout", upstream_timeout("the backend did not take the request in time"));
       }
@@ -105,6 +113,7 @@ class Exchange {
       deadline_.arm(socket, deadline - Clock::now());
       auto [header_ec, header_n] = co_await http::async_read_header(socket, buffer, parser, kAsTuple);
       if (r_.client.client_gone()) co_return cancelled();
+      if (r_.interrupt.requested) co_return interrupted();
       if (deadline_.disarm()) {
         co_return fail(
             "timeout", upstream_timeout("the backend did not answer within " +
@@ -127,6 +136,7 @@ class Exchange {
                                 : co_await relay_whole(socket, buffer, parser);
       if (reusable) {
         r_.client.set_abort_hook(nullptr);
+        r_.interrupt.hook = nullptr;
         r_.pool.release(std::move(socket));
       }
       co_return outcome_;
@@ -137,6 +147,12 @@ class Exchange {
  private:
   RelayOutcome cancelled() {
     outcome_.status = 499;
+    return outcome_;
+  }
+  // Superseded before any answer: the caller answers 409.
+  RelayOutcome interrupted() {
+    outcome_.interrupted = true;
+    outcome_.error = ApiError{ErrorCode::kSuperseded, "superseded by a newer request with the same key", {}, {}};
     return outcome_;
   }
 
@@ -204,6 +220,11 @@ class Exchange {
         outcome_.status = 499;
         co_return false;
       }
+      if (r_.interrupt.requested) {
+        interrupted();
+        co_await end_stream_with_error(*outcome_.error);
+        co_return false;
+      }
       if (!piece) {
         fail_body(piece.error());
         co_await end_stream_with_error(*outcome_.error);
@@ -252,6 +273,10 @@ class Exchange {
       auto piece = co_await read_piece(socket, buffer, parser);
       if (r_.client.client_gone()) {
         outcome_.status = 499;
+        co_return false;
+      }
+      if (r_.interrupt.requested) {
+        interrupted();
         co_return false;
       }
       if (!piece) {

@@ -4,6 +4,7 @@
 // moment the client goes away, so the engine aborts the work.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,6 +17,17 @@
 
 namespace arbiter {
 
+// Lets the scheduler stop a running exchange (a newer request superseded
+// it): fire() closes the upstream socket the relay registered.
+struct Interrupt {
+  bool requested = false;
+  std::function<void()> hook;  // set by the relay while it holds a socket
+  void fire() {
+    requested = true;
+    if (auto h = std::move(hook)) h();
+  }
+};
+
 struct RelayRequest {
   UpstreamPool& pool;
   http::request<http::string_body>& upstream_request;
@@ -24,6 +36,7 @@ struct RelayRequest {
   const LimitsConfig& limits;
   // Added to the client's response (x-arbiter-*, x-request-id).
   const std::vector<std::pair<std::string, std::string>>& response_headers;
+  Interrupt& interrupt;
 };
 
 struct RelayOutcome {
@@ -32,6 +45,7 @@ struct RelayOutcome {
   std::optional<ApiError> error;// the gateway-made error, if one was sent
   std::string upstream_error;   // failure kind for metrics: connect, timeout, reset, ...
   bool retried = false;         // resent after a pooled connection was found closed
+  bool interrupted = false;     // stopped by Interrupt (superseded)
   double upstream_ms = -1;      // request sent -> response header received
 };
 

@@ -1,0 +1,124 @@
+// The scheduler's internal bookkeeping: request nodes, tenant queues, class
+// queues and pools. Private to scheduler*.cpp; in a header only because the
+// Scheduler class holds these by value (no pimpl indirection on the hot path).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/sched_heap.hpp"
+#include "core/sched_rate.hpp"
+#include "core/scheduler_types.hpp"
+
+namespace arbiter::sched::detail {
+
+inline constexpr uint32_t kNil = UINT32_MAX;  // "no node / no tenant queue"
+
+enum class NodeState : uint8_t {
+  kFree,        // slot on the free list
+  kHeld,        // waiting out its debounce: not dispatchable yet
+  kQueued,      // dispatchable, in its order heap
+  kInFlight,    // holds a backend slot
+  kAborting,    // superseded while running: holds its slot until complete()/cancel()
+  kPreempting,  // chosen as a victim: holds its slot until requeue_preempted()/complete()
+};
+
+// One request: 112 bytes. Slots are reused through a free list, so a steady
+// state allocates nothing per request except for a supersede key.
+struct Node {
+  uint64_t user = 0;         // caller's tag
+  uint64_t seq = 0;          // arrival number: the last tie-break everywhere
+  uint64_t start_seq = 0;    // dispatch number: "most recently started" for victims
+  int64_t cost = 0;          // estimated tokens of the next (or current) run
+  int64_t charged = 0;       // tokens charged to class/tenant at dispatch
+  TimePoint queued_since{};  // enqueue or requeue time: queue-wait sample
+  TimePoint deadline{};      // EDF key; kept across requeues so standing survives
+  // Its entry in the supersede-key map while it is the newest request with
+  // that key (map keys are stable in memory); null otherwise. Kept out of
+  // the node so unkeyed requests pay 8 bytes, not a string.
+  const std::string* key = nullptr;
+  uint32_t generation = 0;       // bumped on free: stale handles do not match
+  uint32_t pool = 0;             // PoolId
+  uint32_t klass = 0;            // ClassId
+  uint32_t tenant = kNil;        // index of its TenantQueue
+  uint32_t backend = 0;          // BackendId while in flight
+  uint32_t order_pos = kNoPos;   // position in its order heap or in the held heap
+  uint32_t expiry_pos = kNoPos;  // position in the expiry heap (own deadline only)
+  uint32_t urgent_pos = kNoPos;  // position in its class's urgency heap (own deadline, hybrid)
+  uint32_t prev = kNil;          // list link: arrival list while queued, victim list while running
+  uint32_t next = kNil;          // list link (also the free-list link)
+  uint32_t preemptions = 0;      // times preempted so far
+  bool expires = false;          // false once requeued: a started request is never 503'd
+  bool linked = false;           // on its class's arrival list (queued) or victim list (running)
+  NodeState state = NodeState::kFree;  // lifecycle state
+};
+
+// The requests of one tenant in one class of one pool. Created on the first
+// request, freed when nothing is queued or running, so idle tenants cost
+// nothing and the end state of a drained scheduler is empty.
+struct TenantQueue {
+  TenantId tenant = 0;          // whose queue
+  uint32_t pool = 0;            // PoolId
+  uint32_t klass = 0;           // ClassId
+  double weight = 1;            // tenant weight
+  double vtime = 0;             // virtual start of its next request (tokens / weight)
+  uint64_t share_seq = 0;       // activation number: tie-break in the class's tenant heap
+  uint32_t queued = 0;          // held + ready requests
+  uint32_t in_flight = 0;       // requests holding a slot
+  int64_t queued_cost = 0;      // tokens queued: tenant drain time
+  uint32_t share_pos = kNoPos;  // position in the class's tenant heap (while it has ready work)
+  IndexedHeap<OrderKey> queue;  // ready requests by (deadline, seq): EDF then arrival (hybrid)
+  uint32_t next_free = kNil;    // free-list link
+};
+
+// One class in one pool.
+struct ClassQueue {
+  explicit ClassQueue(Duration rate_window) : completed(rate_window) {}
+  uint32_t ready = 0;             // dispatchable requests
+  uint32_t queued = 0;            // ready + held requests (the max_queue limit)
+  int64_t queued_cost = 0;        // tokens queued: drain time
+  uint32_t in_flight = 0;         // slots held (aborting and preempting included)
+  uint32_t preempting = 0;        // slots held by chosen victims
+  uint32_t aborting = 0;          // slots held by superseded requests
+  double vtime = 0;               // class virtual time among classes (hybrid)
+  double tenant_vclock = 0;       // virtual clock of its tenant heap (hybrid)
+  double active_weight = 0;       // sum of weights of tenants with ready work (hybrid)
+  IndexedHeap<ShareKey> tenants;  // tenants with ready work by vtime (hybrid)
+  // Queued requests whose deadline is the class's (arrival + max_queue_wait),
+  // in arrival order, which is also deadline and urgency order: expiry and
+  // aging read the head, removal is O(1). Only requests with a tighter
+  // deadline of their own need the heaps (expiry_ and `urgent`).
+  uint32_t arrivals_head = kNil;                 // oldest
+  uint32_t arrivals_tail = kNil;                 // newest
+  TimePoint oldest_deadline = TimePoint::max();  // arrivals_head's deadline, cached so a poll
+                                                 // reads no node to check expiry or aging
+  IndexedHeap<OrderKey> urgent;  // ready requests with their own deadline, by urgency (hybrid)
+  IndexedHeap<OrderKey> order;   // ready requests by arrival (priority policy)
+  uint32_t victims_head = kNil;  // oldest running preemptible request (hybrid)
+  uint32_t victims_tail = kNil;  // most recently started one
+  DecayingRate completed;        // completion rate: drain time for Retry-After
+};
+
+// One backend.
+struct Backend {
+  uint32_t limit = 0;      // max_concurrency
+  uint32_t in_flight = 0;  // slots held
+  BackendSignal signal;    // latest load-monitor verdict
+};
+
+// One model pool.
+struct Pool {
+  explicit Pool(Duration rate_window) : completed(rate_window) {}
+  std::vector<Backend> backends;    // its backends
+  std::vector<ClassQueue> classes;  // indexed by ClassId
+  uint32_t capacity = 0;            // slots on backends not down: what shares are shares of
+  uint32_t next_backend = 0;        // rotating tie-break of the backend pick
+  uint32_t preempting = 0;          // victims chosen but not yet requeued
+  uint32_t aborting = 0;            // superseded requests not yet released
+  double class_vclock = 0;          // virtual clock among classes (hybrid)
+  IndexedHeap<OrderKey> fifo;       // ready requests by arrival (fifo policy)
+  DecayingRate completed;           // pool completion rate: fallback for drain time
+};
+
+}  // namespace arbiter::sched::detail

@@ -1,0 +1,407 @@
+// The scheduler's event entry points (enqueue, cancel, complete, requeue,
+// backend signals), its gauges and its Retry-After estimates.
+#include "core/scheduler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace arbiter::sched {
+
+using detail::kNil;
+
+namespace {
+
+int64_t ticks(TimePoint t) { return t.time_since_epoch().count(); }
+
+TimePoint add_saturating(TimePoint t, Duration d) {
+  return d >= TimePoint::max() - t ? TimePoint::max() : t + d;
+}
+
+// Keys are scoped by tenant so one tenant can never supersede another's
+// request by guessing its key.
+std::string scoped_key(TenantId tenant, std::string_view key) {
+  std::string scoped(sizeof tenant, '\0');
+  for (std::size_t i = 0; i < sizeof tenant; ++i) scoped[i] = static_cast<char>(tenant >> (8 * i));
+  scoped.append(key);
+  return scoped;
+}
+
+}  // namespace
+
+ClassCounters Counters::total() const {
+  ClassCounters sum;
+  for (const ClassCounters& c : classes) {
+    sum.enqueued += c.enqueued;
+    sum.rejected_class_full += c.rejected_class_full;
+    sum.rejected_tenant_full += c.rejected_tenant_full;
+    sum.dispatched += c.dispatched;
+    sum.completed += c.completed;
+    sum.cancelled_queued += c.cancelled_queued;
+    sum.cancelled_in_flight += c.cancelled_in_flight;
+    sum.superseded_queued += c.superseded_queued;
+    sum.superseded_in_flight += c.superseded_in_flight;
+    sum.preempted += c.preempted;
+    sum.expired += c.expired;
+  }
+  return sum;
+}
+
+std::expected<Scheduler, std::string> Scheduler::create(SchedulerConfig config) {
+  if (auto error = validate(config)) return std::unexpected(std::move(*error));
+  return Scheduler(std::move(config));
+}
+
+Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {
+  const std::size_t classes = config_.classes.size();
+  pools_.reserve(config_.pools.size());
+  for (const PoolSpec& spec : config_.pools) {
+    Pool& pool = pools_.emplace_back(config_.rate_window);
+    for (uint32_t limit : spec.max_concurrency) {
+      pool.backends.push_back({.limit = limit, .in_flight = 0, .signal = {}});
+      pool.capacity += limit;
+    }
+    pool.classes.reserve(classes);
+    for (std::size_t c = 0; c < classes; ++c) pool.classes.emplace_back(config_.rate_window);
+  }
+  priority_order_.resize(classes);
+  std::iota(priority_order_.begin(), priority_order_.end(), 0u);
+  std::stable_sort(priority_order_.begin(), priority_order_.end(), [this](uint32_t a, uint32_t b) {
+    return config_.classes[a].engine_priority < config_.classes[b].engine_priority;
+  });
+  for (const ClassPolicy& cls : config_.classes) {
+    // A class without a deadline has nothing on its arrival list to age.
+    const double lead = static_cast<double>(cls.max_queue_wait.count()) * config_.aging_fraction;
+    aging_lead_.push_back(cls.max_queue_wait == Duration::max()
+                              ? Duration::zero()
+                              : Duration(static_cast<Duration::rep>(lead)));
+  }
+  counters_.classes.resize(classes);
+}
+
+std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, TimePoint now) {
+  if (request.pool >= pools_.size() || request.klass >= config_.classes.size()) {
+    return std::unexpected(ApiError{.code = ErrorCode::kInternal,
+                                    .message = "scheduler: unknown pool or class",
+                                    .param = std::nullopt,
+                                    .retry_after = std::nullopt});
+  }
+  const ClassPolicy& cls = config_.classes[request.klass];
+  ClassCounters& counters = counters_.classes[request.klass];
+  std::string key;
+  uint32_t victim = kNil;
+  if (!request.supersede_key.empty()) {
+    key = scoped_key(request.tenant, request.supersede_key);
+    if (auto it = keys_.find(key); it != keys_.end()) victim = it->second;
+  }
+
+  // Limits, not counting a queued request this one replaces in the same queue.
+  const ClassQueue& cq = pools_[request.pool].classes[request.klass];
+  const uint32_t existing = find_tenant_queue(request.pool, request.klass, request.tenant);
+  const TenantQueue* tq = existing == kNil ? nullptr : &tenants_[existing];
+  uint32_t class_depth = cq.queued;
+  uint32_t tenant_depth = tq == nullptr ? 0 : tq->queued;
+  if (victim != kNil) {
+    const Node& v = nodes_[victim];
+    const bool queued = v.state == NodeState::kHeld || v.state == NodeState::kQueued;
+    if (queued && v.pool == request.pool && v.klass == request.klass) {
+      --class_depth;
+      --tenant_depth;
+    }
+  }
+  if (class_depth >= cls.max_queue) {
+    ++counters.rejected_class_full;
+    return std::unexpected(queue_full(request.pool, request.klass, nullptr, false, now));
+  }
+  if (tenant_depth >= cls.max_queue_per_tenant) {
+    ++counters.rejected_tenant_full;
+    return std::unexpected(queue_full(request.pool, request.klass, tq, true, now));
+  }
+
+  Admission admission;
+  if (victim != kNil) admission.superseded = supersede(victim);
+  const uint32_t id = alloc_node();
+  // The supersede may have freed the tenant queue found above: look again.
+  const uint32_t tenant = victim == kNil && existing != kNil
+                              ? existing
+                              : tenant_queue(request.pool, request.klass, request.tenant);
+  const int64_t cost = std::max<int64_t>(request.cost_tokens, 1);
+  Node& n = nodes_[id];
+  n.user = request.user;
+  n.seq = next_seq_++;
+  n.start_seq = 0;
+  n.cost = cost;
+  n.charged = 0;
+  n.queued_since = now;
+  const TimePoint class_deadline = add_saturating(now, cls.max_queue_wait);
+  n.deadline = std::min(class_deadline, request.deadline.value_or(TimePoint::max()));
+  n.key = nullptr;
+  n.pool = request.pool;
+  n.klass = request.klass;
+  n.tenant = tenant;
+  n.backend = 0;
+  n.order_pos = n.expiry_pos = n.urgent_pos = kNoPos;
+  n.prev = n.next = kNil;
+  n.preemptions = 0;
+  n.expires = n.deadline != TimePoint::max();
+  n.linked = false;
+
+  ClassQueue& queue = pools_[request.pool].classes[request.klass];
+  TenantQueue& tenant_queue = tenants_[tenant];
+  ++queue.queued;
+  queue.queued_cost += cost;
+  ++tenant_queue.queued;
+  tenant_queue.queued_cost += cost;
+  ++queued_;
+  track_deadline(id, class_deadline);
+  if (!key.empty()) {
+    // A superseded predecessor already gave up the entry; take it over.
+    const auto [entry, inserted] = keys_.insert_or_assign(std::move(key), id);
+    n.key = &entry->first;
+    if (cls.debounce > Duration::zero()) {
+      n.state = NodeState::kHeld;
+      held_.push({ticks(add_saturating(now, cls.debounce)), n.seq}, id, order_pos());
+    }
+  }
+  if (n.state != NodeState::kHeld) {
+    make_ready(id);
+  }
+  ++counters.enqueued;
+  admission.handle = handle_of(id);
+  return admission;
+}
+
+std::optional<Superseded> Scheduler::supersede(uint32_t victim) {
+  Node& n = nodes_[victim];
+  Pool& pool = pools_[n.pool];
+  ClassQueue& cq = pool.classes[n.klass];
+  ClassCounters& counters = counters_.classes[n.klass];
+  Superseded superseded{.handle = handle_of(victim),
+                        .user = n.user,
+                        .in_flight = true,
+                        .pool = n.pool,
+                        .backend = n.backend};
+  n.key = nullptr;  // the key's map entry now belongs to the newer request
+  switch (n.state) {
+    case NodeState::kHeld:
+    case NodeState::kQueued:
+      ++counters.superseded_queued;
+      superseded.in_flight = false;
+      drop_queued(victim);
+      return superseded;
+    case NodeState::kInFlight:
+      unlink_victim(victim);
+      break;
+    case NodeState::kPreempting:
+      --cq.preempting;
+      --pool.preempting;
+      break;
+    default:
+      return std::nullopt;  // an aborting or free node is never the newest with its key
+  }
+  // It keeps its slot until the network layer reports the upstream closed.
+  n.state = NodeState::kAborting;
+  ++cq.aborting;
+  ++pool.aborting;
+  ++counters.superseded_in_flight;
+  return superseded;
+}
+
+CancelOutcome Scheduler::cancel(Handle handle) {
+  const uint32_t id = resolve(handle);
+  if (id == kNil) return CancelOutcome::kUnknown;
+  ClassCounters& counters = counters_.classes[nodes_[id].klass];
+  switch (nodes_[id].state) {
+    case NodeState::kHeld:
+    case NodeState::kQueued:
+      ++counters.cancelled_queued;
+      drop_queued(id);
+      return CancelOutcome::kDequeued;
+    case NodeState::kInFlight:
+    case NodeState::kPreempting:
+      ++counters.cancelled_in_flight;
+      retire(id);
+      return CancelOutcome::kReleased;
+    case NodeState::kAborting:  // already counted as superseded
+      retire(id);
+      return CancelOutcome::kReleased;
+    case NodeState::kFree:
+      break;
+  }
+  return CancelOutcome::kUnknown;
+}
+
+bool Scheduler::complete(Handle handle, TimePoint now, std::optional<int64_t> actual_tokens) {
+  const uint32_t id = resolve(handle);
+  if (id == kNil) return false;
+  const Node& n = nodes_[id];
+  if (n.state != NodeState::kInFlight && n.state != NodeState::kAborting &&
+      n.state != NodeState::kPreempting) {
+    return false;
+  }
+  const int64_t used = actual_tokens ? std::max<int64_t>(*actual_tokens, 0) : n.charged;
+  if (n.state != NodeState::kAborting) {
+    ++counters_.classes[n.klass].completed;
+    Pool& pool = pools_[n.pool];
+    pool.classes[n.klass].completed.add(now, static_cast<double>(used));
+    pool.completed.add(now, static_cast<double>(used));
+  }
+  // Correct the estimate charged at dispatch, so fairness follows real use.
+  if (config_.policy == Policy::kHybrid && actual_tokens) {
+    charge(id, static_cast<double>(used - n.charged));
+  }
+  retire(id);
+  return true;
+}
+
+bool Scheduler::requeue_preempted(Handle handle, int64_t remaining_cost, TimePoint now) {
+  const uint32_t id = resolve(handle);
+  if (id == kNil || nodes_[id].state != NodeState::kPreempting) return false;
+  release_slot(id);
+  Node& n = nodes_[id];
+  const int64_t cost = std::max<int64_t>(remaining_cost, 1);
+  // The continuation is charged again when it runs; refund that part now so
+  // the class and tenant pay once for the whole request.
+  if (config_.policy == Policy::kHybrid) {
+    charge(id, -static_cast<double>(std::min(n.charged, cost)));
+  }
+  n.cost = cost;
+  n.charged = 0;
+  ++n.preemptions;
+  n.expires = false;  // its client already has a response under way
+  n.queued_since = now;
+  ClassQueue& cq = pools_[n.pool].classes[n.klass];
+  TenantQueue& tq = tenants_[n.tenant];
+  ++cq.queued;
+  cq.queued_cost += cost;
+  ++tq.queued;
+  tq.queued_cost += cost;
+  ++queued_;
+  make_ready(id);  // EDF key is still its original deadline: first in its tenant queue
+  return true;
+}
+
+void Scheduler::set_backend_state(PoolId pool, BackendId backend, BackendSignal signal) {
+  if (pool >= pools_.size() || backend >= pools_[pool].backends.size()) return;
+  Pool& p = pools_[pool];
+  p.backends[backend].signal = signal;
+  p.capacity = 0;
+  for (const detail::Backend& b : p.backends) {
+    if (!b.signal.down) p.capacity += b.limit;
+  }
+}
+
+bool Scheduler::set_tenant_weight(TenantId tenant, double weight) {
+  if (!std::isfinite(weight) || weight <= 0) return false;
+  config_.tenant_weights[tenant] = weight;
+  tenant_index_.for_each([&](uint64_t, uint32_t index) {
+    TenantQueue& tq = tenants_[index];
+    if (tq.tenant != tenant) return;
+    if (tq.share_pos != kNoPos)
+      pools_[tq.pool].classes[tq.klass].active_weight += weight - tq.weight;
+    tq.weight = weight;
+  });
+  return true;
+}
+
+std::chrono::milliseconds Scheduler::drain_time(uint32_t pool, uint32_t klass, double tokens,
+                                                double fraction, TimePoint now) const {
+  // Tokens queued divided by the recent completion rate of the class; before
+  // the class has completed anything, the pool's rate; before that, an
+  // assumed per-slot rate times capacity. `fraction` is the part of the
+  // class's rate the queue in question gets (a tenant's weight share).
+  const Pool& p = pools_[pool];
+  double rate = p.classes[klass].completed.per_second(now);
+  if (rate <= 0) rate = p.completed.per_second(now);
+  if (rate <= 0) rate = config_.fallback_tokens_per_slot_second * p.capacity;
+  rate *= fraction;
+  const double lo = static_cast<double>(config_.min_retry_after.count());
+  const double hi = static_cast<double>(config_.max_retry_after.count());
+  const double ms = rate > 0 ? std::clamp(std::ceil(tokens / rate * 1000), lo, hi) : hi;
+  return std::chrono::milliseconds(static_cast<int64_t>(ms));
+}
+
+ApiError Scheduler::queue_full(uint32_t pool, uint32_t klass, const TenantQueue* tq,
+                               bool tenant_limit, TimePoint now) const {
+  const ClassQueue& cq = pools_[pool].classes[klass];
+  const std::string& name = config_.classes[klass].name;
+  ApiError error{.code = ErrorCode::kRateLimited,
+                 .message = tenant_limit ? "tenant queue for class '" + name + "' is full"
+                                         : "queue for class '" + name + "' is full",
+                 .param = std::nullopt,
+                 .retry_after = std::nullopt};
+  if (tenant_limit && tq != nullptr) {
+    // The tenant drains at its weight's part of the class rate.
+    const double fraction = cq.active_weight > tq->weight ? tq->weight / cq.active_weight : 1.0;
+    error.retry_after =
+        drain_time(pool, klass, static_cast<double>(tq->queued_cost), fraction, now);
+  } else {
+    error.retry_after = drain_time(pool, klass, static_cast<double>(cq.queued_cost), 1.0, now);
+  }
+  return error;
+}
+
+ApiError deadline_error(std::chrono::milliseconds retry_after) {
+  return ApiError{.code = ErrorCode::kNoBackend,
+                  .message = "request waited past its class's max_queue_wait",
+                  .param = std::nullopt,
+                  .retry_after = retry_after};
+}
+
+std::chrono::milliseconds Scheduler::expected_drain(PoolId pool, ClassId klass,
+                                                    TimePoint now) const {
+  return drain_time(pool, klass, static_cast<double>(pools_[pool].classes[klass].queued_cost), 1.0,
+                    now);
+}
+
+uint32_t Scheduler::queue_depth(PoolId pool, ClassId klass) const {
+  return pools_[pool].classes[klass].queued;
+}
+
+uint32_t Scheduler::ready_depth(PoolId pool, ClassId klass) const {
+  return pools_[pool].classes[klass].ready;
+}
+
+uint32_t Scheduler::class_in_flight(PoolId pool, ClassId klass) const {
+  return pools_[pool].classes[klass].in_flight;
+}
+
+uint32_t Scheduler::tenant_queue_depth(PoolId pool, ClassId klass, TenantId tenant) const {
+  const uint32_t tq = find_tenant_queue(pool, klass, tenant);
+  return tq == kNil ? 0 : tenants_[tq].queued;
+}
+
+std::vector<TenantDepth> Scheduler::tenant_queue_depths() const {
+  std::vector<TenantDepth> depths;
+  depths.reserve(tenant_index_.size());
+  tenant_index_.for_each([&](uint64_t, uint32_t index) {
+    const TenantQueue& tq = tenants_[index];
+    depths.push_back(
+        {.pool = tq.pool, .klass = tq.klass, .tenant = tq.tenant, .queued = tq.queued});
+  });
+  return depths;
+}
+
+uint32_t Scheduler::backend_in_flight(PoolId pool, BackendId backend) const {
+  return pools_[pool].backends[backend].in_flight;
+}
+
+uint32_t Scheduler::capacity(PoolId pool) const { return pools_[pool].capacity; }
+
+std::size_t Scheduler::tenant_queues() const { return tenant_index_.size(); }
+
+std::optional<ClassId> Scheduler::find_class(std::string_view name) const {
+  for (std::size_t c = 0; c < config_.classes.size(); ++c) {
+    if (config_.classes[c].name == name) return static_cast<ClassId>(c);
+  }
+  return std::nullopt;
+}
+
+std::optional<PoolId> Scheduler::find_pool(std::string_view name) const {
+  for (std::size_t p = 0; p < config_.pools.size(); ++p) {
+    if (config_.pools[p].name == name) return static_cast<PoolId>(p);
+  }
+  return std::nullopt;
+}
+
+}  // namespace arbiter::sched

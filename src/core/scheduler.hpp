@@ -1,0 +1,194 @@
+// The scheduler core: queues per model pool, late binding to backends, and
+// the fifo / priority / hybrid arbitration policies. Pure: no I/O, no
+// threads, the clock is a parameter of every call. Not thread-safe: the
+// network layer holds one lock (or strand) around every call.
+//
+// Call sequence for the network layer (docs/scheduler.md has the details):
+//   enqueue(request, now)     admit, or 429 (ApiError with retry_after). If
+//                             the result names a superseded in-flight
+//                             request, abort it upstream and later
+//                             complete() it; a superseded queued one is gone:
+//                             answer its client (e.g. 409/499 "superseded").
+//   poll(now, actions)        after every call that changes state and when
+//                             the timer set at next_wakeup() fires:
+//                               actions.expired      -> answer 503 + Retry-After
+//                               actions.dispatches   -> start upstream on backend
+//                               actions.preemptions  -> abort upstream, keep the
+//                                 partial output, then requeue_preempted()
+//   complete(handle, now, tokens)  the upstream exchange ended (any outcome)
+//   cancel(handle)            client went away (queued: dequeued; running:
+//                             slot freed, abort upstream)
+//   set_backend_state(...)    whenever the load monitor's verdict changes
+//   next_wakeup()             earliest deadline or debounce end: set a timer
+// Handles of finished requests become stale; calls with them do nothing.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/sched_heap.hpp"
+#include "core/sched_index.hpp"
+#include "core/sched_state.hpp"
+#include "core/scheduler_config.hpp"
+#include "core/scheduler_types.hpp"
+
+namespace arbiter::sched {
+
+// The 503 for an Expired request (ErrorCode::kNoBackend: no backend could
+// take it in time), carrying the computed Retry-After.
+ApiError deadline_error(std::chrono::milliseconds retry_after);
+
+class Scheduler {
+ public:
+  // The config is validated (see validate()); the error says what is wrong.
+  static std::expected<Scheduler, std::string> create(SchedulerConfig config);
+
+  // Admits a request at `now`, or rejects it with 429 and a Retry-After from
+  // the expected drain time of the full queue. A request with a supersede key
+  // replaces the tenant's previous request with that key. O(log n).
+  std::expected<Admission, ApiError> enqueue(const Request& request, TimePoint now);
+
+  // The client went away. O(log n).
+  CancelOutcome cancel(Handle handle);
+
+  // A running request's upstream exchange ended (finished, failed, or was
+  // aborted after supersede/preemption): frees its slot. `actual_tokens`
+  // (prompt + generated) corrects the estimate charged at dispatch. Returns
+  // false for a stale handle or a request that is not running. O(log n).
+  bool complete(Handle handle, TimePoint now, std::optional<int64_t> actual_tokens = std::nullopt);
+
+  // A preemption victim was aborted upstream: frees its slot and queues it
+  // again with its original arrival and deadline order (so it goes first in
+  // its tenant queue) and `remaining_cost` tokens for the continuation. A
+  // requeued request never expires and ignores queue limits. Returns false
+  // unless the handle names a request being preempted. O(log n).
+  bool requeue_preempted(Handle handle, int64_t remaining_cost, TimePoint now);
+
+  // Expires overdue requests, starts debounced ones, dispatches everything
+  // that can start now and (hybrid) chooses preemption victims. Appends to
+  // `out`. Cost: O(P * (B + C)) per call plus O(C + B + log n) per decision,
+  // for P pools, B backends per pool, C classes.
+  void poll(TimePoint now, Actions& out);
+
+  // When poll() next has something to do on its own (a deadline or the end
+  // of a debounce); nullopt when nothing is waiting on time. O(1).
+  std::optional<TimePoint> next_wakeup() const;
+
+  // Latest load-monitor verdict for one backend. O(B).
+  void set_backend_state(PoolId pool, BackendId backend, BackendSignal signal);
+
+  // Sets a tenant's weight for its tenant queues, live ones included; false
+  // (and no change) unless weight is finite and > 0. O(tenant queues).
+  bool set_tenant_weight(TenantId tenant, double weight);
+
+  // Gauges and counters for metrics; cheap unless noted.
+  const Counters& counters() const { return counters_; }
+  uint32_t queue_depth(PoolId pool, ClassId klass) const;  // held + ready
+  uint32_t ready_depth(PoolId pool, ClassId klass) const;  // dispatchable now
+  uint32_t class_in_flight(PoolId pool, ClassId klass) const;
+  uint32_t tenant_queue_depth(PoolId pool, ClassId klass, TenantId tenant) const;
+  std::vector<TenantDepth> tenant_queue_depths() const;  // O(tenant queues)
+  uint32_t backend_in_flight(PoolId pool, BackendId backend) const;
+  uint32_t capacity(PoolId pool) const;                 // slots on backends not down
+  std::size_t queued() const { return queued_; }        // all pools, held included
+  std::size_t in_flight() const { return in_flight_; }  // all pools
+  std::size_t tenant_queues() const;                    // live tenant queues
+  std::size_t supersede_keys() const { return keys_.size(); }
+  // Expected time for the class queue to drain at the recent completion rate.
+  std::chrono::milliseconds expected_drain(PoolId pool, ClassId klass, TimePoint now) const;
+
+  const SchedulerConfig& config() const { return config_; }
+  std::optional<ClassId> find_class(std::string_view name) const;
+  std::optional<PoolId> find_pool(std::string_view name) const;
+
+ private:
+  using Node = detail::Node;
+  using NodeState = detail::NodeState;
+  using TenantQueue = detail::TenantQueue;
+  using ClassQueue = detail::ClassQueue;
+  using Pool = detail::Pool;
+
+  explicit Scheduler(SchedulerConfig config);
+
+  // Heap position setters: each heap tells its members where they moved.
+  auto order_pos() {
+    return [this](uint32_t id, uint32_t pos) { nodes_[id].order_pos = pos; };
+  }
+  auto expiry_pos() {
+    return [this](uint32_t id, uint32_t pos) { nodes_[id].expiry_pos = pos; };
+  }
+  auto urgent_pos() {
+    return [this](uint32_t id, uint32_t pos) { nodes_[id].urgent_pos = pos; };
+  }
+  auto share_pos() {
+    return [this](uint32_t tq, uint32_t pos) { tenants_[tq].share_pos = pos; };
+  }
+
+  // Node and tenant-queue slabs.
+  uint32_t alloc_node();
+  void free_node(uint32_t id);
+  uint32_t resolve(Handle handle) const;  // kNil when stale
+  Handle handle_of(uint32_t id) const;
+  uint32_t tenant_queue(uint32_t pool, uint32_t klass, TenantId tenant);  // get or create
+  uint32_t find_tenant_queue(uint32_t pool, uint32_t klass, TenantId tenant) const;
+  void maybe_free_tenant(uint32_t tq);
+
+  // Queue membership (scheduler.cpp).
+  void make_ready(uint32_t id);    // held/requeued -> kQueued in its policy's order heap
+  void remove_ready(uint32_t id);  // kQueued -> out of every order heap
+  void drop_queued(uint32_t id);   // held or queued -> gone (cancel, supersede, expiry)
+  void release_slot(uint32_t id);  // running -> slot freed (node kept)
+  void retire(uint32_t id);        // running -> slot freed and node gone
+  void track_deadline(uint32_t id, TimePoint class_deadline);  // list or heap, by whose deadline
+  void untrack_deadline(uint32_t id);                          // off the arrival list or heap
+  // Intrusive doubly linked lists through Node::prev/next: O(1) both ways.
+  void list_append(uint32_t& head, uint32_t& tail, uint32_t id);
+  void list_remove(uint32_t& head, uint32_t& tail, uint32_t id);
+  void unlink_victim(uint32_t id);          // off its class's victim list, if on it
+  void charge(uint32_t id, double tokens);  // class and tenant virtual time (hybrid)
+  std::optional<Superseded> supersede(uint32_t victim);
+  std::chrono::milliseconds drain_time(uint32_t pool, uint32_t klass, double tokens,
+                                       double fraction, TimePoint now) const;
+  ApiError queue_full(uint32_t pool, uint32_t klass, const TenantQueue* tq, bool tenant_limit,
+                      TimePoint now) const;
+
+  // Decisions (scheduler_dispatch.cpp).
+  void expire_due(TimePoint now, Actions& out);
+  void expire(uint32_t id, TimePoint now, Actions& out);
+  void promote_held(TimePoint now);
+  void dispatch_pool(uint32_t pool, TimePoint now, Actions& out);
+  uint32_t pick_backend(const Pool& pool) const;        // kNil when no backend has room
+  uint32_t pick_request(uint32_t pool, TimePoint now);  // kNil when nothing may start
+  uint32_t pick_hybrid(uint32_t pool, TimePoint now);
+  uint32_t head_of_class(uint32_t pool, uint32_t klass);  // fair tenant's EDF head
+  bool capped(const Pool& pool, uint32_t klass) const;    // at max_share
+  void start(uint32_t id, uint32_t backend, TimePoint now, Actions& out);
+  void preempt_pool(uint32_t pool, Actions& out);
+  uint32_t pick_victim(const Pool& pool) const;
+
+  SchedulerConfig config_;                // validated, immutable
+  std::vector<Node> nodes_;               // request slab
+  uint32_t free_nodes_ = detail::kNil;    // free-list head (linked through Node::next)
+  std::vector<TenantQueue> tenants_;      // tenant-queue slab
+  uint32_t free_tenants_ = detail::kNil;  // free-list head
+  FlatIndex tenant_index_;                // (pool, class, tenant) -> tenant-queue slab index
+  std::unordered_map<std::string, uint32_t> keys_;  // tenant-scoped supersede key -> newest node
+  std::vector<Pool> pools_;                         // indexed by PoolId
+  IndexedHeap<OrderKey> expiry_;          // queued requests with their own deadline, by it
+  IndexedHeap<OrderKey> held_;            // debounced requests by end of debounce
+  std::vector<uint32_t> priority_order_;  // ClassIds by (engine_priority, index)
+  std::vector<Duration> aging_lead_;      // per class: aging_fraction * max_queue_wait
+  uint64_t next_seq_ = 1;                 // arrival counter
+  uint64_t next_start_seq_ = 1;           // dispatch counter
+  uint64_t next_share_seq_ = 1;           // tenant activation counter
+  std::size_t queued_ = 0;                // requests held or queued
+  std::size_t in_flight_ = 0;             // requests holding a slot
+  Counters counters_;                     // metrics
+};
+
+}  // namespace arbiter::sched

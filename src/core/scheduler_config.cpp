@@ -1,0 +1,73 @@
+#include "core/scheduler_config.hpp"
+
+#include <cmath>
+
+namespace arbiter::sched {
+
+std::optional<Policy> policy_from_string(std::string_view name) {
+  if (name == "fifo") return Policy::kFifo;
+  if (name == "priority") return Policy::kPriority;
+  if (name == "hybrid") return Policy::kHybrid;
+  return std::nullopt;
+}
+
+std::string_view policy_name(Policy policy) {
+  switch (policy) {
+    case Policy::kFifo:
+      return "fifo";
+    case Policy::kPriority:
+      return "priority";
+    case Policy::kHybrid:
+      return "hybrid";
+  }
+  return "hybrid";
+}
+
+namespace {
+
+bool is_fraction(double x) { return std::isfinite(x) && x >= 0 && x <= 1; }
+
+}  // namespace
+
+std::optional<std::string> validate(const SchedulerConfig& config) {
+  if (config.classes.empty()) return "scheduler: no classes";
+  if (config.classes.size() > 255) return "scheduler: more than 255 classes";
+  if (config.pools.empty()) return "scheduler: no pools";
+  if (config.pools.size() >= (1u << 24)) return "scheduler: too many pools";
+  double guaranteed = 0;
+  for (const ClassPolicy& c : config.classes) {
+    const std::string where = "class '" + c.name + "': ";
+    if (!is_fraction(c.min_share)) return where + "min_share must be in [0, 1]";
+    if (!is_fraction(c.max_share) || c.max_share <= 0) return where + "max_share must be in (0, 1]";
+    if (c.min_share > c.max_share) return where + "min_share above max_share";
+    if (!std::isfinite(c.weight) || c.weight <= 0) return where + "weight must be > 0";
+    if (c.max_queue_wait <= Duration::zero()) return where + "max_queue_wait must be > 0";
+    if (c.debounce < Duration::zero() || c.debounce >= c.max_queue_wait) {
+      return where + "debounce must be >= 0 and shorter than max_queue_wait";
+    }
+    if (c.max_queue == 0 || c.max_queue_per_tenant == 0) return where + "queue limits must be > 0";
+    if (c.background && c.min_share > 0) return where + "a background class has no min_share";
+    guaranteed += c.min_share;
+  }
+  if (guaranteed > 1 + 1e-9) return "scheduler: min_shares add up to more than 1";
+  for (const PoolSpec& p : config.pools) {
+    if (p.max_concurrency.empty()) return "pool '" + p.name + "': no backends";
+    for (uint32_t limit : p.max_concurrency) {
+      if (limit == 0) return "pool '" + p.name + "': max_concurrency must be > 0";
+    }
+  }
+  if (!is_fraction(config.aging_fraction)) return "scheduler: aging_fraction must be in [0, 1]";
+  if (config.rate_window <= Duration::zero()) return "scheduler: rate_window must be > 0";
+  if (!(config.fallback_tokens_per_slot_second > 0)) {
+    return "scheduler: fallback_tokens_per_slot_second must be > 0";
+  }
+  if (config.min_retry_after.count() < 0 || config.max_retry_after < config.min_retry_after) {
+    return "scheduler: need 0 <= min_retry_after <= max_retry_after";
+  }
+  for (const auto& [tenant, weight] : config.tenant_weights) {
+    if (!std::isfinite(weight) || weight <= 0) return "scheduler: tenant weights must be > 0";
+  }
+  return std::nullopt;
+}
+
+}  // namespace arbiter::sched

@@ -1,0 +1,74 @@
+// Configuration of the scheduler core, as plain data. The gateway maps its
+// YAML (scheduler: {policy: ...}, per-class fields) onto these structs; every
+// field's behaviour is described in docs/scheduler.md.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace arbiter::sched {
+
+using Clock = std::chrono::steady_clock;
+using TimePoint = Clock::time_point;
+using Duration = Clock::duration;
+
+using PoolId = uint32_t;     // index into SchedulerConfig::pools
+using ClassId = uint32_t;    // index into SchedulerConfig::classes
+using TenantId = uint32_t;   // caller's dense tenant number
+using BackendId = uint32_t;  // index into PoolSpec::max_concurrency
+
+enum class Policy {
+  kFifo,      // global arrival order per pool; classes only set deadlines
+  kPriority,  // strict priority by class (engine_priority, then list order)
+  kHybrid,    // shares, weighted fairness, tenant fairness, aging, preemption
+};
+
+// "fifo" | "priority" | "hybrid"; nullopt for anything else.
+std::optional<Policy> policy_from_string(std::string_view name);
+std::string_view policy_name(Policy policy);
+
+struct ClassPolicy {
+  std::string name;      // metrics label and lookup key
+  double min_share = 0;  // pool capacity guaranteed while it has demand (hybrid)
+  double max_share = 1;  // hard cap on its share of pool capacity (hybrid)
+  double weight = 1;     // share of what min_shares leave, in tokens (hybrid)
+  Duration max_queue_wait = std::chrono::seconds(30);  // queue deadline; Duration::max(): none
+  bool preemptible = false;               // may be aborted and requeued for a class below min_share
+  bool background = false;                // idle capacity only; always preemptible (hybrid)
+  uint32_t max_queue = 10'000;            // queued requests per pool for this class -> 429
+  uint32_t max_queue_per_tenant = 1'000;  // queued requests per pool, class and tenant -> 429
+  Duration debounce = Duration::zero();   // hold before a keyed request may dispatch
+  int engine_priority = 0;                // vLLM `priority` (lower runs first); order for kPriority
+};
+
+struct PoolSpec {
+  std::string name;                       // model name; metrics label
+  std::vector<uint32_t> max_concurrency;  // one entry per backend (its slot count)
+};
+
+struct SchedulerConfig {
+  Policy policy = Policy::kHybrid;   // see Policy
+  std::vector<ClassPolicy> classes;  // at most 255
+  std::vector<PoolSpec> pools;       // at least one, each with a backend
+  // A queued request becomes urgent (jumps the weighted order) once less than
+  // this fraction of its class's max_queue_wait is left before its deadline.
+  double aging_fraction = 0.2;
+  // Time constant of the completion-rate estimate behind Retry-After.
+  Duration rate_window = std::chrono::seconds(10);
+  // Drain rate assumed before any completion was seen: tokens per second per
+  // slot of pool capacity.
+  double fallback_tokens_per_slot_second = 50;
+  std::chrono::milliseconds min_retry_after{100};       // lower clamp of computed Retry-After
+  std::chrono::milliseconds max_retry_after{60'000};    // upper clamp (also when capacity is 0)
+  std::unordered_map<TenantId, double> tenant_weights;  // absent tenants weigh 1
+};
+
+// Why a config cannot be used, or nullopt when it can.
+std::optional<std::string> validate(const SchedulerConfig& config);
+
+}  // namespace arbiter::sched

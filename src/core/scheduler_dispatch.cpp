@@ -1,0 +1,315 @@
+// The decisions: what expires, what starts where, and (hybrid) whom to
+// preempt. Each decision looks at C classes and B backends, never at the
+// queued requests one by one: O(C + B + log n).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/scheduler.hpp"
+
+namespace arbiter::sched {
+
+using detail::kNil;
+
+namespace {
+
+int64_t ticks(TimePoint t) { return t.time_since_epoch().count(); }
+
+TimePoint from_ticks(int64_t t) { return TimePoint(Duration(t)); }
+
+// Slack for comparing slot counts with share * capacity products.
+constexpr double kEpsilon = 1e-9;
+
+}  // namespace
+
+void Scheduler::poll(TimePoint now, Actions& out) {
+  // Expire first, so nothing past its deadline is ever dispatched; preempt
+  // last, so nothing is preempted for a class that a free slot could serve.
+  expire_due(now, out);
+  promote_held(now);
+  for (uint32_t p = 0; p < pools_.size(); ++p) dispatch_pool(p, now, out);
+  if (config_.policy != Policy::kHybrid) return;
+  for (uint32_t p = 0; p < pools_.size(); ++p) preempt_pool(p, out);
+}
+
+std::optional<TimePoint> Scheduler::next_wakeup() const {
+  TimePoint wake = TimePoint::max();
+  if (!expiry_.empty()) wake = from_ticks(expiry_.top().key.primary);
+  if (!held_.empty()) wake = std::min(wake, from_ticks(held_.top().key.primary));
+  for (const Pool& pool : pools_) {
+    for (const ClassQueue& cq : pool.classes) wake = std::min(wake, cq.oldest_deadline);
+  }
+  if (wake == TimePoint::max()) return std::nullopt;
+  return wake;
+}
+
+void Scheduler::expire_due(TimePoint now, Actions& out) {
+  while (!expiry_.empty() && expiry_.top().key.primary <= ticks(now)) {
+    expire(expiry_.top().id, now, out);
+  }
+  for (Pool& pool : pools_) {
+    for (ClassQueue& cq : pool.classes) {
+      while (cq.oldest_deadline <= now) expire(cq.arrivals_head, now, out);
+    }
+  }
+}
+
+void Scheduler::expire(uint32_t id, TimePoint now, Actions& out) {
+  const Node& n = nodes_[id];
+  Expired expired{.handle = handle_of(id),
+                  .user = n.user,
+                  .pool = n.pool,
+                  .klass = n.klass,
+                  .waited = now - n.queued_since,
+                  .retry_after = {}};
+  ++counters_.classes[n.klass].expired;
+  drop_queued(id);
+  expired.retry_after = expected_drain(expired.pool, expired.klass, now);
+  out.expired.push_back(expired);
+}
+
+void Scheduler::promote_held(TimePoint now) {
+  while (!held_.empty() && held_.top().key.primary <= ticks(now)) {
+    const uint32_t id = held_.top().id;
+    held_.erase(0, order_pos());
+    make_ready(id);
+  }
+}
+
+void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
+  Pool& p = pools_[pool];
+  for (;;) {
+    const uint32_t backend = pick_backend(p);
+    if (backend == kNil) return;
+    const uint32_t id = pick_request(pool, now);
+    if (id == kNil) return;
+    start(id, backend, now, out);
+    p.next_backend = (backend + 1) % static_cast<uint32_t>(p.backends.size());
+  }
+}
+
+uint32_t Scheduler::pick_backend(const Pool& pool) const {
+  // Least in-flight relative to its limit among backends with room; the scan
+  // starts after the last pick so ties rotate. O(B), and B is small.
+  const auto n = static_cast<uint32_t>(pool.backends.size());
+  uint32_t best = kNil;
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint32_t i = (pool.next_backend + k) % n;
+    const detail::Backend& b = pool.backends[i];
+    if (b.signal.down || b.in_flight >= b.limit) continue;
+    if (b.signal.saturated && !b.signal.stale) continue;  // stale: concurrency limit alone
+    if (best == kNil || uint64_t{b.in_flight} * pool.backends[best].limit <
+                            uint64_t{pool.backends[best].in_flight} * b.limit) {
+      best = i;
+    }
+  }
+  return best;
+}
+
+uint32_t Scheduler::pick_request(uint32_t pool, TimePoint now) {
+  switch (config_.policy) {
+    case Policy::kFifo: {
+      const auto& fifo = pools_[pool].fifo;
+      return fifo.empty() ? kNil : fifo.top().id;
+    }
+    case Policy::kPriority:
+      for (uint32_t c : priority_order_) {
+        const auto& order = pools_[pool].classes[c].order;
+        if (!order.empty()) return order.top().id;
+      }
+      return kNil;
+    case Policy::kHybrid:
+      break;
+  }
+  return pick_hybrid(pool, now);
+}
+
+bool Scheduler::capped(const Pool& pool, uint32_t klass) const {
+  return pool.classes[klass].in_flight + 1 >
+         config_.classes[klass].max_share * pool.capacity + kEpsilon;
+}
+
+uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
+  Pool& p = pools_[pool];
+  const auto classes = static_cast<uint32_t>(config_.classes.size());
+  const double capacity = p.capacity;
+
+  // 1. Guarantees: the class furthest below its min_share goes first.
+  uint32_t best = kNil;
+  double best_ratio = std::numeric_limits<double>::infinity();
+  for (uint32_t c = 0; c < classes; ++c) {
+    const ClassQueue& cq = p.classes[c];
+    const double guaranteed = config_.classes[c].min_share * capacity;
+    if (cq.ready == 0 || cq.in_flight + kEpsilon >= guaranteed || capped(p, c)) continue;
+    const double ratio = cq.in_flight / guaranteed;
+    if (ratio < best_ratio) {
+      best_ratio = ratio;
+      best = c;
+    }
+  }
+  if (best != kNil) return head_of_class(pool, best);
+
+  // 2. Aging: a request in the last aging_fraction of its allowed wait jumps
+  // the weighted order, earliest deadline first. Its class is still charged,
+  // so the jump is borrowed from the class's later turns, not stolen.
+  // Candidates per class: the oldest request with the class deadline (head
+  // of the arrival list, unless still held by its debounce) and the most
+  // urgent one with its own deadline (top of the urgency heap).
+  uint32_t urgent = kNil;
+  const auto earlier = [this](uint32_t a, uint32_t b) {
+    return b == kNil || nodes_[a].deadline < nodes_[b].deadline ||
+           (nodes_[a].deadline == nodes_[b].deadline && nodes_[a].seq < nodes_[b].seq);
+  };
+  const int64_t now_ticks = ticks(now);
+  for (uint32_t c = 0; c < classes; ++c) {
+    const ClassQueue& cq = p.classes[c];
+    if (config_.classes[c].background) continue;
+    const bool listed = cq.oldest_deadline != TimePoint::max() &&
+                        cq.oldest_deadline - aging_lead_[c] <= now &&
+                        nodes_[cq.arrivals_head].state == NodeState::kQueued;
+    const bool own = !cq.urgent.empty() && cq.urgent.top().key.primary <= now_ticks;
+    if ((!listed && !own) || capped(p, c)) continue;
+    if (listed && earlier(cq.arrivals_head, urgent)) urgent = cq.arrivals_head;
+    if (own && earlier(cq.urgent.top().id, urgent)) urgent = cq.urgent.top().id;
+  }
+  if (urgent != kNil) return urgent;
+
+  // 3. Weighted fair share in tokens: the backlogged class with the least
+  // virtual time. 4. Only when no other class can use the slot: background.
+  for (const bool background : {false, true}) {
+    best = kNil;
+    for (uint32_t c = 0; c < classes; ++c) {
+      const ClassQueue& cq = p.classes[c];
+      if (config_.classes[c].background != background || cq.ready == 0 || capped(p, c)) continue;
+      if (best == kNil || cq.vtime < p.classes[best].vtime) best = c;
+    }
+    if (best != kNil) {
+      p.class_vclock = std::max(p.class_vclock, p.classes[best].vtime);
+      return head_of_class(pool, best);
+    }
+  }
+  return kNil;
+}
+
+uint32_t Scheduler::head_of_class(uint32_t pool, uint32_t klass) {
+  // The tenant with the least virtual time, then its earliest deadline.
+  ClassQueue& cq = pools_[pool].classes[klass];
+  const auto& fairest = cq.tenants.top();
+  cq.tenant_vclock = std::max(cq.tenant_vclock, fairest.key.vtime);
+  return tenants_[fairest.id].queue.top().id;
+}
+
+void Scheduler::start(uint32_t id, uint32_t backend, TimePoint now, Actions& out) {
+  remove_ready(id);
+  untrack_deadline(id);
+  Node& n = nodes_[id];
+  Pool& pool = pools_[n.pool];
+  ClassQueue& cq = pool.classes[n.klass];
+  TenantQueue& tq = tenants_[n.tenant];
+  const ClassPolicy& cls = config_.classes[n.klass];
+  --cq.queued;
+  cq.queued_cost -= n.cost;
+  --tq.queued;
+  tq.queued_cost -= n.cost;
+  --queued_;
+  n.state = NodeState::kInFlight;
+  n.backend = backend;
+  n.start_seq = next_start_seq_++;
+  ++pool.backends[backend].in_flight;
+  ++cq.in_flight;
+  ++tq.in_flight;
+  ++in_flight_;
+  n.charged = n.cost;
+  if (config_.policy == Policy::kHybrid) {
+    charge(id, static_cast<double>(n.cost));
+    if (cls.preemptible || cls.background) {
+      // Appended at the tail: the list stays in start order, the tail is
+      // the most recently started, and removal is O(1).
+      list_append(cq.victims_head, cq.victims_tail, id);
+    }
+  }
+  if (pool.backends[backend].signal.stale) ++counters_.stale_dispatches;
+  ++counters_.classes[n.klass].dispatched;
+  out.dispatches.push_back({.handle = handle_of(id),
+                            .user = n.user,
+                            .pool = n.pool,
+                            .backend = backend,
+                            .klass = n.klass,
+                            .queue_wait = now - n.queued_since,
+                            .engine_priority = cls.engine_priority,
+                            .preemptions = n.preemptions,
+                            .cost_tokens = n.cost});
+}
+
+void Scheduler::preempt_pool(uint32_t pool, Actions& out) {
+  // Runs after dispatch_pool, so any class still holding ready work found no
+  // room. Two needs: classes below min_share (served by background or by
+  // preemptible work above its own guarantee), and any waiting class while
+  // background work runs (served by background only).
+  Pool& p = pools_[pool];
+  const auto classes = static_cast<uint32_t>(config_.classes.size());
+  const double capacity = p.capacity;
+  int64_t waiting = 0;
+  int64_t needy = 0;
+  int64_t background_running = 0;
+  for (uint32_t c = 0; c < classes; ++c) {
+    const ClassPolicy& cls = config_.classes[c];
+    const ClassQueue& cq = p.classes[c];
+    if (cls.background) {
+      background_running += cq.in_flight - cq.preempting - cq.aborting;
+      continue;
+    }
+    if (cq.ready == 0 || capped(p, c)) continue;
+    waiting += cq.ready;
+    const double deficit = std::ceil(cls.min_share * capacity - kEpsilon) - cq.in_flight;
+    if (deficit > 0) needy += std::min<int64_t>(static_cast<int64_t>(deficit), cq.ready);
+  }
+  if (waiting == 0) return;
+  // Slots already on their way back (victims, superseded requests) count
+  // against the need, so one shortage never preempts twice. Background goes
+  // first, and the background part of the need never exceeds the background
+  // work running, so other preemptible work is only ever taken for `needy`.
+  const int64_t slack = int64_t{p.preempting} + p.aborting;
+  for (int64_t need = std::max(needy, std::min(waiting, background_running)) - slack; need > 0;
+       --need) {
+    const uint32_t victim = pick_victim(p);
+    if (victim == kNil) return;
+    unlink_victim(victim);
+    Node& n = nodes_[victim];
+    n.state = NodeState::kPreempting;
+    ++p.classes[n.klass].preempting;
+    ++p.preempting;
+    ++counters_.classes[n.klass].preempted;
+    out.preemptions.push_back({.handle = handle_of(victim),
+                               .user = n.user,
+                               .pool = n.pool,
+                               .backend = n.backend,
+                               .klass = n.klass});
+  }
+}
+
+uint32_t Scheduler::pick_victim(const Pool& pool) const {
+  // The most recently started request (least work lost) of a background
+  // class; failing that, of a preemptible class that stays at or above its
+  // own min_share without it. O(C): each class's list tail is its newest.
+  const auto classes = static_cast<uint32_t>(config_.classes.size());
+  for (const bool background : {true, false}) {
+    uint32_t best = kNil;
+    for (uint32_t c = 0; c < classes; ++c) {
+      const ClassPolicy& cls = config_.classes[c];
+      const ClassQueue& cq = pool.classes[c];
+      if (cls.background != background || cq.victims_tail == kNil) continue;
+      if (!background) {
+        const double live = cq.in_flight - cq.preempting - cq.aborting;
+        if (!cls.preemptible || live - 1 + kEpsilon < cls.min_share * pool.capacity) continue;
+      }
+      if (best == kNil || nodes_[cq.victims_tail].start_seq > nodes_[best].start_seq) {
+        best = cq.victims_tail;
+      }
+    }
+    if (best != kNil) return best;
+  }
+  return kNil;
+}
+
+}  // namespace arbiter::sched

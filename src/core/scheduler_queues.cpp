@@ -1,0 +1,279 @@
+// Slabs and queue membership: where a request sits in each state, and the
+// counts that follow it. Every move is O(log n) heap work plus O(1) counts.
+#include <algorithm>
+#include <chrono>
+
+#include "core/scheduler.hpp"
+
+namespace arbiter::sched {
+
+using detail::kNil;
+
+static_assert(FlatIndex::kMissing == kNil);
+static_assert(sizeof(detail::Node) <= 112, "Node grew: recheck the bytes-per-request budget");
+
+namespace {
+
+int64_t ticks(TimePoint t) { return t.time_since_epoch().count(); }
+
+// (pool, class, tenant) packed: pool < 2^24 and class < 2^8 (validated).
+uint64_t tenant_key(uint32_t pool, uint32_t klass, TenantId tenant) {
+  return (uint64_t{pool} << 40) | (uint64_t{klass} << 32) | tenant;
+}
+
+}  // namespace
+
+uint32_t Scheduler::alloc_node() {
+  if (free_nodes_ != kNil) {
+    const uint32_t id = free_nodes_;
+    free_nodes_ = nodes_[id].next;
+    nodes_[id].next = kNil;
+    return id;
+  }
+  nodes_.emplace_back();
+  nodes_.back().generation = 1;
+  return static_cast<uint32_t>(nodes_.size() - 1);
+}
+
+void Scheduler::free_node(uint32_t id) {
+  Node& n = nodes_[id];
+  if (n.key != nullptr) {
+    keys_.erase(keys_.find(*n.key));  // by iterator: the key string lives in the entry
+    n.key = nullptr;
+  }
+  n.state = NodeState::kFree;
+  if (++n.generation == 0) n.generation = 1;  // 0 would make handle 0 valid
+  n.prev = kNil;
+  n.next = free_nodes_;
+  free_nodes_ = id;
+}
+
+Handle Scheduler::handle_of(uint32_t id) const {
+  return Handle{(uint64_t{nodes_[id].generation} << 32) | id};
+}
+
+uint32_t Scheduler::resolve(Handle handle) const {
+  const auto id = static_cast<uint32_t>(handle.value & 0xffffffffu);
+  const auto generation = static_cast<uint32_t>(handle.value >> 32);
+  if (id >= nodes_.size()) return kNil;
+  const Node& n = nodes_[id];
+  if (n.generation != generation || n.state == NodeState::kFree) return kNil;
+  return id;
+}
+
+uint32_t Scheduler::find_tenant_queue(uint32_t pool, uint32_t klass, TenantId tenant) const {
+  return tenant_index_.find(tenant_key(pool, klass, tenant));  // kMissing == kNil
+}
+
+uint32_t Scheduler::tenant_queue(uint32_t pool, uint32_t klass, TenantId tenant) {
+  const uint64_t key = tenant_key(pool, klass, tenant);
+  if (const uint32_t found = tenant_index_.find(key); found != kNil) return found;
+  uint32_t index = free_tenants_;
+  if (index != kNil) {
+    free_tenants_ = tenants_[index].next_free;
+  } else {
+    index = static_cast<uint32_t>(tenants_.size());
+    tenants_.emplace_back();
+  }
+  TenantQueue& tq = tenants_[index];
+  tq.tenant = tenant;
+  tq.pool = pool;
+  tq.klass = klass;
+  const auto weight = config_.tenant_weights.find(tenant);
+  tq.weight = weight == config_.tenant_weights.end() ? 1.0 : weight->second;
+  tq.vtime = pools_[pool].classes[klass].tenant_vclock;
+  tq.share_seq = 0;
+  tq.queued = 0;
+  tq.in_flight = 0;
+  tq.queued_cost = 0;
+  tq.share_pos = kNoPos;
+  tq.next_free = kNil;
+  tenant_index_.insert(key, index);
+  return index;
+}
+
+void Scheduler::maybe_free_tenant(uint32_t tq) {
+  TenantQueue& t = tenants_[tq];
+  if (t.queued != 0 || t.in_flight != 0) return;
+  tenant_index_.erase(tenant_key(t.pool, t.klass, t.tenant));
+  t.next_free = free_tenants_;
+  free_tenants_ = tq;
+}
+
+void Scheduler::make_ready(uint32_t id) {
+  Node& n = nodes_[id];
+  Pool& pool = pools_[n.pool];
+  ClassQueue& cq = pool.classes[n.klass];
+  n.state = NodeState::kQueued;
+  ++cq.ready;
+  const OrderKey by_arrival{0, n.seq};
+  switch (config_.policy) {
+    case Policy::kFifo:
+      pool.fifo.push(by_arrival, id, order_pos());
+      return;
+    case Policy::kPriority:
+      cq.order.push(by_arrival, id, order_pos());
+      return;
+    case Policy::kHybrid:
+      break;
+  }
+  // A class or tenant that was idle starts at the current virtual clock, so
+  // idleness does not bank credit (start-time fair queueing).
+  if (cq.ready == 1) cq.vtime = std::max(cq.vtime, pool.class_vclock);
+  TenantQueue& tq = tenants_[n.tenant];
+  tq.queue.push({ticks(n.deadline), n.seq}, id, order_pos());
+  if (tq.share_pos == kNoPos) {
+    tq.vtime = std::max(tq.vtime, cq.tenant_vclock);
+    tq.share_seq = next_share_seq_++;
+    cq.tenants.push({tq.vtime, tq.share_seq}, n.tenant, share_pos());
+    cq.active_weight += tq.weight;
+  }
+  if (n.expires && !n.linked && !config_.classes[n.klass].background) {
+    // Urgent once less than aging_fraction of its allowed wait is left.
+    // (Requests with the class deadline are aged through the arrival list.)
+    const auto left = std::chrono::duration_cast<Duration>((n.deadline - n.queued_since) *
+                                                           config_.aging_fraction);
+    cq.urgent.push({ticks(n.deadline - left), n.seq}, id, urgent_pos());
+  }
+}
+
+void Scheduler::remove_ready(uint32_t id) {
+  Node& n = nodes_[id];
+  Pool& pool = pools_[n.pool];
+  ClassQueue& cq = pool.classes[n.klass];
+  --cq.ready;
+  switch (config_.policy) {
+    case Policy::kFifo:
+      pool.fifo.erase(n.order_pos, order_pos());
+      return;
+    case Policy::kPriority:
+      cq.order.erase(n.order_pos, order_pos());
+      return;
+    case Policy::kHybrid:
+      break;
+  }
+  TenantQueue& tq = tenants_[n.tenant];
+  tq.queue.erase(n.order_pos, order_pos());
+  if (tq.queue.empty()) {
+    cq.tenants.erase(tq.share_pos, share_pos());
+    // Reset to exactly 0 when no tenant is left, so float drift never builds up.
+    cq.active_weight = cq.tenants.empty() ? 0 : cq.active_weight - tq.weight;
+  }
+  if (n.urgent_pos != kNoPos) cq.urgent.erase(n.urgent_pos, urgent_pos());
+}
+
+void Scheduler::drop_queued(uint32_t id) {
+  Node& n = nodes_[id];
+  if (n.state == NodeState::kHeld) {
+    held_.erase(n.order_pos, order_pos());
+  } else {
+    remove_ready(id);
+  }
+  untrack_deadline(id);
+  ClassQueue& cq = pools_[n.pool].classes[n.klass];
+  TenantQueue& tq = tenants_[n.tenant];
+  --cq.queued;
+  cq.queued_cost -= n.cost;
+  --tq.queued;
+  tq.queued_cost -= n.cost;
+  --queued_;
+  const uint32_t tenant = n.tenant;
+  free_node(id);
+  maybe_free_tenant(tenant);
+}
+
+void Scheduler::list_append(uint32_t& head, uint32_t& tail, uint32_t id) {
+  Node& n = nodes_[id];
+  n.prev = tail;
+  n.next = kNil;
+  (tail == kNil ? head : nodes_[tail].next) = id;
+  tail = id;
+  n.linked = true;
+}
+
+void Scheduler::list_remove(uint32_t& head, uint32_t& tail, uint32_t id) {
+  Node& n = nodes_[id];
+  (n.prev == kNil ? head : nodes_[n.prev].next) = n.next;
+  (n.next == kNil ? tail : nodes_[n.next].prev) = n.prev;
+  n.prev = kNil;
+  n.next = kNil;
+  n.linked = false;
+}
+
+void Scheduler::unlink_victim(uint32_t id) {
+  Node& n = nodes_[id];
+  if (!n.linked) return;
+  ClassQueue& cq = pools_[n.pool].classes[n.klass];
+  list_remove(cq.victims_head, cq.victims_tail, id);
+}
+
+void Scheduler::track_deadline(uint32_t id, TimePoint class_deadline) {
+  Node& n = nodes_[id];
+  if (!n.expires) return;
+  // Enqueue times do not go backwards, so appending keeps the list in
+  // deadline order; a caller whose clock did go back gets the heap instead.
+  ClassQueue& cq = pools_[n.pool].classes[n.klass];
+  if (n.deadline != class_deadline ||
+      (cq.arrivals_tail != kNil && nodes_[cq.arrivals_tail].deadline > n.deadline)) {
+    expiry_.push({ticks(n.deadline), n.seq}, id, expiry_pos());
+    return;
+  }
+  if (cq.arrivals_head == kNil) cq.oldest_deadline = n.deadline;
+  list_append(cq.arrivals_head, cq.arrivals_tail, id);
+}
+
+void Scheduler::untrack_deadline(uint32_t id) {
+  Node& n = nodes_[id];
+  if (n.expiry_pos != kNoPos) {
+    expiry_.erase(n.expiry_pos, expiry_pos());
+    return;
+  }
+  if (!n.linked) return;
+  ClassQueue& cq = pools_[n.pool].classes[n.klass];
+  list_remove(cq.arrivals_head, cq.arrivals_tail, id);
+  cq.oldest_deadline =
+      cq.arrivals_head == kNil ? TimePoint::max() : nodes_[cq.arrivals_head].deadline;
+}
+
+void Scheduler::release_slot(uint32_t id) {
+  Node& n = nodes_[id];
+  Pool& pool = pools_[n.pool];
+  ClassQueue& cq = pool.classes[n.klass];
+  --pool.backends[n.backend].in_flight;
+  --cq.in_flight;
+  --tenants_[n.tenant].in_flight;
+  --in_flight_;
+  switch (n.state) {
+    case NodeState::kPreempting:
+      --cq.preempting;
+      --pool.preempting;
+      break;
+    case NodeState::kAborting:
+      --cq.aborting;
+      --pool.aborting;
+      break;
+    default:
+      unlink_victim(id);
+      break;
+  }
+}
+
+void Scheduler::retire(uint32_t id) {
+  release_slot(id);
+  const uint32_t tenant = nodes_[id].tenant;
+  free_node(id);
+  maybe_free_tenant(tenant);
+}
+
+void Scheduler::charge(uint32_t id, double tokens) {
+  const Node& n = nodes_[id];
+  ClassQueue& cq = pools_[n.pool].classes[n.klass];
+  TenantQueue& tq = tenants_[n.tenant];
+  cq.vtime += tokens / config_.classes[n.klass].weight;
+  tq.vtime += tokens / tq.weight;
+  if (tq.share_pos != kNoPos) {
+    cq.tenants.rekey(tq.share_pos, {tq.vtime, tq.share_seq}, share_pos());
+  }
+}
+
+}  // namespace arbiter::sched

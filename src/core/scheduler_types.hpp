@@ -1,0 +1,138 @@
+// What goes into and comes out of the scheduler core: the request summary it
+// queues, backend signals, and the events the network layer must act on.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "core/scheduler_config.hpp"
+
+namespace arbiter::sched {
+
+// Names one request inside the scheduler: (generation << 32) | slot. A
+// handle whose request is gone (completed, cancelled, expired, superseded
+// while queued) is recognised as stale and ignored, so late calls are safe.
+struct Handle {
+  uint64_t value = 0;  // 0 is never issued
+  friend bool operator==(Handle, Handle) = default;
+};
+
+// The part of a request the scheduler needs; the body stays with the caller.
+struct Request {
+  uint64_t user = 0;                  // caller's tag, echoed in every event about the request
+  PoolId pool = 0;                    // model pool it may run on
+  ClassId klass = 0;                  // class from the classifier
+  TenantId tenant = 0;                // caller's dense tenant number
+  int64_t cost_tokens = 1;            // estimated tokens (prompt + max_tokens); clamped to >= 1
+  std::optional<TimePoint> deadline;  // the client's own queue deadline; the class's applies too
+  std::string_view supersede_key;     // empty: none; only requests of the same tenant match
+};
+
+// What the load monitor knows about one backend.
+struct BackendSignal {
+  bool saturated = false;  // engine queues requests or KV use over threshold: take nothing new
+  bool stale = false;      // metrics too old: ignore `saturated`, use the concurrency limit alone
+  bool down = false;       // scrape or connection failed: skipped, and not counted as capacity
+};
+
+// An older request with the same supersede key that a new one replaced.
+struct Superseded {
+  Handle handle;      // the replaced request
+  uint64_t user;      // its caller tag
+  bool in_flight;     // true: abort it upstream now, then call complete(); false: already gone
+  PoolId pool;        // where it ran (in_flight only)
+  BackendId backend;  // where it ran (in_flight only)
+};
+
+// A successful enqueue.
+struct Admission {
+  Handle handle;                         // for cancel / complete / requeue_preempted
+  std::optional<Superseded> superseded;  // the request this one replaced, if any
+};
+
+// Start this request on this backend now.
+struct Dispatch {
+  Handle handle;         // the request
+  uint64_t user;         // its caller tag
+  PoolId pool;           // its pool
+  BackendId backend;     // the backend whose slot it now holds
+  ClassId klass;         // its class
+  Duration queue_wait;   // since enqueue (or since the last requeue): histogram sample
+  int engine_priority;   // the class's engine priority, for vLLM's `priority` field
+  uint32_t preemptions;  // > 0: a resumed request; continue from its checkpoint
+  int64_t cost_tokens;   // tokens charged for this run (the remaining cost when resumed)
+};
+
+// A queued request whose deadline passed: answer 503 with this Retry-After.
+struct Expired {
+  Handle handle;                          // the request (now gone)
+  uint64_t user;                          // its caller tag
+  PoolId pool;                            // its pool
+  ClassId klass;                          // its class
+  Duration waited;                        // time it spent queued
+  std::chrono::milliseconds retry_after;  // expected drain time of its class queue
+};
+
+// Abort this in-flight request upstream, keep its output, and call
+// requeue_preempted() (or complete() if it finished first).
+struct Preemption {
+  Handle handle;      // the victim
+  uint64_t user;      // its caller tag
+  PoolId pool;        // its pool
+  BackendId backend;  // the backend it runs on
+  ClassId klass;      // its class
+};
+
+// Everything poll() decided; reuse one instance to avoid allocations.
+struct Actions {
+  std::vector<Expired> expired;         // answer 503
+  std::vector<Dispatch> dispatches;     // start upstream
+  std::vector<Preemption> preemptions;  // abort and requeue
+  void clear() {
+    expired.clear();
+    dispatches.clear();
+    preemptions.clear();
+  }
+};
+
+// What cancel() did.
+enum class CancelOutcome {
+  kUnknown,   // stale handle: nothing to do
+  kDequeued,  // removed from its queue; it will never be dispatched
+  kReleased,  // it was in flight: its slot is free, abort it upstream
+};
+
+// Event counts per class (summed over pools), monotonic.
+struct ClassCounters {
+  uint64_t enqueued = 0;              // admitted by enqueue()
+  uint64_t rejected_class_full = 0;   // 429: class queue at max_queue
+  uint64_t rejected_tenant_full = 0;  // 429: tenant queue at max_queue_per_tenant
+  uint64_t dispatched = 0;            // dispatches, resumed ones included
+  uint64_t completed = 0;             // complete() on a running request
+  uint64_t cancelled_queued = 0;      // client cancels removed from a queue
+  uint64_t cancelled_in_flight = 0;   // client cancels of running requests
+  uint64_t superseded_queued = 0;     // replaced before dispatch
+  uint64_t superseded_in_flight = 0;  // replaced while running (aborted upstream)
+  uint64_t preempted = 0;             // chosen as preemption victims
+  uint64_t expired = 0;               // deadline passed in the queue (503)
+};
+
+// All counters.
+struct Counters {
+  std::vector<ClassCounters> classes;  // indexed by ClassId
+  uint64_t stale_dispatches = 0;       // dispatches to a backend whose metrics were stale
+  ClassCounters total() const;         // sum over classes
+};
+
+// One tenant queue's depth, for the per-tenant queue-depth gauge.
+struct TenantDepth {
+  PoolId pool;      // pool
+  ClassId klass;    // class
+  TenantId tenant;  // tenant
+  uint32_t queued;  // requests waiting (debounce holds included)
+};
+
+}  // namespace arbiter::sched

@@ -1,0 +1,256 @@
+#include "gateway/dispatcher.hpp"
+
+namespace arbiter {
+
+// Per-request state shared between the request coroutine and deliveries.
+// Fields below `handle` are touched only on `executor`.
+struct Dispatcher::Waiter {
+  explicit Waiter(net::any_io_executor ex) : executor(ex), wake(ex) {
+    wake.expires_at(net::steady_timer::time_point::max());
+  }
+  enum class State { kQueued, kRunning, kExpired, kSuperseded };
+
+  net::any_io_executor executor;  // the request's
+  net::steady_timer wake;         // cancelled to wake the waiting coroutine
+  sched::Handle handle;           // set once at enqueue (under the lock)
+  uint64_t tag = 0;               // key in waiters_
+  State state = State::kQueued;
+  std::optional<sched::Dispatch> dispatch;  // kRunning
+  std::chrono::milliseconds retry_after{0}; // kExpired
+  bool superseded_in_flight = false;
+  std::function<void()> interrupt_hook;
+};
+
+// One decision to hand to a request.
+struct Dispatcher::Delivery {
+  enum class Kind { kDispatch, kExpire, kSupersedeQueued, kSupersedeRunning };
+  Kind kind;
+  std::shared_ptr<Waiter> waiter;
+  sched::Dispatch dispatch{};
+  std::chrono::milliseconds retry_after{0};
+};
+
+namespace {
+ApiError superseded_error() {
+  return {ErrorCode::kSuperseded, "superseded by a newer request with the same key", {}, {}};
+}
+// Never sent (the client is gone); only logged.
+ApiError client_gone_error() { return {ErrorCode::kInternal, "client went away while queued", {}, {}}; }
+}  // namespace
+
+Dispatcher::Dispatcher(sched::Scheduler scheduler, net::any_io_executor timer_executor)
+    : scheduler_(std::move(scheduler)), timer_executor_(timer_executor), timer_(timer_executor) {}
+
+Dispatcher::~Dispatcher() = default;
+
+void Dispatcher::start() { net::co_spawn(timer_executor_, timer_loop(), net::detached); }
+
+void Dispatcher::stop() {
+  net::post(timer_executor_, [this] {
+    stopped_ = true;
+    timer_.cancel();
+  });
+}
+
+Task<void> Dispatcher::timer_loop() {
+  while (!stopped_) {
+    std::optional<Clock::time_point> next;
+    {
+      std::lock_guard lock(mu_);
+      next = scheduler_.next_wakeup();
+    }
+    timer_.expires_at(next ? *next : Clock::time_point::max());
+    co_await timer_.async_wait(kAsTuple);
+    if (stopped_) break;
+    std::vector<Delivery> deliveries;
+    {
+      std::lock_guard lock(mu_);
+      poll_locked(Clock::now(), deliveries);
+    }
+    deliver(deliveries, nullptr);
+  }
+}
+
+void Dispatcher::rearm_timer() {
+  // The timer loop re-reads next_wakeup() whenever its wait ends.
+  net::post(timer_executor_, [this] {
+    if (stopped_) return;
+    std::optional<Clock::time_point> next;
+    {
+      std::lock_guard lock(mu_);
+      next = scheduler_.next_wakeup();
+    }
+    if (next && *next < timer_.expiry()) timer_.cancel();
+  });
+}
+
+void Dispatcher::poll_locked(Clock::time_point now, std::vector<Delivery>& out) {
+  actions_.clear();
+  scheduler_.poll(now, actions_);
+  auto waiter_of = [&](uint64_t tag) -> std::shared_ptr<Waiter> {
+    auto it = waiters_.find(tag);
+    return it == waiters_.end() ? nullptr : it->second;
+  };
+  for (const auto& d : actions_.dispatches) {
+    if (auto w = waiter_of(d.user)) {
+      out.push_back({.kind = Delivery::Kind::kDispatch, .waiter = std::move(w), .dispatch = d});
+    }
+  }
+  for (const auto& e : actions_.expired) {
+    if (auto w = waiter_of(e.user)) {
+      waiters_.erase(e.user);
+      out.push_back({.kind = Delivery::Kind::kExpire, .waiter = std::move(w), .retry_after = e.retry_after});
+    }
+  }
+  // Preemption needs checkpoint/resume in the relay, which is not built
+  // yet: the gateway runs the scheduler with preemption disabled
+  // (SchedulerConfig::preemption), so there are none to deliver.
+}
+
+void Dispatcher::collect_superseded_locked(const sched::Superseded& s, std::vector<Delivery>& out) {
+  auto it = waiters_.find(s.user);
+  if (it == waiters_.end()) return;
+  auto w = it->second;
+  if (s.in_flight) {
+    out.push_back({.kind = Delivery::Kind::kSupersedeRunning, .waiter = std::move(w)});
+  } else {
+    waiters_.erase(it);
+    out.push_back({.kind = Delivery::Kind::kSupersedeQueued, .waiter = std::move(w)});
+  }
+}
+
+void Dispatcher::apply(Delivery& d) {
+  using Kind = Delivery::Kind;
+  auto& w = *d.waiter;
+  switch (d.kind) {
+    case Kind::kDispatch:
+      w.state = decltype(w.state)::kRunning;
+      w.dispatch = d.dispatch;
+      w.wake.cancel();
+      break;
+    case Kind::kExpire:
+      w.state = decltype(w.state)::kExpired;
+      w.retry_after = d.retry_after;
+      w.wake.cancel();
+      break;
+    case Kind::kSupersedeQueued:
+      w.state = decltype(w.state)::kSuperseded;
+      w.wake.cancel();
+      break;
+    case Kind::kSupersedeRunning:
+      w.superseded_in_flight = true;
+      if (auto hook = std::move(w.interrupt_hook)) hook();
+      break;
+  }
+}
+
+void Dispatcher::deliver(std::vector<Delivery>& deliveries, const Waiter* self) {
+  for (auto& d : deliveries) {
+    if (d.waiter.get() == self) {
+      apply(d);  // we are on its executor already
+    } else {
+      auto executor = d.waiter->executor;  // before `d` moves into the handler
+      net::post(executor, [d = std::move(d)]() mutable { apply(d); });
+    }
+  }
+  rearm_timer();
+}
+
+Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Request request,
+                                                                     ClientConnection& conn) {
+  auto w = std::make_shared<Waiter>(co_await net::this_coro::executor);
+  std::vector<Delivery> deliveries;
+  {
+    std::lock_guard lock(mu_);
+    w->tag = next_tag_++;
+    request.user = w->tag;
+    auto admitted = scheduler_.enqueue(request, Clock::now());
+    if (!admitted) co_return std::unexpected(admitted.error());
+    w->handle = admitted->handle;
+    waiters_.emplace(w->tag, w);
+    if (admitted->superseded) collect_superseded_locked(*admitted->superseded, deliveries);
+    poll_locked(Clock::now(), deliveries);
+  }
+  deliver(deliveries, w.get());
+
+  if (w->state == Waiter::State::kQueued) {
+    // Woken by a delivery, or by the client leaving (the abort hook).
+    conn.set_abort_hook([w] { w->wake.cancel(); });
+    co_await w->wake.async_wait(kAsTuple);
+    conn.set_abort_hook(nullptr);
+  }
+  switch (w->state) {
+    case Waiter::State::kRunning:
+      if (!conn.client_gone()) co_return Slot(this, w);
+      {
+        Slot released(this, w);  // gives the slot straight back
+      }
+      break;
+    case Waiter::State::kExpired: {
+      ApiError expired = sched::deadline_error(w->retry_after);
+      co_return std::unexpected(std::move(expired));
+    }
+    case Waiter::State::kSuperseded: {
+      ApiError superseded = superseded_error();
+      co_return std::unexpected(std::move(superseded));
+    }
+    case Waiter::State::kQueued:
+      cancel(w);  // still queued: the client went away
+      break;
+  }
+  ApiError gone = client_gone_error();
+  co_return std::unexpected(std::move(gone));
+}
+
+void Dispatcher::cancel(const std::shared_ptr<Waiter>& w) {
+  std::vector<Delivery> deliveries;
+  {
+    std::lock_guard lock(mu_);
+    scheduler_.cancel(w->handle);
+    waiters_.erase(w->tag);
+    poll_locked(Clock::now(), deliveries);
+  }
+  deliver(deliveries, nullptr);
+}
+
+void Dispatcher::complete(const std::shared_ptr<Waiter>& w, std::optional<int64_t> actual_tokens) {
+  std::vector<Delivery> deliveries;
+  {
+    std::lock_guard lock(mu_);
+    scheduler_.complete(w->handle, Clock::now(), actual_tokens);
+    waiters_.erase(w->tag);
+    poll_locked(Clock::now(), deliveries);
+  }
+  deliver(deliveries, nullptr);
+}
+
+void Dispatcher::set_backend_state(sched::PoolId pool, sched::BackendId backend,
+                                   sched::BackendSignal signal) {
+  std::vector<Delivery> deliveries;
+  {
+    std::lock_guard lock(mu_);
+    scheduler_.set_backend_state(pool, backend, signal);
+    poll_locked(Clock::now(), deliveries);
+  }
+  deliver(deliveries, nullptr);
+}
+
+Dispatcher::Slot::~Slot() {
+  if (waiter_) dispatcher_->complete(waiter_, actual_tokens_);
+}
+
+sched::BackendId Dispatcher::Slot::backend() const { return waiter_->dispatch->backend; }
+int Dispatcher::Slot::engine_priority() const { return waiter_->dispatch->engine_priority; }
+std::chrono::milliseconds Dispatcher::Slot::queue_wait() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(waiter_->dispatch->queue_wait);
+}
+void Dispatcher::Slot::set_interrupt_hook(std::function<void()> hook) {
+  if (waiter_->superseded_in_flight) {
+    if (hook) hook();  // superseded before the exchange even started
+    return;
+  }
+  waiter_->interrupt_hook = std::move(hook);
+}
+bool Dispatcher::Slot::superseded() const { return waiter_->superseded_in_flight; }
+
+}  // namespace arbiter

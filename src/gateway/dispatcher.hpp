@@ -1,0 +1,107 @@
+// Bridges request coroutines and the scheduler core. The Scheduler lives
+// behind one mutex; after every change (enqueue, complete, cancel, a
+// backend signal, a timer tick) its decisions are collected under the lock
+// and delivered afterwards, each on the executor of the request it concerns:
+// a dispatch wakes the waiting coroutine with its backend, an expiry answers
+// 503, a supersede drops a queued request or interrupts a running one.
+//
+// Requests queue here, not in the engines (late binding): a request leaves
+// its queue only when a backend of its pool has room.
+#pragma once
+
+#include <chrono>
+#include <expected>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/scheduler.hpp"
+#include "http/asio.hpp"
+#include "http/client_connection.hpp"
+
+namespace arbiter {
+
+class Dispatcher {
+ private:
+  struct Waiter;
+
+ public:
+  Dispatcher(sched::Scheduler scheduler, net::any_io_executor timer_executor);
+  ~Dispatcher();
+
+  // A granted scheduler slot: the request may run on backend() now. Its
+  // destructor tells the scheduler the exchange ended (exactly once).
+  class Slot {
+   public:
+    Slot(Dispatcher* d, std::shared_ptr<Waiter> w) : dispatcher_(d), waiter_(std::move(w)) {}
+    Slot(Slot&& o) noexcept = default;
+    Slot& operator=(Slot&&) = delete;
+    ~Slot();
+
+    sched::BackendId backend() const;
+    int engine_priority() const;
+    std::chrono::milliseconds queue_wait() const;
+    // Runs (on the request's executor) if the scheduler supersedes this
+    // running request; it should abort the upstream exchange at once.
+    void set_interrupt_hook(std::function<void()> hook);
+    bool superseded() const;
+    // Tokens actually used (prompt + generated), to correct the estimate.
+    void set_actual_tokens(int64_t tokens) { actual_tokens_ = tokens; }
+
+   private:
+    Dispatcher* dispatcher_;
+    std::shared_ptr<Waiter> waiter_;
+    std::optional<int64_t> actual_tokens_;
+  };
+
+  // Queues the request and waits for its turn. Errors: 429 (queue full),
+  // 503 (deadline passed), 409 (superseded while queued). When the client
+  // goes away while queued the request is dequeued and an error returned
+  // too: the caller checks conn.client_gone() and answers nothing.
+  Task<std::expected<Slot, ApiError>> acquire(sched::Request request, ClientConnection& conn);
+
+  // Latest engine-signal verdict for one backend.
+  void set_backend_state(sched::PoolId pool, sched::BackendId backend, sched::BackendSignal signal);
+
+  // Runs `f(const sched::Scheduler&)` under the lock (metrics scrapes).
+  template <class F>
+  void inspect(F&& f) const {
+    std::lock_guard lock(mu_);
+    f(scheduler_);
+  }
+
+  void start();
+  void stop();
+
+ private:
+  struct Delivery;
+  using Clock = sched::Clock;
+
+  // Polls the scheduler (lock held) and collects what to deliver.
+  void poll_locked(Clock::time_point now, std::vector<Delivery>& out);
+  void collect_superseded_locked(const sched::Superseded& s, std::vector<Delivery>& out);
+  // Delivers outside the lock; `self` (may be null) is the calling
+  // request's waiter, handled inline instead of posted.
+  void deliver(std::vector<Delivery>& deliveries, const Waiter* self);
+  // Applies one decision on its request's executor.
+  static void apply(Delivery& d);
+  void complete(const std::shared_ptr<Waiter>& w, std::optional<int64_t> actual_tokens);
+  void cancel(const std::shared_ptr<Waiter>& w);
+  void rearm_timer();
+  Task<void> timer_loop();
+
+  mutable std::mutex mu_;
+  sched::Scheduler scheduler_;                                  // guarded by mu_
+  std::unordered_map<uint64_t, std::shared_ptr<Waiter>> waiters_;  // by user tag; guarded
+  uint64_t next_tag_ = 1;                                       // guarded
+  sched::Actions actions_;                                      // scratch; guarded
+  net::any_io_executor timer_executor_;                         // a strand
+  net::steady_timer timer_;                                     // next deadline/debounce; timer strand
+  bool stopped_ = false;                                        // timer strand
+};
+
+}  // namespace arbiter

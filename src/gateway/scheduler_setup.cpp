@@ -1,0 +1,28 @@
+#include "gateway/scheduler_setup.hpp"
+
+namespace arbiter {
+
+sched::SchedulerConfig to_scheduler_config(const Config& config) {
+  sched::SchedulerConfig out;
+  out.policy = config.scheduler.policy;
+  out.aging_fraction = config.scheduler.aging_fraction;
+  for (const auto& c : config.classes) out.classes.push_back(c.policy);
+  for (const auto& m : config.models) {
+    sched::PoolSpec pool{.name = m.name, .max_concurrency = {}};
+    for (const auto& b : m.backends) pool.max_concurrency.push_back(b.max_concurrency);
+    out.pools.push_back(std::move(pool));
+  }
+  for (std::size_t i = 0; i < config.tenants.size(); ++i) {
+    if (config.tenants[i].weight != 1) {
+      out.tenant_weights[static_cast<sched::TenantId>(i)] = config.tenants[i].weight;
+    }
+  }
+  return out;
+}
+
+sched::TenantId tenant_id(const Config& config, const TenantConfig* tenant) {
+  if (tenant == nullptr) return static_cast<sched::TenantId>(config.tenants.size());
+  return static_cast<sched::TenantId>(tenant - config.tenants.data());
+}
+
+}  // namespace arbiter
