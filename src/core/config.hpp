@@ -83,7 +83,8 @@ struct BackendConfig {
   BackendType type = BackendType::kHttp;
   std::string host;          // from url (type http)
   uint16_t port = 0;         // from url (type http)
-  std::string sim_profile;   // type sim: engine profile name
+  std::string sim_profile;   // type sim: engine profile name (src/engine/profile.hpp)
+  std::optional<uint32_t> sim_max_num_seqs;  // type sim: overrides the profile
   unsigned max_concurrency = 64;  // in-flight requests this backend takes
 };
 

@@ -21,6 +21,7 @@
 //   set_backend_state(...)    whenever the load monitor's verdict changes
 //   next_wakeup()             earliest deadline or debounce end: set a timer
 // Handles of finished requests become stale; calls with them do nothing.
+// `now` must not go backwards from one call to the next.
 #pragma once
 
 #include <cstdint>
@@ -76,7 +77,7 @@ class Scheduler {
   void poll(TimePoint now, Actions& out);
 
   // When poll() next has something to do on its own (a deadline or the end
-  // of a debounce); nullopt when nothing is waiting on time. O(1).
+  // of a debounce); nullopt when nothing is waiting on time. O(P * C).
   std::optional<TimePoint> next_wakeup() const;
 
   // Latest load-monitor verdict for one backend. O(B).
@@ -138,7 +139,7 @@ class Scheduler {
   uint32_t find_tenant_queue(uint32_t pool, uint32_t klass, TenantId tenant) const;
   void maybe_free_tenant(uint32_t tq);
 
-  // Queue membership (scheduler.cpp).
+  // Queue membership (scheduler_queues.cpp).
   void make_ready(uint32_t id);    // held/requeued -> kQueued in its policy's order heap
   void remove_ready(uint32_t id);  // kQueued -> out of every order heap
   void drop_queued(uint32_t id);   // held or queued -> gone (cancel, supersede, expiry)
@@ -171,7 +172,7 @@ class Scheduler {
   void preempt_pool(uint32_t pool, Actions& out);
   uint32_t pick_victim(const Pool& pool) const;
 
-  SchedulerConfig config_;                // validated, immutable
+  SchedulerConfig config_;                // validated; only tenant_weights ever changes
   std::vector<Node> nodes_;               // request slab
   uint32_t free_nodes_ = detail::kNil;    // free-list head (linked through Node::next)
   std::vector<TenantQueue> tenants_;      // tenant-queue slab

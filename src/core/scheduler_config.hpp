@@ -58,6 +58,9 @@ struct SchedulerConfig {
   // A queued request becomes urgent (jumps the weighted order) once less than
   // this fraction of its class's max_queue_wait is left before its deadline.
   double aging_fraction = 0.2;
+  // Choose preemption victims (hybrid). The gateway turns this off until its
+  // relay can checkpoint and resume a preempted request.
+  bool preemption = true;
   // Time constant of the completion-rate estimate behind Retry-After.
   Duration rate_window = std::chrono::seconds(10);
   // Drain rate assumed before any completion was seen: tokens per second per

@@ -29,7 +29,9 @@ void Scheduler::poll(TimePoint now, Actions& out) {
   promote_held(now);
   for (uint32_t p = 0; p < pools_.size(); ++p) dispatch_pool(p, now, out);
   if (config_.policy != Policy::kHybrid) return;
-  for (uint32_t p = 0; p < pools_.size(); ++p) preempt_pool(p, out);
+  if (config_.preemption) {
+    for (uint32_t p = 0; p < pools_.size(); ++p) preempt_pool(p, out);
+  }
 }
 
 std::optional<TimePoint> Scheduler::next_wakeup() const {
@@ -84,7 +86,7 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
     const uint32_t id = pick_request(pool, now);
     if (id == kNil) return;
     start(id, backend, now, out);
-    p.next_backend = (backend + 1) % static_cast<uint32_t>(p.backends.size());
+    p.next_backend = backend + 1 == p.backends.size() ? 0 : backend + 1;
   }
 }
 
@@ -93,8 +95,7 @@ uint32_t Scheduler::pick_backend(const Pool& pool) const {
   // starts after the last pick so ties rotate. O(B), and B is small.
   const auto n = static_cast<uint32_t>(pool.backends.size());
   uint32_t best = kNil;
-  for (uint32_t k = 0; k < n; ++k) {
-    const uint32_t i = (pool.next_backend + k) % n;
+  for (uint32_t k = 0, i = pool.next_backend; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
     const detail::Backend& b = pool.backends[i];
     if (b.signal.down || b.in_flight >= b.limit) continue;
     if (b.signal.saturated && !b.signal.stale) continue;  // stale: concurrency limit alone

@@ -210,6 +210,21 @@ TEST(SchedulerLifecycle, BackgroundIsPreemptedForAnyWaitingClass) {
   EXPECT_EQ(h.poll(at_ms(2)), (std::vector<uint64_t>{2}));
 }
 
+TEST(SchedulerLifecycle, PreemptionCanBeSwitchedOff) {
+  ClassPolicy bg = named("bg");
+  bg.background = true;
+  SchedulerConfig config = one_pool({named("std"), bg}, {1});
+  config.preemption = false;
+  Harness h(std::move(config));
+  h.add(1, 1, 0, 10, at_ms(0));
+  ASSERT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{1}));
+  h.add(2, 0, 0, 10, at_ms(1));
+  EXPECT_TRUE(h.poll(at_ms(1)).empty());
+  EXPECT_TRUE(h.actions().preemptions.empty());  // std waits for the completion
+  h.complete(1, at_ms(2));
+  EXPECT_EQ(h.poll(at_ms(2)), (std::vector<uint64_t>{2}));
+}
+
 TEST(SchedulerLifecycle, BackendPickIsLeastLoadedRelativeToLimitAndRotates) {
   Harness h(one_pool({named("c")}, {2, 2}));
   for (uint64_t i = 0; i < 4; ++i) h.add(i, 0, 0, 10, at_ms(0));

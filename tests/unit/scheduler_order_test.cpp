@@ -136,6 +136,26 @@ TEST(SchedulerOrder, TenantWeightsSplitTheClass) {
   EXPECT_NEAR(static_cast<double>(heavy), 60.0, 1.0);
 }
 
+TEST(SchedulerOrder, TenantWeightsCanChangeWhileQueued) {
+  Harness h(one_pool({named("c")}, {1}));
+  for (uint64_t i = 0; i < 100; ++i) {
+    h.add(i, 0, 1, 100, at_ms(0));
+    h.add(1000 + i, 0, 2, 100, at_ms(0));
+  }
+  EXPECT_EQ(h.scheduler().tenant_queue_depth(0, 0, 2), 100u);
+  EXPECT_FALSE(h.scheduler().set_tenant_weight(2, 0.0));
+  EXPECT_TRUE(h.scheduler().set_tenant_weight(2, 4.0));
+  const auto order = h.drain_one_by_one(at_ms(1), 50);
+  const auto heavy =
+      std::count_if(order.begin(), order.end(), [](uint64_t u) { return u >= 1000; });
+  EXPECT_NEAR(static_cast<double>(heavy), 40.0, 1.0);
+  const auto depths = h.scheduler().tenant_queue_depths();
+  ASSERT_EQ(depths.size(), 2u);
+  uint32_t left = 0;
+  for (const TenantDepth& d : depths) left += d.queued;
+  EXPECT_EQ(left, 150u);
+}
+
 TEST(SchedulerOrder, EarliestDeadlineFirstThenArrivalInsideATenant) {
   ClassPolicy c = named("c");
   c.max_queue_wait = 10s;

@@ -79,7 +79,9 @@ class Harness {
   // one dispatched, repeat; returns the service order.
   std::vector<uint64_t> drain_one_by_one(TimePoint now, std::size_t limit = SIZE_MAX) {
     std::vector<uint64_t> order;
-    for (auto started = poll(now); !started.empty() && order.size() < limit; started = poll(now)) {
+    while (order.size() < limit) {
+      const auto started = poll(now);
+      if (started.empty()) break;
       for (uint64_t user : started) {
         order.push_back(user);
         complete(user, now);

@@ -1,0 +1,102 @@
+// An inference engine's load, read from its Prometheus /metrics text, and
+// the verdict the scheduler acts on. Pure: no I/O, clock passed in. The
+// network side (gateway/backend_monitor) scrapes, records each scrape here
+// and reports the verdict when it changes. See docs/engine-signals.md.
+//
+// Figures read (every other family, histograms included, is skipped):
+//   engine     waiting                     running                       kv_usage (0..1)
+//   vLLM       vllm:num_requests_waiting   vllm:num_requests_running     vllm:kv_cache_usage_perc
+//                                                                        (old: vllm:gpu_cache_usage_perc)
+//   SGLang     sglang:num_queue_reqs       sglang:num_running_reqs       sglang:token_usage
+//   llama.cpp  llamacpp:requests_deferred  llamacpp:requests_processing  llamacpp:kv_cache_usage_ratio
+//                                                                        (older servers only)
+// Several series of one family (model_name, engine or dp-rank labels) are
+// summed for waiting and running; kv_usage takes the fullest series, since a
+// fraction cannot be summed and the fullest engine is the one that preempts
+// first. NaN and infinite samples are ignored.
+//
+// Verdict rules (judge()):
+//   down       the last `failures_before_down` scrapes in a row got no answer
+//              (connect refused, timeout, reset, malformed HTTP, 502/503/504):
+//              the backend is skipped until one scrape is answered again.
+//   stale      the last scrape with engine figures is older than
+//              `stale_after`: the scheduler ignores `saturated` and falls back
+//              to the concurrency limit alone (never a random pick). The
+//              monitor's start counts as a fresh, empty scrape, so a backend
+//              is neither stale nor saturated for its first `stale_after`.
+//   saturated  (only while not stale) the engine already queues requests
+//              (waiting > max_waiting, default 0) or its KV cache is fuller
+//              than kv_threshold (default 0.9): it takes no new dispatch.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "core/scheduler_types.hpp"
+
+namespace arbiter {
+
+// Which engine wrote the exposition, from its metric name prefix.
+enum class EngineFlavour : uint8_t {
+  kUnknown,   // no vllm:, sglang: or llamacpp: sample seen
+  kVllm,      // vllm:*
+  kSglang,    // sglang:*
+  kLlamaCpp,  // llamacpp:*
+};
+
+// "vllm" | "sglang" | "llamacpp" | "unknown" (metrics label, logs).
+std::string_view flavour_name(EngineFlavour flavour);
+
+// One scrape's figures; a figure the body does not carry stays empty.
+struct EngineLoad {
+  std::optional<double> waiting;   // requests queued inside the engine (sum over series)
+  std::optional<double> running;   // requests being processed (sum over series)
+  std::optional<double> kv_usage;  // KV cache use, 0..1 (fullest series)
+  EngineFlavour flavour = EngineFlavour::kUnknown;  // prefix of the first engine sample seen
+
+  // True when at least one figure was found (the scrape is usable).
+  bool has_figures() const { return waiting || running || kv_usage; }
+  friend bool operator==(const EngineLoad&, const EngineLoad&) = default;
+};
+
+// Parses a Prometheus (or OpenMetrics) text exposition: comments, HELP/TYPE
+// lines, labels with escaped quotes, timestamps, exemplars, CRLF line ends.
+// One pass, no allocation; malformed lines are skipped.
+EngineLoad parse_engine_load(std::string_view body);
+
+// How one scrape went, for the verdict.
+enum class ScrapeOutcome : uint8_t {
+  kOk,        // 200 with engine figures: refreshes the load
+  kUnusable,  // answered without figures (404, 501, 200 with other metrics): alive, not fresh
+  kFailed,    // no answer (connect, timeout, reset, malformed) or 502/503/504: counts towards down
+};
+
+// The outcome of a scrape that got an HTTP answer.
+ScrapeOutcome classify_answer(unsigned status, const EngineLoad& load);
+
+// Tunables of judge(); defaults from the issue (see docs/engine-signals.md).
+struct SignalRules {
+  double kv_threshold = 0.9;  // saturated when kv_usage is above this
+  double max_waiting = 0;     // saturated when waiting is above this (0: any queued request)
+  sched::Duration stale_after = std::chrono::seconds(2);  // last figures older than this: stale
+  uint32_t failures_before_down = 3;  // unanswered scrapes in a row before down (0 reads as 1)
+};
+
+// What the monitor remembers about one backend between scrapes.
+struct MonitorState {
+  sched::TimePoint last_success{};    // last kOk scrape (the monitor's start before the first)
+  uint32_t consecutive_failures = 0;  // kFailed scrapes since the last answered one
+  EngineLoad load;                    // figures of the last kOk scrape
+};
+
+// Folds one scrape into the state: kOk refreshes figures and time, any answer
+// clears the failure run, kFailed extends it.
+void record_scrape(MonitorState& state, ScrapeOutcome outcome, const EngineLoad& load,
+                   sched::TimePoint now);
+
+// The verdict at `now` (rules in the header comment).
+sched::BackendSignal judge(const MonitorState& state, sched::TimePoint now, const SignalRules& rules);
+
+}  // namespace arbiter
