@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gateway/config_yaml.hpp"
+#include "gateway/embedded_sims.hpp"
 #include "gateway/gateway.hpp"
 #include "http/server.hpp"
 
@@ -62,6 +63,14 @@ bool write_port_file(const std::string& path, uint16_t port) {
   return !ec;
 }
 
+// The gateway's connections first (their streams still need the engines),
+// then the simulated engines.
+arbiter::Task<void> drain_all(arbiter::HttpServer& server, arbiter::EmbeddedSims& sims,
+                              std::chrono::milliseconds deadline) {
+  co_await server.drain(deadline);
+  co_await sims.stop(std::chrono::milliseconds(1000));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,6 +95,12 @@ int main(int argc, char** argv) {
       config->listener.threads ? config->listener.threads : std::max(1u, std::thread::hardware_concurrency());
   IoPool io(threads);
   net::io_context& ioc = io.context(0);
+  // Simulated engines first: their ports become the sim backends' addresses.
+  auto sims = EmbeddedSims::start(*config, ioc, io);
+  if (!sims) {
+    std::fprintf(stderr, "arbiter: cannot start simulated engine %s\n", sims.error().c_str());
+    return 1;
+  }
   Gateway gateway(std::move(*config), threads, net::make_strand(ioc));
   const Config& cfg = gateway.config();
   HttpServer server(ioc,
@@ -114,8 +129,9 @@ int main(int argc, char** argv) {
   gateway.set_ready(true);
   std::fprintf(stderr,
                "{\"level\":\"info\",\"event\":\"listening\",\"address\":\"%s\",\"port\":%u,"
-               "\"threads\":%u,\"models\":%zu}\n",
-               cfg.listener.address.c_str(), static_cast<unsigned>(*port), threads, cfg.models.size());
+               "\"threads\":%u,\"models\":%zu,\"simulated_engines\":%zu}\n",
+               cfg.listener.address.c_str(), static_cast<unsigned>(*port), threads, cfg.models.size(),
+               (*sims)->size());
 
   // First signal: drain. A second one: stop at once.
   net::signal_set signals(ioc, SIGTERM, SIGINT);
@@ -131,7 +147,7 @@ int main(int argc, char** argv) {
     gateway.set_ready(false);
     std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"draining\",\"signal\":%d,\"deadline_ms\":%lld}\n",
                  sig, static_cast<long long>(cfg.timeouts.drain.count()));
-    net::co_spawn(ioc, server.drain(cfg.timeouts.drain), [&](std::exception_ptr) {
+    net::co_spawn(ioc, drain_all(server, **sims, cfg.timeouts.drain), [&](std::exception_ptr) {
       std::fputs("{\"level\":\"info\",\"event\":\"stopped\"}\n", stderr);
       io.stop();
     });

@@ -72,7 +72,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::string port_list;
-  for (const auto p : *ports) port_list += (port_list.empty() ? "" : ",") + std::to_string(p);
+  for (const auto p : *ports) {
+    if (!port_list.empty()) port_list += ',';
+    port_list += std::to_string(p);
+  }
   std::fprintf(stderr,
                "{\"level\":\"info\",\"event\":\"listening\",\"model\":\"%s\",\"profile\":\"%s\",\"ports\":[%s]}\n",
                (*sim)->model().c_str(), flags->options.profile.c_str(), port_list.c_str());

@@ -126,8 +126,10 @@ uint32_t Scheduler::pick_request(uint32_t pool, TimePoint now) {
 }
 
 bool Scheduler::capped(const Pool& pool, uint32_t klass) const {
-  return pool.classes[klass].in_flight + 1 >
-         config_.classes[klass].max_share * pool.capacity + kEpsilon;
+  // A class may always hold one slot: on a small pool (max_share * capacity
+  // < 1) a hard cap would otherwise starve it completely.
+  const double cap = std::max(1.0, config_.classes[klass].max_share * pool.capacity);
+  return pool.classes[klass].in_flight + 1 > cap + kEpsilon;
 }
 
 uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {

@@ -11,6 +11,7 @@
 #include <boost/url/parse.hpp>
 
 #include "core/tenants.hpp"
+#include "engine/profile.hpp"
 #include "gateway/scheduler_setup.hpp"
 
 namespace arbiter {
@@ -326,12 +327,37 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out)
 }
 
 void read_backend(Reader& r, const YAML::Node& b, const std::string& path, BackendConfig& out) {
-  if (!r.map(b, path, {"name", "url", "max_concurrency", "priority_scheduling"})) return;
+  if (!r.map(b, path, {"name", "type", "url", "profile", "max_num_seqs", "max_concurrency",
+                       "priority_scheduling"}))
+    return;
+  std::string type = "http";
+  r.read(b, path, "type", type);
+  r.read(b, path, "name", out.name);
+  r.read_int(b, path, "max_concurrency", out.max_concurrency, 1, 100000);
+  r.read(b, path, "priority_scheduling", out.priority_scheduling);
+  if (type == "sim") {
+    // A simulated engine inside the gateway process (issue 3): no url.
+    out.type = BackendType::kSim;
+    out.sim_profile = "llama-8b-a100";
+    r.read(b, path, "profile", out.sim_profile);
+    if (!engine::find_profile(out.sim_profile)) {
+      std::string known;
+      for (auto name : engine::profile_names()) known += (known.empty() ? "" : ", ") + std::string(name);
+      r.error(Reader::join(path, "profile"), "unknown profile '" + out.sim_profile + "' (known: " + known + ")");
+    }
+    r.read_int(b, path, "max_num_seqs", out.sim_max_num_seqs, 1, 100000);
+    if (b["url"]) r.error(Reader::join(path, "url"), "is not used by type sim");
+    return;
+  }
+  if (type != "http") {
+    r.error(Reader::join(path, "type"), "must be http or sim, not '" + type + "'");
+    return;
+  }
+  for (const char* key : {"profile", "max_num_seqs"}) {
+    if (b[key]) r.error(Reader::join(path, key), "applies only to type sim");
+  }
   std::string url;
   r.read(b, path, "url", url, /*required=*/true);
-  r.read(b, path, "name", out.name);
-  r.read(b, path, "priority_scheduling", out.priority_scheduling);
-  r.read_int(b, path, "max_concurrency", out.max_concurrency, 1, 100000);
   if (url.empty()) return;
   auto parsed = boost::urls::parse_absolute_uri(url);
   const auto upath = Reader::join(path, "url");
@@ -377,6 +403,9 @@ void read_models(Reader& r, const YAML::Node& n, std::vector<ModelConfig>& out) 
       for (std::size_t j = 0; j < backends.size(); ++j) {
         BackendConfig bc;
         read_backend(r, backends[j], Reader::index(bpath, j), bc);
+        if (bc.type == BackendType::kSim && bc.name.empty()) {
+          bc.name = "sim-" + mc.name + "-" + std::to_string(j);
+        }
         mc.backends.push_back(std::move(bc));
       }
     }

@@ -73,9 +73,55 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
   if (!scheduler) throw std::logic_error("scheduler config: " + scheduler.error());
   dispatcher_ = std::make_unique<Dispatcher>(std::move(*scheduler), timer_executor);
   dispatcher_->start();
+  if (config_.engine_signals.enabled) start_monitor(timer_executor);
 }
 
-Gateway::~Gateway() { dispatcher_->stop(); }
+Gateway::~Gateway() {
+  if (monitor_) monitor_->stop();
+  dispatcher_->stop();
+}
+
+void Gateway::start_monitor(net::any_io_executor executor) {
+  std::vector<MonitorTarget> targets;
+  for (std::size_t p = 0; p < config_.models.size(); ++p) {
+    const auto& backends = config_.models[p].backends;
+    for (std::size_t b = 0; b < backends.size(); ++b) {
+      targets.push_back({.pool = static_cast<uint32_t>(p),
+                         .backend = static_cast<uint32_t>(b),
+                         .host = backends[b].host,
+                         .port = backends[b].port,
+                         .name = backends[b].name});
+    }
+  }
+  MonitorOptions options;
+  options.interval = config_.engine_signals.interval;
+  options.rules.stale_after = config_.engine_signals.stale_after;
+  options.rules.kv_threshold = config_.engine_signals.kv_saturation;
+  // Verdict changes go straight to the scheduler: a saturated backend takes
+  // no new dispatch, a stale one falls back to its concurrency limit.
+  monitor_ = std::make_unique<BackendMonitor>(
+      executor, std::move(targets), options,
+      [this](uint32_t pool, uint32_t backend, const sched::BackendSignal& signal, const EngineLoad&) {
+        dispatcher_->set_backend_state(pool, backend, signal);
+      });
+  monitor_->start();
+}
+
+void Gateway::refresh_monitor_metrics() {
+  if (!monitor_) return;
+  for (const auto& b : monitor_->snapshot()) {
+    const std::string_view model = config_.models[b.pool].name;
+    metrics_.backend_saturated.with({model, b.name}).set(b.signal.saturated ? 1 : 0);
+    metrics_.backend_signal_stale.with({model, b.name}).set(b.signal.stale ? 1 : 0);
+    metrics_.backend_down.with({model, b.name}).set(b.signal.down ? 1 : 0);
+    metrics_.backend_stale_total.with({model, b.name}).set(b.counters.stale_transitions);
+    metrics_.backend_scrapes.with({model, b.name, "ok"}).set(b.counters.scrapes_ok);
+    metrics_.backend_scrapes.with({model, b.name, "failed"}).set(b.counters.scrapes_failed);
+    metrics_.backend_scrapes.with({model, b.name, "unusable"}).set(b.counters.scrapes_unusable);
+    if (b.state.load.waiting) metrics_.engine_waiting.with({model, b.name}).set(*b.state.load.waiting);
+    if (b.state.load.kv_usage) metrics_.engine_kv_usage.with({model, b.name}).set(*b.state.load.kv_usage);
+  }
+}
 
 std::string Gateway::models_body() const {
   boost::json::array data;
@@ -171,6 +217,7 @@ Task<void> Gateway::handle(HttpRequest& req, ClientConnection& conn) {
     }
     if (path == "/metrics") {
       refresh_scheduler_metrics();
+      refresh_monitor_metrics();
       std::string text = metrics_.registry.render();
       co_await send_json(conn, http::status::ok, std::move(text), kPrometheusContentType);
       co_return;

@@ -12,6 +12,7 @@
 #include "core/config.hpp"
 #include "core/tenants.hpp"
 #include "gateway/access_log.hpp"
+#include "gateway/backend_monitor.hpp"
 #include "gateway/dispatcher.hpp"
 #include "gateway/gateway_metrics.hpp"
 #include "gateway/model_pool.hpp"
@@ -39,6 +40,8 @@ class Gateway {
   std::string models_body() const;
   // Copies the scheduler's gauges and counters into the registry.
   void refresh_scheduler_metrics();
+  void refresh_monitor_metrics();
+  void start_monitor(net::any_io_executor executor);
 
   const Config config_;
   TenantDirectory tenants_;
@@ -48,6 +51,7 @@ class Gateway {
   std::vector<std::unique_ptr<ModelPool>> pools_;             // in config order (= PoolId)
   std::unordered_map<std::string, std::size_t> pool_index_;  // model name -> pools_ index
   std::unique_ptr<Dispatcher> dispatcher_;                    // queues and the scheduler
+  std::unique_ptr<BackendMonitor> monitor_;                   // engine signals; null if disabled
   std::atomic<bool> ready_{false};
 };
 

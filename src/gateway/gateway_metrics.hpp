@@ -60,6 +60,25 @@ struct GatewayMetrics {
       "arbiter_backend_saturated",
       "1 while a backend's engine reports a queue or KV use over the threshold.",
       {"model", "backend"});
+  metrics::Family<metrics::Gauge>& backend_signal_stale = registry.gauge(
+      "arbiter_backend_metrics_stale",
+      "1 while a backend's engine metrics are older than stale_after (concurrency limit alone).",
+      {"model", "backend"});
+  metrics::Family<metrics::Gauge>& backend_down = registry.gauge(
+      "arbiter_backend_down", "1 while a backend fails its scrapes (skipped by the scheduler).",
+      {"model", "backend"});
+  metrics::Family<metrics::Counter>& backend_stale_total = registry.counter(
+      "arbiter_backend_stale_total", "Times a backend's engine metrics went stale.",
+      {"model", "backend"});
+  metrics::Family<metrics::Counter>& backend_scrapes = registry.counter(
+      "arbiter_backend_scrapes_total", "Engine /metrics scrapes by outcome (ok, failed, unusable).",
+      {"model", "backend", "outcome"});
+  metrics::Family<metrics::Gauge>& engine_waiting = registry.gauge(
+      "arbiter_engine_requests_waiting", "Requests queued inside the engine, as last scraped.",
+      {"model", "backend"});
+  metrics::Family<metrics::Gauge>& engine_kv_usage = registry.gauge(
+      "arbiter_engine_kv_cache_usage", "Engine KV cache use 0..1, as last scraped.",
+      {"model", "backend"});
   metrics::Family<metrics::Counter>& upstream_retries = registry.counter(
       "arbiter_upstream_retries_total",
       "Requests resent on a new connection after a pooled one turned out closed.", {"backend"});

@@ -68,6 +68,8 @@ export function gatewayConfig({ models, extra = {} }) {
     listener: { address: '127.0.0.1', port: 0, threads: 2 },
     timeouts: { drain_ms: 2000 },
     auth: { enabled: true },
+    // The fake engine serves no /metrics: no scrapes mixed into its records.
+    engine_signals: { enabled: false },
     tenants: [{ name: 'alpha', api_keys: [API_KEY] }],
     models,
     ...extra,

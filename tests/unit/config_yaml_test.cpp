@@ -143,7 +143,7 @@ TEST(ConfigYaml, MissingModelsAndSyntaxErrors) {
 }
 
 TEST(ConfigYaml, LoadsExampleFiles) {
-  for (const char* name : {"minimal.yaml", "production.yaml"}) {
+  for (const char* name : {"minimal.yaml", "production.yaml", "demo.yaml"}) {
     auto c = load_config_file(std::string(ARBITER_SOURCE_DIR) + "/examples/" + name);
     EXPECT_TRUE(c) << name << ": " << ::testing::PrintToString(c ? std::vector<std::string>{} : c.error());
   }

@@ -1,0 +1,33 @@
+// Backends of `type: sim`: simulated vLLM engines (src/sim) started inside
+// the gateway process, each on its own loopback port, so the request path is
+// exactly the one real engines get (HTTP, SSE, aborts on disconnect).
+#pragma once
+
+#include <chrono>
+#include <expected>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "http/io_pool.hpp"
+#include "sim/sim_server.hpp"
+
+namespace arbiter {
+
+class EmbeddedSims {
+ public:
+  // Starts one engine per sim backend in `config` and points the backend at
+  // it (host 127.0.0.1, its port).
+  static std::expected<std::unique_ptr<EmbeddedSims>, std::string> start(Config& config,
+                                                                         net::io_context& ioc,
+                                                                         IoPool& io);
+  // Lets requests in progress finish for up to `deadline`, then stops.
+  Task<void> stop(std::chrono::milliseconds deadline);
+  std::size_t size() const { return servers_.size(); }
+
+ private:
+  std::vector<std::unique_ptr<sim::SimServer>> servers_;
+};
+
+}  // namespace arbiter

@@ -1,0 +1,204 @@
+#include "sim/sim_request.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include <boost/json.hpp>
+
+#include "core/request_parser.hpp"
+#include "engine/generation.hpp"
+#include "engine/prompt.hpp"
+
+namespace arbiter::sim {
+
+namespace json = boost::json;
+
+namespace {
+
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+SimError bad(std::string message, std::string param = {}) {
+  SimError e{400, std::move(message), {}};
+  if (!param.empty()) e.param = std::move(param);
+  return e;
+}
+
+void append_content(std::string& out, const json::value& content) {
+  if (const auto* s = content.if_string()) {
+    out.append(s->data(), s->size());
+    return;
+  }
+  if (const auto* parts = content.if_array()) {
+    for (const auto& part : *parts) {
+      const auto* obj = part.if_object();
+      if (!obj) continue;
+      if (const auto* text = obj->if_contains("text"); text && text->is_string()) {
+        out.append(text->get_string().data(), text->get_string().size());
+      }
+    }
+  }
+}
+
+// One token id as 4 bytes, so the 4-characters-per-token rule counts it once.
+void append_token_id(std::string& out, std::uint64_t id) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((id >> (8 * i)) & 0xff));
+}
+
+struct PromptText {
+  std::string text;           // what the engine "tokenises"
+  std::size_t base_size = 0;  // bytes before a continued final message
+  bool continued = false;     // continue_final_message was set
+};
+
+std::expected<PromptText, SimError> chat_prompt(const json::object& body) {
+  PromptText p;
+  if (const auto* c = body.if_contains("continue_final_message"); c && !c->is_null()) {
+    if (!c->is_bool()) return std::unexpected(bad("'continue_final_message' must be a boolean", "continue_final_message"));
+    p.continued = c->get_bool();
+  }
+  const auto& messages = body.at("messages").get_array();  // checked by parse_request
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const auto& msg = messages[i].get_object();
+    const bool last = i + 1 == messages.size();
+    if (last && p.continued) {
+      const auto* role = msg.if_contains("role");
+      if (!role || !role->is_string() || role->get_string() != "assistant") {
+        return std::unexpected(bad("continue_final_message requires the last message to be the assistant's",
+                                   "messages"));
+      }
+      p.base_size = p.text.size();
+    }
+    if (const auto* content = msg.if_contains("content")) append_content(p.text, *content);
+  }
+  if (!p.continued) p.base_size = p.text.size();
+  return p;
+}
+
+std::expected<PromptText, SimError> completion_prompt(const json::object& body) {
+  PromptText p;
+  const json::value& prompt = body.at("prompt");  // checked by parse_request
+  const json::value* single = &prompt;
+  if (const auto* arr = prompt.if_array(); arr && !arr->empty() && !arr->front().is_number()) {
+    if (arr->size() != 1) return std::unexpected(bad("arbiter-sim serves one prompt per request", "prompt"));
+    single = &arr->front();
+  }
+  if (const auto* s = single->if_string()) {
+    p.text.assign(s->data(), s->size());
+  } else if (const auto* ids = single->if_array()) {
+    for (const auto& id : *ids) {
+      if (!id.is_int64() && !id.is_uint64()) return std::unexpected(bad("token ids must be integers", "prompt"));
+      append_token_id(p.text, id.is_int64() ? static_cast<std::uint64_t>(id.get_int64()) : id.get_uint64());
+    }
+  } else {
+    return std::unexpected(bad("'prompt' must be a string, a list of token ids or a list of one of them", "prompt"));
+  }
+  p.base_size = p.text.size();
+  return p;
+}
+
+std::expected<std::int64_t, SimError> read_int(const json::object& body, const char* key, std::int64_t dflt,
+                                              std::int64_t min) {
+  const auto* v = body.if_contains(key);
+  if (!v || v->is_null()) return dflt;
+  if (!v->is_int64() || v->get_int64() < min) {
+    return std::unexpected(bad(std::string("'") + key + "' must be an integer >= " + std::to_string(min), key));
+  }
+  return v->get_int64();
+}
+
+}  // namespace
+
+std::expected<SimRequest, SimError> parse_sim_request(Route route, std::string_view body,
+                                                      const RequestLimits& limits) {
+  auto parsed = parse_request(route, body);
+  if (!parsed) return std::unexpected(SimError{parsed.error().status(), parsed.error().message, parsed.error().param});
+  const RequestInfo& info = parsed->info;
+  const json::object& obj = parsed->body;
+  if (info.model != limits.model) {
+    return std::unexpected(SimError{404, "The model `" + info.model + "` does not exist.", "model"});
+  }
+  const engine::EngineConfig& config = *limits.config;
+
+  SimRequest r;
+  r.route = route;
+  r.stream = info.stream;
+  r.include_usage = info.stream && info.include_usage;
+
+  auto n = read_int(obj, "n", 1, 1);
+  if (!n) return std::unexpected(n.error());
+  if (*n != 1) return std::unexpected(bad("arbiter-sim supports only n = 1", "n"));
+  auto priority = read_int(obj, "priority", 0, std::numeric_limits<int>::min());
+  if (!priority) return std::unexpected(priority.error());
+  if (*priority != 0 && config.policy != engine::SchedulingPolicy::kPriority) {
+    return std::unexpected(bad("priority must be 0 when the scheduling policy is fcfs "
+                               "(start with --scheduling-policy priority)", "priority"));
+  }
+  r.priority = static_cast<int>(std::clamp<std::int64_t>(*priority, INT32_MIN, INT32_MAX));
+  auto min_tokens = read_int(obj, "min_tokens", 0, 0);
+  if (!min_tokens) return std::unexpected(min_tokens.error());
+  auto seed = read_int(obj, "seed", 0, std::numeric_limits<std::int64_t>::min());
+  if (!seed) return std::unexpected(seed.error());
+  bool ignore_eos = false;
+  if (const auto* v = obj.if_contains("ignore_eos"); v && !v->is_null()) {
+    if (!v->is_bool()) return std::unexpected(bad("'ignore_eos' must be a boolean", "ignore_eos"));
+    ignore_eos = v->get_bool();
+  }
+
+  auto prompt = route == Route::kChatCompletions ? chat_prompt(obj) : completion_prompt(obj);
+  if (!prompt) return std::unexpected(prompt.error());
+  const std::uint64_t salt = engine::hash_bytes(limits.model);
+  engine::PromptBlocks blocks = engine::prompt_blocks(prompt->text, config.block_size, salt);
+  r.prompt_tokens = blocks.num_tokens;
+  r.block_hashes = std::move(blocks.block_hashes);
+  const std::string_view base(prompt->text.data(), prompt->base_size);
+  const std::string_view continued = std::string_view(prompt->text).substr(prompt->base_size);
+  r.text_offset = continued.empty() ? 0 : engine::count_tokens(continued);
+  r.text_seed = mix(limits.seed ^ mix(engine::hash_bytes(base, salt) ^ mix(static_cast<std::uint64_t>(*seed))));
+
+  const std::uint64_t max_len = config.max_model_len;
+  if (r.prompt_tokens >= max_len) {
+    return std::unexpected(bad("This model's maximum context length is " + std::to_string(max_len) +
+                               " tokens. However, your request has " + std::to_string(r.prompt_tokens) +
+                               " input tokens.", "messages"));
+  }
+  const std::uint64_t max_tokens =
+      info.max_tokens ? static_cast<std::uint64_t>(*info.max_tokens) : max_len - r.prompt_tokens;
+  if (r.prompt_tokens + max_tokens > max_len) {
+    return std::unexpected(bad("This model's maximum context length is " + std::to_string(max_len) +
+                               " tokens. However, you requested " + std::to_string(r.prompt_tokens + max_tokens) +
+                               " tokens (" + std::to_string(r.prompt_tokens) + " in the messages, " +
+                               std::to_string(max_tokens) + " in the completion).", "max_tokens"));
+  }
+  if (static_cast<std::uint64_t>(*min_tokens) > max_tokens) {
+    return std::unexpected(bad("min_tokens must be less than or equal to max_tokens=" + std::to_string(max_tokens),
+                               "min_tokens"));
+  }
+  // The last token's KV is never stored; beyond the whole cache it can never run.
+  const std::uint64_t kv_tokens = std::uint64_t{config.num_blocks} * config.block_size;
+  if (r.prompt_tokens + max_tokens - 1 > kv_tokens) {
+    return std::unexpected(bad("prompt plus max_tokens exceeds the KV cache of " + std::to_string(kv_tokens) +
+                               " tokens", "max_tokens"));
+  }
+
+  const auto cap = static_cast<std::uint32_t>(max_tokens);
+  if (ignore_eos || limits.output_mean_tokens == 0) {
+    r.output_tokens = cap;
+  } else {
+    const std::uint32_t natural = engine::generation_length(
+        {.max_tokens = std::numeric_limits<std::uint32_t>::max(), .natural_mean = limits.output_mean_tokens,
+         .seed = r.text_seed});
+    const std::uint32_t remaining = natural > r.text_offset ? natural - r.text_offset : 1;
+    const std::uint32_t lower = std::clamp<std::uint32_t>(static_cast<std::uint32_t>(*min_tokens), 1, cap);
+    r.output_tokens = std::clamp(remaining, lower, cap);
+  }
+  r.finish_length = r.output_tokens == cap;
+  return r;
+}
+
+}  // namespace arbiter::sim

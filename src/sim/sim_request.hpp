@@ -1,0 +1,59 @@
+// Turns an OpenAI request body into what the simulated engine runs: prompt
+// tokens and prefix-cache block hashes (engine/prompt.hpp's rule applied to
+// the prompt text), the output length, and the seed of the generated text.
+//
+// Prompt text. Completions: the prompt string; a list of token ids becomes
+// 4 bytes per id, so it counts one token per id. Chat: the concatenation of
+// every message's content (strings, or the "text" of content parts), in
+// order, with nothing between them and no role markers.
+//
+// continue_final_message (vLLM, chat only): the last message must be the
+// assistant's; it stays part of the prompt, and the answer continues it: the
+// text is seeded by the messages before it and starts at token
+// count_tokens(final message), so a request resumed with the text already
+// streamed yields the rest of the original answer.
+//
+// Output length: max_tokens (or max_completion_tokens), by default what is
+// left of max_model_len. Without ignore_eos the "model" has a natural length
+// drawn from the text seed (engine::generation_length with
+// output_mean_tokens; minus the tokens already in a continued message),
+// clamped to [min_tokens, max_tokens]. finish_reason is "length" when the
+// output reaches max_tokens, else "stop".
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string_view>
+#include <vector>
+
+#include "core/request.hpp"
+#include "engine/profile.hpp"
+#include "sim/sim_error.hpp"
+
+namespace arbiter::sim {
+
+struct SimRequest {
+  Route route = Route::kChatCompletions;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  int priority = 0;            // vLLM priority: lower first under the priority policy
+  std::uint32_t prompt_tokens = 0;
+  std::vector<std::uint64_t> block_hashes;  // full prompt blocks, chained
+  std::uint32_t output_tokens = 0;          // tokens the engine will generate
+  bool finish_length = false;               // finish_reason "length" rather than "stop"
+  std::uint64_t text_seed = 0;              // seeds the words (token_word)
+  std::uint32_t text_offset = 0;            // index of the first generated token
+};
+
+// What a request is checked against.
+struct RequestLimits {
+  std::string_view model;                   // the served model name
+  const engine::EngineConfig* config = nullptr;
+  std::uint32_t output_mean_tokens = 0;     // natural length mean; 0: always max_tokens
+  std::uint64_t seed = 0;                   // server seed, mixed into every text seed
+};
+
+std::expected<SimRequest, SimError> parse_sim_request(Route route, std::string_view body,
+                                                      const RequestLimits& limits);
+
+}  // namespace arbiter::sim

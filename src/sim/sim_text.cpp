@@ -1,0 +1,131 @@
+#include "sim/sim_text.hpp"
+
+#include <array>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include "engine/prompt.hpp"
+
+namespace arbiter::sim {
+
+namespace {
+
+constexpr std::array<std::string_view, 64> kWords = {
+    " the", " and", " for", " you", " not", " are", " but", " all", " can", " her", " was",
+    " one", " our", " out", " day", " get", " has", " him", " his", " how", " man", " new",
+    " now", " old", " see", " two", " way", " who", " boy", " did", " its", " let", " put",
+    " say", " she", " too", " use", " sky", " sea", " sun", " red", " big", " few", " far",
+    " own", " run", " set", " try", " ask", " end", " why", " any", " yes", " ran", " sat",
+    " top", " low", " art", " map", " key", " job", " law", " air", " ice"};
+static_assert(kWords.size() == 64);
+
+constexpr bool all_words_one_token() {
+  for (auto w : kWords) {
+    if (w.size() != engine::kCharsPerToken) return false;
+  }
+  return true;
+}
+static_assert(all_words_one_token(), "every word must be exactly one token under the 4-chars rule");
+
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::string quoted(std::string_view s) { return boost::json::serialize(boost::json::string(s)); }
+
+void append_usage_object(std::string& out, const Usage& u) {
+  fmt::format_to(std::back_inserter(out), R"({{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{}}})",
+                 u.prompt_tokens, u.prompt_tokens + u.completion_tokens, u.completion_tokens);
+}
+
+void append_finish(std::string& out, std::string_view finish_reason) {
+  if (finish_reason.empty()) {
+    out += "null";
+  } else {
+    out += '"';
+    out += finish_reason;
+    out += '"';
+  }
+}
+
+}  // namespace
+
+std::string_view token_word(std::uint64_t text_seed, std::uint32_t index) {
+  return kWords[mix(text_seed + index) & 63];
+}
+
+std::string response_id(Route route, std::uint64_t n) {
+  return fmt::format("{}-{:016x}", route == Route::kChatCompletions ? "chatcmpl" : "cmpl", mix(n));
+}
+
+ChunkFormatter::ChunkFormatter(Route route, std::string_view id, std::string_view model,
+                               std::int64_t created, bool include_usage)
+    : route_(route), id_(quoted(id)), model_(quoted(model)), created_(created) {
+  const std::string_view object =
+      route == Route::kChatCompletions ? "chat.completion.chunk" : "text_completion";
+  head_ = fmt::format(R"(data: {{"id":{},"object":"{}","created":{},"model":{},"choices":)", id_, object,
+                      created, model_);
+  tail_ = include_usage ? ",\"usage\":null}\n\n" : "}\n\n";
+}
+
+void ChunkFormatter::append_role_event(std::string& out) const {
+  out += head_;
+  out += R"([{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}])";
+  out += tail_;
+}
+
+void ChunkFormatter::append_token_event(std::string& out, std::string_view text,
+                                        std::string_view finish_reason) const {
+  // Words are plain ASCII letters and spaces: no JSON escaping needed.
+  out += head_;
+  if (route_ == Route::kChatCompletions) {
+    out += R"([{"index":0,"delta":{"content":")";
+    out += text;
+    out += R"("},"logprobs":null,"finish_reason":)";
+    append_finish(out, finish_reason);
+    out += "}]";
+  } else {
+    out += R"([{"index":0,"text":")";
+    out += text;
+    out += R"(","logprobs":null,"finish_reason":)";
+    append_finish(out, finish_reason);
+    out += R"(,"stop_reason":null}])";
+  }
+  out += tail_;
+}
+
+void ChunkFormatter::append_usage_event(std::string& out, const Usage& usage) const {
+  out += head_;
+  out += R"([],"usage":)";
+  append_usage_object(out, usage);
+  out += "}\n\n";
+}
+
+std::string ChunkFormatter::whole_response(std::string_view text, std::string_view finish_reason,
+                                           const Usage& usage) const {
+  std::string out;
+  out.reserve(text.size() + 320);
+  const bool chat = route_ == Route::kChatCompletions;
+  fmt::format_to(std::back_inserter(out), R"({{"id":{},"object":"{}","created":{},"model":{},"choices":[)", id_,
+                 chat ? "chat.completion" : "text_completion", created_, model_);
+  if (chat) {
+    out += R"({"index":0,"message":{"role":"assistant","content":")";
+    out += text;
+    out += R"("},"logprobs":null,"finish_reason":)";
+  } else {
+    out += R"({"index":0,"text":")";
+    out += text;
+    out += R"(","logprobs":null,"finish_reason":)";
+  }
+  append_finish(out, finish_reason);
+  out += R"(,"stop_reason":null}],"usage":)";
+  append_usage_object(out, usage);
+  out += '}';
+  return out;
+}
+
+}  // namespace arbiter::sim

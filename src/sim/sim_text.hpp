@@ -1,0 +1,58 @@
+// The simulated model's output text and its OpenAI wire formats: SSE chunk
+// events (chat.completion.chunk / text_completion, as vLLM sends them) and
+// whole non-streaming responses.
+//
+// Text: token i of an answer is one of 64 four-character word pieces (a
+// space and three letters), picked by a hash of (text seed, i). Every token
+// is exactly engine::kCharsPerToken bytes, so an answer of n tokens is 4n
+// characters and counts as n tokens again when sent back as a prompt.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/request.hpp"
+
+namespace arbiter::sim {
+
+// The text of token `index` of the answer seeded by `text_seed`.
+std::string_view token_word(std::uint64_t text_seed, std::uint32_t index);
+
+struct Usage {
+  std::uint32_t prompt_tokens = 0;
+  std::uint32_t completion_tokens = 0;
+};
+
+// Formats the events of one response. Every piece not specific to a token
+// (id, object, created, model) is rendered once, at construction, so each
+// token costs a few appends and no allocation once `out` has grown.
+class ChunkFormatter {
+ public:
+  ChunkFormatter(Route route, std::string_view id, std::string_view model, std::int64_t created,
+                 bool include_usage);
+
+  // Chat only: the first event, {"delta":{"role":"assistant","content":""}}.
+  void append_role_event(std::string& out) const;
+  // One token's event; finish_reason is empty for all but the last.
+  void append_token_event(std::string& out, std::string_view text, std::string_view finish_reason) const;
+  // The final usage event (choices empty), sent when include_usage.
+  void append_usage_event(std::string& out, const Usage& usage) const;
+  static constexpr std::string_view kDoneEvent = "data: [DONE]\n\n";
+
+  // The non-streaming response.
+  std::string whole_response(std::string_view text, std::string_view finish_reason, const Usage& usage) const;
+
+ private:
+  Route route_;
+  std::string head_;   // data: {"id":...,"object":...,"created":...,"model":...,"choices":
+  std::string tail_;   // ,"usage":null}\n\n or }\n\n
+  std::string id_;     // JSON-escaped id, quoted
+  std::string model_;  // JSON-escaped model, quoted
+  std::int64_t created_;
+};
+
+// "chatcmpl-<16 hex>" or "cmpl-<16 hex>".
+std::string response_id(Route route, std::uint64_t n);
+
+}  // namespace arbiter::sim

@@ -1,0 +1,162 @@
+// From an OpenAI body to what the simulated engine runs: prompt tokens and
+// block hashes, output length and finish reason, the continuation rule and
+// the errors vLLM would give.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "engine/prompt.hpp"
+#include "sim/sim_request.hpp"
+#include "sim/sim_text.hpp"
+
+namespace arbiter::sim {
+namespace {
+
+class SimRequestTest : public ::testing::Test {
+ protected:
+  SimRequestTest() {
+    config_ = engine::find_profile("tiny")->config;
+    limits_ = RequestLimits{.model = "m", .config = &config_, .output_mean_tokens = 20, .seed = 1};
+  }
+  std::expected<SimRequest, SimError> chat(std::string_view extra, std::string_view messages =
+                                                                      R"([{"role":"user","content":"hello"}])") {
+    const std::string body = std::string(R"({"model":"m","messages":)") + std::string(messages) +
+                             (extra.empty() ? "" : ",") + std::string(extra) + "}";
+    return parse_sim_request(Route::kChatCompletions, body, limits_);
+  }
+  std::string text_of(const SimRequest& r) {
+    std::string t;
+    for (std::uint32_t i = 0; i < r.output_tokens; ++i) t += token_word(r.text_seed, r.text_offset + i);
+    return t;
+  }
+
+  engine::EngineConfig config_;
+  RequestLimits limits_;
+};
+
+TEST_F(SimRequestTest, ChatPromptIsTheConcatenatedContents) {
+  const auto r = chat("", R"([{"role":"system","content":"0123456789abcdef"},)"
+                          R"({"role":"user","content":[{"type":"text","text":"0123"},{"type":"text","text":"45"}]}])");
+  ASSERT_TRUE(r) << r.error().message;
+  // "0123456789abcdef012345": 22 bytes, 6 tokens; no full 64-byte block.
+  EXPECT_EQ(r->prompt_tokens, 6u);
+  EXPECT_TRUE(r->block_hashes.empty());
+  const auto p = engine::prompt_blocks("0123456789abcdef012345", 16, engine::hash_bytes("m"));
+  EXPECT_EQ(r->prompt_tokens, p.num_tokens);
+}
+
+TEST_F(SimRequestTest, LongPromptsGetChainedBlockHashesSaltedByModel) {
+  const std::string text(200, 'x');
+  const auto r = chat("", R"([{"role":"user","content":")" + text + R"("}])");
+  ASSERT_TRUE(r);
+  const auto p = engine::prompt_blocks(text, 16, engine::hash_bytes("m"));
+  EXPECT_EQ(r->prompt_tokens, 50u);
+  EXPECT_EQ(r->block_hashes, p.block_hashes);
+  EXPECT_EQ(r->block_hashes.size(), 3u);
+}
+
+TEST_F(SimRequestTest, CompletionPromptsStringOrTokenIds) {
+  const auto s = parse_sim_request(Route::kCompletions, R"({"model":"m","prompt":"12345678"})", limits_);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->prompt_tokens, 2u);
+  const auto ids = parse_sim_request(Route::kCompletions, R"({"model":"m","prompt":[1,2,3,4,5]})", limits_);
+  ASSERT_TRUE(ids);
+  EXPECT_EQ(ids->prompt_tokens, 5u);
+  const auto one = parse_sim_request(Route::kCompletions, R"({"model":"m","prompt":["1234"]})", limits_);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->prompt_tokens, 1u);
+  const auto batch = parse_sim_request(Route::kCompletions, R"({"model":"m","prompt":["a","b"]})", limits_);
+  ASSERT_FALSE(batch);
+  EXPECT_EQ(batch.error().status, 400);
+}
+
+TEST_F(SimRequestTest, MaxTokensWithIgnoreEosIsExact) {
+  const auto r = chat(R"("max_tokens":37,"ignore_eos":true)");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->output_tokens, 37u);
+  EXPECT_TRUE(r->finish_length);
+}
+
+TEST_F(SimRequestTest, NaturalLengthStaysWithinMinAndMaxTokens) {
+  int stopped = 0;
+  for (int seed = 0; seed < 50; ++seed) {
+    const auto r = chat(R"("max_tokens":25,"min_tokens":5,"seed":)" + std::to_string(seed));
+    ASSERT_TRUE(r);
+    EXPECT_GE(r->output_tokens, 5u);
+    EXPECT_LE(r->output_tokens, 25u);
+    EXPECT_EQ(r->finish_length, r->output_tokens == 25u);
+    stopped += !r->finish_length;
+    // Deterministic: the same request gives the same answer.
+    EXPECT_EQ(r->output_tokens, chat(R"("max_tokens":25,"min_tokens":5,"seed":)" + std::to_string(seed))->output_tokens);
+  }
+  EXPECT_GT(stopped, 10);  // mean 20 under a cap of 25: most stop on their own
+  const auto all = chat(R"("max_tokens":12,"min_tokens":12)");
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->output_tokens, 12u);
+}
+
+TEST_F(SimRequestTest, NoMaxTokensMeansTheRestOfTheContext) {
+  limits_.output_mean_tokens = 0;
+  const auto r = chat("");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->output_tokens, config_.max_model_len - r->prompt_tokens);
+}
+
+TEST_F(SimRequestTest, ContinuingTheFinalMessageResumesTheSameAnswer) {
+  limits_.output_mean_tokens = 0;
+  const auto original = chat(R"("max_tokens":10)");
+  ASSERT_TRUE(original);
+  const std::string full = text_of(*original);
+  const std::string streamed = full.substr(0, 4 * 4);  // the first 4 tokens reached the client
+  const auto resumed = chat(R"("max_tokens":6,"continue_final_message":true)",
+                            R"([{"role":"user","content":"hello"},{"role":"assistant","content":")" + streamed +
+                                R"("}])");
+  ASSERT_TRUE(resumed) << resumed.error().message;
+  EXPECT_EQ(resumed->text_offset, 4u);
+  EXPECT_EQ(resumed->prompt_tokens, original->prompt_tokens + 4);
+  EXPECT_EQ(streamed + text_of(*resumed), full);
+}
+
+TEST_F(SimRequestTest, ContinueNeedsAnAssistantMessageLast) {
+  const auto r = chat(R"("continue_final_message":true)");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().status, 400);
+}
+
+TEST_F(SimRequestTest, VllmStyleErrors) {
+  const auto unknown = parse_sim_request(Route::kCompletions, R"({"model":"x","prompt":"a"})", limits_);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().status, 404);
+  EXPECT_EQ(unknown.error().param, "model");
+
+  const auto priority = chat(R"("priority":1)");
+  ASSERT_FALSE(priority);
+  EXPECT_EQ(priority.error().status, 400);
+  EXPECT_EQ(priority.error().param, "priority");
+  config_.policy = engine::SchedulingPolicy::kPriority;
+  const auto allowed = chat(R"("priority":-3)");
+  ASSERT_TRUE(allowed);
+  EXPECT_EQ(allowed->priority, -3);
+
+  const auto too_long = chat(R"("max_tokens":100000)");
+  ASSERT_FALSE(too_long);
+  EXPECT_NE(too_long.error().message.find("maximum context length"), std::string::npos);
+
+  const auto min_over_max = chat(R"("max_tokens":5,"min_tokens":6)");
+  ASSERT_FALSE(min_over_max);
+  EXPECT_EQ(min_over_max.error().param, "min_tokens");
+
+  EXPECT_EQ(chat(R"("n":2)").error().param, "n");
+  EXPECT_EQ(parse_sim_request(Route::kChatCompletions, "{", limits_).error().status, 400);
+}
+
+TEST_F(SimRequestTest, StreamOptions) {
+  const auto r = chat(R"("stream":true,"stream_options":{"include_usage":true})");
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->stream);
+  EXPECT_TRUE(r->include_usage);
+  EXPECT_FALSE(chat(R"("stream_options":{"include_usage":true})")->include_usage);
+}
+
+}  // namespace
+}  // namespace arbiter::sim
