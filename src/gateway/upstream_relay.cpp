@@ -318,6 +318,8 @@ Task<bool> send_error(ClientConnection& client, const ApiError& error,
     res.set(http::field::retry_after, retry_after_seconds(*wait));
     res.set("retry-after-ms", std::to_string(wait->count()));
   }
+  // A superseded request must not come back: the OpenAI SDKs retry 409 unless told not to.
+  if (error.code == ErrorCode::kSuperseded) res.set("x-should-retry", "false");
   res.body() = error_body(error);
   co_return co_await client.send(res);
 }
