@@ -1,5 +1,7 @@
 #include "sim/faults.hpp"
 
+#include "sim/mix.hpp"
+
 #include <cmath>
 
 #include <boost/json.hpp>
@@ -10,14 +12,6 @@ namespace arbiter::sim {
 namespace json = boost::json;
 
 namespace {
-
-// splitmix64 finaliser: one well-mixed draw per input.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 std::expected<double, std::string> read_number(const json::value& v, std::string_view key) {
   if (v.is_double()) return v.get_double();

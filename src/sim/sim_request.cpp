@@ -1,5 +1,7 @@
 #include "sim/sim_request.hpp"
 
+#include "sim/mix.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -15,13 +17,6 @@ namespace arbiter::sim {
 namespace json = boost::json;
 
 namespace {
-
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 SimError bad(std::string message, std::string param = {}) {
   SimError e{400, std::move(message), {}};

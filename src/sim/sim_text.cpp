@@ -1,5 +1,7 @@
 #include "sim/sim_text.hpp"
 
+#include "sim/mix.hpp"
+
 #include <array>
 
 #include <boost/json.hpp>
@@ -27,13 +29,6 @@ constexpr bool all_words_one_token() {
   return true;
 }
 static_assert(all_words_one_token(), "every word must be exactly one token under the 4-chars rule");
-
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 std::string quoted(std::string_view s) { return boost::json::serialize(boost::json::string(s)); }
 
