@@ -190,10 +190,11 @@ Task<void> measure(const Options& o, std::vector<tcp::endpoint> eps, Counters& c
   net::steady_timer timer(co_await net::this_coro::executor);
   timer.expires_after(seconds(o.warmup_s));
   co_await timer.async_wait(kTuple);
+  // Events, CPU and wall time are all taken from here to after the last scrape.
   const Counters start = c;
   const double cpu_start = o.pid ? cpu_seconds(o.pid) : 0;
-  const Scrape first = co_await scrape(eps);
   const auto t0 = Clock::now();
+  const Scrape first = co_await scrape(eps);
   timer.expires_after(seconds(o.duration_s / 2));
   co_await timer.async_wait(kTuple);
   const Scrape middle = co_await scrape(eps);
