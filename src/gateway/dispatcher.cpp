@@ -236,7 +236,8 @@ void Dispatcher::set_backend_state(sched::PoolId pool, sched::BackendId backend,
 }
 
 Dispatcher::Slot::~Slot() {
-  if (waiter_) dispatcher_->complete(waiter_, actual_tokens_);
+  // The charge stays the estimate: the relay does not count tokens yet.
+  if (waiter_) dispatcher_->complete(waiter_, std::nullopt);
 }
 
 sched::BackendId Dispatcher::Slot::backend() const { return waiter_->dispatch->backend; }
@@ -251,6 +252,5 @@ void Dispatcher::Slot::set_interrupt_hook(std::function<void()> hook) {
   }
   waiter_->interrupt_hook = std::move(hook);
 }
-bool Dispatcher::Slot::superseded() const { return waiter_->superseded_in_flight; }
 
 }  // namespace arbiter

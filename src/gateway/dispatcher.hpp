@@ -48,14 +48,10 @@ class Dispatcher {
     // Runs (on the request's executor) if the scheduler supersedes this
     // running request; it should abort the upstream exchange at once.
     void set_interrupt_hook(std::function<void()> hook);
-    bool superseded() const;
-    // Tokens actually used (prompt + generated), to correct the estimate.
-    void set_actual_tokens(int64_t tokens) { actual_tokens_ = tokens; }
 
    private:
     Dispatcher* dispatcher_;
     std::shared_ptr<Waiter> waiter_;
-    std::optional<int64_t> actual_tokens_;
   };
 
   // Queues the request and waits for its turn. Errors: 429 (queue full),

@@ -17,7 +17,6 @@ class ModelPool {
   // are kept per thread).
   ModelPool(const ModelConfig& config, std::size_t io_threads);
 
-  const ModelConfig& config() const { return config_; }
   const BackendConfig& backend(std::size_t i) const { return config_.backends[i]; }
   UpstreamPool& upstream(std::size_t i) { return *upstreams_[i]; }
 

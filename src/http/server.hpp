@@ -56,7 +56,6 @@ class HttpServer {
   Task<void> drain(std::chrono::milliseconds deadline);
 
   bool draining() const { return draining_.load(); }
-  const std::atomic<bool>& draining_flag() const { return draining_; }
   std::size_t open_connections() const;
   std::size_t active_requests() const { return active_requests_.load(); }
 

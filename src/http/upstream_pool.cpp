@@ -86,13 +86,4 @@ void UpstreamPool::release(tcp::socket socket) {
   list.idle.push_back({std::move(socket), std::chrono::steady_clock::now()});
 }
 
-std::size_t UpstreamPool::idle_count() const {
-  std::size_t n = 0;
-  for (auto& list : lists_) {
-    std::lock_guard lock(list.mu);
-    n += list.idle.size();
-  }
-  return n;
-}
-
 }  // namespace arbiter

@@ -42,7 +42,6 @@ class UpstreamPool {
 
   const std::string& host() const { return host_; }
   uint16_t port() const { return port_; }
-  std::size_t idle_count() const;
 
  private:
   struct Idle {
