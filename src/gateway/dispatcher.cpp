@@ -59,7 +59,9 @@ Task<void> Dispatcher::timer_loop() {
       std::lock_guard lock(mu_);
       next = scheduler_.next_wakeup();
     }
-    timer_.expires_at(next ? *next : Clock::time_point::max());
+    const auto expiry = next ? *next : Clock::time_point::max();
+    timer_.expires_at(expiry);
+    armed_for_.store(expiry.time_since_epoch().count(), std::memory_order_relaxed);
     co_await timer_.async_wait(kAsTuple);
     if (stopped_) break;
     std::vector<Delivery> deliveries;
@@ -72,15 +74,17 @@ Task<void> Dispatcher::timer_loop() {
 }
 
 void Dispatcher::rearm_timer() {
-  // The timer loop re-reads next_wakeup() whenever its wait ends.
+  // Only when the scheduler now wants waking earlier than the timer is set
+  // for: most events (a dispatch, a completion) change nothing here, and a
+  // post per request to the timer's strand would cost more than the check.
+  std::optional<Clock::time_point> next;
+  {
+    std::lock_guard lock(mu_);
+    next = scheduler_.next_wakeup();
+  }
+  if (!next || next->time_since_epoch().count() >= armed_for_.load(std::memory_order_relaxed)) return;
   net::post(timer_executor_, [this] {
-    if (stopped_) return;
-    std::optional<Clock::time_point> next;
-    {
-      std::lock_guard lock(mu_);
-      next = scheduler_.next_wakeup();
-    }
-    if (next && *next < timer_.expiry()) timer_.cancel();
+    if (!stopped_) timer_.cancel();  // the loop re-reads next_wakeup()
   });
 }
 

@@ -9,7 +9,9 @@
 // its queue only when a backend of its pool has room.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <limits>
 #include <expected>
 #include <functional>
 #include <memory>
@@ -98,6 +100,8 @@ class Dispatcher {
   net::any_io_executor timer_executor_;                         // a strand
   net::steady_timer timer_;                                     // next deadline/debounce; timer strand
   bool stopped_ = false;                                        // timer strand
+  // The timer's expiry (steady_clock ticks), readable from any thread.
+  std::atomic<int64_t> armed_for_{std::numeric_limits<int64_t>::max()};
 };
 
 }  // namespace arbiter
