@@ -186,9 +186,13 @@ class Exchange {
     }
   }
 
+  // A piece of upstream body: its byte count, or the error (none: the
+  // stream_idle deadline passed).
+  using Piece = std::expected<std::size_t, std::optional<beast::error_code>>;
+
   // Reads the next piece of the body into `chunk`; nullopt on timeout, an
   // error code on failure, else the byte count.
-  Task<std::expected<std::size_t, std::optional<beast::error_code>>> read_piece(
+  Task<Piece> read_piece(
       tcp::socket& socket, beast::flat_buffer& buffer, http::response_parser<http::buffer_body>& parser) {
     auto& body = parser.get().body();
     body.data = chunk_.data();
@@ -198,6 +202,26 @@ class Exchange {
     if (deadline_.disarm()) co_return std::unexpected(std::nullopt);
     if (ec && ec != http::error::need_buffer) co_return std::unexpected(ec);
     co_return chunk_.size() - body.size;
+  }
+
+  // How a read of the upstream body ended, the outcome already recorded:
+  // data to relay, the client gone (499), or stopped (superseded or the
+  // upstream failed: outcome_.error says which).
+  enum class ReadEnd { kData, kClientGone, kStopped };
+  ReadEnd after_read(const Piece& piece) {
+    if (r_.client.client_gone()) {
+      outcome_.status = 499;
+      return ReadEnd::kClientGone;
+    }
+    if (r_.interrupt.requested) {
+      interrupted();
+      return ReadEnd::kStopped;
+    }
+    if (!piece) {
+      fail_body(piece.error());
+      return ReadEnd::kStopped;
+    }
+    return ReadEnd::kData;
   }
 
   // Returns true when the upstream connection may be reused.
@@ -216,18 +240,8 @@ class Exchange {
     SseSplitter splitter;
     while (!parser.is_done()) {
       auto piece = co_await read_piece(socket, buffer, parser);
-      if (r_.client.client_gone()) {
-        outcome_.status = 499;
-        co_return false;
-      }
-      if (r_.interrupt.requested) {
-        interrupted();
-        co_await end_stream_with_error(*outcome_.error);
-        co_return false;
-      }
-      if (!piece) {
-        fail_body(piece.error());
-        co_await end_stream_with_error(*outcome_.error);
+      if (const ReadEnd end = after_read(piece); end != ReadEnd::kData) {
+        if (end == ReadEnd::kStopped) co_await end_stream_with_error(*outcome_.error);
         co_return false;
       }
       const auto& events = splitter.feed(std::string_view(chunk_.data(), *piece));
@@ -271,18 +285,7 @@ class Exchange {
     }
     while (!parser.is_done()) {
       auto piece = co_await read_piece(socket, buffer, parser);
-      if (r_.client.client_gone()) {
-        outcome_.status = 499;
-        co_return false;
-      }
-      if (r_.interrupt.requested) {
-        interrupted();
-        co_return false;
-      }
-      if (!piece) {
-        fail_body(piece.error());
-        co_return false;
-      }
+      if (after_read(piece) != ReadEnd::kData) co_return false;
       body.append(chunk_.data(), *piece);
       if (body.size() > r_.limits.max_upstream_response_bytes) {
         fail("too_large", upstream_failed("the backend's response is too large"));
