@@ -64,46 +64,42 @@ Task<void> Dispatcher::timer_loop() {
     armed_for_.store(expiry.time_since_epoch().count(), std::memory_order_relaxed);
     co_await timer_.async_wait(kAsTuple);
     if (stopped_) break;
-    std::vector<Delivery> deliveries;
+    Decisions decisions;
     {
       std::lock_guard lock(mu_);
-      poll_locked(Clock::now(), deliveries);
+      poll_locked(Clock::now(), decisions);
     }
-    deliver(deliveries, nullptr);
+    deliver(decisions, nullptr);
   }
 }
 
-void Dispatcher::rearm_timer() {
+void Dispatcher::rearm_timer(std::optional<Clock::time_point> next) {
   // Only when the scheduler now wants waking earlier than the timer is set
   // for: most events (a dispatch, a completion) change nothing here, and a
   // post per request to the timer's strand would cost more than the check.
-  std::optional<Clock::time_point> next;
-  {
-    std::lock_guard lock(mu_);
-    next = scheduler_.next_wakeup();
-  }
   if (!next || next->time_since_epoch().count() >= armed_for_.load(std::memory_order_relaxed)) return;
   net::post(timer_executor_, [this] {
     if (!stopped_) timer_.cancel();  // the loop re-reads next_wakeup()
   });
 }
 
-void Dispatcher::poll_locked(Clock::time_point now, std::vector<Delivery>& out) {
+void Dispatcher::poll_locked(Clock::time_point now, Decisions& out) {
   actions_.clear();
   scheduler_.poll(now, actions_);
+  out.next_wakeup = scheduler_.next_wakeup();
   auto waiter_of = [&](uint64_t tag) -> std::shared_ptr<Waiter> {
     auto it = waiters_.find(tag);
     return it == waiters_.end() ? nullptr : it->second;
   };
   for (const auto& d : actions_.dispatches) {
     if (auto w = waiter_of(d.user)) {
-      out.push_back({.kind = Delivery::Kind::kDispatch, .waiter = std::move(w), .dispatch = d});
+      out.deliveries.push_back({.kind = Delivery::Kind::kDispatch, .waiter = std::move(w), .dispatch = d});
     }
   }
   for (const auto& e : actions_.expired) {
     if (auto w = waiter_of(e.user)) {
       waiters_.erase(e.user);
-      out.push_back({.kind = Delivery::Kind::kExpire, .waiter = std::move(w), .retry_after = e.retry_after});
+      out.deliveries.push_back({.kind = Delivery::Kind::kExpire, .waiter = std::move(w), .retry_after = e.retry_after});
     }
   }
   // Preemption needs checkpoint/resume in the relay, which is not built
@@ -111,15 +107,15 @@ void Dispatcher::poll_locked(Clock::time_point now, std::vector<Delivery>& out) 
   // (SchedulerConfig::preemption), so there are none to deliver.
 }
 
-void Dispatcher::collect_superseded_locked(const sched::Superseded& s, std::vector<Delivery>& out) {
+void Dispatcher::collect_superseded_locked(const sched::Superseded& s, Decisions& out) {
   auto it = waiters_.find(s.user);
   if (it == waiters_.end()) return;
   auto w = it->second;
   if (s.in_flight) {
-    out.push_back({.kind = Delivery::Kind::kSupersedeRunning, .waiter = std::move(w)});
+    out.deliveries.push_back({.kind = Delivery::Kind::kSupersedeRunning, .waiter = std::move(w)});
   } else {
     waiters_.erase(it);
-    out.push_back({.kind = Delivery::Kind::kSupersedeQueued, .waiter = std::move(w)});
+    out.deliveries.push_back({.kind = Delivery::Kind::kSupersedeQueued, .waiter = std::move(w)});
   }
 }
 
@@ -148,8 +144,8 @@ void Dispatcher::apply(Delivery& d) {
   }
 }
 
-void Dispatcher::deliver(std::vector<Delivery>& deliveries, const Waiter* self) {
-  for (auto& d : deliveries) {
+void Dispatcher::deliver(Decisions& decisions, const Waiter* self) {
+  for (auto& d : decisions.deliveries) {
     if (d.waiter.get() == self) {
       apply(d);  // we are on its executor already
     } else {
@@ -157,13 +153,13 @@ void Dispatcher::deliver(std::vector<Delivery>& deliveries, const Waiter* self) 
       net::post(executor, [d = std::move(d)]() mutable { apply(d); });
     }
   }
-  rearm_timer();
+  rearm_timer(decisions.next_wakeup);
 }
 
 Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Request request,
                                                                      ClientConnection& conn) {
   auto w = std::make_shared<Waiter>(co_await net::this_coro::executor);
-  std::vector<Delivery> deliveries;
+  Decisions decisions;
   {
     std::lock_guard lock(mu_);
     w->tag = next_tag_++;
@@ -172,10 +168,10 @@ Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Reque
     if (!admitted) co_return std::unexpected(admitted.error());
     w->handle = admitted->handle;
     waiters_.emplace(w->tag, w);
-    if (admitted->superseded) collect_superseded_locked(*admitted->superseded, deliveries);
-    poll_locked(Clock::now(), deliveries);
+    if (admitted->superseded) collect_superseded_locked(*admitted->superseded, decisions);
+    poll_locked(Clock::now(), decisions);
   }
-  deliver(deliveries, w.get());
+  deliver(decisions, w.get());
 
   if (w->state == Waiter::State::kQueued) {
     // Woken by a delivery, or by the client leaving (the abort hook).
@@ -207,36 +203,36 @@ Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Reque
 }
 
 void Dispatcher::cancel(const std::shared_ptr<Waiter>& w) {
-  std::vector<Delivery> deliveries;
+  Decisions decisions;
   {
     std::lock_guard lock(mu_);
     scheduler_.cancel(w->handle);
     waiters_.erase(w->tag);
-    poll_locked(Clock::now(), deliveries);
+    poll_locked(Clock::now(), decisions);
   }
-  deliver(deliveries, nullptr);
+  deliver(decisions, nullptr);
 }
 
 void Dispatcher::complete(const std::shared_ptr<Waiter>& w, std::optional<int64_t> actual_tokens) {
-  std::vector<Delivery> deliveries;
+  Decisions decisions;
   {
     std::lock_guard lock(mu_);
     scheduler_.complete(w->handle, Clock::now(), actual_tokens);
     waiters_.erase(w->tag);
-    poll_locked(Clock::now(), deliveries);
+    poll_locked(Clock::now(), decisions);
   }
-  deliver(deliveries, nullptr);
+  deliver(decisions, nullptr);
 }
 
 void Dispatcher::set_backend_state(sched::PoolId pool, sched::BackendId backend,
                                    sched::BackendSignal signal) {
-  std::vector<Delivery> deliveries;
+  Decisions decisions;
   {
     std::lock_guard lock(mu_);
     scheduler_.set_backend_state(pool, backend, signal);
-    poll_locked(Clock::now(), deliveries);
+    poll_locked(Clock::now(), decisions);
   }
-  deliver(deliveries, nullptr);
+  deliver(decisions, nullptr);
 }
 
 Dispatcher::Slot::~Slot() {

@@ -78,18 +78,24 @@ class Dispatcher {
  private:
   struct Delivery;
   using Clock = sched::Clock;
+  // What one poll decided, and when the scheduler next wants a poll.
+  struct Decisions {
+    std::vector<Delivery> deliveries;
+    std::optional<Clock::time_point> next_wakeup;
+  };
 
   // Polls the scheduler (lock held) and collects what to deliver.
-  void poll_locked(Clock::time_point now, std::vector<Delivery>& out);
-  void collect_superseded_locked(const sched::Superseded& s, std::vector<Delivery>& out);
+  void poll_locked(Clock::time_point now, Decisions& out);
+  void collect_superseded_locked(const sched::Superseded& s, Decisions& out);
   // Delivers outside the lock; `self` (may be null) is the calling
   // request's waiter, handled inline instead of posted.
-  void deliver(std::vector<Delivery>& deliveries, const Waiter* self);
+  void deliver(Decisions& decisions, const Waiter* self);
   // Applies one decision on its request's executor.
   static void apply(Delivery& d);
   void complete(const std::shared_ptr<Waiter>& w, std::optional<int64_t> actual_tokens);
   void cancel(const std::shared_ptr<Waiter>& w);
-  void rearm_timer();
+  // Wakes the timer loop when `next` is earlier than its current expiry.
+  void rearm_timer(std::optional<Clock::time_point> next);
   Task<void> timer_loop();
 
   mutable std::mutex mu_;
