@@ -242,9 +242,7 @@ Dispatcher::Slot::~Slot() {
 
 sched::BackendId Dispatcher::Slot::backend() const { return waiter_->dispatch->backend; }
 int Dispatcher::Slot::engine_priority() const { return waiter_->dispatch->engine_priority; }
-std::chrono::milliseconds Dispatcher::Slot::queue_wait() const {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(waiter_->dispatch->queue_wait);
-}
+sched::Duration Dispatcher::Slot::queue_wait() const { return waiter_->dispatch->queue_wait; }
 void Dispatcher::Slot::set_interrupt_hook(std::function<void()> hook) {
   if (waiter_->superseded_in_flight) {
     if (hook) hook();  // superseded before the exchange even started

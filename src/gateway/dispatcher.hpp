@@ -46,7 +46,8 @@ class Dispatcher {
 
     sched::BackendId backend() const;
     int engine_priority() const;
-    std::chrono::milliseconds queue_wait() const;
+    // Time spent queued, as the scheduler measured it (from enqueue).
+    sched::Duration queue_wait() const;
     // Runs (on the request's executor) if the scheduler supersedes this
     // running request; it should abort the upstream exchange at once.
     void set_interrupt_hook(std::function<void()> hook);

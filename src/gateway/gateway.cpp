@@ -307,8 +307,12 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
         .cost_tokens = info.prompt_tokens_estimate + info.max_tokens.value_or(kDefaultOutputEstimate),
         .deadline = std::nullopt,
         .supersede_key = key};
+    const auto enqueued = Clock::now();
     auto slot = co_await dispatcher_->acquire(queued, conn);
-    rec.queue_ms = ms_since(started);
+    // Queue time from enqueue, not from request start (auth and parsing
+    // are not queueing); the scheduler's own figure once dispatched.
+    rec.queue_ms = slot ? std::chrono::duration<double, std::milli>(slot->queue_wait()).count()
+                        : ms_since(enqueued);
     if (!slot) {
       outcome.error = slot.error();
       if (conn.client_gone()) outcome.status = 499;  // left while queued: nothing to send
