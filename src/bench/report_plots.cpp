@@ -1,0 +1,66 @@
+#include "bench/report_plots.hpp"
+
+#include <fstream>
+
+#include "bench/svg_chart.hpp"
+
+namespace arbiter::bench {
+namespace {
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+std::vector<PlotFile> write_plots(const std::string& dir, const Scenario& scenario,
+                                  const RunResults& results) {
+  std::vector<std::pair<PlotFile, Chart>> charts;
+  for (std::size_t c = 0; c < scenario.classes.size(); ++c) {
+    const std::string& name = scenario.classes[c].name;
+    Chart chart;
+    chart.title = scenario.name + ": TTFT of completed " + name + " requests";
+    chart.x_label = "time to first token, ms (log)";
+    chart.y_label = "share of requests";
+    chart.log_x = true;
+    for (const PolicySummary& p : results.policies) {
+      ChartSeries s;
+      s.name = p.policy;
+      const auto& cdf = p.classes[c].ttft_cdf_ms;
+      for (std::size_t i = 0; i < cdf.size(); ++i) {
+        s.points.emplace_back(std::max(cdf[i], 0.01f), static_cast<double>(i) / (cdf.size() - 1));
+      }
+      chart.series.push_back(std::move(s));
+    }
+    charts.push_back({{"ttft-cdf-" + name + ".svg", "TTFT CDF, " + name}, std::move(chart)});
+  }
+  Chart queue, util;
+  queue.title = scenario.name + ": requests waiting (gateway queue; direct: engine queues)";
+  util.title = scenario.name + ": engine utilisation (busy step time / wall time)";
+  queue.x_label = util.x_label = "virtual time, s";
+  queue.y_label = "requests waiting";
+  util.y_label = "utilisation";
+  for (const PolicySummary& p : results.policies) {
+    ChartSeries q, u;
+    q.name = u.name = p.policy;
+    for (const Sample& s : p.series) {
+      q.points.emplace_back(s.t, s.queued);
+      u.points.emplace_back(s.t, s.utilisation);
+    }
+    queue.series.push_back(std::move(q));
+    util.series.push_back(std::move(u));
+  }
+  charts.push_back({{"queue-depth.svg", "queue depth over time"}, std::move(queue)});
+  charts.push_back({{"utilisation.svg", "engine utilisation over time"}, std::move(util)});
+
+  std::vector<PlotFile> out;
+  for (const auto& [file, chart] : charts) {
+    if (!write_file(dir + "/" + file.file, render_svg(chart))) return {};
+    out.push_back(file);
+  }
+  return out;
+}
+
+}  // namespace arbiter::bench

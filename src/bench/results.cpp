@@ -1,0 +1,115 @@
+#include "bench/results.hpp"
+
+#include <algorithm>
+
+namespace arbiter::bench {
+
+std::string_view outcome_name(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kCompleted: return "completed";
+    case Outcome::kRejected: return "rejected";
+    case Outcome::kDropped: return "dropped";
+    case Outcome::kSuperseded: return "superseded";
+    case Outcome::kCancelled: return "cancelled";
+    case Outcome::kUnfinished: return "unfinished";
+  }
+  return "?";
+}
+
+Collector::Collector(const Scenario& scenario)
+    : scenario_(scenario), classes_(scenario.classes.size()), tenants_(scenario.tenants.size()) {}
+
+void Collector::record(const RequestRecord& r) {
+  ++recorded_;
+  bool good = false, on_time = false;
+  if (r.outcome == Outcome::kCompleted) {
+    on_time = r.finished <= r.deadline;
+    const SloSpec& slo = scenario_.classes[r.klass].slo;
+    const double ttft = (r.first_token - r.arrival) * 1e3;
+    const double e2e = (r.finished - r.arrival) * 1e3;
+    const double tpot = r.output_tokens > 1 ? (e2e - ttft) / (r.output_tokens - 1) : 0;
+    good = on_time && (!slo.ttft_ms || ttft <= *slo.ttft_ms) && (!slo.tpot_ms || tpot <= *slo.tpot_ms) &&
+           (!slo.e2e_ms || e2e <= *slo.e2e_ms);
+  }
+  add(classes_[r.klass], r, good, on_time);
+  add(tenants_[r.tenant], r, good, on_time);
+}
+
+void Collector::add(Group& g, const RequestRecord& r, bool good, bool on_time) {
+  ++g.generated;
+  ++g.outcomes[static_cast<std::size_t>(r.outcome)];
+  if (r.deadline != kNever) {
+    ++g.with_deadline;
+    if (on_time) ++g.met_deadline;
+  }
+  if (good) ++g.good;
+  if (r.outcome != Outcome::kCompleted) return;
+  const double ttft = (r.first_token - r.arrival) * 1e3;
+  const double e2e = (r.finished - r.arrival) * 1e3;
+  g.ttft.push_back(static_cast<float>(ttft));
+  g.e2e.push_back(static_cast<float>(e2e));
+  if (r.output_tokens > 1) g.tpot.push_back(static_cast<float>((e2e - ttft) / (r.output_tokens - 1)));
+}
+
+GroupSummary Collector::finish(std::string name, Group& g, double duration_s) {
+  GroupSummary s;
+  s.name = std::move(name);
+  s.generated = g.generated;
+  s.outcomes = g.outcomes;
+  // The CDF first: percentiles() reorders the samples, the sort serves both.
+  std::sort(g.ttft.begin(), g.ttft.end());
+  if (!g.ttft.empty()) {
+    for (int i = 0; i <= 200; ++i) {
+      const auto at = static_cast<std::size_t>(i / 200.0 * static_cast<double>(g.ttft.size() - 1));
+      s.ttft_cdf_ms.push_back(g.ttft[at]);
+    }
+  }
+  s.ttft_ms = percentiles(g.ttft);
+  s.e2e_ms = percentiles(g.e2e);
+  s.tpot_ms = percentiles(g.tpot);
+  s.itl_ms = g.itl.percentiles();
+  for (double* v : {&s.itl_ms.p50, &s.itl_ms.p90, &s.itl_ms.p99, &s.itl_ms.p999}) *v *= 1e3;
+  s.with_deadline = g.with_deadline;
+  s.met_deadline = g.met_deadline;
+  s.good = g.good;
+  s.goodput_rps = duration_s > 0 ? static_cast<double>(g.good) / duration_s : 0;
+  const uint64_t judged = g.generated - g.outcomes[static_cast<std::size_t>(Outcome::kSuperseded)];
+  s.good_share = judged > 0 ? static_cast<double>(g.good) / static_cast<double>(judged) : 0;
+  g = Group{};
+  return s;
+}
+
+PolicySummary Collector::summarize(std::string policy, const EngineTotals& engine) {
+  PolicySummary out;
+  out.policy = std::move(policy);
+  out.engine = engine;
+  Group all;
+  for (std::size_t c = 0; c < classes_.size(); ++c) {
+    Group& g = classes_[c];
+    all.generated += g.generated;
+    for (std::size_t o = 0; o < kOutcomes; ++o) all.outcomes[o] += g.outcomes[o];
+    all.ttft.insert(all.ttft.end(), g.ttft.begin(), g.ttft.end());
+    all.tpot.insert(all.tpot.end(), g.tpot.begin(), g.tpot.end());
+    all.e2e.insert(all.e2e.end(), g.e2e.begin(), g.e2e.end());
+    all.itl.merge(g.itl);
+    all.with_deadline += g.with_deadline;
+    all.met_deadline += g.met_deadline;
+    all.good += g.good;
+    out.classes.push_back(finish(scenario_.classes[c].name, g, engine.duration_s));
+  }
+  out.all = finish("all", all, engine.duration_s);
+  std::vector<double> shares;
+  for (std::size_t t = 0; t < tenants_.size(); ++t) {
+    out.tenants.push_back(finish(scenario_.tenants[t].name, tenants_[t], engine.duration_s));
+    if (out.tenants.back().generated > 0) shares.push_back(out.tenants.back().good_share);
+  }
+  out.jain = jain_index(shares);
+  const double capacity = engine.duration_s * engine.engines;
+  out.utilisation = capacity > 0 ? engine.busy_s / capacity : 0;
+  out.waste_share = engine.work_tokens > 0 ? static_cast<double>(engine.wasted_cancel_tokens) /
+                                                 static_cast<double>(engine.work_tokens)
+                                           : 0;
+  return out;
+}
+
+}  // namespace arbiter::bench

@@ -1,0 +1,117 @@
+// Results of one policy's run, shared by virtual and live mode: the runner
+// hands in one RequestRecord per request and every inter-token gap; the
+// collector keeps per class and per tenant samples and turns them into a
+// PolicySummary (what results.json and the reports show).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/request_spec.hpp"
+#include "bench/scenario.hpp"
+#include "bench/stats.hpp"
+
+namespace arbiter::bench {
+
+// How a request ended; exactly one per generated request.
+enum class Outcome : uint8_t {
+  kCompleted,   // every token delivered (on time or not)
+  kRejected,    // refused at admission: 429, queue full
+  kDropped,     // given up by the system: 503 queue deadline, or refused by the engine
+  kSuperseded,  // replaced by a newer request with its supersede key
+  kCancelled,   // the client gave up (patience)
+  kUnfinished,  // still queued or running when the run was cut (drain_s)
+};
+inline constexpr std::size_t kOutcomes = 6;
+std::string_view outcome_name(Outcome outcome);
+
+struct RequestRecord {
+  uint16_t klass = 0;
+  uint16_t tenant = 0;
+  Outcome outcome = Outcome::kCompleted;
+  double arrival = 0;         // seconds
+  double first_token = -1;    // seconds; -1: none delivered
+  double finished = -1;       // seconds, completed only
+  uint32_t output_tokens = 0; // tokens delivered to the client
+  double deadline = kNever;   // absolute completion deadline
+};
+
+// Engine-side totals of a run, filled by the runner.
+struct EngineTotals {
+  double duration_s = 0;             // from 0 to the last event (goodput's denominator)
+  double busy_s = 0;                 // sum of step times over all engines
+  uint32_t engines = 0;
+  uint64_t work_tokens = 0;          // prefill computed + tokens decoded, all engines
+  uint64_t wasted_cancel_tokens = 0; // computed for requests later superseded or cancelled
+  uint64_t wasted_preempt_tokens = 0;// prefill lost to gateway preemption (recomputed on resume)
+  uint64_t engine_preemptions = 0;   // the engines' own KV preemptions
+  uint64_t gateway_preemptions = 0;  // scheduler preemptions acted on
+};
+
+// One point of the time series (every Scenario duration / 200).
+struct Sample {
+  double t = 0;
+  double queued = 0;       // waiting in the gateway (direct: in the engines' queues)
+  double running = 0;      // sequences in flight on the engines
+  double utilisation = 0;  // engine busy time / wall time over the interval, 0..1
+};
+
+struct GroupSummary {
+  std::string name;
+  uint64_t generated = 0;
+  std::array<uint64_t, kOutcomes> outcomes{};
+  Percentiles ttft_ms, itl_ms, tpot_ms, e2e_ms;  // completed requests (itl: every gap)
+  uint64_t with_deadline = 0;  // requests that had a deadline
+  uint64_t met_deadline = 0;   // of those, completed by it
+  uint64_t good = 0;           // completed, every SLO of its class and its deadline met
+  double goodput_rps = 0;      // good / duration
+  double good_share = 0;       // good / (generated - superseded)
+  std::vector<float> ttft_cdf_ms;  // TTFT at quantiles 0, 0.005, ..., 1 (201 points)
+};
+
+struct PolicySummary {
+  std::string policy;
+  std::vector<GroupSummary> classes;  // scenario order
+  std::vector<GroupSummary> tenants;  // scenario order
+  GroupSummary all;
+  EngineTotals engine;
+  double utilisation = 0;  // busy / (engines * duration)
+  double waste_share = 0;  // wasted_cancel_tokens / work_tokens
+  double jain = 1;         // over tenants with traffic, of good_share
+  double wall_s = 0;       // CPU wall time of the run
+  std::vector<Sample> series;
+};
+
+class Collector {
+ public:
+  explicit Collector(const Scenario& scenario);
+  void record(const RequestRecord& r);  // once per request
+  void token_gap(uint16_t klass, uint16_t tenant, double seconds) {
+    classes_[klass].itl.add(seconds);
+    tenants_[tenant].itl.add(seconds);
+  }
+  uint64_t recorded() const { return recorded_; }
+  // Consumes the samples.
+  PolicySummary summarize(std::string policy, const EngineTotals& engine);
+
+ private:
+  struct Group {
+    uint64_t generated = 0;
+    std::array<uint64_t, kOutcomes> outcomes{};
+    std::vector<float> ttft, tpot, e2e;  // ms, completed requests
+    LogHistogram itl;
+    uint64_t with_deadline = 0, met_deadline = 0, good = 0;
+  };
+  void add(Group& g, const RequestRecord& r, bool good, bool on_time);
+  GroupSummary finish(std::string name, Group& g, double duration_s);
+
+  const Scenario& scenario_;
+  std::vector<Group> classes_;
+  std::vector<Group> tenants_;
+  uint64_t recorded_ = 0;
+};
+
+}  // namespace arbiter::bench

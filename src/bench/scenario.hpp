@@ -1,0 +1,148 @@
+// A benchmark scenario as plain data: the engines, the tenants, and per class
+// the traffic that arrives and the SLOs it is judged by. Parsed once from
+// YAML (scenario_yaml.hpp); the key reference is docs/arbiter-bench.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/scheduler_config.hpp"
+#include "engine/profile.hpp"
+
+namespace arbiter::bench {
+
+// A token count drawn per request.
+struct LengthDist {
+  enum class Kind { kFixed, kUniform, kLognormal };
+  Kind kind = Kind::kFixed;
+  double value = 1;     // kFixed: the count; kLognormal: the mean
+  double sigma = 0.5;   // kLognormal: sigma of the underlying normal
+  uint32_t min = 1;     // kUniform bounds; clamp for kLognormal
+  uint32_t max = 1;     // kUniform bounds; clamp for kLognormal
+};
+
+// A multiplicative change of a class's rate: a step (for_s empty) or a burst.
+struct RateChange {
+  double at_s = 0;               // start, seconds of virtual time
+  std::optional<double> for_s;   // length; nullopt: until the end
+  double factor = 1;             // rate multiplier while it lasts
+};
+
+// A day compressed into `period_s`: the rate factor follows a fixed office-day
+// shape (0 at night, 1 at the morning and afternoon peaks) between `night` and `peak`.
+struct DayCurve {
+  double period_s = 240;   // one simulated day
+  double night = 0.2;      // factor at the quietest hour
+  double peak = 1;         // factor at the busiest hour
+  double start_hour = 0;   // hour of day at t = 0
+};
+
+// Rate over time: base * product of active changes * day factor.
+struct RateSpec {
+  double base = 0;                  // per second at factor 1
+  std::vector<RateChange> changes;  // steps and bursts
+  std::optional<DayCurve> day;      // none: flat
+};
+
+// Inter-arrival times: Poisson, or gamma with shape `burstiness` (vllm bench
+// serve's definition: < 1 burstier than Poisson, > 1 more regular).
+struct ArrivalSpec {
+  bool gamma = false;
+  double burstiness = 1;
+};
+
+// A client that gives up: that share of requests aborts `after_s` after
+// arrival unless finished by then.
+struct PatienceSpec {
+  double share = 0;
+  double after_s = 0;
+};
+
+enum class TrafficKind {
+  kRequests,  // independent requests (critical tasks, API calls)
+  kTyping,    // IDE completions: keystroke bursts, each request superseding the last
+  kChat,      // multi-turn sessions whose context grows
+  kBacklog,   // batch jobs: a backlog at t = 0 plus an optional stream, with deadlines
+};
+
+struct TrafficSpec {
+  TrafficKind kind = TrafficKind::kRequests;
+  RateSpec rate;        // requests/s; typing: bursts/s; chat: sessions/s; backlog: extra jobs/s
+  ArrivalSpec arrival;  // process of `rate`'s events
+  LengthDist prompt;    // prompt tokens (typing: after the file prefix; chat: each user turn)
+  LengthDist output;    // natural answer length
+  uint32_t max_tokens = 4096;      // request's max_tokens: caps the answer, and the cost estimate
+  std::optional<double> deadline_s;  // completion deadline after arrival (SLO and queue deadline)
+  PatienceSpec patience;
+  // Shared prefixes (system prompts): `count` distinct ones of `tokens` tokens,
+  // used by `share` of the requests.
+  uint32_t prefix_count = 0;
+  uint32_t prefix_tokens = 0;
+  double prefix_share = 0;
+  // typing
+  uint32_t developers = 1;          // each is one supersede key
+  LengthDist keystrokes;            // requests per burst
+  LengthDist keystroke_gap_ms;      // between requests of a burst (5-10/s: 100-200 ms)
+  LengthDist file_tokens;           // the file being edited: a per-developer prefix
+  // chat
+  LengthDist turns;                 // turns per session
+  LengthDist think_s;               // between the starts of two turns
+  uint32_t max_context = 16'000;    // context is cut to this many tokens
+  // backlog
+  uint32_t jobs = 0;                // jobs queued at t = 0
+};
+
+// What a good request is, for goodput (vllm bench serve --goodput): every
+// set bound must hold.
+struct SloSpec {
+  std::optional<double> ttft_ms;
+  std::optional<double> tpot_ms;
+  std::optional<double> e2e_ms;
+};
+
+struct ClassSpec {
+  std::string name;                   // scheduler class name
+  sched::ClassPolicy policy;          // core defaults for the name, then the scenario's overrides
+  SloSpec slo;
+  std::vector<double> tenant_mix;     // traffic weight per tenant (scenario order)
+  TrafficSpec traffic;
+};
+
+struct TenantSpec {
+  std::string name;
+  double weight = 1;  // scheduler weight inside every class
+};
+
+struct EngineSpec {
+  std::string profile = "llama-8b-a100";
+  engine::EngineConfig config;        // the profile's
+  uint32_t count = 1;
+  uint32_t max_concurrency = 0;       // gateway slots per engine; 0: the profile's max_num_seqs
+  // Saturation signal the gateway scrapes (docs/engine-signals.md).
+  double scrape_ms = 100;
+  uint32_t max_waiting = 0;
+  double kv_threshold = 0.9;
+  bool signals = true;
+};
+
+enum class DirectRouting { kLeastLoaded, kRoundRobin };
+
+struct Scenario {
+  std::string name;
+  std::string finding;       // the BRIEF finding and target it tests
+  uint64_t seed = 1;
+  double duration_s = 60;    // arrivals stop here
+  uint64_t max_requests = 0; // 0: no limit
+  double drain_s = 600;      // after duration: unfinished work is cut here
+  EngineSpec engine;
+  DirectRouting direct_routing = DirectRouting::kLeastLoaded;
+  std::vector<std::string> policies = {"direct", "fifo", "priority", "hybrid"};
+  double aging_fraction = 0.2;
+  bool preemption = true;
+  std::vector<TenantSpec> tenants;
+  std::vector<ClassSpec> classes;
+};
+
+}  // namespace arbiter::bench

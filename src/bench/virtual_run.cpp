@@ -1,0 +1,448 @@
+#include "bench/virtual_run.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <queue>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "bench/workload.hpp"
+#include "core/scheduler.hpp"
+#include "engine/engine.hpp"
+
+namespace arbiter::bench {
+
+sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy policy) {
+  sched::SchedulerConfig out;
+  out.policy = policy;
+  out.aging_fraction = scenario.aging_fraction;
+  out.preemption = scenario.preemption;
+  for (const ClassSpec& c : scenario.classes) out.classes.push_back(c.policy);
+  out.pools.push_back(
+      {.name = "model",
+       .max_concurrency = std::vector<uint32_t>(scenario.engine.count, scenario.engine.max_concurrency)});
+  for (std::size_t t = 0; t < scenario.tenants.size(); ++t) {
+    if (scenario.tenants[t].weight != 1) {
+      out.tenant_weights[static_cast<sched::TenantId>(t)] = scenario.tenants[t].weight;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+constexpr uint32_t kNone = ~0u;
+constexpr std::size_t kSamples = 200;
+
+sched::TimePoint to_time_point(double s) {
+  return sched::TimePoint(std::chrono::nanoseconds(std::llround(s * 1e9)));
+}
+double to_seconds(sched::TimePoint t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+// A request between its arrival and its end. Slots are reused; `ref`
+// (generation << 32 | slot) names one request for timers and the scheduler.
+struct Live {
+  RequestSpec spec;
+  sched::Handle handle;
+  double first_token = -1;
+  double last_token = -1;
+  uint32_t delivered = 0;         // tokens the client has, over all engine runs
+  uint32_t engine = kNone;        // engine it runs on, kNone when not running
+  engine::RequestId run_id = 0;   // the engine's id of the current run
+  uint32_t generation = 0;
+  bool active = false;
+};
+
+class VirtualRun {
+ public:
+  VirtualRun(const Scenario& s, std::string_view policy, uint64_t seed)
+      : s_(s), workload_(s, seed), collector_(s), policy_(policy) {
+    if (policy != "direct") {
+      auto sched = sched::Scheduler::create(scheduler_config(s, *sched::policy_from_string(policy)));
+      sched_.emplace(std::move(*sched));
+    }
+    engines_.reserve(s.engine.count);
+    for (uint32_t e = 0; e < s.engine.count; ++e) engines_.emplace_back(s.engine.config);
+    last_step_.assign(s.engine.count, nullptr);
+    stepping_.assign(s.engine.count, false);
+    in_engine_.assign(s.engine.count, 0);
+    saturated_.assign(s.engine.count, false);
+    sample_dt_ = s.duration_s / kSamples;
+  }
+
+  PolicySummary run() {
+    const auto wall_start = std::chrono::steady_clock::now();
+    const double cut = s_.duration_s + s_.drain_s;
+    std::optional<RequestSpec> next = workload_.next();
+    double tick = 0;
+    double sample = sample_dt_;
+    const bool ticks = sched_ && s_.engine.signals;
+    for (;;) {
+      const double t_arrival = next ? next->arrival : kNever;
+      const double t_step = steps_.empty() ? kNever : steps_.top().first;
+      const double t_abort = aborts_.empty() ? kNever : aborts_.top().first;
+      const sched::TimePoint wake = sched_ ? sched_->next_wakeup().value_or(sched::TimePoint::max())
+                                           : sched::TimePoint::max();
+      const double t_wake = wake == sched::TimePoint::max() ? kNever : to_seconds(wake);
+      const double t = std::min({t_arrival, t_step, t_abort, t_wake});
+      if (t == kNever) break;
+      if (std::min({t, sample, ticks ? tick : kNever}) > cut) break;
+      if (sample <= t) {
+        take_sample(sample);
+        sample += sample_dt_;
+        continue;
+      }
+      if (ticks && tick <= t) {
+        now_ = std::max(now_, tick);
+        scrape_signals();
+        tick += s_.engine.scrape_ms / 1000;
+        continue;
+      }
+      now_ = std::max(now_, t);
+      if (t_step == t) {
+        while (!steps_.empty() && steps_.top().first == t) {
+          const uint32_t e = steps_.top().second;
+          steps_.pop();
+          end_step(e);
+        }
+      } else if (t_abort == t) {
+        const uint64_t ref = aborts_.top().second;
+        aborts_.pop();
+        if (Live* l = find(ref)) client_abort(*l);
+      } else if (t_arrival == t) {
+        arrive(*next);
+        next = workload_.next();
+      } else {
+        dirty_ = true;  // a deadline or the end of a debounce
+      }
+      if (sched_ && dirty_) {
+        sched::TimePoint at = time_point();
+        if (t_wake == t) at = std::max(at, wake);  // exactly at the deadline, not 1 ns early
+        poll(at);
+      }
+      start_due_engines();
+    }
+    for (std::size_t slot = 0; slot < lives_.size(); ++slot) {
+      if (lives_[slot].active) finish(lives_[slot], Outcome::kUnfinished);
+    }
+    EngineTotals totals = engine_totals(std::min(now_, cut));
+    PolicySummary out = collector_.summarize(policy_, totals);
+    out.series = std::move(series_);
+    out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    return out;
+  }
+
+ private:
+  sched::TimePoint time_point() {
+    last_tp_ = std::max(last_tp_, to_time_point(now_));
+    return last_tp_;
+  }
+
+  uint64_t ref_of(const Live& l) const {
+    return (uint64_t{l.generation} << 32) | static_cast<uint64_t>(&l - lives_.data());
+  }
+  Live* find(uint64_t ref) {
+    const auto slot = static_cast<uint32_t>(ref);
+    if (slot >= lives_.size()) return nullptr;
+    Live& l = lives_[slot];
+    return l.active && l.generation == (ref >> 32) ? &l : nullptr;
+  }
+
+  Live& allocate(const RequestSpec& spec) {
+    uint32_t slot;
+    if (!free_.empty()) {
+      slot = free_.back();
+      free_.pop_back();
+    } else {
+      slot = static_cast<uint32_t>(lives_.size());
+      lives_.emplace_back();
+    }
+    Live& l = lives_[slot];
+    const uint32_t generation = l.generation + 1;
+    l = Live{};
+    l.spec = spec;
+    l.generation = generation;
+    l.active = true;
+    return l;
+  }
+
+  void finish(Live& l, Outcome outcome) {
+    collector_.record({.klass = l.spec.klass,
+                       .tenant = l.spec.tenant,
+                       .outcome = outcome,
+                       .arrival = l.spec.arrival,
+                       .first_token = l.first_token,
+                       .finished = outcome == Outcome::kCompleted ? now_ : -1,
+                       .output_tokens = l.delivered,
+                       .deadline = l.spec.deadline});
+    if (l.spec.supersede_key != 0) {
+      auto it = newest_.find(l.spec.supersede_key);
+      if (it != newest_.end() && it->second == ref_of(l)) newest_.erase(it);
+    }
+    l.active = false;
+    free_.push_back(static_cast<uint32_t>(&l - lives_.data()));
+  }
+
+  // Starts (or resumes) a request on engine e; false when the engine refuses it.
+  bool submit(Live& l, uint32_t e) {
+    engine::SubmitRequest r;
+    r.id = (++runs_ << 32) | static_cast<uint32_t>(&l - lives_.data());
+    r.prompt_tokens = l.spec.prompt_tokens() + l.delivered;
+    prompt_block_hashes(l.spec, s_.engine.config.block_size, r.block_hashes);
+    r.output_tokens = l.spec.output_tokens - l.delivered;
+    if (!engines_[e].submit(std::move(r), now_)) return false;
+    l.run_id = (runs_ << 32) | static_cast<uint32_t>(&l - lives_.data());
+    l.engine = e;
+    ++in_engine_[e];
+    due_.push_back(e);
+    return true;
+  }
+
+  // Takes a running request out of its engine; returns the tokens computed
+  // for the run (prefill, decode), now wasted.
+  std::pair<uint64_t, uint64_t> abort_in_engine(Live& l) {
+    engine::Engine& engine = engines_[l.engine];
+    const engine::EngineStats before = engine.stats();
+    engine.abort(l.run_id);
+    const engine::EngineStats after = engine.stats();
+    --in_engine_[l.engine];
+    due_.push_back(l.engine);  // freed KV may let waiting work in
+    l.engine = kNone;
+    return {after.wasted_prefill_tokens_total - before.wasted_prefill_tokens_total,
+            after.wasted_decode_tokens_total - before.wasted_decode_tokens_total};
+  }
+
+  void waste(Live& l) {
+    const auto [prefill, decode] = abort_in_engine(l);
+    wasted_cancel_ += prefill + decode;
+  }
+
+  uint32_t pick_engine() {
+    const auto n = static_cast<uint32_t>(engines_.size());
+    if (s_.direct_routing == DirectRouting::kRoundRobin) return rotation_++ % n;
+    uint32_t best = rotation_ % n;
+    for (uint32_t i = 1; i < n; ++i) {
+      const uint32_t e = (rotation_ + i) % n;
+      if (in_engine_[e] < in_engine_[best]) best = e;
+    }
+    rotation_ = best + 1;
+    return best;
+  }
+
+  void arrive(const RequestSpec& spec) {
+    Live& l = allocate(spec);
+    const uint64_t ref = ref_of(l);
+    if (spec.abort_at != kNever) aborts_.emplace(spec.abort_at, ref);
+    if (!sched_) {
+      if (spec.supersede_key != 0) {
+        // The IDE aborts its previous request when it sends the next one.
+        if (auto it = newest_.find(spec.supersede_key); it != newest_.end()) {
+          if (Live* old = find(it->second)) {
+            waste(*old);
+            finish(*old, Outcome::kSuperseded);
+          }
+        }
+        newest_[spec.supersede_key] = ref;
+      }
+      if (!submit(l, pick_engine())) finish(l, Outcome::kDropped);
+      return;
+    }
+    const uint64_t key = spec.supersede_key;
+    sched::Request request{
+        .user = ref,
+        .pool = 0,
+        .klass = spec.klass,
+        .tenant = spec.tenant,
+        .cost_tokens = static_cast<int64_t>(spec.prompt_tokens()) + spec.max_tokens,
+        .deadline = spec.deadline != kNever ? std::optional(to_time_point(spec.deadline)) : std::nullopt,
+        .supersede_key = key != 0 ? std::string_view(reinterpret_cast<const char*>(&key), sizeof key)
+                                  : std::string_view()};
+    auto admitted = sched_->enqueue(request, time_point());
+    if (!admitted) {
+      finish(l, Outcome::kRejected);
+      return;
+    }
+    l.handle = admitted->handle;
+    if (const auto& old = admitted->superseded) {
+      if (Live* o = find(old->user)) {
+        if (old->in_flight) {
+          if (o->engine != kNone) waste(*o);
+          sched_->complete(o->handle, time_point());
+        }
+        finish(*o, Outcome::kSuperseded);
+      }
+    }
+    dirty_ = true;
+  }
+
+  void client_abort(Live& l) {
+    if (!sched_) {
+      if (l.engine != kNone) waste(l);
+    } else if (sched_->cancel(l.handle) == sched::CancelOutcome::kReleased && l.engine != kNone) {
+      waste(l);
+    }
+    finish(l, Outcome::kCancelled);
+    dirty_ = true;
+  }
+
+  void end_step(uint32_t e) {
+    stepping_[e] = false;
+    due_.push_back(e);
+    const engine::StepResult& step = *last_step_[e];
+    for (const engine::RequestEvent& ev : step.events) {
+      if (!ev.token) continue;
+      Live& l = lives_[static_cast<uint32_t>(ev.id)];
+      // Tokens of a run aborted during this step never reach anyone.
+      if (!l.active || l.run_id != ev.id) continue;
+      if (l.first_token < 0) {
+        l.first_token = now_;
+      } else {
+        collector_.token_gap(l.spec.klass, l.spec.tenant, now_ - l.last_token);
+      }
+      l.last_token = now_;
+      ++l.delivered;
+      if (ev.finished) {
+        --in_engine_[e];
+        l.engine = kNone;
+        if (sched_) {
+          sched_->complete(l.handle, time_point(), static_cast<int64_t>(l.spec.prompt_tokens()) + l.delivered);
+          dirty_ = true;
+        }
+        finish(l, Outcome::kCompleted);
+      }
+    }
+  }
+
+  void poll(sched::TimePoint at) {
+    last_tp_ = std::max(last_tp_, at);
+    for (bool again = true; again;) {
+      dirty_ = false;
+      actions_.clear();
+      sched_->poll(last_tp_, actions_);
+      for (const sched::Expired& x : actions_.expired) {
+        if (Live* l = find(x.user)) finish(*l, Outcome::kDropped);
+      }
+      for (const sched::Dispatch& d : actions_.dispatches) {
+        Live* l = find(d.user);
+        if (l == nullptr) continue;
+        if (!submit(*l, d.backend)) {
+          sched_->complete(d.handle, last_tp_);
+          finish(*l, Outcome::kDropped);
+        }
+      }
+      // Preemption: abort, keep what the client has, continue later from
+      // prompt + delivered tokens.
+      for (const sched::Preemption& p : actions_.preemptions) {
+        Live* l = find(p.user);
+        if (l == nullptr || l->engine == kNone) continue;
+        wasted_preempt_ += abort_in_engine(*l).first;
+        ++gateway_preemptions_;
+        const int64_t remaining = static_cast<int64_t>(l->spec.prompt_tokens()) + l->spec.max_tokens;
+        sched_->requeue_preempted(l->handle, remaining, last_tp_);
+      }
+      again = !actions_.preemptions.empty();
+    }
+  }
+
+  void start_due_engines() {
+    for (const uint32_t e : due_) {
+      if (stepping_[e] || !engines_[e].has_work()) continue;
+      const engine::StepResult& step = engines_[e].step(now_);
+      last_step_[e] = &step;
+      if (step.scheduled_seqs == 0) continue;  // stalled: waits for an abort or submit
+      stepping_[e] = true;
+      busy_ += step.duration;
+      interval_busy_ += step.duration;
+      steps_.emplace(step.end(), e);
+    }
+    due_.clear();
+  }
+
+  void scrape_signals() {
+    bool changed = false;
+    for (uint32_t e = 0; e < engines_.size(); ++e) {
+      const engine::EngineStats st = engines_[e].stats();
+      const bool saturated = st.num_requests_waiting > s_.engine.max_waiting ||
+                             st.kv_cache_usage_perc > s_.engine.kv_threshold;
+      if (saturated == saturated_[e]) continue;
+      saturated_[e] = saturated;
+      sched_->set_backend_state(0, e, {.saturated = saturated});
+      changed = true;
+    }
+    if (changed) {
+      poll(time_point());
+      start_due_engines();
+    }
+  }
+
+  void take_sample(double t) {
+    Sample out{.t = t};
+    for (const engine::Engine& engine : engines_) {
+      const engine::EngineStats st = engine.stats();
+      out.running += st.num_requests_running;
+      if (!sched_) out.queued += st.num_requests_waiting;
+    }
+    if (sched_) out.queued = static_cast<double>(sched_->queued());
+    out.utilisation = std::min(1.0, interval_busy_ / (sample_dt_ * static_cast<double>(engines_.size())));
+    interval_busy_ = 0;
+    series_.push_back(out);
+  }
+
+  EngineTotals engine_totals(double end) const {
+    EngineTotals out{.duration_s = end,
+                     .busy_s = busy_,
+                     .engines = static_cast<uint32_t>(engines_.size()),
+                     .wasted_cancel_tokens = wasted_cancel_,
+                     .wasted_preempt_tokens = wasted_preempt_,
+                     .gateway_preemptions = gateway_preemptions_};
+    for (const engine::Engine& engine : engines_) {
+      const engine::EngineStats st = engine.stats();
+      out.work_tokens += st.prefill_tokens_computed_total + st.generation_tokens_total;
+      out.engine_preemptions += st.num_preemptions_total;
+    }
+    return out;
+  }
+
+  using Timer = std::pair<double, uint64_t>;  // time, engine or request ref
+  using MinHeap = std::priority_queue<Timer, std::vector<Timer>, std::greater<>>;
+
+  const Scenario& s_;
+  Workload workload_;
+  Collector collector_;
+  std::string policy_;
+  std::optional<sched::Scheduler> sched_;  // none: direct
+  sched::Actions actions_;
+  std::vector<engine::Engine> engines_;
+  std::vector<const engine::StepResult*> last_step_;  // valid while stepping_
+  std::vector<bool> stepping_;
+  std::vector<uint32_t> in_engine_;  // requests submitted and not ended, per engine
+  std::vector<bool> saturated_;      // last verdict given to the scheduler
+  std::vector<uint32_t> due_;        // engines that may need a step now
+  MinHeap steps_;                    // step ends
+  MinHeap aborts_;                   // client patience timers
+  std::vector<Live> lives_;
+  std::vector<uint32_t> free_;
+  std::unordered_map<uint64_t, uint64_t> newest_;  // direct: supersede key -> newest ref
+  double now_ = 0;
+  sched::TimePoint last_tp_{};
+  bool dirty_ = false;  // scheduler state changed since the last poll
+  uint64_t runs_ = 0;
+  uint32_t rotation_ = 0;
+  double busy_ = 0, interval_busy_ = 0, sample_dt_ = 1;
+  uint64_t wasted_cancel_ = 0, wasted_preempt_ = 0, gateway_preemptions_ = 0;
+  std::vector<Sample> series_;
+};
+
+}  // namespace
+
+PolicySummary run_virtual(const Scenario& scenario, std::string_view policy, uint64_t seed) {
+  return VirtualRun(scenario, policy, seed).run();
+}
+
+}  // namespace arbiter::bench
