@@ -10,6 +10,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Upstream read buffer: a whole ~1 KB answer (or a burst of SSE events) per
+// recv. Beast reads max(512, free space) at a time and the parser empties the
+// buffer before each read, so a buffer that starts empty stays at 512.
+constexpr std::size_t kUpstreamReadBytes = 16 * 1024;
+
 // Upstream response headers passed on to the client besides content-type:
 // the ones clients use to pace retries.
 constexpr std::array kForwardedHeaders = {
@@ -108,6 +113,7 @@ class Exchange {
       }
 
       beast::flat_buffer buffer;
+      buffer.reserve(kUpstreamReadBytes);  // one recv per piece, not 512-byte ones
       http::response_parser<http::buffer_body> parser;
       parser.body_limit(boost::none);  // streams are unbounded; whole bodies are checked below
       deadline_.arm(socket, deadline - Clock::now());

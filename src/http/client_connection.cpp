@@ -10,6 +10,7 @@ namespace {
 // More pipelined bytes than this and the watcher stops reading until the
 // request ends.
 constexpr std::size_t kMaxPipelinedBytes = 64 * 1024;
+constexpr std::size_t kWatchReadBytes = 4096;
 }  // namespace
 
 ClientConnection::ClientConnection(tcp::socket& socket, beast::flat_buffer& buffer,
@@ -58,19 +59,14 @@ Task<void> ClientConnection::stop_watch() {
 }
 
 Task<void> ClientConnection::watch() {
-  // Waits for readability rather than reading: no speculative recv per
-  // request, and nothing is consumed unless the client really sent bytes.
+  // An async read rather than a readiness wait: Asio queues it without any
+  // syscall when the last read emptied the socket, where a wait would re-arm
+  // the descriptor with an epoll_ctl on every request. It only completes when
+  // the client really sent bytes or left.
   while (buffer_.size() < kMaxPipelinedBytes) {
-    auto [ec] = co_await socket_.async_wait(tcp::socket::wait_read, kAsTuple);
+    auto [ec, n] = co_await socket_.async_read_some(buffer_.prepare(kWatchReadBytes), kAsTuple);
     if (ec) {
-      if (ec != net::error::operation_aborted) mark_gone();
-      co_return;
-    }
-    beast::error_code read_ec;
-    const std::size_t n = socket_.read_some(buffer_.prepare(4096), read_ec);
-    if (read_ec == net::error::would_block || read_ec == net::error::try_again) continue;
-    if (read_ec || n == 0) {
-      mark_gone();  // EOF or reset: the client left
+      if (ec != net::error::operation_aborted) mark_gone();  // EOF or reset: the client left
       co_return;
     }
     buffer_.commit(n);  // a pipelined request: kept for the next parse

@@ -3,6 +3,8 @@
 // unchanged, streaming or not, over pooled upstream connections.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "support/harness.hpp"
 #include "support/http_client.hpp"
 #include "support/requests.hpp"
@@ -143,6 +145,38 @@ TEST(Relay, StreamedThenPlainRequestsReuseOneUpstreamConnection) {
   ASSERT_EQ(plain.status, 200);
   EXPECT_EQ(h.upstream().total_connections(), 1u)
       << "a connection whose stream ended cleanly should go back to the pool";
+}
+
+// A client that pipelines: the second request arrives while the first waits
+// on the engine, so the disconnect watch reads it. It must be kept and
+// answered after the first, not taken for the client leaving.
+TEST(Relay, PipelinedRequestArrivingMidRequestIsAnsweredNext) {
+  Harness h;
+  Respond slow;
+  slow.body = chat_completion_body("m1", "first");
+  slow.header_delay = Millis(300);
+  h.upstream().push(slow);
+  Respond fast;
+  fast.body = chat_completion_body("m1", "second");
+  h.upstream().push(fast);
+
+  const HttpRequest second = chat_request(chat_body());
+  std::string wire = "POST " + second.target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  for (const auto& [k, v] : second.headers) wire += k + ": " + v + "\r\n";
+  wire += "Content-Length: " + std::to_string(second.body.size()) + "\r\n\r\n" + second.body;
+
+  HttpConnection conn(h.port());
+  conn.send(chat_request(chat_body()));
+  std::this_thread::sleep_for(Millis(100));  // the first request is upstream now
+  conn.send_raw(wire);                       // pipelined before the first answer
+  const auto first_head = conn.read_head();
+  EXPECT_EQ(first_head.status, 200);
+  EXPECT_EQ(conn.read_rest(), slow.body);
+  conn.send_raw("");  // nothing to send: a fresh parser for the pipelined answer
+  const auto second_head = conn.read_head();
+  EXPECT_EQ(second_head.status, 200);
+  EXPECT_EQ(conn.read_rest(), fast.body);
+  EXPECT_EQ(h.upstream().request_count(), 2u);
 }
 
 }  // namespace
