@@ -29,10 +29,12 @@ const PolicySummary* find(const RunResults& r, std::string_view name) {
   return nullptr;
 }
 
-double lost_share(const GroupSummary& g) {
+// Requests the client saw fail: 429, 503 (queue deadline, engine refusal), or its own time-out.
+double failed_share(const GroupSummary& g) {
   if (g.generated == 0) return 0;
   const double lost = static_cast<double>(g.outcomes[static_cast<std::size_t>(Outcome::kRejected)] +
-                                          g.outcomes[static_cast<std::size_t>(Outcome::kDropped)]);
+                                          g.outcomes[static_cast<std::size_t>(Outcome::kDropped)] +
+                                          g.outcomes[static_cast<std::size_t>(Outcome::kCancelled)]);
   return lost / static_cast<double>(g.generated);
 }
 
@@ -72,8 +74,8 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
       rows.push_back({n + ": completed within deadline",
                       [c](const PolicySummary& p) { return deadline_rate(p.classes[c]); }, pct});
     }
-    rows.push_back({n + ": rejected + dropped",
-                    [c](const PolicySummary& p) { return lost_share(p.classes[c]); }, pct});
+    rows.push_back({n + ": failed (429 + 503 + client timeout)",
+                    [c](const PolicySummary& p) { return failed_share(p.classes[c]); }, pct});
     rows.push_back({n + ": share meeting SLO", [c](const PolicySummary& p) { return p.classes[c].good_share; },
                     pct});
   }

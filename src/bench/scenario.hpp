@@ -119,12 +119,16 @@ struct EngineSpec {
   std::string profile = "llama-8b-a100";
   engine::EngineConfig config;        // the profile's
   uint32_t count = 1;
-  uint32_t max_concurrency = 0;       // gateway slots per engine; 0: the profile's max_num_seqs
+  uint32_t max_concurrency = 64;      // gateway slots per engine (the gateway's default)
   // Saturation signal the gateway scrapes (docs/engine-signals.md).
   double scrape_ms = 100;
   uint32_t max_waiting = 0;
   double kv_threshold = 0.9;
   bool signals = true;
+  // Engines run vLLM's --scheduling-policy priority and the gateway passes
+  // each class's engine_priority (as BackendConfig::priority_scheduling);
+  // direct clients send none (0).
+  bool priority_scheduling = false;
 };
 
 enum class DirectRouting { kLeastLoaded, kRoundRobin };
@@ -140,7 +144,7 @@ struct Scenario {
   DirectRouting direct_routing = DirectRouting::kLeastLoaded;
   std::vector<std::string> policies = {"direct", "fifo", "priority", "hybrid"};
   double aging_fraction = 0.2;
-  bool preemption = true;
+  bool preemption = false;   // as the gateway runs it (gateway/scheduler_setup.cpp)
   std::vector<TenantSpec> tenants;
   std::vector<ClassSpec> classes;
 };

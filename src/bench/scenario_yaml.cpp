@@ -329,7 +329,7 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   const std::string path = "engine";
   if (!r.map(n, path,
              {"profile", "count", "max_concurrency", "scrape_ms", "max_waiting", "kv_threshold",
-              "signals", "max_num_seqs", "num_blocks"})) {
+              "signals", "max_num_seqs", "num_blocks", "priority_scheduling"})) {
     return;
   }
   EngineSpec& e = s.engine;
@@ -343,20 +343,21 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   }
   e.config = profile->config;
   r.read(n, path, "count", e.count, 1, 100'000);
-  r.read(n, path, "max_concurrency", e.max_concurrency, 0, 1e6);
+  r.read(n, path, "max_concurrency", e.max_concurrency, 1, 1e6);
   r.read(n, path, "scrape_ms", e.scrape_ms, 1, 1e6);
   r.read(n, path, "max_waiting", e.max_waiting);
   r.read(n, path, "kv_threshold", e.kv_threshold, 0, 1);
   r.read(n, path, "signals", e.signals);
   r.read(n, path, "max_num_seqs", e.config.max_num_seqs, 1, 1e6);
   r.read(n, path, "num_blocks", e.config.num_blocks, 1, 1e9);
-  if (e.max_concurrency == 0) e.max_concurrency = e.config.max_num_seqs;
+  r.read(n, path, "priority_scheduling", e.priority_scheduling);
+  if (e.priority_scheduling) e.config.policy = engine::SchedulingPolicy::kPriority;
 }
 
 Scenario read_scenario(Reader& r, const YAML::Node& root) {
   Scenario s;
   s.engine.config = engine::find_profile(s.engine.profile)->config;
-  s.engine.max_concurrency = s.engine.config.max_num_seqs;
+  s.engine.max_concurrency = BackendConfig{}.max_concurrency;
   if (!r.map(root, "(top level)",
              {"name", "finding", "seed", "duration_s", "max_requests", "drain_s", "engine",
               "direct_routing", "policies", "scheduler", "tenants", "classes"})) {

@@ -95,7 +95,7 @@ class VirtualRun {
       if (std::min({t, sample, ticks ? tick : kNever}) > cut) break;
       if (sample <= t) {
         take_sample(sample);
-        sample += sample_dt_;
+        sample = sample_dt_ * static_cast<double>(series_.size() + 1);
         continue;
       }
       if (ticks && tick <= t) {
@@ -128,6 +128,8 @@ class VirtualRun {
       }
       start_due_engines();
     }
+    // An idle tail of the arrival window still gets its (empty) samples.
+    while (series_.size() < kSamples) take_sample(sample_dt_ * static_cast<double>(series_.size() + 1));
     for (std::size_t slot = 0; slot < lives_.size(); ++slot) {
       if (lives_[slot].active) finish(lives_[slot], Outcome::kUnfinished);
     }
@@ -190,8 +192,9 @@ class VirtualRun {
   }
 
   // Starts (or resumes) a request on engine e; false when the engine refuses it.
-  bool submit(Live& l, uint32_t e) {
+  bool submit(Live& l, uint32_t e, int priority = 0) {
     engine::SubmitRequest r;
+    r.priority = priority;
     r.id = (++runs_ << 32) | static_cast<uint32_t>(&l - lives_.data());
     r.prompt_tokens = l.spec.prompt_tokens() + l.delivered;
     prompt_block_hashes(l.spec, s_.engine.config.block_size, r.block_hashes);
@@ -331,7 +334,7 @@ class VirtualRun {
       for (const sched::Dispatch& d : actions_.dispatches) {
         Live* l = find(d.user);
         if (l == nullptr) continue;
-        if (!submit(*l, d.backend)) {
+        if (!submit(*l, d.backend, d.engine_priority)) {
           sched_->complete(d.handle, last_tp_);
           finish(*l, Outcome::kDropped);
         }

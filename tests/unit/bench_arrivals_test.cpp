@@ -1,0 +1,134 @@
+// Arrival processes and rate curves: mean rates, gamma burstiness, bursts,
+// the day curve; and the workload stream built on them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include "bench/arrivals.hpp"
+#include "bench/scenario_yaml.hpp"
+#include "bench/workload.hpp"
+
+namespace arbiter::bench {
+namespace {
+
+std::vector<double> gaps(const TrafficSpec& t, double horizon, uint64_t seed) {
+  ArrivalProcess p(t, horizon, seed);
+  std::vector<double> out;
+  double last = 0;
+  for (double now = p.next(); now <= horizon; now = p.next()) {
+    out.push_back(now - last);
+    last = now;
+  }
+  return out;
+}
+
+double coefficient_of_variation(const std::vector<double>& x) {
+  double mean = 0, var = 0;
+  for (double v : x) mean += v;
+  mean /= static_cast<double>(x.size());
+  for (double v : x) var += (v - mean) * (v - mean);
+  return std::sqrt(var / static_cast<double>(x.size())) / mean;
+}
+
+TEST(BenchArrivals, PoissonMeanRateAndUnitVariation) {
+  TrafficSpec t;
+  t.rate.base = 100;
+  const auto g = gaps(t, 1000, 1);
+  // 100,000 expected; the standard deviation of a Poisson count is ~316.
+  EXPECT_NEAR(static_cast<double>(g.size()), 100'000, 1'500);
+  EXPECT_NEAR(coefficient_of_variation(g), 1.0, 0.02);
+}
+
+TEST(BenchArrivals, GammaKeepsTheRateAndSetsBurstiness) {
+  for (double b : {0.25, 4.0}) {
+    TrafficSpec t;
+    t.rate.base = 50;
+    t.arrival = {.gamma = true, .burstiness = b};
+    const auto g = gaps(t, 2000, 2);
+    EXPECT_NEAR(static_cast<double>(g.size()), 100'000, 3'000) << b;
+    EXPECT_NEAR(coefficient_of_variation(g), 1 / std::sqrt(b), 0.05 / std::sqrt(b)) << b;
+  }
+}
+
+TEST(BenchArrivals, BurstMultipliesTheRateWhileItLasts) {
+  TrafficSpec t;
+  t.rate.base = 200;
+  t.rate.changes = {{.at_s = 100, .for_s = 50, .factor = 3}, {.at_s = 200, .for_s = std::nullopt, .factor = 0}};
+  ArrivalProcess p(t, 300, 3);
+  std::map<int, int> per_window;  // 50 s windows
+  for (double now = p.next(); now < 300; now = p.next()) ++per_window[static_cast<int>(now / 50)];
+  EXPECT_NEAR(per_window[0], 10'000, 400);
+  EXPECT_NEAR(per_window[1], 10'000, 400);
+  EXPECT_NEAR(per_window[2], 30'000, 700);
+  EXPECT_NEAR(per_window[3], 10'000, 400);
+  EXPECT_EQ(per_window[4], 0);  // factor 0 from 200 s on: the process ends
+  EXPECT_EQ(p.next(), kNever);
+}
+
+TEST(BenchArrivals, DayCurveRunsFromNightToPeak) {
+  DayCurve day{.period_s = 240, .night = 0.2, .peak = 3, .start_hour = 0};
+  EXPECT_DOUBLE_EQ(day_factor(day, 0), 0.2);                 // midnight
+  EXPECT_DOUBLE_EQ(day_factor(day, 240.0 * 9.5 / 24), 3.0);  // 09:30
+  RateCurve curve({.base = 10, .changes = {}, .day = day}, 240);
+  EXPECT_NEAR(curve.rate_at(240.0 * 3 / 24), 2, 1e-9);
+  EXPECT_NEAR(curve.rate_at(240.0 * 9.6 / 24), 30, 1e-9);
+}
+
+TEST(BenchArrivals, AdvanceIntegratesTheRate) {
+  RateCurve curve({.base = 10, .changes = {{.at_s = 1, .for_s = 1, .factor = 2}}, .day = std::nullopt}, 10);
+  EXPECT_DOUBLE_EQ(curve.advance(0, 5), 0.5);    // 5 events at 10/s
+  EXPECT_DOUBLE_EQ(curve.advance(0.5, 25), 2);   // 5 to t=1, 20 at 20/s to t=2
+  EXPECT_DOUBLE_EQ(curve.advance(2, 10), 3);     // back to 10/s
+}
+
+TEST(BenchWorkload, TimeOrderedCompleteAndDeterministic) {
+  auto s = load_scenario(ARBITER_SOURCE_DIR "/bench/scenarios/smoke.yaml");
+  ASSERT_TRUE(s) << s.error();
+  Workload a(*s, s->seed), b(*s, s->seed);
+  double last = 0;
+  uint64_t n = 0, keyed = 0, with_history = 0, backlog_at_zero = 0;
+  std::map<uint64_t, uint32_t> history_by_session;
+  bool history_grows = true;
+  while (auto r = a.next()) {
+    auto r2 = b.next();
+    ASSERT_TRUE(r2);
+    EXPECT_EQ(r->arrival, r2->arrival);
+    EXPECT_EQ(r->prompt_tokens(), r2->prompt_tokens());
+    EXPECT_EQ(r->id, n++);
+    EXPECT_GE(r->arrival, last);
+    EXPECT_LE(r->arrival, s->duration_s);
+    last = r->arrival;
+    EXPECT_LE(r->output_tokens, r->max_tokens);
+    EXPECT_LE(r->prompt_tokens() + r->max_tokens, s->engine.config.max_model_len);
+    if (r->supersede_key != 0) ++keyed;
+    if (r->history.key != 0) {
+      ++with_history;
+      auto [it, fresh] = history_by_session.emplace(r->history.key, r->history.tokens);
+      if (!fresh) {
+        history_grows = history_grows && r->history.tokens > it->second;
+        it->second = r->history.tokens;
+      }
+    }
+    if (s->classes[r->klass].traffic.kind == TrafficKind::kBacklog && r->arrival == 0) ++backlog_at_zero;
+  }
+  EXPECT_FALSE(b.next());
+  EXPECT_GT(n, 100u);
+  EXPECT_GT(keyed, 20u);
+  EXPECT_GE(with_history, 3u);
+  EXPECT_TRUE(history_grows);
+  EXPECT_EQ(backlog_at_zero, 20u);  // smoke.yaml's jobs
+}
+
+TEST(BenchWorkload, MaxRequestsStopsTheStream) {
+  auto s = parse_scenario("name: t\nmax_requests: 17\nclasses: [{name: a, traffic: {rate: 100}}]");
+  ASSERT_TRUE(s) << s.error();
+  Workload w(*s, 1);
+  int n = 0;
+  while (w.next()) ++n;
+  EXPECT_EQ(n, 17);
+}
+
+}  // namespace
+}  // namespace arbiter::bench

@@ -1,0 +1,120 @@
+// Scenario files: defaults, overrides and errors that name their key path.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "bench/scenario_yaml.hpp"
+
+namespace arbiter::bench {
+namespace {
+
+constexpr const char* kMinimal = R"(
+name: t
+classes:
+  - name: chat
+    traffic: {kind: requests, rate: 5}
+)";
+
+TEST(BenchScenario, MinimalUsesCoreClassDefaults) {
+  auto s = parse_scenario(kMinimal);
+  ASSERT_TRUE(s) << s.error();
+  ASSERT_EQ(s->classes.size(), 1u);
+  EXPECT_EQ(s->classes[0].policy.name, "chat");
+  EXPECT_DOUBLE_EQ(s->classes[0].policy.max_share, 0.7);  // core/config.cpp's chat class
+  EXPECT_EQ(s->engine.profile, "llama-8b-a100");
+  EXPECT_EQ(s->engine.max_concurrency, 64u);
+  ASSERT_EQ(s->tenants.size(), 1u);
+  EXPECT_EQ(s->classes[0].tenant_mix, std::vector<double>{1.0});
+  EXPECT_EQ(s->policies, (std::vector<std::string>{"direct", "fifo", "priority", "hybrid"}));
+  EXPECT_FALSE(s->preemption);
+}
+
+TEST(BenchScenario, OverridesAndTrafficKinds) {
+  auto s = parse_scenario(R"(
+name: t
+engine: {profile: tiny, count: 3, max_concurrency: 8, priority_scheduling: true}
+tenants: [{name: a, weight: 2}, {name: b}]
+classes:
+  - name: completion
+    scheduler: {debounce_ms: 100, min_share: 0.2}
+    slo: {ttft_ms: 150}
+    tenants: {b: 1}
+    traffic: {kind: typing, developers: 5, rate: 2, keystrokes: 3, output: {dist: uniform, min: 4, max: 9}}
+  - name: batch
+    traffic: {kind: backlog, jobs: 10, deadline_s: 30, arrival: gamma, burstiness: 0.5,
+              rate_changes: [{at_s: 5, for_s: 2, factor: 3}], day: {period_s: 60}}
+)");
+  ASSERT_TRUE(s) << s.error();
+  EXPECT_EQ(s->engine.count, 3u);
+  EXPECT_EQ(s->engine.config.policy, engine::SchedulingPolicy::kPriority);
+  const ClassSpec& c = s->classes[0];
+  EXPECT_EQ(c.policy.debounce, std::chrono::milliseconds(100));
+  EXPECT_DOUBLE_EQ(c.policy.min_share, 0.2);
+  EXPECT_DOUBLE_EQ(c.policy.weight, 2);  // the core default survives the override
+  EXPECT_EQ(c.tenant_mix, (std::vector<double>{0, 1}));
+  EXPECT_EQ(c.traffic.kind, TrafficKind::kTyping);
+  EXPECT_EQ(c.traffic.max_tokens, 128u);  // typing default: the completion cap
+  EXPECT_EQ(c.traffic.output.kind, LengthDist::Kind::kUniform);
+  const TrafficSpec& b = s->classes[1].traffic;
+  EXPECT_EQ(b.kind, TrafficKind::kBacklog);
+  EXPECT_TRUE(b.arrival.gamma);
+  ASSERT_EQ(b.rate.changes.size(), 1u);
+  EXPECT_DOUBLE_EQ(*b.rate.changes[0].for_s, 2);
+  ASSERT_TRUE(b.rate.day);
+  EXPECT_TRUE(s->classes[1].policy.background);
+}
+
+// Each bad document yields an error starting with the offending key's path.
+TEST(BenchScenario, ErrorsNameTheKeyPath) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"name: t\nbogus: 1\nclasses: [{name: a, traffic: {rate: 1}}]", "bogus: unknown key"},
+      {"name: t\nclasses: [{name: a, traffic: {rate: 1, colour: red}}]", "classes[0].traffic.colour: unknown key"},
+      {"name: t\nclasses: [{name: a, traffic: {rate: fast}}]", "classes[0].traffic.rate: must be a number"},
+      {"name: t\nclasses: [{name: a, traffic: {rate: -1}}]", "classes[0].traffic.rate: must be between"},
+      {"name: t\nclasses: [{name: a, traffic: {kind: stream}}]", "classes[0].traffic.kind: must be"},
+      {"name: t\nclasses: [{name: a, traffic: {prompt: {dist: zipf}}}]", "classes[0].traffic.prompt.dist: must be"},
+      {"name: t\nclasses: [{name: a, traffic: {burstiness: 2}}]", "classes[0].traffic.burstiness: needs arrival: gamma"},
+      {"name: t\nclasses: [{name: a, tenants: {nobody: 1}, traffic: {}}]", "classes[0].tenants.nobody: no such tenant"},
+      {"name: t\nengine: {profile: gpt-9}\nclasses: [{name: a, traffic: {}}]", "engine.profile: unknown profile"},
+      {"name: t\nclasses: [{name: a, scheduler: {min_share: 2}, traffic: {}}]", "classes[0].scheduler.min_share: must be between"},
+      {"name: t\nclasses: [{name: a, traffic: {rate_changes: [{at_s: 1, factr: 2}]}}]",
+       "classes[0].traffic.rate_changes[0].factr: unknown key"},
+      {"name: t\npolicies: [direct, lottery]\nclasses: [{name: a, traffic: {}}]", "policies[1]: must be"},
+      {"name: t\nclasses: []", "classes: must be a non-empty list"},
+      {"classes: [{name: a, traffic: {}}]", "name: is required"},
+      {"name: t\nclasses: [{name: a}]", "classes[0].traffic: is required"},
+      {"name: [t", "invalid YAML"},
+  };
+  for (const auto& [yaml, expected] : cases) {
+    auto s = parse_scenario(yaml);
+    ASSERT_FALSE(s) << yaml;
+    EXPECT_NE(s.error().find(expected), std::string::npos) << "got: " << s.error();
+  }
+}
+
+TEST(BenchScenario, SchedulerValidationIsReported) {
+  auto s = parse_scenario(R"(
+name: t
+classes:
+  - {name: a, scheduler: {min_share: 0.6}, traffic: {}}
+  - {name: b, scheduler: {min_share: 0.6}, traffic: {}}
+)");
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().find("classes:"), std::string::npos) << s.error();
+}
+
+// Every shipped scenario parses.
+TEST(BenchScenario, ShippedScenariosParse) {
+  int found = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(ARBITER_SOURCE_DIR "/bench/scenarios")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++found;
+    auto s = load_scenario(entry.path().string());
+    EXPECT_TRUE(s) << s.error();
+    if (s) EXPECT_FALSE(s->finding.empty()) << entry.path();
+  }
+  EXPECT_GE(found, 7);
+}
+
+}  // namespace
+}  // namespace arbiter::bench

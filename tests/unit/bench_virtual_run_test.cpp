@@ -1,0 +1,145 @@
+// Virtual runs end to end: every generated request ends exactly once, the
+// counts add up per class and tenant, percentiles are ordered, runs are
+// deterministic, and the results file passes (and a broken one fails) the check.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "bench/report_json.hpp"
+#include "bench/scenario_yaml.hpp"
+#include "bench/virtual_run.hpp"
+#include "bench/workload.hpp"
+
+namespace arbiter::bench {
+namespace {
+
+Scenario smoke() {
+  auto s = load_scenario(ARBITER_SOURCE_DIR "/bench/scenarios/smoke.yaml");
+  EXPECT_TRUE(s) << s.error();
+  return *s;
+}
+
+uint64_t count(const GroupSummary& g, Outcome o) { return g.outcomes[static_cast<std::size_t>(o)]; }
+
+void expect_ordered(const Percentiles& p, const std::string& what) {
+  EXPECT_LE(p.p50, p.p90) << what;
+  EXPECT_LE(p.p90, p.p99) << what;
+  EXPECT_LE(p.p99, p.p999) << what;
+}
+
+TEST(BenchVirtualRun, CountsAddUpForEveryPolicy) {
+  const Scenario s = smoke();
+  uint64_t generated = 0;
+  for (Workload w(s, s.seed); w.next();) ++generated;
+  for (const char* policy : {"direct", "fifo", "priority", "hybrid"}) {
+    const PolicySummary p = run_virtual(s, policy, s.seed);
+    EXPECT_EQ(p.all.generated, generated) << policy;
+    uint64_t sum = 0;
+    for (std::size_t o = 0; o < kOutcomes; ++o) sum += p.all.outcomes[o];
+    EXPECT_EQ(sum, generated) << policy;
+    uint64_t by_class = 0, by_tenant = 0;
+    for (const auto& g : p.classes) by_class += g.generated;
+    for (const auto& g : p.tenants) by_tenant += g.generated;
+    EXPECT_EQ(by_class, generated) << policy;
+    EXPECT_EQ(by_tenant, generated) << policy;
+    // The drain is long enough: nothing is cut, and the typing class supersedes.
+    EXPECT_EQ(count(p.all, Outcome::kUnfinished), 0u) << policy;
+    EXPECT_GT(count(p.classes[1], Outcome::kSuperseded), 0u) << policy;
+    EXPECT_GT(count(p.all, Outcome::kCompleted), generated / 2) << policy;
+    EXPECT_EQ(p.all.ttft_ms.count, count(p.all, Outcome::kCompleted)) << policy;
+    for (const auto& g : p.classes) {
+      expect_ordered(g.ttft_ms, std::string(policy) + " ttft " + g.name);
+      expect_ordered(g.itl_ms, std::string(policy) + " itl " + g.name);
+      expect_ordered(g.e2e_ms, std::string(policy) + " e2e " + g.name);
+      EXPECT_LE(g.ttft_ms.p50, g.e2e_ms.p50) << policy << " " << g.name;
+    }
+    EXPECT_GT(p.engine.work_tokens, 0u);
+    EXPECT_GT(p.utilisation, 0);
+    EXPECT_LE(p.utilisation, 1.0);
+    EXPECT_GT(p.waste_share, 0) << policy;  // superseded completions were aborted in flight
+    EXPECT_LT(p.waste_share, 1) << policy;
+    EXPECT_EQ(p.series.size(), 200u) << policy;
+  }
+}
+
+TEST(BenchVirtualRun, SameSeedSameResultOtherSeedOtherResult) {
+  const Scenario s = smoke();
+  const PolicySummary a = run_virtual(s, "hybrid", 3);
+  const PolicySummary b = run_virtual(s, "hybrid", 3);
+  const PolicySummary c = run_virtual(s, "hybrid", 4);
+  EXPECT_EQ(a.all.outcomes, b.all.outcomes);
+  EXPECT_EQ(a.all.ttft_ms.p99, b.all.ttft_ms.p99);
+  EXPECT_EQ(a.engine.work_tokens, b.engine.work_tokens);
+  EXPECT_NE(a.engine.work_tokens, c.engine.work_tokens);
+}
+
+// A tiny queue and short deadlines under overload: the gateway rejects and
+// expires, direct does neither; every request still ends exactly once.
+TEST(BenchVirtualRun, OverloadRejectsAndExpiresButLosesNothing) {
+  auto s = parse_scenario(R"(
+name: overload
+duration_s: 3
+drain_s: 60
+engine: {profile: tiny, count: 1, max_concurrency: 2}
+classes:
+  - name: chat
+    scheduler: {max_queue: 20, max_queue_wait_ms: 300}
+    traffic: {kind: requests, rate: 200, prompt: 500, output: 50, max_tokens: 64,
+              patience: {share: 0.3, after_s: 0.2}}
+)");
+  ASSERT_TRUE(s) << s.error();
+  const PolicySummary gw = run_virtual(*s, "fifo", 1);
+  EXPECT_GT(count(gw.all, Outcome::kRejected), 0u);
+  EXPECT_GT(count(gw.all, Outcome::kDropped), 0u);
+  EXPECT_GT(count(gw.all, Outcome::kCancelled), 0u);
+  const PolicySummary direct = run_virtual(*s, "direct", 1);
+  EXPECT_EQ(count(direct.all, Outcome::kRejected), 0u);
+  EXPECT_EQ(count(direct.all, Outcome::kDropped), 0u);
+  for (const PolicySummary* p : {&gw, &direct}) {
+    uint64_t sum = 0;
+    for (std::size_t o = 0; o < kOutcomes; ++o) sum += p->all.outcomes[o];
+    EXPECT_EQ(sum, p->all.generated);
+  }
+}
+
+// A run cut short by drain_s reports the rest as unfinished, not lost.
+TEST(BenchVirtualRun, CutRunReportsUnfinished) {
+  auto s = parse_scenario(R"(
+name: cut
+duration_s: 1
+drain_s: 0.5
+engine: {profile: tiny, count: 1}
+classes:
+  - {name: batch, traffic: {kind: backlog, jobs: 50, prompt: 100, output: 2000, max_tokens: 2048}}
+)");
+  ASSERT_TRUE(s) << s.error();
+  const PolicySummary p = run_virtual(*s, "hybrid", 1);
+  EXPECT_EQ(p.all.generated, 50u);
+  EXPECT_EQ(count(p.all, Outcome::kUnfinished), 50u);
+}
+
+TEST(BenchVirtualRun, ResultsFilePassesTheCheckAndACorruptedOneFails) {
+  const Scenario s = smoke();
+  RunResults results;
+  results.info.seed = s.seed;
+  for (const char* policy : {"direct", "hybrid"}) results.policies.push_back(run_virtual(s, policy, s.seed));
+  const auto dir = std::filesystem::temp_directory_path() / "arbiter_bench_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "results.json").string();
+  ASSERT_TRUE(write_results_json(path, s, results));
+  EXPECT_TRUE(check_results_json(path).empty());
+
+  results.policies[1].classes[0].outcomes[0] += 1;  // one request counted twice
+  results.policies[1].classes[1].ttft_ms.p90 = results.policies[1].classes[1].ttft_ms.p99 + 1;
+  ASSERT_TRUE(write_results_json(path, s, results));
+  const auto problems = check_results_json(path);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_NE(problems[0].find("hybrid.classes.critical: outcomes add up"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[1].find("hybrid.classes.completion.ttft_ms: percentiles not ordered"), std::string::npos)
+      << problems[1];
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace arbiter::bench
