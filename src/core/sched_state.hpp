@@ -50,6 +50,7 @@ struct Node {
   uint32_t next = kNil;          // list link (also the free-list link)
   uint32_t preemptions = 0;      // times preempted so far
   bool expires = false;          // false once requeued: a started request is never 503'd
+  bool resumable = true;         // may be a preemption victim (Request::resumable)
   bool linked = false;           // on its class's arrival list (queued) or victim list (running)
   NodeState state = NodeState::kFree;  // lifecycle state
 };

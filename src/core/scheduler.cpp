@@ -128,6 +128,7 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
   const int64_t cost = std::max<int64_t>(request.cost_tokens, 1);
   Node& n = nodes_[id];
   n.user = request.user;
+  n.resumable = request.resumable;
   n.seq = next_seq_++;
   n.start_seq = 0;
   n.cost = cost;

@@ -225,7 +225,7 @@ void Scheduler::start(uint32_t id, uint32_t backend, TimePoint now, Actions& out
   n.charged = n.cost;
   if (config_.policy == Policy::kHybrid) {
     charge(id, static_cast<double>(n.cost));
-    if (cls.preemptible || cls.background) {
+    if ((cls.preemptible || cls.background) && n.resumable) {
       // Appended at the tail: the list stays in start order, the tail is
       // the most recently started, and removal is O(1).
       list_append(cq.victims_head, cq.victims_tail, id);

@@ -29,6 +29,7 @@ struct Request {
   int64_t cost_tokens = 1;            // estimated tokens (prompt + max_tokens); clamped to >= 1
   std::optional<TimePoint> deadline;  // the client's own queue deadline; the class's applies too
   std::string_view supersede_key;     // empty: none; only requests of the same tenant match
+  bool resumable = true;              // false: never a preemption victim (the caller could not resume it)
 };
 
 // What the load monitor knows about one backend.

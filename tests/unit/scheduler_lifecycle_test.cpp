@@ -210,6 +210,24 @@ TEST(SchedulerLifecycle, BackgroundIsPreemptedForAnyWaitingClass) {
   EXPECT_EQ(h.poll(at_ms(2)), (std::vector<uint64_t>{2}));
 }
 
+TEST(SchedulerLifecycle, ARequestThatCannotResumeIsNeverAVictim) {
+  ClassPolicy bg = named("bg");
+  bg.background = true;
+  Harness h(one_pool({named("std"), bg}, {2}));
+  h.add(1, 1, 0, 10, at_ms(0));  // resumable background work
+  auto fixed = h.scheduler().enqueue(
+      Request{.user = 2, .pool = 0, .klass = 1, .tenant = 0, .cost_tokens = 10, .resumable = false}, at_ms(1));
+  ASSERT_TRUE(fixed.has_value());
+  ASSERT_EQ(h.poll(at_ms(1)).size(), 2u);
+  h.add(3, 0, 0, 10, at_ms(2));
+  h.add(4, 0, 0, 10, at_ms(2));
+  EXPECT_TRUE(h.poll(at_ms(2)).empty());
+  // Two waiting, two background running, but only the resumable one is taken,
+  // although the other started later.
+  ASSERT_EQ(h.actions().preemptions.size(), 1u);
+  EXPECT_EQ(h.actions().preemptions.front().user, 1u);
+}
+
 TEST(SchedulerLifecycle, PreemptionCanBeSwitchedOff) {
   ClassPolicy bg = named("bg");
   bg.background = true;
