@@ -12,8 +12,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Load through an office day, per hour from midnight: 0 at night, peaks at
 // 9-10 and 15 (code review hours), a lunch dip, a tail into the evening.
-constexpr std::array<double, 24> kDayShape = {0,   0,   0,   0,   0,   0.05, 0.2, 0.5,
-                                              0.9, 1,   1,   0.9, 0.6, 0.7,  0.9, 1,
+constexpr std::array<double, 24> kDayShape = {0,   0,   0,   0,   0,   0.05, 0.2,  0.5,
+                                              0.9, 1,   1,   0.9, 0.6, 0.7,  0.9,  1,
                                               0.9, 0.6, 0.4, 0.3, 0.2, 0.1,  0.05, 0};
 
 }  // namespace

@@ -22,8 +22,11 @@ namespace {
 
 constexpr const char* kUsage =
     "usage:\n"
-    "  arbiter-bench virtual --scenario FILE --out DIR [--seed N] [--policies direct,fifo,priority,hybrid]\n                [--jobs N]   N policies at a time, one thread each (default 1)\n"
-    "  arbiter-bench check DIR          verify DIR/results.json (counts add up, percentiles ordered)\n"
+    "  arbiter-bench virtual --scenario FILE --out DIR [--seed N] [--policies "
+    "direct,fifo,priority,hybrid]\n                [--jobs N]   N policies at a time, one thread "
+    "each (default 1)\n"
+    "  arbiter-bench check DIR          verify DIR/results.json (counts add up, percentiles "
+    "ordered)\n"
     "Live mode (HTTP load against a gateway) is not built yet.\n";
 
 int usage(const std::string& problem) {
@@ -46,9 +49,9 @@ int run_virtual_command(int argc, char** argv) {
   std::string scenario_path, out_dir, policies, seed_text, jobs_text;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
-    std::string* target = flag == "--scenario" ? &scenario_path
-                          : flag == "--out"    ? &out_dir
-                          : flag == "--seed"   ? &seed_text
+    std::string* target = flag == "--scenario"   ? &scenario_path
+                          : flag == "--out"      ? &out_dir
+                          : flag == "--seed"     ? &seed_text
                           : flag == "--policies" ? &policies
                           : flag == "--jobs"     ? &jobs_text
                                                  : nullptr;
@@ -66,13 +69,16 @@ int run_virtual_command(int argc, char** argv) {
   results.info.scenario_path = scenario_path;
   results.info.seed = scenario->seed;
   if (!seed_text.empty()) {
-    auto [end, ec] = std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), results.info.seed);
-    if (ec != std::errc{} || end != seed_text.data() + seed_text.size()) return usage("--seed must be an integer");
+    auto [end, ec] =
+        std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), results.info.seed);
+    if (ec != std::errc{} || end != seed_text.data() + seed_text.size())
+      return usage("--seed must be an integer");
   }
   unsigned jobs = 1;
   if (!jobs_text.empty()) {
     auto [end, ec] = std::from_chars(jobs_text.data(), jobs_text.data() + jobs_text.size(), jobs);
-    if (ec != std::errc{} || end != jobs_text.data() + jobs_text.size() || jobs == 0 || jobs > 256) {
+    if (ec != std::errc{} || end != jobs_text.data() + jobs_text.size() || jobs == 0 ||
+        jobs > 256) {
       return usage("--jobs must be an integer from 1 to 256");
     }
   }
@@ -99,18 +105,21 @@ int run_virtual_command(int argc, char** argv) {
     }
   };
   std::vector<std::thread> threads;
-  for (unsigned j = 1; j < std::min<std::size_t>(jobs, scenario->policies.size()); ++j) threads.emplace_back(worker);
+  for (unsigned j = 1; j < std::min<std::size_t>(jobs, scenario->policies.size()); ++j)
+    threads.emplace_back(worker);
   worker();
   for (auto& t : threads) t.join();
   for (const PolicySummary& p : results.policies) {
-    std::fprintf(stderr, "%s/%s: %llu requests, goodput %.2f req/s, utilisation %.1f%%, %.2f s CPU\n",
-                 scenario->name.c_str(), p.policy.c_str(), static_cast<unsigned long long>(p.all.generated),
-                 p.all.goodput_rps, p.utilisation * 100, p.wall_s);
+    std::fprintf(
+        stderr, "%s/%s: %llu requests, goodput %.2f req/s, utilisation %.1f%%, %.2f s CPU\n",
+        scenario->name.c_str(), p.policy.c_str(), static_cast<unsigned long long>(p.all.generated),
+        p.all.goodput_rps, p.utilisation * 100, p.wall_s);
   }
   const auto plots = write_plots(out_dir, *scenario, results);
   std::ofstream report(out_dir + "/report.md");
   report << render_markdown(*scenario, results, plots);
-  if (!write_results_json(out_dir + "/results.json", *scenario, results) || !report || plots.empty()) {
+  if (!write_results_json(out_dir + "/results.json", *scenario, results) || !report ||
+      plots.empty()) {
     std::cerr << "arbiter-bench: cannot write the results into " << out_dir << "\n";
     return 1;
   }

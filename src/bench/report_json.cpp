@@ -1,7 +1,6 @@
 #include "bench/report_json.hpp"
 
 #include <boost/json.hpp>
-
 #include <fstream>
 #include <sstream>
 
@@ -15,9 +14,11 @@ json::object to_json(const Percentiles& p) {
 
 json::object to_json(const GroupSummary& g) {
   json::object outcomes;
-  for (std::size_t o = 0; o < kOutcomes; ++o) outcomes[outcome_name(static_cast<Outcome>(o))] = g.outcomes[o];
+  for (std::size_t o = 0; o < kOutcomes; ++o)
+    outcomes[outcome_name(static_cast<Outcome>(o))] = g.outcomes[o];
   const auto rate = [&](Outcome o) {
-    return g.generated ? static_cast<double>(g.outcomes[static_cast<std::size_t>(o)]) / g.generated : 0.0;
+    return g.generated ? static_cast<double>(g.outcomes[static_cast<std::size_t>(o)]) / g.generated
+                       : 0.0;
   };
   json::array cdf;
   for (float v : g.ttft_cdf_ms) cdf.push_back(v);
@@ -32,7 +33,8 @@ json::object to_json(const GroupSummary& g) {
           {"e2e_ms", to_json(g.e2e_ms)},
           {"with_deadline", g.with_deadline},
           {"met_deadline", g.met_deadline},
-          {"deadline_rate", g.with_deadline ? static_cast<double>(g.met_deadline) / g.with_deadline : 1.0},
+          {"deadline_rate",
+           g.with_deadline ? static_cast<double>(g.met_deadline) / g.with_deadline : 1.0},
           {"good", g.good},
           {"goodput_rps", g.goodput_rps},
           {"good_share", g.good_share},
@@ -94,7 +96,8 @@ void pretty(std::ostream& out, const json::value& v, int indent) {
 }
 
 // Checks one group's object; `where` prefixes each problem.
-void check_group(const json::object& g, const std::string& where, std::vector<std::string>& problems) {
+void check_group(const json::object& g, const std::string& where,
+                 std::vector<std::string>& problems) {
   const uint64_t generated = g.at("generated").to_number<uint64_t>();
   uint64_t sum = 0;
   for (const auto& kv : g.at("outcomes").get_object()) sum += kv.value().to_number<uint64_t>();
@@ -120,7 +123,8 @@ void check_group(const json::object& g, const std::string& where, std::vector<st
 
 }  // namespace
 
-bool write_results_json(const std::string& path, const Scenario& scenario, const RunResults& results) {
+bool write_results_json(const std::string& path, const Scenario& scenario,
+                        const RunResults& results) {
   json::array policies;
   for (const auto& p : results.policies) policies.push_back(to_json(p));
   const EngineSpec& e = scenario.engine;
@@ -161,12 +165,14 @@ std::vector<std::string> check_results_json(const std::string& path) {
         uint64_t sum = 0;
         for (const auto& g : p.at(groups).get_array()) {
           const auto& go = g.get_object();
-          check_group(go, name + "." + groups + "." + std::string(go.at("name").get_string()), problems);
+          check_group(go, name + "." + groups + "." + std::string(go.at("name").get_string()),
+                      problems);
           sum += go.at("generated").to_number<uint64_t>();
         }
         if (sum != all.at("generated").to_number<uint64_t>()) {
           problems.push_back(name + "." + groups + ": generated add up to " + std::to_string(sum) +
-                             ", total " + std::to_string(all.at("generated").to_number<uint64_t>()));
+                             ", total " +
+                             std::to_string(all.at("generated").to_number<uint64_t>()));
         }
       }
       const double util = p.at("utilisation").to_number<double>();

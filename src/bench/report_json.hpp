@@ -10,7 +10,8 @@
 namespace arbiter::bench {
 
 // Pretty-printed JSON; false when the file cannot be written.
-bool write_results_json(const std::string& path, const Scenario& scenario, const RunResults& results);
+bool write_results_json(const std::string& path, const Scenario& scenario,
+                        const RunResults& results);
 
 // Problems found in a results.json, one line each; empty when consistent:
 // per policy, class and tenant the outcomes add up to `generated`, classes

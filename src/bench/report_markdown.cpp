@@ -17,7 +17,8 @@ std::string pct(double share) { return fmt(share * 100, 2) + "%"; }
 
 // Change of `after` against `before` in %; "-" when undefined.
 std::string change(double before, double after) {
-  if (before == 0 || !std::isfinite(before) || !std::isfinite(after)) return before == after ? "0%" : "-";
+  if (before == 0 || !std::isfinite(before) || !std::isfinite(after))
+    return before == after ? "0%" : "-";
   const double c = (after - before) / std::fabs(before) * 100;
   return (c >= 0 ? "+" : "") + fmt(c, 1) + "%";
 }
@@ -32,14 +33,17 @@ const PolicySummary* find(const RunResults& r, std::string_view name) {
 // Requests the client saw fail: 429, 503 (queue deadline, engine refusal), or its own time-out.
 double failed_share(const GroupSummary& g) {
   if (g.generated == 0) return 0;
-  const double lost = static_cast<double>(g.outcomes[static_cast<std::size_t>(Outcome::kRejected)] +
-                                          g.outcomes[static_cast<std::size_t>(Outcome::kDropped)] +
-                                          g.outcomes[static_cast<std::size_t>(Outcome::kCancelled)]);
+  const double lost =
+      static_cast<double>(g.outcomes[static_cast<std::size_t>(Outcome::kRejected)] +
+                          g.outcomes[static_cast<std::size_t>(Outcome::kDropped)] +
+                          g.outcomes[static_cast<std::size_t>(Outcome::kCancelled)]);
   return lost / static_cast<double>(g.generated);
 }
 
 double deadline_rate(const GroupSummary& g) {
-  return g.with_deadline ? static_cast<double>(g.met_deadline) / static_cast<double>(g.with_deadline) : 1;
+  return g.with_deadline
+             ? static_cast<double>(g.met_deadline) / static_cast<double>(g.with_deadline)
+             : 1;
 }
 
 struct Row {
@@ -55,34 +59,40 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
   const EngineSpec& e = scenario.engine;
   std::string out = "# arbiter-bench: " + scenario.name + " (" + results.info.mode + " mode)\n\n";
   out += "Finding tested: " + scenario.finding + "\n\n";
-  out += "Scenario `" + results.info.scenario_path + "`, seed " + std::to_string(results.info.seed) + ", " +
-         std::to_string(e.count) + " x `" + e.profile + "` engines (gateway: " +
-         std::to_string(e.max_concurrency) + " slots each), " + fmt(scenario.duration_s, 0) +
-         " s of arrivals. Command:\n\n    " + results.info.command + "\n\n";
+  out += "Scenario `" + results.info.scenario_path + "`, seed " +
+         std::to_string(results.info.seed) + ", " + std::to_string(e.count) + " x `" + e.profile +
+         "` engines (gateway: " + std::to_string(e.max_concurrency) + " slots each), " +
+         fmt(scenario.duration_s, 0) + " s of arrivals. Command:\n\n    " + results.info.command +
+         "\n\n";
 
   std::vector<Row> rows;
   auto ms = [](double v) { return fmt(v, v < 10 ? 2 : 0); };
-  rows.push_back({"requests generated", [](const PolicySummary& p) { return double(p.all.generated); },
+  rows.push_back({"requests generated",
+                  [](const PolicySummary& p) { return double(p.all.generated); },
                   [](double v) { return fmt(v, 0); }});
-  rows.push_back({"goodput, req/s meeting SLOs", [](const PolicySummary& p) { return p.all.goodput_rps; },
+  rows.push_back({"goodput, req/s meeting SLOs",
+                  [](const PolicySummary& p) { return p.all.goodput_rps; },
                   [](double v) { return fmt(v, 2); }});
   for (std::size_t c = 0; c < scenario.classes.size(); ++c) {
     const std::string& n = scenario.classes[c].name;
-    rows.push_back({n + ": TTFT P99, ms", [c](const PolicySummary& p) { return p.classes[c].ttft_ms.p99; }, ms});
-    rows.push_back({n + ": E2E P99, ms", [c](const PolicySummary& p) { return p.classes[c].e2e_ms.p99; }, ms});
+    rows.push_back({n + ": TTFT P99, ms",
+                    [c](const PolicySummary& p) { return p.classes[c].ttft_ms.p99; }, ms});
+    rows.push_back(
+        {n + ": E2E P99, ms", [c](const PolicySummary& p) { return p.classes[c].e2e_ms.p99; }, ms});
     if (scenario.classes[c].traffic.deadline_s) {
       rows.push_back({n + ": completed within deadline",
                       [c](const PolicySummary& p) { return deadline_rate(p.classes[c]); }, pct});
     }
     rows.push_back({n + ": failed (429 + 503 + client timeout)",
                     [c](const PolicySummary& p) { return failed_share(p.classes[c]); }, pct});
-    rows.push_back({n + ": share meeting SLO", [c](const PolicySummary& p) { return p.classes[c].good_share; },
-                    pct});
+    rows.push_back({n + ": share meeting SLO",
+                    [c](const PolicySummary& p) { return p.classes[c].good_share; }, pct});
   }
   rows.push_back({"engine utilisation", [](const PolicySummary& p) { return p.utilisation; }, pct});
-  rows.push_back({"engine work wasted on cancelled/superseded", [](const PolicySummary& p) { return p.waste_share; },
-                  pct});
-  rows.push_back({"Jain fairness over tenants (SLO share)", [](const PolicySummary& p) { return p.jain; },
+  rows.push_back({"engine work wasted on cancelled/superseded",
+                  [](const PolicySummary& p) { return p.waste_share; }, pct});
+  rows.push_back({"Jain fairness over tenants (SLO share)",
+                  [](const PolicySummary& p) { return p.jain; },
                   [](double v) { return fmt(v, 3); }});
 
   const PolicySummary* hybrid = find(results, "hybrid");
@@ -105,33 +115,51 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
     out += "\n";
   }
   out += "\nChange in % of the value (lower is better for latencies, losses and waste).\n";
+  if (hybrid) {
+    const PolicySummary* best = nullptr;
+    for (const auto& p : results.policies) {
+      if (&p != hybrid && (!best || p.all.goodput_rps > best->all.goodput_rps)) best = &p;
+    }
+    if (best) {
+      out += "\nGoodput: hybrid " + fmt(hybrid->all.goodput_rps, 2) +
+             " req/s, best other policy `" + best->policy + "` " + fmt(best->all.goodput_rps, 2) +
+             " req/s (" + change(best->all.goodput_rps, hybrid->all.goodput_rps) + "): hybrid " +
+             (hybrid->all.goodput_rps >= best->all.goodput_rps ? "does" : "does **not**") +
+             " beat every baseline on goodput here.\n";
+    }
+  }
 
   for (const char* level : {"classes", "tenants"}) {
-    out += std::string("\n## Per ") + (level[0] == 'c' ? "class" : "tenant") +
-           "\n\n| policy | " + (level[0] == 'c' ? "class" : "tenant") +
-           " | generated | completed | rejected | dropped | superseded | cancelled | unfinished | TTFT P50/P90/P99/P99.9 ms | ITL P50/P99 ms | E2E P50/P99/P99.9 ms | within deadline | goodput req/s |\n"
+    out += std::string("\n## Per ") + (level[0] == 'c' ? "class" : "tenant") + "\n\n| policy | " +
+           (level[0] == 'c' ? "class" : "tenant") +
+           " | generated | completed | rejected | dropped | superseded | cancelled | unfinished | "
+           "TTFT P50/P90/P99/P99.9 ms | ITL P50/P99 ms | E2E P50/P99/P99.9 ms | within deadline | "
+           "goodput req/s |\n"
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|---:|\n";
     for (const auto& p : results.policies) {
       for (const GroupSummary& g : level[0] == 'c' ? p.classes : p.tenants) {
         out += "| " + p.policy + " | " + g.name + " | " + std::to_string(g.generated);
         for (std::size_t o = 0; o < kOutcomes; ++o) out += " | " + std::to_string(g.outcomes[o]);
-        out += " | " + ms(g.ttft_ms.p50) + " / " + ms(g.ttft_ms.p90) + " / " + ms(g.ttft_ms.p99) + " / " +
-               ms(g.ttft_ms.p999) + " | " + ms(g.itl_ms.p50) + " / " + ms(g.itl_ms.p99) + " | " + ms(g.e2e_ms.p50) +
-               " / " + ms(g.e2e_ms.p99) + " / " + ms(g.e2e_ms.p999) + " | " +
-               (g.with_deadline ? pct(deadline_rate(g)) : "-") + " | " + fmt(g.goodput_rps, 2) + " |\n";
+        out += " | " + ms(g.ttft_ms.p50) + " / " + ms(g.ttft_ms.p90) + " / " + ms(g.ttft_ms.p99) +
+               " / " + ms(g.ttft_ms.p999) + " | " + ms(g.itl_ms.p50) + " / " + ms(g.itl_ms.p99) +
+               " | " + ms(g.e2e_ms.p50) + " / " + ms(g.e2e_ms.p99) + " / " + ms(g.e2e_ms.p999) +
+               " | " + (g.with_deadline ? pct(deadline_rate(g)) : "-") + " | " +
+               fmt(g.goodput_rps, 2) + " |\n";
       }
     }
   }
-  out += "\n## Engines\n\n| policy | run length s | utilisation | work tokens | wasted (cancel/supersede) | "
-         "lost to gateway preemption | gateway preemptions | engine KV preemptions | Jain | CPU s |\n"
-         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  out +=
+      "\n## Engines\n\n| policy | run length s | utilisation | work tokens | wasted "
+      "(cancel/supersede) | "
+      "lost to gateway preemption | gateway preemptions | engine KV preemptions | Jain | CPU s |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& p : results.policies) {
     const EngineTotals& t = p.engine;
     out += "| " + p.policy + " | " + fmt(t.duration_s, 1) + " | " + pct(p.utilisation) + " | " +
            std::to_string(t.work_tokens) + " | " + std::to_string(t.wasted_cancel_tokens) + " (" +
            pct(p.waste_share) + ") | " + std::to_string(t.wasted_preempt_tokens) + " | " +
-           std::to_string(t.gateway_preemptions) + " | " + std::to_string(t.engine_preemptions) + " | " +
-           fmt(p.jain, 3) + " | " + fmt(p.wall_s, 2) + " |\n";
+           std::to_string(t.gateway_preemptions) + " | " + std::to_string(t.engine_preemptions) +
+           " | " + fmt(p.jain, 3) + " | " + fmt(p.wall_s, 2) + " |\n";
   }
   if (!plots.empty()) {
     out += "\n## Plots\n\n";

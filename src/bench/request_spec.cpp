@@ -18,7 +18,8 @@ void prompt_block_hashes(const RequestSpec& spec, uint32_t block_size, std::vect
   };
   // Blocks wholly of the request's own tokens can never be found again: not
   // hashing them spares the engine's prefix cache (and the simulation) the work.
-  const uint32_t shared = std::min(total, spec.prefix.tokens + spec.history.tokens + block_size - 1);
+  const uint32_t shared =
+      std::min(total, spec.prefix.tokens + spec.history.tokens + block_size - 1);
   uint64_t h = 0;
   for (uint32_t start = 0; start + block_size <= shared; start += block_size) {
     const auto [first_key, first_start] = locate(start);

@@ -20,20 +20,20 @@ struct SharedSegment {
 };
 
 struct RequestSpec {
-  uint64_t id = 0;        // position in the stream, from 0
-  double arrival = 0;     // seconds
-  uint16_t klass = 0;     // index into Scenario::classes
-  uint16_t tenant = 0;    // index into Scenario::tenants
+  uint64_t id = 0;      // position in the stream, from 0
+  double arrival = 0;   // seconds
+  uint16_t klass = 0;   // index into Scenario::classes
+  uint16_t tenant = 0;  // index into Scenario::tenants
   // Prompt = prefix (system prompt, file being edited), then history (a chat
   // session's earlier turns), then `unique_tokens` of its own.
   SharedSegment prefix;
   SharedSegment history;
   uint32_t unique_tokens = 0;
-  uint32_t output_tokens = 1;   // tokens the model generates (<= max_tokens)
-  uint32_t max_tokens = 1;      // the request's max_tokens
-  uint64_t supersede_key = 0;   // 0: none; a newer request with the key replaces this one
-  double abort_at = kNever;     // the client gives up then, unless finished
-  double deadline = kNever;     // finished by then, or it missed its deadline
+  uint32_t output_tokens = 1;  // tokens the model generates (<= max_tokens)
+  uint32_t max_tokens = 1;     // the request's max_tokens
+  uint64_t supersede_key = 0;  // 0: none; a newer request with the key replaces this one
+  double abort_at = kNever;    // the client gives up then, unless finished
+  double deadline = kNever;    // finished by then, or it missed its deadline
 
   uint32_t prompt_tokens() const { return prefix.tokens + history.tokens + unique_tokens; }
 };

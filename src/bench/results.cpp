@@ -6,12 +6,18 @@ namespace arbiter::bench {
 
 std::string_view outcome_name(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kCompleted: return "completed";
-    case Outcome::kRejected: return "rejected";
-    case Outcome::kDropped: return "dropped";
-    case Outcome::kSuperseded: return "superseded";
-    case Outcome::kCancelled: return "cancelled";
-    case Outcome::kUnfinished: return "unfinished";
+    case Outcome::kCompleted:
+      return "completed";
+    case Outcome::kRejected:
+      return "rejected";
+    case Outcome::kDropped:
+      return "dropped";
+    case Outcome::kSuperseded:
+      return "superseded";
+    case Outcome::kCancelled:
+      return "cancelled";
+    case Outcome::kUnfinished:
+      return "unfinished";
   }
   return "?";
 }
@@ -28,8 +34,8 @@ void Collector::record(const RequestRecord& r) {
     const double ttft = (r.first_token - r.arrival) * 1e3;
     const double e2e = (r.finished - r.arrival) * 1e3;
     const double tpot = r.output_tokens > 1 ? (e2e - ttft) / (r.output_tokens - 1) : 0;
-    good = on_time && (!slo.ttft_ms || ttft <= *slo.ttft_ms) && (!slo.tpot_ms || tpot <= *slo.tpot_ms) &&
-           (!slo.e2e_ms || e2e <= *slo.e2e_ms);
+    good = on_time && (!slo.ttft_ms || ttft <= *slo.ttft_ms) &&
+           (!slo.tpot_ms || tpot <= *slo.tpot_ms) && (!slo.e2e_ms || e2e <= *slo.e2e_ms);
   }
   add(classes_[r.klass], r, good, on_time);
   add(tenants_[r.tenant], r, good, on_time);
@@ -48,7 +54,8 @@ void Collector::add(Group& g, const RequestRecord& r, bool good, bool on_time) {
   const double e2e = (r.finished - r.arrival) * 1e3;
   g.ttft.push_back(static_cast<float>(ttft));
   g.e2e.push_back(static_cast<float>(e2e));
-  if (r.output_tokens > 1) g.tpot.push_back(static_cast<float>((e2e - ttft) / (r.output_tokens - 1)));
+  if (r.output_tokens > 1)
+    g.tpot.push_back(static_cast<float>((e2e - ttft) / (r.output_tokens - 1)));
 }
 
 GroupSummary Collector::finish(std::string name, Group& g, double duration_s) {

@@ -32,23 +32,23 @@ struct RequestRecord {
   uint16_t klass = 0;
   uint16_t tenant = 0;
   Outcome outcome = Outcome::kCompleted;
-  double arrival = 0;         // seconds
-  double first_token = -1;    // seconds; -1: none delivered
-  double finished = -1;       // seconds, completed only
-  uint32_t output_tokens = 0; // tokens delivered to the client
-  double deadline = kNever;   // absolute completion deadline
+  double arrival = 0;          // seconds
+  double first_token = -1;     // seconds; -1: none delivered
+  double finished = -1;        // seconds, completed only
+  uint32_t output_tokens = 0;  // tokens delivered to the client
+  double deadline = kNever;    // absolute completion deadline
 };
 
 // Engine-side totals of a run, filled by the runner.
 struct EngineTotals {
-  double duration_s = 0;             // from 0 to the last event (goodput's denominator)
-  double busy_s = 0;                 // sum of step times over all engines
+  double duration_s = 0;  // from 0 to the last event (goodput's denominator)
+  double busy_s = 0;      // sum of step times over all engines
   uint32_t engines = 0;
-  uint64_t work_tokens = 0;          // prefill computed + tokens decoded, all engines
-  uint64_t wasted_cancel_tokens = 0; // computed for requests later superseded or cancelled
-  uint64_t wasted_preempt_tokens = 0;// prefill lost to gateway preemption (recomputed on resume)
-  uint64_t engine_preemptions = 0;   // the engines' own KV preemptions
-  uint64_t gateway_preemptions = 0;  // scheduler preemptions acted on
+  uint64_t work_tokens = 0;            // prefill computed + tokens decoded, all engines
+  uint64_t wasted_cancel_tokens = 0;   // computed for requests later superseded or cancelled
+  uint64_t wasted_preempt_tokens = 0;  // prefill lost to gateway preemption (recomputed on resume)
+  uint64_t engine_preemptions = 0;     // the engines' own KV preemptions
+  uint64_t gateway_preemptions = 0;    // scheduler preemptions acted on
 };
 
 // One point of the time series (every Scenario duration / 200).
@@ -64,11 +64,11 @@ struct GroupSummary {
   uint64_t generated = 0;
   std::array<uint64_t, kOutcomes> outcomes{};
   Percentiles ttft_ms, itl_ms, tpot_ms, e2e_ms;  // completed requests (itl: every gap)
-  uint64_t with_deadline = 0;  // requests that had a deadline
-  uint64_t met_deadline = 0;   // of those, completed by it
-  uint64_t good = 0;           // completed, every SLO of its class and its deadline met
-  double goodput_rps = 0;      // good / duration
-  double good_share = 0;       // good / (generated - superseded)
+  uint64_t with_deadline = 0;                    // requests that had a deadline
+  uint64_t met_deadline = 0;                     // of those, completed by it
+  uint64_t good = 0;               // completed, every SLO of its class and its deadline met
+  double goodput_rps = 0;          // good / duration
+  double good_share = 0;           // good / (generated - superseded)
   std::vector<float> ttft_cdf_ms;  // TTFT at quantiles 0, 0.005, ..., 1 (201 points)
 };
 

@@ -17,26 +17,26 @@ namespace arbiter::bench {
 struct LengthDist {
   enum class Kind { kFixed, kUniform, kLognormal };
   Kind kind = Kind::kFixed;
-  double value = 1;     // kFixed: the count; kLognormal: the mean
-  double sigma = 0.5;   // kLognormal: sigma of the underlying normal
-  uint32_t min = 1;     // kUniform bounds; clamp for kLognormal
-  uint32_t max = 1;     // kUniform bounds; clamp for kLognormal
+  double value = 1;    // kFixed: the count; kLognormal: the mean
+  double sigma = 0.5;  // kLognormal: sigma of the underlying normal
+  uint32_t min = 1;    // kUniform bounds; clamp for kLognormal
+  uint32_t max = 1;    // kUniform bounds; clamp for kLognormal
 };
 
 // A multiplicative change of a class's rate: a step (for_s empty) or a burst.
 struct RateChange {
-  double at_s = 0;               // start, seconds of virtual time
-  std::optional<double> for_s;   // length; nullopt: until the end
-  double factor = 1;             // rate multiplier while it lasts
+  double at_s = 0;              // start, seconds of virtual time
+  std::optional<double> for_s;  // length; nullopt: until the end
+  double factor = 1;            // rate multiplier while it lasts
 };
 
 // A day compressed into `period_s`: the rate factor follows a fixed office-day
 // shape (0 at night, 1 at the morning and afternoon peaks) between `night` and `peak`.
 struct DayCurve {
-  double period_s = 240;   // one simulated day
-  double night = 0.2;      // factor at the quietest hour
-  double peak = 1;         // factor at the busiest hour
-  double start_hour = 0;   // hour of day at t = 0
+  double period_s = 240;  // one simulated day
+  double night = 0.2;     // factor at the quietest hour
+  double peak = 1;        // factor at the busiest hour
+  double start_hour = 0;  // hour of day at t = 0
 };
 
 // Rate over time: base * product of active changes * day factor.
@@ -73,7 +73,7 @@ struct TrafficSpec {
   ArrivalSpec arrival;  // process of `rate`'s events
   LengthDist prompt;    // prompt tokens (typing: after the file prefix; chat: each user turn)
   LengthDist output;    // natural answer length
-  uint32_t max_tokens = 4096;      // request's max_tokens: caps the answer, and the cost estimate
+  uint32_t max_tokens = 4096;        // request's max_tokens: caps the answer, and the cost estimate
   std::optional<double> deadline_s;  // completion deadline after arrival (SLO and queue deadline)
   PatienceSpec patience;
   // Shared prefixes (system prompts): `count` distinct ones of `tokens` tokens,
@@ -82,16 +82,16 @@ struct TrafficSpec {
   uint32_t prefix_tokens = 0;
   double prefix_share = 0;
   // typing
-  uint32_t developers = 1;          // each is one supersede key
-  LengthDist keystrokes;            // requests per burst
-  LengthDist keystroke_gap_ms;      // between requests of a burst (5-10/s: 100-200 ms)
-  LengthDist file_tokens;           // the file being edited: a per-developer prefix
+  uint32_t developers = 1;      // each is one supersede key
+  LengthDist keystrokes;        // requests per burst
+  LengthDist keystroke_gap_ms;  // between requests of a burst (5-10/s: 100-200 ms)
+  LengthDist file_tokens;       // the file being edited: a per-developer prefix
   // chat
-  LengthDist turns;                 // turns per session
-  LengthDist think_s;               // between the starts of two turns
-  uint32_t max_context = 16'000;    // context is cut to this many tokens
+  LengthDist turns;               // turns per session
+  LengthDist think_s;             // between the starts of two turns
+  uint32_t max_context = 16'000;  // context is cut to this many tokens
   // backlog
-  uint32_t jobs = 0;                // jobs queued at t = 0
+  uint32_t jobs = 0;  // jobs queued at t = 0
 };
 
 // What a good request is, for goodput (vllm bench serve --goodput): every
@@ -103,10 +103,10 @@ struct SloSpec {
 };
 
 struct ClassSpec {
-  std::string name;                   // scheduler class name
-  sched::ClassPolicy policy;          // core defaults for the name, then the scenario's overrides
+  std::string name;           // scheduler class name
+  sched::ClassPolicy policy;  // core defaults for the name, then the scenario's overrides
   SloSpec slo;
-  std::vector<double> tenant_mix;     // traffic weight per tenant (scenario order)
+  std::vector<double> tenant_mix;  // traffic weight per tenant (scenario order)
   TrafficSpec traffic;
 };
 
@@ -117,9 +117,9 @@ struct TenantSpec {
 
 struct EngineSpec {
   std::string profile = "llama-8b-a100";
-  engine::EngineConfig config;        // the profile's
+  engine::EngineConfig config;  // the profile's
   uint32_t count = 1;
-  uint32_t max_concurrency = 64;      // gateway slots per engine (the gateway's default)
+  uint32_t max_concurrency = 64;  // gateway slots per engine (the gateway's default)
   // Saturation signal the gateway scrapes (docs/engine-signals.md).
   double scrape_ms = 100;
   uint32_t max_waiting = 0;
@@ -135,16 +135,16 @@ enum class DirectRouting { kLeastLoaded, kRoundRobin };
 
 struct Scenario {
   std::string name;
-  std::string finding;       // the BRIEF finding and target it tests
+  std::string finding;  // the BRIEF finding and target it tests
   uint64_t seed = 1;
-  double duration_s = 60;    // arrivals stop here
-  uint64_t max_requests = 0; // 0: no limit
-  double drain_s = 600;      // after duration: unfinished work is cut here
+  double duration_s = 60;     // arrivals stop here
+  uint64_t max_requests = 0;  // 0: no limit
+  double drain_s = 600;       // after duration: unfinished work is cut here
   EngineSpec engine;
   DirectRouting direct_routing = DirectRouting::kLeastLoaded;
   std::vector<std::string> policies = {"direct", "fifo", "priority", "hybrid"};
   double aging_fraction = 0.2;
-  bool preemption = false;   // as the gateway runs it (gateway/scheduler_setup.cpp)
+  bool preemption = false;  // as the gateway runs it (gateway/scheduler_setup.cpp)
   std::vector<TenantSpec> tenants;
   std::vector<ClassSpec> classes;
 };

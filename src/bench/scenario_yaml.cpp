@@ -88,7 +88,7 @@ class Reader {
     }
   }
   template <class Int>
-    requires std::is_integral_v<Int>
+  requires std::is_integral_v<Int>
   void read(const YAML::Node& parent, const std::string& path, const char* key, Int& out,
             double min = 0, double max = static_cast<double>(std::numeric_limits<Int>::max())) {
     if (const YAML::Node n = parent[key]) {
@@ -104,9 +104,12 @@ class Reader {
   void read(const YAML::Node& parent, const std::string& path, const char* key, bool& out) {
     if (const YAML::Node n = parent[key]) {
       auto v = scalar(n, join(path, key));
-      if (v == "true") out = true;
-      else if (v == "false") out = false;
-      else if (v) error(join(path, key), "must be true or false");
+      if (v == "true")
+        out = true;
+      else if (v == "false")
+        out = false;
+      else if (v)
+        error(join(path, key), "must be true or false");
     }
   }
   void read(const YAML::Node& parent, const std::string& path, const char* key, std::string& out) {
@@ -120,7 +123,8 @@ class Reader {
       if (auto v = scalar(n, join(path, key)); v == "none") {
         out = sched::Duration::max();
       } else if (auto d = number(n, join(path, key), 0, 1e12)) {
-        out = std::chrono::duration_cast<sched::Duration>(std::chrono::duration<double, std::milli>(*d));
+        out = std::chrono::duration_cast<sched::Duration>(
+            std::chrono::duration<double, std::milli>(*d));
       }
     }
   }
@@ -194,19 +198,24 @@ void read_rate(Reader& r, const YAML::Node& traffic, const std::string& path, Ra
 }
 
 void read_traffic(Reader& r, const YAML::Node& n, const std::string& path, TrafficSpec& t) {
-  if (!r.map(n, path,
-             {"kind", "rate", "rate_changes", "day", "arrival", "burstiness", "prompt", "output",
-              "max_tokens", "deadline_s", "patience", "prefix", "developers", "keystrokes",
-              "keystroke_gap_ms", "file_tokens", "turns", "think_s", "max_context", "jobs"})) {
+  if (!r.map(n, path, {"kind",        "rate",   "rate_changes", "day",         "arrival",
+                       "burstiness",  "prompt", "output",       "max_tokens",  "deadline_s",
+                       "patience",    "prefix", "developers",   "keystrokes",  "keystroke_gap_ms",
+                       "file_tokens", "turns",  "think_s",      "max_context", "jobs"})) {
     return;
   }
   std::string kind = "requests";
   r.read(n, path, "kind", kind);
-  if (kind == "requests") t.kind = TrafficKind::kRequests;
-  else if (kind == "typing") t.kind = TrafficKind::kTyping;
-  else if (kind == "chat") t.kind = TrafficKind::kChat;
-  else if (kind == "backlog") t.kind = TrafficKind::kBacklog;
-  else r.error(Reader::join(path, "kind"), "must be requests, typing, chat or backlog");
+  if (kind == "requests")
+    t.kind = TrafficKind::kRequests;
+  else if (kind == "typing")
+    t.kind = TrafficKind::kTyping;
+  else if (kind == "chat")
+    t.kind = TrafficKind::kChat;
+  else if (kind == "backlog")
+    t.kind = TrafficKind::kBacklog;
+  else
+    r.error(Reader::join(path, "kind"), "must be requests, typing, chat or backlog");
   // Defaults per kind, from the BRIEF's load shapes.
   if (t.kind == TrafficKind::kTyping) {
     t.keystrokes = {.kind = LengthDist::Kind::kUniform, .min = 4, .max = 6};
@@ -221,8 +230,10 @@ void read_traffic(Reader& r, const YAML::Node& n, const std::string& path, Traff
   read_rate(r, n, path, t.rate);
   std::string arrival = "poisson";
   r.read(n, path, "arrival", arrival);
-  if (arrival == "gamma") t.arrival.gamma = true;
-  else if (arrival != "poisson") r.error(Reader::join(path, "arrival"), "must be poisson or gamma");
+  if (arrival == "gamma")
+    t.arrival.gamma = true;
+  else if (arrival != "poisson")
+    r.error(Reader::join(path, "arrival"), "must be poisson or gamma");
   r.read(n, path, "burstiness", t.arrival.burstiness, 1e-3, 1e3);
   if (n["burstiness"] && !t.arrival.gamma) {
     r.error(Reader::join(path, "burstiness"), "needs arrival: gamma");
@@ -286,7 +297,8 @@ void read_class(Reader& r, const YAML::Node& n, const std::string& path, const S
   for (const ClassConfig& d : default_classes()) {
     if (d.name == c.name) c.policy = d.policy;
   }
-  if (const YAML::Node p = n["scheduler"]) read_scheduler(r, p, Reader::join(path, "scheduler"), c.policy);
+  if (const YAML::Node p = n["scheduler"])
+    read_scheduler(r, p, Reader::join(path, "scheduler"), c.policy);
   if (const YAML::Node slo = n["slo"]) {
     const auto p = Reader::join(path, "slo");
     if (r.map(slo, p, {"ttft_ms", "tpot_ms", "e2e_ms"})) {
@@ -337,7 +349,8 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   const engine::Profile* profile = engine::find_profile(e.profile);
   if (profile == nullptr) {
     std::string names;
-    for (auto name : engine::profile_names()) names += (names.empty() ? "" : ", ") + std::string(name);
+    for (auto name : engine::profile_names())
+      names += (names.empty() ? "" : ", ") + std::string(name);
     r.error(Reader::join(path, "profile"), "unknown profile (known: " + names + ")");
     return;
   }
@@ -373,8 +386,10 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
   if (const YAML::Node e = root["engine"]) read_engine(r, e, s);
   std::string routing = "least_loaded";
   r.read(root, "", "direct_routing", routing);
-  if (routing == "round_robin") s.direct_routing = DirectRouting::kRoundRobin;
-  else if (routing != "least_loaded") r.error("direct_routing", "must be least_loaded or round_robin");
+  if (routing == "round_robin")
+    s.direct_routing = DirectRouting::kRoundRobin;
+  else if (routing != "least_loaded")
+    r.error("direct_routing", "must be least_loaded or round_robin");
   if (const YAML::Node p = root["policies"]) {
     s.policies.clear();
     if (!p.IsSequence()) r.error("policies", "must be a list");

@@ -18,7 +18,8 @@ double percentile(std::span<float> samples, double p) {
   if (samples.empty()) return 0;
   auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(samples.size())));
   rank = std::clamp<std::size_t>(rank, 1, samples.size()) - 1;
-  std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(rank), samples.end());
+  std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(rank),
+                   samples.end());
   return samples[rank];
 }
 

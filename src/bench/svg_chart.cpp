@@ -16,18 +16,24 @@ constexpr const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
 
 std::string number(double v) {
   char buf[32];
-  if (v != 0 && (std::fabs(v) >= 1e5 || std::fabs(v) < 1e-2)) std::snprintf(buf, sizeof buf, "%.0e", v);
-  else std::snprintf(buf, sizeof buf, "%.4g", v);
+  if (v != 0 && (std::fabs(v) >= 1e5 || std::fabs(v) < 1e-2))
+    std::snprintf(buf, sizeof buf, "%.0e", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
 }
 
@@ -63,6 +69,7 @@ std::string render_svg(const Chart& chart) {
     x_lo = x_lo == std::numeric_limits<double>::infinity() ? 0 : x_lo;
     x_hi = x_lo + 1;
   }
+  if (!chart.log_x && x_lo > 0) x_lo = 0;  // time axes start at 0
   if (chart.log_x) {
     x_lo = std::pow(10, std::floor(std::log10(x_lo)));
     x_hi = std::pow(10, std::ceil(std::log10(x_hi)));
@@ -70,8 +77,9 @@ std::string render_svg(const Chart& chart) {
   if (y_hi <= y_lo) y_hi = y_lo + 1;
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   auto px = [&](double x) {
-    const double f = chart.log_x ? (std::log10(x) - std::log10(x_lo)) / (std::log10(x_hi) - std::log10(x_lo))
-                                 : (x - x_lo) / (x_hi - x_lo);
+    const double f =
+        chart.log_x ? (std::log10(x) - std::log10(x_lo)) / (std::log10(x_hi) - std::log10(x_lo))
+                    : (x - x_lo) / (x_hi - x_lo);
     return kLeft + f * plot_w;
   };
   auto py = [&](double y) { return kTop + plot_h - (y - y_lo) / (y_hi - y_lo) * plot_h; };
@@ -80,11 +88,12 @@ std::string render_svg(const Chart& chart) {
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" "
-                "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+                "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" "
+                "height=\"100%%\" fill=\"white\"/>\n",
                 kWidth, kHeight);
   out += buf;
-  out += "<text x=\"" + number(kWidth / 2) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">" +
-         escape(chart.title) + "</text>\n";
+  out += "<text x=\"" + number(kWidth / 2) +
+         "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">" + escape(chart.title) + "</text>\n";
   // Grid and tick labels.
   std::vector<double> xt;
   if (chart.log_x) {
@@ -107,7 +116,8 @@ std::string render_svg(const Chart& chart) {
     out += buf;
   }
   std::snprintf(buf, sizeof buf,
-                "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#333\"/>\n",
+                "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+                "stroke=\"#333\"/>\n",
                 kLeft, kTop, plot_w, plot_h);
   out += buf;
   out += "<text x=\"" + number(kLeft + plot_w / 2) + "\" y=\"" + number(kHeight - 10) +
@@ -118,7 +128,8 @@ std::string render_svg(const Chart& chart) {
   for (std::size_t i = 0; i < chart.series.size(); ++i) {
     const auto& s = chart.series[i];
     const char* colour = kColours[i % std::size(kColours)];
-    out += std::string("<polyline fill=\"none\" stroke-width=\"1.5\" stroke=\"") + colour + "\" points=\"";
+    out += std::string("<polyline fill=\"none\" stroke-width=\"1.5\" stroke=\"") + colour +
+           "\" points=\"";
     for (auto [x, y] : s.points) {
       if (chart.log_x && x <= 0) continue;
       std::snprintf(buf, sizeof buf, "%.1f,%.1f ", px(x), py(y));
@@ -126,10 +137,11 @@ std::string render_svg(const Chart& chart) {
     }
     out += "\"/>\n";
     const double ly = kTop + 10 + 18 * static_cast<double>(i);
-    std::snprintf(buf, sizeof buf,
-                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>"
-                  "<text x=\"%.1f\" y=\"%.1f\">",
-                  kLeft + plot_w + 10, ly, kLeft + plot_w + 30, ly, colour, kLeft + plot_w + 36, ly + 4);
+    std::snprintf(
+        buf, sizeof buf,
+        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>"
+        "<text x=\"%.1f\" y=\"%.1f\">",
+        kLeft + plot_w + 10, ly, kLeft + plot_w + 30, ly, colour, kLeft + plot_w + 36, ly + 4);
     out += buf;
     out += escape(s.name) + "</text>\n";
   }

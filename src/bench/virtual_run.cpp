@@ -22,9 +22,9 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
   out.aging_fraction = scenario.aging_fraction;
   out.preemption = scenario.preemption;
   for (const ClassSpec& c : scenario.classes) out.classes.push_back(c.policy);
-  out.pools.push_back(
-      {.name = "model",
-       .max_concurrency = std::vector<uint32_t>(scenario.engine.count, scenario.engine.max_concurrency)});
+  out.pools.push_back({.name = "model",
+                       .max_concurrency = std::vector<uint32_t>(scenario.engine.count,
+                                                                scenario.engine.max_concurrency)});
   for (std::size_t t = 0; t < scenario.tenants.size(); ++t) {
     if (scenario.tenants[t].weight != 1) {
       out.tenant_weights[static_cast<sched::TenantId>(t)] = scenario.tenants[t].weight;
@@ -52,9 +52,9 @@ struct Live {
   sched::Handle handle;
   double first_token = -1;
   double last_token = -1;
-  uint32_t delivered = 0;         // tokens the client has, over all engine runs
-  uint32_t engine = kNone;        // engine it runs on, kNone when not running
-  engine::RequestId run_id = 0;   // the engine's id of the current run
+  uint32_t delivered = 0;        // tokens the client has, over all engine runs
+  uint32_t engine = kNone;       // engine it runs on, kNone when not running
+  engine::RequestId run_id = 0;  // the engine's id of the current run
   uint32_t generation = 0;
   bool active = false;
 };
@@ -64,7 +64,8 @@ class VirtualRun {
   VirtualRun(const Scenario& s, std::string_view policy, uint64_t seed)
       : s_(s), workload_(s, seed), collector_(s), policy_(policy) {
     if (policy != "direct") {
-      auto sched = sched::Scheduler::create(scheduler_config(s, *sched::policy_from_string(policy)));
+      auto sched =
+          sched::Scheduler::create(scheduler_config(s, *sched::policy_from_string(policy)));
       sched_.emplace(std::move(*sched));
     }
     engines_.reserve(s.engine.count);
@@ -129,14 +130,16 @@ class VirtualRun {
       start_due_engines();
     }
     // An idle tail of the arrival window still gets its (empty) samples.
-    while (series_.size() < kSamples) take_sample(sample_dt_ * static_cast<double>(series_.size() + 1));
+    while (series_.size() < kSamples)
+      take_sample(sample_dt_ * static_cast<double>(series_.size() + 1));
     for (std::size_t slot = 0; slot < lives_.size(); ++slot) {
       if (lives_[slot].active) finish(lives_[slot], Outcome::kUnfinished);
     }
     EngineTotals totals = engine_totals(std::min(now_, cut));
     PolicySummary out = collector_.summarize(policy_, totals);
     out.series = std::move(series_);
-    out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    out.wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     return out;
   }
 
@@ -263,9 +266,11 @@ class VirtualRun {
         .klass = spec.klass,
         .tenant = spec.tenant,
         .cost_tokens = static_cast<int64_t>(spec.prompt_tokens()) + spec.max_tokens,
-        .deadline = spec.deadline != kNever ? std::optional(to_time_point(spec.deadline)) : std::nullopt,
-        .supersede_key = key != 0 ? std::string_view(reinterpret_cast<const char*>(&key), sizeof key)
-                                  : std::string_view()};
+        .deadline =
+            spec.deadline != kNever ? std::optional(to_time_point(spec.deadline)) : std::nullopt,
+        .supersede_key = key != 0
+                             ? std::string_view(reinterpret_cast<const char*>(&key), sizeof key)
+                             : std::string_view()};
     auto admitted = sched_->enqueue(request, time_point());
     if (!admitted) {
       finish(l, Outcome::kRejected);
@@ -314,7 +319,8 @@ class VirtualRun {
         --in_engine_[e];
         l.engine = kNone;
         if (sched_) {
-          sched_->complete(l.handle, time_point(), static_cast<int64_t>(l.spec.prompt_tokens()) + l.delivered);
+          sched_->complete(l.handle, time_point(),
+                           static_cast<int64_t>(l.spec.prompt_tokens()) + l.delivered);
           dirty_ = true;
         }
         finish(l, Outcome::kCompleted);
@@ -346,7 +352,8 @@ class VirtualRun {
         if (l == nullptr || l->engine == kNone) continue;
         wasted_preempt_ += abort_in_engine(*l).first;
         ++gateway_preemptions_;
-        const int64_t remaining = static_cast<int64_t>(l->spec.prompt_tokens()) + l->spec.max_tokens;
+        const int64_t remaining =
+            static_cast<int64_t>(l->spec.prompt_tokens()) + l->spec.max_tokens;
         sched_->requeue_preempted(l->handle, remaining, last_tp_);
       }
       again = !actions_.preemptions.empty();
@@ -392,7 +399,8 @@ class VirtualRun {
       if (!sched_) out.queued += st.num_requests_waiting;
     }
     if (sched_) out.queued = static_cast<double>(sched_->queued());
-    out.utilisation = std::min(1.0, interval_busy_ / (sample_dt_ * static_cast<double>(engines_.size())));
+    out.utilisation =
+        std::min(1.0, interval_busy_ / (sample_dt_ * static_cast<double>(engines_.size())));
     interval_busy_ = 0;
     series_.push_back(out);
   }

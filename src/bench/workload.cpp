@@ -175,8 +175,8 @@ void fit_context(RequestSpec& r, uint32_t max_model_len) {
 
 Workload::Workload(const Scenario& scenario, uint64_t seed) : scenario_(&scenario) {
   for (std::size_t c = 0; c < scenario.classes.size(); ++c) {
-    sources_.push_back(std::make_unique<Source>(scenario, static_cast<uint16_t>(c),
-                                                sim::mix(seed * 1000003 + c)));
+    sources_.push_back(
+        std::make_unique<Source>(scenario, static_cast<uint16_t>(c), sim::mix(seed * 1000003 + c)));
   }
 }
 

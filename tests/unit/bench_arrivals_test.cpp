@@ -55,7 +55,8 @@ TEST(BenchArrivals, GammaKeepsTheRateAndSetsBurstiness) {
 TEST(BenchArrivals, BurstMultipliesTheRateWhileItLasts) {
   TrafficSpec t;
   t.rate.base = 200;
-  t.rate.changes = {{.at_s = 100, .for_s = 50, .factor = 3}, {.at_s = 200, .for_s = std::nullopt, .factor = 0}};
+  t.rate.changes = {{.at_s = 100, .for_s = 50, .factor = 3},
+                    {.at_s = 200, .for_s = std::nullopt, .factor = 0}};
   ArrivalProcess p(t, 300, 3);
   std::map<int, int> per_window;  // 50 s windows
   for (double now = p.next(); now < 300; now = p.next()) ++per_window[static_cast<int>(now / 50)];
@@ -77,10 +78,11 @@ TEST(BenchArrivals, DayCurveRunsFromNightToPeak) {
 }
 
 TEST(BenchArrivals, AdvanceIntegratesTheRate) {
-  RateCurve curve({.base = 10, .changes = {{.at_s = 1, .for_s = 1, .factor = 2}}, .day = std::nullopt}, 10);
-  EXPECT_DOUBLE_EQ(curve.advance(0, 5), 0.5);    // 5 events at 10/s
-  EXPECT_DOUBLE_EQ(curve.advance(0.5, 25), 2);   // 5 to t=1, 20 at 20/s to t=2
-  EXPECT_DOUBLE_EQ(curve.advance(2, 10), 3);     // back to 10/s
+  RateCurve curve(
+      {.base = 10, .changes = {{.at_s = 1, .for_s = 1, .factor = 2}}, .day = std::nullopt}, 10);
+  EXPECT_DOUBLE_EQ(curve.advance(0, 5), 0.5);   // 5 events at 10/s
+  EXPECT_DOUBLE_EQ(curve.advance(0.5, 25), 2);  // 5 to t=1, 20 at 20/s to t=2
+  EXPECT_DOUBLE_EQ(curve.advance(2, 10), 3);    // back to 10/s
 }
 
 TEST(BenchWorkload, TimeOrderedCompleteAndDeterministic) {
@@ -111,7 +113,8 @@ TEST(BenchWorkload, TimeOrderedCompleteAndDeterministic) {
         it->second = r->history.tokens;
       }
     }
-    if (s->classes[r->klass].traffic.kind == TrafficKind::kBacklog && r->arrival == 0) ++backlog_at_zero;
+    if (s->classes[r->klass].traffic.kind == TrafficKind::kBacklog && r->arrival == 0)
+      ++backlog_at_zero;
   }
   EXPECT_FALSE(b.next());
   EXPECT_GT(n, 100u);

@@ -68,18 +68,28 @@ classes:
 TEST(BenchScenario, ErrorsNameTheKeyPath) {
   const std::pair<const char*, const char*> cases[] = {
       {"name: t\nbogus: 1\nclasses: [{name: a, traffic: {rate: 1}}]", "bogus: unknown key"},
-      {"name: t\nclasses: [{name: a, traffic: {rate: 1, colour: red}}]", "classes[0].traffic.colour: unknown key"},
-      {"name: t\nclasses: [{name: a, traffic: {rate: fast}}]", "classes[0].traffic.rate: must be a number"},
-      {"name: t\nclasses: [{name: a, traffic: {rate: -1}}]", "classes[0].traffic.rate: must be between"},
-      {"name: t\nclasses: [{name: a, traffic: {kind: stream}}]", "classes[0].traffic.kind: must be"},
-      {"name: t\nclasses: [{name: a, traffic: {prompt: {dist: zipf}}}]", "classes[0].traffic.prompt.dist: must be"},
-      {"name: t\nclasses: [{name: a, traffic: {burstiness: 2}}]", "classes[0].traffic.burstiness: needs arrival: gamma"},
-      {"name: t\nclasses: [{name: a, tenants: {nobody: 1}, traffic: {}}]", "classes[0].tenants.nobody: no such tenant"},
-      {"name: t\nengine: {profile: gpt-9}\nclasses: [{name: a, traffic: {}}]", "engine.profile: unknown profile"},
-      {"name: t\nclasses: [{name: a, scheduler: {min_share: 2}, traffic: {}}]", "classes[0].scheduler.min_share: must be between"},
+      {"name: t\nclasses: [{name: a, traffic: {rate: 1, colour: red}}]",
+       "classes[0].traffic.colour: unknown key"},
+      {"name: t\nclasses: [{name: a, traffic: {rate: fast}}]",
+       "classes[0].traffic.rate: must be a number"},
+      {"name: t\nclasses: [{name: a, traffic: {rate: -1}}]",
+       "classes[0].traffic.rate: must be between"},
+      {"name: t\nclasses: [{name: a, traffic: {kind: stream}}]",
+       "classes[0].traffic.kind: must be"},
+      {"name: t\nclasses: [{name: a, traffic: {prompt: {dist: zipf}}}]",
+       "classes[0].traffic.prompt.dist: must be"},
+      {"name: t\nclasses: [{name: a, traffic: {burstiness: 2}}]",
+       "classes[0].traffic.burstiness: needs arrival: gamma"},
+      {"name: t\nclasses: [{name: a, tenants: {nobody: 1}, traffic: {}}]",
+       "classes[0].tenants.nobody: no such tenant"},
+      {"name: t\nengine: {profile: gpt-9}\nclasses: [{name: a, traffic: {}}]",
+       "engine.profile: unknown profile"},
+      {"name: t\nclasses: [{name: a, scheduler: {min_share: 2}, traffic: {}}]",
+       "classes[0].scheduler.min_share: must be between"},
       {"name: t\nclasses: [{name: a, traffic: {rate_changes: [{at_s: 1, factr: 2}]}}]",
        "classes[0].traffic.rate_changes[0].factr: unknown key"},
-      {"name: t\npolicies: [direct, lottery]\nclasses: [{name: a, traffic: {}}]", "policies[1]: must be"},
+      {"name: t\npolicies: [direct, lottery]\nclasses: [{name: a, traffic: {}}]",
+       "policies[1]: must be"},
       {"name: t\nclasses: []", "classes: must be a non-empty list"},
       {"classes: [{name: a, traffic: {}}]", "name: is required"},
       {"name: t\nclasses: [{name: a}]", "classes[0].traffic: is required"},
@@ -106,12 +116,13 @@ classes:
 // Every shipped scenario parses.
 TEST(BenchScenario, ShippedScenariosParse) {
   int found = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(ARBITER_SOURCE_DIR "/bench/scenarios")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(ARBITER_SOURCE_DIR "/bench/scenarios")) {
     if (entry.path().extension() != ".yaml") continue;
     ++found;
     auto s = load_scenario(entry.path().string());
-    EXPECT_TRUE(s) << s.error();
-    if (s) EXPECT_FALSE(s->finding.empty()) << entry.path();
+    ASSERT_TRUE(s) << s.error();
+    EXPECT_FALSE(s->finding.empty()) << entry.path();
   }
   EXPECT_GE(found, 7);
 }

@@ -41,7 +41,8 @@ TEST(BenchStats, LogHistogramWithinOnePercent) {
   const Percentiles e = percentiles(exact);
   const Percentiles p = h.percentiles();
   EXPECT_EQ(p.count, 100'000u);
-  for (auto [approx, want] : {std::pair{p.p50, e.p50}, {p.p90, e.p90}, {p.p99, e.p99}, {p.p999, e.p999}}) {
+  for (auto [approx, want] :
+       {std::pair{p.p50, e.p50}, {p.p90, e.p90}, {p.p99, e.p99}, {p.p999, e.p999}}) {
     EXPECT_NEAR(approx, want, want * 0.01);
   }
   LogHistogram other;
@@ -70,16 +71,22 @@ classes:
 )");
   ASSERT_TRUE(s) << s.error();
   Collector c(*s);
-  auto completed = [](uint16_t tenant, double ttft, double e2e, uint32_t tokens, double deadline = kNever) {
-    return RequestRecord{.klass = 0, .tenant = tenant, .outcome = Outcome::kCompleted, .arrival = 1,
-                         .first_token = 1 + ttft, .finished = 1 + e2e, .output_tokens = tokens,
+  auto completed = [](uint16_t tenant, double ttft, double e2e, uint32_t tokens,
+                      double deadline = kNever) {
+    return RequestRecord{.klass = 0,
+                         .tenant = tenant,
+                         .outcome = Outcome::kCompleted,
+                         .arrival = 1,
+                         .first_token = 1 + ttft,
+                         .finished = 1 + e2e,
+                         .output_tokens = tokens,
                          .deadline = deadline};
   };
-  c.record(completed(0, 0.05, 0.5, 51));         // good: tpot (500-50)/50 = 9 ms
-  c.record(completed(0, 0.15, 0.5, 51));         // TTFT over
-  c.record(completed(0, 0.05, 0.9, 51));         // TPOT 17 ms over
-  c.record(completed(1, 0.05, 0.5, 51, 1.2));    // deadline missed
-  c.record(completed(1, 0.05, 0.2, 1));          // good (one token: no TPOT)
+  c.record(completed(0, 0.05, 0.5, 51));       // good: tpot (500-50)/50 = 9 ms
+  c.record(completed(0, 0.15, 0.5, 51));       // TTFT over
+  c.record(completed(0, 0.05, 0.9, 51));       // TPOT 17 ms over
+  c.record(completed(1, 0.05, 0.5, 51, 1.2));  // deadline missed
+  c.record(completed(1, 0.05, 0.2, 1));        // good (one token: no TPOT)
   c.record({.klass = 0, .tenant = 1, .outcome = Outcome::kSuperseded, .arrival = 1});
   c.record({.klass = 0, .tenant = 1, .outcome = Outcome::kRejected, .arrival = 1});
   EngineTotals totals;

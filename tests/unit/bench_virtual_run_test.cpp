@@ -123,7 +123,8 @@ TEST(BenchVirtualRun, ResultsFilePassesTheCheckAndACorruptedOneFails) {
   const Scenario s = smoke();
   RunResults results;
   results.info.seed = s.seed;
-  for (const char* policy : {"direct", "hybrid"}) results.policies.push_back(run_virtual(s, policy, s.seed));
+  for (const char* policy : {"direct", "hybrid"})
+    results.policies.push_back(run_virtual(s, policy, s.seed));
   const auto dir = std::filesystem::temp_directory_path() / "arbiter_bench_test";
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "results.json").string();
@@ -135,8 +136,10 @@ TEST(BenchVirtualRun, ResultsFilePassesTheCheckAndACorruptedOneFails) {
   ASSERT_TRUE(write_results_json(path, s, results));
   const auto problems = check_results_json(path);
   ASSERT_EQ(problems.size(), 2u);
-  EXPECT_NE(problems[0].find("hybrid.classes.critical: outcomes add up"), std::string::npos) << problems[0];
-  EXPECT_NE(problems[1].find("hybrid.classes.completion.ttft_ms: percentiles not ordered"), std::string::npos)
+  EXPECT_NE(problems[0].find("hybrid.classes.critical: outcomes add up"), std::string::npos)
+      << problems[0];
+  EXPECT_NE(problems[1].find("hybrid.classes.completion.ttft_ms: percentiles not ordered"),
+            std::string::npos)
       << problems[1];
   std::filesystem::remove_all(dir);
 }
