@@ -59,6 +59,7 @@ json::object to_json(const PolicySummary& p) {
             {"engines", e.engines},
             {"work_tokens", e.work_tokens},
             {"wasted_cancel_tokens", e.wasted_cancel_tokens},
+            {"wasted_cancel_prefill_tokens", e.wasted_cancel_prefill},
             {"wasted_preempt_tokens", e.wasted_preempt_tokens},
             {"engine_preemptions", e.engine_preemptions},
             {"gateway_preemptions", e.gateway_preemptions}}},

@@ -150,16 +150,17 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
   }
   out +=
       "\n## Engines\n\n| policy | run length s | utilisation | work tokens | wasted "
-      "(cancel/supersede) | "
+      "(cancel/supersede) | of it prefill | "
       "lost to gateway preemption | gateway preemptions | engine KV preemptions | Jain | CPU s |\n"
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& p : results.policies) {
     const EngineTotals& t = p.engine;
     out += "| " + p.policy + " | " + fmt(t.duration_s, 1) + " | " + pct(p.utilisation) + " | " +
            std::to_string(t.work_tokens) + " | " + std::to_string(t.wasted_cancel_tokens) + " (" +
-           pct(p.waste_share) + ") | " + std::to_string(t.wasted_preempt_tokens) + " | " +
-           std::to_string(t.gateway_preemptions) + " | " + std::to_string(t.engine_preemptions) +
-           " | " + fmt(p.jain, 3) + " | " + fmt(p.wall_s, 2) + " |\n";
+           pct(p.waste_share) + ") | " + std::to_string(t.wasted_cancel_prefill) + " | " +
+           std::to_string(t.wasted_preempt_tokens) + " | " + std::to_string(t.gateway_preemptions) +
+           " | " + std::to_string(t.engine_preemptions) + " | " + fmt(p.jain, 3) + " | " +
+           fmt(p.wall_s, 2) + " |\n";
   }
   if (!plots.empty()) {
     out += "\n## Plots\n\n";

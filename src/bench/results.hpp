@@ -46,6 +46,7 @@ struct EngineTotals {
   uint32_t engines = 0;
   uint64_t work_tokens = 0;            // prefill computed + tokens decoded, all engines
   uint64_t wasted_cancel_tokens = 0;   // computed for requests later superseded or cancelled
+  uint64_t wasted_cancel_prefill = 0;  // of those, prefill tokens
   uint64_t wasted_preempt_tokens = 0;  // prefill lost to gateway preemption (recomputed on resume)
   uint64_t engine_preemptions = 0;     // the engines' own KV preemptions
   uint64_t gateway_preemptions = 0;    // scheduler preemptions acted on

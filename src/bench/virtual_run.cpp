@@ -227,6 +227,7 @@ class VirtualRun {
   void waste(Live& l) {
     const auto [prefill, decode] = abort_in_engine(l);
     wasted_cancel_ += prefill + decode;
+    wasted_cancel_prefill_ += prefill;
   }
 
   uint32_t pick_engine() {
@@ -410,6 +411,7 @@ class VirtualRun {
                      .busy_s = busy_,
                      .engines = static_cast<uint32_t>(engines_.size()),
                      .wasted_cancel_tokens = wasted_cancel_,
+                     .wasted_cancel_prefill = wasted_cancel_prefill_,
                      .wasted_preempt_tokens = wasted_preempt_,
                      .gateway_preemptions = gateway_preemptions_};
     for (const engine::Engine& engine : engines_) {
@@ -446,7 +448,8 @@ class VirtualRun {
   uint64_t runs_ = 0;
   uint32_t rotation_ = 0;
   double busy_ = 0, interval_busy_ = 0, sample_dt_ = 1;
-  uint64_t wasted_cancel_ = 0, wasted_preempt_ = 0, gateway_preemptions_ = 0;
+  uint64_t wasted_cancel_ = 0, wasted_cancel_prefill_ = 0, wasted_preempt_ = 0,
+           gateway_preemptions_ = 0;
   std::vector<Sample> series_;
 };
 
