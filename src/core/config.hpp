@@ -80,6 +80,9 @@ enum class BackendType { kHttp, kSim };
 struct BackendConfig {
   std::string name;          // unique label; defaults to host:port
   bool priority_scheduling = false;  // engine runs vLLM --scheduling-policy priority
+  // The engine takes vLLM's continue_final_message (a preempted chat request
+  // can resume there); embedded simulators always do.
+  bool continue_final_message = false;
   BackendType type = BackendType::kHttp;
   std::string host;          // from url (type http)
   uint16_t port = 0;         // from url (type http)
@@ -96,6 +99,7 @@ struct ModelConfig {
 struct SchedulerSettings {
   sched::Policy policy = sched::Policy::kHybrid;  // fifo | priority | hybrid
   double aging_fraction = 0.2;  // urgent when this fraction of max_queue_wait is left
+  bool preemption = true;       // preempt (and resume) preemptible work for a class below min_share
 };
 
 // Scraping each backend's /metrics for saturation (docs/engine-signals.md).

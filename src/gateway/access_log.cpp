@@ -25,6 +25,7 @@ std::string format_access_record(const AccessRecord& r) {
                  r.status, r.stream, r.bytes_in, r.bytes_out, r.queue_ms);
   if (r.upstream_ms >= 0) fmt::format_to(out, R"(,"upstream_ms":{:.3f})", r.upstream_ms);
   if (r.ttfb_ms >= 0) fmt::format_to(out, R"(,"ttfb_ms":{:.3f})", r.ttfb_ms);
+  if (r.preemptions > 0) fmt::format_to(out, R"(,"preemptions":{})", r.preemptions);
   fmt::format_to(out, R"(,"duration_ms":{:.3f})", r.duration_ms);
   if (!r.error.empty()) fmt::format_to(out, R"(,"error":{})", quoted(r.error));
   line += "}\n";

@@ -328,13 +328,14 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out)
 
 void read_backend(Reader& r, const YAML::Node& b, const std::string& path, BackendConfig& out) {
   if (!r.map(b, path, {"name", "type", "url", "profile", "max_num_seqs", "max_concurrency",
-                       "priority_scheduling"}))
+                       "priority_scheduling", "continue_final_message"}))
     return;
   std::string type = "http";
   r.read(b, path, "type", type);
   r.read(b, path, "name", out.name);
   r.read_int(b, path, "max_concurrency", out.max_concurrency, 1, 100000);
   r.read(b, path, "priority_scheduling", out.priority_scheduling);
+  r.read(b, path, "continue_final_message", out.continue_final_message);
   if (type == "sim") {
     // A simulated engine inside the gateway process (issue 3): no url.
     out.type = BackendType::kSim;
@@ -506,7 +507,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   read_classes(r, root["classes"], c.classes);
   r.read(root, "", "default_class", c.default_class);
   read_models(r, root["models"], c.models);
-  if (const YAML::Node n = root["scheduler"]; n && r.map(n, "scheduler", {"policy", "aging_fraction"})) {
+  if (const YAML::Node n = root["scheduler"]; n && r.map(n, "scheduler", {"policy", "aging_fraction", "preemption"})) {
     std::string policy;
     r.read(n, "scheduler", "policy", policy);
     if (!policy.empty()) {
@@ -517,6 +518,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
       }
     }
     r.read_double(n, "scheduler", "aging_fraction", c.scheduler.aging_fraction, 0, 1);
+    r.read(n, "scheduler", "preemption", c.scheduler.preemption);
   }
   if (const YAML::Node n = root["engine_signals"];
       n && r.map(n, "engine_signals", {"enabled", "interval_ms", "stale_after_ms", "kv_saturation"})) {

@@ -18,12 +18,13 @@ struct Dispatcher::Waiter {
   std::optional<sched::Dispatch> dispatch;  // kRunning
   std::chrono::milliseconds retry_after{0}; // kExpired
   bool superseded_in_flight = false;
+  bool preempted = false;  // chosen as a preemption victim in its current run
   std::function<void()> interrupt_hook;
 };
 
 // One decision to hand to a request.
 struct Dispatcher::Delivery {
-  enum class Kind { kDispatch, kExpire, kSupersedeQueued, kSupersedeRunning };
+  enum class Kind { kDispatch, kExpire, kSupersedeQueued, kSupersedeRunning, kPreempt };
   Kind kind;
   std::shared_ptr<Waiter> waiter;
   sched::Dispatch dispatch{};
@@ -102,9 +103,11 @@ void Dispatcher::poll_locked(Clock::time_point now, Decisions& out) {
       out.deliveries.push_back({.kind = Delivery::Kind::kExpire, .waiter = std::move(w), .retry_after = e.retry_after});
     }
   }
-  // Preemption needs checkpoint/resume in the relay, which is not built
-  // yet: the gateway runs the scheduler with preemption disabled
-  // (SchedulerConfig::preemption), so there are none to deliver.
+  for (const auto& p : actions_.preemptions) {
+    if (auto w = waiter_of(p.user)) {
+      out.deliveries.push_back({.kind = Delivery::Kind::kPreempt, .waiter = std::move(w)});
+    }
+  }
 }
 
 void Dispatcher::collect_superseded_locked(const sched::Superseded& s, Decisions& out) {
@@ -141,6 +144,10 @@ void Dispatcher::apply(Delivery& d) {
       w.superseded_in_flight = true;
       if (auto hook = std::move(w.interrupt_hook)) hook();
       break;
+    case Kind::kPreempt:
+      w.preempted = true;
+      if (auto hook = std::move(w.interrupt_hook)) hook();
+      break;
   }
 }
 
@@ -172,7 +179,15 @@ Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Reque
     poll_locked(Clock::now(), decisions);
   }
   deliver(decisions, w.get());
+  // From here the slot completes whatever happens: for a request that never
+  // ran, complete() finds a stale handle and does nothing.
+  Slot slot(this, w);
+  auto turn = co_await wait_turn(w, conn);
+  if (!turn) co_return std::unexpected(std::move(turn.error()));
+  co_return std::move(slot);
+}
 
+Task<std::expected<void, ApiError>> Dispatcher::wait_turn(std::shared_ptr<Waiter> w, ClientConnection& conn) {
   if (w->state == Waiter::State::kQueued) {
     // Woken by a delivery, or by the client leaving (the abort hook).
     conn.set_abort_hook([w] { w->wake.cancel(); });
@@ -181,11 +196,11 @@ Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Reque
   }
   switch (w->state) {
     case Waiter::State::kRunning:
-      if (!conn.client_gone()) co_return Slot(this, w);
-      {
-        Slot released(this, w);  // gives the slot straight back
+      if (!conn.client_gone()) {
+        std::expected<void, ApiError> dispatched;  // a named local: see the GCC 12 note
+        co_return dispatched;
       }
-      break;
+      break;  // the caller's Slot gives the slot straight back
     case Waiter::State::kExpired: {
       ApiError expired = sched::deadline_error(w->retry_after);
       co_return std::unexpected(std::move(expired));
@@ -200,6 +215,27 @@ Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Reque
   }
   ApiError gone = client_gone_error();
   co_return std::unexpected(std::move(gone));
+}
+
+Task<std::expected<void, ApiError>> Dispatcher::requeue(std::shared_ptr<Waiter> w, int64_t remaining_cost,
+                                                         ClientConnection& conn) {
+  Decisions decisions;
+  {
+    std::lock_guard lock(mu_);
+    w->state = Waiter::State::kQueued;
+    w->preempted = false;
+    w->interrupt_hook = nullptr;
+    w->dispatch.reset();
+    w->wake.expires_at(net::steady_timer::time_point::max());
+    if (!scheduler_.requeue_preempted(w->handle, remaining_cost, Clock::now())) {
+      // Not a preemption victim (a bug in the caller): nothing to wait for.
+      ApiError error{ErrorCode::kInternal, "requeue of a request that was not preempted", {}, {}};
+      co_return std::unexpected(std::move(error));
+    }
+    poll_locked(Clock::now(), decisions);
+  }
+  deliver(decisions, w.get());
+  co_return co_await wait_turn(std::move(w), conn);
 }
 
 void Dispatcher::cancel(const std::shared_ptr<Waiter>& w) {
@@ -244,11 +280,15 @@ sched::BackendId Dispatcher::Slot::backend() const { return waiter_->dispatch->b
 int Dispatcher::Slot::engine_priority() const { return waiter_->dispatch->engine_priority; }
 sched::Duration Dispatcher::Slot::queue_wait() const { return waiter_->dispatch->queue_wait; }
 void Dispatcher::Slot::set_interrupt_hook(std::function<void()> hook) {
-  if (waiter_->superseded_in_flight) {
-    if (hook) hook();  // superseded before the exchange even started
+  if (waiter_->superseded_in_flight || waiter_->preempted) {
+    if (hook) hook();  // interrupted before the exchange even started
     return;
   }
   waiter_->interrupt_hook = std::move(hook);
+}
+bool Dispatcher::Slot::preempted() const { return waiter_->preempted && !waiter_->superseded_in_flight; }
+Task<std::expected<void, ApiError>> Dispatcher::Slot::requeue(int64_t remaining_cost, ClientConnection& conn) {
+  return dispatcher_->requeue(waiter_, remaining_cost, conn);
 }
 
 }  // namespace arbiter

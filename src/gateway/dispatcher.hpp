@@ -3,7 +3,9 @@
 // backend signal, a timer tick) its decisions are collected under the lock
 // and delivered afterwards, each on the executor of the request it concerns:
 // a dispatch wakes the waiting coroutine with its backend, an expiry answers
-// 503, a supersede drops a queued request or interrupts a running one.
+// 503, a supersede drops a queued request or interrupts a running one, a
+// preemption interrupts a running one, which then requeues (Slot::requeue)
+// and continues from its checkpoint when dispatched again.
 //
 // Requests queue here, not in the engines (late binding): a request leaves
 // its queue only when a backend of its pool has room.
@@ -46,11 +48,20 @@ class Dispatcher {
 
     sched::BackendId backend() const;
     int engine_priority() const;
-    // Time spent queued, as the scheduler measured it (from enqueue).
+    // Time spent queued, as the scheduler measured it (from enqueue or
+    // from the last requeue).
     sched::Duration queue_wait() const;
-    // Runs (on the request's executor) if the scheduler supersedes this
-    // running request; it should abort the upstream exchange at once.
+    // Runs (on the request's executor) if the scheduler supersedes or
+    // preempts this running request; it should abort the upstream exchange
+    // at once. Runs at once when that already happened.
     void set_interrupt_hook(std::function<void()> hook);
+    // The interrupt was a preemption (not a supersede): requeue() next.
+    bool preempted() const;
+    // Gives the slot back and queues the request again with `remaining_cost`
+    // tokens (first in its tenant queue, never expiring), then waits for its
+    // next dispatch, as acquire() does. On success the slot is held again
+    // (backend() may differ); on failure (client gone, superseded) it is not.
+    Task<std::expected<void, ApiError>> requeue(int64_t remaining_cost, ClientConnection& conn);
 
    private:
     Dispatcher* dispatcher_;
@@ -93,6 +104,11 @@ class Dispatcher {
   void deliver(Decisions& decisions, const Waiter* self);
   // Applies one decision on its request's executor.
   static void apply(Delivery& d);
+  // Waits (on the request's executor) until `w` is dispatched, expires, is
+  // superseded or its client leaves (then it is dequeued).
+  Task<std::expected<void, ApiError>> wait_turn(std::shared_ptr<Waiter> w, ClientConnection& conn);
+  Task<std::expected<void, ApiError>> requeue(std::shared_ptr<Waiter> w, int64_t remaining_cost,
+                                              ClientConnection& conn);
   void complete(const std::shared_ptr<Waiter>& w, std::optional<int64_t> actual_tokens);
   void cancel(const std::shared_ptr<Waiter>& w);
   // Wakes the timer loop when `next` is earlier than its current expiry.

@@ -29,15 +29,6 @@ std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find('?'));
 }
 
-// Everything known about a request once it is admitted.
-struct Admission {
-  const TenantConfig* tenant = nullptr;
-  ParsedRequest parsed;
-  std::size_t pool = 0;       // index of the model's pool
-  std::size_t cls = 0;        // index of the class
-  bool rewritten = false;     // the body must be re-serialised (cap, priority)
-};
-
 // Output tokens assumed for the scheduler's cost estimate when the request
 // sets no max_tokens.
 constexpr int64_t kDefaultOutputEstimate = 256;
@@ -58,6 +49,16 @@ std::string supersede_key(const HttpRequest& req, const ClassConfig& cls,
 }
 
 }  // namespace
+
+// Everything known about a request once it is admitted.
+struct Gateway::Admission {
+  const TenantConfig* tenant = nullptr;
+  ParsedRequest parsed;
+  std::size_t pool = 0;       // index of the model's pool
+  std::size_t cls = 0;        // index of the class
+  bool rewritten = false;     // the body must be re-serialised (cap, priority)
+  ResumeMethod resume = ResumeMethod::kNone;  // how a preempted run would continue
+};
 
 Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor timer_executor)
     : config_(std::move(config)),
@@ -288,6 +289,11 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
         metrics_.rewrites.with({rec.cls}).inc();
       }
     }
+    // Only work the scheduler may preempt needs a way to resume.
+    const auto& policy = config_.classes[a.cls].policy;
+    if (config_.scheduler.preemption && (policy.preemptible || policy.background)) {
+      a.resume = resume_method(a.parsed, pools_[a.pool]->continues_chat());
+    }
     return a;
   };
 
@@ -306,7 +312,8 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
         .tenant = tenant_id(config_, admission->tenant),
         .cost_tokens = info.prompt_tokens_estimate + info.max_tokens.value_or(kDefaultOutputEstimate),
         .deadline = std::nullopt,
-        .supersede_key = key};
+        .supersede_key = key,
+        .resumable = admission->resume != ResumeMethod::kNone};
     const auto enqueued = Clock::now();
     auto slot = co_await dispatcher_->acquire(queued, conn);
     // Queue time from enqueue, not from request start (auth and parsing
@@ -318,43 +325,8 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
       if (conn.client_gone()) outcome.status = 499;  // left while queued: nothing to send
     } else {
       metrics_.queue_wait.with({rec.model, rec.cls, rec.tenant}).observe(rec.queue_ms / 1000.0);
-      ModelPool& pool = *pools_[admission->pool];
-      const BackendConfig& backend = pool.backend(slot->backend());
-      backend_name = backend.name;
-      rec.backend = backend.name;
-      headers.emplace_back("x-arbiter-class", rec.cls);
-      headers.emplace_back("x-arbiter-backend", backend.name);
-      headers.emplace_back("x-arbiter-queue-ms", std::to_string(static_cast<int64_t>(rec.queue_ms)));
-      headers.emplace_back("x-arbiter-preemptions", "0");
-      if (backend.priority_scheduling) {
-        // The engine orders its own queue the way the gateway does.
-        admission->parsed.body["priority"] = slot->engine_priority();
-        admission->rewritten = true;
-      }
-
-      http::request<http::string_body> up{http::verb::post, route_path(route), 11};
-      up.set(http::field::host, backend.host + ":" + std::to_string(backend.port));
-      up.set(http::field::content_type, "application/json");
-      up.set("x-request-id", rec.request_id);
-      if (auto accept = req.find(http::field::accept); accept != req.end()) {
-        up.set(http::field::accept, accept->value());
-      }
-      up.keep_alive(true);
-      up.body() = admission->rewritten ? boost::json::serialize(admission->parsed.body)
-                                       : std::move(req.body());
-      up.prepare_payload();
-
-      Interrupt interrupt;
-      slot->set_interrupt_hook([&interrupt] { interrupt.fire(); });
-      const RelayRequest relay_request{.pool = pool.upstream(slot->backend()),
-                                       .upstream_request = up,
-                                       .client = conn,
-                                       .timeouts = config_.timeouts,
-                                       .limits = config_.limits,
-                                       .response_headers = headers,
-                                       .interrupt = interrupt};
-      outcome = co_await relay(relay_request);
-      slot->set_interrupt_hook(nullptr);
+      outcome = co_await run_upstream(route, *admission, *slot, req, conn, rec, headers);
+      backend_name = rec.backend;
     }
   }
   if (outcome.error && outcome.status == 0) {
@@ -379,8 +351,89 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
     metrics_.upstream_errors.with({backend_name, outcome.upstream_error}).inc();
   }
   if (outcome.retried) metrics_.upstream_retries.with({backend_name}).inc();
+  if (rec.preemptions > 0) metrics_.resumed.with({rec.model, rec.cls}).inc();
   metrics_.in_flight.sub(1);
   access_log_.write(rec);
+}
+
+Task<RelayOutcome> Gateway::run_upstream(Route route, Admission& admission, Dispatcher::Slot& slot,
+                                         HttpRequest& req, ClientConnection& conn, AccessRecord& rec,
+                                         Headers& headers) {
+  ModelPool& pool = *pools_[admission.pool];
+  const RequestInfo& info = admission.parsed.info;
+  std::optional<RelayResume> resume;
+  if (admission.resume != ResumeMethod::kNone) {
+    resume.emplace();
+    resume->route = route;
+    resume->aggregate = !info.stream;
+  }
+  const std::size_t own_headers = headers.size();  // x-request-id
+  for (;;) {
+    const BackendConfig& backend = pool.backend(slot.backend());
+    rec.backend = backend.name;
+    headers.resize(own_headers);
+    headers.emplace_back("x-arbiter-class", rec.cls);
+    headers.emplace_back("x-arbiter-backend", backend.name);
+    headers.emplace_back("x-arbiter-queue-ms", std::to_string(static_cast<int64_t>(rec.queue_ms)));
+    headers.emplace_back("x-arbiter-preemptions", std::to_string(rec.preemptions));
+
+    http::request<http::string_body> up{http::verb::post, route_path(route), 11};
+    up.set(http::field::host, backend.host + ":" + std::to_string(backend.port));
+    up.set(http::field::content_type, "application/json");
+    up.set("x-request-id", rec.request_id);
+    if (auto accept = req.find(http::field::accept); accept != req.end()) {
+      up.set(http::field::accept, accept->value());
+    }
+    up.keep_alive(true);
+    if (resume) {
+      resume->checkpoint.begin_run();
+      boost::json::object body = run_body(admission.parsed, admission.resume, resume->checkpoint, resume->aggregate);
+      if (backend.priority_scheduling) body["priority"] = slot.engine_priority();
+      up.body() = boost::json::serialize(body);
+    } else {
+      if (backend.priority_scheduling) {
+        // The engine orders its own queue the way the gateway does.
+        admission.parsed.body["priority"] = slot.engine_priority();
+        admission.rewritten = true;
+      }
+      up.body() = admission.rewritten ? boost::json::serialize(admission.parsed.body) : std::move(req.body());
+    }
+    up.prepare_payload();
+
+    Interrupt interrupt;
+    slot.set_interrupt_hook([&interrupt, &slot] { interrupt.fire(slot.preempted()); });
+    const RelayRequest relay_request{.pool = pool.upstream(slot.backend()),
+                                     .upstream_request = up,
+                                     .client = conn,
+                                     .timeouts = config_.timeouts,
+                                     .limits = config_.limits,
+                                     .response_headers = headers,
+                                     .interrupt = interrupt,
+                                     .resume = resume ? &*resume : nullptr};
+    RelayOutcome outcome = co_await relay(relay_request);
+    slot.set_interrupt_hook(nullptr);
+    if (!outcome.preempted) co_return outcome;
+
+    // Preempted: queue again, charged for what is left, and continue from
+    // the checkpoint when dispatched.
+    ++rec.preemptions;
+    const int64_t generated = resume->checkpoint.tokens;
+    const int64_t left = std::max<int64_t>(info.max_tokens.value_or(kDefaultOutputEstimate) - generated, 1);
+    auto requeued = co_await slot.requeue(info.prompt_tokens_estimate + generated + left, conn);
+    if (!requeued) {
+      RelayOutcome failed;
+      failed.error = std::move(requeued.error());
+      failed.stream = outcome.stream;
+      if (conn.client_gone()) {
+        failed.status = 499;
+      } else if (resume->client_stream_started) {
+        co_await end_stream_with_error(conn, *failed.error);
+        failed.status = conn.client_gone() ? 499 : 200;
+      }
+      co_return failed;
+    }
+    rec.queue_ms += std::chrono::duration<double, std::milli>(slot.queue_wait()).count();
+  }
 }
 
 }  // namespace arbiter

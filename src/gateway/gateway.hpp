@@ -16,6 +16,7 @@
 #include "gateway/dispatcher.hpp"
 #include "gateway/gateway_metrics.hpp"
 #include "gateway/model_pool.hpp"
+#include "gateway/upstream_relay.hpp"
 #include "http/server.hpp"
 
 namespace arbiter {
@@ -34,7 +35,16 @@ class Gateway {
   GatewayMetrics& metrics() { return metrics_; }
 
  private:
+  struct Admission;
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+
   Task<void> handle_inference(Route route, HttpRequest& req, ClientConnection& conn);
+  // Runs an admitted request on its slot until it ends: several upstream
+  // runs when it is preempted and resumed from its checkpoint. Fills the
+  // record's backend, queue time and preemption count.
+  Task<RelayOutcome> run_upstream(Route route, Admission& admission, Dispatcher::Slot& slot,
+                                  HttpRequest& req, ClientConnection& conn, AccessRecord& rec,
+                                  Headers& headers);
   Task<void> send_json(ClientConnection& conn, http::status status, std::string body,
                        std::string_view content_type = "application/json");
   std::string models_body() const;

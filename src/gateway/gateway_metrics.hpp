@@ -30,6 +30,10 @@ struct GatewayMetrics {
   metrics::Family<metrics::Counter>& cancelled = registry.counter(
       "arbiter_requests_cancelled_total",
       "Requests whose client went away before the answer was complete.", {"model", "class"});
+  metrics::Family<metrics::Counter>& resumed = registry.counter(
+      "arbiter_requests_resumed_total",
+      "Requests that were preempted and continued from their checkpoint at least once.",
+      {"model", "class"});
   metrics::Family<metrics::Counter>& rewrites = registry.counter(
       "arbiter_max_tokens_capped_total", "Requests whose max_tokens the class cap rewrote.",
       {"class"});

@@ -19,10 +19,14 @@ class ModelPool {
 
   const BackendConfig& backend(std::size_t i) const { return config_.backends[i]; }
   UpstreamPool& upstream(std::size_t i) { return *upstreams_[i]; }
+  // Every backend can continue a partial assistant message (vLLM's
+  // continue_final_message): a preempted chat request may resume anywhere.
+  bool continues_chat() const { return continues_chat_; }
 
  private:
   const ModelConfig& config_;
   std::vector<std::unique_ptr<UpstreamPool>> upstreams_;  // per backend
+  bool continues_chat_ = true;
 };
 
 }  // namespace arbiter

@@ -6,10 +6,7 @@ sched::SchedulerConfig to_scheduler_config(const Config& config) {
   sched::SchedulerConfig out;
   out.policy = config.scheduler.policy;
   out.aging_fraction = config.scheduler.aging_fraction;
-  // A preempted request must resume from its checkpoint; the relay cannot do
-  // that yet, so the gateway never preempts (background work still only
-  // takes idle capacity).
-  out.preemption = false;
+  out.preemption = config.scheduler.preemption;
   for (const auto& c : config.classes) out.classes.push_back(c.policy);
   for (const auto& m : config.models) {
     sched::PoolSpec pool{.name = m.name, .max_concurrency = {}};

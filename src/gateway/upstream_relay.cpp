@@ -138,8 +138,17 @@ class Exchange {
       const auto& head = parser.get();
       const bool sse = head.result() == http::status::ok &&
                        head[http::field::content_type].starts_with("text/event-stream");
-      const bool reusable = sse ? co_await relay_stream(socket, buffer, parser)
-                                : co_await relay_whole(socket, buffer, parser);
+      // if/else, not ?: around co_await (GCC 12, see docs/architecture.md).
+      bool reusable = false;
+      if (sse && r_.resume && r_.resume->aggregate) {
+        reusable = co_await relay_aggregate(socket, buffer, parser);
+      } else if (sse) {
+        reusable = co_await relay_stream(socket, buffer, parser);
+      } else if (r_.resume && r_.resume->client_stream_started) {
+        co_await refuse_continuation(head.result_int());
+      } else {
+        reusable = co_await relay_whole(socket, buffer, parser);
+      }
       if (reusable) {
         r_.client.set_abort_hook(nullptr);
         r_.interrupt.hook = nullptr;
@@ -155,8 +164,13 @@ class Exchange {
     outcome_.status = 499;
     return outcome_;
   }
-  // Superseded before any answer: the caller answers 409.
+  // Preempted: the caller requeues and runs again. Superseded before any
+  // answer: the caller answers 409.
   RelayOutcome interrupted() {
+    if (r_.interrupt.preemption) {
+      outcome_.preempted = true;
+      return outcome_;
+    }
     outcome_.interrupted = true;
     outcome_.error = ApiError{ErrorCode::kSuperseded, "superseded by a newer request with the same key", {}, {}};
     return outcome_;
@@ -235,22 +249,27 @@ class Exchange {
                           http::response_parser<http::buffer_body>& parser) {
     outcome_.stream = true;
     outcome_.status = 200;
-    http::response<http::empty_body> res{http::status::ok, 11};
-    copy_upstream_headers(res, parser.get());
-    res.set(http::field::cache_control, "no-cache");
-    add_headers(res, r_.response_headers);
-    if (!co_await r_.client.start_stream(res)) {
-      outcome_.status = 499;
-      co_return false;
+    if (!r_.resume || !r_.resume->client_stream_started) {
+      http::response<http::empty_body> res{http::status::ok, 11};
+      copy_upstream_headers(res, parser.get());
+      res.set(http::field::cache_control, "no-cache");
+      add_headers(res, r_.response_headers);
+      if (!co_await r_.client.start_stream(res)) {
+        outcome_.status = 499;
+        co_return false;
+      }
+      if (r_.resume) r_.resume->client_stream_started = true;
     }
     SseSplitter splitter;
     while (!parser.is_done()) {
       auto piece = co_await read_piece(socket, buffer, parser);
       if (const ReadEnd end = after_read(piece); end != ReadEnd::kData) {
-        if (end == ReadEnd::kStopped) co_await end_stream_with_error(*outcome_.error);
+        // A preempted run leaves the stream open: the next run continues it.
+        if (end == ReadEnd::kStopped && !outcome_.preempted) co_await end_stream_with_error(*outcome_.error);
         co_return false;
       }
-      const auto& events = splitter.feed(std::string_view(chunk_.data(), *piece));
+      const auto& fed = splitter.feed(std::string_view(chunk_.data(), *piece));
+      const std::span<const std::string_view> events = r_.resume ? track(fed) : std::span(fed);
       if (!events.empty() && !co_await r_.client.send_chunks(events)) {
         outcome_.status = 499;
         co_return false;
@@ -271,12 +290,67 @@ class Exchange {
   }
 
   Task<void> end_stream_with_error(const ApiError& err) {
-    // An unfinished event is dropped: half a JSON object helps nobody.
-    const std::string event = error_event(err);
-    const std::string_view piece = event;
-    r_.client.set_keep_alive(false);
-    if (co_await r_.client.send_chunks(std::span(&piece, 1))) co_await r_.client.end_stream();
+    co_await arbiter::end_stream_with_error(r_.client, err);
     if (r_.client.client_gone()) outcome_.status = 499;
+  }
+
+  // A resumable stream's events go into the checkpoint; resumed runs are
+  // rewritten to look like the first (one id, usage over all runs). The
+  // views stay valid until the next call.
+  std::span<const std::string_view> track(const std::vector<std::string_view>& events) {
+    RelayResume& resume = *r_.resume;
+    tracked_.clear();
+    rewritten_.clear();
+    rewritten_.reserve(events.size());  // no reallocation: views into it stay valid
+    for (const std::string_view event : events) {
+      EventResult result = track_event(event, resume.route, resume.checkpoint);
+      if (result.fate == EventFate::kForward) {
+        tracked_.push_back(event);
+      } else if (result.fate == EventFate::kRewritten) {
+        tracked_.push_back(rewritten_.emplace_back(std::move(result.rewritten)));
+      }
+    }
+    return tracked_;
+  }
+
+  // A later run of a request whose stream the client already has got a
+  // plain (error) answer: there is no way to send it as a whole response
+  // any more, so the stream ends with an error event.
+  Task<void> refuse_continuation(unsigned status) {
+    outcome_.status = 200;  // what the client got, in the first run
+    fail("protocol", upstream_failed("the backend refused to continue a preempted request: HTTP " +
+                                     std::to_string(status)));
+    co_await end_stream_with_error(*outcome_.error);
+  }
+
+  // The client did not ask for a stream, but the upstream streams so that a
+  // preempted run keeps its output: every run goes into the checkpoint, and
+  // the client gets one whole response when the last run ends.
+  Task<bool> relay_aggregate(tcp::socket& socket, beast::flat_buffer& buffer,
+                             http::response_parser<http::buffer_body>& parser) {
+    RelayResume& resume = *r_.resume;
+    SseSplitter splitter;
+    while (!parser.is_done()) {
+      auto piece = co_await read_piece(socket, buffer, parser);
+      if (after_read(piece) != ReadEnd::kData) co_return false;
+      for (const std::string_view event : splitter.feed(std::string_view(chunk_.data(), *piece))) {
+        track_event(event, resume.route, resume.checkpoint);
+      }
+      if (resume.checkpoint.text.size() > r_.limits.max_upstream_response_bytes) {
+        fail("too_large", upstream_failed("the backend's response is too large"));
+        co_return false;
+      }
+    }
+    http::response<http::string_body> res{http::status::ok, 11};
+    res.set(http::field::content_type, "application/json");
+    add_headers(res, r_.response_headers);
+    res.body() = aggregate_response(resume.route, resume.checkpoint);
+    outcome_.status = 200;
+    if (!co_await r_.client.send(res)) {
+      outcome_.status = 499;
+      co_return false;
+    }
+    co_return parser.keep_alive();
   }
 
   Task<bool> relay_whole(tcp::socket& socket, beast::flat_buffer& buffer,
@@ -314,6 +388,8 @@ class Exchange {
   Deadline& deadline_;  // the client connection's: one operation at a time
   RelayOutcome outcome_;
   std::array<char, 16 * 1024> chunk_;  // one read's worth of upstream body
+  std::vector<std::string_view> tracked_;  // track(): the events to send
+  std::vector<std::string> rewritten_;     // track(): storage of rewritten events
 };
 
 }  // namespace
@@ -331,6 +407,14 @@ Task<bool> send_error(ClientConnection& client, const ApiError& error,
   if (error.code == ErrorCode::kSuperseded) res.set("x-should-retry", "false");
   res.body() = error_body(error);
   co_return co_await client.send(res);
+}
+
+Task<void> end_stream_with_error(ClientConnection& client, const ApiError& error) {
+  // An unfinished event is dropped: half a JSON object helps nobody.
+  const std::string event = error_event(error);
+  const std::string_view piece = event;
+  client.set_keep_alive(false);
+  if (co_await client.send_chunks(std::span(&piece, 1))) co_await client.end_stream();
 }
 
 Task<RelayOutcome> relay(const RelayRequest& r) {

@@ -2,6 +2,12 @@
 // SSE streams event by event as they arrive (byte-exact, never buffered),
 // other answers whole and unchanged. Closes the upstream connection the
 // moment the client goes away, so the engine aborts the work.
+//
+// A resumable request (RelayRequest::resume) may take several runs: the
+// scheduler preempts it, the relay stops without ending the client's stream,
+// and the next run continues from the checkpoint kept in RelayResume. For a
+// client that did not ask for a stream, the upstream streams anyway and the
+// relay answers one whole response at the end.
 #pragma once
 
 #include <functional>
@@ -12,20 +18,32 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/resume.hpp"
 #include "http/client_connection.hpp"
 #include "http/upstream_pool.hpp"
 
 namespace arbiter {
 
 // Lets the scheduler stop a running exchange (a newer request superseded
-// it): fire() closes the upstream socket the relay registered.
+// it, or it was preempted): fire() closes the upstream socket the relay
+// registered.
 struct Interrupt {
   bool requested = false;
+  bool preemption = false;     // stop and keep the client's stream open for the next run
   std::function<void()> hook;  // set by the relay while it holds a socket
-  void fire() {
+  void fire(bool preempt) {
     requested = true;
+    preemption = preempt;
     if (auto h = std::move(hook)) h();
   }
+};
+
+// What survives from one run of a resumable request to the next.
+struct RelayResume {
+  Route route = Route::kChatCompletions;
+  bool aggregate = false;             // the client did not stream: one whole response at the end
+  bool client_stream_started = false; // the stream's header went out in an earlier run
+  Checkpoint checkpoint;
 };
 
 struct RelayRequest {
@@ -37,6 +55,7 @@ struct RelayRequest {
   // Added to the client's response (x-arbiter-*, x-request-id).
   const std::vector<std::pair<std::string, std::string>>& response_headers;
   Interrupt& interrupt;
+  RelayResume* resume = nullptr;  // set for a resumable request
 };
 
 struct RelayOutcome {
@@ -46,10 +65,15 @@ struct RelayOutcome {
   std::string upstream_error;   // failure kind for metrics: connect, timeout, reset, ...
   bool retried = false;         // resent after a pooled connection was found closed
   bool interrupted = false;     // stopped by Interrupt (superseded)
+  bool preempted = false;       // stopped by a preemption: requeue and run again
   double upstream_ms = -1;      // request sent -> response header received
 };
 
 Task<RelayOutcome> relay(const RelayRequest& r);
+
+// Ends a client stream that cannot go on (e.g. a preempted request that could
+// not be requeued) with a final error event.
+Task<void> end_stream_with_error(ClientConnection& client, const ApiError& error);
 
 // Writes a gateway-made error as the whole response (with Retry-After when
 // retryable). False when the client was gone.

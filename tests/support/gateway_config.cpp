@@ -21,7 +21,7 @@ std::string GatewayConfig::to_yaml() const {
     << "    backends:\n";
   for (auto port : backend_ports) {
     y << "      - {url: \"http://127.0.0.1:" << port << "\", max_concurrency: " << max_concurrency
-      << "}\n";
+      << backend_extra << "}\n";
   }
   y << extra;
   return y.str();

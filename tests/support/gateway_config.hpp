@@ -23,7 +23,8 @@ struct GatewayConfig {
   int drain_ms = 5'000;
   std::size_t max_body_bytes = 1u << 20;
   bool auth = true;
-  std::string extra;  // appended verbatim (top-level keys)
+  std::string extra;          // appended verbatim (top-level keys)
+  std::string backend_extra;  // added to every backend's map, e.g. ", continue_final_message: true"
 
   std::string to_yaml() const;
 };
