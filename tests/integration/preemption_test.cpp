@@ -7,7 +7,6 @@
 
 #include <future>
 #include <set>
-#include <sstream>
 
 #include "integration/sim_harness.hpp"
 #include "support/gateway_config.hpp"
@@ -36,17 +35,7 @@ GatewayConfig one_slot(uint16_t sim_port) {
 }
 
 HttpRequest claimed(const std::string& cls, const std::string& target, std::string body) {
-  HttpRequest r = sim_post(target, std::move(body));
-  r.headers.push_back(bearer(kAlphaKey));
-  r.headers.emplace_back("x-arbiter-class", cls);
-  return r;
-}
-
-std::size_t words(const std::string& text) {
-  std::istringstream in(text);
-  std::size_t n = 0;
-  for (std::string w; in >> w;) ++n;
-  return n;
+  return gateway_post(target, std::move(body), kAlphaKey, cls);
 }
 
 // A short realtime request while the batch one runs; returns its answer.
@@ -101,7 +90,7 @@ TEST(Preemption, StreamedChatIsResumedAsOneStreamWithEveryToken) {
   EXPECT_TRUE(batch.body().ends_with("data: [DONE]\n\n"));
   EXPECT_EQ(ids.size(), 1u) << "one stream, one id, across both runs";
   EXPECT_EQ(role_chunks, 1) << "the resumed run's role preamble must not reach the client";
-  EXPECT_EQ(words(text), static_cast<std::size_t>(kBatchTokens)) << text;
+  EXPECT_EQ(word_count(text), static_cast<std::size_t>(kBatchTokens)) << text;
   EXPECT_EQ(finish, "length");
   ASSERT_TRUE(usage.has_value());
   EXPECT_EQ(usage->at("completion_tokens"), kBatchTokens);
@@ -133,7 +122,7 @@ TEST(Preemption, WholeCompletionIsResumedAndAnsweredOnce) {
   const auto body = whole.json();
   EXPECT_EQ(body.at("object"), "text_completion");
   const auto& choice = body.at("choices").at(0);
-  EXPECT_EQ(words(std::string(choice.at("text").as_string())), static_cast<std::size_t>(kBatchTokens));
+  EXPECT_EQ(word_count(std::string(choice.at("text").as_string())), static_cast<std::size_t>(kBatchTokens));
   EXPECT_EQ(choice.at("finish_reason"), "length");
   EXPECT_EQ(body.at("usage").at("completion_tokens"), kBatchTokens);
   expect_preempted_once(gateway, sim);

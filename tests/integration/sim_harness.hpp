@@ -94,6 +94,23 @@ inline HttpRequest sim_post(std::string target, std::string body) {
 }
 
 // {"model":model,"messages":[{"role":"user","content":content}], ...extra}
+// A POST to the gateway in front of the sim: tenant `key`, class claimed by header.
+inline HttpRequest gateway_post(std::string target, std::string body, const std::string& key,
+                                const std::string& cls) {
+  HttpRequest r = sim_post(std::move(target), std::move(body));
+  r.headers.emplace_back("authorization", "Bearer " + key);
+  r.headers.emplace_back("x-arbiter-class", cls);
+  return r;
+}
+
+// Words in a text: the sim's tokens are single words.
+inline std::size_t word_count(const std::string& text) {
+  std::istringstream in(text);
+  std::size_t n = 0;
+  for (std::string w; in >> w;) ++n;
+  return n;
+}
+
 inline std::string sim_chat(const std::string& extra = "", const std::string& content = "Say hello.",
                             const std::string& model = "tiny") {
   boost::json::object body{{"model", model},
