@@ -85,7 +85,7 @@ int run_virtual_command(int argc, char** argv) {
   if (!policies.empty()) {
     scenario->policies = split(policies);
     for (const auto& p : scenario->policies) {
-      if (p != "direct" && !sched::policy_from_string(p)) return usage("unknown policy " + p);
+      if (!is_policy_name(p)) return usage("unknown policy " + p);
     }
   }
   for (int i = 0; i < argc; ++i) results.info.command += (i ? " " : "") + std::string(argv[i]);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/scheduler_config.hpp"
@@ -133,6 +134,14 @@ struct EngineSpec {
 
 enum class DirectRouting { kLeastLoaded, kRoundRobin };
 
+// Policies a run compares: "direct" (no gateway), the scheduler's "fifo",
+// "priority", "hybrid", and "hybrid-no-preemption" (hybrid with preemption
+// off whatever the scenario says, to show what preemption changes).
+inline constexpr std::string_view kHybridNoPreemption = "hybrid-no-preemption";
+inline bool is_policy_name(std::string_view name) {
+  return name == "direct" || name == kHybridNoPreemption || sched::policy_from_string(name);
+}
+
 struct Scenario {
   std::string name;
   std::string finding;  // the BRIEF finding and target it tests
@@ -143,8 +152,8 @@ struct Scenario {
   EngineSpec engine;
   DirectRouting direct_routing = DirectRouting::kLeastLoaded;
   std::vector<std::string> policies = {"direct", "fifo", "priority", "hybrid"};
-  double aging_fraction = 0.2;
-  bool preemption = false;  // as the gateway runs it (gateway/scheduler_setup.cpp)
+  double aging_fraction = 0.2;  // the gateway's defaults (core/config.hpp SchedulerSettings)
+  bool preemption = true;
   std::vector<TenantSpec> tenants;
   std::vector<ClassSpec> classes;
 };

@@ -371,6 +371,8 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
   Scenario s;
   s.engine.config = engine::find_profile(s.engine.profile)->config;
   s.engine.max_concurrency = BackendConfig{}.max_concurrency;
+  s.aging_fraction = SchedulerSettings{}.aging_fraction;
+  s.preemption = SchedulerSettings{}.preemption;
   if (!r.map(root, "(top level)",
              {"name", "finding", "seed", "duration_s", "max_requests", "drain_s", "engine",
               "direct_routing", "policies", "scheduler", "tenants", "classes"})) {
@@ -395,8 +397,9 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
     if (!p.IsSequence()) r.error("policies", "must be a list");
     for (std::size_t i = 0; p.IsSequence() && i < p.size(); ++i) {
       auto v = r.scalar(p[i], Reader::index("policies", i));
-      if (v && *v != "direct" && !sched::policy_from_string(*v)) {
-        r.error(Reader::index("policies", i), "must be direct, fifo, priority or hybrid");
+      if (v && !is_policy_name(*v)) {
+        r.error(Reader::index("policies", i),
+                "must be direct, fifo, priority, hybrid or hybrid-no-preemption");
       } else if (v) {
         s.policies.push_back(*v);
       }

@@ -64,9 +64,11 @@ class VirtualRun {
   VirtualRun(const Scenario& s, std::string_view policy, uint64_t seed)
       : s_(s), workload_(s, seed), collector_(s), policy_(policy) {
     if (policy != "direct") {
-      auto sched =
-          sched::Scheduler::create(scheduler_config(s, *sched::policy_from_string(policy)));
-      sched_.emplace(std::move(*sched));
+      const bool no_preemption = policy == kHybridNoPreemption;
+      sched::SchedulerConfig config = scheduler_config(
+          s, no_preemption ? sched::Policy::kHybrid : *sched::policy_from_string(policy));
+      if (no_preemption) config.preemption = false;
+      sched_.emplace(std::move(*sched::Scheduler::create(std::move(config))));
     }
     engines_.reserve(s.engine.count);
     for (uint32_t e = 0; e < s.engine.count; ++e) engines_.emplace_back(s.engine.config);

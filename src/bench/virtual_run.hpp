@@ -18,7 +18,7 @@ namespace arbiter::bench {
 // engines (max_concurrency slots each), the scenario's classes and tenant weights.
 sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy policy);
 
-// `policy`: "direct", "fifo", "priority" or "hybrid". Events are processed in
+// `policy`: one of is_policy_name()'s (scenario.hpp). Events are processed in
 // time order until every request has ended or duration_s + drain_s passed.
 PolicySummary run_virtual(const Scenario& scenario, std::string_view policy, uint64_t seed);
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "bench/scenario_yaml.hpp"
+#include "core/config.hpp"
 
 namespace arbiter::bench {
 namespace {
@@ -26,7 +27,7 @@ TEST(BenchScenario, MinimalUsesCoreClassDefaults) {
   ASSERT_EQ(s->tenants.size(), 1u);
   EXPECT_EQ(s->classes[0].tenant_mix, std::vector<double>{1.0});
   EXPECT_EQ(s->policies, (std::vector<std::string>{"direct", "fifo", "priority", "hybrid"}));
-  EXPECT_FALSE(s->preemption);
+  EXPECT_EQ(s->preemption, SchedulerSettings{}.preemption);  // the gateway's default
 }
 
 TEST(BenchScenario, OverridesAndTrafficKinds) {

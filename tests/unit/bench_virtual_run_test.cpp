@@ -103,6 +103,32 @@ classes:
   }
 }
 
+// Background work holding every slot is preempted for waiting interactive
+// work and resumed later; every job still delivers all its tokens.
+TEST(BenchVirtualRun, PreemptedWorkResumesAndCompletes) {
+  auto s = parse_scenario(R"(
+name: preempt
+duration_s: 2
+drain_s: 120
+engine: {profile: tiny, count: 1, max_concurrency: 4, signals: false}
+classes:
+  - {name: chat, traffic: {kind: requests, rate: 20, prompt: 100, output: 20, max_tokens: 32}}
+  - {name: batch, traffic: {kind: backlog, jobs: 8, prompt: 200, output: 400, max_tokens: 512}}
+)");
+  ASSERT_TRUE(s) << s.error();
+  const PolicySummary on = run_virtual(*s, "hybrid", 1);
+  const PolicySummary off = run_virtual(*s, kHybridNoPreemption, 1);
+  EXPECT_GT(on.engine.gateway_preemptions, 0u);
+  EXPECT_GT(on.engine.wasted_preempt_tokens, 0u);
+  EXPECT_EQ(off.engine.gateway_preemptions, 0u);
+  for (const PolicySummary* p : {&on, &off}) {
+    EXPECT_EQ(count(p->classes[1], Outcome::kCompleted), 8u);
+    EXPECT_EQ(count(p->all, Outcome::kCompleted), p->all.generated);
+  }
+  // Preemption costs the batch time, not completion.
+  EXPECT_GE(on.classes[1].e2e_ms.p50, off.classes[1].e2e_ms.p50);
+}
+
 // A run cut short by drain_s reports the rest as unfinished, not lost.
 TEST(BenchVirtualRun, CutRunReportsUnfinished) {
   auto s = parse_scenario(R"(
