@@ -30,6 +30,7 @@ step() {  # name command...
 }
 
 step "gateway overhead" bash "$ROOT/bench/overhead.sh" "$BUILD_DIR"
+step "scenarios (virtual mode)" bash "$ROOT/bench/scenarios.sh" "$BUILD_DIR"
 
 shopt -s nullglob
 for bin in "$BUILD_DIR"/bench/*_bench; do
