@@ -22,11 +22,11 @@ namespace {
 
 constexpr const char* kUsage =
     "usage:\n"
-    "  arbiter-bench virtual --scenario FILE --out DIR [--seed N] [--policies "
-    "direct,fifo,priority,hybrid]\n                [--jobs N]   N policies at a time, one thread "
-    "each (default 1)\n"
-    "  arbiter-bench check DIR          verify DIR/results.json (counts add up, percentiles "
-    "ordered)\n"
+    "  arbiter-bench virtual --scenario FILE --out DIR [--seed N] [--jobs N]\n"
+    "                [--policies direct,fifo,priority,hybrid,hybrid-no-preemption]\n"
+    "      --jobs N: N policies at a time, one thread each (default 1)\n"
+    "  arbiter-bench check DIR\n"
+    "      verify DIR/results.json (counts add up, percentiles ordered)\n"
     "Live mode (HTTP load against a gateway) is not built yet.\n";
 
 int usage(const std::string& problem) {

@@ -36,7 +36,7 @@ class Reader {
   bool map(const YAML::Node& node, const std::string& path,
            std::initializer_list<std::string_view> known) {
     if (!node.IsMap()) {
-      error(path, "must be a mapping");
+      error(path.empty() ? "(top level)" : path, "must be a mapping");
       return false;
     }
     for (const auto& kv : node) {
@@ -373,7 +373,7 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
   s.engine.max_concurrency = BackendConfig{}.max_concurrency;
   s.aging_fraction = SchedulerSettings{}.aging_fraction;
   s.preemption = SchedulerSettings{}.preemption;
-  if (!r.map(root, "(top level)",
+  if (!r.map(root, "",
              {"name", "finding", "seed", "duration_s", "max_requests", "drain_s", "engine",
               "direct_routing", "policies", "scheduler", "tenants", "classes"})) {
     return s;
