@@ -154,6 +154,7 @@ struct Scenario {
   std::vector<std::string> policies = {"direct", "fifo", "priority", "hybrid"};
   double aging_fraction = 0.2;  // the gateway's defaults (core/config.hpp SchedulerSettings)
   bool preemption = true;
+  std::chrono::milliseconds preempt_after{1000};  // scheduler.preempt_after_ms
   std::vector<TenantSpec> tenants;
   std::vector<ClassSpec> classes;
 };

@@ -169,8 +169,13 @@ class Scheduler {
   uint32_t head_of_class(uint32_t pool, uint32_t klass);  // fair tenant's EDF head
   bool capped(const Pool& pool, uint32_t klass) const;    // at max_share
   void start(uint32_t id, uint32_t backend, TimePoint now, Actions& out);
-  void preempt_pool(uint32_t pool, Actions& out);
+  void preempt_pool(uint32_t pool, TimePoint now, Actions& out);
+  // When the class's waiting work may cause a preemption (preempt_after).
+  TimePoint preemption_due(const ClassQueue& cq, uint32_t klass) const;
   uint32_t pick_victim(const Pool& pool) const;
+  // From a victim list's tail back: the newest request whose backend could
+  // reuse its slot (not saturated, not down); kNil if none (bounded walk).
+  uint32_t newest_useful_victim(const Pool& pool, uint32_t tail) const;
 
   SchedulerConfig config_;                // validated; only tenant_weights ever changes
   std::vector<Node> nodes_;               // request slab
@@ -190,6 +195,7 @@ class Scheduler {
   std::size_t queued_ = 0;                // requests held or queued
   std::size_t in_flight_ = 0;             // requests holding a slot
   Counters counters_;                     // metrics
+  TimePoint last_poll_{};                 // `now` of the last poll: next_wakeup() asks only for later times
 };
 
 }  // namespace arbiter::sched

@@ -30,16 +30,44 @@ void Scheduler::poll(TimePoint now, Actions& out) {
   for (uint32_t p = 0; p < pools_.size(); ++p) dispatch_pool(p, now, out);
   if (config_.policy != Policy::kHybrid) return;
   if (config_.preemption) {
-    for (uint32_t p = 0; p < pools_.size(); ++p) preempt_pool(p, out);
+    for (uint32_t p = 0; p < pools_.size(); ++p) preempt_pool(p, now, out);
   }
+  last_poll_ = now;
+}
+
+TimePoint Scheduler::preemption_due(const ClassQueue& cq, uint32_t klass) const {
+  // The oldest request on the class's arrival list; requests off it (own
+  // deadlines, requeued victims) carry no wait to measure: due at once. A
+  // class with a short max_queue_wait gets half of it, so its requests are
+  // never left to expire while waiting for the delay.
+  if (cq.arrivals_head == kNil) return TimePoint::min();
+  const Duration delay = std::min(config_.preempt_after, config_.classes[klass].max_queue_wait / 2);
+  return nodes_[cq.arrivals_head].queued_since + delay;
 }
 
 std::optional<TimePoint> Scheduler::next_wakeup() const {
   TimePoint wake = TimePoint::max();
   if (!expiry_.empty()) wake = from_ticks(expiry_.top().key.primary);
   if (!held_.empty()) wake = std::min(wake, from_ticks(held_.top().key.primary));
+  const bool preempting = config_.policy == Policy::kHybrid && config_.preemption;
+  const auto classes = static_cast<uint32_t>(config_.classes.size());
   for (const Pool& pool : pools_) {
-    for (const ClassQueue& cq : pool.classes) wake = std::min(wake, cq.oldest_deadline);
+    bool background_running = false;
+    for (uint32_t c = 0; c < classes && preempting; ++c) {
+      background_running |= config_.classes[c].background && pool.classes[c].in_flight > 0;
+    }
+    for (uint32_t c = 0; c < classes; ++c) {
+      const ClassQueue& cq = pool.classes[c];
+      wake = std::min(wake, cq.oldest_deadline);
+      if (!preempting || cq.ready == 0) continue;
+      // Waiting work that may become entitled to preempt: poll then. Only
+      // future times, or a class that stays entitled (but finds no victim)
+      // would make every poll ask for the next one at once.
+      const ClassPolicy& cls = config_.classes[c];
+      const bool short_of_share = cq.in_flight < std::ceil(cls.min_share * pool.capacity - kEpsilon);
+      if (!short_of_share && !(background_running && !cls.background)) continue;
+      if (const TimePoint due = preemption_due(cq, c); due > last_poll_) wake = std::min(wake, due);
+    }
   }
   if (wake == TimePoint::max()) return std::nullopt;
   return wake;
@@ -244,7 +272,7 @@ void Scheduler::start(uint32_t id, uint32_t backend, TimePoint now, Actions& out
                             .cost_tokens = n.cost});
 }
 
-void Scheduler::preempt_pool(uint32_t pool, Actions& out) {
+void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
   // Runs after dispatch_pool, so any class still holding ready work found no
   // room. Two needs: classes below min_share (served by background or by
   // preemptible work above its own guarantee), and any waiting class while
@@ -262,7 +290,7 @@ void Scheduler::preempt_pool(uint32_t pool, Actions& out) {
       background_running += cq.in_flight - cq.preempting - cq.aborting;
       continue;
     }
-    if (cq.ready == 0 || capped(p, c)) continue;
+    if (cq.ready == 0 || capped(p, c) || preemption_due(cq, c) > now) continue;
     waiting += cq.ready;
     const double deficit = std::ceil(cls.min_share * capacity - kEpsilon) - cq.in_flight;
     if (deficit > 0) needy += std::min<int64_t>(static_cast<int64_t>(deficit), cq.ready);
@@ -291,10 +319,28 @@ void Scheduler::preempt_pool(uint32_t pool, Actions& out) {
   }
 }
 
+uint32_t Scheduler::newest_useful_victim(const Pool& pool, uint32_t tail) const {
+  // Preempting a request on a saturated (or down) backend frees a slot that
+  // nothing can use: the victim would be requeued, dispatched elsewhere or
+  // again, and preempted again, over and over. Only victims whose slot the
+  // waiting work can take count. The walk is bounded: saturated backends
+  // holding the newest requests of a class are rare, and missing an older
+  // victim only delays a guarantee until a slot frees.
+  constexpr int kMaxScan = 16;
+  int scanned = 0;
+  for (uint32_t id = tail; id != kNil && scanned < kMaxScan; id = nodes_[id].prev, ++scanned) {
+    const detail::Backend& b = pool.backends[nodes_[id].backend];
+    if (!b.signal.down && !(b.signal.saturated && !b.signal.stale)) return id;
+  }
+  return kNil;
+}
+
 uint32_t Scheduler::pick_victim(const Pool& pool) const {
   // The most recently started request (least work lost) of a background
   // class; failing that, of a preemptible class that stays at or above its
-  // own min_share without it. O(C): each class's list tail is its newest.
+  // own min_share without it; in both cases on a backend whose freed slot
+  // can be used. O(C) while backends are not saturated: each class's list
+  // tail is its newest.
   const auto classes = static_cast<uint32_t>(config_.classes.size());
   for (const bool background : {true, false}) {
     uint32_t best = kNil;
@@ -306,8 +352,9 @@ uint32_t Scheduler::pick_victim(const Pool& pool) const {
         const double live = cq.in_flight - cq.preempting - cq.aborting;
         if (!cls.preemptible || live - 1 + kEpsilon < cls.min_share * pool.capacity) continue;
       }
-      if (best == kNil || nodes_[cq.victims_tail].start_seq > nodes_[best].start_seq) {
-        best = cq.victims_tail;
+      const uint32_t candidate = newest_useful_victim(pool, cq.victims_tail);
+      if (candidate != kNil && (best == kNil || nodes_[candidate].start_seq > nodes_[best].start_seq)) {
+        best = candidate;
       }
     }
     if (best != kNil) return best;

@@ -41,7 +41,9 @@ TEST(Overload, RealtimeWaitStaysLowWhileTheBatchBacklogCompletes) {
       "classes:\n"
       "  - {name: realtime, min_share: 0.25, weight: 4}\n"
       "  - {name: batch, preemptible: true, max_queue_wait_ms: 600000}\n"
-      "  - {name: chat}\n";
+      "  - {name: chat}\n"
+      // Realtime preempts after 50 ms of waiting, not the default second.
+      "scheduler: {preempt_after_ms: 50}\n";
   GatewayProcess gateway(config.to_yaml());
 
   constexpr int kBatch = 12;  // three times the pool: a backlog

@@ -20,7 +20,7 @@ namespace {
 constexpr int kBatchTokens = 120;  // ~1.3 s on the simulated A100 at batch 1
 
 // One slot: whatever realtime needs must come from the batch request.
-GatewayConfig one_slot(uint16_t sim_port) {
+GatewayConfig one_slot(uint16_t sim_port, bool preemption = true) {
   GatewayConfig c;
   c.backend_ports = {sim_port};
   c.max_concurrency = 1;
@@ -30,6 +30,9 @@ GatewayConfig one_slot(uint16_t sim_port) {
       "  - {name: realtime, min_share: 0.5, weight: 4}\n"
       "  - {name: batch, preemptible: true, max_queue_wait_ms: 600000}\n"
       "  - {name: chat}\n"  // the one class tenant beta may use
+      // Realtime preempts after 50 ms of waiting, not the default second.
+      "scheduler: {preempt_after_ms: 50, preemption: " +
+      std::string(preemption ? "true" : "false") + "}\n"
       "default_class: batch\n";
   return c;
 }
@@ -130,8 +133,8 @@ TEST(Preemption, WholeCompletionIsResumedAndAnsweredOnce) {
 
 TEST(Preemption, OffMeansRealtimeWaitsForTheBatchToFinish) {
   SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
-  GatewayConfig config = one_slot(sim.port());
-  config.extra += "scheduler: {preemption: false}\n";
+  GatewayConfig config = one_slot(sim.port(), /*preemption=*/false);
+
   GatewayProcess gateway(config.to_yaml());
 
   auto batch = std::async(std::launch::async, [&] {

@@ -111,6 +111,7 @@ name: preempt
 duration_s: 2
 drain_s: 120
 engine: {profile: tiny, count: 1, max_concurrency: 4, signals: false}
+scheduler: {preempt_after_ms: 0}  # preempt at once: this is about resuming
 classes:
   - {name: chat, traffic: {kind: requests, rate: 20, prompt: 100, output: 20, max_tokens: 32}}
   - {name: batch, traffic: {kind: backlog, jobs: 8, prompt: 200, output: 400, max_tokens: 512}}

@@ -228,6 +228,76 @@ TEST(SchedulerLifecycle, ARequestThatCannotResumeIsNeverAVictim) {
   EXPECT_EQ(h.actions().preemptions.front().user, 1u);
 }
 
+TEST(SchedulerLifecycle, NoVictimOnASaturatedBackend) {
+  // Freeing a slot on a saturated backend helps nobody: the victim would be
+  // requeued and preempted again, over and over.
+  ClassPolicy bg = named("bg");
+  bg.background = true;
+  Harness h(one_pool({named("std"), bg}, {1, 1}));
+  h.add(1, 1, 0, 10, at_ms(0));
+  h.add(2, 1, 0, 10, at_ms(0));
+  ASSERT_EQ(h.poll(at_ms(0)).size(), 2u);
+  const BackendId newest_on = h.actions().dispatches.back().backend;
+  h.scheduler().set_backend_state(0, newest_on, BackendSignal{.saturated = true});
+  h.add(3, 0, 0, 10, at_ms(1));
+  EXPECT_TRUE(h.poll(at_ms(1)).empty());
+  ASSERT_EQ(h.actions().preemptions.size(), 1u);
+  EXPECT_EQ(h.actions().preemptions.front().user, 1u) << "the older one, on the backend that can take work";
+  EXPECT_NE(h.actions().preemptions.front().backend, newest_on);
+
+  // Both saturated: nothing is preempted at all.
+  Harness both(one_pool({named("std"), bg}, {1, 1}));
+  both.add(1, 1, 0, 10, at_ms(0));
+  both.add(2, 1, 0, 10, at_ms(0));
+  ASSERT_EQ(both.poll(at_ms(0)).size(), 2u);
+  both.scheduler().set_backend_state(0, 0, BackendSignal{.saturated = true});
+  both.scheduler().set_backend_state(0, 1, BackendSignal{.saturated = true});
+  both.add(3, 0, 0, 10, at_ms(1));
+  EXPECT_TRUE(both.poll(at_ms(1)).empty());
+  EXPECT_TRUE(both.actions().preemptions.empty());
+}
+
+TEST(SchedulerLifecycle, PreemptionWaitsPreemptAfter) {
+  // A slot may free up on its own: nothing is preempted before the waiting
+  // request has waited preempt_after, and next_wakeup() asks for a poll then.
+  ClassPolicy rt = named("rt");
+  rt.min_share = 0.5;
+  ClassPolicy batch = named("batch");
+  batch.preemptible = true;
+  SchedulerConfig config = one_pool({rt, batch}, {2});
+  config.preempt_after = 100ms;
+  Harness h(std::move(config));
+  h.add(1, 1, 0, 10, at_ms(0));
+  h.add(2, 1, 0, 10, at_ms(0));
+  ASSERT_EQ(h.poll(at_ms(0)).size(), 2u);
+  h.add(3, 0, 0, 10, at_ms(10));
+  EXPECT_TRUE(h.poll(at_ms(10)).empty());
+  EXPECT_TRUE(h.actions().preemptions.empty());
+  EXPECT_EQ(h.scheduler().next_wakeup(), at_ms(110));
+  EXPECT_TRUE(h.poll(at_ms(109)).empty());
+  EXPECT_TRUE(h.actions().preemptions.empty());
+  h.poll(at_ms(110));
+  ASSERT_EQ(h.actions().preemptions.size(), 1u);
+  EXPECT_EQ(h.actions().preemptions.front().user, 2u);
+  // Entitled but the victim is already on its way: no wake-up storm.
+  EXPECT_NE(h.scheduler().next_wakeup(), at_ms(110));
+
+  // A class with a short max_queue_wait preempts after half of it, not
+  // after preempt_after: its requests must not expire waiting for the delay.
+  rt.max_queue_wait = 120ms;
+  SchedulerConfig tight = one_pool({rt, batch}, {2});
+  tight.preempt_after = 1s;
+  Harness t(std::move(tight));
+  t.add(1, 1, 0, 10, at_ms(0));
+  t.add(2, 1, 0, 10, at_ms(0));
+  ASSERT_EQ(t.poll(at_ms(0)).size(), 2u);
+  t.add(3, 0, 0, 10, at_ms(10));
+  t.poll(at_ms(10));
+  EXPECT_EQ(t.scheduler().next_wakeup(), at_ms(70));
+  t.poll(at_ms(70));
+  EXPECT_EQ(t.actions().preemptions.size(), 1u);
+}
+
 TEST(SchedulerLifecycle, PreemptionCanBeSwitchedOff) {
   ClassPolicy bg = named("bg");
   bg.background = true;

@@ -23,6 +23,8 @@ inline SchedulerConfig one_pool(std::vector<ClassPolicy> classes, std::vector<ui
   config.policy = policy;
   config.classes = std::move(classes);
   config.pools = {PoolSpec{.name = "model", .max_concurrency = std::move(backends)}};
+  // Victim-choice tests preempt at once; PreemptionWaitsPreemptAfter covers the delay.
+  config.preempt_after = Duration::zero();
   return config;
 }
 
