@@ -45,10 +45,7 @@ void ClientConnection::note_body(std::size_t n) {
 void ClientConnection::start_watch() {
   watching_ = true;
   watch_done_.expires_at(net::steady_timer::time_point::max());
-  net::co_spawn(socket_.get_executor(), watch(), [this](std::exception_ptr) {
-    watching_ = false;
-    watch_done_.cancel();
-  });
+  watch();
 }
 
 Task<void> ClientConnection::stop_watch() {
@@ -58,22 +55,34 @@ Task<void> ClientConnection::stop_watch() {
   co_await watch_done_.async_wait(kAsTuple);
 }
 
-Task<void> ClientConnection::watch() {
-  // An async read rather than a readiness wait: Asio queues it without any
-  // syscall when the last read emptied the socket, where a wait would re-arm
-  // the descriptor with an epoll_ctl on every request. It only completes when
-  // the client really sent bytes or left.
-  while (buffer_.size() < kMaxPipelinedBytes) {
-    auto [ec, n] = co_await socket_.async_read_some(buffer_.prepare(kWatchReadBytes), kAsTuple);
+// Plain completion handlers, not a coroutine: the watch runs once per
+// request and a spawned coroutine (frame, awaitable thread, spawn handler)
+// costs more than the read it waits on. An async read rather than a
+// readiness wait: Asio queues it without any syscall when the last read
+// emptied the socket, where a wait would re-arm the descriptor with an
+// epoll_ctl on every request. It only completes when the client really sent
+// bytes or left.
+void ClientConnection::watch() {
+  if (buffer_.size() >= kMaxPipelinedBytes) {
+    // Too many pipelined bytes: stop reading until the request ends; the
+    // next request is parsed from the buffer then.
+    socket_.async_wait(tcp::socket::wait_error, [this](const beast::error_code&) { watch_ended(); });
+    return;
+  }
+  socket_.async_read_some(buffer_.prepare(kWatchReadBytes), [this](const beast::error_code& ec, std::size_t n) {
     if (ec) {
       if (ec != net::error::operation_aborted) mark_gone();  // EOF or reset: the client left
-      co_return;
+      watch_ended();
+      return;
     }
     buffer_.commit(n);  // a pipelined request: kept for the next parse
-  }
-  // Too many pipelined bytes: stop reading until the request ends; the
-  // next request is parsed from the buffer then.
-  co_await socket_.async_wait(tcp::socket::wait_error, kAsTuple);
+    watch();
+  });
+}
+
+void ClientConnection::watch_ended() {
+  watching_ = false;
+  watch_done_.cancel();
 }
 
 bool ClientConnection::write_done(const beast::error_code& ec) {

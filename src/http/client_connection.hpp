@@ -55,7 +55,8 @@ class ClientConnection {
   Task<void> stop_watch();
 
  private:
-  Task<void> watch();
+  void watch();        // one read (or error wait) on the client socket
+  void watch_ended();  // the watch's last operation completed
   // After a write: disarms the deadline; false (and the client marked gone)
   // when the write failed or timed out.
   bool write_done(const beast::error_code& ec);
