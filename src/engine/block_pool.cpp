@@ -5,11 +5,10 @@
 namespace arbiter::engine {
 
 BlockPool::BlockPool(std::uint32_t num_blocks)
-    : refs_(num_blocks), cached_(num_blocks), hash_(num_blocks), lru_(num_blocks) {
+    : refs_(num_blocks), cached_(num_blocks), hash_(num_blocks), lru_(num_blocks), cache_(num_blocks) {
   empty_.reserve(num_blocks);
   // Reversed so that block 0 is handed out first.
   for (std::uint32_t b = num_blocks; b > 0; --b) empty_.push_back(b - 1);
-  cache_.reserve(num_blocks);
 }
 
 double BlockPool::usage() const {
@@ -19,9 +18,7 @@ double BlockPool::usage() const {
 }
 
 std::optional<std::uint32_t> BlockPool::cached_block(std::uint64_t hash) const {
-  const auto it = cache_.find(hash);
-  if (it == cache_.end()) return std::nullopt;
-  return it->second;
+  return cache_.find(hash);
 }
 
 void BlockPool::acquire(std::uint32_t block) {
@@ -31,7 +28,7 @@ void BlockPool::acquire(std::uint32_t block) {
 
 void BlockPool::publish(std::uint32_t block, std::uint64_t hash) {
   if (cached_[block]) return;
-  if (!cache_.emplace(hash, block).second) return;
+  if (!cache_.insert(hash, block)) return;
   hash_[block] = hash;
   cached_[block] = 1;
 }

@@ -12,8 +12,9 @@
 #include <cstdint>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
+
+#include "engine/block_index.hpp"
 
 namespace arbiter::engine {
 
@@ -67,7 +68,7 @@ class BlockPool {
   std::vector<std::uint64_t> hash_;   // content hash, valid when cached_
   std::vector<Links> lru_;            // valid while free and cached
 
-  std::unordered_map<std::uint64_t, std::uint32_t> cache_;  // hash -> block
+  BlockIndex cache_;                                        // hash -> block
   std::vector<std::uint32_t> empty_;                        // free blocks without content, LIFO
   std::uint32_t lru_head_ = kNone;                          // free cached blocks: next to evict
   std::uint32_t lru_tail_ = kNone;                          // most recently released
