@@ -7,10 +7,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/gateway_config_writer.hpp"
+#include "bench/live_run.hpp"
 #include "bench/report_json.hpp"
 #include "bench/report_markdown.hpp"
 #include "bench/report_plots.hpp"
@@ -25,9 +28,17 @@ constexpr const char* kUsage =
     "  arbiter-bench virtual --scenario FILE --out DIR [--seed N] [--jobs N]\n"
     "                [--policies direct,fifo,priority,hybrid,hybrid-no-preemption]\n"
     "      --jobs N: N policies at a time, one thread each (default 1)\n"
+    "  arbiter-bench live --scenario FILE --target http://HOST:PORT --out DIR [--seed N]\n"
+    "                [--label NAME] [--max-s S] [--gateway-config FILE] [--model NAME]\n"
+    "                [--exact-lengths on|off] [--max-connections N] [--direct]\n"
+    "      open-loop HTTP load in real time; tenant T authenticates as sk-bench-T\n"
+    "      --direct: the target is an engine (no x-arbiter-* headers; the client\n"
+    "                aborts its previous request with the same supersede key)\n"
+    "  arbiter-bench gateway-config --scenario FILE --out FILE [--sim | --engines-url URL,...]\n"
+    "                [--policy fifo|priority|hybrid] [--port N] [--model NAME]\n"
+    "      an arbiter config running the scenario's gateway (default --sim)\n"
     "  arbiter-bench check DIR\n"
-    "      verify DIR/results.json (counts add up, percentiles ordered)\n"
-    "Live mode (HTTP load against a gateway) is not built yet.\n";
+    "      verify DIR/results.json (counts add up, percentiles ordered)\n";
 
 int usage(const std::string& problem) {
   std::cerr << "arbiter-bench: " << problem << "\n" << kUsage;
@@ -43,6 +54,161 @@ std::vector<std::string> split(const std::string& list) {
     if (comma == std::string::npos) return out;
     start = comma + 1;
   }
+}
+
+// Flags of a command as name -> value; `switches` take no value. False (after
+// usage()) on an unknown or incomplete flag.
+bool parse_flags(int argc, char** argv, const std::vector<std::string>& names,
+                 const std::vector<std::string>& switches, std::map<std::string, std::string>& out,
+                 int& status) {
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (std::find(switches.begin(), switches.end(), flag) != switches.end()) {
+      out[flag] = "on";
+    } else if (std::find(names.begin(), names.end(), flag) != names.end()) {
+      if (i + 1 >= argc) {
+        status = usage(flag + " needs a value");
+        return false;
+      }
+      out[flag] = argv[++i];
+    } else {
+      status = usage("unknown flag " + flag);
+      return false;
+    }
+  }
+  return true;
+}
+
+template <class T>
+bool parse_number(const std::string& text, T& out) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc{} && end == text.data() + text.size();
+}
+
+std::string command_line(int argc, char** argv) {
+  std::string out;
+  for (int i = 0; i < argc; ++i) out += (i ? " " : "") + std::string(argv[i]);
+  return out;
+}
+
+// results.json, report.md and the plots into `out_dir`.
+int write_outputs(const std::string& out_dir, const Scenario& scenario, const RunResults& results) {
+  const auto plots = write_plots(out_dir, scenario, results);
+  std::ofstream report(out_dir + "/report.md");
+  report << render_markdown(scenario, results, plots);
+  if (!write_results_json(out_dir + "/results.json", scenario, results) || !report ||
+      plots.empty()) {
+    std::cerr << "arbiter-bench: cannot write the results into " << out_dir << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+bool make_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) std::cerr << "arbiter-bench: cannot create " << dir << ": " << ec.message() << "\n";
+  return !ec;
+}
+
+int run_live_command(int argc, char** argv) {
+  std::map<std::string, std::string> f;
+  int status = 0;
+  if (!parse_flags(argc, argv,
+                   {"--scenario", "--target", "--out", "--seed", "--label", "--max-s",
+                    "--gateway-config", "--model", "--exact-lengths", "--max-connections"},
+                   {"--direct"}, f, status)) {
+    return status;
+  }
+  if (!f.contains("--scenario") || !f.contains("--target") || !f.contains("--out"))
+    return usage("live needs --scenario, --target and --out");
+  auto scenario = load_scenario(f["--scenario"]);
+  if (!scenario) {
+    std::cerr << "arbiter-bench: bad scenario " << scenario.error() << "\n";
+    return 2;
+  }
+  RunResults results;
+  results.info.mode = "live";
+  results.info.scenario_path = f["--scenario"];
+  results.info.command = command_line(argc, argv);
+  results.info.seed = scenario->seed;
+  results.info.target = f["--target"];
+  results.info.gateway_config = f["--gateway-config"];
+  LiveOptions o;
+  o.target = f["--target"];
+  o.client_supersede = f.contains("--direct");
+  o.request.gateway_headers = !o.client_supersede;
+  if (f.contains("--label")) o.label = f["--label"];
+  if (f.contains("--model")) o.request.model = f["--model"];
+  if (f.contains("--seed") && !parse_number(f["--seed"], results.info.seed))
+    return usage("--seed must be an integer");
+  if (f.contains("--max-s") && !(parse_number(f["--max-s"], o.max_s) && o.max_s > 0))
+    return usage("--max-s must be a positive number");
+  if (f.contains("--max-connections") &&
+      !(parse_number(f["--max-connections"], o.max_connections) && o.max_connections > 0))
+    return usage("--max-connections must be a positive integer");
+  if (f.contains("--exact-lengths")) {
+    if (f["--exact-lengths"] != "on" && f["--exact-lengths"] != "off")
+      return usage("--exact-lengths is on or off");
+    o.request.exact_lengths = f["--exact-lengths"] == "on";
+  }
+  if (!make_dir(f["--out"])) return 1;
+  auto live = run_live(*scenario, results.info.seed, o);
+  if (!live) {
+    std::cerr << "arbiter-bench: " << live.error() << "\n";
+    return 1;
+  }
+  if (o.max_s > 0) scenario->duration_s = std::min(scenario->duration_s, o.max_s);
+  results.info.notes = std::move(live->notes);
+  results.policies.push_back(std::move(live->summary));
+  const PolicySummary& p = results.policies.back();
+  std::fprintf(stderr, "%s/%s (live): %llu requests, %llu completed, goodput %.2f req/s, %.1f s\n",
+               scenario->name.c_str(), p.policy.c_str(),
+               static_cast<unsigned long long>(p.all.generated),
+               static_cast<unsigned long long>(
+                   p.all.outcomes[static_cast<std::size_t>(Outcome::kCompleted)]),
+               p.all.goodput_rps, p.wall_s);
+  for (const std::string& n : results.info.notes) std::fprintf(stderr, "  note: %s\n", n.c_str());
+  return write_outputs(f["--out"], *scenario, results);
+}
+
+int run_gateway_config_command(int argc, char** argv) {
+  std::map<std::string, std::string> f;
+  int status = 0;
+  if (!parse_flags(argc, argv,
+                   {"--scenario", "--out", "--engines-url", "--policy", "--port", "--model"},
+                   {"--sim"}, f, status)) {
+    return status;
+  }
+  if (!f.contains("--scenario") || !f.contains("--out"))
+    return usage("gateway-config needs --scenario and --out");
+  if (f.contains("--sim") && f.contains("--engines-url"))
+    return usage("--sim and --engines-url exclude each other");
+  auto scenario = load_scenario(f["--scenario"]);
+  if (!scenario) {
+    std::cerr << "arbiter-bench: bad scenario " << scenario.error() << "\n";
+    return 2;
+  }
+  GatewayConfigOptions o;
+  o.command = command_line(argc, argv);
+  if (f.contains("--engines-url")) o.engine_urls = split(f["--engines-url"]);
+  if (f.contains("--model")) o.model = f["--model"];
+  if (f.contains("--policy")) {
+    o.policy = f["--policy"];
+    if (!sched::policy_from_string(o.policy)) return usage("--policy is fifo, priority or hybrid");
+  }
+  if (f.contains("--port") && !(parse_number(f["--port"], o.port) && o.port >= 0 && o.port < 65536))
+    return usage("--port must be 0..65535");
+  std::vector<std::string> warnings;
+  const std::string yaml = gateway_config_yaml(*scenario, o, warnings);
+  for (const std::string& w : warnings) std::cerr << "arbiter-bench: not expressed: " << w << "\n";
+  std::ofstream out(f["--out"]);
+  out << yaml;
+  if (!out) {
+    std::cerr << "arbiter-bench: cannot write " << f["--out"] << "\n";
+    return 1;
+  }
+  return 0;
 }
 
 int run_virtual_command(int argc, char** argv) {
@@ -88,14 +254,8 @@ int run_virtual_command(int argc, char** argv) {
       if (!is_policy_name(p)) return usage("unknown policy " + p);
     }
   }
-  for (int i = 0; i < argc; ++i) results.info.command += (i ? " " : "") + std::string(argv[i]);
-
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) {
-    std::cerr << "arbiter-bench: cannot create " << out_dir << ": " << ec.message() << "\n";
-    return 1;
-  }
+  results.info.command = command_line(argc, argv);
+  if (!make_dir(out_dir)) return 1;
   // Policies are independent runs: `jobs` of them at a time, one thread each.
   results.policies.resize(scenario->policies.size());
   std::atomic<std::size_t> next{0};
@@ -115,15 +275,7 @@ int run_virtual_command(int argc, char** argv) {
         scenario->name.c_str(), p.policy.c_str(), static_cast<unsigned long long>(p.all.generated),
         p.all.goodput_rps, p.utilisation * 100, p.wall_s);
   }
-  const auto plots = write_plots(out_dir, *scenario, results);
-  std::ofstream report(out_dir + "/report.md");
-  report << render_markdown(*scenario, results, plots);
-  if (!write_results_json(out_dir + "/results.json", *scenario, results) || !report ||
-      plots.empty()) {
-    std::cerr << "arbiter-bench: cannot write the results into " << out_dir << "\n";
-    return 1;
-  }
-  return 0;
+  return write_outputs(out_dir, *scenario, results);
 }
 
 int run_check_command(int argc, char** argv) {
@@ -143,6 +295,8 @@ int run_cli(int argc, char** argv) {
   const std::string command = argv[1];
   if (command == "virtual") return run_virtual_command(argc, argv);
   if (command == "check") return run_check_command(argc, argv);
+  if (command == "live") return run_live_command(argc, argv);
+  if (command == "gateway-config") return run_gateway_config_command(argc, argv);
   if (command == "--help" || command == "-h") {
     std::cout << kUsage;
     return 0;

@@ -1,12 +1,19 @@
 #include "bench/report_json.hpp"
 
 #include <boost/json.hpp>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 namespace arbiter::bench {
 namespace json = boost::json;
 namespace {
+
+// Unknown figures (NaN: live mode's engine side) as null: JSON has no NaN.
+json::value number_or_null(double v) {
+  if (std::isnan(v)) return nullptr;
+  return v;
+}
 
 json::object to_json(const Percentiles& p) {
   return {{"count", p.count}, {"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"p99_9", p.p999}};
@@ -46,25 +53,29 @@ json::object to_json(const PolicySummary& p) {
   for (const auto& g : p.classes) classes.push_back(to_json(g));
   for (const auto& g : p.tenants) tenants.push_back(to_json(g));
   for (const Sample& s : p.series) {
-    series.push_back(json::array{s.t, s.queued, s.running, s.utilisation});
+    series.push_back(json::array{s.t, s.queued, s.running, number_or_null(s.utilisation)});
   }
   const EngineTotals& e = p.engine;
+  json::value engine = nullptr;  // live mode: not observable over HTTP
+  if (p.engine_known) {
+    engine = json::object{{"duration_s", e.duration_s},
+                          {"busy_s", e.busy_s},
+                          {"engines", e.engines},
+                          {"work_tokens", e.work_tokens},
+                          {"wasted_cancel_tokens", e.wasted_cancel_tokens},
+                          {"wasted_cancel_prefill_tokens", e.wasted_cancel_prefill},
+                          {"wasted_preempt_tokens", e.wasted_preempt_tokens},
+                          {"engine_preemptions", e.engine_preemptions},
+                          {"gateway_preemptions", e.gateway_preemptions}};
+  }
   return {{"policy", p.policy},
           {"all", to_json(p.all)},
           {"classes", classes},
           {"tenants", tenants},
-          {"engine",
-           {{"duration_s", e.duration_s},
-            {"busy_s", e.busy_s},
-            {"engines", e.engines},
-            {"work_tokens", e.work_tokens},
-            {"wasted_cancel_tokens", e.wasted_cancel_tokens},
-            {"wasted_cancel_prefill_tokens", e.wasted_cancel_prefill},
-            {"wasted_preempt_tokens", e.wasted_preempt_tokens},
-            {"engine_preemptions", e.engine_preemptions},
-            {"gateway_preemptions", e.gateway_preemptions}}},
-          {"utilisation", p.utilisation},
-          {"waste_share", p.waste_share},
+          {"duration_s", e.duration_s},
+          {"engine", engine},
+          {"utilisation", number_or_null(p.utilisation)},
+          {"waste_share", number_or_null(p.waste_share)},
           {"jain", p.jain},
           {"wall_s", p.wall_s},
           {"series_columns", json::array{"t", "queued", "running", "utilisation"}},
@@ -141,6 +152,13 @@ bool write_results_json(const std::string& path, const Scenario& scenario,
                     {"max_concurrency", e.max_concurrency},
                     {"duration_s", scenario.duration_s},
                     {"policies", policies}};
+  if (results.info.mode == "live") {
+    json::array notes;
+    for (const std::string& n : results.info.notes) notes.push_back(json::string(n));
+    root["target"] = results.info.target;
+    root["gateway_config"] = results.info.gateway_config;
+    root["notes"] = std::move(notes);
+  }
   std::ofstream out(path);
   pretty(out, root, 0);
   out << "\n";
@@ -176,8 +194,11 @@ std::vector<std::string> check_results_json(const std::string& path) {
                              std::to_string(all.at("generated").to_number<uint64_t>()));
         }
       }
-      const double util = p.at("utilisation").to_number<double>();
-      if (!(util >= 0 && util <= 1.0001)) problems.push_back(name + ": utilisation out of 0..1");
+      // null: unknown (live mode cannot see the engines).
+      if (!p.at("utilisation").is_null()) {
+        const double util = p.at("utilisation").to_number<double>();
+        if (!(util >= 0 && util <= 1.0001)) problems.push_back(name + ": utilisation out of 0..1");
+      }
       const double jain = p.at("jain").to_number<double>();
       if (!(jain > 0 && jain <= 1.0001)) problems.push_back(name + ": Jain index out of (0, 1]");
     }

@@ -64,6 +64,21 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
          "` engines (gateway: " + std::to_string(e.max_concurrency) + " slots each), " +
          fmt(scenario.duration_s, 0) + " s of arrivals. Command:\n\n    " + results.info.command +
          "\n\n";
+  if (results.info.mode == "live") {
+    out += "Live run against `" + results.info.target + "`" +
+           (results.info.gateway_config.empty()
+                ? std::string()
+                : " (gateway config `" + results.info.gateway_config + "`)") +
+           ", in real time over HTTP. Engine-side figures (utilisation, wasted work, engine "
+           "totals) cannot be observed over HTTP: they are reported as unknown. Latencies count "
+           "from each request's scheduled send time; the time series shows requests waiting for "
+           "their first token and requests streaming, as the client sees them.\n\n";
+    if (!results.info.notes.empty()) {
+      out += "Notes:\n\n";
+      for (const std::string& n : results.info.notes) out += "- " + n + "\n";
+      out += "\n";
+    }
+  }
 
   std::vector<Row> rows;
   auto ms = [](double v) { return fmt(v, v < 10 ? 2 : 0); };
@@ -109,7 +124,12 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
   out += "\n";
   for (const Row& row : rows) {
     out += "| " + row.label + " |";
-    for (const auto& p : results.policies) out += " " + row.show(row.value(p)) + " |";
+    for (const auto& p : results.policies) {
+      const double v = row.value(p);
+      out += ' ';
+      out += std::isnan(v) ? "unknown" : row.show(v);
+      out += " |";
+    }
     if (hybrid && priority) out += " " + change(row.value(*priority), row.value(*hybrid)) + " |";
     if (hybrid && fifo) out += " " + change(row.value(*fifo), row.value(*hybrid)) + " |";
     out += "\n";
@@ -157,6 +177,12 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& p : results.policies) {
     const EngineTotals& t = p.engine;
+    if (!p.engine_known) {
+      out += "| " + p.policy + " | " + fmt(t.duration_s, 1) +
+             " | unknown | unknown | unknown | unknown | unknown | unknown | unknown | " +
+             fmt(p.jain, 3) + " | - |\n";
+      continue;
+    }
     out += "| " + p.policy + " | " + fmt(t.duration_s, 1) + " | " + pct(p.utilisation) + " | " +
            std::to_string(t.work_tokens) + " | " + std::to_string(t.wasted_cancel_tokens) + " (" +
            pct(p.waste_share) + ") | " + std::to_string(t.wasted_cancel_prefill) + " | " +

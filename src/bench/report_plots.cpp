@@ -42,6 +42,10 @@ std::vector<PlotFile> write_plots(const std::string& dir, const Scenario& scenar
   queue.x_label = util.x_label = "virtual time, s";
   queue.y_label = "requests waiting";
   util.y_label = "utilisation";
+  if (results.info.mode == "live") {
+    queue.title = scenario.name + ": requests sent and waiting for their first token (client view)";
+    queue.x_label = "time, s";
+  }
   for (const PolicySummary& p : results.policies) {
     ChartSeries q, u;
     q.name = u.name = p.policy;
@@ -50,10 +54,12 @@ std::vector<PlotFile> write_plots(const std::string& dir, const Scenario& scenar
       u.points.emplace_back(s.t, s.utilisation);
     }
     queue.series.push_back(std::move(q));
-    util.series.push_back(std::move(u));
+    // Live mode cannot see the engines: no utilisation line.
+    if (p.engine_known) util.series.push_back(std::move(u));
   }
   charts.push_back({{"queue-depth.svg", "queue depth over time"}, std::move(queue)});
-  charts.push_back({{"utilisation.svg", "engine utilisation over time"}, std::move(util)});
+  if (!util.series.empty())
+    charts.push_back({{"utilisation.svg", "engine utilisation over time"}, std::move(util)});
 
   std::vector<PlotFile> out;
   for (const auto& [file, chart] : charts) {

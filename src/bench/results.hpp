@@ -55,9 +55,10 @@ struct EngineTotals {
 // One point of the time series (every Scenario duration / 200).
 struct Sample {
   double t = 0;
-  double queued = 0;       // waiting in the gateway (direct: in the engines' queues)
-  double running = 0;      // sequences in flight on the engines
-  double utilisation = 0;  // engine busy time / wall time over the interval, 0..1
+  double queued = 0;       // waiting in the gateway (direct: in the engines' queues; live:
+                           // sent, no token yet)
+  double running = 0;      // sequences in flight on the engines (live: streaming)
+  double utilisation = 0;  // engine busy time / wall time over the interval, 0..1 (live: NaN)
 };
 
 struct GroupSummary {
@@ -79,6 +80,9 @@ struct PolicySummary {
   std::vector<GroupSummary> tenants;  // scenario order
   GroupSummary all;
   EngineTotals engine;
+  // false in live mode: engine-side figures (utilisation, waste, the engine
+  // totals) are not observable over HTTP; they are NaN and reported unknown.
+  bool engine_known = true;
   double utilisation = 0;  // busy / (engines * duration)
   double waste_share = 0;  // wasted_cancel_tokens / work_tokens
   double jain = 1;         // over tenants with traffic, of good_share

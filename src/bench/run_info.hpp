@@ -11,10 +11,13 @@
 namespace arbiter::bench {
 
 struct RunInfo {
-  std::string mode = "virtual";
-  std::string scenario_path;  // as given on the command line
-  std::string command;        // the exact command line
+  std::string mode = "virtual";  // or "live"
+  std::string scenario_path;     // as given on the command line
+  std::string command;           // the exact command line
   uint64_t seed = 0;
+  std::string target;              // live: the URL loaded
+  std::string gateway_config;      // live: the gateway config it ran with, as given
+  std::vector<std::string> notes;  // live: unexpected answers, requests not sent
 };
 
 struct RunResults {

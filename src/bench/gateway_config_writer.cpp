@@ -1,0 +1,82 @@
+#include "bench/gateway_config_writer.hpp"
+
+#include <chrono>
+#include <sstream>
+
+#include "bench/live_request.hpp"
+
+namespace arbiter::bench {
+namespace {
+
+// The gateway's longest queue wait (30 days) stands for "none".
+constexpr int64_t kNoDeadlineMs = 30LL * 24 * 3600 * 1000;
+
+int64_t to_ms(sched::Duration d) {
+  if (d == sched::Duration::max()) return kNoDeadlineMs;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+const char* yes_no(bool b) { return b ? "true" : "false"; }
+
+}  // namespace
+
+std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o,
+                                std::vector<std::string>& warnings) {
+  const EngineSpec& e = s.engine;
+  const engine::Profile* profile = engine::find_profile(e.profile);
+  if (o.engine_urls.empty() && profile != nullptr &&
+      e.config.num_blocks != profile->config.num_blocks) {
+    warnings.push_back("engine.num_blocks: type: sim backends take the profile's KV size");
+  }
+  if (e.max_waiting != 0) {
+    warnings.push_back(
+        "engine.max_waiting: the gateway treats any waiting request as saturation (0)");
+  }
+  std::ostringstream out;
+  out << "# arbiter gateway config for arbiter-bench scenario '" << s.name << "'.\n"
+      << "# Written by: " << o.command << "\n"
+      << "# Tenants authenticate with sk-bench-<tenant> (docs/arbiter-bench.md); live mode\n"
+      << "# claims each request's class with x-arbiter-class.\n";
+  for (const std::string& w : warnings) out << "# Not expressed: " << w << "\n";
+  out << "listener: {address: 127.0.0.1, port: " << o.port << "}\n"
+      << "auth: {enabled: true}\n"
+      << "scheduler: {policy: " << o.policy << ", aging_fraction: " << s.aging_fraction
+      << ", preemption: " << yes_no(s.preemption)
+      << ", preempt_after_ms: " << s.preempt_after.count() << "}\n"
+      << "engine_signals: {enabled: " << yes_no(e.signals)
+      << ", interval_ms: " << static_cast<int64_t>(e.scrape_ms)
+      << ", kv_saturation: " << e.kv_threshold << "}\n"
+      << "log: {access_log: false}\n"
+      << "tenants:\n";
+  for (const TenantSpec& t : s.tenants) {
+    out << "  - {name: " << t.name << ", weight: " << t.weight << ", api_keys: ["
+        << tenant_api_key(t.name) << "]}\n";
+  }
+  out << "classes:\n";
+  for (const ClassSpec& c : s.classes) {
+    const sched::ClassPolicy& p = c.policy;
+    out << "  - {name: " << c.name << ", min_share: " << p.min_share
+        << ", max_share: " << p.max_share << ", weight: " << p.weight
+        << ", max_queue_wait_ms: " << to_ms(p.max_queue_wait)
+        << ", preemptible: " << yes_no(p.preemptible) << ", background: " << yes_no(p.background)
+        << ", max_queue: " << p.max_queue << ", max_queue_per_tenant: " << p.max_queue_per_tenant
+        << ", debounce_ms: " << to_ms(p.debounce) << ", priority: " << p.engine_priority << "}\n";
+  }
+  out << "models:\n  - name: " << o.model << "\n    backends:\n";
+  const bool custom_seqs =
+      profile != nullptr && e.config.max_num_seqs != profile->config.max_num_seqs;
+  for (std::size_t i = 0; i < (o.engine_urls.empty() ? e.count : o.engine_urls.size()); ++i) {
+    out << "      - {";
+    if (o.engine_urls.empty()) {
+      out << "type: sim, profile: " << e.profile;
+      if (custom_seqs) out << ", max_num_seqs: " << e.config.max_num_seqs;
+    } else {
+      out << "url: " << o.engine_urls[i];
+    }
+    out << ", max_concurrency: " << e.max_concurrency
+        << ", priority_scheduling: " << yes_no(e.priority_scheduling) << "}\n";
+  }
+  return out.str();
+}
+
+}  // namespace arbiter::bench

@@ -1,0 +1,33 @@
+#include "bench/prompt_text.hpp"
+
+#include "sim/mix.hpp"
+
+namespace arbiter::bench {
+
+void append_segment_text(uint64_t key, uint32_t tokens, std::string& out) {
+  out.reserve(out.size() + std::size_t{tokens} * kBytesPerToken);
+  for (uint32_t i = 0; i < tokens; ++i) {
+    // Lower-case letters only: nothing to escape in JSON.
+    const uint64_t h = sim::mix(key ^ sim::mix(i));
+    out += static_cast<char>('a' + h % 26);
+    out += static_cast<char>('a' + (h >> 8) % 26);
+    out += static_cast<char>('a' + (h >> 16) % 26);
+    out += ' ';
+  }
+}
+
+std::string prefix_text(const RequestSpec& spec, uint64_t salt) {
+  std::string out;
+  append_segment_text(spec.prefix.key ^ salt, spec.prefix.tokens, out);
+  return out;
+}
+
+std::string body_text(const RequestSpec& spec, uint64_t salt) {
+  std::string out;
+  append_segment_text(spec.history.key ^ salt, spec.history.tokens, out);
+  // The same per-request key virtual mode uses for the request's own blocks.
+  append_segment_text((sim::mix(spec.id ^ 0x5bd1e995ULL) | 1) ^ salt, spec.unique_tokens, out);
+  return out;
+}
+
+}  // namespace arbiter::bench
