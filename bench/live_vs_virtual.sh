@@ -4,18 +4,18 @@
 # the config `arbiter-bench gateway-config --sim` writes) and in virtual time
 # with the hybrid policy, same seed, and compares P50 and P99 TTFT per class.
 # Fails when any differs by more than max(15% of the virtual figure, 5 ms).
-#   bash bench/live_vs_virtual.sh ARBITER_BENCH ARBITER WORKDIR [--signals on] [--doc DIR]
-# --signals on: the same scenario with engine signals on in both modes (the
-#               gateway's default); it does not agree yet (agreement.yaml says why).
+#   bash bench/live_vs_virtual.sh ARBITER_BENCH ARBITER WORKDIR [--signals off] [--doc DIR]
+# --signals off: the same scenario with engine signals off in both modes (the
+#                gateway dispatches on its concurrency limit alone).
 # --doc DIR: also keep the live report there and write the comparison table
 #            into DIR/agreement.md.
 set -euo pipefail
 bench=$1 arbiter=$2 dir=$3
 shift 3
-signals=0 doc=
+signals=1 doc=
 while (($#)); do
   case $1 in
-    --signals) [[ $2 = on ]] || { echo "--signals takes on" >&2; exit 2; }; signals=1; shift ;;
+    --signals) [[ $2 = off ]] || { echo "--signals takes off" >&2; exit 2; }; signals=0; shift ;;
     --doc) doc=$2; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -25,10 +25,10 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 rm -rf "$dir" && mkdir -p "$dir"
 cd "$root"
 scenario=bench/scenarios/agreement.yaml
-if ((signals)); then
-  sed 's/signals: false}/signals: true}/' "$scenario" > "$dir/agreement-signals.yaml"
-  scenario=$dir/agreement-signals.yaml
-  grep -q 'signals: true}' "$scenario"
+if ((!signals)); then
+  sed 's/max_concurrency: 32}/max_concurrency: 32, signals: false}/' "$scenario" > "$dir/agreement-no-signals.yaml"
+  scenario=$dir/agreement-no-signals.yaml
+  grep -q 'signals: false}' "$scenario"
 fi
 source bench/live_gateway.sh
 start_gateway "$bench" "$arbiter" "$scenario" "$dir"

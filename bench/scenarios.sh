@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every scenario in bench/scenarios/ in virtual mode and rewrites the
+# Runs every scenario in bench/scenarios/ in virtual mode, agreement.yaml
+# also live (bench/live_vs_virtual.sh), and rewrites the
 # scenarios section of docs/benchmarks.md (between <!-- scenarios:begin -->
 # and <!-- scenarios:end -->) with each scenario's before/after table and
 # links to its full report and plots under docs/bench/<scenario>/.
@@ -61,6 +62,29 @@ for file in bench/scenarios/*.yaml; do
     echo
   } | sed "s#](docs/bench/#](bench/#g" >> "$SECTION"
 done
+
+# Live vs virtual on agreement.yaml (issue 5): the live run's report and the
+# comparison table go to docs/bench/agreement-live/; a disagreement is shown,
+# not hidden (the script exits 1 after writing the table).
+LIVE_CMD="bash bench/live_vs_virtual.sh build/arbiter-bench build/arbiter /tmp/agreement --doc docs/bench/agreement-live"
+echo "=== agreement (live)" >&2
+agree=yes
+bash bench/live_vs_virtual.sh "$BENCH" "$BUILD_DIR/arbiter" "$(mktemp -d)" --doc docs/bench/agreement-live ||
+  agree=no
+sed -i "s#^    .*arbiter-bench live .*#    $LIVE_CMD#" docs/bench/agreement-live/report.md
+sed -i "s#^  \"command\": .*#  \"command\": \"$LIVE_CMD\",#" docs/bench/agreement-live/results.json
+{
+  echo "### agreement: live vs virtual"
+  echo
+  echo "The \`agreement\` scenario run live over HTTP through \`build/arbiter\` (3 \`type: sim\` engines"
+  echo "of \`llama-8b-a100\`, config from \`arbiter-bench gateway-config --sim\`) and in virtual time"
+  echo "(\`hybrid\`), same seed; within = |live - virtual| <= max(15%, 5 ms). Command: \`$LIVE_CMD\`."
+  echo "[Live report](bench/agreement-live/report.md). Within 15% on every figure: **$agree**."
+  echo "Run-to-run spread and what does not agree yet: [arbiter-bench.md](arbiter-bench.md#live-vs-virtual)."
+  echo
+  cat docs/bench/agreement-live/agreement.md
+  echo
+} >> "$SECTION"
 
 # Replace what lies between the markers, keep everything else.
 python3 - "$DOC" "$SECTION" <<'PY'
