@@ -31,11 +31,15 @@ build: configure
 run: build
 	$(BUILD_DIR)/arbiter --config $(CONFIG)
 
+# The live-vs-virtual agreement check (label `timing`) compares latencies of
+# two runs: it belongs with the benchmarks, not in a pass/fail suite on a
+# shared machine. `make bench` runs it.
 test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -LE timing
 
 bench: build
 	bash bench/run_all.sh $(BUILD_DIR)
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -L timing
 
 clean:
 	rm -rf $(BUILD_DIR)
