@@ -385,18 +385,19 @@ Task<RelayOutcome> Gateway::run_upstream(Route route, Admission& admission, Disp
       up.set(http::field::accept, accept->value());
     }
     up.keep_alive(true);
-    if (resume) {
-      resume->checkpoint.begin_run();
+    if (resume) resume->checkpoint.begin_run();
+    // The engine orders its own queue the way the gateway does: `priority`.
+    const bool as_sent = !admission.rewritten && !backend.priority_scheduling &&
+                         (!resume || (!resume->checkpoint.resumed() && !resume->aggregate));
+    if (as_sent) {
+      up.body() = std::move(req.body());  // the client's bytes, unchanged (a later run uses `parsed`)
+    } else if (resume) {
       boost::json::object body = run_body(admission.parsed, admission.resume, resume->checkpoint, resume->aggregate);
       if (backend.priority_scheduling) body["priority"] = slot.engine_priority();
       up.body() = boost::json::serialize(body);
     } else {
-      if (backend.priority_scheduling) {
-        // The engine orders its own queue the way the gateway does.
-        admission.parsed.body["priority"] = slot.engine_priority();
-        admission.rewritten = true;
-      }
-      up.body() = admission.rewritten ? boost::json::serialize(admission.parsed.body) : std::move(req.body());
+      if (backend.priority_scheduling) admission.parsed.body["priority"] = slot.engine_priority();
+      up.body() = boost::json::serialize(admission.parsed.body);
     }
     up.prepare_payload();
 
