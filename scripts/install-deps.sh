@@ -11,6 +11,7 @@ packages=(
   libssl-dev libyaml-cpp-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nginx-light curl procps
+  python3  # bench scripts: report tables and the live-vs-virtual comparison
 )
 # Node.js may already come with its own npm (e.g. a nodesource build, which
 # conflicts with Debian's npm package): only ask apt for what is absent.
