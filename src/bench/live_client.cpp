@@ -46,10 +46,8 @@ void Exchange::on_event(std::string_view event) {
     done_ = true;
     return;
   }
-  const auto data = event.find("data:");
-  if (data == std::string_view::npos) return;
-  std::string_view payload = event.substr(data + 5);
-  payload = payload.substr(0, payload.find('\n'));
+  const std::string_view payload = event_data(event);
+  if (payload.empty()) return;
   beast::error_code ec;
   const json::value v = json::parse(payload, ec);
   if (ec || !v.is_object()) return;

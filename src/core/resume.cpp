@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include "core/sse.hpp"
+
 namespace arbiter {
 namespace json = boost::json;
 
@@ -28,24 +30,6 @@ void reduce(json::object& body, std::string_view key, int64_t used, int64_t floo
   if (!v || !(v->is_int64() || v->is_uint64())) return;
   const int64_t before = v->is_int64() ? v->get_int64() : INT64_MAX;
   *v = std::max(before - used, floor);
-}
-
-std::string_view event_payload(std::string_view event) {
-  // One "data:" line per event from vLLM, SGLang and llama.cpp; other lines
-  // (comments, "event:") carry nothing to track.
-  std::size_t pos = 0;
-  while (pos < event.size()) {
-    const std::size_t end = std::min(event.find('\n', pos), event.size());
-    std::string_view line = event.substr(pos, end - pos);
-    if (line.starts_with("data:")) {
-      line.remove_prefix(5);
-      if (line.starts_with(' ')) line.remove_prefix(1);
-      if (line.ends_with('\r')) line.remove_suffix(1);
-      return line;
-    }
-    pos = end + 1;
-  }
-  return {};
 }
 
 json::object usage_object(const Usage& u) {
@@ -121,7 +105,7 @@ json::object run_body(const ParsedRequest& original, ResumeMethod method, const 
 
 EventResult track_event(std::string_view event, Route route, Checkpoint& checkpoint) {
   EventResult out;
-  const std::string_view payload = event_payload(event);
+  const std::string_view payload = event_data(event);
   if (payload.empty() || payload == "[DONE]") return out;
   boost::system::error_code ec;
   json::value parsed = json::parse(payload, ec);

@@ -1,9 +1,27 @@
 #include "core/sse.hpp"
 
+#include <algorithm>
+
 namespace arbiter {
 
 bool is_done_event(std::string_view event) {
   return event.starts_with("data: [DONE]") || event.starts_with("data:[DONE]");
+}
+
+std::string_view event_data(std::string_view event) {
+  std::size_t pos = 0;
+  while (pos < event.size()) {
+    const std::size_t end = std::min(event.find('\n', pos), event.size());
+    std::string_view line = event.substr(pos, end - pos);
+    if (line.starts_with("data:")) {
+      line.remove_prefix(5);
+      if (line.starts_with(' ')) line.remove_prefix(1);
+      if (line.ends_with('\r')) line.remove_suffix(1);
+      return line;
+    }
+    pos = end + 1;
+  }
+  return {};
 }
 
 const std::vector<std::string_view>& SseSplitter::feed(std::string_view bytes) {

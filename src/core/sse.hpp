@@ -36,4 +36,9 @@ class SseSplitter {
 // True when an event's data is the OpenAI end-of-stream marker.
 bool is_done_event(std::string_view event);
 
+// The payload of an event's first `data:` line, without the optional space
+// after the colon and a trailing CR; empty when it has none. vLLM, SGLang and
+// llama.cpp send one data line per event.
+std::string_view event_data(std::string_view event);
+
 }  // namespace arbiter

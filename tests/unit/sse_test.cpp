@@ -61,5 +61,13 @@ TEST(SseSplitter, DoneMarkerDetection) {
   EXPECT_FALSE(is_done_event("data: {\"x\":\"[DONE]\"}\n\n"));
 }
 
+TEST(SseEventData, FirstDataLineWithoutPrefixSpaceOrCr) {
+  EXPECT_EQ(event_data("data: {\"a\":1}\n\n"), "{\"a\":1}");
+  EXPECT_EQ(event_data("data:{\"a\":1}\r\n\r\n"), "{\"a\":1}");
+  EXPECT_EQ(event_data(": keep-alive\nevent: chunk\ndata: x\n\n"), "x");
+  EXPECT_EQ(event_data(": comment only\n\n"), "");
+  EXPECT_EQ(event_data("data: [DONE]\n\n"), "[DONE]");
+}
+
 }  // namespace
 }  // namespace arbiter
