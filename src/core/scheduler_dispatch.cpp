@@ -20,6 +20,11 @@ TimePoint from_ticks(int64_t t) { return TimePoint(Duration(t)); }
 // Slack for comparing slot counts with share * capacity products.
 constexpr double kEpsilon = 1e-9;
 
+// Slots a class lacks to reach its min_share of the pool (<= 0: none).
+double share_deficit(const ClassPolicy& cls, const detail::ClassQueue& cq, double capacity) {
+  return std::ceil(cls.min_share * capacity - kEpsilon) - cq.in_flight;
+}
+
 }  // namespace
 
 void Scheduler::poll(TimePoint now, Actions& out) {
@@ -64,7 +69,7 @@ std::optional<TimePoint> Scheduler::next_wakeup() const {
       // future times, or a class that stays entitled (but finds no victim)
       // would make every poll ask for the next one at once.
       const ClassPolicy& cls = config_.classes[c];
-      const bool short_of_share = cq.in_flight < std::ceil(cls.min_share * pool.capacity - kEpsilon);
+      const bool short_of_share = share_deficit(cls, cq, pool.capacity) > 0;
       if (!short_of_share && !(background_running && !cls.background)) continue;
       if (const TimePoint due = preemption_due(cq, c); due > last_poll_) wake = std::min(wake, due);
     }
@@ -292,7 +297,7 @@ void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
     }
     if (cq.ready == 0 || capped(p, c) || preemption_due(cq, c) > now) continue;
     waiting += cq.ready;
-    const double deficit = std::ceil(cls.min_share * capacity - kEpsilon) - cq.in_flight;
+    const double deficit = share_deficit(cls, cq, capacity);
     if (deficit > 0) needy += std::min<int64_t>(static_cast<int64_t>(deficit), cq.ready);
   }
   if (waiting == 0) return;
