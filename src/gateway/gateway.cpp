@@ -377,29 +377,26 @@ Task<RelayOutcome> Gateway::run_upstream(Route route, Admission& admission, Disp
     headers.emplace_back("x-arbiter-queue-ms", std::to_string(static_cast<int64_t>(rec.queue_ms)));
     headers.emplace_back("x-arbiter-preemptions", std::to_string(rec.preemptions));
 
-    http::request<http::string_body> up{http::verb::post, route_path(route), 11};
-    up.set(http::field::host, backend.host + ":" + std::to_string(backend.port));
-    up.set(http::field::content_type, "application/json");
-    up.set("x-request-id", rec.request_id);
-    if (auto accept = req.find(http::field::accept); accept != req.end()) {
-      up.set(http::field::accept, accept->value());
-    }
-    up.keep_alive(true);
+    UpstreamRequest up{.target = route_path(route),
+                       .host = pool.upstream(slot.backend()).host_header(),
+                       .request_id = rec.request_id,
+                       .accept = {},
+                       .body = {}};
+    if (auto accept = req.find(http::field::accept); accept != req.end()) up.accept = accept->value();
     if (resume) resume->checkpoint.begin_run();
     // The engine orders its own queue the way the gateway does: `priority`.
     const bool as_sent = !admission.rewritten && !backend.priority_scheduling &&
                          (!resume || (!resume->checkpoint.resumed() && !resume->aggregate));
     if (as_sent) {
-      up.body() = std::move(req.body());  // the client's bytes, unchanged (a later run uses `parsed`)
+      up.body = std::move(req.body());  // the client's bytes, unchanged (a later run uses `parsed`)
     } else if (resume) {
       boost::json::object body = run_body(admission.parsed, admission.resume, resume->checkpoint, resume->aggregate);
       if (backend.priority_scheduling) body["priority"] = slot.engine_priority();
-      up.body() = boost::json::serialize(body);
+      up.body = boost::json::serialize(body);
     } else {
       if (backend.priority_scheduling) admission.parsed.body["priority"] = slot.engine_priority();
-      up.body() = boost::json::serialize(admission.parsed.body);
+      up.body = boost::json::serialize(admission.parsed.body);
     }
-    up.prepare_payload();
 
     Interrupt interrupt;
     slot.set_interrupt_hook([&interrupt, &slot] { interrupt.fire(slot.preempted()); });

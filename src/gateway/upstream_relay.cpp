@@ -3,6 +3,8 @@
 #include <array>
 
 #include "core/sse.hpp"
+#include "http/http_head.hpp"
+#include "http/upstream_response.hpp"
 
 namespace arbiter {
 
@@ -11,23 +13,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Upstream read buffer: a whole ~1 KB answer (or a burst of SSE events) per
-// recv. Beast reads max(512, free space) at a time and the parser empties the
-// buffer before each read, so a buffer that starts empty stays at 512.
+// recv. Kept with the pooled connection, so it is allocated once per
+// connection, not per request.
 constexpr std::size_t kUpstreamReadBytes = 16 * 1024;
-
-// Upstream response headers passed on to the client besides content-type:
-// the ones clients use to pace retries.
-constexpr std::array kForwardedHeaders = {
-    "retry-after",
-    "retry-after-ms",
-    "x-should-retry",
-    "x-ratelimit-limit-requests",
-    "x-ratelimit-remaining-requests",
-    "x-ratelimit-reset-requests",
-    "x-ratelimit-limit-tokens",
-    "x-ratelimit-remaining-tokens",
-    "x-ratelimit-reset-tokens",
-};
 
 template <class Fields>
 void add_headers(Fields& f, const std::vector<std::pair<std::string, std::string>>& headers) {
@@ -35,13 +23,9 @@ void add_headers(Fields& f, const std::vector<std::pair<std::string, std::string
 }
 
 template <class Fields>
-void copy_upstream_headers(Fields& to, const http::response_header<>& from) {
-  if (auto ct = from.find(http::field::content_type); ct != from.end()) {
-    to.set(http::field::content_type, ct->value());
-  }
-  for (const char* name : kForwardedHeaders) {
-    if (auto it = from.find(name); it != from.end()) to.set(name, it->value());
-  }
+void copy_upstream_headers(Fields& to, const UpstreamResponseParser& from) {
+  if (!from.content_type().empty()) to.set(http::field::content_type, from.content_type());
+  for (const auto& [name, value] : from.forwarded()) to.set(name, value);
 }
 
 // Clears the client's abort hook when the exchange ends, before the socket
@@ -77,6 +61,9 @@ class Exchange {
   explicit Exchange(const RelayRequest& r) : r_(r), deadline_(r.client.deadline()) {}
 
   Task<RelayOutcome> run() {
+    write_request_head(r_.upstream_request, head_);
+    const std::array<net::const_buffer, 2> request{net::buffer(head_),
+                                                   net::buffer(r_.upstream_request.body)};
     // One retry, only when a reused keep-alive connection failed before any
     // response byte arrived: the engine never saw the request.
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -98,7 +85,7 @@ class Exchange {
       const auto deadline = sent_at + r_.timeouts.upstream_first_byte;
 
       deadline_.arm(socket, r_.timeouts.upstream_first_byte);
-      auto [write_ec, written] = co_await http::async_write(socket, r_.upstream_request, kAsTuple);
+      auto [write_ec, written] = co_await net::async_write(socket, request, kAsTuple);
       if (r_.client.client_gone()) co_return cancelled();
       if (r_.interrupt.requested) co_return interrupted();
       if (deadline_.disarm()) {
@@ -112,20 +99,22 @@ class Exchange {
         co_return fail("reset", upstream_failed("sending to the backend failed: " + ec.message()));
       }
 
-      beast::flat_buffer buffer;
-      buffer.reserve(kUpstreamReadBytes);  // one recv per piece, not 512-byte ones
-      http::response_parser<http::buffer_body> parser;
-      parser.body_limit(boost::none);  // streams are unbounded; whole bodies are checked below
-      deadline_.arm(socket, deadline - Clock::now());
-      auto [header_ec, header_n] = co_await http::async_read_header(socket, buffer, parser, kAsTuple);
+      beast::flat_buffer& buffer = conn->buffer;
+      if (buffer.capacity() < kUpstreamReadBytes) buffer.reserve(kUpstreamReadBytes);
+      UpstreamResponseParser parser;
+      Read header{};
+      while (header && !parser.is_header_done()) {
+        header = co_await read_more(socket, buffer, parser, deadline - Clock::now());
+      }
       if (r_.client.client_gone()) co_return cancelled();
       if (r_.interrupt.requested) co_return interrupted();
-      if (deadline_.disarm()) {
+      if (!header && !header.error()) {
         co_return fail(
             "timeout", upstream_timeout("the backend did not answer within " +
                                         std::to_string(r_.timeouts.upstream_first_byte.count()) + " ms"));
       }
-      if (auto ec = header_ec; ec) {
+      if (!header) {
+        const beast::error_code ec = *header.error();
         if (conn->reused && attempt == 0 && is_stale_connection_error(ec)) {
           outcome_.retried = true;
           continue;
@@ -135,9 +124,7 @@ class Exchange {
       outcome_.upstream_ms =
           std::chrono::duration<double, std::milli>(Clock::now() - sent_at).count();
 
-      const auto& head = parser.get();
-      const bool sse = head.result() == http::status::ok &&
-                       head[http::field::content_type].starts_with("text/event-stream");
+      const bool sse = parser.status() == 200 && parser.content_type().starts_with("text/event-stream");
       // if/else, not ?: around co_await (GCC 12, see docs/architecture.md).
       bool reusable = false;
       if (sse && r_.resume && r_.resume->aggregate) {
@@ -145,14 +132,16 @@ class Exchange {
       } else if (sse) {
         reusable = co_await relay_stream(socket, buffer, parser);
       } else if (r_.resume && r_.resume->client_stream_started) {
-        co_await refuse_continuation(head.result_int());
+        co_await refuse_continuation(parser.status());
       } else {
         reusable = co_await relay_whole(socket, buffer, parser);
       }
-      if (reusable) {
+      // Bytes after the end of the response would be read as the next
+      // request's answer: such a connection is not reused.
+      if (reusable && buffer.size() == 0) {
         r_.client.set_abort_hook(nullptr);
         r_.interrupt.hook = nullptr;
-        r_.pool.release(std::move(socket));
+        r_.pool.release(std::move(*conn));
       }
       co_return outcome_;
     }
@@ -206,29 +195,33 @@ class Exchange {
     }
   }
 
-  // A piece of upstream body: its byte count, or the error (none: the
-  // stream_idle deadline passed).
-  using Piece = std::expected<std::size_t, std::optional<beast::error_code>>;
-
-  // Reads the next piece of the body into `chunk`; nullopt on timeout, an
-  // error code on failure, else the byte count.
-  Task<Piece> read_piece(
-      tcp::socket& socket, beast::flat_buffer& buffer, http::response_parser<http::buffer_body>& parser) {
-    auto& body = parser.get().body();
-    body.data = chunk_.data();
-    body.size = chunk_.size();
-    deadline_.arm(socket, r_.timeouts.stream_idle);
-    auto [ec, n] = co_await http::async_read_some(socket, buffer, parser, kAsTuple);
+  // One read from the backend, parsed: the parser's body_pieces() hold the
+  // body bytes that came with it. The error is the failure, or none when
+  // `limit` passed first.
+  using Read = std::expected<void, std::optional<beast::error_code>>;
+  Task<Read> read_more(tcp::socket& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser,
+                       Clock::duration limit) {
+    deadline_.arm(socket, limit);
+    auto [ec, n] = co_await socket.async_read_some(buffer.prepare(kUpstreamReadBytes), kAsTuple);
     if (deadline_.disarm()) co_return std::unexpected(std::nullopt);
-    if (ec && ec != http::error::need_buffer) co_return std::unexpected(ec);
-    co_return chunk_.size() - body.size;
+    buffer.commit(n);
+    beast::error_code parsed;
+    if (ec == net::error::eof) {
+      parsed = parser.parse_eof();
+    } else if (ec) {
+      co_return std::unexpected(ec);
+    } else {
+      parsed = parser.parse(buffer);
+    }
+    if (parsed) co_return std::unexpected(parsed);
+    co_return Read{};
   }
 
   // How a read of the upstream body ended, the outcome already recorded:
   // data to relay, the client gone (499), or stopped (superseded or the
   // upstream failed: outcome_.error says which).
   enum class ReadEnd { kData, kClientGone, kStopped };
-  ReadEnd after_read(const Piece& piece) {
+  ReadEnd after_read(const Read& read) {
     if (r_.client.client_gone()) {
       outcome_.status = 499;
       return ReadEnd::kClientGone;
@@ -237,21 +230,22 @@ class Exchange {
       interrupted();
       return ReadEnd::kStopped;
     }
-    if (!piece) {
-      fail_body(piece.error());
+    if (!read) {
+      fail_body(read.error());
       return ReadEnd::kStopped;
     }
     return ReadEnd::kData;
   }
 
-  // Returns true when the upstream connection may be reused.
-  Task<bool> relay_stream(tcp::socket& socket, beast::flat_buffer& buffer,
-                          http::response_parser<http::buffer_body>& parser) {
+  // Returns true when the upstream connection may be reused. Body bytes that
+  // came with the header are in the parser already; each loop relays what
+  // the last read brought, then reads more.
+  Task<bool> relay_stream(tcp::socket& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
     outcome_.stream = true;
     outcome_.status = 200;
     if (!r_.resume || !r_.resume->client_stream_started) {
       http::response<http::empty_body> res{http::status::ok, 11};
-      copy_upstream_headers(res, parser.get());
+      copy_upstream_headers(res, parser);
       res.set(http::field::cache_control, "no-cache");
       add_headers(res, r_.response_headers);
       if (!co_await r_.client.start_stream(res)) {
@@ -261,17 +255,20 @@ class Exchange {
       if (r_.resume) r_.resume->client_stream_started = true;
     }
     SseSplitter splitter;
-    while (!parser.is_done()) {
-      auto piece = co_await read_piece(socket, buffer, parser);
-      if (const ReadEnd end = after_read(piece); end != ReadEnd::kData) {
+    for (;;) {
+      for (const std::string_view piece : parser.body_pieces()) {
+        const auto& fed = splitter.feed(piece);
+        const std::span<const std::string_view> events = r_.resume ? track(fed) : std::span(fed);
+        if (!events.empty() && !co_await r_.client.send_chunks(events)) {
+          outcome_.status = 499;
+          co_return false;
+        }
+      }
+      if (parser.is_done()) break;
+      const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle);
+      if (const ReadEnd end = after_read(read); end != ReadEnd::kData) {
         // A preempted run leaves the stream open: the next run continues it.
         if (end == ReadEnd::kStopped && !outcome_.preempted) co_await end_stream_with_error(*outcome_.error);
-        co_return false;
-      }
-      const auto& fed = splitter.feed(std::string_view(chunk_.data(), *piece));
-      const std::span<const std::string_view> events = r_.resume ? track(fed) : std::span(fed);
-      if (!events.empty() && !co_await r_.client.send_chunks(events)) {
-        outcome_.status = 499;
         co_return false;
       }
     }
@@ -326,20 +323,22 @@ class Exchange {
   // The client did not ask for a stream, but the upstream streams so that a
   // preempted run keeps its output: every run goes into the checkpoint, and
   // the client gets one whole response when the last run ends.
-  Task<bool> relay_aggregate(tcp::socket& socket, beast::flat_buffer& buffer,
-                             http::response_parser<http::buffer_body>& parser) {
+  Task<bool> relay_aggregate(tcp::socket& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
     RelayResume& resume = *r_.resume;
     SseSplitter splitter;
-    while (!parser.is_done()) {
-      auto piece = co_await read_piece(socket, buffer, parser);
-      if (after_read(piece) != ReadEnd::kData) co_return false;
-      for (const std::string_view event : splitter.feed(std::string_view(chunk_.data(), *piece))) {
-        track_event(event, resume.route, resume.checkpoint);
+    for (;;) {
+      for (const std::string_view piece : parser.body_pieces()) {
+        for (const std::string_view event : splitter.feed(piece)) {
+          track_event(event, resume.route, resume.checkpoint);
+        }
       }
       if (resume.checkpoint.text.size() > r_.limits.max_upstream_response_bytes) {
         fail("too_large", upstream_failed("the backend's response is too large"));
         co_return false;
       }
+      if (parser.is_done()) break;
+      const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle);
+      if (after_read(read) != ReadEnd::kData) co_return false;
     }
     http::response<http::string_body> res{http::status::ok, 11};
     res.set(http::field::content_type, "application/json");
@@ -353,9 +352,9 @@ class Exchange {
     co_return parser.keep_alive();
   }
 
-  Task<bool> relay_whole(tcp::socket& socket, beast::flat_buffer& buffer,
-                         http::response_parser<http::buffer_body>& parser) {
-    std::string body;
+  Task<bool> relay_whole(tcp::socket& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
+    http::response<http::string_body> res{static_cast<http::status>(parser.status()), 11};
+    std::string& body = res.body();
     if (auto len = parser.content_length()) {
       if (*len > r_.limits.max_upstream_response_bytes) {
         fail("too_large", upstream_failed("the backend's response is too large"));
@@ -363,20 +362,19 @@ class Exchange {
       }
       body.reserve(*len);
     }
-    while (!parser.is_done()) {
-      auto piece = co_await read_piece(socket, buffer, parser);
-      if (after_read(piece) != ReadEnd::kData) co_return false;
-      body.append(chunk_.data(), *piece);
+    for (;;) {
+      for (const std::string_view piece : parser.body_pieces()) body.append(piece);
       if (body.size() > r_.limits.max_upstream_response_bytes) {
         fail("too_large", upstream_failed("the backend's response is too large"));
         co_return false;
       }
+      if (parser.is_done()) break;
+      const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle);
+      if (after_read(read) != ReadEnd::kData) co_return false;
     }
-    http::response<http::string_body> res{parser.get().result(), 11};
-    copy_upstream_headers(res, parser.get());
+    copy_upstream_headers(res, parser);
     add_headers(res, r_.response_headers);
-    res.body() = std::move(body);
-    outcome_.status = static_cast<int>(parser.get().result_int());
+    outcome_.status = static_cast<int>(parser.status());
     if (!co_await r_.client.send(res)) {
       outcome_.status = 499;
       co_return false;
@@ -387,7 +385,7 @@ class Exchange {
   const RelayRequest& r_;
   Deadline& deadline_;  // the client connection's: one operation at a time
   RelayOutcome outcome_;
-  std::array<char, 16 * 1024> chunk_;  // one read's worth of upstream body
+  std::string head_;                       // the upstream request's head
   std::vector<std::string_view> tracked_;  // track(): the events to send
   std::vector<std::string> rewritten_;     // track(): storage of rewritten events
 };

@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "core/resume.hpp"
 #include "http/client_connection.hpp"
+#include "http/http_head.hpp"
 #include "http/upstream_pool.hpp"
 
 namespace arbiter {
@@ -48,7 +49,7 @@ struct RelayResume {
 
 struct RelayRequest {
   UpstreamPool& pool;
-  http::request<http::string_body>& upstream_request;
+  const UpstreamRequest& upstream_request;
   ClientConnection& client;
   const TimeoutsConfig& timeouts;
   const LimitsConfig& limits;

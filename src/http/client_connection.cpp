@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdio>
 
+#include "http/http_head.hpp"
 
 namespace arbiter {
 
@@ -107,9 +108,9 @@ Task<bool> ClientConnection::send(http::response<http::string_body>& res) {
   res.keep_alive(keep_alive_ && !draining_.load(std::memory_order_relaxed));
   keep_alive_ = res.keep_alive();
   res.prepare_payload();
-  deadline_.arm(socket_, write_timeout_);
-  auto [ec, n] = co_await http::async_write(socket_, res, kAsTuple);
-  if (!write_done(ec)) co_return false;
+  write_response_head(res, head_);
+  const std::array<net::const_buffer, 2> buffers{net::buffer(head_), net::buffer(res.body())};
+  if (!co_await write_buffers(buffers)) co_return false;
   note_body(res.body().size());
   co_return true;
 }
@@ -119,10 +120,9 @@ Task<bool> ClientConnection::start_stream(http::response<http::empty_body>& res)
   res.keep_alive(keep_alive_ && !draining_.load(std::memory_order_relaxed));
   keep_alive_ = res.keep_alive();
   res.chunked(true);
-  http::response_serializer<http::empty_body> sr(res);
-  deadline_.arm(socket_, write_timeout_);
-  auto [ec, n] = co_await http::async_write_header(socket_, sr, kAsTuple);
-  co_return write_done(ec);
+  write_response_head(res, head_);
+  const net::const_buffer buffer = net::buffer(head_);
+  co_return co_await write_buffers(std::span(&buffer, 1));
 }
 
 Task<bool> ClientConnection::send_chunks(std::span<const std::string_view> pieces) {

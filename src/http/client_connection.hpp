@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "http/asio.hpp"
@@ -76,6 +77,7 @@ class ClientConnection {
   std::size_t body_bytes_ = 0;
   std::optional<std::chrono::steady_clock::time_point> first_body_byte_at_;
   std::function<void()> abort_hook_;
+  std::string head_;  // the response head being written (reused across requests)
   net::steady_timer watch_done_;  // cancelled when the watcher finishes
 };
 

@@ -25,6 +25,7 @@ UpstreamPool::UpstreamPool(std::string host, uint16_t port, std::size_t max_idle
                            std::size_t threads, std::chrono::milliseconds idle_ttl)
     : host_(std::move(host)),
       port_(port),
+      host_header_(host_ + ":" + std::to_string(port)),
       max_idle_(max_idle),
       idle_ttl_(idle_ttl),
       lists_(std::max<std::size_t>(threads, 1)) {
@@ -37,7 +38,7 @@ UpstreamPool::IdleList& UpstreamPool::local() {
   return lists_[IoPool::current_index() % lists_.size()];
 }
 
-std::optional<tcp::socket> UpstreamPool::take_idle() {
+std::optional<UpstreamConnection> UpstreamPool::take_idle() {
   const auto now = std::chrono::steady_clock::now();
   IdleList& list = local();
   std::lock_guard lock(list.mu);
@@ -45,11 +46,12 @@ std::optional<tcp::socket> UpstreamPool::take_idle() {
     Idle idle = std::move(list.idle.back());
     list.idle.pop_back();
     const auto idle_for = now - idle.since;
-    if (idle_for < idle_ttl_ && (idle_for < kPeekAfterIdle || looks_alive(idle.socket))) {
-      return std::move(idle.socket);
+    if (idle_for < idle_ttl_ && (idle_for < kPeekAfterIdle || looks_alive(idle.conn.socket))) {
+      idle.conn.reused = true;
+      return std::move(idle.conn);
     }
     beast::error_code ignored;
-    idle.socket.close(ignored);
+    idle.conn.socket.close(ignored);
   }
   return std::nullopt;
 }
@@ -57,7 +59,7 @@ std::optional<tcp::socket> UpstreamPool::take_idle() {
 Task<std::expected<UpstreamConnection, ConnectFailure>> UpstreamPool::acquire(
     Deadline& deadline, std::chrono::milliseconds connect_timeout, bool fresh) {
   if (!fresh) {
-    if (auto s = take_idle()) co_return UpstreamConnection{std::move(*s), true};
+    if (auto idle = take_idle()) co_return std::move(*idle);
   }
   auto executor = co_await net::this_coro::executor;
   tcp::socket socket(executor);
@@ -76,14 +78,14 @@ Task<std::expected<UpstreamConnection, ConnectFailure>> UpstreamPool::acquire(
   if (ec) co_return std::unexpected(ConnectFailure::kRefused);
   beast::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
-  co_return UpstreamConnection{std::move(socket), false};
+  co_return UpstreamConnection{std::move(socket), {}, false};
 }
 
-void UpstreamPool::release(tcp::socket socket) {
+void UpstreamPool::release(UpstreamConnection conn) {
   IdleList& list = local();
   std::lock_guard lock(list.mu);
   if (list.idle.size() >= max_idle_) return;  // socket closes on destruction
-  list.idle.push_back({std::move(socket), std::chrono::steady_clock::now()});
+  list.idle.push_back({std::move(conn), std::chrono::steady_clock::now()});
 }
 
 }  // namespace arbiter

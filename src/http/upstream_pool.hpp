@@ -18,7 +18,8 @@ namespace arbiter {
 
 struct UpstreamConnection {
   tcp::socket socket;
-  bool reused = false;  // came from the idle list (may have been closed by the peer)
+  beast::flat_buffer buffer;  // read buffer, kept with the connection (empty between responses)
+  bool reused = false;        // came from the idle list (may have been closed by the peer)
 };
 
 enum class ConnectFailure { kRefused, kTimeout, kResolve };
@@ -38,20 +39,23 @@ class UpstreamPool {
 
   // Returns a connection whose last response was fully read and allowed
   // keep-alive.
-  void release(tcp::socket socket);
+  void release(UpstreamConnection conn);
 
   const std::string& host() const { return host_; }
   uint16_t port() const { return port_; }
+  // The Host header of requests to this backend: "host:port".
+  const std::string& host_header() const { return host_header_; }
 
  private:
   struct Idle {
-    tcp::socket socket;
+    UpstreamConnection conn;
     std::chrono::steady_clock::time_point since;
   };
-  std::optional<tcp::socket> take_idle();
+  std::optional<UpstreamConnection> take_idle();
 
   std::string host_;
   uint16_t port_;
+  std::string host_header_;
   std::optional<tcp::endpoint> endpoint_;  // set when host is an IP literal
   std::size_t max_idle_;
   std::chrono::milliseconds idle_ttl_;

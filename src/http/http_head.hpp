@@ -1,0 +1,33 @@
+// HTTP/1.1 message heads written by hand into a reusable string: the request
+// path's two heads (the upstream request, the client's response) cost a few
+// appends instead of Beast's serializer (a buffer-sequence state machine per
+// write; the largest single item in the request path's profile).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "http/asio.hpp"
+
+namespace arbiter {
+
+// What the gateway sends a backend. Views stay valid until the write ends.
+struct UpstreamRequest {
+  std::string_view target;      // e.g. /v1/chat/completions
+  std::string_view host;        // Host header: "host:port"
+  std::string_view request_id;  // x-request-id
+  std::string_view accept;      // the client's Accept, passed on; empty: none
+  std::string body;             // JSON
+};
+
+// Replaces `out` with the request line and header block of `r`, ending with
+// the blank line. Always keep-alive, Content-Type: application/json.
+void write_request_head(const UpstreamRequest& r, std::string& out);
+
+// Replaces `out` with the status line and every field of `head`, in order,
+// ending with the blank line. The caller has set Content-Length or
+// Transfer-Encoding and Connection (Beast's prepare_payload / chunked /
+// keep_alive).
+void write_response_head(const http::response_header<>& head, std::string& out);
+
+}  // namespace arbiter
