@@ -28,6 +28,8 @@ constexpr std::size_t kReadBufferBytes = 8 * 1024;
 
 class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Session> {
  public:
+  using RequestParser = http::request_parser<http::string_body>;
+
   Session(HttpServer& server, tcp::socket socket)
       : server_(server),
         socket_(std::move(socket)),
@@ -48,6 +50,11 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
 
  private:
   Task<void> reply_error(ErrorCode code, std::string message);
+  // Reads and parses until the header (or, with `whole`, the message) is
+  // complete. Parsing is eager: bytes after the header go into the body at
+  // once, so a request that came in one segment costs one read and no
+  // further operation.
+  Task<beast::error_code> read_request(RequestParser& parser, bool whole);
 
   HttpServer& server_;
   tcp::socket socket_;
@@ -66,17 +73,44 @@ Task<void> HttpServer::Session::reply_error(ErrorCode code, std::string message)
   co_await conn_.send(res);
 }
 
+Task<beast::error_code> HttpServer::Session::read_request(RequestParser& parser, bool whole) {
+  for (;;) {
+    beast::error_code ec;
+    while (buffer_.size() > 0 && !parser.is_done()) {
+      const std::size_t used = parser.put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == http::error::need_more) {
+        ec = {};
+        break;
+      }
+      if (ec) co_return ec;
+      if (used == 0) break;
+    }
+    if (parser.is_done() || (!whole && parser.is_header_done())) co_return ec;
+    const std::size_t room = std::max(kReadBufferBytes / 2, buffer_.capacity() - buffer_.size());
+    auto [read_ec, n] = co_await socket_.async_read_some(buffer_.prepare(room), kAsTuple);
+    buffer_.commit(n);
+    if (read_ec == net::error::eof) {
+      if (!parser.got_some()) co_return http::error::end_of_stream;
+      parser.put_eof(ec);
+      co_return ec ? ec : http::error::partial_message;
+    }
+    if (read_ec) co_return read_ec;
+  }
+}
+
 Task<void> HttpServer::Session::run() {
   const ServerOptions& opt = server_.options_;
   bool first = true;
   while (!server_.draining()) {
-    http::request_parser<http::string_body> parser;
+    RequestParser parser;
     parser.header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
     parser.body_limit(opt.max_body_bytes);
+    parser.eager(true);
 
     idle_ = true;
     deadline_.arm(socket_, first ? opt.header_timeout : opt.keepalive_idle);
-    auto [header_ec, header_n] = co_await http::async_read_header(socket_, buffer_, parser, kAsTuple);
+    const beast::error_code header_ec = co_await read_request(parser, /*whole=*/false);
     idle_ = false;
     if (deadline_.disarm()) break;  // idle or slow header: connection closed
     if (auto ec = header_ec; ec) {
@@ -92,15 +126,15 @@ Task<void> HttpServer::Session::run() {
       }
       break;
     }
-    if (parser.get()[http::field::expect] == "100-continue") {
-      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      deadline_.arm(socket_, opt.write_timeout);
-      auto [ec, n] = co_await net::async_write(socket_, net::buffer(kContinue), kAsTuple);
-      if (deadline_.disarm() || ec) break;
-    }
     if (!parser.is_done()) {
+      if (parser.get()[http::field::expect] == "100-continue") {
+        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        deadline_.arm(socket_, opt.write_timeout);
+        auto [ec, n] = co_await net::async_write(socket_, net::buffer(kContinue), kAsTuple);
+        if (deadline_.disarm() || ec) break;
+      }
       deadline_.arm(socket_, opt.body_timeout);
-      auto [body_ec, body_n] = co_await http::async_read(socket_, buffer_, parser, kAsTuple);
+      const beast::error_code body_ec = co_await read_request(parser, /*whole=*/true);
       if (deadline_.disarm()) break;
       if (auto ec = body_ec; ec) {
         if (ec == http::error::body_limit) {
