@@ -1,6 +1,5 @@
 // arbiter: the gateway binary. Parses flags, loads the config, serves until
 // SIGTERM/SIGINT, then drains and exits 0.
-#include <malloc.h>
 
 #include <csignal>
 #include <cstdio>
@@ -77,11 +76,6 @@ arbiter::Task<void> drain_all(arbiter::HttpServer& server, arbiter::EmbeddedSims
 
 int main(int argc, char** argv) {
   using namespace arbiter;
-  // No glibc fastbins (the per-thread tcache still serves small sizes): with
-  // them, every allocation of 1 KiB or more (coroutine frames and read
-  // buffers, several per request) first consolidates all fastbins, which
-  // cost ~5 us of CPU per proxied request in the overhead benchmark.
-  mallopt(M_MXFAST, 0);
   const auto flags = parse_flags(argc, argv);
   if (!flags) return 2;
 
