@@ -5,6 +5,7 @@
 #include "core/sse.hpp"
 #include "http/http_head.hpp"
 #include "http/upstream_response.hpp"
+#include "http/write_now.hpp"
 
 namespace arbiter {
 
@@ -84,14 +85,13 @@ class Exchange {
       const auto sent_at = Clock::now();
       const auto deadline = sent_at + r_.timeouts.upstream_first_byte;
 
-      deadline_.arm(socket, r_.timeouts.upstream_first_byte);
-      auto [write_ec, written] = co_await net::async_write(socket, request, kAsTuple);
+      const WriteResult written = co_await write_now(socket, request, deadline_, r_.timeouts.upstream_first_byte);
       if (r_.client.client_gone()) co_return cancelled();
       if (r_.interrupt.requested) co_return interrupted();
-      if (deadline_.disarm()) {
+      if (written.timed_out) {
         co_return fail("timeout", upstream_timeout("the backend did not take the request in time"));
       }
-      if (auto ec = write_ec; ec) {
+      if (auto ec = written.ec; ec) {
         if (conn->reused && attempt == 0 && is_stale_connection_error(ec)) {
           outcome_.retried = true;
           continue;

@@ -4,14 +4,14 @@
 #include <cstdio>
 
 #include "http/http_head.hpp"
+#include "http/write_now.hpp"
 
 namespace arbiter {
 
 namespace {
-// More pipelined bytes than this and the watcher stops reading until the
-// request ends.
+// More pipelined bytes than this and the reader stops reading until the
+// request ends (it then only waits for a socket error).
 constexpr std::size_t kMaxPipelinedBytes = 64 * 1024;
-constexpr std::size_t kWatchReadBytes = 4096;
 }  // namespace
 
 ClientConnection::ClientConnection(tcp::socket& socket, beast::flat_buffer& buffer,
@@ -21,14 +21,22 @@ ClientConnection::ClientConnection(tcp::socket& socket, beast::flat_buffer& buff
       buffer_(buffer),
       deadline_(deadline),
       write_timeout_(write_timeout),
-      draining_(draining),
-      watch_done_(socket.get_executor()) {}
+      draining_(draining) {}
 
 void ClientConnection::begin_request(bool keep_alive) {
   keep_alive_ = keep_alive;
   failed_ = false;
   body_bytes_ = 0;
   first_body_byte_at_.reset();
+  abort_hook_ = nullptr;
+  in_request_ = true;
+  // Inside on_read the read restarts once the request first waits: a
+  // request that arrived in one piece starts without a (futile) read.
+  if (!in_read_handler_) read();
+}
+
+void ClientConnection::end_request() {
+  in_request_ = false;
   abort_hook_ = nullptr;
 }
 
@@ -43,64 +51,67 @@ void ClientConnection::note_body(std::size_t n) {
   body_bytes_ += n;
 }
 
-void ClientConnection::start_watch() {
-  watching_ = true;
-  watch_done_.expires_at(net::steady_timer::time_point::max());
-  watch();
+Task<beast::error_code> ClientConnection::wait_for_bytes() {
+  if (read_error_) co_return read_error_;
+  read();
+  auto [ec] = co_await net::async_initiate<decltype(kAsTuple), void(beast::error_code)>(
+      [this](auto handler) { waiter_.emplace(std::move(handler)); }, kAsTuple);
+  co_return ec;
 }
 
-Task<void> ClientConnection::stop_watch() {
-  if (!watching_) co_return;
-  beast::error_code ignored;
-  socket_.cancel(ignored);
-  co_await watch_done_.async_wait(kAsTuple);
-}
-
-// Plain completion handlers, not a coroutine: the watch runs once per
-// request and a spawned coroutine (frame, awaitable thread, spawn handler)
-// costs more than the read it waits on. An async read rather than a
-// readiness wait: Asio queues it without any syscall when the last read
-// emptied the socket, where a wait would re-arm the descriptor with an
-// epoll_ctl on every request. It only completes when the client really sent
-// bytes or left.
-void ClientConnection::watch() {
-  if (buffer_.size() >= kMaxPipelinedBytes) {
-    // Too many pipelined bytes: stop reading until the request ends; the
-    // next request is parsed from the buffer then.
-    socket_.async_wait(tcp::socket::wait_error, [this](const beast::error_code&) { watch_ended(); });
+// Plain completion handlers, not a coroutine: the read outlives requests,
+// and a handler holding the owner costs less than a coroutine frame.
+void ClientConnection::read() {
+  if (reading_ || read_error_) return;
+  if (in_request_ && buffer_.size() >= kMaxPipelinedBytes) {
+    watch_errors();
     return;
   }
-  socket_.async_read_some(buffer_.prepare(kWatchReadBytes), [this](const beast::error_code& ec, std::size_t n) {
-    if (ec) {
-      if (ec != net::error::operation_aborted) mark_gone();  // EOF or reset: the client left
-      watch_ended();
-      return;
-    }
-    buffer_.commit(n);  // a pipelined request: kept for the next parse
-    watch();
+  reading_ = true;
+  socket_.async_read_some(net::buffer(chunk_), [this, owner = owner_.lock()](const beast::error_code& ec,
+                                                                            std::size_t n) {
+    on_read(ec, n);
   });
 }
 
-void ClientConnection::watch_ended() {
-  watching_ = false;
-  watch_done_.cancel();
+void ClientConnection::on_read(const beast::error_code& ec, std::size_t n) {
+  reading_ = false;
+  if (ec) {
+    read_error_ = ec;
+    if (in_request_) mark_gone();  // EOF, reset or closed by a deadline: the client is gone
+  } else {
+    buffer_.commit(net::buffer_copy(buffer_.prepare(n), net::buffer(chunk_.data(), n)));
+  }
+  in_read_handler_ = true;
+  if (waiter_) {
+    // The server's session runs inline from here until it next waits.
+    auto waiter = std::move(*waiter_);
+    waiter_.reset();
+    std::move(waiter)(ec);
+  }
+  in_read_handler_ = false;
+  // A request in progress keeps a read pending: it sees the client leave.
+  if (in_request_) read();
 }
 
-bool ClientConnection::write_done(const beast::error_code& ec) {
-  const bool timed_out = deadline_.disarm();
-  if (timed_out || ec) {
-    failed_ = true;
-    mark_gone();
-    return false;
-  }
-  return true;
+void ClientConnection::watch_errors() {
+  if (watching_errors_) return;
+  watching_errors_ = true;
+  socket_.async_wait(tcp::socket::wait_error, [this, owner = owner_.lock()](const beast::error_code& ec) {
+    watching_errors_ = false;
+    if (!ec && in_request_) mark_gone();
+  });
 }
 
 Task<bool> ClientConnection::write_buffers(std::span<const net::const_buffer> buffers) {
   if (gone_ || failed_) co_return false;
-  deadline_.arm(socket_, write_timeout_);
-  auto [ec, n] = co_await net::async_write(socket_, buffers, kAsTuple);
-  co_return write_done(ec);
+  const WriteResult written = co_await write_now(socket_, buffers, deadline_, write_timeout_);
+  if (!written) {
+    failed_ = true;
+    mark_gone();
+    co_return false;
+  }
+  co_return true;
 }
 
 Task<bool> ClientConnection::send(http::response<http::string_body>& res) {

@@ -1,15 +1,24 @@
-// The client side of one HTTP/1.1 connection, as the request handler sees it:
-// write a whole response or a chunked stream, and learn at once when the
-// client goes away (the watcher reads the socket while the handler waits on
-// the upstream, and runs the abort hook on EOF so the engine stops work).
+// The client side of one HTTP/1.1 connection. It owns the connection's one
+// reader: a read stays pending on the client socket whenever the server
+// waits for a request or a request is in progress. Between requests its bytes
+// are the next request; during one they are pipelined bytes (kept) or the
+// client going away (EOF or reset), which runs the request's abort hook at
+// once so the engine stops work. One pending read for both jobs means no
+// cancel-and-restart per request, and no syscall when a request starts.
+// Writes go out at once when the kernel takes them (no posted completion).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+
+#include <boost/asio/any_completion_handler.hpp>
 
 #include "http/asio.hpp"
 #include "http/deadline.hpp"
@@ -37,7 +46,7 @@ class ClientConnection {
   // True when the connection can serve another request afterwards.
   bool keep_alive() const { return keep_alive_ && !failed_ && !gone_; }
   void set_keep_alive(bool v) { keep_alive_ = v; }
-  // The client closed its side (seen by the watcher or a failed write).
+  // The client closed its side (seen by the reader or a failed write).
   bool client_gone() const { return gone_; }
   // Bytes of response body written so far for this request.
   std::size_t body_bytes_sent() const { return body_bytes_; }
@@ -50,35 +59,47 @@ class ClientConnection {
   // a request is in progress. Cleared at the end of the request.
   void set_abort_hook(std::function<void()> hook) { abort_hook_ = std::move(hook); }
 
-  // Used by the server around each request.
+  // Used by the server. `owner` is kept alive while a read is pending.
+  void start(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
+  // Until more bytes are in the buffer; the read error (EOF, reset, the
+  // socket closed by a deadline) once there will be none.
+  Task<beast::error_code> wait_for_bytes();
   void begin_request(bool keep_alive);
-  void start_watch();
-  Task<void> stop_watch();
+  void end_request();
 
  private:
-  void watch();        // one read (or error wait) on the client socket
-  void watch_ended();  // the watch's last operation completed
-  // After a write: disarms the deadline; false (and the client marked gone)
-  // when the write failed or timed out.
-  bool write_done(const beast::error_code& ec);
+  void read();             // starts the pending read unless there is one
+  void on_read(const beast::error_code& ec, std::size_t n);
+  void watch_errors();     // pipelined-bytes limit reached: wait for an error only
+  // False (and the client marked gone) when the write failed or timed out.
   Task<bool> write_buffers(std::span<const net::const_buffer> buffers);
   void mark_gone();
   void note_body(std::size_t n);
 
   tcp::socket& socket_;
-  beast::flat_buffer& buffer_;  // shared with the request parser: pipelined bytes land here
-  Deadline& deadline_;  // shared with the request parser: pipelined bytes land here
+  beast::flat_buffer& buffer_;  // the request parser's: read bytes land here
+  Deadline& deadline_;
   std::chrono::milliseconds write_timeout_;
   const std::atomic<bool>& draining_;
+  std::weak_ptr<void> owner_;
   bool keep_alive_ = true;
   bool failed_ = false;  // a write failed or timed out
   bool gone_ = false;
-  bool watching_ = false;
+  bool in_request_ = false;
+  bool reading_ = false;          // a read is pending
+  bool in_read_handler_ = false;  // on_read is running (it restarts the read itself)
+  bool watching_errors_ = false;
+  beast::error_code read_error_;  // sticky: no read after it
+  // wait_for_bytes. In an optional: Boost 1.81's move assignment of
+  // any_completion_handler wraps the handler in itself, recursively.
+  std::optional<boost::asio::any_completion_handler<void(beast::error_code)>> waiter_;
   std::size_t body_bytes_ = 0;
   std::optional<std::chrono::steady_clock::time_point> first_body_byte_at_;
   std::function<void()> abort_hook_;
   std::string head_;  // the response head being written (reused across requests)
-  net::steady_timer watch_done_;  // cancelled when the watcher finishes
+  // The pending read's target: the parser's buffer is consumed between
+  // requests while a read is pending, so reads land here and are copied in.
+  std::array<char, 4096> chunk_;
 };
 
 }  // namespace arbiter

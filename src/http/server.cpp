@@ -20,9 +20,7 @@ void log_handler_failure(const std::exception_ptr& failure) {
 std::string body_too_large_message(const ServerOptions& opt) {
   return "request body exceeds " + std::to_string(opt.max_body_bytes) + " bytes";
 }
-// Room for a typical request in one recv. Beast reads max(512, free space)
-// bytes at a time and the parser empties the buffer before each read, so a
-// buffer that starts small never grows: a 1 KB request took three recvs.
+// Room for a typical request without growing the buffer.
 constexpr std::size_t kReadBufferBytes = 8 * 1024;
 }  // namespace
 
@@ -35,6 +33,8 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
         socket_(std::move(socket)),
         conn_(socket_, buffer_, deadline_, server.options_.write_timeout, server.draining_) {
     buffer_.reserve(kReadBufferBytes);
+    beast::error_code ignored;
+    socket_.non_blocking(true, ignored);  // writes are tried at once (ClientConnection)
   }
 
   Task<void> run();
@@ -87,20 +87,18 @@ Task<beast::error_code> HttpServer::Session::read_request(RequestParser& parser,
       if (used == 0) break;
     }
     if (parser.is_done() || (!whole && parser.is_header_done())) co_return ec;
-    const std::size_t room = std::max(kReadBufferBytes / 2, buffer_.capacity() - buffer_.size());
-    auto [read_ec, n] = co_await socket_.async_read_some(buffer_.prepare(room), kAsTuple);
-    buffer_.commit(n);
-    if (read_ec == net::error::eof) {
+    if (const beast::error_code read_ec = co_await conn_.wait_for_bytes(); read_ec) {
+      if (read_ec != net::error::eof) co_return read_ec;
       if (!parser.got_some()) co_return http::error::end_of_stream;
       parser.put_eof(ec);
       co_return ec ? ec : http::error::partial_message;
     }
-    if (read_ec) co_return read_ec;
   }
 }
 
 Task<void> HttpServer::Session::run() {
   const ServerOptions& opt = server_.options_;
+  conn_.start(weak_from_this());
   bool first = true;
   while (!server_.draining()) {
     RequestParser parser;
@@ -147,16 +145,15 @@ Task<void> HttpServer::Session::run() {
     HttpRequest req = parser.release();
     conn_.begin_request(req.keep_alive());
     ++server_.active_requests_;
-    conn_.start_watch();
     // The handler must not throw; if it does (a bug), the connection is
-    // closed, but only after the watcher, which points into it, has stopped.
+    // closed.
     std::exception_ptr failure;
     try {
       co_await server_.handler_(req, conn_);
     } catch (...) {
       failure = std::current_exception();
     }
-    co_await conn_.stop_watch();
+    conn_.end_request();
     --server_.active_requests_;
     if (failure) {
       log_handler_failure(failure);
