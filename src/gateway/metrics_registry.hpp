@@ -1,8 +1,7 @@
 // A small Prometheus registry: counters, gauges and histograms with labels,
 // rendered in the text exposition format (version 0.0.4). Debian has no C++
 // Prometheus client, so this is ours. Updates are lock-free atomics; looking
-// up a labelled child takes the family's mutex, so hot paths keep the child
-// reference when they can.
+// up a labelled child is one hash lookup under the family's mutex.
 #pragma once
 
 #include <atomic>
@@ -16,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace arbiter::metrics {
@@ -98,12 +98,18 @@ class Family final : public FamilyBase {
   // on first use and never removed, so references stay valid.
   // A lookup allocates nothing once the child exists.
   Metric& with(std::initializer_list<std::string_view> values) {
-    const std::span<const std::string_view> key(values.begin(), values.size());
-    std::lock_guard lock(mu_);
-    auto it = children_.find(key);
-    if (it == children_.end()) {
-      it = children_.emplace(std::vector<std::string>(values.begin(), values.end()), factory_()).first;
+    // Hashed on the values, each length-prefixed (unambiguous for any bytes);
+    // the ordered map below is for rendering.
+    thread_local std::string key;
+    key.clear();
+    for (const std::string_view v : values) {
+      const auto n = static_cast<uint32_t>(v.size());
+      key.append(reinterpret_cast<const char*>(&n), sizeof n).append(v);
     }
+    std::lock_guard lock(mu_);
+    if (auto it = index_.find(key); it != index_.end()) return *it->second;
+    auto it = children_.emplace(std::vector<std::string>(values.begin(), values.end()), factory_()).first;
+    index_.emplace(key, it->second.get());
     return *it->second;
   }
 
@@ -123,6 +129,7 @@ class Family final : public FamilyBase {
 
   mutable std::mutex mu_;
   std::map<std::vector<std::string>, std::unique_ptr<Metric>, LabelLess> children_;
+  std::unordered_map<std::string, Metric*> index_;  // with(): label key -> child
   std::function<std::unique_ptr<Metric>()> factory_;
 };
 

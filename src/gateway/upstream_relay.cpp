@@ -23,12 +23,6 @@ void add_headers(Fields& f, const std::vector<std::pair<std::string, std::string
   for (const auto& [k, v] : headers) f.set(k, v);
 }
 
-template <class Fields>
-void copy_upstream_headers(Fields& to, const UpstreamResponseParser& from) {
-  if (!from.content_type().empty()) to.set(http::field::content_type, from.content_type());
-  for (const auto& [name, value] : from.forwarded()) to.set(name, value);
-}
-
 // Clears the client's abort hook when the exchange ends, before the socket
 // it points to goes away.
 struct AbortHookGuard {
@@ -244,11 +238,12 @@ class Exchange {
     outcome_.stream = true;
     outcome_.status = 200;
     if (!r_.resume || !r_.resume->client_stream_started) {
-      http::response<http::empty_body> res{http::status::ok, 11};
-      copy_upstream_headers(res, parser);
-      res.set(http::field::cache_control, "no-cache");
-      add_headers(res, r_.response_headers);
-      if (!co_await r_.client.start_stream(res)) {
+      const ResponseHead head{.status = 200,
+                              .content_type = parser.content_type(),
+                              .cache_control = "no-cache",
+                              .upstream = parser.forwarded(),
+                              .gateway = r_.response_headers};
+      if (!co_await r_.client.start_stream(head)) {
         outcome_.status = 499;
         co_return false;
       }
@@ -340,12 +335,10 @@ class Exchange {
       const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle);
       if (after_read(read) != ReadEnd::kData) co_return false;
     }
-    http::response<http::string_body> res{http::status::ok, 11};
-    res.set(http::field::content_type, "application/json");
-    add_headers(res, r_.response_headers);
-    res.body() = aggregate_response(resume.route, resume.checkpoint);
+    const std::string body = aggregate_response(resume.route, resume.checkpoint);
+    const ResponseHead head{.status = 200, .content_type = "application/json", .gateway = r_.response_headers};
     outcome_.status = 200;
-    if (!co_await r_.client.send(res)) {
+    if (!co_await r_.client.send(head, body)) {
       outcome_.status = 499;
       co_return false;
     }
@@ -353,8 +346,7 @@ class Exchange {
   }
 
   Task<bool> relay_whole(tcp::socket& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
-    http::response<http::string_body> res{static_cast<http::status>(parser.status()), 11};
-    std::string& body = res.body();
+    std::string body;
     if (auto len = parser.content_length()) {
       if (*len > r_.limits.max_upstream_response_bytes) {
         fail("too_large", upstream_failed("the backend's response is too large"));
@@ -372,10 +364,12 @@ class Exchange {
       const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle);
       if (after_read(read) != ReadEnd::kData) co_return false;
     }
-    copy_upstream_headers(res, parser);
-    add_headers(res, r_.response_headers);
+    const ResponseHead head{.status = parser.status(),
+                            .content_type = parser.content_type(),
+                            .upstream = parser.forwarded(),
+                            .gateway = r_.response_headers};
     outcome_.status = static_cast<int>(parser.status());
-    if (!co_await r_.client.send(res)) {
+    if (!co_await r_.client.send(head, body)) {
       outcome_.status = 499;
       co_return false;
     }

@@ -114,10 +114,14 @@ Task<bool> ClientConnection::write_buffers(std::span<const net::const_buffer> bu
   co_return true;
 }
 
+bool ClientConnection::response_keep_alive() {
+  keep_alive_ = keep_alive_ && !draining_.load(std::memory_order_relaxed);
+  return keep_alive_;
+}
+
 Task<bool> ClientConnection::send(http::response<http::string_body>& res) {
   if (gone_ || failed_) co_return false;
-  res.keep_alive(keep_alive_ && !draining_.load(std::memory_order_relaxed));
-  keep_alive_ = res.keep_alive();
+  res.keep_alive(response_keep_alive());
   res.prepare_payload();
   write_response_head(res, head_);
   const std::array<net::const_buffer, 2> buffers{net::buffer(head_), net::buffer(res.body())};
@@ -126,12 +130,27 @@ Task<bool> ClientConnection::send(http::response<http::string_body>& res) {
   co_return true;
 }
 
+Task<bool> ClientConnection::send(const ResponseHead& head, std::string_view body) {
+  if (gone_ || failed_) co_return false;
+  write_response_head(head, body.size(), response_keep_alive(), head_);
+  const std::array<net::const_buffer, 2> buffers{net::buffer(head_), net::buffer(body)};
+  if (!co_await write_buffers(buffers)) co_return false;
+  note_body(body.size());
+  co_return true;
+}
+
 Task<bool> ClientConnection::start_stream(http::response<http::empty_body>& res) {
   if (gone_ || failed_) co_return false;
-  res.keep_alive(keep_alive_ && !draining_.load(std::memory_order_relaxed));
-  keep_alive_ = res.keep_alive();
+  res.keep_alive(response_keep_alive());
   res.chunked(true);
   write_response_head(res, head_);
+  const net::const_buffer buffer = net::buffer(head_);
+  co_return co_await write_buffers(std::span(&buffer, 1));
+}
+
+Task<bool> ClientConnection::start_stream(const ResponseHead& head) {
+  if (gone_ || failed_) co_return false;
+  write_response_head(head, std::nullopt, response_keep_alive(), head_);
   const net::const_buffer buffer = net::buffer(head_);
   co_return co_await write_buffers(std::span(&buffer, 1));
 }

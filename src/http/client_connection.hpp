@@ -22,6 +22,7 @@
 
 #include "http/asio.hpp"
 #include "http/deadline.hpp"
+#include "http/http_head.hpp"
 
 namespace arbiter {
 
@@ -36,9 +37,11 @@ class ClientConnection {
 
   // Whole response. Adds Connection: close when the connection will end.
   Task<bool> send(http::response<http::string_body>& res);
+  Task<bool> send(const ResponseHead& head, std::string_view body);
 
   // Chunked streaming response: the header, then events, then the end.
   Task<bool> start_stream(http::response<http::empty_body>& res);
+  Task<bool> start_stream(const ResponseHead& head);
   // Writes each piece as its own chunk, all in one write (no added delay).
   Task<bool> send_chunks(std::span<const std::string_view> pieces);
   Task<bool> end_stream();
@@ -74,6 +77,8 @@ class ClientConnection {
   // False (and the client marked gone) when the write failed or timed out.
   Task<bool> write_buffers(std::span<const net::const_buffer> buffers);
   void mark_gone();
+  // Settles keep-alive for the response about to be written.
+  bool response_keep_alive();
   void note_body(std::size_t n);
 
   tcp::socket& socket_;

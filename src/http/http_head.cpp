@@ -27,6 +27,29 @@ void write_request_head(const UpstreamRequest& r, std::string& out) {
   out.append("\r\n\r\n");
 }
 
+void write_response_head(const ResponseHead& head, std::optional<std::size_t> content_length,
+                         bool keep_alive, std::string& out) {
+  out.clear();
+  out.append("HTTP/1.1 ");
+  append_number(out, head.status);
+  out.push_back(' ');
+  const std::string_view reason = http::obsolete_reason(static_cast<http::status>(head.status));
+  out.append(reason).append("\r\n");
+  if (!head.content_type.empty()) append_field(out, "Content-Type", head.content_type);
+  if (!head.cache_control.empty()) append_field(out, "Cache-Control", head.cache_control);
+  for (const auto& [name, value] : head.upstream) append_field(out, name, value);
+  for (const auto& [name, value] : head.gateway) append_field(out, name, value);
+  if (content_length) {
+    out.append("Content-Length: ");
+    append_number(out, *content_length);
+    out.append("\r\n");
+  } else {
+    out.append("Transfer-Encoding: chunked\r\n");
+  }
+  if (!keep_alive) out.append("Connection: close\r\n");
+  out.append("\r\n");
+}
+
 void write_response_head(const http::response_header<>& head, std::string& out) {
   out.clear();
   out.append(head.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");

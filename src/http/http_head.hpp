@@ -4,8 +4,11 @@
 // write; the largest single item in the request path's profile).
 #pragma once
 
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "http/asio.hpp"
 
@@ -23,6 +26,24 @@ struct UpstreamRequest {
 // Replaces `out` with the request line and header block of `r`, ending with
 // the blank line. Always keep-alive, Content-Type: application/json.
 void write_request_head(const UpstreamRequest& r, std::string& out);
+
+using HeaderPairs = std::span<const std::pair<std::string, std::string>>;
+
+// A response head by parts: what the relay answers with, written without
+// building a Beast message (whose fields cost an allocation each).
+struct ResponseHead {
+  unsigned status = 200;
+  std::string_view content_type;   // omitted when empty
+  std::string_view cache_control;  // omitted when empty
+  HeaderPairs upstream;            // passed on from the backend
+  HeaderPairs gateway;             // x-request-id, x-arbiter-*
+};
+
+// Replaces `out` with the status line, `head`'s fields and the framing:
+// Content-Length when `content_length` is set, else chunked; Connection:
+// close unless `keep_alive`. Ends with the blank line.
+void write_response_head(const ResponseHead& head, std::optional<std::size_t> content_length,
+                         bool keep_alive, std::string& out);
 
 // Replaces `out` with the status line and every field of `head`, in order,
 // ending with the blank line. The caller has set Content-Length or
