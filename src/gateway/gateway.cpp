@@ -252,7 +252,9 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
   rec.model = kNoLabel;
   rec.cls = kNoLabel;
   metrics_.in_flight.add(1);
-  Headers headers{{"x-request-id", rec.request_id}};
+  Headers headers;
+  headers.reserve(5);  // x-request-id and run_upstream's four: no regrowth
+  headers.emplace_back("x-request-id", rec.request_id);
 
   // Admission: auth before anything is parsed, then body, model, class, caps.
   auto admit = [&]() -> std::expected<Admission, ApiError> {

@@ -56,9 +56,6 @@ class Exchange {
   explicit Exchange(const RelayRequest& r) : r_(r), deadline_(r.client.deadline()) {}
 
   Task<RelayOutcome> run() {
-    write_request_head(r_.upstream_request, head_);
-    const std::array<net::const_buffer, 2> request{net::buffer(head_),
-                                                   net::buffer(r_.upstream_request.body)};
     // One retry, only when a reused keep-alive connection failed before any
     // response byte arrived: the engine never saw the request.
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -68,6 +65,9 @@ class Exchange {
         co_return fail_connect(conn.error());
       }
       tcp::socket& socket = conn->socket;
+      write_request_head(r_.upstream_request, conn->head);
+      const std::array<net::const_buffer, 2> request{net::buffer(conn->head),
+                                                     net::buffer(r_.upstream_request.body)};
       auto close_socket = [&socket] {
         beast::error_code ignored;
         socket.close(ignored);
@@ -379,7 +379,6 @@ class Exchange {
   const RelayRequest& r_;
   Deadline& deadline_;  // the client connection's: one operation at a time
   RelayOutcome outcome_;
-  std::string head_;                       // the upstream request's head
   std::vector<std::string_view> tracked_;  // track(): the events to send
   std::vector<std::string> rewritten_;     // track(): storage of rewritten events
 };

@@ -79,7 +79,7 @@ Task<std::expected<UpstreamConnection, ConnectFailure>> UpstreamPool::acquire(
   beast::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
   socket.non_blocking(true, ignored);  // the relay writes at once (write_now)
-  co_return UpstreamConnection{std::move(socket), {}, false};
+  co_return UpstreamConnection{std::move(socket), {}, {}, false};
 }
 
 void UpstreamPool::release(UpstreamConnection conn) {

@@ -19,6 +19,7 @@ namespace arbiter {
 struct UpstreamConnection {
   tcp::socket socket;
   beast::flat_buffer buffer;  // read buffer, kept with the connection (empty between responses)
+  std::string head;           // the request head being written, reused
   bool reused = false;        // came from the idle list (may have been closed by the peer)
 };
 
