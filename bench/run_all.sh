@@ -3,6 +3,8 @@
 #   bash bench/run_all.sh [BUILD_DIR]     (default: build)
 # 1. bench/overhead.sh: gateway overhead, direct vs nginx vs arbiter (~1.5 min);
 #    it rewrites the "Gateway overhead" section of docs/benchmarks.md.
+#    bench/request_cost.sh: instructions and syscalls per proxied request,
+#    arbiter and nginx (~25 s; deterministic, unlike the wall-clock figures).
 # 2. Every Google Benchmark binary BUILD_DIR/bench/*_bench, briefly
 #    (BENCH_MIN_TIME seconds per benchmark, default 0.05), JSON to bench/out/.
 # Add a new benchmark as another step below; a failing step is reported and
@@ -30,6 +32,7 @@ step() {  # name command...
 }
 
 step "gateway overhead" bash "$ROOT/bench/overhead.sh" "$BUILD_DIR"
+step "request cost (instructions, syscalls)" bash "$ROOT/bench/request_cost.sh" "$BUILD_DIR"
 step "scenarios (virtual mode)" bash "$ROOT/bench/scenarios.sh" "$BUILD_DIR"
 
 shopt -s nullglob

@@ -12,6 +12,7 @@ packages=(
   libgoogle-perftools-dev  # tcmalloc_minimal, the gateway's allocator
   libgtest-dev libgmock-dev libbenchmark-dev
   nginx-light curl procps
+  valgrind strace  # bench/request_cost.sh: instructions and syscalls per request
   python3  # bench scripts: report tables and the live-vs-virtual comparison
 )
 # Node.js may already come with its own npm (e.g. a nodesource build, which
