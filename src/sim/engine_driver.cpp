@@ -12,6 +12,11 @@ double seconds(Clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
+// How far real time may run ahead of the model's timeline before the
+// timeline restarts at now (after idling, or when the process was not
+// scheduled for a while: no burst of catch-up steps).
+constexpr Clock::duration kMaxLag = std::chrono::milliseconds(5);
+
 }  // namespace
 
 EngineDriver::EngineDriver(net::io_context& ioc, const engine::EngineConfig& config, SimMetrics& metrics)
@@ -40,7 +45,7 @@ Task<void> EngineDriver::run() {
       co_await idle_timer_.async_wait(kAsTuple);
       continue;
     }
-    const Clock::time_point start = Clock::now();
+    const Clock::time_point start = model_time(Clock::now());
     const engine::StepResult& step = engine_.step(seconds(start));
     if (step.scheduled_seqs == 0) {
       // Stalled (e.g. the KV fault left too few blocks): wait for a change.
@@ -48,8 +53,8 @@ Task<void> EngineDriver::run() {
       co_await idle_timer_.async_wait(kAsTuple);
       continue;
     }
-    step_timer_.expires_at(start + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(step.duration)));
+    timeline_ = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(step.duration));
+    step_timer_.expires_at(timeline_);
     co_await step_timer_.async_wait(kAsTuple);
     // `step` is still valid: nothing else calls step() meanwhile.
     deliver(step.events);
@@ -76,6 +81,10 @@ void EngineDriver::deliver(const std::vector<engine::RequestEvent>& events) {
 
 void EngineDriver::poke() { idle_timer_.cancel(); }
 
+Clock::time_point EngineDriver::model_time(Clock::time_point now) const {
+  return now > timeline_ && now - timeline_ <= kMaxLag ? timeline_ : now;
+}
+
 void EngineDriver::submit(engine::SubmitRequest request, std::shared_ptr<Delivery> delivery) {
   net::post(strand_, [this, request = std::move(request), delivery = std::move(delivery)]() mutable {
     const engine::RequestId id = request.id;
@@ -84,7 +93,7 @@ void EngineDriver::submit(engine::SubmitRequest request, std::shared_ptr<Deliver
       wake(delivery);
       return;
     }
-    const auto now = seconds(Clock::now());
+    const auto now = seconds(model_time(Clock::now()));
     if (!engine_.submit(std::move(request), now)) {
       delivery->finished.store(true, std::memory_order_release);  // no tokens: the caller reports it
       wake(delivery);
