@@ -36,15 +36,7 @@ trap cleanup EXIT
 read -r UP_PORT PROXY_PORT < <("$LOADGEN" free-port 2)
 sed -e "s|@PORT@|$UP_PORT|g" -e "s|@TMP@|$TMP|g" "$ROOT/bench/nginx/upstream.conf.in" >"$TMP/upstream.conf"
 "$NGINX" -p "$TMP" -c "$TMP/upstream.conf" -e "$TMP/upstream.err" & PIDS+=($!)
-cat >"$TMP/arbiter.yaml" <<YAML
-listener: {address: 127.0.0.1, port: 0, threads: 1}
-auth: {enabled: false}
-log: {access_log: false}
-models:
-  - name: m1
-    backends:
-      - {name: upstream, url: "http://127.0.0.1:$UP_PORT", max_concurrency: 1024}
-YAML
+sed -e "s|@UPSTREAM_PORT@|$UP_PORT|g" -e "s|@THREADS@|1|g" "$ROOT/bench/overhead-gateway.yaml.in" >"$TMP/arbiter.yaml"
 # The nginx proxy in the foreground without a master, so that valgrind and
 # strace see the process that does the work.
 sed -e "s|@PORT@|$PROXY_PORT|g" -e "s|@UPSTREAM_PORT@|$UP_PORT|g" -e "s|@WORKERS@|1|g" -e "s|@TMP@|$TMP|g" \
