@@ -28,6 +28,10 @@ double share_deficit(const ClassPolicy& cls, const detail::ClassQueue& cq, doubl
 }  // namespace
 
 void Scheduler::poll(TimePoint now, Actions& out) {
+  last_poll_ = std::max(last_poll_, now);
+  // Nothing held or queued: nothing to expire, dispatch or preempt for (the
+  // usual case after a completion at low load).
+  if (queued_ == 0) return;
   // Expire first, so nothing past its deadline is ever dispatched; preempt
   // last, so nothing is preempted for a class that a free slot could serve.
   expire_due(now, out);
@@ -37,7 +41,6 @@ void Scheduler::poll(TimePoint now, Actions& out) {
   if (config_.preemption) {
     for (uint32_t p = 0; p < pools_.size(); ++p) preempt_pool(p, now, out);
   }
-  last_poll_ = now;
 }
 
 TimePoint Scheduler::preemption_due(const ClassQueue& cq, uint32_t klass) const {
@@ -51,6 +54,7 @@ TimePoint Scheduler::preemption_due(const ClassQueue& cq, uint32_t klass) const 
 }
 
 std::optional<TimePoint> Scheduler::next_wakeup() const {
+  if (queued_ == 0) return std::nullopt;  // deadlines, holds and preemptions are all of queued work
   TimePoint wake = TimePoint::max();
   if (!expiry_.empty()) wake = from_ticks(expiry_.top().key.primary);
   if (!held_.empty()) wake = std::min(wake, from_ticks(held_.top().key.primary));
