@@ -69,6 +69,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
     pools_.push_back(std::make_unique<ModelPool>(config_.models[i], io_threads));
     pool_index_.emplace(config_.models[i].name, i);
   }
+  class_series_ = std::make_unique<ClassSeries[]>(config_.models.size() * config_.classes.size());
   auto scheduler = sched::Scheduler::create(to_scheduler_config(config_));
   // The config loader validated the same rules: failing here is a bug.
   if (!scheduler) throw std::logic_error("scheduler config: " + scheduler.error());
@@ -346,8 +347,21 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
   if (auto first = conn.first_body_byte_at()) rec.ttfb_ms = ms_since(started, *first);
   if (outcome.error) rec.error = map_error(outcome.error->code).code;
   metrics_.requests.with({rec.model, rec.cls, rec.tenant, std::to_string(rec.status)}).inc();
-  metrics_.duration.with({rec.model, rec.cls}).observe(rec.duration_ms / 1000.0);
-  if (rec.ttfb_ms >= 0) metrics_.first_byte.with({rec.model, rec.cls}).observe(rec.ttfb_ms / 1000.0);
+  auto class_histogram = [&](std::atomic<metrics::Histogram*> ClassSeries::*member,
+                             metrics::Family<metrics::Histogram>& family) -> metrics::Histogram& {
+    if (!admission) return family.with({rec.model, rec.cls});  // labelled `none`: not cached
+    auto& cached = class_series_[admission->pool * config_.classes.size() + admission->cls].*member;
+    metrics::Histogram* h = cached.load(std::memory_order_acquire);
+    if (h == nullptr) {
+      h = &family.with({rec.model, rec.cls});
+      cached.store(h, std::memory_order_release);
+    }
+    return *h;
+  };
+  class_histogram(&ClassSeries::duration, metrics_.duration).observe(rec.duration_ms / 1000.0);
+  if (rec.ttfb_ms >= 0) {
+    class_histogram(&ClassSeries::first_byte, metrics_.first_byte).observe(rec.ttfb_ms / 1000.0);
+  }
   if (rec.status == 499) metrics_.cancelled.with({rec.model, rec.cls}).inc();
   if (!outcome.upstream_error.empty()) {
     metrics_.upstream_errors.with({backend_name, outcome.upstream_error}).inc();

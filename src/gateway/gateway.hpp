@@ -53,6 +53,13 @@ class Gateway {
   void refresh_monitor_metrics();
   void start_monitor(net::any_io_executor executor);
 
+  // A (model, class) pair's latency series, found on first use and kept: a
+  // labelled lookup per request otherwise. Indexed pool * classes + class.
+  struct ClassSeries {
+    std::atomic<metrics::Histogram*> duration{nullptr};
+    std::atomic<metrics::Histogram*> first_byte{nullptr};
+  };
+
   const Config config_;
   TenantDirectory tenants_;
   Classifier classifier_;
@@ -60,6 +67,7 @@ class Gateway {
   AccessLog access_log_;
   std::vector<std::unique_ptr<ModelPool>> pools_;             // in config order (= PoolId)
   std::unordered_map<std::string, std::size_t> pool_index_;  // model name -> pools_ index
+  std::unique_ptr<ClassSeries[]> class_series_;               // pools x classes
   std::unique_ptr<Dispatcher> dispatcher_;                    // queues and the scheduler
   std::unique_ptr<BackendMonitor> monitor_;                   // engine signals; null if disabled
   std::atomic<bool> ready_{false};
