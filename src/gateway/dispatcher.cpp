@@ -5,13 +5,13 @@ namespace arbiter {
 // Per-request state shared between the request coroutine and deliveries.
 // Fields below `handle` are touched only on `executor`.
 struct Dispatcher::Waiter {
-  explicit Waiter(net::any_io_executor ex) : executor(ex), wake(ex) {
-    wake.expires_at(net::steady_timer::time_point::max());
-  }
+  explicit Waiter(net::any_io_executor ex) : executor(std::move(ex)) {}
   enum class State { kQueued, kRunning, kExpired, kSuperseded };
 
   net::any_io_executor executor;  // the request's
-  net::steady_timer wake;         // cancelled to wake the waiting coroutine
+  // Cancelled to wake the waiting coroutine. Made only when it has to wait:
+  // most requests are dispatched at once.
+  std::optional<net::steady_timer> wake;
   sched::Handle handle;           // set once at enqueue (under the lock)
   uint64_t tag = 0;               // key in waiters_
   State state = State::kQueued;
@@ -129,16 +129,16 @@ void Dispatcher::apply(Delivery& d) {
     case Kind::kDispatch:
       w.state = decltype(w.state)::kRunning;
       w.dispatch = d.dispatch;
-      w.wake.cancel();
+      if (w.wake) w.wake->cancel();
       break;
     case Kind::kExpire:
       w.state = decltype(w.state)::kExpired;
       w.retry_after = d.retry_after;
-      w.wake.cancel();
+      if (w.wake) w.wake->cancel();
       break;
     case Kind::kSupersedeQueued:
       w.state = decltype(w.state)::kSuperseded;
-      w.wake.cancel();
+      if (w.wake) w.wake->cancel();
       break;
     case Kind::kSupersedeRunning:
       w.superseded_in_flight = true;
@@ -182,6 +182,7 @@ Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Reque
   // From here the slot completes whatever happens: for a request that never
   // ran, complete() finds a stale handle and does nothing.
   Slot slot(this, w);
+  if (w->state == Waiter::State::kRunning && !conn.client_gone()) co_return std::move(slot);  // no wait
   auto turn = co_await wait_turn(w, conn);
   if (!turn) co_return std::unexpected(std::move(turn.error()));
   co_return std::move(slot);
@@ -190,8 +191,9 @@ Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Reque
 Task<std::expected<void, ApiError>> Dispatcher::wait_turn(std::shared_ptr<Waiter> w, ClientConnection& conn) {
   if (w->state == Waiter::State::kQueued) {
     // Woken by a delivery, or by the client leaving (the abort hook).
-    conn.set_abort_hook([w] { w->wake.cancel(); });
-    co_await w->wake.async_wait(kAsTuple);
+    w->wake.emplace(w->executor, net::steady_timer::time_point::max());
+    conn.set_abort_hook([w] { w->wake->cancel(); });
+    co_await w->wake->async_wait(kAsTuple);
     conn.set_abort_hook(nullptr);
   }
   switch (w->state) {
@@ -226,7 +228,6 @@ Task<std::expected<void, ApiError>> Dispatcher::requeue(std::shared_ptr<Waiter> 
     w->preempted = false;
     w->interrupt_hook = nullptr;
     w->dispatch.reset();
-    w->wake.expires_at(net::steady_timer::time_point::max());
     if (!scheduler_.requeue_preempted(w->handle, remaining_cost, Clock::now())) {
       // Not a preemption victim (a bug in the caller): nothing to wait for.
       ApiError error{ErrorCode::kInternal, "requeue of a request that was not preempted", {}, {}};
