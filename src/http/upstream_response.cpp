@@ -20,6 +20,9 @@ constexpr std::array<std::string_view, 9> kForwardedHeaders = {
 };
 
 bool is_forwarded(std::string_view name) {
+  // Every forwarded name starts with r or x: most fields (Server, Date,
+  // Content-Length, Connection) are out after one comparison.
+  if (name.empty() || ((name[0] | 0x20) != 'r' && (name[0] | 0x20) != 'x')) return false;
   for (const std::string_view f : kForwardedHeaders) {
     if (beast::iequals(name, f)) return true;
   }
