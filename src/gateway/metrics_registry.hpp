@@ -10,7 +10,6 @@
 #include <initializer_list>
 #include <algorithm>
 #include <map>
-#include <span>
 #include <memory>
 #include <mutex>
 #include <string>
