@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "http/parse_buffered.hpp"
 
 namespace arbiter {
 
@@ -75,23 +76,11 @@ Task<void> HttpServer::Session::reply_error(ErrorCode code, std::string message)
 
 Task<beast::error_code> HttpServer::Session::read_request(RequestParser& parser, bool whole) {
   for (;;) {
-    beast::error_code ec;
-    while (buffer_.size() > 0 && !parser.is_done()) {
-      const std::size_t used = parser.put(buffer_.data(), ec);
-      buffer_.consume(used);
-      if (ec == http::error::need_more) {
-        ec = {};
-        break;
-      }
-      if (ec) co_return ec;
-      if (used == 0) break;
-    }
-    if (parser.is_done() || (!whole && parser.is_header_done())) co_return ec;
+    const beast::error_code ec = parse_buffered(parser, buffer_);
+    if (ec || parser.is_done() || (!whole && parser.is_header_done())) co_return ec;
     if (const beast::error_code read_ec = co_await conn_.wait_for_bytes(); read_ec) {
       if (read_ec != net::error::eof) co_return read_ec;
-      if (!parser.got_some()) co_return http::error::end_of_stream;
-      parser.put_eof(ec);
-      co_return ec ? ec : http::error::partial_message;
+      co_return finish_at_eof(parser);
     }
   }
 }

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "http/parse_buffered.hpp"
+
 namespace arbiter {
 
 namespace {
@@ -37,23 +39,12 @@ UpstreamResponseParser::UpstreamResponseParser() {
 
 beast::error_code UpstreamResponseParser::parse(beast::flat_buffer& buffer) {
   pieces_.clear();
-  beast::error_code ec;
-  while (buffer.size() > 0 && !is_done()) {
-    const std::size_t used = put(buffer.data(), ec);
-    buffer.consume(used);
-    if (ec == http::error::need_more) return {};
-    if (ec) return ec;
-    if (used == 0) break;
-  }
-  return ec;
+  return parse_buffered(*this, buffer);
 }
 
 beast::error_code UpstreamResponseParser::parse_eof() {
   pieces_.clear();
-  if (!got_some()) return http::error::end_of_stream;
-  beast::error_code ec;
-  put_eof(ec);
-  return ec;
+  return finish_at_eof(*this);
 }
 
 void UpstreamResponseParser::on_response_impl(int code, beast::string_view, int, beast::error_code&) {
