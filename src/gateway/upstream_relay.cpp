@@ -336,7 +336,11 @@ class Exchange {
       if (after_read(read) != ReadEnd::kData) co_return false;
     }
     const std::string body = aggregate_response(resume.route, resume.checkpoint);
-    const ResponseHead head{.status = 200, .content_type = "application/json", .gateway = r_.response_headers};
+    const ResponseHead head{.status = 200,
+                            .content_type = "application/json",
+                            .cache_control = {},
+                            .upstream = {},
+                            .gateway = r_.response_headers};
     outcome_.status = 200;
     if (!co_await r_.client.send(head, body)) {
       outcome_.status = 499;
@@ -366,6 +370,7 @@ class Exchange {
     }
     const ResponseHead head{.status = parser.status(),
                             .content_type = parser.content_type(),
+                            .cache_control = {},
                             .upstream = parser.forwarded(),
                             .gateway = r_.response_headers};
     outcome_.status = static_cast<int>(parser.status());

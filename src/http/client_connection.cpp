@@ -124,15 +124,16 @@ Task<bool> ClientConnection::send(http::response<http::string_body>& res) {
   res.keep_alive(response_keep_alive());
   res.prepare_payload();
   write_response_head(res, head_);
-  const std::array<net::const_buffer, 2> buffers{net::buffer(head_), net::buffer(res.body())};
-  if (!co_await write_buffers(buffers)) co_return false;
-  note_body(res.body().size());
-  co_return true;
+  co_return co_await write_head_and_body(res.body());
 }
 
 Task<bool> ClientConnection::send(const ResponseHead& head, std::string_view body) {
   if (gone_ || failed_) co_return false;
   write_response_head(head, body.size(), response_keep_alive(), head_);
+  co_return co_await write_head_and_body(body);
+}
+
+Task<bool> ClientConnection::write_head_and_body(std::string_view body) {
   const std::array<net::const_buffer, 2> buffers{net::buffer(head_), net::buffer(body)};
   if (!co_await write_buffers(buffers)) co_return false;
   note_body(body.size());

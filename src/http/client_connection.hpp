@@ -79,6 +79,8 @@ class ClientConnection {
   void mark_gone();
   // Settles keep-alive for the response about to be written.
   bool response_keep_alive();
+  // A whole response: head_ (already written) and `body` in one write.
+  Task<bool> write_head_and_body(std::string_view body);
   void note_body(std::size_t n);
 
   tcp::socket& socket_;

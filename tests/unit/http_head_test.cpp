@@ -32,7 +32,8 @@ TEST(HttpHead, RequestHeadCarriesHostTypeAcceptIdAndLength) {
 TEST(HttpHead, WholeResponseHeadFramesWithLengthAndClosesWhenAsked) {
   const std::vector<std::pair<std::string, std::string>> upstream{{"retry-after", "3"}};
   const std::vector<std::pair<std::string, std::string>> gateway{{"x-request-id", "r"}, {"x-arbiter-class", "chat"}};
-  const ResponseHead head{.status = 429, .content_type = "application/json", .upstream = upstream, .gateway = gateway};
+  const ResponseHead head{
+      .status = 429, .content_type = "application/json", .cache_control = {}, .upstream = upstream, .gateway = gateway};
   std::string out;
   write_response_head(head, 17, /*keep_alive=*/false, out);
   EXPECT_EQ(out,
@@ -46,7 +47,8 @@ TEST(HttpHead, WholeResponseHeadFramesWithLengthAndClosesWhenAsked) {
 }
 
 TEST(HttpHead, StreamHeadIsChunkedAndKeepsTheConnection) {
-  const ResponseHead head{.status = 200, .content_type = "text/event-stream", .cache_control = "no-cache"};
+  const ResponseHead head{
+      .status = 200, .content_type = "text/event-stream", .cache_control = "no-cache", .upstream = {}, .gateway = {}};
   std::string out;
   write_response_head(head, std::nullopt, /*keep_alive=*/true, out);
   EXPECT_EQ(out,
