@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
-#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -115,19 +114,8 @@ class Family final : public FamilyBase {
   void render(std::string& out) const override;
 
  private:
-  // Orders label vectors, and compares them with views (heterogeneous lookup).
-  struct LabelLess {
-    using is_transparent = void;
-    template <class A, class B>
-    bool operator()(const A& a, const B& b) const {
-      return std::lexicographical_compare(
-          a.begin(), a.end(), b.begin(), b.end(),
-          [](std::string_view x, std::string_view y) { return x < y; });
-    }
-  };
-
   mutable std::mutex mu_;
-  std::map<std::vector<std::string>, std::unique_ptr<Metric>, LabelLess> children_;
+  std::map<std::vector<std::string>, std::unique_ptr<Metric>> children_;  // by labels: render order
   std::unordered_map<std::string, Metric*> index_;  // with(): label key -> child
   std::function<std::unique_ptr<Metric>()> factory_;
 };
