@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "http/head_scan.hpp"
 #include "http/parse_buffered.hpp"
 
 namespace arbiter {
@@ -56,6 +57,9 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   // once, so a request that came in one segment costs one read and no
   // further operation.
   Task<beast::error_code> read_request(RequestParser& parser, bool whole);
+  // Takes the request at the front of the buffer into `req` when the strict
+  // scan (http/head_scan) accepts it whole; false leaves it to Beast.
+  bool take_scanned_request(HttpRequest& req);
 
   HttpServer& server_;
   tcp::socket socket_;
@@ -85,19 +89,46 @@ Task<beast::error_code> HttpServer::Session::read_request(RequestParser& parser,
   }
 }
 
+bool HttpServer::Session::take_scanned_request(HttpRequest& req) {
+  const ServerOptions& opt = server_.options_;
+  const auto data = buffer_.data();
+  ScannedRequest scanned;
+  if (!scan_request({static_cast<const char*>(data.data()), data.size()}, opt.max_header_bytes,
+                    opt.max_body_bytes, scanned)) {
+    return false;
+  }
+  req.method(scanned.method);
+  req.target(scanned.target);
+  req.version(11);
+  for (const HeadField& f : scanned.head.fields()) req.insert(f.name, f.value);
+  req.body().assign(scanned.body);
+  buffer_.consume(scanned.size);
+  return true;
+}
+
 Task<void> HttpServer::Session::run() {
   const ServerOptions& opt = server_.options_;
   conn_.start(weak_from_this());
   bool first = true;
   while (!server_.draining()) {
-    RequestParser parser;
-    parser.header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
-    parser.body_limit(opt.max_body_bytes);
-    parser.eager(true);
-
     idle_ = true;
     deadline_.arm(socket_, first ? opt.header_timeout : opt.keepalive_idle);
-    const beast::error_code header_ec = co_await read_request(parser, /*whole=*/false);
+    // The common request comes whole in one read and is taken by the scan;
+    // anything else is parsed by Beast from the same bytes.
+    beast::error_code header_ec;
+    if (buffer_.size() == 0) {
+      header_ec = co_await conn_.wait_for_bytes();
+      if (header_ec == net::error::eof) header_ec = http::error::end_of_stream;  // nothing came
+    }
+    HttpRequest req;
+    std::optional<RequestParser> parser;
+    if (!header_ec && !take_scanned_request(req)) {
+      parser.emplace();
+      parser->header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
+      parser->body_limit(opt.max_body_bytes);
+      parser->eager(true);
+      header_ec = co_await read_request(*parser, /*whole=*/false);
+    }
     idle_ = false;
     if (deadline_.disarm()) break;  // idle or slow header: connection closed
     if (auto ec = header_ec; ec) {
@@ -113,15 +144,15 @@ Task<void> HttpServer::Session::run() {
       }
       break;
     }
-    if (!parser.is_done()) {
-      if (parser.get()[http::field::expect] == "100-continue") {
+    if (parser && !parser->is_done()) {
+      if (parser->get()[http::field::expect] == "100-continue") {
         static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
         deadline_.arm(socket_, opt.write_timeout);
         auto [ec, n] = co_await net::async_write(socket_, net::buffer(kContinue), kAsTuple);
         if (deadline_.disarm() || ec) break;
       }
       deadline_.arm(socket_, opt.body_timeout);
-      const beast::error_code body_ec = co_await read_request(parser, /*whole=*/true);
+      const beast::error_code body_ec = co_await read_request(*parser, /*whole=*/true);
       if (deadline_.disarm()) break;
       if (auto ec = body_ec; ec) {
         if (ec == http::error::body_limit) {
@@ -130,8 +161,8 @@ Task<void> HttpServer::Session::run() {
         break;
       }
     }
+    if (parser) req = parser->release();
 
-    HttpRequest req = parser.release();
     conn_.begin_request(req.keep_alive());
     ++server_.active_requests_;
     // The handler must not throw; if it does (a bug), the connection is

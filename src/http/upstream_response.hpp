@@ -2,8 +2,16 @@
 // buffer. It keeps what the relay passes on (status, content type, the
 // headers clients pace retries by) and hands out body bytes as views into
 // that buffer: no per-field allocation and no copy into a body buffer.
+//
+// The common response (a Content-Length body; every non-streaming answer
+// from vLLM, SGLang or llama.cpp) is read by the strict scan of
+// http/head_scan; anything that scan declines (chunked streams, close-
+// delimited bodies, odd heads) by Beast's parser, from the same bytes.
 #pragma once
 
+#include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,9 +21,12 @@
 
 namespace arbiter {
 
-class UpstreamResponseParser final : public http::basic_parser<false> {
+class UpstreamResponseParser {
  public:
   UpstreamResponseParser();
+  ~UpstreamResponseParser();
+  UpstreamResponseParser(const UpstreamResponseParser&) = delete;
+  UpstreamResponseParser& operator=(const UpstreamResponseParser&) = delete;
 
   // Parses what `buffer` holds and consumes it. Body bytes parsed by this
   // call are in body_pieces() until the next call (views into the buffer:
@@ -25,6 +36,12 @@ class UpstreamResponseParser final : public http::basic_parser<false> {
   // else end_of_stream (nothing received) or partial_message.
   beast::error_code parse_eof();
 
+  bool is_header_done() const;
+  bool is_done() const;
+  // The backend keeps the connection open after this response.
+  bool keep_alive() const;
+  std::optional<uint64_t> content_length() const;
+
   unsigned status() const { return status_; }
   std::string_view content_type() const { return content_type_; }
   // Upstream headers passed on to the client besides the content type.
@@ -32,16 +49,16 @@ class UpstreamResponseParser final : public http::basic_parser<false> {
   const std::vector<std::string_view>& body_pieces() const { return pieces_; }
 
  private:
-  void on_request_impl(http::verb, beast::string_view, beast::string_view, int, beast::error_code&) override {}
-  void on_response_impl(int code, beast::string_view reason, int version, beast::error_code& ec) override;
-  void on_field_impl(http::field name, beast::string_view name_string, beast::string_view value,
-                     beast::error_code& ec) override;
-  void on_header_impl(beast::error_code&) override {}
-  void on_body_init_impl(const boost::optional<std::uint64_t>&, beast::error_code&) override {}
-  std::size_t on_body_impl(beast::string_view body, beast::error_code& ec) override;
-  void on_chunk_header_impl(std::uint64_t, beast::string_view, beast::error_code&) override {}
-  std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view body, beast::error_code& ec) override;
-  void on_finish_impl(beast::error_code&) override {}
+  class Fallback;  // Beast's parser, for what the scan declines
+  void keep_field(std::string_view name, std::string_view value);
+  void take_body(beast::flat_buffer& buffer);
+
+  std::unique_ptr<Fallback> fallback_;
+  // The scanned response (no fallback):
+  bool header_done_ = false;
+  bool keep_alive_ = true;
+  uint64_t content_length_ = 0;
+  uint64_t remaining_ = 0;  // body bytes still to come
 
   unsigned status_ = 0;
   std::string content_type_;

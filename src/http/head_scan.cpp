@@ -1,0 +1,172 @@
+#include "http/head_scan.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace arbiter {
+
+namespace {
+
+// RFC 9110 tchar: the bytes a field name or a method may hold.
+constexpr std::array<bool, 256> kTokenChars = [] {
+  std::array<bool, 256> t{};
+  for (int c = '0'; c <= '9'; ++c) t[c] = true;
+  for (int c = 'a'; c <= 'z'; ++c) t[c] = true;
+  for (int c = 'A'; c <= 'Z'; ++c) t[c] = true;
+  for (const char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
+  return t;
+}();
+
+bool is_token_char(char c) { return kTokenChars[static_cast<unsigned char>(c)]; }
+
+// A byte a field value or a reason phrase may hold: anything but a control
+// character other than HTAB (so CR, LF and NUL end the run) and DEL.
+bool is_value_byte(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return (u >= 0x20 && u != 0x7f) || u == '\t';
+}
+
+// Bytes from `p` before the first one that is not a value byte (or `end`).
+std::size_t value_run(const char* p, const char* end) {
+  const char* s = p;
+#if defined(__SSE2__)
+  const __m128i ctl_max = _mm_set1_epi8(0x1f);
+  const __m128i tab = _mm_set1_epi8('\t');
+  const __m128i del = _mm_set1_epi8(0x7f);
+  while (end - s >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+    __m128i bad = _mm_cmpeq_epi8(_mm_min_epu8(v, ctl_max), v);  // v <= 0x1f
+    bad = _mm_andnot_si128(_mm_cmpeq_epi8(v, tab), bad);
+    bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, del));
+    if (const int mask = _mm_movemask_epi8(bad); mask != 0) {
+      return static_cast<std::size_t>(s - p) + static_cast<std::size_t>(__builtin_ctz(mask));
+    }
+    s += 16;
+  }
+#endif
+  while (s < end && is_value_byte(*s)) ++s;
+  return static_cast<std::size_t>(s - p);
+}
+
+bool is_crlf(const char* p, const char* end) { return end - p >= 2 && p[0] == '\r' && p[1] == '\n'; }
+
+// Content-Length: 1 to 19 digits (no sign, no list), so it fits in 64 bits.
+bool parse_length(std::string_view v, uint64_t& out) {
+  if (v.empty() || v.size() > 19) return false;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  return ec == std::errc{} && end == v.data() + v.size();
+}
+
+}  // namespace
+
+bool scan_head(std::string_view bytes, std::size_t limit, ScannedHead& out) {
+  const char* const begin = bytes.data();
+  const char* const end = begin + std::min(bytes.size(), limit);
+  const char* p = begin;
+  const std::size_t line = value_run(p, end);
+  if (!is_crlf(p + line, end)) return false;
+  out.start_line = {p, line};
+  p += line + 2;
+  out.field_count = 0;
+  for (;;) {
+    if (is_crlf(p, end)) {
+      out.size = static_cast<std::size_t>(p + 2 - begin);
+      return true;
+    }
+    // name ":" OWS value OWS CRLF. A line starting with whitespace
+    // (obs-fold) or any stray byte ends the scan here.
+    const char* name = p;
+    while (p < end && is_token_char(*p)) ++p;
+    if (p == name || p == end || *p != ':') return false;
+    const std::string_view field_name(name, static_cast<std::size_t>(p - name));
+    ++p;
+    while (p < end && (*p == ' ' || *p == '\t')) ++p;
+    const char* value = p;
+    p += value_run(p, end);
+    if (!is_crlf(p, end)) return false;
+    const char* value_end = p;
+    while (value_end > value && (value_end[-1] == ' ' || value_end[-1] == '\t')) --value_end;
+    if (out.field_count == kMaxScannedFields) return false;
+    out.field_storage[out.field_count++] = {field_name, {value, static_cast<std::size_t>(value_end - value)}};
+    p += 2;
+  }
+}
+
+bool scan_request(std::string_view bytes, std::size_t header_limit, std::size_t body_limit,
+                  ScannedRequest& out) {
+  if (!scan_head(bytes, header_limit, out.head)) return false;
+  // method SP request-target SP HTTP/1.1
+  const std::string_view line = out.head.start_line;
+  constexpr std::string_view kVersion = " HTTP/1.1";
+  if (!line.ends_with(kVersion)) return false;
+  const std::size_t sp = line.find(' ');
+  if (sp == 0 || sp == std::string_view::npos) return false;
+  const std::string_view method = line.substr(0, sp);
+  if (!std::all_of(method.begin(), method.end(), is_token_char)) return false;
+  out.method = http::string_to_verb(method);
+  if (out.method == http::verb::unknown) return false;
+  out.target = line.substr(sp + 1, line.size() - kVersion.size() - sp - 1);
+  if (out.target.empty() || !std::all_of(out.target.begin(), out.target.end(), [](char c) {
+        return c > 0x20 && c < 0x7f;
+      })) {
+    return false;
+  }
+
+  bool has_length = false;
+  uint64_t length = 0;
+  for (const HeadField& f : out.head.fields()) {
+    if (beast::iequals(f.name, "content-length")) {
+      if (has_length || !parse_length(f.value, length)) return false;
+      has_length = true;
+    } else if (beast::iequals(f.name, "transfer-encoding") || beast::iequals(f.name, "expect") ||
+               beast::iequals(f.name, "upgrade")) {
+      return false;
+    }
+  }
+  if (length > body_limit || length > bytes.size() - out.head.size) return false;
+  out.body = bytes.substr(out.head.size, static_cast<std::size_t>(length));
+  out.size = out.head.size + static_cast<std::size_t>(length);
+  return true;
+}
+
+bool scan_response(std::string_view bytes, std::size_t header_limit, ScannedResponse& out) {
+  if (!scan_head(bytes, header_limit, out.head)) return false;
+  // HTTP/1.1 SP status-code SP [reason-phrase]
+  const std::string_view line = out.head.start_line;
+  constexpr std::string_view kVersion = "HTTP/1.1 ";
+  if (line.size() < kVersion.size() + 4 || !line.starts_with(kVersion) || line[kVersion.size() + 3] != ' ') {
+    return false;
+  }
+  const std::string_view code = line.substr(kVersion.size(), 3);
+  if (!std::all_of(code.begin(), code.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+  out.status = static_cast<unsigned>((code[0] - '0') * 100 + (code[1] - '0') * 10 + (code[2] - '0'));
+  // Responses whose framing is not Content-Length by rule.
+  if (out.status < 200 || out.status == 204 || out.status == 304) return false;
+
+  bool has_length = false;
+  bool has_connection = false;
+  out.keep_alive = true;
+  for (const HeadField& f : out.head.fields()) {
+    if (beast::iequals(f.name, "content-length")) {
+      if (has_length || !parse_length(f.value, out.content_length)) return false;
+      has_length = true;
+    } else if (beast::iequals(f.name, "connection")) {
+      if (has_connection) return false;
+      has_connection = true;
+      if (beast::iequals(f.value, "close")) {
+        out.keep_alive = false;
+      } else if (!beast::iequals(f.value, "keep-alive")) {
+        return false;  // a token list: Beast's parser reads those
+      }
+    } else if (beast::iequals(f.name, "transfer-encoding")) {
+      return false;
+    }
+  }
+  return has_length;
+}
+
+}  // namespace arbiter
