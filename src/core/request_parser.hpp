@@ -1,9 +1,13 @@
 // Parses an OpenAI request body once: validates the fields the gateway relies
-// on, extracts RequestInfo and keeps the JSON for rewriting (caps) so the body
-// is never parsed twice.
+// on and extracts RequestInfo in one pass over the text, building no JSON
+// document. The document is built from the same text only when a request is
+// rewritten (caps, engine priority, resume), so a request forwarded as sent
+// never pays for it.
 #pragma once
 
 #include <expected>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include <boost/json/object.hpp>
@@ -13,12 +17,22 @@
 
 namespace arbiter {
 
-struct ParsedRequest {
+class ParsedRequest {
+ public:
   RequestInfo info;
-  boost::json::object body;  // the whole request, for rewriting
+  std::string text;  // the body as the client sent it: never changed
+
+  // The body as a JSON object, parsed from `text` on first use. Rewrites
+  // (apply_max_tokens_cap, the engine priority) go here, not into `text`.
+  // Lazily built: a memo, hence mutable behind the const overload.
+  boost::json::object& body();
+  const boost::json::object& body() const;
+
+ private:
+  mutable std::optional<boost::json::object> body_;
 };
 
-std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string_view body);
+std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string body);
 
 // Characters per token used for estimates (the usual rule of thumb for
 // English text with BPE tokenizers).

@@ -41,7 +41,7 @@ json::object usage_object(const Usage& u) {
 }  // namespace
 
 ResumeMethod resume_method(const ParsedRequest& request, bool chat_continuation_supported) {
-  const json::object& b = request.body;
+  const json::object& b = request.body();
   if (int_or(b, "n", 1) != 1 || int_or(b, "best_of", 1) != 1) return ResumeMethod::kNone;
   for (const char* key : {"tools", "functions", "logprobs", "top_logprobs", "echo", "suffix",
                           "response_format", "guided_json", "guided_regex", "guided_grammar"}) {
@@ -66,7 +66,7 @@ ResumeMethod resume_method(const ParsedRequest& request, bool chat_continuation_
 
 json::object run_body(const ParsedRequest& original, ResumeMethod method, const Checkpoint& checkpoint,
                       bool aggregate) {
-  json::object body = original.body;
+  json::object body = original.body();
   if (aggregate) {
     body["stream"] = true;
     body["stream_options"] = json::object{{"include_usage", true}};

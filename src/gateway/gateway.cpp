@@ -35,13 +35,12 @@ constexpr int64_t kDefaultOutputEstimate = 256;
 
 // The supersede key: the client's explicit header, else (for classes that
 // ask for it) the OpenAI `user` field. Empty: none.
-std::string supersede_key(const HttpRequest& req, const ClassConfig& cls,
-                          const boost::json::object& body) {
+std::string supersede_key(const HttpRequest& req, const ClassConfig& cls, const ParsedRequest& parsed) {
   if (auto h = req.find("x-arbiter-supersede-key"); h != req.end() && !h->value().empty()) {
     return "key:" + std::string(h->value());
   }
   if (cls.supersede_by_user) {
-    if (const auto* user = body.if_contains("user"); user && user->is_string()) {
+    if (const auto* user = parsed.body().if_contains("user"); user && user->is_string()) {
       return "user:" + std::string(user->get_string());
     }
   }
@@ -264,7 +263,7 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
     if (!tenant) return std::unexpected(tenant.error());
     a.tenant = *tenant;
     if (a.tenant) rec.tenant = a.tenant->name;
-    auto parsed = parse_request(route, req.body());
+    auto parsed = parse_request(route, std::move(req.body()));
     if (!parsed) return std::unexpected(parsed.error());
     a.parsed = std::move(*parsed);
     rec.stream = a.parsed.info.stream;
@@ -308,7 +307,7 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
   } else {
     const ClassConfig& cls = config_.classes[admission->cls];
     const RequestInfo& info = admission->parsed.info;
-    const std::string key = supersede_key(req, cls, admission->parsed.body);
+    const std::string key = supersede_key(req, cls, admission->parsed);
     const sched::Request queued{
         .pool = static_cast<sched::PoolId>(admission->pool),
         .klass = static_cast<sched::ClassId>(admission->cls),
@@ -403,15 +402,18 @@ Task<RelayOutcome> Gateway::run_upstream(Route route, Admission& admission, Disp
     // The engine orders its own queue the way the gateway does: `priority`.
     const bool as_sent = !admission.rewritten && !backend.priority_scheduling &&
                          (!resume || (!resume->checkpoint.resumed() && !resume->aggregate));
+    std::string rewritten;  // the body sent when it is not the client's
     if (as_sent) {
-      up.body = std::move(req.body());  // the client's bytes, unchanged (a later run uses `parsed`)
+      up.body = admission.parsed.text;  // the client's bytes, unchanged
     } else if (resume) {
       boost::json::object body = run_body(admission.parsed, admission.resume, resume->checkpoint, resume->aggregate);
       if (backend.priority_scheduling) body["priority"] = slot.engine_priority();
-      up.body = boost::json::serialize(body);
+      rewritten = boost::json::serialize(body);
+      up.body = rewritten;
     } else {
-      if (backend.priority_scheduling) admission.parsed.body["priority"] = slot.engine_priority();
-      up.body = boost::json::serialize(admission.parsed.body);
+      if (backend.priority_scheduling) admission.parsed.body()["priority"] = slot.engine_priority();
+      rewritten = boost::json::serialize(admission.parsed.body());
+      up.body = rewritten;
     }
 
     Interrupt interrupt;

@@ -20,7 +20,7 @@ struct UpstreamRequest {
   std::string_view host;        // Host header: "host:port"
   std::string_view request_id;  // x-request-id
   std::string_view accept;      // the client's Accept, passed on; empty: none
-  std::string body;             // JSON
+  std::string_view body;        // JSON
 };
 
 // Replaces `out` with the request line and header block of `r`, ending with

@@ -111,10 +111,10 @@ std::expected<std::int64_t, SimError> read_int(const json::object& body, const c
 
 std::expected<SimRequest, SimError> parse_sim_request(Route route, std::string_view body,
                                                       const RequestLimits& limits) {
-  auto parsed = parse_request(route, body);
+  auto parsed = parse_request(route, std::string(body));
   if (!parsed) return std::unexpected(SimError{parsed.error().status(), parsed.error().message, parsed.error().param});
   const RequestInfo& info = parsed->info;
-  const json::object& obj = parsed->body;
+  const json::object& obj = parsed->body();
   if (info.model != limits.model) {
     return std::unexpected(SimError{404, "The model `" + info.model + "` does not exist.", "model"});
   }

@@ -10,11 +10,12 @@ namespace arbiter {
 namespace {
 
 TEST(HttpHead, RequestHeadCarriesHostTypeAcceptIdAndLength) {
+  const std::string body(1234, 'x');
   UpstreamRequest r{.target = "/v1/chat/completions",
                     .host = "10.0.0.7:8000",
                     .request_id = "req-1",
                     .accept = "text/event-stream",
-                    .body = std::string(1234, 'x')};
+                    .body = body};
   std::string out = "left over from the last request";
   write_request_head(r, out);
   EXPECT_EQ(out,

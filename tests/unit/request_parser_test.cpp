@@ -7,13 +7,13 @@ namespace arbiter {
 namespace {
 
 ParsedRequest parse_ok(Route route, std::string_view body) {
-  auto r = parse_request(route, body);
+  auto r = parse_request(route, std::string(body));
   EXPECT_TRUE(r) << (r ? "" : r.error().message);
   return r ? std::move(*r) : ParsedRequest{};
 }
 
 ApiError parse_err(Route route, std::string_view body) {
-  auto r = parse_request(route, body);
+  auto r = parse_request(route, std::string(body));
   EXPECT_FALSE(r);
   return r ? ApiError{} : r.error();
 }
@@ -65,34 +65,120 @@ TEST(RequestParser, RejectsBadBodiesWithTheFieldNamed) {
 TEST(MaxTokensCap, RewritesWhenAboveOrAbsentOnly) {
   auto above = parse_ok(Route::kCompletions, R"({"model":"m","prompt":"x","max_tokens":1000})");
   EXPECT_TRUE(apply_max_tokens_cap(above, 128));
-  EXPECT_EQ(above.body.at("max_tokens").as_int64(), 128);
+  EXPECT_EQ(above.body().at("max_tokens").as_int64(), 128);
   EXPECT_EQ(above.info.max_tokens, 128);
 
   auto absent = parse_ok(Route::kCompletions, R"({"model":"m","prompt":"x"})");
   EXPECT_TRUE(apply_max_tokens_cap(absent, 128));
-  EXPECT_EQ(absent.body.at("max_tokens").as_int64(), 128);
+  EXPECT_EQ(absent.body().at("max_tokens").as_int64(), 128);
 
   auto below = parse_ok(Route::kCompletions, R"({"model":"m","prompt":"x","max_tokens":16})");
   EXPECT_FALSE(apply_max_tokens_cap(below, 128));
-  EXPECT_EQ(below.body.at("max_tokens").as_int64(), 16);
+  EXPECT_EQ(below.body().at("max_tokens").as_int64(), 16);
 
   auto nulled = parse_ok(Route::kCompletions, R"({"model":"m","prompt":"x","max_tokens":null})");
   EXPECT_TRUE(apply_max_tokens_cap(nulled, 128));
-  EXPECT_EQ(nulled.body.at("max_tokens").as_int64(), 128);
+  EXPECT_EQ(nulled.body().at("max_tokens").as_int64(), 128);
 }
 
 TEST(MaxTokensCap, CapsTheFieldTheChatClientUsed) {
   auto p = parse_ok(Route::kChatCompletions,
                     R"({"model":"m","max_completion_tokens":500,"messages":[{"role":"user","content":"x"}]})");
   EXPECT_TRUE(apply_max_tokens_cap(p, 100));
-  EXPECT_EQ(p.body.at("max_completion_tokens").as_int64(), 100);
-  EXPECT_FALSE(p.body.contains("max_tokens"));
+  EXPECT_EQ(p.body().at("max_completion_tokens").as_int64(), 100);
+  EXPECT_FALSE(p.body().contains("max_tokens"));
   // Every other field survives the rewrite untouched.
   auto q = parse_ok(Route::kChatCompletions,
                     R"({"model":"m","temperature":0.5,"messages":[{"role":"user","content":"x"}]})");
   apply_max_tokens_cap(q, 100);
-  EXPECT_EQ(q.body.at("temperature").as_double(), 0.5);
-  EXPECT_EQ(q.body.at("messages").as_array().size(), 1u);
+  EXPECT_EQ(q.body().at("temperature").as_double(), 0.5);
+  EXPECT_EQ(q.body().at("messages").as_array().size(), 1u);
+}
+
+// The one-pass scan must read a body exactly as the JSON document would:
+// the last of duplicate keys, unescaped strings, fields nested under keys
+// of the same name elsewhere ignored.
+TEST(RequestParser, ReadsTheBodyAsTheDocumentWould) {
+  // Text parts count, other parts do not: (4 + 8/4) + (4 + (4+9)/4 rounded up).
+  EXPECT_EQ(parse_ok(Route::kChatCompletions,
+                     R"({"model":"m","messages":[{"role":"user","content":"abcdefgh"},
+                         {"role":"user","content":[{"type":"text","text":"abcd"},
+                          {"type":"image_url","image_url":{"url":"xxxxxxxxxxxxxxxxxxxx"}},
+                          {"type":"text","text":"abcdefghi"}]}]})")
+                .info.prompt_tokens_estimate,
+            6 + 8);
+  // Duplicates: the last model, the last messages, the last content.
+  const auto dup = parse_ok(Route::kChatCompletions,
+                            R"({"model":"a","model":"bb","messages":[{"content":"x"}],
+                                "messages":[{"content":"abcdefghijkl","content":"abcdefgh"},{"content":"abcd"}]})");
+  EXPECT_EQ(dup.info.model, "bb");
+  EXPECT_EQ(dup.info.prompt_tokens_estimate, (4 + 2) + (4 + 1));
+  // Escapes: in keys and values, sizes in unescaped UTF-8 bytes (5 x 2).
+  const auto esc = parse_ok(Route::kChatCompletions,
+                            R"({"mod\u0065l":"m\u00e9","messages":[{"cont\u0065nt":"\u00e9\u00e9\u00e9\u00e9\u00e9"}]})");
+  EXPECT_EQ(esc.info.model, "m\xc3\xa9");
+  EXPECT_EQ(esc.info.prompt_tokens_estimate, 4 + 3);
+  // A long escaped model name arrives in parts.
+  const std::string long_name = "A" + std::string(9000, 'b');
+  EXPECT_EQ(parse_ok(Route::kCompletions, R"({"model":"\u0041)" + std::string(9000, 'b') + R"(","prompt":"x"})")
+                .info.model,
+            long_name);
+  // Same names deeper down are not the top-level fields.
+  const auto nested = parse_ok(Route::kChatCompletions,
+                               R"({"extra":{"model":"zz","stream":"no","messages":[]},"model":"m",
+                                   "messages":[{"content":"abcd","meta":{"content":"xxxxxxxxxxxxxxxxxxxxxxxx","text":"y"}}]})");
+  EXPECT_EQ(nested.info.model, "m");
+  EXPECT_FALSE(nested.info.stream);
+  EXPECT_EQ(nested.info.prompt_tokens_estimate, 4 + 1);
+}
+
+TEST(RequestParser, StreamOptionsAndMaxTokensForms) {
+  const std::string messages = R"("messages":[{"content":"x"}])";
+  auto usage = [&](std::string_view options) {
+    return parse_ok(Route::kChatCompletions, R"({"model":"m",)" + std::string(options) + "," + messages + "}")
+        .info.include_usage;
+  };
+  EXPECT_TRUE(usage(R"("stream_options":{"include_usage":true})"));
+  EXPECT_FALSE(usage(R"("stream_options":{"include_usage":true},"stream_options":{})"));
+  EXPECT_FALSE(usage(R"("stream_options":{"include_usage":true,"include_usage":"yes"})"));
+  EXPECT_FALSE(usage(R"("stream_options":[{"include_usage":true}])"));
+  auto max_tokens = [&](std::string_view value) {
+    return parse_request(Route::kChatCompletions,
+                         R"({"model":"m","max_tokens":)" + std::string(value) + "," + messages + "}");
+  };
+  EXPECT_EQ(max_tokens("null")->info.max_tokens, std::nullopt);
+  EXPECT_EQ(max_tokens("18446744073709551615")->info.max_tokens, INT64_MAX);
+  EXPECT_EQ(max_tokens("1")->info.max_tokens, 1);
+  for (const char* bad : {"-3", "1e2", "true", "[1]", "{}"}) {
+    ASSERT_FALSE(max_tokens(bad)) << bad;
+    EXPECT_EQ(max_tokens(bad).error().param, "max_tokens") << bad;
+  }
+  EXPECT_EQ(parse_err(Route::kCompletions, R"({"model":"m","prompt":["a",null]})").param, "prompt");
+  EXPECT_EQ(parse_err(Route::kCompletions, R"({"model":"m","prompt":[1.5]})").param, "prompt");
+  EXPECT_EQ(parse_ok(Route::kCompletions, R"({"model":"m","prompt":["abcdefgh",[1,2,3],7,"ab"]})")
+                .info.prompt_tokens_estimate,
+            2 + 3 + 1 + 1);
+}
+
+TEST(RequestParser, RejectsWhatTheDocumentParserRejects) {
+  EXPECT_TRUE(parse_ok(Route::kCompletions, "{\"model\":\"m\",\"prompt\":\"x\"} \n").info.model == "m");
+  for (const std::string bad : {std::string(R"({"model":"m","prompt":"x"} x)"), std::string("{}{}"),
+                                std::string(R"({"model":"m","prompt":"\xff"})"),
+                                R"({"model":"m","prompt":"x","deep":)" + std::string(40, '[') + std::string(40, ']') + "}",
+                                std::string(R"({"model":"m",})"), std::string("")}) {
+    EXPECT_EQ(parse_err(Route::kCompletions, bad).code, ErrorCode::kInvalidJson) << bad;
+  }
+  EXPECT_EQ(parse_err(Route::kCompletions, R"("just a string")").code, ErrorCode::kInvalidJson);
+}
+
+TEST(RequestParser, TheDocumentIsBuiltFromTheTextOnlyWhenAsked) {
+  const std::string text = R"({"model":"m","max_tokens":500,"user":"u1","messages":[{"role":"user","content":"x"}]})";
+  auto p = parse_ok(Route::kChatCompletions, text);
+  EXPECT_EQ(p.text, text);
+  EXPECT_EQ(p.body(), boost::json::parse(text).as_object());
+  EXPECT_TRUE(apply_max_tokens_cap(p, 100));
+  EXPECT_EQ(p.body().at("max_tokens").as_int64(), 100);
+  EXPECT_EQ(p.text, text);  // the client's bytes stay as sent
 }
 
 }  // namespace

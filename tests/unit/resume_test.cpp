@@ -11,7 +11,7 @@ namespace {
 namespace json = boost::json;
 
 ParsedRequest parsed(Route route, std::string_view body) {
-  auto r = parse_request(route, body);
+  auto r = parse_request(route, std::string(body));
   EXPECT_TRUE(r.has_value()) << body;
   return r ? *r : ParsedRequest{};
 }
@@ -49,7 +49,7 @@ TEST(Resume, FirstRunSendsTheOriginalAndForcesAStreamOnlyToAggregate) {
   const auto req = parsed(Route::kCompletions, R"({"model":"m","prompt":"once","max_tokens":50})");
   Checkpoint cp;
   cp.begin_run();
-  EXPECT_EQ(run_body(req, ResumeMethod::kPromptAppend, cp, false), req.body);
+  EXPECT_EQ(run_body(req, ResumeMethod::kPromptAppend, cp, false), req.body());
   const auto forced = run_body(req, ResumeMethod::kPromptAppend, cp, true);
   EXPECT_EQ(forced.at("stream"), true);
   EXPECT_EQ(forced.at("stream_options").at("include_usage"), true);
@@ -94,7 +94,7 @@ TEST(Resume, PreemptedBeforeAnyTokenResendsTheOriginal) {
   Checkpoint cp;
   cp.begin_run();
   cp.begin_run();
-  EXPECT_EQ(run_body(req, ResumeMethod::kContinueFinal, cp, false), req.body);
+  EXPECT_EQ(run_body(req, ResumeMethod::kContinueFinal, cp, false), req.body());
 }
 
 TEST(Resume, TwoRunsReachAStreamingClientAsOneStream) {

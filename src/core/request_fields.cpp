@@ -1,0 +1,281 @@
+#include "core/request_fields.hpp"
+
+#include <array>
+
+#include <boost/json/basic_parser_impl.hpp>
+
+#include "core/request_parser.hpp"
+
+namespace arbiter {
+
+namespace {
+
+using boost::system::error_code;
+
+// Per-message overhead of chat templates (role markers), in tokens.
+constexpr int64_t kTokensPerMessage = 4;
+
+// What the container open at a depth is, for the fields recorded.
+enum class Role : uint8_t {
+  kIgnored,        // nothing inside is recorded
+  kTop,            // the body object
+  kStreamOptions,  // body.stream_options
+  kMessages,       // body.messages
+  kMessage,        // body.messages[i]
+  kParts,          // body.messages[i].content, an array of parts
+  kPart,           // body.messages[i].content[j]
+  kPrompt,         // body.prompt, an array
+  kTokenIds,       // body.prompt[i], an array of token ids
+};
+
+// The keys that matter, by the object they appear in.
+enum class Key : uint8_t {
+  kOther,
+  kModel,
+  kStream,
+  kStreamOptions,
+  kMaxTokens,
+  kMaxCompletionTokens,
+  kMessages,
+  kPrompt,
+  kIncludeUsage,  // in stream_options
+  kContent,       // in a message
+  kText,          // in a content part
+};
+
+Key top_key(std::string_view k) {
+  if (k == "model") return Key::kModel;
+  if (k == "messages") return Key::kMessages;
+  if (k == "max_tokens") return Key::kMaxTokens;
+  if (k == "stream") return Key::kStream;
+  if (k == "prompt") return Key::kPrompt;
+  if (k == "max_completion_tokens") return Key::kMaxCompletionTokens;
+  if (k == "stream_options") return Key::kStreamOptions;
+  return Key::kOther;
+}
+
+// The Boost.JSON SAX handler. Every value, containers included, goes
+// through value(): what it records depends on the container it is in and
+// the key before it.
+class Handler {
+ public:
+  static constexpr std::size_t max_object_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_array_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_key_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_string_size = static_cast<std::size_t>(-1);
+
+  explicit Handler(RequestFields& out) : out_(out) {}
+
+  bool on_document_begin(error_code&) { return true; }
+  bool on_document_end(error_code&) { return true; }
+  bool on_object_begin(error_code& ec) { return open(JsonKind::kObject, ec); }
+  bool on_object_end(std::size_t, error_code&) { return close(0); }
+  bool on_array_begin(error_code& ec) { return open(JsonKind::kArray, ec); }
+  bool on_array_end(std::size_t n, error_code&) { return close(n); }
+  bool on_key_part(boost::json::string_view s, std::size_t, error_code&) {
+    if (keyed()) key_buffer_.append(s.data(), s.size());
+    return true;
+  }
+  bool on_key(boost::json::string_view s, std::size_t, error_code&) {
+    if (!keyed()) return true;
+    std::string_view k(s.data(), s.size());
+    if (!key_buffer_.empty()) {
+      key_buffer_.append(s.data(), s.size());
+      k = key_buffer_;
+    }
+    set_key(k);
+    key_buffer_.clear();
+    return true;
+  }
+  bool on_string_part(boost::json::string_view s, std::size_t, error_code&) {
+    if (taking_model()) string_buffer_.append(s.data(), s.size());
+    return true;
+  }
+  bool on_string(boost::json::string_view s, std::size_t n, error_code&) {
+    if (taking_model()) {
+      string_buffer_.append(s.data(), s.size());
+      out_.model_name = std::move(string_buffer_);
+      string_buffer_.clear();
+    }
+    value(JsonKind::kString, {}, n);
+    return true;
+  }
+  bool on_number_part(boost::json::string_view, error_code&) { return true; }
+  bool on_int64(int64_t i, boost::json::string_view, error_code&) {
+    value(JsonKind::kInt64, {.kind = JsonKind::kInt64, .int64 = i}, 0);
+    return true;
+  }
+  bool on_uint64(uint64_t, boost::json::string_view, error_code&) {
+    value(JsonKind::kUint64, {}, 0);
+    return true;
+  }
+  bool on_double(double, boost::json::string_view, error_code&) {
+    value(JsonKind::kDouble, {}, 0);
+    return true;
+  }
+  bool on_bool(bool b, error_code&) {
+    value(JsonKind::kBool, {.kind = JsonKind::kBool, .boolean = b}, 0);
+    return true;
+  }
+  bool on_null(error_code&) {
+    value(JsonKind::kNull, {}, 0);
+    return true;
+  }
+  bool on_comment_part(boost::json::string_view, error_code&) { return true; }
+  bool on_comment(boost::json::string_view, error_code&) { return true; }
+
+ private:
+  Role role() const { return roles_[depth_]; }
+  bool keyed() const {
+    const Role r = role();
+    return r == Role::kTop || r == Role::kStreamOptions || r == Role::kMessage || r == Role::kPart;
+  }
+  bool taking_model() const { return depth_ == 1 && role() == Role::kTop && key_ == Key::kModel; }
+
+  void set_key(std::string_view k) {
+    switch (role()) {
+      case Role::kTop: key_ = top_key(k); break;
+      case Role::kStreamOptions: key_ = k == "include_usage" ? Key::kIncludeUsage : Key::kOther; break;
+      case Role::kMessage: key_ = k == "content" ? Key::kContent : Key::kOther; break;
+      case Role::kPart: key_ = k == "text" ? Key::kText : Key::kOther; break;
+      default: break;
+    }
+  }
+
+  // A container opens: it is a value of its parent, then the role its
+  // members are read in.
+  bool open(JsonKind kind, error_code& ec) {
+    const Role child = value(kind, {}, 0);
+    if (depth_ + 1 >= roles_.size()) {  // deeper than parse_options allow: not reached
+      ec = boost::json::error::too_deep;
+      return false;
+    }
+    roles_[++depth_] = child;
+    return true;
+  }
+
+  bool close(std::size_t members) {
+    switch (role()) {
+      case Role::kMessages: out_.message_count = members; break;
+      case Role::kMessage: out_.message_tokens += estimate_tokens(content_chars_); break;
+      case Role::kParts: content_chars_ = parts_chars_; break;
+      case Role::kPart: parts_chars_ += part_chars_; break;
+      case Role::kTokenIds: out_.prompt_tokens += static_cast<int64_t>(members); break;
+      default: break;
+    }
+    --depth_;
+    return true;
+  }
+
+  // Records one value; returns the role its members (if a container) have.
+  Role value(JsonKind kind, JsonScalar scalar, std::size_t string_size) {
+    switch (role()) {
+      case Role::kIgnored:
+      case Role::kTokenIds:
+        return Role::kIgnored;
+      case Role::kTop:
+        return top_value(kind, scalar, string_size);
+      case Role::kStreamOptions:
+        if (key_ == Key::kIncludeUsage) out_.include_usage = kind == JsonKind::kBool && scalar.boolean;
+        return Role::kIgnored;
+      case Role::kMessages:
+        if (kind != JsonKind::kObject) {
+          out_.message_not_object = true;
+          return Role::kIgnored;
+        }
+        out_.message_tokens += kTokensPerMessage;
+        content_chars_ = 0;
+        return Role::kMessage;
+      case Role::kMessage:
+        if (key_ != Key::kContent) return Role::kIgnored;
+        content_chars_ = kind == JsonKind::kString ? string_size : 0;
+        if (kind != JsonKind::kArray) return Role::kIgnored;
+        parts_chars_ = 0;
+        return Role::kParts;
+      case Role::kParts:
+        if (kind != JsonKind::kObject) return Role::kIgnored;
+        part_chars_ = 0;
+        return Role::kPart;
+      case Role::kPart:
+        if (key_ == Key::kText) part_chars_ = kind == JsonKind::kString ? string_size : 0;
+        return Role::kIgnored;
+      case Role::kPrompt:
+        if (kind == JsonKind::kString) {
+          out_.prompt_tokens += estimate_tokens(string_size);
+        } else if (kind == JsonKind::kInt64 || kind == JsonKind::kUint64) {
+          out_.prompt_tokens += 1;
+        } else if (kind == JsonKind::kArray) {
+          return Role::kTokenIds;
+        } else {
+          out_.prompt_bad_element = true;
+        }
+        return Role::kIgnored;
+    }
+    return Role::kIgnored;
+  }
+
+  Role top_value(JsonKind kind, JsonScalar scalar, std::size_t string_size) {
+    if (depth_ == 0) {
+      out_.root = kind;
+      return kind == JsonKind::kObject ? Role::kTop : Role::kIgnored;
+    }
+    switch (key_) {
+      case Key::kModel:
+        out_.model = kind;
+        if (kind != JsonKind::kString) out_.model_name.clear();
+        return Role::kIgnored;
+      case Key::kStream:
+        out_.stream = scalar;
+        out_.stream.kind = kind;
+        return Role::kIgnored;
+      case Key::kStreamOptions:
+        out_.include_usage = false;  // a later stream_options replaces an earlier one
+        return kind == JsonKind::kObject ? Role::kStreamOptions : Role::kIgnored;
+      case Key::kMaxTokens:
+        out_.max_tokens = scalar;
+        out_.max_tokens.kind = kind;
+        return Role::kIgnored;
+      case Key::kMaxCompletionTokens:
+        out_.max_completion_tokens = scalar;
+        out_.max_completion_tokens.kind = kind;
+        return Role::kIgnored;
+      case Key::kMessages:
+        out_.messages = kind;
+        out_.message_count = 0;
+        out_.message_not_object = false;
+        out_.message_tokens = 0;
+        return kind == JsonKind::kArray ? Role::kMessages : Role::kIgnored;
+      case Key::kPrompt:
+        out_.prompt = kind;
+        out_.prompt_bad_element = false;
+        out_.prompt_tokens = kind == JsonKind::kString ? estimate_tokens(string_size) : 0;
+        return kind == JsonKind::kArray ? Role::kPrompt : Role::kIgnored;
+      default:
+        return Role::kIgnored;
+    }
+  }
+
+  RequestFields& out_;
+  // Role of the container open at each depth; [0] is the document. Boost's
+  // default max_depth (32) keeps within it.
+  std::array<Role, 64> roles_{Role::kTop};
+  std::size_t depth_ = 0;
+  Key key_ = Key::kOther;    // the last key read in a keyed role
+  std::string key_buffer_;   // a key that came in parts
+  std::string string_buffer_;  // the model name, when it came in parts
+  std::size_t content_chars_ = 0;  // the current message's content
+  std::size_t parts_chars_ = 0;    // its parts so far
+  std::size_t part_chars_ = 0;     // the current part's text
+};
+
+}  // namespace
+
+error_code scan_request_fields(std::string_view text, RequestFields& out) {
+  boost::json::basic_parser<Handler> parser(boost::json::parse_options{}, out);
+  error_code ec;
+  const std::size_t used = parser.write_some(false, text.data(), text.size(), ec);
+  if (!ec && used < text.size()) ec = boost::json::error::extra_data;
+  return ec;
+}
+
+}  // namespace arbiter

@@ -1,0 +1,54 @@
+// One pass over a request body's JSON (Boost.JSON's SAX parser, no
+// document) that records what parse_request checks: the kind and value of
+// the top-level fields it reads, and the prompt's size. The checks and
+// their order stay in request_parser.cpp.
+//
+// Semantics follow the document parser's: the last of duplicate keys wins,
+// strings count their unescaped characters, numbers are int64, uint64 or
+// double exactly as boost::json::parse types them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <boost/system/error_code.hpp>
+
+namespace arbiter {
+
+enum class JsonKind : uint8_t { kAbsent, kNull, kBool, kInt64, kUint64, kDouble, kString, kArray, kObject };
+
+// A scalar top-level field: its kind and, for bool and int64, the value.
+struct JsonScalar {
+  JsonKind kind = JsonKind::kAbsent;
+  bool boolean = false;
+  int64_t int64 = 0;
+};
+
+struct RequestFields {
+  JsonKind root = JsonKind::kAbsent;
+  JsonKind model = JsonKind::kAbsent;
+  std::string model_name;  // when `model` is a string
+  JsonScalar stream;
+  bool include_usage = false;  // stream_options.include_usage, when a bool
+  JsonScalar max_tokens;
+  JsonScalar max_completion_tokens;
+
+  // Chat: `messages`, its length, whether an element is not an object, and
+  // the characters of text in each message's content (kept as tokens).
+  JsonKind messages = JsonKind::kAbsent;
+  std::size_t message_count = 0;
+  bool message_not_object = false;
+  int64_t message_tokens = 0;
+
+  // Completions: `prompt`; a string's estimate, or an array's summed over
+  // its strings (estimate), integers (1) and arrays of token ids (length).
+  JsonKind prompt = JsonKind::kAbsent;
+  bool prompt_bad_element = false;
+  int64_t prompt_tokens = 0;
+};
+
+// Scans `text`; the error is the JSON parser's (syntax, depth, extra data).
+boost::system::error_code scan_request_fields(std::string_view text, RequestFields& out);
+
+}  // namespace arbiter
