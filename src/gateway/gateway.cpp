@@ -36,8 +36,8 @@ constexpr int64_t kDefaultOutputEstimate = 256;
 // The supersede key: the client's explicit header, else (for classes that
 // ask for it) the OpenAI `user` field. Empty: none.
 std::string supersede_key(const HttpRequest& req, const ClassConfig& cls, const ParsedRequest& parsed) {
-  if (auto h = req.find("x-arbiter-supersede-key"); h != req.end() && !h->value().empty()) {
-    return "key:" + std::string(h->value());
+  if (auto h = req.field("x-arbiter-supersede-key"); h && !h->empty()) {
+    return "key:" + std::string(*h);
   }
   if (cls.supersede_by_user) {
     if (const auto* user = parsed.body().if_contains("user"); user && user->is_string()) {
@@ -224,7 +224,7 @@ Task<void> Gateway::handle(HttpRequest& req, ClientConnection& conn) {
       co_return;
     }
     if (path == "/v1/models") {
-      if (auto tenant = tenants_.authenticate(req[http::field::authorization]); !tenant) {
+      if (auto tenant = tenants_.authenticate(req["authorization"]); !tenant) {
         const Headers none;
         co_await send_error(conn, tenant.error(), none);
       } else {
@@ -259,7 +259,7 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
   // Admission: auth before anything is parsed, then body, model, class, caps.
   auto admit = [&]() -> std::expected<Admission, ApiError> {
     Admission a;
-    auto tenant = tenants_.authenticate(req[http::field::authorization]);
+    auto tenant = tenants_.authenticate(req["authorization"]);
     if (!tenant) return std::unexpected(tenant.error());
     a.tenant = *tenant;
     if (a.tenant) rec.tenant = a.tenant->name;
@@ -276,7 +276,7 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
     a.pool = it->second;
     rec.model = a.parsed.info.model;
     std::optional<std::string_view> claimed;
-    if (auto h = req.find("x-arbiter-class"); h != req.end()) claimed = h->value();
+    claimed = req.field("x-arbiter-class");
     auto cls = classifier_.classify({.route = route,
                                      .model = a.parsed.info.model,
                                      .tenant = a.tenant,
@@ -397,7 +397,7 @@ Task<RelayOutcome> Gateway::run_upstream(Route route, Admission& admission, Disp
                        .request_id = rec.request_id,
                        .accept = {},
                        .body = {}};
-    if (auto accept = req.find(http::field::accept); accept != req.end()) up.accept = accept->value();
+    up.accept = req["accept"];
     if (resume) resume->checkpoint.begin_run();
     // The engine orders its own queue the way the gateway does: `priority`.
     const bool as_sent = !admission.rewritten && !backend.priority_scheduling &&

@@ -97,11 +97,7 @@ bool HttpServer::Session::take_scanned_request(HttpRequest& req) {
                     opt.max_body_bytes, scanned)) {
     return false;
   }
-  req.method(scanned.method);
-  req.target(scanned.target);
-  req.version(11);
-  for (const HeadField& f : scanned.head.fields()) req.insert(f.name, f.value);
-  req.body().assign(scanned.body);
+  req = HttpRequest(scanned);
   buffer_.consume(scanned.size);
   return true;
 }
@@ -161,7 +157,7 @@ Task<void> HttpServer::Session::run() {
         break;
       }
     }
-    if (parser) req = parser->release();
+    if (parser) req = HttpRequest(parser->release());
 
     conn_.begin_request(req.keep_alive());
     ++server_.active_requests_;

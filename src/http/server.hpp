@@ -17,6 +17,7 @@
 #include "http/client_connection.hpp"
 #include "http/deadline.hpp"
 #include "http/io_pool.hpp"
+#include "http/server_request.hpp"
 
 namespace arbiter {
 
@@ -31,7 +32,7 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{30'000};
 };
 
-using HttpRequest = http::request<http::string_body>;
+using HttpRequest = ServerRequest;
 // Must write exactly one response through the connection (or find the client
 // gone). Runs on the connection's strand.
 using RequestHandler = std::function<Task<void>(HttpRequest&, ClientConnection&)>;

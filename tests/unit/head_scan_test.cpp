@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "http/server_request.hpp"
 #include "http/upstream_response.hpp"
 
 namespace arbiter {
@@ -243,6 +244,41 @@ TEST(HeadScan, UpstreamParserStopsAtTheEndOfAScannedBody) {
   ASSERT_EQ(p.body_pieces().size(), 1u);
   EXPECT_EQ(p.body_pieces()[0], "{}");
   EXPECT_EQ(buffer.size(), 8u);
+}
+
+// The handler sees the same request whichever parser read it.
+TEST(HeadScan, ServerRequestIsTheSameFromTheScanAndFromBeast) {
+  const std::vector<std::pair<std::string, bool>> cases = {  // wire, keep-alive
+      {request_with("Host: a\r\nAuthorization: Bearer k\r\nX-Arbiter-Class: batch\r\nx-arbiter-class: chat\r\n"), true},
+      {request_with("Connection: close\r\n"), false},
+      {request_with("Connection: keep-alive, Close\r\n"), false},
+      {request_with("Connection: keep-alive\r\nX-Empty:\r\n"), true},
+  };
+  for (const auto& [wire, keep_alive] : cases) {
+    ScannedRequest scanned;
+    ASSERT_TRUE(scan_request(wire, kHeaderLimit, kBodyLimit, scanned)) << wire;
+    auto beast = beast_request(wire);
+    ASSERT_TRUE(beast);
+    const ServerRequest fast(scanned);
+    const ServerRequest slow(std::move(*beast));
+    for (const ServerRequest* r : {&fast, &slow}) {
+      EXPECT_EQ(r->method(), http::verb::post);
+      EXPECT_EQ(r->method_string(), "POST");
+      EXPECT_EQ(r->target(), "/v1/chat/completions");
+      EXPECT_EQ(r->body(), kBody);
+      EXPECT_EQ(r->keep_alive(), keep_alive) << wire;
+      EXPECT_FALSE(r->field("x-missing"));
+    }
+    for (const std::string_view name : {"authorization", "AUTHORIZATION", "x-arbiter-class", "host", "x-empty"}) {
+      EXPECT_EQ(fast.field(name), slow.field(name)) << name;
+    }
+  }
+  const ServerRequest first(*beast_request(cases[0].first));
+  EXPECT_EQ(first["Authorization"], "Bearer k");
+  EXPECT_EQ(first["x-arbiter-class"], "batch");  // the first of two, as Beast's find
+  // HTTP/1.0 (Beast's path only) keeps the connection only when asked.
+  EXPECT_FALSE(ServerRequest(*beast_request("GET /a HTTP/1.0\r\n\r\n")).keep_alive());
+  EXPECT_TRUE(ServerRequest(*beast_request("GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")).keep_alive());
 }
 
 }  // namespace

@@ -1,0 +1,61 @@
+// A request as the server hands it to its handler: the head's bytes in one
+// string with the fields as offsets into it, and the body. Beast's message
+// allocated an element per field (and its target and method); the request
+// path reads five fields at most, by a short scan.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "http/asio.hpp"
+
+namespace arbiter {
+
+struct ScannedRequest;
+
+class ServerRequest {
+ public:
+  ServerRequest() = default;
+  // From the strict scan (http/head_scan): copies the head and the body.
+  explicit ServerRequest(const ScannedRequest& scanned);
+  // From Beast's parser, for what the scan declines.
+  explicit ServerRequest(http::request<http::string_body>&& parsed);
+
+  http::verb method() const { return method_; }
+  std::string_view method_string() const { return slice(method_string_); }
+  std::string_view target() const { return slice(target_); }
+  // The first field of that name (any case), as Beast's find.
+  std::optional<std::string_view> field(std::string_view name) const;
+  // Its value, or empty when absent.
+  std::string_view operator[](std::string_view name) const { return field(name).value_or(std::string_view{}); }
+  // The client keeps the connection after this request (HTTP/1.1 unless
+  // `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`).
+  bool keep_alive() const { return keep_alive_; }
+  std::string& body() { return body_; }
+  const std::string& body() const { return body_; }
+
+ private:
+  struct Slice {
+    uint32_t offset = 0;
+    uint32_t size = 0;
+  };
+  struct Field {
+    Slice name;
+    Slice value;
+  };
+  Slice add(std::string_view bytes);  // appended to head_
+  std::string_view slice(Slice s) const { return std::string_view(head_).substr(s.offset, s.size); }
+
+  http::verb method_ = http::verb::unknown;
+  Slice method_string_;
+  Slice target_;
+  bool keep_alive_ = true;
+  std::string head_;
+  std::vector<Field> fields_;
+  std::string body_;
+};
+
+}  // namespace arbiter
