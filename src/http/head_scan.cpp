@@ -1,7 +1,10 @@
 #include "http/head_scan.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
+#include <cstring>
+#include <memory>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -22,6 +25,49 @@ constexpr std::array<bool, 256> kTokenChars = [] {
 }();
 
 bool is_token_char(char c) { return kTokenChars[static_cast<unsigned char>(c)]; }
+
+constexpr std::size_t kNoName = static_cast<std::size_t>(-1);
+
+#if defined(__SSE2__)
+// 0xff in each lane where lo <= v <= hi (unsigned).
+__m128i in_range(__m128i v, char lo, char hi) {
+  return _mm_cmpeq_epi8(_mm_min_epu8(_mm_max_epu8(v, _mm_set1_epi8(lo)), _mm_set1_epi8(hi)), v);
+}
+
+// 0xff in each lane holding a letter, a digit or '-': what nearly every
+// field name is made of (all tchars).
+__m128i common_name_bytes(__m128i v) {
+  const __m128i letter = in_range(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 'z');
+  const __m128i digit = in_range(v, '0', '9');
+  return _mm_or_si128(_mm_or_si128(letter, digit), _mm_cmpeq_epi8(v, _mm_set1_epi8('-')));
+}
+#endif
+
+// Every byte of `s` is a tchar.
+bool all_token_chars(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), is_token_char);
+}
+
+// Length of the field name at `p`: the tchars before a ':'. kNoName when
+// there is none or a byte before the colon is not a tchar.
+std::size_t name_length(const char* p, const char* end) {
+#if defined(__SSE2__)
+  if (end - p >= 16) {  // most names: one vector finds the colon and checks them
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const int colon = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(':')));
+    if (colon != 0) {
+      const int n = __builtin_ctz(colon);
+      const int before_colon = (1 << n) - 1;
+      if ((_mm_movemask_epi8(common_name_bytes(v)) & before_colon) == before_colon) return static_cast<std::size_t>(n);
+      // A rarer tchar, or a byte that is none: the table decides.
+      return all_token_chars({p, static_cast<std::size_t>(n)}) ? static_cast<std::size_t>(n) : kNoName;
+    }
+  }
+#endif
+  const char* s = p;
+  while (s < end && is_token_char(*s)) ++s;
+  return s < end && *s == ':' ? static_cast<std::size_t>(s - p) : kNoName;
+}
 
 // A byte a field value or a reason phrase may hold: anything but a control
 // character other than HTAB (so CR, LF and NUL end the run) and DEL.
@@ -79,11 +125,10 @@ bool scan_head(std::string_view bytes, std::size_t limit, ScannedHead& out) {
     }
     // name ":" OWS value OWS CRLF. A line starting with whitespace
     // (obs-fold) or any stray byte ends the scan here.
-    const char* name = p;
-    while (p < end && is_token_char(*p)) ++p;
-    if (p == name || p == end || *p != ':') return false;
-    const std::string_view field_name(name, static_cast<std::size_t>(p - name));
-    ++p;
+    const std::size_t name_size = name_length(p, end);
+    if (name_size == 0 || name_size == kNoName) return false;
+    const std::string_view field_name(p, name_size);
+    p += name_size + 1;
     while (p < end && (*p == ' ' || *p == '\t')) ++p;
     const char* value = p;
     p += value_run(p, end);
@@ -91,7 +136,8 @@ bool scan_head(std::string_view bytes, std::size_t limit, ScannedHead& out) {
     const char* value_end = p;
     while (value_end > value && (value_end[-1] == ' ' || value_end[-1] == '\t')) --value_end;
     if (out.field_count == kMaxScannedFields) return false;
-    out.field_storage[out.field_count++] = {field_name, {value, static_cast<std::size_t>(value_end - value)}};
+    std::construct_at(&out.field_storage[out.field_count++],
+                      HeadField{field_name, {value, static_cast<std::size_t>(value_end - value)}});
     p += 2;
   }
 }
@@ -106,7 +152,7 @@ bool scan_request(std::string_view bytes, std::size_t header_limit, std::size_t 
   const std::size_t sp = line.find(' ');
   if (sp == 0 || sp == std::string_view::npos) return false;
   const std::string_view method = line.substr(0, sp);
-  if (!std::all_of(method.begin(), method.end(), is_token_char)) return false;
+  if (!all_token_chars(method)) return false;
   out.method = http::string_to_verb(method);
   if (out.method == http::verb::unknown) return false;
   out.target = line.substr(sp + 1, line.size() - kVersion.size() - sp - 1);
@@ -119,11 +165,11 @@ bool scan_request(std::string_view bytes, std::size_t header_limit, std::size_t 
   bool has_length = false;
   uint64_t length = 0;
   for (const HeadField& f : out.head.fields()) {
-    if (beast::iequals(f.name, "content-length")) {
+    if (lower_equals(f.name, "content-length")) {
       if (has_length || !parse_length(f.value, length)) return false;
       has_length = true;
-    } else if (beast::iequals(f.name, "transfer-encoding") || beast::iequals(f.name, "expect") ||
-               beast::iequals(f.name, "upgrade")) {
+    } else if (lower_equals(f.name, "transfer-encoding") || lower_equals(f.name, "expect") ||
+               lower_equals(f.name, "upgrade")) {
       return false;
     }
   }
@@ -151,22 +197,42 @@ bool scan_response(std::string_view bytes, std::size_t header_limit, ScannedResp
   bool has_connection = false;
   out.keep_alive = true;
   for (const HeadField& f : out.head.fields()) {
-    if (beast::iequals(f.name, "content-length")) {
+    if (lower_equals(f.name, "content-length")) {
       if (has_length || !parse_length(f.value, out.content_length)) return false;
       has_length = true;
-    } else if (beast::iequals(f.name, "connection")) {
+    } else if (lower_equals(f.name, "connection")) {
       if (has_connection) return false;
       has_connection = true;
-      if (beast::iequals(f.value, "close")) {
+      if (lower_equals(f.value, "close")) {
         out.keep_alive = false;
-      } else if (!beast::iequals(f.value, "keep-alive")) {
+      } else if (!lower_equals(f.value, "keep-alive")) {
         return false;  // a token list: Beast's parser reads those
       }
-    } else if (beast::iequals(f.name, "transfer-encoding")) {
+    } else if (lower_equals(f.name, "transfer-encoding")) {
       return false;
     }
   }
   return has_length;
+}
+
+bool lower_equals(std::string_view s, std::string_view lower) {
+  if (s.size() != lower.size()) return false;
+  // OR-ing 0x20 lowercases A-Z and leaves a-z, 0-9 and '-' as they are;
+  // the only other bytes it maps onto those are control bytes.
+  constexpr uint64_t kLower = 0x2020202020202020ULL;
+  auto load = [](const char* p) {
+    uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    if ((load(s.data() + i) | kLower) != load(lower.data() + i)) return false;
+  }
+  for (; i < s.size(); ++i) {
+    if ((s[i] | 0x20) != lower[i]) return false;
+  }
+  return true;
 }
 
 }  // namespace arbiter

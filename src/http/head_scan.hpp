@@ -12,7 +12,6 @@
 // decides as before. A declined message is never an error here.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -31,12 +30,18 @@ struct HeadField {
 
 // Views into the scanned bytes.
 struct ScannedHead {
+  ScannedHead() {}  // the field slots stay unconstructed until scanned (1 KiB not cleared per head)
+  ScannedHead(const ScannedHead&) = delete;
+  ScannedHead& operator=(const ScannedHead&) = delete;
+
   std::string_view start_line;  // without its CRLF
   std::size_t size = 0;         // bytes of the head, the empty line included
-  std::array<HeadField, kMaxScannedFields> field_storage;
   std::size_t field_count = 0;
+  union {
+    HeadField field_storage[kMaxScannedFields];  // [0, field_count) constructed
+  };
 
-  std::span<const HeadField> fields() const { return {field_storage.data(), field_count}; }
+  std::span<const HeadField> fields() const { return {field_storage, field_count}; }
 };
 
 // A head that ends within the first `limit` bytes of `bytes`, in the strict
@@ -62,5 +67,10 @@ struct ScannedResponse {
   bool keep_alive = true;
 };
 bool scan_response(std::string_view bytes, std::size_t header_limit, ScannedResponse& out);
+
+// `s` equals `lower` (lowercase ASCII letters, digits and '-') in any case.
+// Exact for field names and values an HTTP parser accepted (no control
+// bytes), which is what it is used on: it compares eight bytes at a time.
+bool lower_equals(std::string_view s, std::string_view lower);
 
 }  // namespace arbiter

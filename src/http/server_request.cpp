@@ -28,7 +28,7 @@ ServerRequest::ServerRequest(const ScannedRequest& scanned)
   fields_.reserve(scanned.head.field_count);
   for (const HeadField& f : scanned.head.fields()) {
     fields_.push_back({offset_of(f.name), offset_of(f.value)});
-    if (beast::iequals(f.name, "connection") && connection_closes(f.value)) keep_alive_ = false;
+    if (lower_equals(f.name, "connection") && connection_closes(f.value)) keep_alive_ = false;
   }
 }
 
@@ -47,7 +47,7 @@ ServerRequest::Slice ServerRequest::add(std::string_view bytes) {
 
 std::optional<std::string_view> ServerRequest::field(std::string_view name) const {
   for (const Field& f : fields_) {
-    if (f.name.size == name.size() && beast::iequals(slice(f.name), name)) return slice(f.value);
+    if (lower_equals(slice(f.name), name)) return slice(f.value);
   }
   return std::nullopt;
 }

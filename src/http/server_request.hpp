@@ -27,7 +27,8 @@ class ServerRequest {
   http::verb method() const { return method_; }
   std::string_view method_string() const { return slice(method_string_); }
   std::string_view target() const { return slice(target_); }
-  // The first field of that name (any case), as Beast's find.
+  // The first field named `name` (given in lowercase; matched in any case),
+  // as Beast's find.
   std::optional<std::string_view> field(std::string_view name) const;
   // Its value, or empty when absent.
   std::string_view operator[](std::string_view name) const { return field(name).value_or(std::string_view{}); }

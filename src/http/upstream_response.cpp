@@ -32,7 +32,7 @@ bool is_forwarded(std::string_view name) {
   // Content-Length, Connection) are out after one comparison.
   if (name.empty() || ((name[0] | 0x20) != 'r' && (name[0] | 0x20) != 'x')) return false;
   for (const std::string_view f : kForwardedHeaders) {
-    if (beast::iequals(name, f)) return true;
+    if (lower_equals(name, f)) return true;
   }
   return false;
 }
@@ -75,7 +75,7 @@ UpstreamResponseParser::UpstreamResponseParser() = default;
 UpstreamResponseParser::~UpstreamResponseParser() = default;
 
 void UpstreamResponseParser::keep_field(std::string_view name, std::string_view value) {
-  if (beast::iequals(name, "content-type")) {
+  if (lower_equals(name, "content-type")) {
     content_type_.assign(value);
   } else if (is_forwarded(name)) {
     forwarded_.emplace_back(name, value);

@@ -68,6 +68,7 @@ TEST(HeadScan, TakesTheCommonRequestAsBeastReadsIt) {
       request_with("host:a\r\nAuthorization:   Bearer k1  \r\nX-Empty:\r\nX-Tab:\tv\tw\t\r\n"),
       request_with("X-Obs-Text: caf\xc3\xa9\r\nX-Long: " + std::string(300, 'v') + "\r\n"),
       request_with("Connection: close\r\nx-arbiter-class: batch\r\n"),
+      request_with("X_Rare.Tchars!#$%&'*+^`|~: v\r\nA-Name-Longer-Than-Sixteen-Bytes-9: v\r\n"),
       request_with("", ""),  // Content-Length: 0
       "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n",  // no body, no Content-Length
       "GET /v1/models?x=%20&y=[1] HTTP/1.1\r\n\r\n",
@@ -98,6 +99,10 @@ TEST(HeadScan, DeclinesEverythingOutsideTheCommonForm) {
       head + "X-Fold: a\r\n b\r\nContent-Length: 0\r\n\r\n",        // obs-fold
       head + "X-Bare: a\nContent-Length: 0\r\n\r\n",                // bare LF
       head + "X-Space : a\r\nContent-Length: 0\r\n\r\n",            // space before colon
+      head + "X(Paren): a\r\nContent-Length: 0\r\n\r\n",            // a delimiter in a name
+      head + "X@At: a\r\nContent-Length: 0\r\n\r\n",
+      head + "X-Very-Long-Header-Name-With/Slash: a\r\nContent-Length: 0\r\n\r\n",
+      head + ": no name\r\nContent-Length: 0\r\n\r\n",
       head + "X-Ctl: a\x01" "b\r\nContent-Length: 0\r\n\r\n",       // control character
       head + "X-Del: a\x7f\r\nContent-Length: 0\r\n\r\n",           // DEL
       head + "Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}",    // duplicate framing
@@ -269,16 +274,27 @@ TEST(HeadScan, ServerRequestIsTheSameFromTheScanAndFromBeast) {
       EXPECT_EQ(r->keep_alive(), keep_alive) << wire;
       EXPECT_FALSE(r->field("x-missing"));
     }
-    for (const std::string_view name : {"authorization", "AUTHORIZATION", "x-arbiter-class", "host", "x-empty"}) {
+    for (const std::string_view name : {"authorization", "x-arbiter-class", "host", "x-empty"}) {
       EXPECT_EQ(fast.field(name), slow.field(name)) << name;
     }
   }
   const ServerRequest first(*beast_request(cases[0].first));
-  EXPECT_EQ(first["Authorization"], "Bearer k");
+  EXPECT_EQ(first["authorization"], "Bearer k");  // sent as Authorization
   EXPECT_EQ(first["x-arbiter-class"], "batch");  // the first of two, as Beast's find
   // HTTP/1.0 (Beast's path only) keeps the connection only when asked.
   EXPECT_FALSE(ServerRequest(*beast_request("GET /a HTTP/1.0\r\n\r\n")).keep_alive());
   EXPECT_TRUE(ServerRequest(*beast_request("GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")).keep_alive());
+}
+
+TEST(HeadScan, LowerEqualsMatchesAnyCaseOnly) {
+  EXPECT_TRUE(lower_equals("Content-Length", "content-length"));
+  EXPECT_TRUE(lower_equals("X-RATELIMIT-RESET-TOKENS", "x-ratelimit-reset-tokens"));
+  EXPECT_TRUE(lower_equals("Close", "close"));
+  EXPECT_FALSE(lower_equals("Content-Lengths", "content-length"));
+  EXPECT_FALSE(lower_equals("Content_Length", "content-length"));
+  EXPECT_FALSE(lower_equals("content-lengtH1", "content-length2"));
+  EXPECT_FALSE(lower_equals("keep-alivf", "keep-alive"));
+  EXPECT_FALSE(lower_equals("caf\xc3\xa9", "cafe"));
 }
 
 }  // namespace
