@@ -79,7 +79,10 @@ class Exchange {
       const auto sent_at = Clock::now();
       const auto deadline = sent_at + r_.timeouts.upstream_first_byte;
 
-      const WriteResult written = co_await write_now(socket, request, deadline_, r_.timeouts.upstream_first_byte);
+      WriteResult written;
+      if (const std::size_t n = write_at_once(socket, request, written.ec); !written.ec && n < net::buffer_size(request)) {
+        written = co_await write_rest(socket, request, n, deadline_, r_.timeouts.upstream_first_byte);
+      }
       if (r_.client.client_gone()) co_return cancelled();
       if (r_.interrupt.requested) co_return interrupted();
       if (written.timed_out) {

@@ -103,15 +103,26 @@ void ClientConnection::watch_errors() {
   });
 }
 
-Task<bool> ClientConnection::write_buffers(std::span<const net::const_buffer> buffers) {
-  if (gone_ || failed_) co_return false;
-  const WriteResult written = co_await write_now(socket_, buffers, deadline_, write_timeout_);
-  if (!written) {
-    failed_ = true;
-    mark_gone();
-    co_return false;
+bool ClientConnection::write_at_once(std::span<const net::const_buffer> buffers, std::size_t& written) {
+  if (gone_ || failed_) return false;
+  beast::error_code ec;
+  written = arbiter::write_at_once(socket_, buffers, ec);
+  if (ec) {
+    write_failed();
+    return false;
   }
-  co_return true;
+  return written == net::buffer_size(buffers);
+}
+
+Task<bool> ClientConnection::write_rest(std::span<const net::const_buffer> buffers, std::size_t written) {
+  const WriteResult result = co_await arbiter::write_rest(socket_, buffers, written, deadline_, write_timeout_);
+  if (!result) write_failed();
+  co_return static_cast<bool>(result);
+}
+
+void ClientConnection::write_failed() {
+  failed_ = true;
+  mark_gone();
 }
 
 bool ClientConnection::response_keep_alive() {
@@ -124,18 +135,21 @@ Task<bool> ClientConnection::send(http::response<http::string_body>& res) {
   res.keep_alive(response_keep_alive());
   res.prepare_payload();
   write_response_head(res, head_);
-  co_return co_await write_head_and_body(res.body());
+  const std::array<net::const_buffer, 2> buffers{net::buffer(head_), net::buffer(res.body())};
+  if (std::size_t written = 0; !write_at_once(buffers, written)) {
+    if (gone_ || failed_ || !co_await write_rest(buffers, written)) co_return false;
+  }
+  note_body(res.body().size());
+  co_return true;
 }
 
 Task<bool> ClientConnection::send(const ResponseHead& head, std::string_view body) {
   if (gone_ || failed_) co_return false;
   write_response_head(head, body.size(), response_keep_alive(), head_);
-  co_return co_await write_head_and_body(body);
-}
-
-Task<bool> ClientConnection::write_head_and_body(std::string_view body) {
   const std::array<net::const_buffer, 2> buffers{net::buffer(head_), net::buffer(body)};
-  if (!co_await write_buffers(buffers)) co_return false;
+  if (std::size_t written = 0; !write_at_once(buffers, written)) {
+    if (gone_ || failed_ || !co_await write_rest(buffers, written)) co_return false;
+  }
   note_body(body.size());
   co_return true;
 }
@@ -146,14 +160,22 @@ Task<bool> ClientConnection::start_stream(http::response<http::empty_body>& res)
   res.chunked(true);
   write_response_head(res, head_);
   const net::const_buffer buffer = net::buffer(head_);
-  co_return co_await write_buffers(std::span(&buffer, 1));
+  const std::span<const net::const_buffer> buffers(&buffer, 1);
+  if (std::size_t written = 0; !write_at_once(buffers, written)) {
+    if (gone_ || failed_ || !co_await write_rest(buffers, written)) co_return false;
+  }
+  co_return true;
 }
 
 Task<bool> ClientConnection::start_stream(const ResponseHead& head) {
   if (gone_ || failed_) co_return false;
   write_response_head(head, std::nullopt, response_keep_alive(), head_);
   const net::const_buffer buffer = net::buffer(head_);
-  co_return co_await write_buffers(std::span(&buffer, 1));
+  const std::span<const net::const_buffer> buffers(&buffer, 1);
+  if (std::size_t written = 0; !write_at_once(buffers, written)) {
+    if (gone_ || failed_ || !co_await write_rest(buffers, written)) co_return false;
+  }
+  co_return true;
 }
 
 Task<bool> ClientConnection::send_chunks(std::span<const std::string_view> pieces) {
@@ -175,7 +197,9 @@ Task<bool> ClientConnection::send_chunks(std::span<const std::string_view> piece
       buffers.emplace_back("\r\n", 2);
       bytes += piece.size();
     }
-    if (!buffers.empty() && !co_await write_buffers(buffers)) co_return false;
+    if (std::size_t written = 0; !buffers.empty() && !write_at_once(buffers, written)) {
+      if (gone_ || failed_ || !co_await write_rest(buffers, written)) co_return false;
+    }
     note_body(bytes);
     done += n;
   }
@@ -184,8 +208,12 @@ Task<bool> ClientConnection::send_chunks(std::span<const std::string_view> piece
 
 Task<bool> ClientConnection::end_stream() {
   static constexpr std::string_view kLastChunk = "0\r\n\r\n";
-  const net::const_buffer b(kLastChunk.data(), kLastChunk.size());
-  co_return co_await write_buffers(std::span(&b, 1));
+  static const net::const_buffer kBuffer(kLastChunk.data(), kLastChunk.size());
+  const std::span<const net::const_buffer> buffers(&kBuffer, 1);
+  if (std::size_t written = 0; !write_at_once(buffers, written)) {
+    if (gone_ || failed_ || !co_await write_rest(buffers, written)) co_return false;
+  }
+  co_return true;
 }
 
 }  // namespace arbiter

@@ -74,13 +74,16 @@ class ClientConnection {
   void read();             // starts the pending read unless there is one
   void on_read(const beast::error_code& ec, std::size_t n);
   void watch_errors();     // pipelined-bytes limit reached: wait for an error only
-  // False (and the client marked gone) when the write failed or timed out.
-  Task<bool> write_buffers(std::span<const net::const_buffer> buffers);
+  // A write in two steps, so that the usual one costs no coroutine frame:
+  // write_at_once is true when the kernel took every byte; when it is
+  // false and the write has not failed, write_rest sends what is left.
+  // Either marks the client gone when the write fails or times out.
+  bool write_at_once(std::span<const net::const_buffer> buffers, std::size_t& written);
+  Task<bool> write_rest(std::span<const net::const_buffer> buffers, std::size_t written);
+  void write_failed();
   void mark_gone();
   // Settles keep-alive for the response about to be written.
   bool response_keep_alive();
-  // A whole response: head_ (already written) and `body` in one write.
-  Task<bool> write_head_and_body(std::string_view body);
   void note_body(std::size_t n);
 
   tcp::socket& socket_;

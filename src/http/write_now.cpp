@@ -2,18 +2,22 @@
 
 namespace arbiter {
 
-Task<WriteResult> write_now(tcp::socket& socket, std::span<const net::const_buffer> buffers,
-                            Deadline& deadline, Deadline::Clock::duration limit) {
-  WriteResult result;
-  const std::size_t written = socket.write_some(buffers, result.ec);
-  if (!result.ec && written == net::buffer_size(buffers)) co_return result;
-  if (result.ec && result.ec != net::error::would_block && result.ec != net::error::try_again) {
-    co_return result;
+std::size_t write_at_once(tcp::socket& socket, std::span<const net::const_buffer> buffers, beast::error_code& ec) {
+  const std::size_t written = socket.write_some(buffers, ec);
+  if (ec == net::error::would_block || ec == net::error::try_again) {
+    ec = {};
+    return 0;
   }
+  return ec ? 0 : written;
+}
+
+Task<WriteResult> write_rest(tcp::socket& socket, std::span<const net::const_buffer> buffers, std::size_t written,
+                             Deadline& deadline, Deadline::Clock::duration limit) {
   beast::buffers_suffix<std::span<const net::const_buffer>> rest(buffers);
   rest.consume(written);
   deadline.arm(socket, limit);
   auto [ec, n] = co_await net::async_write(socket, rest, kAsTuple);
+  WriteResult result;
   result.timed_out = deadline.disarm();
   result.ec = ec;
   co_return result;

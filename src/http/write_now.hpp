@@ -3,6 +3,9 @@
 // than the socket buffer), and with an async write under a deadline only for
 // what is left. An async write that completes at once still posts its
 // completion, one more trip through the event loop per write.
+//
+// Two calls, so that the usual case costs no coroutine: callers try
+// write_at_once in line and co_await write_rest only when it left bytes.
 #pragma once
 
 #include <span>
@@ -18,8 +21,14 @@ struct WriteResult {
   explicit operator bool() const { return !ec && !timed_out; }
 };
 
-// `socket` must be in non-blocking mode (socket.non_blocking(true)).
-Task<WriteResult> write_now(tcp::socket& socket, std::span<const net::const_buffer> buffers,
-                            Deadline& deadline, Deadline::Clock::duration limit);
+// Writes what the kernel takes now; returns the bytes written. `ec` is a
+// failure, never would_block. `socket` must be non-blocking
+// (socket.non_blocking(true)).
+std::size_t write_at_once(tcp::socket& socket, std::span<const net::const_buffer> buffers, beast::error_code& ec);
+
+// Writes `buffers` from byte `written` on (what write_at_once left), within
+// `limit`.
+Task<WriteResult> write_rest(tcp::socket& socket, std::span<const net::const_buffer> buffers, std::size_t written,
+                             Deadline& deadline, Deadline::Clock::duration limit);
 
 }  // namespace arbiter
