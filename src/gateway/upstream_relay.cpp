@@ -59,11 +59,17 @@ class Exchange {
     // One retry, only when a reused keep-alive connection failed before any
     // response byte arrived: the engine never saw the request.
     for (int attempt = 0; attempt < 2; ++attempt) {
-      auto conn = co_await r_.pool.acquire(deadline_, r_.timeouts.upstream_connect, attempt > 0);
-      if (r_.client.client_gone()) co_return cancelled();
+      // An idle connection when there is one (not on the retry after a
+      // stale one), else a new one.
+      PooledConnection conn;
+      if (attempt == 0) conn = r_.pool.take_idle();
       if (!conn) {
-        co_return fail_connect(conn.error());
+        auto connected = co_await r_.pool.connect(deadline_, r_.timeouts.upstream_connect);
+        if (r_.client.client_gone()) co_return cancelled();
+        if (!connected) co_return fail_connect(connected.error());
+        conn = std::move(*connected);
       }
+      if (r_.client.client_gone()) co_return cancelled();
       tcp::socket& socket = conn->socket;
       write_request_head(r_.upstream_request, conn->head);
       const std::array<net::const_buffer, 2> request{net::buffer(conn->head),
@@ -138,7 +144,7 @@ class Exchange {
       if (reusable && buffer.size() == 0) {
         r_.client.set_abort_hook(nullptr);
         r_.interrupt.hook = nullptr;
-        r_.pool.release(std::move(*conn));
+        r_.pool.release(std::move(conn));
       }
       co_return outcome_;
     }

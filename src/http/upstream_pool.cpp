@@ -38,7 +38,7 @@ UpstreamPool::IdleList& UpstreamPool::local() {
   return lists_[IoPool::current_index() % lists_.size()];
 }
 
-std::optional<UpstreamConnection> UpstreamPool::take_idle() {
+PooledConnection UpstreamPool::take_idle() {
   const auto now = std::chrono::steady_clock::now();
   IdleList& list = local();
   std::lock_guard lock(list.mu);
@@ -46,21 +46,18 @@ std::optional<UpstreamConnection> UpstreamPool::take_idle() {
     Idle idle = std::move(list.idle.back());
     list.idle.pop_back();
     const auto idle_for = now - idle.since;
-    if (idle_for < idle_ttl_ && (idle_for < kPeekAfterIdle || looks_alive(idle.conn.socket))) {
-      idle.conn.reused = true;
+    if (idle_for < idle_ttl_ && (idle_for < kPeekAfterIdle || looks_alive(idle.conn->socket))) {
+      idle.conn->reused = true;
       return std::move(idle.conn);
     }
     beast::error_code ignored;
-    idle.conn.socket.close(ignored);
+    idle.conn->socket.close(ignored);
   }
-  return std::nullopt;
+  return nullptr;
 }
 
-Task<std::expected<UpstreamConnection, ConnectFailure>> UpstreamPool::acquire(
-    Deadline& deadline, std::chrono::milliseconds connect_timeout, bool fresh) {
-  if (!fresh) {
-    if (auto idle = take_idle()) co_return std::move(*idle);
-  }
+Task<std::expected<PooledConnection, ConnectFailure>> UpstreamPool::connect(Deadline& deadline,
+                                                                            std::chrono::milliseconds connect_timeout) {
   auto executor = co_await net::this_coro::executor;
   tcp::socket socket(executor);
   std::vector<tcp::endpoint> endpoints;
@@ -79,10 +76,10 @@ Task<std::expected<UpstreamConnection, ConnectFailure>> UpstreamPool::acquire(
   beast::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
   socket.non_blocking(true, ignored);  // the relay writes at once (write_now)
-  co_return UpstreamConnection{std::move(socket), {}, {}, false};
+  co_return std::make_unique<UpstreamConnection>(UpstreamConnection{std::move(socket), {}, {}, false});
 }
 
-void UpstreamPool::release(UpstreamConnection conn) {
+void UpstreamPool::release(PooledConnection conn) {
   IdleList& list = local();
   std::lock_guard lock(list.mu);
   if (list.idle.size() >= max_idle_) return;  // socket closes on destruction

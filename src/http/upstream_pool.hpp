@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <expected>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -23,6 +24,10 @@ struct UpstreamConnection {
   bool reused = false;        // came from the idle list (may have been closed by the peer)
 };
 
+// Held by pointer: a request takes and returns it without moving the socket
+// and its buffers.
+using PooledConnection = std::unique_ptr<UpstreamConnection>;
+
 enum class ConnectFailure { kRefused, kTimeout, kResolve };
 
 class UpstreamPool {
@@ -32,15 +37,17 @@ class UpstreamPool {
   UpstreamPool(std::string host, uint16_t port, std::size_t max_idle, std::size_t threads = 1,
                std::chrono::milliseconds idle_ttl = std::chrono::seconds(30));
 
-  // An idle connection, or a new one opened within `connect_timeout`
-  // (guarded by the caller's connection deadline). `fresh` skips the idle
-  // list (used to retry after a stale reuse).
-  Task<std::expected<UpstreamConnection, ConnectFailure>> acquire(
-      Deadline& deadline, std::chrono::milliseconds connect_timeout, bool fresh = false);
+  // An idle connection of this thread that still looks open, or null. No
+  // waiting: the usual case costs no coroutine.
+  PooledConnection take_idle();
+  // A new connection, opened within `connect_timeout` (guarded by the
+  // caller's connection deadline).
+  Task<std::expected<PooledConnection, ConnectFailure>> connect(Deadline& deadline,
+                                                                std::chrono::milliseconds connect_timeout);
 
   // Returns a connection whose last response was fully read and allowed
   // keep-alive.
-  void release(UpstreamConnection conn);
+  void release(PooledConnection conn);
 
   const std::string& host() const { return host_; }
   uint16_t port() const { return port_; }
@@ -49,10 +56,9 @@ class UpstreamPool {
 
  private:
   struct Idle {
-    UpstreamConnection conn;
+    PooledConnection conn;
     std::chrono::steady_clock::time_point since;
   };
-  std::optional<UpstreamConnection> take_idle();
 
   std::string host_;
   uint16_t port_;
