@@ -301,6 +301,7 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
 
   RelayOutcome outcome;
   std::string backend_name;
+  std::optional<double> dispatch_queue_ms;  // the first dispatch's queue wait
   auto admission = admit();
   if (!admission) {
     outcome.error = admission.error();
@@ -326,7 +327,7 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
       outcome.error = slot.error();
       if (conn.client_gone()) outcome.status = 499;  // left while queued: nothing to send
     } else {
-      metrics_.queue_wait.with({rec.model, rec.cls, rec.tenant}).observe(rec.queue_ms / 1000.0);
+      dispatch_queue_ms = rec.queue_ms;  // observed after the response: not on its path
       outcome = co_await run_upstream(route, *admission, *slot, req, conn, rec, headers);
       backend_name = rec.backend;
     }
@@ -346,6 +347,7 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
   if (auto first = conn.first_body_byte_at()) rec.ttfb_ms = ms_since(started, *first);
   if (outcome.error) rec.error = map_error(outcome.error->code).code;
   metrics_.requests.with({rec.model, rec.cls, rec.tenant, std::to_string(rec.status)}).inc();
+  if (dispatch_queue_ms) metrics_.queue_wait.with({rec.model, rec.cls, rec.tenant}).observe(*dispatch_queue_ms / 1000.0);
   auto class_histogram = [&](std::atomic<metrics::Histogram*> ClassSeries::*member,
                              metrics::Family<metrics::Histogram>& family) -> metrics::Histogram& {
     if (!admission) return family.with({rec.model, rec.cls});  // labelled `none`: not cached

@@ -359,21 +359,33 @@ class Exchange {
   }
 
   Task<bool> relay_whole(tcp::socket& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
-    std::string body;
-    if (auto len = parser.content_length()) {
-      if (*len > r_.limits.max_upstream_response_bytes) {
-        fail("too_large", upstream_failed("the backend's response is too large"));
-        co_return false;
-      }
-      body.reserve(*len);
+    const std::optional<uint64_t> len = parser.content_length();
+    if (len && *len > r_.limits.max_upstream_response_bytes) {
+      fail("too_large", upstream_failed("the backend's response is too large"));
+      co_return false;
     }
+    std::string body;     // the pieces, when the body came in more than one read
+    std::string_view whole;  // what is sent: one read's piece as it lies in the buffer, or `body`
     for (;;) {
-      for (const std::string_view piece : parser.body_pieces()) body.append(piece);
+      const std::vector<std::string_view>& pieces = parser.body_pieces();
+      if (body.empty() && parser.is_done() && pieces.size() <= 1) {
+        if (!pieces.empty()) whole = pieces.front();  // valid until the next read on this connection
+        if (whole.size() > r_.limits.max_upstream_response_bytes) {
+          fail("too_large", upstream_failed("the backend's response is too large"));
+          co_return false;
+        }
+        break;
+      }
+      if (body.empty() && len) body.reserve(*len);
+      for (const std::string_view piece : pieces) body.append(piece);
       if (body.size() > r_.limits.max_upstream_response_bytes) {
         fail("too_large", upstream_failed("the backend's response is too large"));
         co_return false;
       }
-      if (parser.is_done()) break;
+      if (parser.is_done()) {
+        whole = body;
+        break;
+      }
       const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle);
       if (after_read(read) != ReadEnd::kData) co_return false;
     }
@@ -383,7 +395,7 @@ class Exchange {
                             .upstream = parser.forwarded(),
                             .gateway = r_.response_headers};
     outcome_.status = static_cast<int>(parser.status());
-    if (!co_await r_.client.send(head, body)) {
+    if (!co_await r_.client.send(head, whole)) {
       outcome_.status = 499;
       co_return false;
     }

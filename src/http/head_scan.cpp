@@ -215,24 +215,4 @@ bool scan_response(std::string_view bytes, std::size_t header_limit, ScannedResp
   return has_length;
 }
 
-bool lower_equals(std::string_view s, std::string_view lower) {
-  if (s.size() != lower.size()) return false;
-  // OR-ing 0x20 lowercases A-Z and leaves a-z, 0-9 and '-' as they are;
-  // the only other bytes it maps onto those are control bytes.
-  constexpr uint64_t kLower = 0x2020202020202020ULL;
-  auto load = [](const char* p) {
-    uint64_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  };
-  std::size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    if ((load(s.data() + i) | kLower) != load(lower.data() + i)) return false;
-  }
-  for (; i < s.size(); ++i) {
-    if ((s[i] | 0x20) != lower[i]) return false;
-  }
-  return true;
-}
-
 }  // namespace arbiter
