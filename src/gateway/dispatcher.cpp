@@ -22,15 +22,6 @@ struct Dispatcher::Waiter {
   std::function<void()> interrupt_hook;
 };
 
-// One decision to hand to a request.
-struct Dispatcher::Delivery {
-  enum class Kind { kDispatch, kExpire, kSupersedeQueued, kSupersedeRunning, kPreempt };
-  Kind kind;
-  std::shared_ptr<Waiter> waiter;
-  sched::Dispatch dispatch{};
-  std::chrono::milliseconds retry_after{0};
-};
-
 namespace {
 ApiError superseded_error() {
   return {ErrorCode::kSuperseded, "superseded by a newer request with the same key", {}, {}};
@@ -171,12 +162,13 @@ Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Reque
     std::lock_guard lock(mu_);
     w->tag = next_tag_++;
     request.user = w->tag;
-    auto admitted = scheduler_.enqueue(request, Clock::now());
+    const auto now = Clock::now();
+    auto admitted = scheduler_.enqueue(request, now);
     if (!admitted) co_return std::unexpected(admitted.error());
     w->handle = admitted->handle;
     waiters_.emplace(w->tag, w);
     if (admitted->superseded) collect_superseded_locked(*admitted->superseded, decisions);
-    poll_locked(Clock::now(), decisions);
+    poll_locked(now, decisions);
   }
   deliver(decisions, w.get());
   // From here the slot completes whatever happens: for a request that never
@@ -254,9 +246,10 @@ void Dispatcher::complete(const std::shared_ptr<Waiter>& w, std::optional<int64_
   Decisions decisions;
   {
     std::lock_guard lock(mu_);
-    scheduler_.complete(w->handle, Clock::now(), actual_tokens);
+    const auto now = Clock::now();
+    scheduler_.complete(w->handle, now, actual_tokens);
     waiters_.erase(w->tag);
-    poll_locked(Clock::now(), decisions);
+    poll_locked(now, decisions);
   }
   deliver(decisions, nullptr);
 }

@@ -22,6 +22,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "core/error.hpp"
 #include "core/scheduler.hpp"
 #include "http/asio.hpp"
@@ -88,11 +90,19 @@ class Dispatcher {
   void stop();
 
  private:
-  struct Delivery;
+  // One decision to hand to a request.
+  struct Delivery {
+    enum class Kind { kDispatch, kExpire, kSupersedeQueued, kSupersedeRunning, kPreempt };
+    Kind kind;
+    std::shared_ptr<Waiter> waiter;
+    sched::Dispatch dispatch{};
+    std::chrono::milliseconds retry_after{0};
+  };
   using Clock = sched::Clock;
   // What one poll decided, and when the scheduler next wants a poll.
   struct Decisions {
-    std::vector<Delivery> deliveries;
+    // Usually one (the dispatch a request or completion caused): no heap.
+    boost::container::small_vector<Delivery, 2> deliveries;
     std::optional<Clock::time_point> next_wakeup;
   };
 
