@@ -107,6 +107,40 @@ bool parse_length(std::string_view v, uint64_t& out) {
   return ec == std::errc{} && end == v.data() + v.size();
 }
 
+// What the framing fields say. Beast's parser interprets and validates
+// these itself; the scan takes only their plain forms.
+struct Framing {
+  bool has_length = false;
+  uint64_t length = 0;
+  bool close = false;  // Connection: close
+};
+
+// False (declined) for anything but one Content-Length, at most one
+// Connection that is exactly `close` or `keep-alive` (Beast validates token
+// lists), and none of Transfer-Encoding, Proxy-Connection (Beast reads it
+// like Connection), Upgrade or Expect.
+bool read_framing(std::span<const HeadField> fields, Framing& out) {
+  bool has_connection = false;
+  for (const HeadField& f : fields) {
+    if (lower_equals(f.name, "content-length")) {
+      if (out.has_length || !parse_length(f.value, out.length)) return false;
+      out.has_length = true;
+    } else if (lower_equals(f.name, "connection")) {
+      if (has_connection) return false;
+      has_connection = true;
+      if (lower_equals(f.value, "close")) {
+        out.close = true;
+      } else if (!lower_equals(f.value, "keep-alive")) {
+        return false;
+      }
+    } else if (lower_equals(f.name, "transfer-encoding") || lower_equals(f.name, "proxy-connection") ||
+               lower_equals(f.name, "upgrade") || lower_equals(f.name, "expect")) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool scan_head(std::string_view bytes, std::size_t limit, ScannedHead& out) {
@@ -162,17 +196,10 @@ bool scan_request(std::string_view bytes, std::size_t header_limit, std::size_t 
     return false;
   }
 
-  bool has_length = false;
-  uint64_t length = 0;
-  for (const HeadField& f : out.head.fields()) {
-    if (lower_equals(f.name, "content-length")) {
-      if (has_length || !parse_length(f.value, length)) return false;
-      has_length = true;
-    } else if (lower_equals(f.name, "transfer-encoding") || lower_equals(f.name, "expect") ||
-               lower_equals(f.name, "upgrade")) {
-      return false;
-    }
-  }
+  Framing framing;
+  if (!read_framing(out.head.fields(), framing)) return false;
+  out.keep_alive = !framing.close;
+  const uint64_t length = framing.length;  // none: no body
   if (length > body_limit || length > bytes.size() - out.head.size) return false;
   out.body = bytes.substr(out.head.size, static_cast<std::size_t>(length));
   out.size = out.head.size + static_cast<std::size_t>(length);
@@ -193,26 +220,11 @@ bool scan_response(std::string_view bytes, std::size_t header_limit, ScannedResp
   // Responses whose framing is not Content-Length by rule.
   if (out.status < 200 || out.status == 204 || out.status == 304) return false;
 
-  bool has_length = false;
-  bool has_connection = false;
-  out.keep_alive = true;
-  for (const HeadField& f : out.head.fields()) {
-    if (lower_equals(f.name, "content-length")) {
-      if (has_length || !parse_length(f.value, out.content_length)) return false;
-      has_length = true;
-    } else if (lower_equals(f.name, "connection")) {
-      if (has_connection) return false;
-      has_connection = true;
-      if (lower_equals(f.value, "close")) {
-        out.keep_alive = false;
-      } else if (!lower_equals(f.value, "keep-alive")) {
-        return false;  // a token list: Beast's parser reads those
-      }
-    } else if (lower_equals(f.name, "transfer-encoding")) {
-      return false;
-    }
-  }
-  return has_length;
+  Framing framing;
+  if (!read_framing(out.head.fields(), framing) || !framing.has_length) return false;
+  out.content_length = framing.length;
+  out.keep_alive = !framing.close;
+  return true;
 }
 
 }  // namespace arbiter

@@ -7,6 +7,7 @@
 // `name: value` on one line ended by CRLF, Content-Length framing. It
 // declines everything else (chunked or close-delimited bodies, obs-fold,
 // bare LF, a head or body not complete in the bytes given, Expect, Upgrade,
+// Proxy-Connection, a Connection other than `close` or `keep-alive`,
 // 1xx/204/304, duplicate framing fields, more than kMaxScannedFields
 // fields) and the caller hands the same bytes to Beast's parser, which
 // decides as before. A declined message is never an error here.
@@ -55,7 +56,8 @@ struct ScannedRequest {
   http::verb method = http::verb::unknown;
   std::string_view target;
   std::string_view body;
-  std::size_t size = 0;  // head and body
+  std::size_t size = 0;     // head and body
+  bool keep_alive = true;   // no `Connection: close`
 };
 bool scan_request(std::string_view bytes, std::size_t header_limit, std::size_t body_limit,
                   ScannedRequest& out);

@@ -4,18 +4,8 @@
 
 namespace arbiter {
 
-namespace {
-// Keep-alive by HTTP/1.1's rule: unless a Connection field lists `close`.
-bool connection_closes(std::string_view value) {
-  for (const auto token : http::token_list{value}) {
-    if (beast::iequals(token, "close")) return true;
-  }
-  return false;
-}
-}  // namespace
-
 ServerRequest::ServerRequest(const ScannedRequest& scanned)
-    : method_(scanned.method), body_(scanned.body) {
+    : method_(scanned.method), keep_alive_(scanned.keep_alive), body_(scanned.body) {
   // The head's bytes hold every view the scan gave: keep them whole and
   // record offsets.
   const std::string_view bytes(scanned.head.start_line.data(), scanned.head.size);
@@ -28,7 +18,6 @@ ServerRequest::ServerRequest(const ScannedRequest& scanned)
   fields_.reserve(scanned.head.field_count);
   for (const HeadField& f : scanned.head.fields()) {
     fields_.push_back({offset_of(f.name), offset_of(f.value)});
-    if (lower_equals(f.name, "connection") && connection_closes(f.value)) keep_alive_ = false;
   }
 }
 

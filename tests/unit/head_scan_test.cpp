@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,7 @@ void expect_agrees_with_beast(std::string_view wire, const ScannedRequest& s) {
   EXPECT_EQ(req.target(), s.target);
   EXPECT_EQ(req.version(), 11u);
   EXPECT_EQ(req.body(), s.body);
+  EXPECT_EQ(req.keep_alive(), s.keep_alive);
   std::vector<std::pair<std::string, std::string>> beast_fields;
   for (const auto& f : req) beast_fields.emplace_back(f.name_string(), f.value());
   std::vector<std::pair<std::string, std::string>> scanned_fields;
@@ -103,6 +105,9 @@ TEST(HeadScan, DeclinesEverythingOutsideTheCommonForm) {
       head + "X@At: a\r\nContent-Length: 0\r\n\r\n",
       head + "X-Very-Long-Header-Name-With/Slash: a\r\nContent-Length: 0\r\n\r\n",
       head + ": no name\r\nContent-Length: 0\r\n\r\n",
+      head + "Connection: clo@e\r\nContent-Length: 0\r\n\r\n",            // Beast: bad value
+      head + "Connection: close\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+      head + "Proxy-Connection: close\r\nContent-Length: 0\r\n\r\n",
       head + "X-Ctl: a\x01" "b\r\nContent-Length: 0\r\n\r\n",       // control character
       head + "X-Del: a\x7f\r\nContent-Length: 0\r\n\r\n",           // DEL
       head + "Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}",    // duplicate framing
@@ -256,7 +261,6 @@ TEST(HeadScan, ServerRequestIsTheSameFromTheScanAndFromBeast) {
   const std::vector<std::pair<std::string, bool>> cases = {  // wire, keep-alive
       {request_with("Host: a\r\nAuthorization: Bearer k\r\nX-Arbiter-Class: batch\r\nx-arbiter-class: chat\r\n"), true},
       {request_with("Connection: close\r\n"), false},
-      {request_with("Connection: keep-alive, Close\r\n"), false},
       {request_with("Connection: keep-alive\r\nX-Empty:\r\n"), true},
   };
   for (const auto& [wire, keep_alive] : cases) {
@@ -281,6 +285,11 @@ TEST(HeadScan, ServerRequestIsTheSameFromTheScanAndFromBeast) {
   const ServerRequest first(*beast_request(cases[0].first));
   EXPECT_EQ(first["authorization"], "Bearer k");  // sent as Authorization
   EXPECT_EQ(first["x-arbiter-class"], "batch");  // the first of two, as Beast's find
+  // A Connection token list is Beast's to validate and read.
+  const std::string listed = request_with("Connection: keep-alive, Close\r\n");
+  ScannedRequest declined;
+  EXPECT_FALSE(scan_request(listed, kHeaderLimit, kBodyLimit, declined));
+  EXPECT_FALSE(ServerRequest(*beast_request(listed)).keep_alive());
   // HTTP/1.0 (Beast's path only) keeps the connection only when asked.
   EXPECT_FALSE(ServerRequest(*beast_request("GET /a HTTP/1.0\r\n\r\n")).keep_alive());
   EXPECT_TRUE(ServerRequest(*beast_request("GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")).keep_alive());
@@ -295,6 +304,82 @@ TEST(HeadScan, LowerEqualsMatchesAnyCaseOnly) {
   EXPECT_FALSE(lower_equals("content-lengtH1", "content-length2"));
   EXPECT_FALSE(lower_equals("keep-alivf", "keep-alive"));
   EXPECT_FALSE(lower_equals("caf\xc3\xa9", "cafe"));
+}
+
+// Random damage to real requests (a fixed seed, 20k cases): whatever the
+// scan still accepts, Beast must read identically. Bytes are chosen from
+// the ones that matter to HTTP framing.
+TEST(HeadScan, MutatedRequestsTheScanAcceptsBeastReadsTheSame) {
+  const std::vector<std::string> seeds = {
+      request_with("Host: a:1\r\nContent-Type: application/json\r\nAuthorization: Bearer k\r\n"),
+      request_with("X-A: 1\r\nConnection: close\r\n", "{}"),
+      "GET /v1/models HTTP/1.1\r\nHost: h\r\n\r\n",
+  };
+  const std::string interesting = std::string("\r\n\t :;,/\"()<>@[]{}=?\\\x7f\x00\x80\xff" "aZ09-_.!~", 31);
+  std::mt19937 rng(20261130);
+  int accepted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string wire = seeds[rng() % seeds.size()];
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = rng() % wire.size();
+      const char c = interesting[rng() % interesting.size()];
+      switch (rng() % 3) {
+        case 0: wire[at] = c; break;
+        case 1: wire.insert(wire.begin() + static_cast<std::ptrdiff_t>(at), c); break;
+        default: wire.erase(at, 1); break;
+      }
+    }
+    ScannedRequest s;
+    if (!scan_request(wire, kHeaderLimit, kBodyLimit, s)) continue;
+    ++accepted;
+    SCOPED_TRACE(testing::Message() << "case " << i << ": " << wire);
+    expect_agrees_with_beast(wire.substr(0, s.size), s);
+    if (HasFailure()) break;
+  }
+  EXPECT_GT(accepted, 1000);  // the damage left many requests valid: the check ran
+}
+
+// The same damage to upstream responses: whatever the scan accepts, Beast's
+// response parser frames the same way (status, length, keep-alive).
+TEST(HeadScan, MutatedResponsesTheScanAcceptsBeastFramesTheSame) {
+  const std::vector<std::string> seeds = {
+      response_with("Server: nginx\r\nContent-Type: application/json\r\nConnection: keep-alive\r\n", "{}"),
+      response_with("Retry-After: 2\r\nConnection: close\r\n", "abc"),
+  };
+  const std::string interesting = std::string("\r\n\t :;,/\"()<>@[]{}=?\\\x7f\x00\x80\xff" "aZ09-_.!~", 31);
+  std::mt19937 rng(1130);
+  int accepted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string wire = seeds[rng() % seeds.size()];
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = rng() % wire.size();
+      const char c = interesting[rng() % interesting.size()];
+      switch (rng() % 3) {
+        case 0: wire[at] = c; break;
+        case 1: wire.insert(wire.begin() + static_cast<std::ptrdiff_t>(at), c); break;
+        default: wire.erase(at, 1); break;
+      }
+    }
+    ScannedResponse r;
+    if (!scan_response(wire, kHeaderLimit, r)) continue;
+    ++accepted;
+    SCOPED_TRACE(testing::Message() << "case " << i << ": " << wire);
+    http::response_parser<http::string_body> beast;
+    beast.eager(true);
+    beast::error_code ec;
+    const std::size_t head = beast.put(net::buffer(wire.data(), r.head.size), ec);
+    ASSERT_FALSE(ec) << ec.message();
+    ASSERT_TRUE(beast.is_header_done());
+    EXPECT_EQ(head, r.head.size);
+    EXPECT_EQ(beast.get().result_int(), r.status);
+    ASSERT_TRUE(beast.content_length());
+    EXPECT_EQ(*beast.content_length(), r.content_length);
+    EXPECT_EQ(beast.keep_alive(), r.keep_alive);
+    if (HasFailure()) break;
+  }
+  EXPECT_GT(accepted, 1000);
 }
 
 }  // namespace

@@ -1,0 +1,178 @@
+// The one-pass body scan (core/request_fields behind parse_request) against
+// the document-based reading it replaced, kept here as the reference: for
+// randomly damaged request bodies both must accept the same bodies with the
+// same RequestInfo, and reject the rest with the same error.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "core/request_parser.hpp"
+
+namespace arbiter {
+namespace {
+namespace json = boost::json;
+
+// --- The reference: what parse_request did with a boost::json document. ---
+
+ApiError invalid(std::string message, std::string param) {
+  return ApiError{ErrorCode::kInvalidRequest, std::move(message), std::move(param), {}};
+}
+
+std::size_t content_chars(const json::value& content) {
+  if (const auto* s = content.if_string()) return s->size();
+  std::size_t n = 0;
+  if (const auto* parts = content.if_array()) {
+    for (const auto& part : *parts) {
+      const auto* obj = part.if_object();
+      if (!obj) continue;
+      if (const auto* text = obj->if_contains("text"); text && text->is_string()) n += text->get_string().size();
+    }
+  }
+  return n;
+}
+
+std::expected<int64_t, ApiError> chat_prompt_tokens(const json::object& body) {
+  const auto* messages = body.if_contains("messages");
+  if (!messages) return std::unexpected(invalid("'messages' is required", "messages"));
+  const auto* arr = messages->if_array();
+  if (!arr || arr->empty()) return std::unexpected(invalid("'messages' must be a non-empty array", "messages"));
+  int64_t tokens = 0;
+  for (const auto& m : *arr) {
+    const auto* msg = m.if_object();
+    if (!msg) return std::unexpected(invalid("each message must be an object", "messages"));
+    tokens += 4;
+    if (const auto* content = msg->if_contains("content")) tokens += estimate_tokens(content_chars(*content));
+  }
+  return tokens;
+}
+
+std::expected<int64_t, ApiError> completion_prompt_tokens(const json::object& body) {
+  const auto* prompt = body.if_contains("prompt");
+  if (!prompt) return std::unexpected(invalid("'prompt' is required", "prompt"));
+  if (const auto* s = prompt->if_string()) return estimate_tokens(s->size());
+  if (const auto* arr = prompt->if_array()) {
+    int64_t tokens = 0;
+    for (const auto& p : *arr) {
+      if (const auto* s = p.if_string()) {
+        tokens += estimate_tokens(s->size());
+      } else if (p.is_int64() || p.is_uint64()) {
+        tokens += 1;
+      } else if (const auto* ids = p.if_array()) {
+        tokens += static_cast<int64_t>(ids->size());
+      } else {
+        return std::unexpected(invalid("'prompt' has an unsupported element type", "prompt"));
+      }
+    }
+    return tokens;
+  }
+  return std::unexpected(invalid("'prompt' must be a string or an array", "prompt"));
+}
+
+std::expected<std::optional<int64_t>, ApiError> read_max_tokens(const json::object& body, const char* key) {
+  const auto* v = body.if_contains(key);
+  if (!v || v->is_null()) return std::optional<int64_t>{};
+  if (v->is_int64() && v->get_int64() >= 1) return std::optional<int64_t>{v->get_int64()};
+  if (v->is_uint64()) return std::optional<int64_t>{INT64_MAX};
+  return std::unexpected(invalid(std::string("'") + key + "' must be a positive integer", key));
+}
+
+std::expected<RequestInfo, ApiError> reference_parse(Route route, std::string_view body) {
+  boost::system::error_code ec;
+  json::value doc = json::parse(body, ec);
+  if (ec) return std::unexpected(ApiError{ErrorCode::kInvalidJson, "request body is not valid JSON: " + ec.message(), {}, {}});
+  if (!doc.is_object()) return std::unexpected(ApiError{ErrorCode::kInvalidJson, "request body must be a JSON object", {}, {}});
+  const json::object& obj = doc.get_object();
+  RequestInfo info;
+  info.route = route;
+  const auto* model = obj.if_contains("model");
+  if (!model) return std::unexpected(invalid("'model' is required", "model"));
+  if (!model->is_string() || model->get_string().empty()) return std::unexpected(invalid("'model' must be a non-empty string", "model"));
+  info.model = model->get_string();
+  if (const auto* stream = obj.if_contains("stream"); stream && !stream->is_null()) {
+    if (!stream->is_bool()) return std::unexpected(invalid("'stream' must be a boolean", "stream"));
+    info.stream = stream->get_bool();
+  }
+  if (const auto* so = obj.if_contains("stream_options"); so && so->is_object()) {
+    if (const auto* iu = so->get_object().if_contains("include_usage"); iu && iu->is_bool()) info.include_usage = iu->get_bool();
+  }
+  auto max_tokens = read_max_tokens(obj, "max_tokens");
+  if (!max_tokens) return std::unexpected(max_tokens.error());
+  info.max_tokens = *max_tokens;
+  if (route == Route::kChatCompletions) {
+    auto mct = read_max_tokens(obj, "max_completion_tokens");
+    if (!mct) return std::unexpected(mct.error());
+    if (*mct) info.max_tokens = *mct;
+  }
+  auto prompt = route == Route::kChatCompletions ? chat_prompt_tokens(obj) : completion_prompt_tokens(obj);
+  if (!prompt) return std::unexpected(prompt.error());
+  info.prompt_tokens_estimate = *prompt;
+  return info;
+}
+
+// --- The comparison. ---
+
+void expect_same(Route route, const std::string& body) {
+  const auto expected = reference_parse(route, body);
+  const auto actual = parse_request(route, body);
+  ASSERT_EQ(actual.has_value(), expected.has_value())
+      << (actual ? std::string("accepted") : actual.error().message) << " vs "
+      << (expected ? std::string("accepted") : expected.error().message);
+  if (expected) {
+    EXPECT_EQ(actual->info.model, expected->model);
+    EXPECT_EQ(actual->info.stream, expected->stream);
+    EXPECT_EQ(actual->info.include_usage, expected->include_usage);
+    EXPECT_EQ(actual->info.max_tokens, expected->max_tokens);
+    EXPECT_EQ(actual->info.prompt_tokens_estimate, expected->prompt_tokens_estimate);
+    EXPECT_EQ(actual->body(), json::parse(body).as_object());
+  } else {
+    EXPECT_EQ(actual.error().code, expected.error().code);
+    EXPECT_EQ(actual.error().message, expected.error().message);
+    EXPECT_EQ(actual.error().param, expected.error().param);
+  }
+}
+
+TEST(RequestFields, DamagedBodiesReadAsTheDocumentReadThem) {
+  const std::vector<std::pair<Route, std::string>> seeds = {
+      {Route::kChatCompletions,
+       R"({"model":"m1","stream":true,"stream_options":{"include_usage":true},"max_tokens":50,)"
+       R"("messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"abcd"},)"
+       R"({"type":"image_url","image_url":{"url":"u"}}]}],"user":"u1"})"},
+      {Route::kChatCompletions,
+       R"({"messages":[{"role":"user","content":"x\u00e9y"}],"model":"m\"2","max_completion_tokens":7,"n":1})"},
+      {Route::kCompletions, R"({"model":"c","prompt":["abcdefgh",[1,2,3],7],"max_tokens":null,"stream":false})"},
+      {Route::kCompletions, R"({"model":"c","prompt":"hello world","stop":["\n"],"temperature":0.5})"},
+  };
+  const std::string alphabet = R"({}[]:,"\ 0123456789-.eEtrufalsn)" "\x01\xc3\xa9\xff" "abmodelpromptmessagescontenttext";
+  std::mt19937 rng(42);
+  int accepted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const auto& [route, seed] = seeds[rng() % seeds.size()];
+    std::string body = seed;
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = rng() % body.size();
+      switch (rng() % 4) {
+        case 0: body[at] = alphabet[rng() % alphabet.size()]; break;
+        case 1: body.insert(body.begin() + static_cast<std::ptrdiff_t>(at), alphabet[rng() % alphabet.size()]); break;
+        case 2: body.erase(at, 1); break;
+        default: {  // repeat a stretch: duplicate keys, nested copies
+          const std::size_t from = rng() % body.size();
+          const std::size_t len = std::min<std::size_t>(rng() % 40, body.size() - from);
+          body.insert(at, body.substr(from, len));
+        }
+      }
+    }
+    SCOPED_TRACE(testing::Message() << "case " << i << ": " << body);
+    expect_same(route, body);
+    if (HasFailure()) break;
+    accepted += reference_parse(route, body).has_value() ? 1 : 0;
+  }
+  EXPECT_GT(accepted, 1000);  // the damage left many bodies valid: the accepted path was compared
+}
+
+}  // namespace
+}  // namespace arbiter
