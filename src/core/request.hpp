@@ -21,6 +21,7 @@ struct RequestInfo {
   bool include_usage = false;              // stream_options.include_usage
   std::optional<int64_t> max_tokens;       // as requested (max_tokens or max_completion_tokens)
   int64_t prompt_tokens_estimate = 0;      // ~4 characters per token
+  std::optional<std::string> user;         // the OpenAI `user` field, when a string
 };
 
 }  // namespace arbiter

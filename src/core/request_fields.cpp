@@ -38,6 +38,7 @@ enum class Key : uint8_t {
   kMaxCompletionTokens,
   kMessages,
   kPrompt,
+  kUser,
   kIncludeUsage,  // in stream_options
   kContent,       // in a message
   kText,          // in a content part
@@ -51,6 +52,7 @@ Key top_key(std::string_view k) {
   if (k == "prompt") return Key::kPrompt;
   if (k == "max_completion_tokens") return Key::kMaxCompletionTokens;
   if (k == "stream_options") return Key::kStreamOptions;
+  if (k == "user") return Key::kUser;
   return Key::kOther;
 }
 
@@ -88,13 +90,17 @@ class Handler {
     return true;
   }
   bool on_string_part(boost::json::string_view s, std::size_t, error_code&) {
-    if (taking_model()) string_buffer_.append(s.data(), s.size());
+    if (taking_string()) string_buffer_.append(s.data(), s.size());
     return true;
   }
   bool on_string(boost::json::string_view s, std::size_t n, error_code&) {
-    if (taking_model()) {
+    if (taking_string()) {
       string_buffer_.append(s.data(), s.size());
-      out_.model_name = std::move(string_buffer_);
+      if (key_ == Key::kModel) {
+        out_.model_name = std::move(string_buffer_);
+      } else {
+        out_.user = std::move(string_buffer_);
+      }
       string_buffer_.clear();
     }
     value(JsonKind::kString, {}, n);
@@ -130,7 +136,10 @@ class Handler {
     const Role r = role();
     return r == Role::kTop || r == Role::kStreamOptions || r == Role::kMessage || r == Role::kPart;
   }
-  bool taking_model() const { return depth_ == 1 && role() == Role::kTop && key_ == Key::kModel; }
+  // The top-level strings kept whole: the model and the user.
+  bool taking_string() const {
+    return depth_ == 1 && role() == Role::kTop && (key_ == Key::kModel || key_ == Key::kUser);
+  }
 
   void set_key(std::string_view k) {
     switch (role()) {
@@ -224,6 +233,9 @@ class Handler {
         out_.model = kind;
         if (kind != JsonKind::kString) out_.model_name.clear();
         return Role::kIgnored;
+      case Key::kUser:
+        if (kind != JsonKind::kString) out_.user.reset();
+        return Role::kIgnored;
       case Key::kStream:
         out_.stream = scalar;
         out_.stream.kind = kind;
@@ -262,7 +274,7 @@ class Handler {
   std::size_t depth_ = 0;
   Key key_ = Key::kOther;    // the last key read in a keyed role
   std::string key_buffer_;   // a key that came in parts
-  std::string string_buffer_;  // the model name, when it came in parts
+  std::string string_buffer_;  // the model or user string, when it came in parts
   std::size_t content_chars_ = 0;  // the current message's content
   std::size_t parts_chars_ = 0;    // its parts so far
   std::size_t part_chars_ = 0;     // the current part's text

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,7 @@ struct RequestFields {
   JsonKind root = JsonKind::kAbsent;
   JsonKind model = JsonKind::kAbsent;
   std::string model_name;  // when `model` is a string
+  std::optional<std::string> user;  // `user`, when a string
   JsonScalar stream;
   bool include_usage = false;  // stream_options.include_usage, when a bool
   JsonScalar max_tokens;

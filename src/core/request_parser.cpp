@@ -96,6 +96,7 @@ std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string bo
     return std::unexpected(invalid("'model' must be a non-empty string", "model"));
   }
   out.info.model = std::move(f.model_name);
+  out.info.user = std::move(f.user);
 
   if (f.stream.kind != JsonKind::kAbsent && f.stream.kind != JsonKind::kNull) {
     if (f.stream.kind != JsonKind::kBool) return std::unexpected(invalid("'stream' must be a boolean", "stream"));

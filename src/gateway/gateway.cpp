@@ -40,9 +40,7 @@ std::string supersede_key(const HttpRequest& req, const ClassConfig& cls, const 
     return "key:" + std::string(*h);
   }
   if (cls.supersede_by_user) {
-    if (const auto* user = parsed.body().if_contains("user"); user && user->is_string()) {
-      return "user:" + std::string(user->get_string());
-    }
+    if (parsed.info.user) return "user:" + *parsed.info.user;
   }
   return {};
 }

@@ -92,6 +92,7 @@ std::expected<RequestInfo, ApiError> reference_parse(Route route, std::string_vi
   if (!model) return std::unexpected(invalid("'model' is required", "model"));
   if (!model->is_string() || model->get_string().empty()) return std::unexpected(invalid("'model' must be a non-empty string", "model"));
   info.model = model->get_string();
+  if (const auto* user = obj.if_contains("user"); user && user->is_string()) info.user = std::string(user->get_string());
   if (const auto* stream = obj.if_contains("stream"); stream && !stream->is_null()) {
     if (!stream->is_bool()) return std::unexpected(invalid("'stream' must be a boolean", "stream"));
     info.stream = stream->get_bool();
@@ -127,6 +128,7 @@ void expect_same(Route route, const std::string& body) {
     EXPECT_EQ(actual->info.include_usage, expected->include_usage);
     EXPECT_EQ(actual->info.max_tokens, expected->max_tokens);
     EXPECT_EQ(actual->info.prompt_tokens_estimate, expected->prompt_tokens_estimate);
+    EXPECT_EQ(actual->info.user, expected->user);
     EXPECT_EQ(actual->body(), json::parse(body).as_object());
   } else {
     EXPECT_EQ(actual.error().code, expected.error().code);
@@ -144,7 +146,7 @@ TEST(RequestFields, DamagedBodiesReadAsTheDocumentReadThem) {
       {Route::kChatCompletions,
        R"({"messages":[{"role":"user","content":"x\u00e9y"}],"model":"m\"2","max_completion_tokens":7,"n":1})"},
       {Route::kCompletions, R"({"model":"c","prompt":["abcdefgh",[1,2,3],7],"max_tokens":null,"stream":false})"},
-      {Route::kCompletions, R"({"model":"c","prompt":"hello world","stop":["\n"],"temperature":0.5})"},
+      {Route::kCompletions, R"({"model":"c","prompt":"hello world","stop":["\n"],"temperature":0.5,"user":"dev-7"})"},
   };
   const std::string alphabet = R"({}[]:,"\ 0123456789-.eEtrufalsn)" "\x01\xc3\xa9\xff" "abmodelpromptmessagescontenttext";
   std::mt19937 rng(42);
