@@ -178,7 +178,7 @@ echo "raw results: $RESULTS (load average before: $LOAD_BEFORE, after: $LOAD_AFT
 ((HAVE_ARBITER && UPDATE_DOCS)) || exit 0
 
 # The exact command, with any knob that differs from its default.
-COMMAND="bash bench/overhead.sh ${1:-build}"
+COMMAND="bash bench/overhead.sh ${BUILD_DIR#"$ROOT"/}"  # relative when inside the checkout
 for knob in RATE OPEN_S CLOSED_S WARMUP_S ROUNDS OPEN_CONNECTIONS CONCURRENCY PROXY_THREADS LOADGEN_THREADS; do
   case "$knob=${!knob}" in
     RATE=1000 | OPEN_S=10 | CLOSED_S=10 | WARMUP_S=0.5 | ROUNDS=5 | OPEN_CONNECTIONS=16 | CONCURRENCY=32 | \
