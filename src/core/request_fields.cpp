@@ -66,7 +66,7 @@ class Handler {
   static constexpr std::size_t max_key_size = static_cast<std::size_t>(-1);
   static constexpr std::size_t max_string_size = static_cast<std::size_t>(-1);
 
-  explicit Handler(RequestFields& out) : out_(out) {}
+  Handler(std::string_view text, RequestFields& out) : text_(text), out_(out) {}
 
   bool on_document_begin(error_code&) { return true; }
   bool on_document_end(error_code&) { return true; }
@@ -106,17 +106,20 @@ class Handler {
     value(JsonKind::kString, {}, n);
     return true;
   }
-  bool on_number_part(boost::json::string_view, error_code&) { return true; }
-  bool on_int64(int64_t i, boost::json::string_view, error_code&) {
-    value(JsonKind::kInt64, {.kind = JsonKind::kInt64, .int64 = i}, 0);
+  bool on_number_part(boost::json::string_view, error_code&) {
+    number_in_parts_ = true;
     return true;
   }
-  bool on_uint64(uint64_t, boost::json::string_view, error_code&) {
-    value(JsonKind::kUint64, {}, 0);
+  bool on_int64(int64_t i, boost::json::string_view s, error_code&) {
+    value(JsonKind::kInt64, {.kind = JsonKind::kInt64, .int64 = i, .span = span_of(s)}, 0);
     return true;
   }
-  bool on_double(double, boost::json::string_view, error_code&) {
-    value(JsonKind::kDouble, {}, 0);
+  bool on_uint64(uint64_t, boost::json::string_view s, error_code&) {
+    value(JsonKind::kUint64, {.kind = JsonKind::kUint64, .span = span_of(s)}, 0);
+    return true;
+  }
+  bool on_double(double, boost::json::string_view s, error_code&) {
+    value(JsonKind::kDouble, {.kind = JsonKind::kDouble, .span = span_of(s)}, 0);
     return true;
   }
   bool on_bool(bool b, error_code&) {
@@ -132,6 +135,15 @@ class Handler {
 
  private:
   Role role() const { return roles_[depth_]; }
+  // Where a number's text lies: known when the parser handed it over whole
+  // and from the scanned text (always, with the text given in one piece).
+  TextSpan span_of(boost::json::string_view s) {
+    const bool whole = !number_in_parts_ && s.data() >= text_.data() && s.data() + s.size() <= text_.data() + text_.size();
+    number_in_parts_ = false;
+    if (!whole) return {};
+    return {.offset = static_cast<std::size_t>(s.data() - text_.data()), .size = s.size()};
+  }
+
   bool keyed() const {
     const Role r = role();
     return r == Role::kTop || r == Role::kStreamOptions || r == Role::kMessage || r == Role::kPart;
@@ -267,7 +279,9 @@ class Handler {
     }
   }
 
+  std::string_view text_;
   RequestFields& out_;
+  bool number_in_parts_ = false;
   // Role of the container open at each depth; [0] is the document. Boost's
   // default max_depth (32) keeps within it.
   std::array<Role, 64> roles_{Role::kTop};
@@ -283,7 +297,7 @@ class Handler {
 }  // namespace
 
 error_code scan_request_fields(std::string_view text, RequestFields& out) {
-  boost::json::basic_parser<Handler> parser(boost::json::parse_options{}, out);
+  boost::json::basic_parser<Handler> parser(boost::json::parse_options{}, text, out);
   error_code ec;
   const std::size_t used = parser.write_some(false, text.data(), text.size(), ec);
   if (!ec && used < text.size()) ec = boost::json::error::extra_data;

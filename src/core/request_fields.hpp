@@ -19,11 +19,20 @@ namespace arbiter {
 
 enum class JsonKind : uint8_t { kAbsent, kNull, kBool, kInt64, kUint64, kDouble, kString, kArray, kObject };
 
-// A scalar top-level field: its kind and, for bool and int64, the value.
+// Where a value's text lies in the scanned body.
+struct TextSpan {
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::size_t offset = kNone;  // kNone: not known
+  std::size_t size = 0;
+};
+
+// A scalar top-level field: its kind, for bool and int64 the value, and for
+// numbers where its text lies.
 struct JsonScalar {
   JsonKind kind = JsonKind::kAbsent;
   bool boolean = false;
   int64_t int64 = 0;
+  TextSpan span;
 };
 
 struct RequestFields {

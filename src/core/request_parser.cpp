@@ -116,16 +116,36 @@ std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string bo
   auto prompt = route == Route::kChatCompletions ? chat_prompt_tokens(f) : completion_prompt_tokens(f);
   if (!prompt) return std::unexpected(prompt.error());
   out.info.prompt_tokens_estimate = *prompt;
+  out.max_tokens_ = f.max_tokens;
+  out.max_completion_tokens_ = f.max_completion_tokens;
   out.text = std::move(body);
   return out;
 }
 
 bool apply_max_tokens_cap(ParsedRequest& request, int64_t cap) {
   if (request.info.max_tokens && *request.info.max_tokens <= cap) return false;
-  json::object& body = request.body();
-  const bool uses_new_field = request.info.route == Route::kChatCompletions &&
-                              body.contains("max_completion_tokens") && !body.at("max_completion_tokens").is_null();
-  body[uses_new_field ? "max_completion_tokens" : "max_tokens"] = cap;
+  auto given = [](const JsonScalar& v) { return v.kind != JsonKind::kAbsent && v.kind != JsonKind::kNull; };
+  // The field the client used: parse_request checked a given one is a
+  // positive integer.
+  const bool uses_new_field =
+      request.info.route == Route::kChatCompletions && given(request.max_completion_tokens_);
+  JsonScalar& site = uses_new_field ? request.max_completion_tokens_ : request.max_tokens_;
+  const std::string digits = std::to_string(cap);
+  if (!request.document_changed_ && given(site) && site.span.offset != TextSpan::kNone) {
+    request.text.replace(site.span.offset, site.span.size, digits);
+  } else if (!request.document_changed_ && site.kind == JsonKind::kAbsent) {
+    // First in the object: the root is an object, so its brace is the first one.
+    request.text.insert(request.text.find('{') + 1, "\"max_tokens\":" + digits + ",");
+  } else {
+    request.body()[uses_new_field ? "max_completion_tokens" : "max_tokens"] = cap;
+    request.document_changed_ = true;
+  }
+  if (!request.document_changed_) {
+    request.body_.reset();  // a document built before reads the old text
+    // Offsets in the text moved: a later rewrite takes the document's way.
+    site.kind = JsonKind::kInt64;
+    request.max_tokens_.span = request.max_completion_tokens_.span = {};
+  }
   request.info.max_tokens = cap;
   return true;
 }

@@ -14,22 +14,35 @@
 
 #include "core/error.hpp"
 #include "core/request.hpp"
+#include "core/request_fields.hpp"
 
 namespace arbiter {
 
 class ParsedRequest {
  public:
   RequestInfo info;
-  std::string text;  // the body as the client sent it: never changed
+  // The body to send: the client's bytes, or with a max_tokens cap written
+  // in place (apply_max_tokens_cap edits the number's text). Read-only to
+  // everyone else.
+  std::string text;
 
-  // The body as a JSON object, parsed from `text` on first use. Rewrites
-  // (apply_max_tokens_cap, the engine priority) go here, not into `text`.
+  // The body as a JSON object, parsed from `text` on first use (the
+  // rewriting paths: engine priority, resume). Changes made here are not
+  // in `text`: document_changed() says the document must be serialised.
   // Lazily built: a memo, hence mutable behind the const overload.
   boost::json::object& body();
   const boost::json::object& body() const;
+  bool document_changed() const { return document_changed_; }
 
  private:
+  friend std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string body);
+  friend bool apply_max_tokens_cap(ParsedRequest& request, int64_t cap);
+
   mutable std::optional<boost::json::object> body_;
+  bool document_changed_ = false;  // set by a change to body() that `text` lacks
+  // The budget fields as scanned, for a cap written into `text`.
+  JsonScalar max_tokens_;
+  JsonScalar max_completion_tokens_;
 };
 
 std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string body);
@@ -41,7 +54,10 @@ int64_t estimate_tokens(std::size_t chars);
 
 // Makes the request ask for at most `cap` tokens: rewrites max_tokens (or
 // max_completion_tokens, whichever the client used) when it is above the cap
-// or absent. Returns true when the body changed.
+// or absent. Returns true when the body changed. The number is edited in
+// `text` (or the field added after the opening brace), so the request still
+// goes out without a JSON document; a null budget or a document already
+// changed takes the document's way.
 bool apply_max_tokens_cap(ParsedRequest& request, int64_t cap);
 
 }  // namespace arbiter

@@ -53,7 +53,6 @@ struct Gateway::Admission {
   ParsedRequest parsed;
   std::size_t pool = 0;       // index of the model's pool
   std::size_t cls = 0;        // index of the class
-  bool rewritten = false;     // the body must be re-serialised (cap, priority)
   ResumeMethod resume = ResumeMethod::kNone;  // how a preempted run would continue
 };
 
@@ -284,10 +283,7 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
     a.cls = *cls;
     rec.cls = config_.classes[a.cls].name;
     if (const auto cap = config_.classes[a.cls].max_tokens_cap) {
-      if (apply_max_tokens_cap(a.parsed, *cap)) {
-        a.rewritten = true;
-        metrics_.rewrites.with({rec.cls}).inc();
-      }
+      if (apply_max_tokens_cap(a.parsed, *cap)) metrics_.rewrites.with({rec.cls}).inc();
     }
     // Only work the scheduler may preempt needs a way to resume.
     const auto& policy = config_.classes[a.cls].policy;
@@ -400,11 +396,11 @@ Task<RelayOutcome> Gateway::run_upstream(Route route, Admission& admission, Disp
     up.accept = req["accept"];
     if (resume) resume->checkpoint.begin_run();
     // The engine orders its own queue the way the gateway does: `priority`.
-    const bool as_sent = !admission.rewritten && !backend.priority_scheduling &&
+    const bool as_sent = !admission.parsed.document_changed() && !backend.priority_scheduling &&
                          (!resume || (!resume->checkpoint.resumed() && !resume->aggregate));
-    std::string rewritten;  // the body sent when it is not the client's
+    std::string rewritten;  // the body sent when it is serialised from the document
     if (as_sent) {
-      up.body = admission.parsed.text;  // the client's bytes, unchanged
+      up.body = admission.parsed.text;  // the client's bytes (a cap written in place)
     } else if (resume) {
       boost::json::object body = run_body(admission.parsed, admission.resume, resume->checkpoint, resume->aggregate);
       if (backend.priority_scheduling) body["priority"] = slot.engine_priority();

@@ -175,10 +175,18 @@ TEST(RequestParser, TheDocumentIsBuiltFromTheTextOnlyWhenAsked) {
   const std::string text = R"({"model":"m","max_tokens":500,"user":"u1","messages":[{"role":"user","content":"x"}]})";
   auto p = parse_ok(Route::kChatCompletions, text);
   EXPECT_EQ(p.text, text);
+  EXPECT_EQ(p.info.user, "u1");
   EXPECT_EQ(p.body(), boost::json::parse(text).as_object());
+  // A cap is written into the text in place: still no document to send.
   EXPECT_TRUE(apply_max_tokens_cap(p, 100));
-  EXPECT_EQ(p.body().at("max_tokens").as_int64(), 100);
-  EXPECT_EQ(p.text, text);  // the client's bytes stay as sent
+  EXPECT_FALSE(p.document_changed());
+  EXPECT_EQ(p.text, R"({"model":"m","max_tokens":100,"user":"u1","messages":[{"role":"user","content":"x"}]})");
+  EXPECT_EQ(p.body().at("max_tokens").as_int64(), 100);  // the document, built again, agrees
+  // A change only the document can hold is flagged for serialising.
+  auto q = parse_ok(Route::kChatCompletions, R"({"model":"m","max_tokens":null,"messages":[{"content":"x"}]})");
+  EXPECT_TRUE(apply_max_tokens_cap(q, 100));
+  EXPECT_TRUE(q.document_changed());
+  EXPECT_EQ(q.body().at("max_tokens").as_int64(), 100);
 }
 
 }  // namespace
