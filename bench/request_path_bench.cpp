@@ -11,6 +11,10 @@
 // BM_RequestBody_Fields / BM_RequestBody_Document: the same 1 KB chat body
 //   through parse_request (one SAX pass, no document) against
 //   boost::json::parse (the document the gateway used to build).
+// BM_CappedBody_InPlace / BM_CappedBody_Document: a 1 KB completion body
+//   asking for 256 tokens, capped to 128 (the completion class) and made
+//   ready to send: parse_request and the cap written into the text, against
+//   the document parsed, rewritten and serialised.
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -120,6 +124,33 @@ void BM_RequestBody_Document(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_RequestBody_Document);
+
+std::string completion_body() {
+  std::string prompt;
+  while (prompt.size() < 900) prompt += "def add(a, b):\\n    return a + b\\n";
+  return R"({"model":"coder","prompt":")" + prompt + R"(","max_tokens":256,"temperature":0.1,"user":"dev-7"})";
+}
+
+void BM_CappedBody_InPlace(benchmark::State& state) {
+  const std::string body = completion_body();
+  for (auto _ : state) {
+    auto parsed = parse_request(Route::kCompletions, body);
+    if (!parsed || !apply_max_tokens_cap(*parsed, 128) || parsed->document_changed()) state.SkipWithError("not capped in place");
+    benchmark::DoNotOptimize(parsed->text.data());
+  }
+}
+BENCHMARK(BM_CappedBody_InPlace);
+
+void BM_CappedBody_Document(benchmark::State& state) {
+  const std::string body = completion_body();
+  for (auto _ : state) {
+    boost::json::object doc = boost::json::parse(body).as_object();
+    doc["max_tokens"] = 128;
+    std::string sent = boost::json::serialize(doc);
+    benchmark::DoNotOptimize(sent.data());
+  }
+}
+BENCHMARK(BM_CappedBody_Document);
 
 }  // namespace
 }  // namespace arbiter
