@@ -45,15 +45,19 @@ enum class Key : uint8_t {
 };
 
 Key top_key(std::string_view k) {
-  if (k == "model") return Key::kModel;
-  if (k == "messages") return Key::kMessages;
-  if (k == "max_tokens") return Key::kMaxTokens;
-  if (k == "stream") return Key::kStream;
-  if (k == "prompt") return Key::kPrompt;
-  if (k == "max_completion_tokens") return Key::kMaxCompletionTokens;
-  if (k == "stream_options") return Key::kStreamOptions;
-  if (k == "user") return Key::kUser;
-  return Key::kOther;
+  // By length first: one or two candidates each.
+  switch (k.size()) {
+    case 4: return k == "user" ? Key::kUser : Key::kOther;
+    case 5: return k == "model" ? Key::kModel : Key::kOther;
+    case 6:
+      if (k == "stream") return Key::kStream;
+      return k == "prompt" ? Key::kPrompt : Key::kOther;
+    case 8: return k == "messages" ? Key::kMessages : Key::kOther;
+    case 10: return k == "max_tokens" ? Key::kMaxTokens : Key::kOther;
+    case 14: return k == "stream_options" ? Key::kStreamOptions : Key::kOther;
+    case 21: return k == "max_completion_tokens" ? Key::kMaxCompletionTokens : Key::kOther;
+    default: return Key::kOther;
+  }
 }
 
 // The Boost.JSON SAX handler. Every value, containers included, goes

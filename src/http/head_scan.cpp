@@ -122,20 +122,38 @@ struct Framing {
 bool read_framing(std::span<const HeadField> fields, Framing& out) {
   bool has_connection = false;
   for (const HeadField& f : fields) {
-    if (lower_equals(f.name, "content-length")) {
-      if (out.has_length || !parse_length(f.value, out.length)) return false;
-      out.has_length = true;
-    } else if (lower_equals(f.name, "connection")) {
-      if (has_connection) return false;
-      has_connection = true;
-      if (lower_equals(f.value, "close")) {
-        out.close = true;
-      } else if (!lower_equals(f.value, "keep-alive")) {
-        return false;
-      }
-    } else if (lower_equals(f.name, "transfer-encoding") || lower_equals(f.name, "proxy-connection") ||
-               lower_equals(f.name, "upgrade") || lower_equals(f.name, "expect")) {
-      return false;
+    // By length first: most fields (Host, User-Agent, Content-Type, Server,
+    // Date) match none of these, and each length has one candidate.
+    switch (f.name.size()) {
+      case 14:  // content-length
+        if (!lower_equals(f.name, "content-length")) continue;
+        if (out.has_length || !parse_length(f.value, out.length)) return false;
+        out.has_length = true;
+        break;
+      case 10:  // connection
+        if (!lower_equals(f.name, "connection")) continue;
+        if (has_connection) return false;
+        has_connection = true;
+        if (lower_equals(f.value, "close")) {
+          out.close = true;
+        } else if (!lower_equals(f.value, "keep-alive")) {
+          return false;
+        }
+        break;
+      case 17:
+        if (lower_equals(f.name, "transfer-encoding")) return false;
+        break;
+      case 16:
+        if (lower_equals(f.name, "proxy-connection")) return false;
+        break;
+      case 7:
+        if (lower_equals(f.name, "upgrade")) return false;
+        break;
+      case 6:
+        if (lower_equals(f.name, "expect")) return false;
+        break;
+      default:
+        break;
     }
   }
   return true;
