@@ -306,30 +306,35 @@ TEST(HeadScan, LowerEqualsMatchesAnyCaseOnly) {
   EXPECT_FALSE(lower_equals("caf\xc3\xa9", "cafe"));
 }
 
+// `wire` with one to three bytes replaced, inserted or removed, the bytes
+// chosen from those that matter to HTTP framing.
+std::string damaged(std::string wire, std::mt19937& rng) {
+  static const std::string kBytes = std::string("\r\n\t :;,/\"()<>@[]{}=?\\\x7f\x00\x80\xff" "aZ09-_.!~", 31);
+  const int edits = 1 + static_cast<int>(rng() % 3);
+  for (int e = 0; e < edits; ++e) {
+    const std::size_t at = rng() % wire.size();
+    const char c = kBytes[rng() % kBytes.size()];
+    switch (rng() % 3) {
+      case 0: wire[at] = c; break;
+      case 1: wire.insert(wire.begin() + static_cast<std::ptrdiff_t>(at), c); break;
+      default: wire.erase(at, 1); break;
+    }
+  }
+  return wire;
+}
+
 // Random damage to real requests (a fixed seed, 20k cases): whatever the
-// scan still accepts, Beast must read identically. Bytes are chosen from
-// the ones that matter to HTTP framing.
+// scan still accepts, Beast must read identically.
 TEST(HeadScan, MutatedRequestsTheScanAcceptsBeastReadsTheSame) {
   const std::vector<std::string> seeds = {
       request_with("Host: a:1\r\nContent-Type: application/json\r\nAuthorization: Bearer k\r\n"),
       request_with("X-A: 1\r\nConnection: close\r\n", "{}"),
       "GET /v1/models HTTP/1.1\r\nHost: h\r\n\r\n",
   };
-  const std::string interesting = std::string("\r\n\t :;,/\"()<>@[]{}=?\\\x7f\x00\x80\xff" "aZ09-_.!~", 31);
   std::mt19937 rng(20261130);
   int accepted = 0;
   for (int i = 0; i < 20000; ++i) {
-    std::string wire = seeds[rng() % seeds.size()];
-    const int edits = 1 + static_cast<int>(rng() % 3);
-    for (int e = 0; e < edits; ++e) {
-      const std::size_t at = rng() % wire.size();
-      const char c = interesting[rng() % interesting.size()];
-      switch (rng() % 3) {
-        case 0: wire[at] = c; break;
-        case 1: wire.insert(wire.begin() + static_cast<std::ptrdiff_t>(at), c); break;
-        default: wire.erase(at, 1); break;
-      }
-    }
+    const std::string wire = damaged(seeds[rng() % seeds.size()], rng);
     ScannedRequest s;
     if (!scan_request(wire, kHeaderLimit, kBodyLimit, s)) continue;
     ++accepted;
@@ -347,21 +352,10 @@ TEST(HeadScan, MutatedResponsesTheScanAcceptsBeastFramesTheSame) {
       response_with("Server: nginx\r\nContent-Type: application/json\r\nConnection: keep-alive\r\n", "{}"),
       response_with("Retry-After: 2\r\nConnection: close\r\n", "abc"),
   };
-  const std::string interesting = std::string("\r\n\t :;,/\"()<>@[]{}=?\\\x7f\x00\x80\xff" "aZ09-_.!~", 31);
   std::mt19937 rng(1130);
   int accepted = 0;
   for (int i = 0; i < 20000; ++i) {
-    std::string wire = seeds[rng() % seeds.size()];
-    const int edits = 1 + static_cast<int>(rng() % 3);
-    for (int e = 0; e < edits; ++e) {
-      const std::size_t at = rng() % wire.size();
-      const char c = interesting[rng() % interesting.size()];
-      switch (rng() % 3) {
-        case 0: wire[at] = c; break;
-        case 1: wire.insert(wire.begin() + static_cast<std::ptrdiff_t>(at), c); break;
-        default: wire.erase(at, 1); break;
-      }
-    }
+    const std::string wire = damaged(seeds[rng() % seeds.size()], rng);
     ScannedResponse r;
     if (!scan_response(wire, kHeaderLimit, r)) continue;
     ++accepted;
