@@ -240,6 +240,7 @@ class Handler {
   }
 
   Role top_value(JsonKind kind, JsonScalar scalar, std::size_t string_size) {
+    scalar.kind = kind;
     if (depth_ == 0) {
       out_.root = kind;
       return kind == JsonKind::kObject ? Role::kTop : Role::kIgnored;
@@ -254,18 +255,15 @@ class Handler {
         return Role::kIgnored;
       case Key::kStream:
         out_.stream = scalar;
-        out_.stream.kind = kind;
         return Role::kIgnored;
       case Key::kStreamOptions:
         out_.include_usage = false;  // a later stream_options replaces an earlier one
         return kind == JsonKind::kObject ? Role::kStreamOptions : Role::kIgnored;
       case Key::kMaxTokens:
         out_.max_tokens = scalar;
-        out_.max_tokens.kind = kind;
         return Role::kIgnored;
       case Key::kMaxCompletionTokens:
         out_.max_completion_tokens = scalar;
-        out_.max_completion_tokens.kind = kind;
         return Role::kIgnored;
       case Key::kMessages:
         out_.messages = kind;

@@ -272,8 +272,7 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
     }
     a.pool = it->second;
     rec.model = a.parsed.info.model;
-    std::optional<std::string_view> claimed;
-    claimed = req.field("x-arbiter-class");
+    const std::optional<std::string_view> claimed = req.field("x-arbiter-class");
     auto cls = classifier_.classify({.route = route,
                                      .model = a.parsed.info.model,
                                      .tenant = a.tenant,
@@ -391,9 +390,8 @@ Task<RelayOutcome> Gateway::run_upstream(Route route, Admission& admission, Disp
     UpstreamRequest up{.target = route_path(route),
                        .host = pool.upstream(slot.backend()).host_header(),
                        .request_id = rec.request_id,
-                       .accept = {},
+                       .accept = req["accept"],
                        .body = {}};
-    up.accept = req["accept"];
     if (resume) resume->checkpoint.begin_run();
     // The engine orders its own queue the way the gateway does: `priority`.
     const bool as_sent = !admission.parsed.document_changed() && !backend.priority_scheduling &&

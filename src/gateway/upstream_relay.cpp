@@ -188,6 +188,8 @@ class Exchange {
                 upstream_failed("the backend closed the connection or sent a bad response: " +
                                 ec.message()));
   }
+  // A body over limits.max_upstream_response_bytes.
+  void fail_too_large() { fail("too_large", upstream_failed("the backend's response is too large")); }
   // `ec` empty: the stream_idle deadline passed.
   void fail_body(const std::optional<beast::error_code>& ec) {
     if (!ec) {
@@ -337,7 +339,7 @@ class Exchange {
         }
       }
       if (resume.checkpoint.text.size() > r_.limits.max_upstream_response_bytes) {
-        fail("too_large", upstream_failed("the backend's response is too large"));
+        fail_too_large();
         co_return false;
       }
       if (parser.is_done()) break;
@@ -361,7 +363,7 @@ class Exchange {
   Task<bool> relay_whole(tcp::socket& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
     const std::optional<uint64_t> len = parser.content_length();
     if (len && *len > r_.limits.max_upstream_response_bytes) {
-      fail("too_large", upstream_failed("the backend's response is too large"));
+      fail_too_large();
       co_return false;
     }
     std::string body;     // the pieces, when the body came in more than one read
@@ -371,7 +373,7 @@ class Exchange {
       if (body.empty() && parser.is_done() && pieces.size() <= 1) {
         if (!pieces.empty()) whole = pieces.front();  // valid until the next read on this connection
         if (whole.size() > r_.limits.max_upstream_response_bytes) {
-          fail("too_large", upstream_failed("the backend's response is too large"));
+          fail_too_large();
           co_return false;
         }
         break;
@@ -379,7 +381,7 @@ class Exchange {
       if (body.empty() && len) body.reserve(*len);
       for (const std::string_view piece : pieces) body.append(piece);
       if (body.size() > r_.limits.max_upstream_response_bytes) {
-        fail("too_large", upstream_failed("the backend's response is too large"));
+        fail_too_large();
         co_return false;
       }
       if (parser.is_done()) {
