@@ -17,7 +17,9 @@
 #include "bench/report_json.hpp"
 #include "bench/report_markdown.hpp"
 #include "bench/report_plots.hpp"
+#include "bench/regret.hpp"
 #include "bench/scenario_yaml.hpp"
+#include "bench/sweep.hpp"
 #include "bench/virtual_run.hpp"
 
 namespace arbiter::bench {
@@ -37,6 +39,11 @@ constexpr const char* kUsage =
     "  arbiter-bench gateway-config --scenario FILE --out FILE [--sim | --engines-url URL,...]\n"
     "                [--policy fifo|priority|hybrid] [--port N] [--model NAME]\n"
     "      an arbiter config running the scenario's gateway (default --sim)\n"
+    "  arbiter-bench sweep [--count N] [--seed N] [--from K] [--duration S] [--engines N]\n"
+    "                [--jobs N] [--out DIR] [--max-losing N]\n"
+    "      generated scenarios under fifo, priority and hybrid; exit 1 when hybrid loses\n"
+    "      by the regret yardstick on more than N of them (default 0; DIR: sweep.md and\n"
+    "      each losing scenario's YAML)\n"
     "  arbiter-bench check DIR\n"
     "      verify DIR/results.json (counts add up, percentiles ordered)\n";
 
@@ -275,7 +282,57 @@ int run_virtual_command(int argc, char** argv) {
         scenario->name.c_str(), p.policy.c_str(), static_cast<unsigned long long>(p.all.generated),
         p.all.goodput_rps, p.utilisation * 100, p.wall_s);
   }
+  for (const Regret& r : find_regrets(*scenario, results))
+    std::fprintf(stderr, "%s: hybrid loses: %s\n", scenario->name.c_str(), describe(r).c_str());
   return write_outputs(out_dir, *scenario, results);
+}
+
+int run_sweep_command(int argc, char** argv) {
+  std::map<std::string, std::string> f;
+  int status = 0;
+  if (!parse_flags(argc, argv,
+                   {"--count", "--seed", "--from", "--duration", "--engines", "--jobs", "--out",
+                    "--max-losing"},
+                   {}, f, status)) {
+    return status;
+  }
+  uint64_t seed = 1;
+  uint32_t count = 200, first = 0, max_losing = 0;
+  unsigned jobs = 1;
+  SweepShape shape;
+  if (f.contains("--seed") && !parse_number(f["--seed"], seed)) return usage("--seed must be an integer");
+  if (f.contains("--count") && !(parse_number(f["--count"], count) && count > 0))
+    return usage("--count must be a positive integer");
+  if (f.contains("--from") && !parse_number(f["--from"], first))
+    return usage("--from must be an integer");
+  if (f.contains("--jobs") && !(parse_number(f["--jobs"], jobs) && jobs > 0 && jobs <= 256))
+    return usage("--jobs must be an integer from 1 to 256");
+  if (f.contains("--max-losing") && !parse_number(f["--max-losing"], max_losing))
+    return usage("--max-losing must be an integer");
+  if (f.contains("--duration") &&
+      !(parse_number(f["--duration"], shape.duration_s) && shape.duration_s >= 1))
+    return usage("--duration must be at least 1 (seconds)");
+  if (f.contains("--engines") &&
+      !(parse_number(f["--engines"], shape.max_engines) && shape.max_engines > 0))
+    return usage("--engines must be a positive integer");
+  const auto cases = run_sweep(seed, first, count, shape, jobs);
+  std::size_t losing = 0;
+  for (const SweepCase& c : cases) {
+    if (c.regrets.empty()) continue;
+    ++losing;
+    std::fprintf(stderr, "%s (%s):\n", c.name.c_str(), c.finding.c_str());
+    for (const Regret& r : c.regrets) std::fprintf(stderr, "  %s\n", describe(r).c_str());
+  }
+  if (f.contains("--out")) {
+    if (!make_dir(f["--out"])) return 1;
+    std::ofstream(f["--out"] + "/sweep.md") << render_sweep_markdown(seed, cases, command_line(argc, argv));
+    for (const SweepCase& c : cases) {
+      if (!c.regrets.empty()) std::ofstream(f["--out"] + "/" + c.name + ".yaml") << c.yaml;
+    }
+  }
+  std::fprintf(stderr, "sweep: %zu scenarios, %zu where hybrid loses (at most %u allowed)\n",
+               cases.size(), losing, max_losing);
+  return losing > max_losing ? 1 : 0;
 }
 
 int run_check_command(int argc, char** argv) {
@@ -295,6 +352,7 @@ int run_cli(int argc, char** argv) {
   const std::string command = argv[1];
   if (command == "virtual") return run_virtual_command(argc, argv);
   if (command == "check") return run_check_command(argc, argv);
+  if (command == "sweep") return run_sweep_command(argc, argv);
   if (command == "live") return run_live_command(argc, argv);
   if (command == "gateway-config") return run_gateway_config_command(argc, argv);
   if (command == "--help" || command == "-h") {

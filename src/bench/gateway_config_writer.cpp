@@ -42,7 +42,8 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
       << "auth: {enabled: true}\n"
       << "scheduler: {policy: " << o.policy << ", aging_fraction: " << s.aging_fraction
       << ", preemption: " << yes_no(s.preemption)
-      << ", preempt_after_ms: " << s.preempt_after.count() << "}\n"
+      << ", preempt_after_ms: " << s.preempt_after.count()
+      << ", preempt_guard_ms: " << s.preempt_guard.count() << "}\n"
       << "engine_signals: {enabled: " << yes_no(e.signals)
       << ", interval_ms: " << static_cast<int64_t>(e.scrape_ms)
       << ", kv_saturation: " << e.kv_threshold << "}\n"

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <functional>
 
+#include "bench/regret.hpp"
+
 namespace arbiter::bench {
 namespace {
 
@@ -31,7 +33,7 @@ const PolicySummary* find(const RunResults& r, std::string_view name) {
 }
 
 // Requests the client saw fail: 429, 503 (queue deadline, engine refusal), or its own time-out.
-double failed_share(const GroupSummary& g) {
+double lost_share(const GroupSummary& g) {
   if (g.generated == 0) return 0;
   const double lost =
       static_cast<double>(g.outcomes[static_cast<std::size_t>(Outcome::kRejected)] +
@@ -99,7 +101,7 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
                       [c](const PolicySummary& p) { return deadline_rate(p.classes[c]); }, pct});
     }
     rows.push_back({n + ": failed (429 + 503 + client timeout)",
-                    [c](const PolicySummary& p) { return failed_share(p.classes[c]); }, pct});
+                    [c](const PolicySummary& p) { return lost_share(p.classes[c]); }, pct});
     rows.push_back({n + ": share meeting SLO",
                     [c](const PolicySummary& p) { return p.classes[c].good_share; }, pct});
   }
@@ -149,6 +151,13 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
              (hybrid->all.goodput_rps >= best->all.goodput_rps ? "beats" : "does **not** beat") +
              " every baseline on goodput here.\n";
     }
+  }
+  if (comparable(results)) {
+    const auto regrets = find_regrets(scenario, results);
+    out += "\nRegret yardstick (docs/arbiter-bench.md): ";
+    if (regrets.empty()) out += "hybrid loses to neither fifo nor priority on any figure.\n";
+    else out += "hybrid loses on " + std::to_string(regrets.size()) + " figures:\n\n";
+    for (const Regret& r : regrets) out += "- " + describe(r) + "\n";
   }
 
   for (const char* level : {"classes", "tenants"}) {

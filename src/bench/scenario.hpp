@@ -154,7 +154,8 @@ struct Scenario {
   std::vector<std::string> policies = {"direct", "fifo", "priority", "hybrid"};
   double aging_fraction = 0.2;  // the gateway's defaults (core/config.hpp SchedulerSettings)
   bool preemption = true;
-  std::chrono::milliseconds preempt_after{1000};  // scheduler.preempt_after_ms
+  std::chrono::milliseconds preempt_after{1000};   // scheduler.preempt_after_ms
+  std::chrono::milliseconds preempt_guard{10'000};  // scheduler.preempt_guard_ms
   std::vector<TenantSpec> tenants;
   std::vector<ClassSpec> classes;
 };

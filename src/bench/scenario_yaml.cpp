@@ -374,6 +374,7 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
   s.aging_fraction = SchedulerSettings{}.aging_fraction;
   s.preemption = SchedulerSettings{}.preemption;
   s.preempt_after = SchedulerSettings{}.preempt_after;
+  s.preempt_guard = SchedulerSettings{}.preempt_guard;
   if (!r.map(root, "",
              {"name", "finding", "seed", "duration_s", "max_requests", "drain_s", "engine",
               "direct_routing", "policies", "scheduler", "tenants", "classes"})) {
@@ -407,12 +408,15 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
     }
   }
   if (const YAML::Node sch = root["scheduler"]) {
-    if (r.map(sch, "scheduler", {"aging_fraction", "preemption", "preempt_after_ms"})) {
+    if (r.map(sch, "scheduler", {"aging_fraction", "preemption", "preempt_after_ms", "preempt_guard_ms"})) {
       r.read(sch, "scheduler", "aging_fraction", s.aging_fraction, 0, 1);
       r.read(sch, "scheduler", "preemption", s.preemption);
       double preempt_after_ms = static_cast<double>(s.preempt_after.count());
       r.read(sch, "scheduler", "preempt_after_ms", preempt_after_ms, 0, 3.6e6);
       s.preempt_after = std::chrono::milliseconds(static_cast<int64_t>(preempt_after_ms));
+      double preempt_guard_ms = static_cast<double>(s.preempt_guard.count());
+      r.read(sch, "scheduler", "preempt_guard_ms", preempt_guard_ms, 0, 3.6e6);
+      s.preempt_guard = std::chrono::milliseconds(static_cast<int64_t>(preempt_guard_ms));
     }
   }
   if (const YAML::Node t = root["tenants"]) {

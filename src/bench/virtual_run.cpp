@@ -22,6 +22,7 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
   out.aging_fraction = scenario.aging_fraction;
   out.preemption = scenario.preemption;
   out.preempt_after = scenario.preempt_after;
+  out.preempt_guard = scenario.preempt_guard;
   for (const ClassSpec& c : scenario.classes) out.classes.push_back(c.policy);
   out.pools.push_back({.name = "model",
                        .max_concurrency = std::vector<uint32_t>(scenario.engine.count,

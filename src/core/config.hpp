@@ -101,6 +101,7 @@ struct SchedulerSettings {
   double aging_fraction = 0.2;  // urgent when this fraction of max_queue_wait is left
   bool preemption = true;       // preempt (and resume) preemptible work for a class below min_share
   std::chrono::milliseconds preempt_after{1000};  // how long such a class waits before it preempts
+  std::chrono::milliseconds preempt_guard{10'000};  // a resumed victim is not preempted again sooner
 };
 
 // Scraping each backend's /metrics for saturation (docs/engine-signals.md).

@@ -167,15 +167,17 @@ class Scheduler {
   uint32_t pick_request(uint32_t pool, TimePoint now);  // kNil when nothing may start
   uint32_t pick_hybrid(uint32_t pool, TimePoint now);
   uint32_t head_of_class(uint32_t pool, uint32_t klass);  // fair tenant's EDF head
-  bool capped(const Pool& pool, uint32_t klass) const;    // at max_share
+  int64_t cap_room(const Pool& pool, uint32_t klass) const;  // slots left under max_share
+  bool capped(const Pool& pool, uint32_t klass) const;       // at max_share
   void start(uint32_t id, uint32_t backend, TimePoint now, Actions& out);
   void preempt_pool(uint32_t pool, TimePoint now, Actions& out);
   // When the class's waiting work may cause a preemption (preempt_after).
   TimePoint preemption_due(const ClassQueue& cq, uint32_t klass) const;
-  uint32_t pick_victim(const Pool& pool) const;
+  uint32_t pick_victim(const Pool& pool, TimePoint now) const;
   // From a victim list's tail back: the newest request whose backend could
-  // reuse its slot (not saturated, not down); kNil if none (bounded walk).
-  uint32_t newest_useful_victim(const Pool& pool, uint32_t tail) const;
+  // reuse its slot (not saturated, not down) and that was not preempted
+  // within preempt_guard; kNil if none (bounded walk).
+  uint32_t newest_useful_victim(const Pool& pool, uint32_t tail, TimePoint now) const;
 
   SchedulerConfig config_;                // validated; only tenant_weights ever changes
   std::vector<Node> nodes_;               // request slab

@@ -59,6 +59,7 @@ std::optional<std::string> validate(const SchedulerConfig& config) {
   if (!is_fraction(config.aging_fraction)) return "scheduler: aging_fraction must be in [0, 1]";
   if (config.rate_window <= Duration::zero()) return "scheduler: rate_window must be > 0";
   if (config.preempt_after < Duration::zero()) return "scheduler: preempt_after must be >= 0";
+  if (config.preempt_guard < Duration::zero()) return "scheduler: preempt_guard must be >= 0";
   if (!(config.fallback_tokens_per_slot_second > 0)) {
     return "scheduler: fallback_tokens_per_slot_second must be > 0";
   }

@@ -70,6 +70,9 @@ struct SchedulerConfig {
   // pool that is already full: arbiter-bench's starvation scenario loses a
   // third of its goodput with 100 ms and nothing with 1 s.
   Duration preempt_after = std::chrono::milliseconds(1000);
+  // Thrash guard: a request resumed after a preemption is not preempted
+  // again until this long after it was requeued.
+  Duration preempt_guard = std::chrono::seconds(10);
   // Time constant of the completion-rate estimate behind Retry-After.
   Duration rate_window = std::chrono::seconds(10);
   // Drain rate assumed before any completion was seen: tokens per second per

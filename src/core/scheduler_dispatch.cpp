@@ -162,12 +162,14 @@ uint32_t Scheduler::pick_request(uint32_t pool, TimePoint now) {
   return pick_hybrid(pool, now);
 }
 
-bool Scheduler::capped(const Pool& pool, uint32_t klass) const {
+int64_t Scheduler::cap_room(const Pool& pool, uint32_t klass) const {
   // A class may always hold one slot: on a small pool (max_share * capacity
-  // < 1) a hard cap would otherwise starve it completely.
+  // < 1) a cap would otherwise starve it completely.
   const double cap = std::max(1.0, config_.classes[klass].max_share * pool.capacity);
-  return pool.classes[klass].in_flight + 1 > cap + kEpsilon;
+  return static_cast<int64_t>(std::floor(cap + kEpsilon)) - pool.classes[klass].in_flight;
 }
+
+bool Scheduler::capped(const Pool& pool, uint32_t klass) const { return cap_room(pool, klass) <= 0; }
 
 uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
   Pool& p = pools_[pool];
@@ -189,9 +191,14 @@ uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
   }
   if (best != kNil) return head_of_class(pool, best);
 
-  // 2. Aging: a request in the last aging_fraction of its allowed wait jumps
-  // the weighted order, earliest deadline first. Its class is still charged,
-  // so the jump is borrowed from the class's later turns, not stolen.
+  // 2. Aging: a class holding a request in the last aging_fraction of its
+  // allowed wait jumps the weighted order, the earliest such deadline first.
+  // The class is still charged, so the jump is borrowed from its later
+  // turns, not stolen. Inside the class the fair tenant still goes first:
+  // aging reorders classes and a tenant's own requests, never tenants, so a
+  // flooding tenant whose requests all age cannot take more than its share
+  // of the class while others wait (they wait as long as their own queue,
+  // not as long as the flooder's).
   // Candidates per class: the oldest request with the class deadline (head
   // of the arrival list, unless still held by its debounce) and the most
   // urgent one with its own deadline (top of the urgency heap).
@@ -212,15 +219,20 @@ uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
     if (listed && earlier(cq.arrivals_head, urgent)) urgent = cq.arrivals_head;
     if (own && earlier(cq.urgent.top().id, urgent)) urgent = cq.urgent.top().id;
   }
-  if (urgent != kNil) return urgent;
+  if (urgent != kNil) return head_of_class(pool, nodes_[urgent].klass);
 
   // 3. Weighted fair share in tokens: the backlogged class with the least
-  // virtual time. 4. Only when no other class can use the slot: background.
-  for (const bool background : {false, true}) {
+  // virtual time. 3b. Idle capacity is lent: a class at its max_share takes
+  // a slot only when no class under its cap can use it, so a lent slot is
+  // never taken by a new dispatch while others wait. 4. Only when no other
+  // class can use the slot: background.
+  enum class Step { kShare, kBorrow, kBackground };
+  for (const Step step : {Step::kShare, Step::kBorrow, Step::kBackground}) {
     best = kNil;
     for (uint32_t c = 0; c < classes; ++c) {
       const ClassQueue& cq = p.classes[c];
-      if (config_.classes[c].background != background || cq.ready == 0 || capped(p, c)) continue;
+      if (config_.classes[c].background != (step == Step::kBackground) || cq.ready == 0) continue;
+      if (step != Step::kBorrow && capped(p, c)) continue;
       if (best == kNil || cq.vtime < p.classes[best].vtime) best = c;
     }
     if (best != kNil) {
@@ -300,9 +312,12 @@ void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
       continue;
     }
     if (cq.ready == 0 || capped(p, c) || preemption_due(cq, c) > now) continue;
-    waiting += cq.ready;
+    // A class needs no more slots than it may hold under its max_share: a
+    // class one slot below its cap with 100 requests queued needs one.
+    const int64_t usable = std::min<int64_t>(cq.ready, cap_room(p, c));
+    waiting += usable;
     const double deficit = share_deficit(cls, cq, capacity);
-    if (deficit > 0) needy += std::min<int64_t>(static_cast<int64_t>(deficit), cq.ready);
+    if (deficit > 0) needy += std::min<int64_t>(static_cast<int64_t>(deficit), usable);
   }
   if (waiting == 0) return;
   // Slots already on their way back (victims, superseded requests) count
@@ -312,7 +327,7 @@ void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
   const int64_t slack = int64_t{p.preempting} + p.aborting;
   for (int64_t need = std::max(needy, std::min(waiting, background_running)) - slack; need > 0;
        --need) {
-    const uint32_t victim = pick_victim(p);
+    const uint32_t victim = pick_victim(p, now);
     if (victim == kNil) return;
     unlink_victim(victim);
     Node& n = nodes_[victim];
@@ -328,23 +343,29 @@ void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
   }
 }
 
-uint32_t Scheduler::newest_useful_victim(const Pool& pool, uint32_t tail) const {
+uint32_t Scheduler::newest_useful_victim(const Pool& pool, uint32_t tail, TimePoint now) const {
   // Preempting a request on a saturated (or down) backend frees a slot that
   // nothing can use: the victim would be requeued, dispatched elsewhere or
   // again, and preempted again, over and over. Only victims whose slot the
   // waiting work can take count. The walk is bounded: saturated backends
   // holding the newest requests of a class are rare, and missing an older
   // victim only delays a guarantee until a slot frees.
+  // Thrash guard: a request resumed after a preemption less than
+  // preempt_guard ago is not taken again (its requeue time is when it was
+  // preempted, to within the abort's round trip): it would pay its prompt
+  // and output again for a gain the previous preemption already made.
   constexpr int kMaxScan = 16;
   int scanned = 0;
   for (uint32_t id = tail; id != kNil && scanned < kMaxScan; id = nodes_[id].prev, ++scanned) {
-    const detail::Backend& b = pool.backends[nodes_[id].backend];
+    const Node& n = nodes_[id];
+    if (n.preemptions > 0 && now - n.queued_since < config_.preempt_guard) continue;
+    const detail::Backend& b = pool.backends[n.backend];
     if (!b.signal.down && !(b.signal.saturated && !b.signal.stale)) return id;
   }
   return kNil;
 }
 
-uint32_t Scheduler::pick_victim(const Pool& pool) const {
+uint32_t Scheduler::pick_victim(const Pool& pool, TimePoint now) const {
   // The most recently started request (least work lost) of a background
   // class; failing that, of a preemptible class that stays at or above its
   // own min_share without it; in both cases on a backend whose freed slot
@@ -361,7 +382,7 @@ uint32_t Scheduler::pick_victim(const Pool& pool) const {
         const double live = cq.in_flight - cq.preempting - cq.aborting;
         if (!cls.preemptible || live - 1 + kEpsilon < cls.min_share * pool.capacity) continue;
       }
-      const uint32_t candidate = newest_useful_victim(pool, cq.victims_tail);
+      const uint32_t candidate = newest_useful_victim(pool, cq.victims_tail, now);
       if (candidate != kNil && (best == kNil || nodes_[candidate].start_seq > nodes_[best].start_seq)) {
         best = candidate;
       }

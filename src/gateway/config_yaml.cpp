@@ -507,7 +507,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   read_classes(r, root["classes"], c.classes);
   r.read(root, "", "default_class", c.default_class);
   read_models(r, root["models"], c.models);
-  if (const YAML::Node n = root["scheduler"]; n && r.map(n, "scheduler", {"policy", "aging_fraction", "preemption", "preempt_after_ms"})) {
+  if (const YAML::Node n = root["scheduler"]; n && r.map(n, "scheduler", {"policy", "aging_fraction", "preemption", "preempt_after_ms", "preempt_guard_ms"})) {
     std::string policy;
     r.read(n, "scheduler", "policy", policy);
     if (!policy.empty()) {
@@ -522,6 +522,9 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
     int64_t preempt_after = c.scheduler.preempt_after.count();
     r.read_int(n, "scheduler", "preempt_after_ms", preempt_after, 0, 3'600'000);
     c.scheduler.preempt_after = std::chrono::milliseconds(preempt_after);
+    int64_t preempt_guard = c.scheduler.preempt_guard.count();
+    r.read_int(n, "scheduler", "preempt_guard_ms", preempt_guard, 0, 3'600'000);
+    c.scheduler.preempt_guard = std::chrono::milliseconds(preempt_guard);
   }
   if (const YAML::Node n = root["engine_signals"];
       n && r.map(n, "engine_signals", {"enabled", "interval_ms", "stale_after_ms", "kv_saturation"})) {

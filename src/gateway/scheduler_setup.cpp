@@ -8,6 +8,7 @@ sched::SchedulerConfig to_scheduler_config(const Config& config) {
   out.aging_fraction = config.scheduler.aging_fraction;
   out.preemption = config.scheduler.preemption;
   out.preempt_after = config.scheduler.preempt_after;
+  out.preempt_guard = config.scheduler.preempt_guard;
   for (const auto& c : config.classes) out.classes.push_back(c.policy);
   for (const auto& m : config.models) {
     sched::PoolSpec pool{.name = m.name, .max_concurrency = {}};

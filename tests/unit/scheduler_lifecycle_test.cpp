@@ -210,6 +210,56 @@ TEST(SchedulerLifecycle, BackgroundIsPreemptedForAnyWaitingClass) {
   EXPECT_EQ(h.poll(at_ms(2)), (std::vector<uint64_t>{2}));
 }
 
+TEST(SchedulerLifecycle, PreemptionNeedIsBoundedByTheRoomUnderMaxShare) {
+  // chat (cap 5 of 10 slots) holds 4 with 20 queued; background holds 6.
+  // chat can use one more slot, so exactly one background job is preempted,
+  // not six (issue 11: every background job was preempted, chat took one
+  // slot, background took the rest back, and the loop repeated).
+  ClassPolicy chat = named("chat");
+  chat.max_share = 0.5;
+  ClassPolicy bg = named("bg");
+  bg.background = true;
+  Harness h(one_pool({chat, bg}, {10}));
+  for (uint64_t i = 0; i < 6; ++i) h.add(100 + i, 1, 0, 10, at_ms(0));
+  ASSERT_EQ(h.poll(at_ms(0)).size(), 6u);
+  for (uint64_t i = 0; i < 24; ++i) h.add(i, 0, 0, 10, at_ms(1));
+  ASSERT_EQ(h.poll(at_ms(1)).size(), 4u);  // chat fills the idle slots
+  ASSERT_EQ(h.actions().preemptions.size(), 1u);
+  h.poll(at_ms(2));  // that slot is on its way back: no second preemption
+  EXPECT_TRUE(h.actions().preemptions.empty());
+  ASSERT_TRUE(h.scheduler().requeue_preempted(h.handle(105), 10, at_ms(3)));  // the newest
+  EXPECT_EQ(h.poll(at_ms(3)), (std::vector<uint64_t>{4}));  // chat takes it, not background
+  EXPECT_TRUE(h.actions().preemptions.empty());              // chat is at its cap: no need
+  EXPECT_TRUE(h.poll(at_ms(4)).empty());
+  EXPECT_TRUE(h.actions().preemptions.empty());
+  EXPECT_EQ(h.scheduler().counters().total().preempted, 1u);
+}
+
+TEST(SchedulerLifecycle, AResumedVictimIsNotPreemptedAgainWithinTheGuard) {
+  ClassPolicy bg = named("bg");
+  bg.background = true;
+  SchedulerConfig config = one_pool({named("std"), bg}, {1});
+  config.preempt_guard = 5000ms;
+  Harness h(std::move(config));
+  h.add(1, 1, 0, 10, at_ms(0));
+  ASSERT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{1}));
+  h.add(2, 0, 0, 10, at_ms(1));
+  h.poll(at_ms(1));
+  ASSERT_EQ(h.actions().preemptions.size(), 1u);
+  ASSERT_TRUE(h.scheduler().requeue_preempted(h.handle(1), 10, at_ms(2)));
+  EXPECT_EQ(h.poll(at_ms(2)), (std::vector<uint64_t>{2}));
+  h.complete(2, at_ms(3));
+  EXPECT_EQ(h.poll(at_ms(3)), (std::vector<uint64_t>{1}));  // resumed
+  h.add(3, 0, 0, 10, at_ms(4));
+  h.poll(at_ms(4));
+  EXPECT_TRUE(h.actions().preemptions.empty());  // within 5 s of its requeue
+  h.poll(at_ms(5001));
+  EXPECT_TRUE(h.actions().preemptions.empty());
+  h.poll(at_ms(5002));  // the guard has passed
+  ASSERT_EQ(h.actions().preemptions.size(), 1u);
+  EXPECT_EQ(h.actions().preemptions.front().user, 1u);
+}
+
 TEST(SchedulerLifecycle, ARequestThatCannotResumeIsNeverAVictim) {
   ClassPolicy bg = named("bg");
   bg.background = true;

@@ -215,14 +215,42 @@ TEST(SchedulerOrder, AgingLetsARequestNearItsDeadlineJumpAhead) {
   }
 }
 
-TEST(SchedulerOrder, MaxShareIsAHardCap) {
+TEST(SchedulerOrder, MaxShareLendsIdleCapacityButNoNewSlotWhileOthersWait) {
   ClassPolicy capped = named("capped");
   capped.max_share = 0.5;
   Harness h(one_pool({capped, named("other")}, {4}));
   for (uint64_t i = 0; i < 10; ++i) h.add(i, 0, 0, 10, at_ms(0));
-  EXPECT_EQ(h.poll(at_ms(0)).size(), 2u);  // two slots stay free for other classes
+  EXPECT_EQ(h.poll(at_ms(0)).size(), 4u);  // nobody else waits: the idle half is lent
   h.add(100, 1, 0, 10, at_ms(1));
-  EXPECT_EQ(h.poll(at_ms(1)), (std::vector<uint64_t>{100}));
+  h.add(101, 1, 0, 10, at_ms(1));
+  EXPECT_TRUE(h.poll(at_ms(1)).empty());
+  // Each freed slot goes to the class under its cap, never back to the lender.
+  h.complete(0, at_ms(2));
+  EXPECT_EQ(h.poll(at_ms(2)), (std::vector<uint64_t>{100}));
+  h.complete(1, at_ms(3));
+  EXPECT_EQ(h.poll(at_ms(3)), (std::vector<uint64_t>{101}));
+  h.complete(2, at_ms(4));
+  EXPECT_EQ(h.poll(at_ms(4)), (std::vector<uint64_t>{4}));  // nothing else waits: lent again
+}
+
+TEST(SchedulerOrder, AgingNeverLetsAFloodingTenantJumpTheFairShare) {
+  // One slot, one class (1 s queue deadline, urgent in its last 20%). Tenant
+  // 1 floods at t=0; tenant 2's requests arrive at 850 ms, when every one of
+  // tenant 1's is already urgent. Aging may not serve the flooder by
+  // deadline ahead of the fair share: tenant 2 goes next.
+  ClassPolicy chat = named("chat");
+  chat.max_queue_wait = 1000ms;
+  Harness h(one_pool({chat}, {1}));
+  for (uint64_t i = 0; i < 50; ++i) h.add(i, 0, 1, 10, at_ms(0));
+  ASSERT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{0}));
+  h.add(100, 0, 2, 10, at_ms(850));
+  h.add(101, 0, 2, 10, at_ms(850));
+  h.complete(0, at_ms(850));
+  EXPECT_EQ(h.poll(at_ms(850)), (std::vector<uint64_t>{100}));
+  h.complete(100, at_ms(851));
+  EXPECT_EQ(h.poll(at_ms(851)), (std::vector<uint64_t>{1}));  // tenants alternate
+  h.complete(1, at_ms(852));
+  EXPECT_EQ(h.poll(at_ms(852)), (std::vector<uint64_t>{101}));
 }
 
 TEST(SchedulerOrder, BackgroundRunsOnlyOnIdleCapacity) {

@@ -92,6 +92,7 @@ struct SimRequest {
   SimState state = SimState::kQueued;  // what the simulated network layer believes
   uint64_t token = 0;                  // invalidates scheduled completion/abort events
   bool resumed = false;                // preempted at least once: never expires
+  TimePoint requeued_at{};             // last requeue after a preemption
 };
 
 enum class EventKind { kArrive, kComplete, kAbortDone, kCancel, kSignal, kHeal };
@@ -283,6 +284,7 @@ class Simulation {
           EXPECT_TRUE(scheduler_.requeue_preempted(r.handle, r.cost, now));
           r.state = SimState::kQueued;
           r.resumed = true;
+          r.requeued_at = now;
         } else if (r.state == SimState::kAborting) {
           EXPECT_TRUE(scheduler_.complete(r.handle, now));
           r.state = SimState::kDone;
@@ -398,9 +400,16 @@ class Simulation {
       push(now + r.service_left, EventKind::kComplete, d.user, ++r.token);
       ++result_.dispatches;
     }
+    std::vector<int64_t> preempted_now(scheduler_.config().pools.size(), 0);
     for (const Preemption& p : actions_.preemptions) {
       SimRequest& r = requests_[p.user];
       EXPECT_EQ(r.state, SimState::kRunning);
+      // Thrash guard: never preempted again soon after its last resume.
+      if (r.resumed) {
+        EXPECT_GE(now - r.requeued_at, scheduler_.config().preempt_guard) << "preempted in a loop";
+      }
+      // Never more victims in one poll than the waiting classes could use.
+      EXPECT_LE(++preempted_now[p.pool], usable_need(p.pool)) << "preempted beyond the need";
       // Only background work may be preempted for any waiting class; other
       // preemptible work only for a class below its min_share.
       if (!scheduler_.config().classes[p.klass].background) {
@@ -411,6 +420,21 @@ class Simulation {
       push(now + kAbortLatency, EventKind::kAbortDone, p.user, ++r.token);
       ++result_.preemptions;
     }
+  }
+
+  // Slots the waiting non-background classes of `pool` could take: per class
+  // its ready requests, up to the room its max_share leaves.
+  int64_t usable_need(PoolId pool) const {
+    int64_t need = 0;
+    const double capacity = scheduler_.capacity(pool);
+    for (ClassId c = 0; c < scheduler_.config().classes.size(); ++c) {
+      const ClassPolicy& cls = scheduler_.config().classes[c];
+      if (cls.background) continue;
+      const auto cap = static_cast<int64_t>(std::floor(std::max(1.0, cls.max_share * capacity) + 1e-9));
+      const int64_t room = cap - scheduler_.class_in_flight(pool, c);
+      need += std::max<int64_t>(0, std::min<int64_t>(scheduler_.ready_depth(pool, c), room));
+    }
+    return need;
   }
 
   bool below_min_share_and_waiting(PoolId pool) const {

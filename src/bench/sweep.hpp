@@ -1,0 +1,55 @@
+// The randomised sweep behind the regret yardstick (issue 11): generated
+// scenarios nobody tuned for, each run under fifo, priority and hybrid with
+// the gateway's default classes. A scenario is generated as YAML text and
+// read by the same parser as shipped scenarios, so every generated scenario
+// can be written out and re-run on its own (`arbiter-bench virtual`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace arbiter::bench {
+
+struct SweepShape {
+  double duration_s = 60;  // arrivals per scenario
+  double drain_s = 120;    // then unfinished work is cut
+  uint32_t max_engines = 6;
+};
+
+// The YAML of scenario `index` of the sweep seeded `seed`: 1-`max_engines`
+// engines with 32-256 slots, 1-20 tenants (sometimes one flooding at 10x
+// the others), a random subset of the default classes (critical,
+// completion, chat, batch) with their usual traffic shapes, a total load of
+// 0.5x-2.5x the engines' estimated capacity, and sometimes a 2-3x surge.
+// Deterministic in (seed, index).
+std::string random_scenario_yaml(uint64_t seed, uint32_t index, const SweepShape& shape = {});
+
+}  // namespace arbiter::bench
+
+#include <vector>
+
+#include "bench/regret.hpp"
+
+namespace arbiter::bench {
+
+// One generated scenario's verdict.
+struct SweepCase {
+  uint32_t index = 0;
+  std::string name;
+  std::string finding;  // the generator's one-line description
+  std::string yaml;     // to re-run it on its own
+  std::vector<Regret> regrets;
+  double goodput[3] = {0, 0, 0};  // fifo, priority, hybrid
+  double cpu_s = 0;
+};
+
+// Runs scenarios first..first+count-1 of the sweep seeded `seed` under fifo,
+// priority and hybrid, `jobs` scenarios at a time.
+std::vector<SweepCase> run_sweep(uint64_t seed, uint32_t first, uint32_t count,
+                                 const SweepShape& shape, unsigned jobs);
+
+// The sweep's summary in Markdown: counts, every regret, the goodput ratios.
+std::string render_sweep_markdown(uint64_t seed, const std::vector<SweepCase>& cases,
+                                  const std::string& command);
+
+}  // namespace arbiter::bench

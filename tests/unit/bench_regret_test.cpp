@@ -1,0 +1,132 @@
+// The regret yardstick (bench/regret.hpp) on hand-made results, and the
+// sweep's scenario generator.
+#include <gtest/gtest.h>
+
+#include "bench/regret.hpp"
+#include "bench/scenario_yaml.hpp"
+#include "bench/sweep.hpp"
+
+namespace arbiter::bench {
+namespace {
+
+Scenario three_classes() {
+  Scenario s;
+  s.classes.resize(3);
+  s.classes[0].name = "critical";
+  s.classes[0].policy.engine_priority = 0;
+  s.classes[1].name = "chat";
+  s.classes[1].policy.engine_priority = 2;
+  s.classes[2].name = "batch";
+  s.classes[2].policy.engine_priority = 10;
+  s.classes[2].policy.background = true;
+  return s;
+}
+
+GroupSummary group(double p99, uint64_t generated, uint64_t dropped) {
+  GroupSummary g;
+  g.generated = generated;
+  g.outcomes[static_cast<std::size_t>(Outcome::kCompleted)] = generated - dropped;
+  g.outcomes[static_cast<std::size_t>(Outcome::kDropped)] = dropped;
+  g.ttft_ms.p99 = p99;
+  return g;
+}
+
+PolicySummary policy(std::string name, double goodput) {
+  PolicySummary p;
+  p.policy = std::move(name);
+  p.all.goodput_rps = goodput;
+  p.classes = {group(100, 1000, 0), group(1000, 1000, 10), group(5000, 1000, 0)};
+  return p;
+}
+
+RunResults same_everywhere() {
+  RunResults r;
+  for (const char* name : {"fifo", "priority", "hybrid"}) r.policies.push_back(policy(name, 10));
+  return r;
+}
+
+PolicySummary& hybrid(RunResults& r) { return r.policies[2]; }
+
+TEST(BenchRegret, IdenticalRunsHaveNoRegretAndMissingBaselinesAreNotCompared) {
+  const Scenario s = three_classes();
+  RunResults r = same_everywhere();
+  EXPECT_TRUE(comparable(r));
+  EXPECT_TRUE(find_regrets(s, r).empty());
+  r.policies.erase(r.policies.begin());  // no fifo
+  hybrid(r).policy = "hybrid";
+  EXPECT_FALSE(comparable(r));
+  r.policies[1].all.goodput_rps = 0;
+  EXPECT_TRUE(find_regrets(s, r).empty());
+}
+
+TEST(BenchRegret, CriticalClassIsPrioritysFirstNonBackgroundClass) {
+  Scenario s = three_classes();
+  EXPECT_EQ(critical_class(s), 0u);
+  s.classes[0].policy.engine_priority = 5;
+  EXPECT_EQ(critical_class(s), 1u);
+}
+
+TEST(BenchRegret, GoodputBelow95PercentOfTheBetterBaseline) {
+  const Scenario s = three_classes();
+  RunResults r = same_everywhere();
+  r.policies[0].all.goodput_rps = 20;  // fifo is the better baseline
+  hybrid(r).all.goodput_rps = 19.1;
+  EXPECT_TRUE(find_regrets(s, r).empty());
+  hybrid(r).all.goodput_rps = 18.9;
+  const auto regrets = find_regrets(s, r);
+  ASSERT_EQ(regrets.size(), 1u);
+  EXPECT_EQ(regrets[0].figure, "goodput req/s");
+  EXPECT_DOUBLE_EQ(regrets[0].bound, 19);
+}
+
+TEST(BenchRegret, CriticalIsJudgedAgainstPriorityAlone) {
+  const Scenario s = three_classes();
+  RunResults r = same_everywhere();
+  hybrid(r).classes[0].ttft_ms.p99 = 130;  // 1.1 * 100 + 20
+  EXPECT_TRUE(find_regrets(s, r).empty());
+  hybrid(r).classes[0].ttft_ms.p99 = 131;
+  ASSERT_EQ(find_regrets(s, r).size(), 1u);
+  hybrid(r).classes[0] = group(100, 1000, 1);  // one failure more than priority
+  const auto regrets = find_regrets(s, r);
+  ASSERT_EQ(regrets.size(), 1u);
+  EXPECT_EQ(regrets[0].figure, "critical: failed requests");
+}
+
+TEST(BenchRegret, OtherClassesMustNotBeWorseThanBothBaselines) {
+  const Scenario s = three_classes();
+  RunResults r = same_everywhere();
+  r.policies[1].classes[1].ttft_ms.p99 = 4000;  // priority starves chat
+  hybrid(r).classes[1].ttft_ms.p99 = 3000;      // worse than fifo, better than priority
+  EXPECT_TRUE(find_regrets(s, r).empty());
+  hybrid(r).classes[1].ttft_ms.p99 = 4221;  // above 1.05 * 4000 + 20
+  ASSERT_EQ(find_regrets(s, r).size(), 1u);
+  hybrid(r).classes[1] = group(1000, 1000, 15);  // 1.5% failed against 1%: within 0.5 point
+  EXPECT_TRUE(find_regrets(s, r).empty());
+  hybrid(r).classes[1] = group(1000, 1000, 16);
+  const auto regrets = find_regrets(s, r);
+  ASSERT_EQ(regrets.size(), 1u);
+  EXPECT_EQ(regrets[0].figure, "chat: failed share");
+}
+
+TEST(BenchRegret, BackgroundIsJudgedOnlyThroughGoodput) {
+  const Scenario s = three_classes();
+  RunResults r = same_everywhere();
+  hybrid(r).classes[2] = group(90000, 1000, 500);
+  EXPECT_TRUE(find_regrets(s, r).empty());
+}
+
+TEST(BenchSweep, GeneratedScenariosParseAndAreDeterministic) {
+  for (uint32_t i = 0; i < 100; ++i) {
+    const std::string yaml = random_scenario_yaml(7, i);
+    EXPECT_EQ(yaml, random_scenario_yaml(7, i));
+    auto s = parse_scenario(yaml);
+    ASSERT_TRUE(s.has_value()) << "scenario " << i << ": " << s.error() << "\n" << yaml;
+    EXPECT_FALSE(s->classes.empty());
+    EXPECT_TRUE(std::any_of(s->classes.begin(), s->classes.end(),
+                            [](const ClassSpec& c) { return !c.policy.background; }));
+  }
+  EXPECT_NE(random_scenario_yaml(7, 0), random_scenario_yaml(8, 0));
+}
+
+}  // namespace
+}  // namespace arbiter::bench
