@@ -5,6 +5,8 @@
 #    it rewrites the "Gateway overhead" section of docs/benchmarks.md.
 #    bench/request_cost.sh: instructions and syscalls per proxied request,
 #    arbiter and nginx (~25 s; deterministic, unlike the wall-clock figures).
+#    bench/scenarios.sh: the shipped scenarios; bench/sweep.sh: the regret
+#    sweep (200 generated scenarios, hybrid against fifo and priority).
 # 2. Every Google Benchmark binary BUILD_DIR/bench/*_bench, briefly
 #    (BENCH_MIN_TIME seconds per benchmark, default 0.05), JSON to bench/out/.
 # Add a new benchmark as another step below; a failing step is reported and
@@ -34,6 +36,7 @@ step() {  # name command...
 step "gateway overhead" bash "$ROOT/bench/overhead.sh" "$BUILD_DIR"
 step "request cost (instructions, syscalls)" bash "$ROOT/bench/request_cost.sh" "$BUILD_DIR"
 step "scenarios (virtual mode)" bash "$ROOT/bench/scenarios.sh" "$BUILD_DIR"
+step "regret sweep (virtual mode)" bash "$ROOT/bench/sweep.sh" "$BUILD_DIR"
 
 shopt -s nullglob
 for bin in "$BUILD_DIR"/bench/*_bench; do
