@@ -77,9 +77,25 @@ struct ClassConfig {
 
 enum class BackendType { kHttp, kSim };
 
+// The engine software behind a backend, for what its API leaves to each
+// engine: the order of the `priority` field.
+enum class EngineKind {
+  kVllm,      // --scheduling-policy priority: lower values run first
+  kSglang,    // --enable-priority-scheduling: higher values run first (unless
+              // --schedule-low-priority-values-first)
+  kLlamaCpp,  // llama.cpp server: no request priority
+};
+
+// The `priority` value to send `engine` for a class whose engine_priority is
+// `class_priority` (lower runs first in Arbiter's configs, as in vLLM).
+inline int engine_priority_field(EngineKind engine, int class_priority) {
+  return engine == EngineKind::kSglang ? -class_priority : class_priority;
+}
+
 struct BackendConfig {
   std::string name;          // unique label; defaults to host:port
-  bool priority_scheduling = false;  // engine runs vLLM --scheduling-policy priority
+  EngineKind engine = EngineKind::kVllm;  // maps class priority to the engine's `priority` order
+  bool priority_scheduling = false;  // engine runs priority scheduling: send `priority`
   // The engine takes vLLM's continue_final_message (a preempted chat request
   // can resume there); embedded simulators always do.
   bool continue_final_message = false;

@@ -328,13 +328,25 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out)
 
 void read_backend(Reader& r, const YAML::Node& b, const std::string& path, BackendConfig& out) {
   if (!r.map(b, path, {"name", "type", "url", "profile", "max_num_seqs", "max_concurrency",
-                       "priority_scheduling", "continue_final_message"}))
+                       "priority_scheduling", "continue_final_message", "engine"}))
     return;
   std::string type = "http";
   r.read(b, path, "type", type);
   r.read(b, path, "name", out.name);
   r.read_int(b, path, "max_concurrency", out.max_concurrency, 1, 100000);
   r.read(b, path, "priority_scheduling", out.priority_scheduling);
+  std::string engine = "vllm";
+  r.read(b, path, "engine", engine);
+  if (engine == "sglang") {
+    out.engine = EngineKind::kSglang;
+  } else if (engine == "llamacpp") {
+    out.engine = EngineKind::kLlamaCpp;
+    if (out.priority_scheduling) {
+      r.error(Reader::join(path, "priority_scheduling"), "llama.cpp server has no request priority");
+    }
+  } else if (engine != "vllm") {
+    r.error(Reader::join(path, "engine"), "must be vllm, sglang or llamacpp, not '" + engine + "'");
+  }
   r.read(b, path, "continue_final_message", out.continue_final_message);
   if (type == "sim") {
     // A simulated engine inside the gateway process (issue 3): no url.

@@ -401,11 +401,12 @@ Task<RelayOutcome> Gateway::run_upstream(Route route, Admission& admission, Disp
       up.body = admission.parsed.text;  // the client's bytes (a cap written in place)
     } else if (resume) {
       boost::json::object body = run_body(admission.parsed, admission.resume, resume->checkpoint, resume->aggregate);
-      if (backend.priority_scheduling) body["priority"] = slot.engine_priority();
+      if (backend.priority_scheduling) body["priority"] = engine_priority_field(backend.engine, slot.engine_priority());
       rewritten = boost::json::serialize(body);
       up.body = rewritten;
     } else {
-      if (backend.priority_scheduling) admission.parsed.body()["priority"] = slot.engine_priority();
+      if (backend.priority_scheduling)
+        admission.parsed.body()["priority"] = engine_priority_field(backend.engine, slot.engine_priority());
       rewritten = boost::json::serialize(admission.parsed.body());
       up.body = rewritten;
     }

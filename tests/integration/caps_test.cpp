@@ -50,5 +50,17 @@ TEST(Caps, ChatRouteIsNotCapped) {
   EXPECT_EQ(h.upstream().requests()[0].body, body);
 }
 
+TEST(Caps, EnginePriorityFollowsTheEngineKind) {
+  // The chat class has priority 2 (lower runs first). vLLM runs lower values
+  // first and gets 2; SGLang runs higher values first and gets -2, so the
+  // order the engine applies is the gateway's in both.
+  for (const auto& [engine, expected] : {std::pair{"vllm", 2}, std::pair{"sglang", -2}}) {
+    SCOPED_TRACE(engine);
+    Harness h(GatewayConfig{.backend_extra = std::string(", priority_scheduling: true, engine: ") + engine});
+    ASSERT_EQ(http_call(h.port(), chat_request(chat_body(false, 10))).status, 200);
+    EXPECT_EQ(upstream_body(h, 0).at("priority"), expected);
+  }
+}
+
 }  // namespace
 }  // namespace arbiter::test

@@ -45,6 +45,34 @@ TEST(ConfigYaml, MinimalConfigGetsDocumentedDefaults) {
   EXPECT_EQ(completion->max_tokens_cap, 128);
 }
 
+TEST(ConfigYaml, EngineKindSetsThePriorityOrder) {
+  auto c = parse_config(R"(
+models:
+  - name: m1
+    backends:
+      - {url: "http://127.0.0.1:8000", priority_scheduling: true}
+      - {url: "http://127.0.0.1:8001", priority_scheduling: true, engine: sglang}
+)");
+  ASSERT_TRUE(c) << ::testing::PrintToString(c.error());
+  const auto& b = c->models[0].backends;
+  EXPECT_EQ(b[0].engine, EngineKind::kVllm);
+  EXPECT_EQ(engine_priority_field(b[0].engine, 3), 3);
+  EXPECT_EQ(b[1].engine, EngineKind::kSglang);
+  EXPECT_EQ(engine_priority_field(b[1].engine, 3), -3);
+  EXPECT_THAT(errors_of(R"(
+models:
+  - name: m1
+    backends: [{url: "http://127.0.0.1:8000", priority_scheduling: true, engine: llamacpp}]
+)"),
+              Contains(HasSubstr("priority_scheduling: llama.cpp server has no request priority")));
+  EXPECT_THAT(errors_of(R"(
+models:
+  - name: m1
+    backends: [{url: "http://127.0.0.1:8000", engine: tgi}]
+)"),
+              Contains(HasSubstr("engine: must be vllm, sglang or llamacpp")));
+}
+
 TEST(ConfigYaml, UnknownKeysAreRejectedWithTheirPath) {
   const auto errs = errors_of(R"(
 listener: {adress: 0.0.0.0}
