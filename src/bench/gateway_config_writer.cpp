@@ -43,7 +43,8 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
       << "scheduler: {policy: " << o.policy << ", aging_fraction: " << s.aging_fraction
       << ", preemption: " << yes_no(s.preemption)
       << ", preempt_after_ms: " << s.preempt_after.count()
-      << ", preempt_guard_ms: " << s.preempt_guard.count() << "}\n"
+      << ", preempt_guard_ms: " << s.preempt_guard.count()
+      << ", max_prefill_backlog_ms: " << s.max_prefill_backlog.count() << "}\n"
       << "engine_signals: {enabled: " << yes_no(e.signals)
       << ", interval_ms: " << static_cast<int64_t>(e.scrape_ms)
       << ", kv_saturation: " << e.kv_threshold << "}\n"
@@ -72,7 +73,9 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
       out << "type: sim, profile: " << e.profile;
       if (custom_seqs) out << ", max_num_seqs: " << e.config.max_num_seqs;
     } else {
-      out << "url: " << o.engine_urls[i];
+      // The engines behind the URLs are the scenario's: their profile's prefill rate.
+      out << "url: " << o.engine_urls[i]
+          << ", prefill_tokens_per_s: " << engine::prefill_tokens_per_s(e.config);
     }
     out << ", max_concurrency: " << e.max_concurrency
         << ", priority_scheduling: " << yes_no(e.priority_scheduling) << "}\n";

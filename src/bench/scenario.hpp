@@ -156,6 +156,7 @@ struct Scenario {
   bool preemption = true;
   std::chrono::milliseconds preempt_after{1000};   // scheduler.preempt_after_ms
   std::chrono::milliseconds preempt_guard{10'000};  // scheduler.preempt_guard_ms
+  std::chrono::milliseconds max_prefill_backlog{250};  // scheduler.max_prefill_backlog_ms (0: off)
   std::vector<TenantSpec> tenants;
   std::vector<ClassSpec> classes;
 };

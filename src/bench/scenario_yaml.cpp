@@ -408,7 +408,8 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
     }
   }
   if (const YAML::Node sch = root["scheduler"]) {
-    if (r.map(sch, "scheduler", {"aging_fraction", "preemption", "preempt_after_ms", "preempt_guard_ms"})) {
+    if (r.map(sch, "scheduler", {"aging_fraction", "preemption", "preempt_after_ms", "preempt_guard_ms",
+                                      "max_prefill_backlog_ms"})) {
       r.read(sch, "scheduler", "aging_fraction", s.aging_fraction, 0, 1);
       r.read(sch, "scheduler", "preemption", s.preemption);
       double preempt_after_ms = static_cast<double>(s.preempt_after.count());
@@ -417,6 +418,9 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
       double preempt_guard_ms = static_cast<double>(s.preempt_guard.count());
       r.read(sch, "scheduler", "preempt_guard_ms", preempt_guard_ms, 0, 3.6e6);
       s.preempt_guard = std::chrono::milliseconds(static_cast<int64_t>(preempt_guard_ms));
+      double backlog_ms = static_cast<double>(s.max_prefill_backlog.count());
+      r.read(sch, "scheduler", "max_prefill_backlog_ms", backlog_ms, 0, 3.6e6);
+      s.max_prefill_backlog = std::chrono::milliseconds(static_cast<int64_t>(backlog_ms));
     }
   }
   if (const YAML::Node t = root["tenants"]) {
@@ -457,7 +461,8 @@ std::expected<Scenario, std::string> parse_scenario(std::string_view yaml) {
   if (r.errors.empty()) {
     sched::SchedulerConfig check;
     for (const ClassSpec& c : s.classes) check.classes.push_back(c.policy);
-    check.pools.push_back({.name = "model", .max_concurrency = {s.engine.max_concurrency}});
+    check.pools.push_back(
+        {.name = "model", .max_concurrency = {s.engine.max_concurrency}, .prefill_tokens_per_s = {}});
     if (auto err = sched::validate(check)) r.error("classes", *err);
   }
   if (!r.errors.empty()) {

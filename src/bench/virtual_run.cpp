@@ -23,10 +23,13 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
   out.preemption = scenario.preemption;
   out.preempt_after = scenario.preempt_after;
   out.preempt_guard = scenario.preempt_guard;
+  out.max_prefill_backlog = scenario.max_prefill_backlog;
   for (const ClassSpec& c : scenario.classes) out.classes.push_back(c.policy);
   out.pools.push_back({.name = "model",
                        .max_concurrency = std::vector<uint32_t>(scenario.engine.count,
-                                                                scenario.engine.max_concurrency)});
+                                                                scenario.engine.max_concurrency),
+                       .prefill_tokens_per_s = std::vector<double>(
+                           scenario.engine.count, engine::prefill_tokens_per_s(scenario.engine.config))});
   for (std::size_t t = 0; t < scenario.tenants.size(); ++t) {
     if (scenario.tenants[t].weight != 1) {
       out.tenant_weights[static_cast<sched::TenantId>(t)] = scenario.tenants[t].weight;
@@ -59,6 +62,7 @@ struct Live {
   engine::RequestId run_id = 0;  // the engine's id of the current run
   uint32_t generation = 0;
   bool active = false;
+  bool run_first_token = false;  // the current run has not produced a token yet
 };
 
 class VirtualRun {
@@ -209,6 +213,7 @@ class VirtualRun {
     if (!engines_[e].submit(std::move(r), now_)) return false;
     l.run_id = (runs_ << 32) | static_cast<uint32_t>(&l - lives_.data());
     l.engine = e;
+    l.run_first_token = true;
     ++in_engine_[e];
     due_.push_back(e);
     return true;
@@ -271,6 +276,7 @@ class VirtualRun {
         .klass = spec.klass,
         .tenant = spec.tenant,
         .cost_tokens = static_cast<int64_t>(spec.prompt_tokens()) + spec.max_tokens,
+        .prompt_tokens = spec.prompt_tokens(),
         .deadline =
             spec.deadline != kNever ? std::optional(to_time_point(spec.deadline)) : std::nullopt,
         .supersede_key = key != 0
@@ -313,11 +319,15 @@ class VirtualRun {
       Live& l = lives_[static_cast<uint32_t>(ev.id)];
       // Tokens of a run aborted during this step never reach anyone.
       if (!l.active || l.run_id != ev.id) continue;
-      if (l.first_token < 0) {
-        l.first_token = now_;
-      } else {
-        collector_.token_gap(l.spec.klass, l.spec.tenant, now_ - l.last_token);
+      if (l.first_token < 0) l.first_token = now_;
+      // The run's prompt is prefilled: the gateway learns it from the first
+      // streamed token.
+      if (sched_ && l.run_first_token) {
+        l.run_first_token = false;
+        sched_->first_token(l.handle, time_point());
+        dirty_ = true;
       }
+      if (l.last_token >= 0) collector_.token_gap(l.spec.klass, l.spec.tenant, now_ - l.last_token);
       l.last_token = now_;
       ++l.delivered;
       if (ev.finished) {

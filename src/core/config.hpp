@@ -105,6 +105,10 @@ struct BackendConfig {
   std::string sim_profile;   // type sim: engine profile name (src/engine/profile.hpp)
   std::optional<uint32_t> sim_max_num_seqs;  // type sim: overrides the profile
   unsigned max_concurrency = 64;  // in-flight requests this backend takes
+  // Prompt tokens the engine prefills per second, for the scheduler's
+  // prefill backlog limit (scheduler.max_prefill_backlog_ms); 0: off. Type
+  // sim: the profile's rate unless set.
+  double prefill_tokens_per_s = 0;
 };
 
 struct ModelConfig {
@@ -118,6 +122,7 @@ struct SchedulerSettings {
   bool preemption = true;       // preempt (and resume) preemptible work for a class below min_share
   std::chrono::milliseconds preempt_after{1000};  // how long such a class waits before it preempts
   std::chrono::milliseconds preempt_guard{10'000};  // a resumed victim is not preempted again sooner
+  std::chrono::milliseconds max_prefill_backlog{250};  // per backend with a prefill rate; 0: off
 };
 
 // Scraping each backend's /metrics for saturation (docs/engine-signals.md).

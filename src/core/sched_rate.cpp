@@ -21,7 +21,8 @@ void DecayingRate::add(Clock::time_point now, double amount) {
     first_ = now;
     last_ = now;
   }
-  sum_ = sum_ * std::exp(-seconds(now - last_) / tau_s_) + amount;
+  // A negative amount corrects an earlier estimate; the sum never goes below 0.
+  sum_ = std::max(0.0, sum_ * std::exp(-seconds(now - last_) / tau_s_) + amount);
   last_ = now;
 }
 

@@ -15,6 +15,21 @@ namespace arbiter::sched::detail {
 
 inline constexpr uint32_t kNil = UINT32_MAX;  // "no node / no tenant queue"
 
+// Time constant of the recent service shares of tenants in a class: long
+// enough to smooth single dispatches, short enough that a flood is noticed
+// within a second or two.
+inline constexpr Duration kShareWindow = std::chrono::seconds(2);
+
+// Share of a backend's prefill backlog limit that classes below the top
+// priority may fill: the rest is headroom, so the top class's next request
+// finds a short prefill queue in the engine (hybrid).
+inline constexpr double kLowerTierBacklog = 0.5;
+
+// A tenant served more than this multiple of its weight's share of a class
+// (or more than halfway from that share to all of it) loses arrival order
+// there and is served by fair queueing (hybrid).
+inline constexpr double kOveruse = 2.0;
+
 enum class NodeState : uint8_t {
   kFree,        // slot on the free list
   kHeld,        // waiting out its debounce: not dispatchable yet
@@ -24,7 +39,7 @@ enum class NodeState : uint8_t {
   kPreempting,  // chosen as a victim: holds its slot until requeue_preempted()/complete()
 };
 
-// One request: 112 bytes. Slots are reused through a free list, so a steady
+// One request: 120 bytes. Slots are reused through a free list, so a steady
 // state allocates nothing per request except for a supersede key.
 struct Node {
   uint64_t user = 0;         // caller's tag
@@ -49,9 +64,11 @@ struct Node {
   uint32_t prev = kNil;          // list link: arrival list while queued, victim list while running
   uint32_t next = kNil;          // list link (also the free-list link)
   uint32_t preemptions = 0;      // times preempted so far
+  uint32_t prompt = 0;           // estimated prompt tokens: prefill backlog at dispatch
   bool expires = false;          // false once requeued: a started request is never 503'd
   bool resumable = true;         // may be a preemption victim (Request::resumable)
   bool linked = false;           // on its class's arrival list (queued) or victim list (running)
+  bool prefilling = false;       // running, its prompt counted in its backend's pending prefill
   NodeState state = NodeState::kFree;  // lifecycle state
 };
 
@@ -70,12 +87,13 @@ struct TenantQueue {
   int64_t queued_cost = 0;      // tokens queued: tenant drain time
   uint32_t share_pos = kNoPos;  // position in the class's tenant heap (while it has ready work)
   IndexedHeap<OrderKey> queue;  // ready requests by (deadline, seq): EDF then arrival (hybrid)
+  DecayingRate served{kShareWindow};  // tokens dispatched: over its share or not (hybrid)
   uint32_t next_free = kNil;    // free-list link
 };
 
 // One class in one pool.
 struct ClassQueue {
-  explicit ClassQueue(Duration rate_window) : completed(rate_window) {}
+  explicit ClassQueue(Duration rate_window) : completed(rate_window), dispatched(kShareWindow) {}
   uint32_t ready = 0;             // dispatchable requests
   uint32_t queued = 0;            // ready + held requests (the max_queue limit)
   int64_t queued_cost = 0;        // tokens queued: drain time
@@ -99,13 +117,19 @@ struct ClassQueue {
   uint32_t victims_head = kNil;  // oldest running preemptible request (hybrid)
   uint32_t victims_tail = kNil;  // most recently started one
   DecayingRate completed;        // completion rate: drain time for Retry-After
+  DecayingRate dispatched;       // tokens dispatched: what its tenants' shares are of (hybrid)
 };
 
 // One backend.
 struct Backend {
-  uint32_t limit = 0;      // max_concurrency
-  uint32_t in_flight = 0;  // slots held
-  BackendSignal signal;    // latest load-monitor verdict
+  uint32_t limit = 0;       // max_concurrency
+  uint32_t in_flight = 0;   // slots held
+  BackendSignal signal;     // latest load-monitor verdict
+  double prefill_rate = 0;  // prompt tokens prefilled per second; 0: backlog not limited
+  double max_backlog = 0;   // backlog (tokens) at which it takes nothing new; 0: no limit
+  double backlog = 0;       // prompt tokens dispatched and not yet prefilled, as of backlog_at
+  TimePoint backlog_at{};   // when `backlog` was last brought up to date
+  double pending = 0;       // prompts of its running requests with no first token reported
 };
 
 // One model pool.

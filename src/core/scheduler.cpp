@@ -57,9 +57,15 @@ Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {
   pools_.reserve(config_.pools.size());
   for (const PoolSpec& spec : config_.pools) {
     Pool& pool = pools_.emplace_back(config_.rate_window);
-    for (uint32_t limit : spec.max_concurrency) {
-      pool.backends.push_back({.limit = limit, .in_flight = 0, .signal = {}});
-      pool.capacity += limit;
+    const double backlog_s = std::chrono::duration<double>(config_.max_prefill_backlog).count();
+    for (std::size_t i = 0; i < spec.max_concurrency.size(); ++i) {
+      const double rate = i < spec.prefill_tokens_per_s.size() ? spec.prefill_tokens_per_s[i] : 0;
+      pool.backends.push_back({.limit = spec.max_concurrency[i],
+                               .in_flight = 0,
+                               .signal = {},
+                               .prefill_rate = rate,
+                               .max_backlog = rate * backlog_s});
+      pool.capacity += spec.max_concurrency[i];
     }
     pool.classes.reserve(classes);
     for (std::size_t c = 0; c < classes; ++c) pool.classes.emplace_back(config_.rate_window);
@@ -144,6 +150,8 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
   n.order_pos = n.expiry_pos = n.urgent_pos = kNoPos;
   n.prev = n.next = kNil;
   n.preemptions = 0;
+  n.prefilling = false;
+  n.prompt = static_cast<uint32_t>(std::clamp<int64_t>(request.prompt_tokens, 0, UINT32_MAX));
   n.expires = n.deadline != TimePoint::max();
   n.linked = false;
 
@@ -249,9 +257,25 @@ bool Scheduler::complete(Handle handle, TimePoint now, std::optional<int64_t> ac
   }
   // Correct the estimate charged at dispatch, so fairness follows real use.
   if (config_.policy == Policy::kHybrid && actual_tokens) {
-    charge(id, static_cast<double>(used - n.charged));
+    const auto delta = static_cast<double>(used - n.charged);
+    charge(id, delta);
+    pools_[n.pool].classes[n.klass].dispatched.add(now, delta);
+    tenants_[n.tenant].served.add(now, delta);
   }
   retire(id);
+  return true;
+}
+
+bool Scheduler::first_token(Handle handle, TimePoint now) {
+  (void)now;
+  const uint32_t id = resolve(handle);
+  if (id == kNil) return false;
+  Node& n = nodes_[id];
+  if (n.state != NodeState::kInFlight && n.state != NodeState::kPreempting &&
+      n.state != NodeState::kAborting) {
+    return false;
+  }
+  prefilled(n);
   return true;
 }
 

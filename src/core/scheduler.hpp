@@ -63,6 +63,12 @@ class Scheduler {
   // false for a stale handle or a request that is not running. O(log n).
   bool complete(Handle handle, TimePoint now, std::optional<int64_t> actual_tokens = std::nullopt);
 
+  // A running request's first output token arrived: its prompt is prefilled
+  // and no longer counts in its backend's prefill backlog (optional: without
+  // it the backlog drains by the estimate alone). False for a stale handle
+  // or a request not running. O(1).
+  bool first_token(Handle handle, TimePoint now);
+
   // A preemption victim was aborted upstream: frees its slot and queues it
   // again with its original arrival and deadline order (so it goes first in
   // its tenant queue) and `remaining_cost` tokens for the continuation. A
@@ -144,6 +150,7 @@ class Scheduler {
   void remove_ready(uint32_t id);  // kQueued -> out of every order heap
   void drop_queued(uint32_t id);   // held or queued -> gone (cancel, supersede, expiry)
   void release_slot(uint32_t id);  // running -> slot freed (node kept)
+  void prefilled(Node& n);         // its prompt leaves its backend's pending prefill
   void retire(uint32_t id);        // running -> slot freed and node gone
   void track_deadline(uint32_t id, TimePoint class_deadline);  // list or heap, by whose deadline
   void untrack_deadline(uint32_t id);                          // off the arrival list or heap
@@ -163,10 +170,22 @@ class Scheduler {
   void expire(uint32_t id, TimePoint now, Actions& out);
   void promote_held(TimePoint now);
   void dispatch_pool(uint32_t pool, TimePoint now, Actions& out);
-  uint32_t pick_backend(const Pool& pool) const;        // kNil when no backend has room
+  // kNil when no backend has room; `fraction` of the prefill backlog limit applies.
+  uint32_t pick_backend(const Pool& pool, TimePoint now, double fraction) const;
+  // A backend's prefill backlog (tokens) at `now`, drained at the pool's rate.
+  static double backlog(const detail::Backend& b, TimePoint now);
+  static bool backlog_full(const detail::Backend& b, TimePoint now, double fraction);
+  // When a backend whose prefill backlog is all that keeps queued work
+  // waiting can take it; TimePoint::max() when none.
+  TimePoint backlog_opens(const Pool& pool) const;
   uint32_t pick_request(uint32_t pool, TimePoint now);  // kNil when nothing may start
   uint32_t pick_hybrid(uint32_t pool, TimePoint now);
-  uint32_t head_of_class(uint32_t pool, uint32_t klass);  // fair tenant's EDF head
+  // The request the class serves next: arrival order, or fair queueing for a tenant over its share.
+  uint32_t head_of_class(uint32_t pool, uint32_t klass, TimePoint now);
+  // The tenant queue was served more than kOveruse times its share lately.
+  bool overusing(uint32_t tq, TimePoint now) const;
+  int top_priority(const Pool& pool) const;  // best engine_priority of non-background classes in use
+  bool top_has_ready(const Pool& pool) const;  // a class of that priority has work that may start
   int64_t cap_room(const Pool& pool, uint32_t klass) const;  // slots left under max_share
   bool capped(const Pool& pool, uint32_t klass) const;       // at max_share
   void start(uint32_t id, uint32_t backend, TimePoint now, Actions& out);

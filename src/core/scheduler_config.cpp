@@ -55,11 +55,19 @@ std::optional<std::string> validate(const SchedulerConfig& config) {
     for (uint32_t limit : p.max_concurrency) {
       if (limit == 0) return "pool '" + p.name + "': max_concurrency must be > 0";
     }
+    if (p.prefill_tokens_per_s.size() > p.max_concurrency.size())
+      return "pool '" + p.name + "': more prefill rates than backends";
+    for (double rate : p.prefill_tokens_per_s) {
+      if (!(rate >= 0) || !std::isfinite(rate))
+        return "pool '" + p.name + "': prefill_tokens_per_s must be >= 0";
+    }
   }
   if (!is_fraction(config.aging_fraction)) return "scheduler: aging_fraction must be in [0, 1]";
   if (config.rate_window <= Duration::zero()) return "scheduler: rate_window must be > 0";
   if (config.preempt_after < Duration::zero()) return "scheduler: preempt_after must be >= 0";
   if (config.preempt_guard < Duration::zero()) return "scheduler: preempt_guard must be >= 0";
+  if (config.max_prefill_backlog < Duration::zero())
+    return "scheduler: max_prefill_backlog must be >= 0";
   if (!(config.fallback_tokens_per_slot_second > 0)) {
     return "scheduler: fallback_tokens_per_slot_second must be > 0";
   }

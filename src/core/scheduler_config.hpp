@@ -49,6 +49,10 @@ struct ClassPolicy {
 struct PoolSpec {
   std::string name;                       // model name; metrics label
   std::vector<uint32_t> max_concurrency;  // one entry per backend (its slot count)
+  // Per backend (same order; missing entries are 0): prompt tokens it
+  // prefills per second. 0: its prefill backlog is not limited (only
+  // max_concurrency and the engine's signals are).
+  std::vector<double> prefill_tokens_per_s;
 };
 
 struct SchedulerConfig {
@@ -73,6 +77,12 @@ struct SchedulerConfig {
   // Thrash guard: a request resumed after a preemption is not preempted
   // again until this long after it was requeued.
   Duration preempt_guard = std::chrono::seconds(10);
+  // A backend takes new work only while the prompt tokens dispatched to it
+  // and not yet prefilled (estimated at its pool's prefill_tokens_per_s)
+  // would take less than this. Requests wait in the gateway's queues, in the
+  // policy's order, instead of in the engine's FCFS prefill queue, where a
+  // burst of long prompts delays every first token behind it. 0 disables.
+  Duration max_prefill_backlog = std::chrono::milliseconds(250);
   // Time constant of the completion-rate estimate behind Retry-After.
   Duration rate_window = std::chrono::seconds(10);
   // Drain rate assumed before any completion was seen: tokens per second per

@@ -10,6 +10,8 @@
 namespace arbiter::sched {
 
 using detail::kNil;
+using detail::kLowerTierBacklog;
+using detail::kOveruse;
 
 namespace {
 
@@ -65,6 +67,8 @@ std::optional<TimePoint> Scheduler::next_wakeup() const {
     for (uint32_t c = 0; c < classes && preempting; ++c) {
       background_running |= config_.classes[c].background && pool.classes[c].in_flight > 0;
     }
+    // A draining prefill backlog: only future times (see below).
+    if (const TimePoint opens = backlog_opens(pool); opens > last_poll_) wake = std::min(wake, opens);
     for (uint32_t c = 0; c < classes; ++c) {
       const ClassQueue& cq = pool.classes[c];
       wake = std::min(wake, cq.oldest_deadline);
@@ -80,6 +84,30 @@ std::optional<TimePoint> Scheduler::next_wakeup() const {
   }
   if (wake == TimePoint::max()) return std::nullopt;
   return wake;
+}
+
+TimePoint Scheduler::backlog_opens(const Pool& pool) const {
+  // Only when ready work waits and no backend could take it now (after the
+  // last poll) can a draining prefill backlog be what it waits for: then the
+  // earliest time a backend's backlog falls below the limit. O(C + B).
+  bool ready = false;
+  for (const ClassQueue& cq : pool.classes) ready |= cq.ready > 0;
+  if (!ready) return TimePoint::max();
+  const double fraction =
+      config_.policy == Policy::kHybrid && !top_has_ready(pool) ? kLowerTierBacklog : 1.0;
+  if (pick_backend(pool, last_poll_, fraction) != kNil) return TimePoint::max();
+  TimePoint opens = TimePoint::max();
+  for (const detail::Backend& b : pool.backends) {
+    if (b.max_backlog <= 0 || b.signal.down || b.in_flight >= b.limit ||
+        (b.signal.saturated && !b.signal.stale)) {
+      continue;
+    }
+    const double excess = b.backlog - b.max_backlog * fraction;  // to drain from backlog_at
+    const auto wait = std::chrono::duration_cast<Duration>(
+        std::chrono::duration<double>(std::max(0.0, excess) / b.prefill_rate));
+    opens = std::min(opens, b.backlog_at + wait + std::chrono::microseconds(1));
+  }
+  return opens;
 }
 
 void Scheduler::expire_due(TimePoint now, Actions& out) {
@@ -118,23 +146,46 @@ void Scheduler::promote_held(TimePoint now) {
 void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
   Pool& p = pools_[pool];
   for (;;) {
-    const uint32_t backend = pick_backend(p);
+    uint32_t backend = pick_backend(p, now, 1.0);
     if (backend == kNil) return;
     const uint32_t id = pick_request(pool, now);
     if (id == kNil) return;
+    // Below the top priority, a backend takes new work only while its
+    // prefill backlog leaves headroom for the top class (hybrid; the top
+    // class's requests are picked first whenever they may start, so a
+    // request that needs headroom and finds none means nothing may start).
+    if (config_.policy == Policy::kHybrid &&
+        config_.classes[nodes_[id].klass].engine_priority != top_priority(p)) {
+      backend = pick_backend(p, now, kLowerTierBacklog);
+      if (backend == kNil) return;
+    }
     start(id, backend, now, out);
     p.next_backend = backend + 1 == p.backends.size() ? 0 : backend + 1;
   }
 }
 
-uint32_t Scheduler::pick_backend(const Pool& pool) const {
+double Scheduler::backlog(const detail::Backend& b, TimePoint now) {
+  // Two upper bounds of the engine's prefill queue: the prompts dispatched,
+  // drained at the engine's full prefill speed, and the prompts of requests
+  // whose first token has not been reported (first_token()); the second
+  // catches prefix-cache hits and aborted requests that cost the engine less.
+  const double drained = b.prefill_rate * std::chrono::duration<double>(now - b.backlog_at).count();
+  return std::max(0.0, std::min(b.backlog - drained, b.pending));
+}
+
+bool Scheduler::backlog_full(const detail::Backend& b, TimePoint now, double fraction) {
+  // The slack absorbs rounding, so a backend is open at backlog_opens().
+  return b.max_backlog > 0 && backlog(b, now) >= b.max_backlog * fraction - 1e-6;
+}
+
+uint32_t Scheduler::pick_backend(const Pool& pool, TimePoint now, double fraction) const {
   // Least in-flight relative to its limit among backends with room; the scan
   // starts after the last pick so ties rotate. O(B), and B is small.
   const auto n = static_cast<uint32_t>(pool.backends.size());
   uint32_t best = kNil;
   for (uint32_t k = 0, i = pool.next_backend; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
     const detail::Backend& b = pool.backends[i];
-    if (b.signal.down || b.in_flight >= b.limit) continue;
+    if (b.signal.down || b.in_flight >= b.limit || backlog_full(b, now, fraction)) continue;
     if (b.signal.saturated && !b.signal.stale) continue;  // stale: concurrency limit alone
     if (best == kNil || uint64_t{b.in_flight} * pool.backends[best].limit <
                             uint64_t{pool.backends[best].in_flight} * b.limit) {
@@ -189,7 +240,16 @@ uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
       best = c;
     }
   }
-  if (best != kNil) return head_of_class(pool, best);
+  if (best != kNil) return head_of_class(pool, best, now);
+
+  // 2. The top class: among non-background classes in use (work queued or
+  // running), those with the best priority are served before the others, as
+  // the priority policy would, so the most urgent work never waits behind
+  // less urgent work beyond the guarantees. Several classes sharing the best
+  // priority share by weight (step 4 among them).
+  const int top = top_priority(p);
+  const auto below_top = [&](uint32_t c) { return config_.classes[c].engine_priority != top; };
+  (void)capacity;
 
   // 2. Aging: a class holding a request in the last aging_fraction of its
   // allowed wait jumps the weighted order, the earliest such deadline first.
@@ -202,6 +262,9 @@ uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
   // Candidates per class: the oldest request with the class deadline (head
   // of the arrival list, unless still held by its debounce) and the most
   // urgent one with its own deadline (top of the urgency heap).
+  // 3. Aging, and 4. weighted fair share, within the top priority while it
+  // has work that may start, then among the other non-background classes.
+  const bool top_ready = top_has_ready(p);
   uint32_t urgent = kNil;
   const auto earlier = [this](uint32_t a, uint32_t b) {
     return b == kNil || nodes_[a].deadline < nodes_[b].deadline ||
@@ -210,7 +273,7 @@ uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
   const int64_t now_ticks = ticks(now);
   for (uint32_t c = 0; c < classes; ++c) {
     const ClassQueue& cq = p.classes[c];
-    if (config_.classes[c].background) continue;
+    if (config_.classes[c].background || (top_ready && below_top(c))) continue;
     const bool listed = cq.oldest_deadline != TimePoint::max() &&
                         cq.oldest_deadline - aging_lead_[c] <= now &&
                         nodes_[cq.arrivals_head].state == NodeState::kQueued;
@@ -219,7 +282,7 @@ uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
     if (listed && earlier(cq.arrivals_head, urgent)) urgent = cq.arrivals_head;
     if (own && earlier(cq.urgent.top().id, urgent)) urgent = cq.urgent.top().id;
   }
-  if (urgent != kNil) return head_of_class(pool, nodes_[urgent].klass);
+  if (urgent != kNil) return head_of_class(pool, nodes_[urgent].klass, now);
 
   // 3. Weighted fair share in tokens: the backlogged class with the least
   // virtual time. 3b. Idle capacity is lent: a class at its max_share takes
@@ -233,22 +296,73 @@ uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
       const ClassQueue& cq = p.classes[c];
       if (config_.classes[c].background != (step == Step::kBackground) || cq.ready == 0) continue;
       if (step != Step::kBorrow && capped(p, c)) continue;
+      if (step == Step::kShare && top_ready && below_top(c)) continue;
       if (best == kNil || cq.vtime < p.classes[best].vtime) best = c;
     }
     if (best != kNil) {
       p.class_vclock = std::max(p.class_vclock, p.classes[best].vtime);
-      return head_of_class(pool, best);
+      return head_of_class(pool, best, now);
     }
   }
   return kNil;
 }
 
-uint32_t Scheduler::head_of_class(uint32_t pool, uint32_t klass) {
-  // The tenant with the least virtual time, then its earliest deadline.
+bool Scheduler::top_has_ready(const Pool& pool) const {
+  const int top = top_priority(pool);
+  for (uint32_t c = 0; c < pool.classes.size(); ++c) {
+    if (!config_.classes[c].background && config_.classes[c].engine_priority == top &&
+        pool.classes[c].ready > 0 && !capped(pool, c)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Scheduler::overusing(uint32_t tq, TimePoint now) const {
+  // Its share of the class's recent service against its weight's share among
+  // the tenants with work: over kOveruse times that, or over halfway from
+  // that to all of it (with two tenants, 75% rather than 100%).
+  const TenantQueue& t = tenants_[tq];
+  const ClassQueue& cq = pools_[t.pool].classes[t.klass];
+  const double total = cq.dispatched.per_second(now);
+  if (cq.active_weight <= 0 || total <= 0) return false;
+  const double fair = std::min(1.0, t.weight / cq.active_weight);
+  return t.served.per_second(now) > total * std::min(kOveruse * fair, (1 + fair) / 2);
+}
+
+int Scheduler::top_priority(const Pool& pool) const {
+  // O(C): classes are few.
+  int top = std::numeric_limits<int>::max();
+  for (uint32_t c = 0; c < pool.classes.size(); ++c) {
+    const ClassQueue& cq = pool.classes[c];
+    if (config_.classes[c].background || (cq.ready == 0 && cq.in_flight == 0)) continue;
+    top = std::min(top, config_.classes[c].engine_priority);
+  }
+  return top;
+}
+
+uint32_t Scheduler::head_of_class(uint32_t pool, uint32_t klass, TimePoint now) {
+  // Earliest deadline first among tenants within their share: the class's
+  // oldest request (its deadline is the class's) goes first if its deadline
+  // is earlier than the fair tenant's head and its tenant was not recently
+  // served beyond its share (overusing()). Otherwise the tenant with the
+  // least virtual time, then its earliest deadline: a flooding tenant gets
+  // its share and the others are served as if it were not there. Strict fair
+  // queueing between tenants of nearly equal demand costs goodput for
+  // nothing: the slightly busier one waits longer and misses SLOs that
+  // arrival order would have met (arrival order: issue 11's sweep).
   ClassQueue& cq = pools_[pool].classes[klass];
   const auto& fairest = cq.tenants.top();
   cq.tenant_vclock = std::max(cq.tenant_vclock, fairest.key.vtime);
-  return tenants_[fairest.id].queue.top().id;
+  const uint32_t fair = tenants_[fairest.id].queue.top().id;
+  const uint32_t oldest = cq.arrivals_head;
+  if (oldest != kNil && oldest != fair && nodes_[oldest].state == NodeState::kQueued &&
+      std::pair(nodes_[oldest].deadline, nodes_[oldest].seq) <
+          std::pair(nodes_[fair].deadline, nodes_[fair].seq) &&
+      !overusing(nodes_[oldest].tenant, now)) {
+    return oldest;
+  }
+  return fair;
 }
 
 void Scheduler::start(uint32_t id, uint32_t backend, TimePoint now, Actions& out) {
@@ -267,20 +381,30 @@ void Scheduler::start(uint32_t id, uint32_t backend, TimePoint now, Actions& out
   n.state = NodeState::kInFlight;
   n.backend = backend;
   n.start_seq = next_start_seq_++;
-  ++pool.backends[backend].in_flight;
+  detail::Backend& b = pool.backends[backend];
+  ++b.in_flight;
+  if (b.max_backlog > 0) {
+    const double drained = b.prefill_rate * std::chrono::duration<double>(now - b.backlog_at).count();
+    b.backlog = std::max(0.0, b.backlog - drained) + n.prompt;
+    b.backlog_at = now;
+    b.pending += n.prompt;
+    n.prefilling = true;
+  }
   ++cq.in_flight;
   ++tq.in_flight;
   ++in_flight_;
   n.charged = n.cost;
   if (config_.policy == Policy::kHybrid) {
     charge(id, static_cast<double>(n.cost));
+    cq.dispatched.add(now, static_cast<double>(n.cost));
+    tq.served.add(now, static_cast<double>(n.cost));
     if ((cls.preemptible || cls.background) && n.resumable) {
       // Appended at the tail: the list stays in start order, the tail is
       // the most recently started, and removal is O(1).
       list_append(cq.victims_head, cq.victims_tail, id);
     }
   }
-  if (pool.backends[backend].signal.stale) ++counters_.stale_dispatches;
+  if (b.signal.stale) ++counters_.stale_dispatches;
   ++counters_.classes[n.klass].dispatched;
   out.dispatches.push_back({.handle = handle_of(id),
                             .user = n.user,

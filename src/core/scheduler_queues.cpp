@@ -10,7 +10,7 @@ namespace arbiter::sched {
 using detail::kNil;
 
 static_assert(FlatIndex::kMissing == kNil);
-static_assert(sizeof(detail::Node) <= 112, "Node grew: recheck the bytes-per-request budget");
+static_assert(sizeof(detail::Node) <= 120, "Node grew: recheck the bytes-per-request budget");
 
 namespace {
 
@@ -87,6 +87,7 @@ uint32_t Scheduler::tenant_queue(uint32_t pool, uint32_t klass, TenantId tenant)
   tq.in_flight = 0;
   tq.queued_cost = 0;
   tq.share_pos = kNoPos;
+  tq.served = DecayingRate(detail::kShareWindow);
   tq.next_free = kNil;
   tenant_index_.insert(key, index);
   return index;
@@ -240,6 +241,7 @@ void Scheduler::release_slot(uint32_t id) {
   Pool& pool = pools_[n.pool];
   ClassQueue& cq = pool.classes[n.klass];
   --pool.backends[n.backend].in_flight;
+  prefilled(n);
   --cq.in_flight;
   --tenants_[n.tenant].in_flight;
   --in_flight_;
@@ -256,6 +258,13 @@ void Scheduler::release_slot(uint32_t id) {
       unlink_victim(id);
       break;
   }
+}
+
+void Scheduler::prefilled(Node& n) {
+  if (!n.prefilling) return;
+  n.prefilling = false;
+  detail::Backend& b = pools_[n.pool].backends[n.backend];
+  b.pending = std::max(0.0, b.pending - n.prompt);
 }
 
 void Scheduler::retire(uint32_t id) {

@@ -27,6 +27,7 @@ struct Request {
   ClassId klass = 0;                  // class from the classifier
   TenantId tenant = 0;                // caller's dense tenant number
   int64_t cost_tokens = 1;            // estimated tokens (prompt + max_tokens); clamped to >= 1
+  int64_t prompt_tokens = 0;          // estimated prompt (prefill) tokens; 0: not counted
   std::optional<TimePoint> deadline;  // the client's own queue deadline; the class's applies too
   std::string_view supersede_key;     // empty: none; only requests of the same tenant match
   bool resumable = true;              // false: never a preemption victim (the caller could not resume it)

@@ -10,6 +10,13 @@ double CostModel::step_seconds(const StepWork& work) const {
          context_token_s * static_cast<double>(work.context_tokens);
 }
 
+double prefill_tokens_per_s(const EngineConfig& config) {
+  const double tokens = config.max_num_batched_tokens;
+  return tokens / config.cost.step_seconds({.prefill_tokens = config.max_num_batched_tokens,
+                                            .decode_seqs = 0,
+                                            .context_tokens = 0});
+}
+
 std::string_view config_error(const EngineConfig& config) {
   const CostModel& c = config.cost;
   if (c.base_s < 0 || c.prefill_token_s < 0 || c.decode_seq_s < 0 || c.context_token_s < 0) {

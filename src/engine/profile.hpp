@@ -54,6 +54,11 @@ struct Profile {
   EngineConfig config;
 };
 
+// Prompt tokens per second the engine prefills when prefill fills its steps
+// (max_num_batched_tokens per step): what a gateway in front of it should
+// assume to bound the prefill queue it builds (SchedulerConfig::max_prefill_backlog).
+double prefill_tokens_per_s(const EngineConfig& config);
+
 // nullptr when no profile has that name.
 const Profile* find_profile(std::string_view name);
 std::vector<std::string_view> profile_names();

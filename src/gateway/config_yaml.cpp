@@ -328,13 +328,15 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out)
 
 void read_backend(Reader& r, const YAML::Node& b, const std::string& path, BackendConfig& out) {
   if (!r.map(b, path, {"name", "type", "url", "profile", "max_num_seqs", "max_concurrency",
-                       "priority_scheduling", "continue_final_message", "engine"}))
+                       "priority_scheduling", "continue_final_message", "engine",
+                       "prefill_tokens_per_s"}))
     return;
   std::string type = "http";
   r.read(b, path, "type", type);
   r.read(b, path, "name", out.name);
   r.read_int(b, path, "max_concurrency", out.max_concurrency, 1, 100000);
   r.read(b, path, "priority_scheduling", out.priority_scheduling);
+  r.read_double(b, path, "prefill_tokens_per_s", out.prefill_tokens_per_s, 0, 1e9);
   std::string engine = "vllm";
   r.read(b, path, "engine", engine);
   if (engine == "sglang") {
@@ -359,6 +361,9 @@ void read_backend(Reader& r, const YAML::Node& b, const std::string& path, Backe
       r.error(Reader::join(path, "profile"), "unknown profile '" + out.sim_profile + "' (known: " + known + ")");
     }
     r.read_int(b, path, "max_num_seqs", out.sim_max_num_seqs, 1, 100000);
+    if (const engine::Profile* p = engine::find_profile(out.sim_profile); p && !b["prefill_tokens_per_s"]) {
+      out.prefill_tokens_per_s = engine::prefill_tokens_per_s(p->config);
+    }
     if (b["url"]) r.error(Reader::join(path, "url"), "is not used by type sim");
     return;
   }
@@ -519,7 +524,8 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   read_classes(r, root["classes"], c.classes);
   r.read(root, "", "default_class", c.default_class);
   read_models(r, root["models"], c.models);
-  if (const YAML::Node n = root["scheduler"]; n && r.map(n, "scheduler", {"policy", "aging_fraction", "preemption", "preempt_after_ms", "preempt_guard_ms"})) {
+  if (const YAML::Node n = root["scheduler"]; n && r.map(n, "scheduler", {"policy", "aging_fraction", "preemption", "preempt_after_ms", "preempt_guard_ms",
+                                      "max_prefill_backlog_ms"})) {
     std::string policy;
     r.read(n, "scheduler", "policy", policy);
     if (!policy.empty()) {
@@ -537,6 +543,9 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
     int64_t preempt_guard = c.scheduler.preempt_guard.count();
     r.read_int(n, "scheduler", "preempt_guard_ms", preempt_guard, 0, 3'600'000);
     c.scheduler.preempt_guard = std::chrono::milliseconds(preempt_guard);
+    int64_t backlog = c.scheduler.max_prefill_backlog.count();
+    r.read_int(n, "scheduler", "max_prefill_backlog_ms", backlog, 0, 60'000);
+    c.scheduler.max_prefill_backlog = std::chrono::milliseconds(backlog);
   }
   if (const YAML::Node n = root["engine_signals"];
       n && r.map(n, "engine_signals", {"enabled", "interval_ms", "stale_after_ms", "kv_saturation"})) {

@@ -254,6 +254,17 @@ void Dispatcher::complete(const std::shared_ptr<Waiter>& w, std::optional<int64_
   deliver(decisions, nullptr);
 }
 
+void Dispatcher::first_token(const std::shared_ptr<Waiter>& w) {
+  Decisions decisions;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = Clock::now();
+    if (!scheduler_.first_token(w->handle, now)) return;
+    poll_locked(now, decisions);
+  }
+  deliver(decisions, nullptr);
+}
+
 void Dispatcher::set_backend_state(sched::PoolId pool, sched::BackendId backend,
                                    sched::BackendSignal signal) {
   Decisions decisions;
@@ -271,6 +282,9 @@ Dispatcher::Slot::~Slot() {
 }
 
 sched::BackendId Dispatcher::Slot::backend() const { return waiter_->dispatch->backend; }
+void Dispatcher::Slot::first_token() {
+  if (waiter_) dispatcher_->first_token(waiter_);
+}
 int Dispatcher::Slot::engine_priority() const { return waiter_->dispatch->engine_priority; }
 sched::Duration Dispatcher::Slot::queue_wait() const { return waiter_->dispatch->queue_wait; }
 void Dispatcher::Slot::set_interrupt_hook(std::function<void()> hook) {

@@ -57,6 +57,9 @@ class Dispatcher {
     // preempts this running request; it should abort the upstream exchange
     // at once. Runs at once when that already happened.
     void set_interrupt_hook(std::function<void()> hook);
+    // The engine produced the run's first token: its prompt no longer counts
+    // in the backend's prefill backlog, which may let queued work start.
+    void first_token();
     // The interrupt was a preemption (not a supersede): requeue() next.
     bool preempted() const;
     // Gives the slot back and queues the request again with `remaining_cost`
@@ -120,6 +123,7 @@ class Dispatcher {
   Task<std::expected<void, ApiError>> requeue(std::shared_ptr<Waiter> w, int64_t remaining_cost,
                                               ClientConnection& conn);
   void complete(const std::shared_ptr<Waiter>& w, std::optional<int64_t> actual_tokens);
+  void first_token(const std::shared_ptr<Waiter>& w);  // Slot::first_token
   void cancel(const std::shared_ptr<Waiter>& w);
   // Wakes the timer loop when `next` is earlier than its current expiry.
   void rearm_timer(std::optional<Clock::time_point> next);

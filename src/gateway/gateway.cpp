@@ -307,6 +307,7 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
         .klass = static_cast<sched::ClassId>(admission->cls),
         .tenant = tenant_id(config_, admission->tenant),
         .cost_tokens = info.prompt_tokens_estimate + info.max_tokens.value_or(kDefaultOutputEstimate),
+        .prompt_tokens = info.prompt_tokens_estimate,
         .deadline = std::nullopt,
         .supersede_key = key,
         .resumable = admission->resume != ResumeMethod::kNone};
@@ -420,7 +421,10 @@ Task<RelayOutcome> Gateway::run_upstream(Route route, Admission& admission, Disp
                                      .limits = config_.limits,
                                      .response_headers = headers,
                                      .interrupt = interrupt,
-                                     .resume = resume ? &*resume : nullptr};
+                                     .resume = resume ? &*resume : nullptr,
+                                     .on_first_event = backend.prefill_tokens_per_s > 0
+                                                           ? std::function<void()>([&slot] { slot.first_token(); })
+                                                           : std::function<void()>()};
     RelayOutcome outcome = co_await relay(relay_request);
     slot.set_interrupt_hook(nullptr);
     if (!outcome.preempted) co_return outcome;

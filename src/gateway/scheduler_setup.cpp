@@ -9,10 +9,14 @@ sched::SchedulerConfig to_scheduler_config(const Config& config) {
   out.preemption = config.scheduler.preemption;
   out.preempt_after = config.scheduler.preempt_after;
   out.preempt_guard = config.scheduler.preempt_guard;
+  out.max_prefill_backlog = config.scheduler.max_prefill_backlog;
   for (const auto& c : config.classes) out.classes.push_back(c.policy);
   for (const auto& m : config.models) {
-    sched::PoolSpec pool{.name = m.name, .max_concurrency = {}};
-    for (const auto& b : m.backends) pool.max_concurrency.push_back(b.max_concurrency);
+    sched::PoolSpec pool{.name = m.name, .max_concurrency = {}, .prefill_tokens_per_s = {}};
+    for (const auto& b : m.backends) {
+      pool.max_concurrency.push_back(b.max_concurrency);
+      pool.prefill_tokens_per_s.push_back(b.prefill_tokens_per_s);
+    }
     out.pools.push_back(std::move(pool));
   }
   for (std::size_t i = 0; i < config.tenants.size(); ++i) {

@@ -264,6 +264,7 @@ class Exchange {
     for (;;) {
       for (const std::string_view piece : parser.body_pieces()) {
         const auto& fed = splitter.feed(piece);
+        if (!fed.empty()) first_event();
         const std::span<const std::string_view> events = r_.resume ? track(fed) : std::span(fed);
         if (!events.empty() && !co_await r_.client.send_chunks(events)) {
           outcome_.status = 499;
@@ -290,6 +291,12 @@ class Exchange {
       co_return false;
     }
     co_return parser.keep_alive();
+  }
+
+  void first_event() {
+    if (first_event_seen_) return;
+    first_event_seen_ = true;
+    if (r_.on_first_event) r_.on_first_event();
   }
 
   Task<void> end_stream_with_error(const ApiError& err) {
@@ -335,6 +342,7 @@ class Exchange {
     for (;;) {
       for (const std::string_view piece : parser.body_pieces()) {
         for (const std::string_view event : splitter.feed(piece)) {
+          first_event();
           track_event(event, resume.route, resume.checkpoint);
         }
       }
@@ -405,6 +413,7 @@ class Exchange {
   }
 
   const RelayRequest& r_;
+  bool first_event_seen_ = false;  // on_first_event ran for this run
   Deadline& deadline_;  // the client connection's: one operation at a time
   RelayOutcome outcome_;
   std::vector<std::string_view> tracked_;  // track(): the events to send

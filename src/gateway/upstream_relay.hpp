@@ -57,6 +57,9 @@ struct RelayRequest {
   const std::vector<std::pair<std::string, std::string>>& response_headers;
   Interrupt& interrupt;
   RelayResume* resume = nullptr;  // set for a resumable request
+  // Called once per run at the first SSE event from the engine: its prompt
+  // is prefilled (the scheduler's prefill backlog). Empty: not needed.
+  std::function<void()> on_first_event = {};
 };
 
 struct RelayOutcome {

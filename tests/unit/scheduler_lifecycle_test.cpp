@@ -260,6 +260,61 @@ TEST(SchedulerLifecycle, AResumedVictimIsNotPreemptedAgainWithinTheGuard) {
   EXPECT_EQ(h.actions().preemptions.front().user, 1u);
 }
 
+// One backend with 100 slots that prefills 1000 tokens/s; a new request may
+// start only while less than 250 ms (250 tokens) of prefill is queued there.
+SchedulerConfig prefill_limited(std::vector<ClassPolicy> classes) {
+  SchedulerConfig config = one_pool(std::move(classes), {100});
+  config.pools[0].prefill_tokens_per_s = {1000};
+  config.max_prefill_backlog = 250ms;
+  return config;
+}
+
+Admission add_prompt(Harness& h, uint64_t user, ClassId klass, int64_t prompt, TimePoint now) {
+  auto admitted = h.scheduler().enqueue(
+      Request{.user = user, .pool = 0, .klass = klass, .tenant = 0, .cost_tokens = prompt + 10,
+              .prompt_tokens = prompt, .deadline = std::nullopt, .supersede_key = {}},
+      now);
+  EXPECT_TRUE(admitted.has_value());
+  return *admitted;
+}
+
+TEST(SchedulerLifecycle, APrefillBacklogHoldsWorkInTheGatewayUntilItDrains) {
+  std::vector<Handle> handles;
+  Harness h(prefill_limited({named("c")}));
+  for (uint64_t i = 0; i < 5; ++i) handles.push_back(add_prompt(h, i, 0, 200, at_ms(0)).handle);
+  // 0 then 200 tokens queued: two start; at 400 the third waits.
+  EXPECT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{0, 1}));
+  // The backlog drains at 1000 tokens/s: below 250 tokens after 150 ms.
+  const auto wake = h.scheduler().next_wakeup();
+  ASSERT_TRUE(wake.has_value());
+  EXPECT_GE(*wake, at_ms(150));
+  EXPECT_LE(*wake, at_ms(151));
+  EXPECT_TRUE(h.poll(at_ms(149)).empty());
+  EXPECT_EQ(h.poll(*wake), (std::vector<uint64_t>{2}));
+  // A first token reported means that prompt is prefilled: room at once.
+  EXPECT_TRUE(h.poll(*wake).empty());
+  EXPECT_TRUE(h.scheduler().first_token(handles[1], *wake));
+  EXPECT_TRUE(h.scheduler().first_token(handles[2], *wake));
+  EXPECT_EQ(h.poll(*wake), (std::vector<uint64_t>{3}));
+  EXPECT_FALSE(h.scheduler().first_token(handles[4], *wake));  // still queued
+}
+
+TEST(SchedulerLifecycle, BelowTheTopPriorityTheBacklogKeepsHeadroom) {
+  // "low" may fill only half of the prefill limit (125 tokens), so a request
+  // of the top class finds a short prefill queue in the engine.
+  ClassPolicy top = named("top");
+  ClassPolicy low = named("low");
+  low.engine_priority = 5;
+  Harness h(prefill_limited({top, low}));
+  add_prompt(h, 1, 0, 10, at_ms(0));  // top is in use (running)
+  ASSERT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{1}));
+  for (uint64_t i = 10; i < 13; ++i) add_prompt(h, i, 1, 100, at_ms(0));
+  // 10 and 110 tokens queued are below 125; at 210 "low" waits.
+  EXPECT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{10, 11}));
+  add_prompt(h, 2, 0, 100, at_ms(0));
+  EXPECT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{2}));  // top may go up to 250
+}
+
 TEST(SchedulerLifecycle, ARequestThatCannotResumeIsNeverAVictim) {
   ClassPolicy bg = named("bg");
   bg.background = true;

@@ -73,8 +73,8 @@ SchedulerConfig sim_config(Policy policy, double realtime_min_share) {
   realtime.engine_priority = -10;
   completion.engine_priority = -5;
   config.classes = {realtime, completion, standard, batch, background};
-  config.pools = {PoolSpec{.name = "chat", .max_concurrency = {16, 16}},
-                  PoolSpec{.name = "small", .max_concurrency = {2, 2}}};
+  config.pools = {PoolSpec{.name = "chat", .max_concurrency = {16, 16}, .prefill_tokens_per_s = {}},
+                  PoolSpec{.name = "small", .max_concurrency = {2, 2}, .prefill_tokens_per_s = {}}};
   config.tenant_weights = {{1, 2.0}, {2, 3.0}};
   return config;
 }
