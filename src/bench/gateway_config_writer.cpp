@@ -28,6 +28,12 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
       e.config.num_blocks != profile->config.num_blocks) {
     warnings.push_back("engine.num_blocks: type: sim backends take the profile's KV size");
   }
+  if (o.engine_urls.empty() && profile != nullptr &&
+      (e.config.max_num_batched_tokens != profile->config.max_num_batched_tokens ||
+       e.config.block_size != profile->config.block_size)) {
+    warnings.push_back(
+        "engine.max_num_batched_tokens, block_size: type: sim backends take the profile's");
+  }
   if (e.max_waiting != 0) {
     warnings.push_back(
         "engine.max_waiting: the gateway treats any waiting request as saturation (0)");

@@ -341,7 +341,8 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   const std::string path = "engine";
   if (!r.map(n, path,
              {"profile", "count", "max_concurrency", "scrape_ms", "max_waiting", "kv_threshold",
-              "signals", "max_num_seqs", "num_blocks", "priority_scheduling"})) {
+              "signals", "max_num_seqs", "num_blocks", "max_num_batched_tokens", "block_size",
+              "priority_scheduling"})) {
     return;
   }
   EngineSpec& e = s.engine;
@@ -363,6 +364,8 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   r.read(n, path, "signals", e.signals);
   r.read(n, path, "max_num_seqs", e.config.max_num_seqs, 1, 1e6);
   r.read(n, path, "num_blocks", e.config.num_blocks, 1, 1e9);
+  r.read(n, path, "max_num_batched_tokens", e.config.max_num_batched_tokens, 1, 1e7);
+  r.read(n, path, "block_size", e.config.block_size, 1, 1024);
   r.read(n, path, "priority_scheduling", e.priority_scheduling);
   if (e.priority_scheduling) e.config.policy = engine::SchedulingPolicy::kPriority;
 }
