@@ -47,7 +47,8 @@ SchedulerConfig bench_config() {
     cls.max_queue_per_tenant = kQueued;
     config.classes.push_back(cls);
   }
-  config.pools = {PoolSpec{.name = "model", .max_concurrency = std::vector<uint32_t>(8, 16)}};
+  config.pools = {PoolSpec{
+      .name = "model", .max_concurrency = std::vector<uint32_t>(8, 16), .prefill_tokens_per_s = {}}};
   return config;
 }
 

@@ -114,6 +114,7 @@ struct ClassQueue {
                                                  // reads no node to check expiry or aging
   IndexedHeap<OrderKey> urgent;  // ready requests with their own deadline, by urgency (hybrid)
   IndexedHeap<OrderKey> order;   // ready requests by arrival (priority policy)
+  WaitReason blocked = WaitReason::kNone;  // why its ready work waited at the last poll
   uint32_t victims_head = kNil;  // oldest running preemptible request (hybrid)
   uint32_t victims_tail = kNil;  // most recently started one
   DecayingRate completed;        // completion rate: drain time for Retry-After

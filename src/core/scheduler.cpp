@@ -47,6 +47,18 @@ ClassCounters Counters::total() const {
   return sum;
 }
 
+std::string_view wait_reason_name(WaitReason reason) {
+  switch (reason) {
+    case WaitReason::kNone: return "none";
+    case WaitReason::kCapacity: return "capacity";
+    case WaitReason::kSaturated: return "saturated";
+    case WaitReason::kPrefill: return "prefill";
+    case WaitReason::kShareCap: return "share_cap";
+    case WaitReason::kDebounce: return "debounce";
+  }
+  return "none";
+}
+
 std::expected<Scheduler, std::string> Scheduler::create(SchedulerConfig config) {
   if (auto error = validate(config)) return std::unexpected(std::move(*error));
   return Scheduler(std::move(config));
@@ -366,9 +378,15 @@ ApiError Scheduler::queue_full(uint32_t pool, uint32_t klass, const TenantQueue*
   return error;
 }
 
-ApiError deadline_error(std::chrono::milliseconds retry_after) {
+ApiError deadline_error(std::chrono::milliseconds retry_after, WaitReason waited_for) {
+  std::string message = "request waited past its class's max_queue_wait";
+  if (waited_for != WaitReason::kNone) {
+    message += " (waiting for: ";
+    message += wait_reason_name(waited_for);
+    message += ")";
+  }
   return ApiError{.code = ErrorCode::kNoBackend,
-                  .message = "request waited past its class's max_queue_wait",
+                  .message = std::move(message),
                   .param = std::nullopt,
                   .retry_after = retry_after};
 }

@@ -42,7 +42,9 @@ namespace arbiter::sched {
 
 // The 503 for an Expired request (ErrorCode::kNoBackend: no backend could
 // take it in time), carrying the computed Retry-After.
-ApiError deadline_error(std::chrono::milliseconds retry_after);
+// `waited_for` (Expired::waited_for) is named in the message.
+ApiError deadline_error(std::chrono::milliseconds retry_after,
+                        WaitReason waited_for = WaitReason::kNone);
 
 class Scheduler {
  public:
@@ -169,6 +171,7 @@ class Scheduler {
   void expire_due(TimePoint now, Actions& out);
   void expire(uint32_t id, TimePoint now, Actions& out);
   void promote_held(TimePoint now);
+  void note_blocked(uint32_t pool, TimePoint now);  // ClassQueue::blocked after dispatching
   void dispatch_pool(uint32_t pool, TimePoint now, Actions& out);
   // kNil when no backend has room; `fraction` of the prefill backlog limit applies.
   uint32_t pick_backend(const Pool& pool, TimePoint now, double fraction) const;

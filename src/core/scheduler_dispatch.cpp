@@ -38,7 +38,10 @@ void Scheduler::poll(TimePoint now, Actions& out) {
   // last, so nothing is preempted for a class that a free slot could serve.
   expire_due(now, out);
   promote_held(now);
-  for (uint32_t p = 0; p < pools_.size(); ++p) dispatch_pool(p, now, out);
+  for (uint32_t p = 0; p < pools_.size(); ++p) {
+    dispatch_pool(p, now, out);
+    note_blocked(p, now);
+  }
   if (config_.policy != Policy::kHybrid) return;
   if (config_.preemption) {
     for (uint32_t p = 0; p < pools_.size(); ++p) preempt_pool(p, now, out);
@@ -121,6 +124,34 @@ void Scheduler::expire_due(TimePoint now, Actions& out) {
   }
 }
 
+void Scheduler::note_blocked(uint32_t pool, TimePoint now) {
+  // After dispatch_pool, a class with ready work was at its cap, or found no
+  // backend with room (capacity, signals, prefill backlog). O(C + B).
+  Pool& p = pools_[pool];
+  WaitReason pool_reason = WaitReason::kCapacity;
+  bool room = false;
+  for (const detail::Backend& b : p.backends) {
+    if (b.signal.down || b.in_flight >= b.limit) continue;
+    if (b.signal.saturated && !b.signal.stale) {
+      if (pool_reason == WaitReason::kCapacity) pool_reason = WaitReason::kSaturated;
+    } else if (backlog_full(b, now, 1.0)) {
+      pool_reason = WaitReason::kPrefill;
+    } else {
+      room = true;  // a class may still be kept off it: its cap, or the top class's headroom
+    }
+  }
+  for (uint32_t c = 0; c < p.classes.size(); ++c) {
+    ClassQueue& cq = p.classes[c];
+    if (cq.ready == 0) {
+      cq.blocked = cq.queued > 0 ? WaitReason::kDebounce : WaitReason::kNone;
+    } else if (config_.policy == Policy::kHybrid && config_.classes[c].max_share < 1 && capped(p, c)) {
+      cq.blocked = WaitReason::kShareCap;  // no slot goes to it while others have work
+    } else {
+      cq.blocked = room ? WaitReason::kPrefill : pool_reason;  // room: the top class's headroom
+    }
+  }
+}
+
 void Scheduler::expire(uint32_t id, TimePoint now, Actions& out) {
   const Node& n = nodes_[id];
   Expired expired{.handle = handle_of(id),
@@ -128,7 +159,8 @@ void Scheduler::expire(uint32_t id, TimePoint now, Actions& out) {
                   .pool = n.pool,
                   .klass = n.klass,
                   .waited = now - n.queued_since,
-                  .retry_after = {}};
+                  .retry_after = {},
+                  .waited_for = pools_[n.pool].classes[n.klass].blocked};
   ++counters_.classes[n.klass].expired;
   drop_queued(id);
   expired.retry_after = expected_drain(expired.pool, expired.klass, now);
@@ -414,7 +446,8 @@ void Scheduler::start(uint32_t id, uint32_t backend, TimePoint now, Actions& out
                             .queue_wait = now - n.queued_since,
                             .engine_priority = cls.engine_priority,
                             .preemptions = n.preemptions,
-                            .cost_tokens = n.cost});
+                            .cost_tokens = n.cost,
+                            .waited_for = now > n.queued_since ? cq.blocked : WaitReason::kNone});
 }
 
 void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {

@@ -55,6 +55,19 @@ struct Admission {
   std::optional<Superseded> superseded;  // the request this one replaced, if any
 };
 
+// Why queued work of a class could not start at the last poll (what a
+// request that waited was waiting for).
+enum class WaitReason : uint8_t {
+  kNone,       // it did not wait
+  kCapacity,   // every usable backend was at max_concurrency
+  kSaturated,  // backends with free slots were saturated or down (engine signals)
+  kPrefill,    // backends with free slots had their prefill backlog full
+  kShareCap,   // its class was at its max_share while others had work
+  kDebounce,   // held by its class's debounce (a newer keystroke may supersede it)
+};
+inline constexpr std::size_t kWaitReasons = 6;
+std::string_view wait_reason_name(WaitReason reason);  // "none", "capacity", ...
+
 // Start this request on this backend now.
 struct Dispatch {
   Handle handle;         // the request
@@ -66,6 +79,7 @@ struct Dispatch {
   int engine_priority;   // the class's engine priority, for vLLM's `priority` field
   uint32_t preemptions;  // > 0: a resumed request; continue from its checkpoint
   int64_t cost_tokens;   // tokens charged for this run (the remaining cost when resumed)
+  WaitReason waited_for; // kNone when it started at once; else why its class's work waited
 };
 
 // A queued request whose deadline passed: answer 503 with this Retry-After.
@@ -76,6 +90,7 @@ struct Expired {
   ClassId klass;                          // its class
   Duration waited;                        // time it spent queued
   std::chrono::milliseconds retry_after;  // expected drain time of its class queue
+  WaitReason waited_for;                  // why its class's work was waiting
 };
 
 // Abort this in-flight request upstream, keep its output, and call

@@ -23,6 +23,7 @@ std::string format_access_record(const AccessRecord& r) {
                  std::chrono::floor<std::chrono::milliseconds>(r.ts), quoted(r.request_id),
                  quoted(r.tenant), quoted(r.cls), quoted(r.model), quoted(r.backend), quoted(r.route),
                  r.status, r.stream, r.bytes_in, r.bytes_out, r.queue_ms);
+  if (!r.wait_reason.empty()) fmt::format_to(out, R"(,"wait_reason":"{}")", r.wait_reason);
   if (r.upstream_ms >= 0) fmt::format_to(out, R"(,"upstream_ms":{:.3f})", r.upstream_ms);
   if (r.ttfb_ms >= 0) fmt::format_to(out, R"(,"ttfb_ms":{:.3f})", r.ttfb_ms);
   if (r.preemptions > 0) fmt::format_to(out, R"(,"preemptions":{})", r.preemptions);

@@ -21,6 +21,7 @@ struct AccessRecord {
   std::size_t bytes_in = 0;
   std::size_t bytes_out = 0;
   double queue_ms = 0;     // waiting for a backend (all runs when preempted)
+  std::string_view wait_reason;  // why it waited (first dispatch, or its 503); empty: it did not
   uint32_t preemptions = 0;  // times preempted and resumed
   double upstream_ms = -1; // upstream response header latency; -1 if none
   double ttfb_ms = -1;     // first body byte to the client; -1 if none

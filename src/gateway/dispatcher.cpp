@@ -17,6 +17,7 @@ struct Dispatcher::Waiter {
   State state = State::kQueued;
   std::optional<sched::Dispatch> dispatch;  // kRunning
   std::chrono::milliseconds retry_after{0}; // kExpired
+  sched::WaitReason waited_for = sched::WaitReason::kNone;  // kExpired: what it waited for
   bool superseded_in_flight = false;
   bool preempted = false;  // chosen as a preemption victim in its current run
   std::function<void()> interrupt_hook;
@@ -91,7 +92,10 @@ void Dispatcher::poll_locked(Clock::time_point now, Decisions& out) {
   for (const auto& e : actions_.expired) {
     if (auto w = waiter_of(e.user)) {
       waiters_.erase(e.user);
-      out.deliveries.push_back({.kind = Delivery::Kind::kExpire, .waiter = std::move(w), .retry_after = e.retry_after});
+      out.deliveries.push_back({.kind = Delivery::Kind::kExpire,
+                                .waiter = std::move(w),
+                                .retry_after = e.retry_after,
+                                .waited_for = e.waited_for});
     }
   }
   for (const auto& p : actions_.preemptions) {
@@ -125,6 +129,7 @@ void Dispatcher::apply(Delivery& d) {
     case Kind::kExpire:
       w.state = decltype(w.state)::kExpired;
       w.retry_after = d.retry_after;
+      w.waited_for = d.waited_for;
       if (w.wake) w.wake->cancel();
       break;
     case Kind::kSupersedeQueued:
@@ -196,7 +201,7 @@ Task<std::expected<void, ApiError>> Dispatcher::wait_turn(std::shared_ptr<Waiter
       }
       break;  // the caller's Slot gives the slot straight back
     case Waiter::State::kExpired: {
-      ApiError expired = sched::deadline_error(w->retry_after);
+      ApiError expired = sched::deadline_error(w->retry_after, w->waited_for);
       co_return std::unexpected(std::move(expired));
     }
     case Waiter::State::kSuperseded: {
@@ -287,6 +292,7 @@ void Dispatcher::Slot::first_token() {
 }
 int Dispatcher::Slot::engine_priority() const { return waiter_->dispatch->engine_priority; }
 sched::Duration Dispatcher::Slot::queue_wait() const { return waiter_->dispatch->queue_wait; }
+sched::WaitReason Dispatcher::Slot::waited_for() const { return waiter_->dispatch->waited_for; }
 void Dispatcher::Slot::set_interrupt_hook(std::function<void()> hook) {
   if (waiter_->superseded_in_flight || waiter_->preempted) {
     if (hook) hook();  // interrupted before the exchange even started

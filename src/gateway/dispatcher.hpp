@@ -53,6 +53,8 @@ class Dispatcher {
     // Time spent queued, as the scheduler measured it (from enqueue or
     // from the last requeue).
     sched::Duration queue_wait() const;
+    // Why its class's work was waiting when it was dispatched (kNone: it was not).
+    sched::WaitReason waited_for() const;
     // Runs (on the request's executor) if the scheduler supersedes or
     // preempts this running request; it should abort the upstream exchange
     // at once. Runs at once when that already happened.
@@ -100,6 +102,7 @@ class Dispatcher {
     std::shared_ptr<Waiter> waiter;
     sched::Dispatch dispatch{};
     std::chrono::milliseconds retry_after{0};
+    sched::WaitReason waited_for = sched::WaitReason::kNone;  // kExpire
   };
   using Clock = sched::Clock;
   // What one poll decided, and when the scheduler next wants a poll.

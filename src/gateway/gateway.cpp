@@ -317,6 +317,9 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
     // are not queueing); the scheduler's own figure once dispatched.
     rec.queue_ms = slot ? std::chrono::duration<double, std::milli>(slot->queue_wait()).count()
                         : ms_since(enqueued);
+    if (slot && slot->waited_for() != sched::WaitReason::kNone) {
+      rec.wait_reason = sched::wait_reason_name(slot->waited_for());
+    }
     if (!slot) {
       outcome.error = slot.error();
       if (conn.client_gone()) outcome.status = 499;  // left while queued: nothing to send
@@ -342,6 +345,9 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
   if (outcome.error) rec.error = map_error(outcome.error->code).code;
   metrics_.requests.with({rec.model, rec.cls, rec.tenant, std::to_string(rec.status)}).inc();
   if (dispatch_queue_ms) metrics_.queue_wait.with({rec.model, rec.cls, rec.tenant}).observe(*dispatch_queue_ms / 1000.0);
+  if (!rec.wait_reason.empty()) {
+    metrics_.queue_waits.with({rec.model, rec.cls, std::string(rec.wait_reason)}).inc();
+  }
   auto class_histogram = [&](std::atomic<metrics::Histogram*> ClassSeries::*member,
                              metrics::Family<metrics::Histogram>& family) -> metrics::Histogram& {
     if (!admission) return family.with({rec.model, rec.cls});  // labelled `none`: not cached
@@ -386,6 +392,7 @@ Task<RelayOutcome> Gateway::run_upstream(Route route, Admission& admission, Disp
     headers.emplace_back("x-arbiter-class", rec.cls);
     headers.emplace_back("x-arbiter-backend", backend.name);
     headers.emplace_back("x-arbiter-queue-ms", std::to_string(static_cast<int64_t>(rec.queue_ms)));
+    if (!rec.wait_reason.empty()) headers.emplace_back("x-arbiter-wait-reason", std::string(rec.wait_reason));
     headers.emplace_back("x-arbiter-preemptions", std::to_string(rec.preemptions));
 
     UpstreamRequest up{.target = route_path(route),

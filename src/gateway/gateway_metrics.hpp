@@ -42,6 +42,12 @@ struct GatewayMetrics {
   metrics::Family<metrics::Histogram>& queue_wait = registry.histogram(
       "arbiter_queue_wait_seconds", "Time a request waited in the gateway's queue before dispatch.",
       {"model", "class", "tenant"});
+  metrics::Family<metrics::Counter>& queue_waits = registry.counter(
+      "arbiter_queue_waits_total",
+      "Requests that waited in the gateway's queue, by what they waited for: capacity (every "
+      "backend at max_concurrency), saturated (engine signals), prefill (the engines' prefill "
+      "backlog), share_cap (the class at its max_share), debounce.",
+      {"model", "class", "reason"});
   metrics::Family<metrics::Gauge>& queue_depth = registry.gauge(
       "arbiter_queue_depth", "Requests queued, by model pool and class.", {"model", "class"});
   metrics::Family<metrics::Gauge>& tenant_queue_depth = registry.gauge(

@@ -72,12 +72,22 @@ TEST(Overload, RealtimeWaitStaysLowWhileTheBatchBacklogCompletes) {
   }
 
   std::vector<double> batch_waits;
+  int waited_for_capacity = 0;
   for (auto& f : batch) {
     const HttpResponse r = f.get();
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(r.json().at("usage").at("completion_tokens"), kBatchTokens) << "a preempted batch request lost tokens";
     batch_waits.push_back(queue_ms(r));
+    // Batch requests beyond the 4 slots waited for a slot, and say so.
+    if (queue_ms(r) > 100) {
+      EXPECT_EQ(r.header("x-arbiter-wait-reason").value_or("(none)"), "capacity");
+      ++waited_for_capacity;
+    }
   }
+  EXPECT_GE(waited_for_capacity, kBatch - 4 - 1);
+  const std::string text = http_get(gateway.port(), "/metrics").body;
+  EXPECT_GE(metric_value(text, "arbiter_queue_waits_total", {{"class", "batch"}, {"reason", "capacity"}}).value_or(0),
+            waited_for_capacity);
   const double realtime_worst = percentile(realtime_waits, 100);
   const double batch_median = percentile(batch_waits, 50);
   RecordProperty("realtime_max_queue_ms", std::to_string(realtime_worst));

@@ -270,12 +270,7 @@ SchedulerConfig prefill_limited(std::vector<ClassPolicy> classes) {
 }
 
 Admission add_prompt(Harness& h, uint64_t user, ClassId klass, int64_t prompt, TimePoint now) {
-  auto admitted = h.scheduler().enqueue(
-      Request{.user = user, .pool = 0, .klass = klass, .tenant = 0, .cost_tokens = prompt + 10,
-              .prompt_tokens = prompt, .deadline = std::nullopt, .supersede_key = {}},
-      now);
-  EXPECT_TRUE(admitted.has_value());
-  return *admitted;
+  return h.add(user, klass, 0, prompt + 10, now, {}, std::nullopt, prompt);
 }
 
 TEST(SchedulerLifecycle, APrefillBacklogHoldsWorkInTheGatewayUntilItDrains) {
@@ -313,6 +308,60 @@ TEST(SchedulerLifecycle, BelowTheTopPriorityTheBacklogKeepsHeadroom) {
   EXPECT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{10, 11}));
   add_prompt(h, 2, 0, 100, at_ms(0));
   EXPECT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{2}));  // top may go up to 250
+}
+
+TEST(SchedulerLifecycle, EachDispatchSaysWhatItWaitedFor) {
+  ClassPolicy capped = named("capped");
+  capped.max_share = 0.5;
+  ClassPolicy keyed = named("keyed");
+  keyed.debounce = 30ms;
+  Harness h(one_pool({named("c"), capped, keyed}, {2}));
+  h.add(1, 0, 0, 10, at_ms(0));
+  h.add(2, 0, 0, 10, at_ms(0));
+  h.add(3, 0, 0, 10, at_ms(0));
+  ASSERT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(h.actions().dispatches[0].waited_for, WaitReason::kNone);  // started at once
+  h.complete(1, at_ms(5));
+  ASSERT_EQ(h.poll(at_ms(5)), (std::vector<uint64_t>{3}));
+  EXPECT_EQ(h.actions().dispatches[0].waited_for, WaitReason::kCapacity);
+  // "capped" holds its one slot (half of two) while "c" has work: share_cap.
+  h.add(10, 1, 0, 10, at_ms(6));
+  h.add(11, 1, 0, 10, at_ms(6));
+  h.add(4, 0, 0, 10, at_ms(6));
+  h.complete(2, at_ms(7));
+  ASSERT_EQ(h.poll(at_ms(7)), (std::vector<uint64_t>{10}));
+  h.complete(3, at_ms(8));
+  ASSERT_EQ(h.poll(at_ms(8)), (std::vector<uint64_t>{4}));  // not the capped class's 11
+  h.complete(4, at_ms(9));
+  ASSERT_EQ(h.poll(at_ms(9)), (std::vector<uint64_t>{11}));  // nobody else waits: lent
+  EXPECT_EQ(h.actions().dispatches[0].waited_for, WaitReason::kShareCap);
+  // A keyed request of a debounced class waits out its debounce.
+  h.complete(10, at_ms(10));
+  h.complete(11, at_ms(10));
+  h.add(20, 2, 0, 10, at_ms(10), "k");
+  EXPECT_TRUE(h.poll(at_ms(10)).empty());
+  ASSERT_EQ(h.poll(at_ms(40)), (std::vector<uint64_t>{20}));
+  EXPECT_EQ(h.actions().dispatches[0].waited_for, WaitReason::kDebounce);
+}
+
+TEST(SchedulerLifecycle, WaitsOnEngineSignalsAndPrefillAreNamedToo) {
+  Harness h(prefill_limited({named("c")}));
+  add_prompt(h, 1, 0, 300, at_ms(0));
+  add_prompt(h, 2, 0, 300, at_ms(0));
+  ASSERT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{1}));  // 300 tokens queued: full
+  ASSERT_EQ(h.poll(at_ms(100)), (std::vector<uint64_t>{2}));  // drained below 250
+  EXPECT_EQ(h.actions().dispatches[0].waited_for, WaitReason::kPrefill);
+  add_prompt(h, 3, 0, 10, at_ms(101));
+  h.scheduler().set_backend_state(0, 0, {.saturated = true});
+  EXPECT_TRUE(h.poll(at_ms(101)).empty());
+  h.scheduler().set_backend_state(0, 0, {});
+  EXPECT_TRUE(h.scheduler().first_token(h.handle(2), at_ms(102)));
+  EXPECT_TRUE(h.scheduler().first_token(h.handle(1), at_ms(102)));
+  ASSERT_EQ(h.poll(at_ms(102)), (std::vector<uint64_t>{3}));
+  EXPECT_EQ(h.actions().dispatches[0].waited_for, WaitReason::kSaturated);
+  EXPECT_EQ(wait_reason_name(WaitReason::kSaturated), "saturated");
+  EXPECT_EQ(deadline_error(1000ms, WaitReason::kCapacity).message,
+            "request waited past its class's max_queue_wait (waiting for: capacity)");
 }
 
 TEST(SchedulerLifecycle, ARequestThatCannotResumeIsNeverAVictim) {

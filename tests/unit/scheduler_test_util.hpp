@@ -44,12 +44,14 @@ class Harness {
 
   // Enqueues and remembers the handle under `user`; fails the test on 429.
   Admission add(uint64_t user, ClassId klass, TenantId tenant, int64_t cost, TimePoint now,
-                std::string_view key = {}, std::optional<TimePoint> deadline = std::nullopt) {
+                std::string_view key = {}, std::optional<TimePoint> deadline = std::nullopt,
+                int64_t prompt_tokens = 0) {
     auto admitted = scheduler_.enqueue(Request{.user = user,
                                                .pool = 0,
                                                .klass = klass,
                                                .tenant = tenant,
                                                .cost_tokens = cost,
+                                               .prompt_tokens = prompt_tokens,
                                                .deadline = deadline,
                                                .supersede_key = key},
                                        now);
