@@ -60,6 +60,12 @@ std::vector<Regret> find_regrets(const Scenario& scenario, const RunResults& res
   if (hybrid->all.goodput_rps < 0.95 * best_goodput) {
     out.push_back({"goodput req/s", hybrid->all.goodput_rps, 0.95 * best_goodput});
   }
+  if (const PolicySummary* direct = find(results, "direct");
+      direct && direct->all.good_share >= kDirectMeetsSlo &&
+      hybrid->all.goodput_rps < 0.95 * direct->all.goodput_rps) {
+    out.push_back({"goodput req/s against direct", hybrid->all.goodput_rps,
+                   0.95 * direct->all.goodput_rps});
+  }
   const std::size_t critical = critical_class(scenario);
   for (std::size_t c = 0; c < scenario.classes.size(); ++c) {
     if (scenario.classes[c].policy.background) continue;

@@ -9,6 +9,10 @@
 //     point above the worse one's.
 // Background classes are judged only through overall goodput. Failed: 429,
 // 503, client time-out, or still unfinished when the run was cut.
+// When the run also holds `direct` (no gateway) and direct meets its SLOs
+// (kDirectMeetsSlo of its answered requests good), hybrid's goodput must be
+// at least 95% of direct's: the gateway must not cost goodput at a load the
+// engines handle on their own.
 #pragma once
 
 #include <string>
@@ -17,6 +21,8 @@
 #include "bench/run_info.hpp"
 
 namespace arbiter::bench {
+
+inline constexpr double kDirectMeetsSlo = 0.95;
 
 struct Regret {
   std::string figure;  // e.g. "goodput", "chat: TTFT P99 ms", "critical: failed"

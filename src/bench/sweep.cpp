@@ -159,7 +159,7 @@ std::string random_scenario_yaml(uint64_t seed, uint32_t index, const SweepShape
   y += "duration_s: " + num(shape.duration_s) + "\ndrain_s: " + num(shape.drain_s) + "\n";
   y += "engine: {profile: llama-8b-a100, count: " + std::to_string(engines) +
        ", max_concurrency: " + std::to_string(slots) + "}\n";
-  y += "policies: [fifo, priority, hybrid]\ntenants:\n";
+  y += "policies: [direct, fifo, priority, hybrid]\ntenants:\n";
   for (int t = 0; t < tenants; ++t) {
     y += "  - {name: t" + std::to_string(t) + ", weight: " +
          num(tenant_weight[static_cast<std::size_t>(t)]) + "}\n";
@@ -202,7 +202,7 @@ std::vector<SweepCase> run_sweep(uint64_t seed, uint32_t first, uint32_t count,
       out.finding = scenario->finding;
       const auto start = std::chrono::steady_clock::now();
       RunResults results;
-      for (const char* policy : {"fifo", "priority", "hybrid"}) {
+      for (const char* policy : {"fifo", "priority", "hybrid", "direct"}) {
         results.policies.push_back(run_virtual(*scenario, policy, scenario->seed));
         out.goodput[results.policies.size() - 1] = results.policies.back().all.goodput_rps;
       }
@@ -237,13 +237,14 @@ std::string render_sweep_markdown(uint64_t seed, const std::vector<SweepCase>& c
          " figures). Goodput of hybrid over the better of fifo and priority: mean " +
          num(cases.empty() ? 1 : sum_ratio / static_cast<double>(cases.size())) + ", worst " +
          num(cases.empty() ? 1 : worst_ratio) + ". " + num(cpu) + " s of CPU.\n\n";
-  out += "| scenario | what | fifo | priority | hybrid | regrets |\n|---|---|---:|---:|---:|---|\n";
+  out += "| scenario | what | direct | fifo | priority | hybrid | regrets |\n"
+         "|---|---|---:|---:|---:|---:|---|\n";
   for (const SweepCase& c : cases) {
     std::string r;
     for (const Regret& g : c.regrets) r += (r.empty() ? "" : "; ") + describe(g);
-    out += "| " + c.name + " | " + c.finding + " | " + num(c.goodput[0]) + " | " +
-           num(c.goodput[1]) + " | " + num(c.goodput[2]) + " | " + (r.empty() ? "none" : r) +
-           " |\n";
+    out += "| " + c.name + " | " + c.finding + " | " + num(c.goodput[3]) + " | " +
+           num(c.goodput[0]) + " | " + num(c.goodput[1]) + " | " + num(c.goodput[2]) + " | " +
+           (r.empty() ? "none" : r) + " |\n";
   }
   return out;
 }

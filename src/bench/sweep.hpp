@@ -39,12 +39,12 @@ struct SweepCase {
   std::string finding;  // the generator's one-line description
   std::string yaml;     // to re-run it on its own
   std::vector<Regret> regrets;
-  double goodput[3] = {0, 0, 0};  // fifo, priority, hybrid
+  double goodput[4] = {0, 0, 0, 0};  // fifo, priority, hybrid, direct
   double cpu_s = 0;
 };
 
 // Runs scenarios first..first+count-1 of the sweep seeded `seed` under fifo,
-// priority and hybrid, `jobs` scenarios at a time.
+// priority, hybrid and direct, `jobs` scenarios at a time.
 std::vector<SweepCase> run_sweep(uint64_t seed, uint32_t first, uint32_t count,
                                  const SweepShape& shape, unsigned jobs);
 

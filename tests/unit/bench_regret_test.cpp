@@ -108,6 +108,20 @@ TEST(BenchRegret, OtherClassesMustNotBeWorseThanBothBaselines) {
   EXPECT_EQ(regrets[0].figure, "chat: failed share");
 }
 
+TEST(BenchRegret, NeverBelowDirectWhereDirectMeetsItsSlos) {
+  const Scenario s = three_classes();
+  RunResults r = same_everywhere();
+  PolicySummary direct = policy("direct", 20);
+  direct.all.good_share = 0.96;  // direct meets its SLOs: hybrid must keep 95% of its goodput
+  r.policies.push_back(direct);
+  auto regrets = find_regrets(s, r);
+  ASSERT_EQ(regrets.size(), 1u);
+  EXPECT_EQ(regrets[0].figure, "goodput req/s against direct");
+  EXPECT_DOUBLE_EQ(regrets[0].bound, 19);
+  r.policies.back().all.good_share = 0.9;  // direct itself misses them: not compared
+  EXPECT_TRUE(find_regrets(s, r).empty());
+}
+
 TEST(BenchRegret, BackgroundIsJudgedOnlyThroughGoodput) {
   const Scenario s = three_classes();
   RunResults r = same_everywhere();
