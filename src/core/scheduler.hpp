@@ -183,6 +183,10 @@ class Scheduler {
   TimePoint backlog_opens(const Pool& pool) const;
   uint32_t pick_request(uint32_t pool, TimePoint now);  // kNil when nothing may start
   uint32_t pick_hybrid(uint32_t pool, TimePoint now);
+  // Guarantees, aging, weighted share among the classes `in_tier(c)` accepts.
+  template <class InTier>
+  uint32_t pick_in_tier(uint32_t pool, TimePoint now, const InTier& in_tier);
+  uint32_t pick_leftover(uint32_t pool, TimePoint now);  // borrowing, then background
   // The request the class serves next: arrival order, or fair queueing for a tenant over its share.
   uint32_t head_of_class(uint32_t pool, uint32_t klass, TimePoint now);
   // The tenant queue was served more than kOveruse times its share lately.

@@ -255,17 +255,37 @@ int64_t Scheduler::cap_room(const Pool& pool, uint32_t klass) const {
 bool Scheduler::capped(const Pool& pool, uint32_t klass) const { return cap_room(pool, klass) <= 0; }
 
 uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
+  // Two tiers: the non-background classes with the best priority in use
+  // (work queued or running) go before all others, as under the priority
+  // policy, so the most urgent work never waits behind less urgent work;
+  // then the rest. Inside each tier: guarantees, aging, weighted share.
+  // A min_share is therefore guaranteed against classes of the same or a
+  // lower priority. Then borrowing and background across tiers.
+  Pool& p = pools_[pool];
+  const int top = top_priority(p);
+  const bool top_ready = top_has_ready(p);
+  for (const bool upper : {true, false}) {
+    if (upper && !top_ready) continue;
+    const auto in_tier = [&](uint32_t c) {
+      return !config_.classes[c].background && (config_.classes[c].engine_priority == top) == upper;
+    };
+    if (const uint32_t id = pick_in_tier(pool, now, in_tier); id != kNil) return id;
+  }
+  return pick_leftover(pool, now);
+}
+
+template <class InTier>
+uint32_t Scheduler::pick_in_tier(uint32_t pool, TimePoint now, const InTier& in_tier) {
   Pool& p = pools_[pool];
   const auto classes = static_cast<uint32_t>(config_.classes.size());
-  const double capacity = p.capacity;
 
   // 1. Guarantees: the class furthest below its min_share goes first.
   uint32_t best = kNil;
   double best_ratio = std::numeric_limits<double>::infinity();
   for (uint32_t c = 0; c < classes; ++c) {
     const ClassQueue& cq = p.classes[c];
-    const double guaranteed = config_.classes[c].min_share * capacity;
-    if (cq.ready == 0 || cq.in_flight + kEpsilon >= guaranteed || capped(p, c)) continue;
+    const double guaranteed = config_.classes[c].min_share * p.capacity;
+    if (!in_tier(c) || cq.ready == 0 || cq.in_flight + kEpsilon >= guaranteed || capped(p, c)) continue;
     const double ratio = cq.in_flight / guaranteed;
     if (ratio < best_ratio) {
       best_ratio = ratio;
@@ -274,29 +294,15 @@ uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
   }
   if (best != kNil) return head_of_class(pool, best, now);
 
-  // 2. The top class: among non-background classes in use (work queued or
-  // running), those with the best priority are served before the others, as
-  // the priority policy would, so the most urgent work never waits behind
-  // less urgent work beyond the guarantees. Several classes sharing the best
-  // priority share by weight (step 4 among them).
-  const int top = top_priority(p);
-  const auto below_top = [&](uint32_t c) { return config_.classes[c].engine_priority != top; };
-  (void)capacity;
-
   // 2. Aging: a class holding a request in the last aging_fraction of its
   // allowed wait jumps the weighted order, the earliest such deadline first.
   // The class is still charged, so the jump is borrowed from its later
-  // turns, not stolen. Inside the class the fair tenant still goes first:
-  // aging reorders classes and a tenant's own requests, never tenants, so a
-  // flooding tenant whose requests all age cannot take more than its share
-  // of the class while others wait (they wait as long as their own queue,
-  // not as long as the flooder's).
+  // turns, not stolen. Aging picks the class, never the tenant: inside it
+  // head_of_class's tenant rule applies, so a flooding tenant whose
+  // requests all age cannot go ahead of tenants within their share.
   // Candidates per class: the oldest request with the class deadline (head
   // of the arrival list, unless still held by its debounce) and the most
   // urgent one with its own deadline (top of the urgency heap).
-  // 3. Aging, and 4. weighted fair share, within the top priority while it
-  // has work that may start, then among the other non-background classes.
-  const bool top_ready = top_has_ready(p);
   uint32_t urgent = kNil;
   const auto earlier = [this](uint32_t a, uint32_t b) {
     return b == kNil || nodes_[a].deadline < nodes_[b].deadline ||
@@ -305,7 +311,7 @@ uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
   const int64_t now_ticks = ticks(now);
   for (uint32_t c = 0; c < classes; ++c) {
     const ClassQueue& cq = p.classes[c];
-    if (config_.classes[c].background || (top_ready && below_top(c))) continue;
+    if (!in_tier(c)) continue;
     const bool listed = cq.oldest_deadline != TimePoint::max() &&
                         cq.oldest_deadline - aging_lead_[c] <= now &&
                         nodes_[cq.arrivals_head].state == NodeState::kQueued;
@@ -317,18 +323,30 @@ uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
   if (urgent != kNil) return head_of_class(pool, nodes_[urgent].klass, now);
 
   // 3. Weighted fair share in tokens: the backlogged class with the least
-  // virtual time. 3b. Idle capacity is lent: a class at its max_share takes
-  // a slot only when no class under its cap can use it, so a lent slot is
-  // never taken by a new dispatch while others wait. 4. Only when no other
-  // class can use the slot: background.
-  enum class Step { kShare, kBorrow, kBackground };
-  for (const Step step : {Step::kShare, Step::kBorrow, Step::kBackground}) {
-    best = kNil;
-    for (uint32_t c = 0; c < classes; ++c) {
+  // virtual time.
+  best = kNil;
+  for (uint32_t c = 0; c < classes; ++c) {
+    const ClassQueue& cq = p.classes[c];
+    if (!in_tier(c) || cq.ready == 0 || capped(p, c)) continue;
+    if (best == kNil || cq.vtime < p.classes[best].vtime) best = c;
+  }
+  if (best == kNil) return kNil;
+  p.class_vclock = std::max(p.class_vclock, p.classes[best].vtime);
+  return head_of_class(pool, best, now);
+}
+
+uint32_t Scheduler::pick_leftover(uint32_t pool, TimePoint now) {
+  // 4. Idle capacity is lent: a class at its max_share takes a slot only
+  // when no class under its cap can use it, so a lent slot is never taken by
+  // a new dispatch while others wait. 5. Only when no other class can use
+  // the slot: background. Both by virtual time.
+  Pool& p = pools_[pool];
+  for (const bool background : {false, true}) {
+    uint32_t best = kNil;
+    for (uint32_t c = 0; c < p.classes.size(); ++c) {
       const ClassQueue& cq = p.classes[c];
-      if (config_.classes[c].background != (step == Step::kBackground) || cq.ready == 0) continue;
-      if (step != Step::kBorrow && capped(p, c)) continue;
-      if (step == Step::kShare && top_ready && below_top(c)) continue;
+      if (config_.classes[c].background != background || cq.ready == 0) continue;
+      if (background && capped(p, c)) continue;
       if (best == kNil || cq.vtime < p.classes[best].vtime) best = c;
     }
     if (best != kNil) {

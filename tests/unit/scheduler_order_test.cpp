@@ -93,11 +93,13 @@ TEST(SchedulerOrder, ClassBelowMinShareGoesFirst) {
   EXPECT_EQ(h.poll(at_ms(3)), (std::vector<uint64_t>{1}));  // rt below it again
 }
 
-// A high class that always has work and a low one with a guaranteed quarter
-// of the pool; four slots; 40 decisions.
-int low_class_dispatches(Policy policy) {
+// "hi" always has work, "lo" has a guaranteed quarter of the pool; both of
+// one priority (`hi_priority` 0: "hi" is a higher priority than "lo"); the
+// priority policy breaks the tie by class order. Four slots; 40 decisions.
+int low_class_dispatches(Policy policy, int hi_priority = 1) {
   ClassPolicy hi = named("hi");
   hi.weight = 3;
+  hi.engine_priority = hi_priority;
   ClassPolicy lo = named("lo");
   lo.engine_priority = 1;
   lo.min_share = 0.25;
@@ -125,6 +127,9 @@ TEST(SchedulerOrder, PriorityStarvesTheLowClassHybridServesItsGuarantee) {
   const int hybrid = low_class_dispatches(Policy::kHybrid);
   EXPECT_GE(hybrid, 9);  // one slot of four: a quarter of 40
   EXPECT_LE(hybrid, 11);
+  // A guarantee holds against classes of the same or a lower priority: a
+  // higher priority in use still goes first.
+  EXPECT_EQ(low_class_dispatches(Policy::kHybrid, 0), 0);
 }
 
 // Tenant 1 queues 100 requests first, then `others` tenants queue 10 each;

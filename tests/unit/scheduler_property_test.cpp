@@ -70,8 +70,11 @@ SchedulerConfig sim_config(Policy policy, double realtime_min_share) {
                          .preemptible = true,
                          .background = true,
                          .engine_priority = 10};
-  realtime.engine_priority = -10;
-  completion.engine_priority = -5;
+  // One priority for the interactive classes: min_share is guaranteed against
+  // classes of the same or a lower priority, and this checks the guarantees
+  // (the top-priority-first rule has its own tests in scheduler_order_test).
+  realtime.engine_priority = 0;
+  completion.engine_priority = 0;
   config.classes = {realtime, completion, standard, batch, background};
   config.pools = {PoolSpec{.name = "chat", .max_concurrency = {16, 16}, .prefill_tokens_per_s = {}},
                   PoolSpec{.name = "small", .max_concurrency = {2, 2}, .prefill_tokens_per_s = {}}};
