@@ -155,8 +155,12 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
   if (comparable(results)) {
     const auto regrets = find_regrets(scenario, results);
     out += "\nRegret yardstick (docs/arbiter-bench.md): ";
-    if (regrets.empty()) out += "hybrid loses to neither fifo nor priority on any figure.\n";
-    else out += "hybrid loses on " + std::to_string(regrets.size()) + " figures:\n\n";
+    if (regrets.empty()) {
+      out += "hybrid loses on no figure.\n";
+    } else {
+      out += "hybrid loses on " + std::to_string(regrets.size()) +
+             (regrets.size() == 1 ? " figure:\n\n" : " figures:\n\n");
+    }
     for (const Regret& r : regrets) out += "- " + describe(r) + "\n";
   }
 
