@@ -27,6 +27,10 @@ std::string format_access_record(const AccessRecord& r) {
   if (r.upstream_ms >= 0) fmt::format_to(out, R"(,"upstream_ms":{:.3f})", r.upstream_ms);
   if (r.ttfb_ms >= 0) fmt::format_to(out, R"(,"ttfb_ms":{:.3f})", r.ttfb_ms);
   if (r.preemptions > 0) fmt::format_to(out, R"(,"preemptions":{})", r.preemptions);
+  if (r.prompt_tokens >= 0) {
+    fmt::format_to(out, R"(,"prompt_tokens":{},"completion_tokens":{})", r.prompt_tokens,
+                   r.completion_tokens);
+  }
   fmt::format_to(out, R"(,"duration_ms":{:.3f})", r.duration_ms);
   if (!r.error.empty()) fmt::format_to(out, R"(,"error":{})", quoted(r.error));
   line += "}\n";

@@ -23,6 +23,8 @@ struct AccessRecord {
   double queue_ms = 0;     // waiting for a backend (all runs when preempted)
   std::string_view wait_reason;  // why it waited (first dispatch, or its 503); empty: it did not
   uint32_t preemptions = 0;  // times preempted and resumed
+  int64_t prompt_tokens = -1;      // from the engine's usage; -1 when the answer had none
+  int64_t completion_tokens = -1;  // likewise
   double upstream_ms = -1; // upstream response header latency; -1 if none
   double ttfb_ms = -1;     // first body byte to the client; -1 if none
   double duration_ms = 0;

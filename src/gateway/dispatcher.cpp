@@ -282,8 +282,8 @@ void Dispatcher::set_backend_state(sched::PoolId pool, sched::BackendId backend,
 }
 
 Dispatcher::Slot::~Slot() {
-  // The charge stays the estimate: the relay does not count tokens yet.
-  if (waiter_) dispatcher_->complete(waiter_, std::nullopt);
+  // Without an engine's usage (a plain stream), the charge stays the estimate.
+  if (waiter_) dispatcher_->complete(waiter_, actual_tokens_);
 }
 
 sched::BackendId Dispatcher::Slot::backend() const { return waiter_->dispatch->backend; }

@@ -59,6 +59,9 @@ class Dispatcher {
     // preempts this running request; it should abort the upstream exchange
     // at once. Runs at once when that already happened.
     void set_interrupt_hook(std::function<void()> hook);
+    // What the request really cost (prompt + generated tokens, from the
+    // engine's usage): the scheduler corrects its estimate when the slot ends.
+    void set_actual_tokens(int64_t tokens) { actual_tokens_ = tokens; }
     // The engine produced the run's first token: its prompt no longer counts
     // in the backend's prefill backlog, which may let queued work start.
     void first_token();
@@ -73,6 +76,7 @@ class Dispatcher {
    private:
     Dispatcher* dispatcher_;
     std::shared_ptr<Waiter> waiter_;
+    std::optional<int64_t> actual_tokens_;  // set_actual_tokens(); none: the estimate stands
   };
 
   // Queues the request and waits for its turn. Errors: 429 (queue full),

@@ -327,6 +327,16 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
       dispatch_queue_ms = rec.queue_ms;  // observed after the response: not on its path
       outcome = co_await run_upstream(route, *admission, *slot, req, conn, rec, headers);
       backend_name = rec.backend;
+      // Fairness and shares are charged with what the request really cost:
+      // the engine's usage, or for a resumable stream without it the tokens
+      // counted from its events (prompt still estimated).
+      if (outcome.usage) {
+        slot->set_actual_tokens(outcome.usage->prompt_tokens + outcome.usage->completion_tokens);
+        rec.prompt_tokens = outcome.usage->prompt_tokens;
+        rec.completion_tokens = outcome.usage->completion_tokens;
+      } else if (outcome.generated >= 0) {
+        slot->set_actual_tokens(info.prompt_tokens_estimate + outcome.generated);
+      }
     }
   }
   if (outcome.error && outcome.status == 0) {
@@ -347,6 +357,11 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
   if (dispatch_queue_ms) metrics_.queue_wait.with({rec.model, rec.cls, rec.tenant}).observe(*dispatch_queue_ms / 1000.0);
   if (!rec.wait_reason.empty()) {
     metrics_.queue_waits.with({rec.model, rec.cls, std::string(rec.wait_reason)}).inc();
+  }
+  if (rec.prompt_tokens >= 0) {
+    metrics_.tokens.with({rec.model, rec.cls, rec.tenant, "prompt"}).inc(static_cast<uint64_t>(rec.prompt_tokens));
+    metrics_.tokens.with({rec.model, rec.cls, rec.tenant, "completion"})
+        .inc(static_cast<uint64_t>(rec.completion_tokens));
   }
   auto class_histogram = [&](std::atomic<metrics::Histogram*> ClassSeries::*member,
                              metrics::Family<metrics::Histogram>& family) -> metrics::Histogram& {
@@ -434,7 +449,14 @@ Task<RelayOutcome> Gateway::run_upstream(Route route, Admission& admission, Disp
                                                            : std::function<void()>()};
     RelayOutcome outcome = co_await relay(relay_request);
     slot.set_interrupt_hook(nullptr);
-    if (!outcome.preempted) co_return outcome;
+    if (!outcome.preempted) {
+      // A resumable request's usage is counted over all its runs.
+      if (resume) {
+        outcome.usage = resume->checkpoint.usage;
+        outcome.generated = resume->checkpoint.tokens;
+      }
+      co_return outcome;
+    }
 
     // Preempted: queue again, charged for what is left, and continue from
     // the checkpoint when dispatched.

@@ -42,6 +42,12 @@ struct GatewayMetrics {
   metrics::Family<metrics::Histogram>& queue_wait = registry.histogram(
       "arbiter_queue_wait_seconds", "Time a request waited in the gateway's queue before dispatch.",
       {"model", "class", "tenant"});
+  metrics::Family<metrics::Counter>& tokens = registry.counter(
+      "arbiter_tokens_total",
+      "Tokens the engines reported in answers' usage (whole answers; streams and whole answers "
+      "of resumable requests, over all runs), by model, class, tenant and kind (prompt, "
+      "completion): cost allocation per team.",
+      {"model", "class", "tenant", "kind"});
   metrics::Family<metrics::Counter>& queue_waits = registry.counter(
       "arbiter_queue_waits_total",
       "Requests that waited in the gateway's queue, by what they waited for: capacity (every "

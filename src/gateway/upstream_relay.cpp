@@ -1,5 +1,7 @@
 #include "gateway/upstream_relay.hpp"
 
+#include "core/usage.hpp"
+
 #include <array>
 
 #include "core/sse.hpp"
@@ -405,6 +407,7 @@ class Exchange {
                             .upstream = parser.forwarded(),
                             .gateway = r_.response_headers};
     outcome_.status = static_cast<int>(parser.status());
+    if (parser.status() == 200) outcome_.usage = find_usage(whole);
     if (!co_await r_.client.send(head, whole)) {
       outcome_.status = 499;
       co_return false;

@@ -1,0 +1,20 @@
+// The `usage` object of a whole OpenAI response (chat.completion,
+// text_completion): how many tokens a request really cost, for fairness
+// charges and the per-tenant token metrics.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "core/resume.hpp"
+
+namespace arbiter {
+
+// The last top-level-looking `"usage":{...}` of `body` with its
+// prompt_tokens and completion_tokens; nullopt when there is none or it is
+// malformed. Searches from the end (engines put usage last) and parses only
+// that object: O(size) for the search, no document of the whole body. A
+// `"usage":` inside a generated string cannot match: JSON escapes its quotes.
+std::optional<Usage> find_usage(std::string_view body);
+
+}  // namespace arbiter
