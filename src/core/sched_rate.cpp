@@ -22,7 +22,8 @@ void DecayingRate::add(Clock::time_point now, double amount) {
     last_ = now;
   }
   // A negative amount corrects an earlier estimate; the sum never goes below 0.
-  sum_ = std::max(0.0, sum_ * std::exp(-seconds(now - last_) / tau_s_) + amount);
+  const double decay = now == last_ ? 1.0 : std::exp(-seconds(now - last_) / tau_s_);
+  sum_ = std::max(0.0, sum_ * decay + amount);
   last_ = now;
 }
 

@@ -268,7 +268,7 @@ bool Scheduler::complete(Handle handle, TimePoint now, std::optional<int64_t> ac
     pool.completed.add(now, static_cast<double>(used));
   }
   // Correct the estimate charged at dispatch, so fairness follows real use.
-  if (config_.policy == Policy::kHybrid && actual_tokens) {
+  if (config_.policy == Policy::kHybrid && actual_tokens && used != n.charged) {
     const auto delta = static_cast<double>(used - n.charged);
     charge(id, delta);
     pools_[n.pool].classes[n.klass].dispatched.add(now, delta);

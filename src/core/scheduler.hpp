@@ -192,7 +192,7 @@ class Scheduler {
   // The tenant queue was served more than kOveruse times its share lately.
   bool overusing(uint32_t tq, TimePoint now) const;
   int top_priority(const Pool& pool) const;  // best engine_priority of non-background classes in use
-  bool top_has_ready(const Pool& pool) const;  // a class of that priority has work that may start
+  bool top_has_ready(const Pool& pool, int top) const;  // a class of priority `top` has work that may start
   int64_t cap_room(const Pool& pool, uint32_t klass) const;  // slots left under max_share
   bool capped(const Pool& pool, uint32_t klass) const;       // at max_share
   void start(uint32_t id, uint32_t backend, TimePoint now, Actions& out);

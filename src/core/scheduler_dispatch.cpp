@@ -97,7 +97,8 @@ TimePoint Scheduler::backlog_opens(const Pool& pool) const {
   for (const ClassQueue& cq : pool.classes) ready |= cq.ready > 0;
   if (!ready) return TimePoint::max();
   const double fraction =
-      config_.policy == Policy::kHybrid && !top_has_ready(pool) ? kLowerTierBacklog : 1.0;
+      config_.policy == Policy::kHybrid && !top_has_ready(pool, top_priority(pool)) ? kLowerTierBacklog
+                                                                                   : 1.0;
   if (pick_backend(pool, last_poll_, fraction) != kNil) return TimePoint::max();
   TimePoint opens = TimePoint::max();
   for (const detail::Backend& b : pool.backends) {
@@ -263,7 +264,7 @@ uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
   // lower priority. Then borrowing and background across tiers.
   Pool& p = pools_[pool];
   const int top = top_priority(p);
-  const bool top_ready = top_has_ready(p);
+  const bool top_ready = top_has_ready(p, top);
   for (const bool upper : {true, false}) {
     if (upper && !top_ready) continue;
     const auto in_tier = [&](uint32_t c) {
@@ -357,8 +358,7 @@ uint32_t Scheduler::pick_leftover(uint32_t pool, TimePoint now) {
   return kNil;
 }
 
-bool Scheduler::top_has_ready(const Pool& pool) const {
-  const int top = top_priority(pool);
+bool Scheduler::top_has_ready(const Pool& pool, int top) const {
   for (uint32_t c = 0; c < pool.classes.size(); ++c) {
     if (!config_.classes[c].background && config_.classes[c].engine_priority == top &&
         pool.classes[c].ready > 0 && !capped(pool, c)) {

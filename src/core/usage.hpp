@@ -12,9 +12,9 @@ namespace arbiter {
 
 // The last top-level-looking `"usage":{...}` of `body` with its
 // prompt_tokens and completion_tokens; nullopt when there is none or it is
-// malformed. Searches from the end (engines put usage last) and parses only
-// that object: O(size) for the search, no document of the whole body. A
-// `"usage":` inside a generated string cannot match: JSON escapes its quotes.
+// malformed. Searches from the end (engines put usage last) and reads only
+// that object's two integers: O(size), no allocation. A `"usage":` inside a
+// generated string cannot match: JSON escapes its quotes.
 std::optional<Usage> find_usage(std::string_view body);
 
 }  // namespace arbiter

@@ -66,6 +66,8 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
     pool_index_.emplace(config_.models[i].name, i);
   }
   class_series_ = std::make_unique<ClassSeries[]>(config_.models.size() * config_.classes.size());
+  token_series_ = std::make_unique<TokenSeries[]>(config_.models.size() * config_.classes.size() *
+                                                  (config_.tenants.size() + 1));
   auto scheduler = sched::Scheduler::create(to_scheduler_config(config_));
   // The config loader validated the same rules: failing here is a bug.
   if (!scheduler) throw std::logic_error("scheduler config: " + scheduler.error());
@@ -358,10 +360,20 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
   if (!rec.wait_reason.empty()) {
     metrics_.queue_waits.with({rec.model, rec.cls, std::string(rec.wait_reason)}).inc();
   }
-  if (rec.prompt_tokens >= 0) {
-    metrics_.tokens.with({rec.model, rec.cls, rec.tenant, "prompt"}).inc(static_cast<uint64_t>(rec.prompt_tokens));
-    metrics_.tokens.with({rec.model, rec.cls, rec.tenant, "completion"})
-        .inc(static_cast<uint64_t>(rec.completion_tokens));
+  if (rec.prompt_tokens >= 0 && admission) {  // usage exists only for admitted requests
+    TokenSeries& series =
+        token_series_[(admission->pool * config_.classes.size() + admission->cls) * (config_.tenants.size() + 1) +
+                      tenant_id(config_, admission->tenant)];
+    auto counter = [&](std::atomic<metrics::Counter*>& cached, const char* kind) -> metrics::Counter& {
+      metrics::Counter* c = cached.load(std::memory_order_acquire);
+      if (c == nullptr) {
+        c = &metrics_.tokens.with({rec.model, rec.cls, rec.tenant, kind});
+        cached.store(c, std::memory_order_release);
+      }
+      return *c;
+    };
+    counter(series.prompt, "prompt").inc(static_cast<uint64_t>(rec.prompt_tokens));
+    counter(series.completion, "completion").inc(static_cast<uint64_t>(rec.completion_tokens));
   }
   auto class_histogram = [&](std::atomic<metrics::Histogram*> ClassSeries::*member,
                              metrics::Family<metrics::Histogram>& family) -> metrics::Histogram& {

@@ -68,6 +68,13 @@ class Gateway {
   std::vector<std::unique_ptr<ModelPool>> pools_;             // in config order (= PoolId)
   std::unordered_map<std::string, std::size_t> pool_index_;  // model name -> pools_ index
   std::unique_ptr<ClassSeries[]> class_series_;               // pools x classes
+  // A (model, class, tenant)'s token counters (prompt, completion), found on
+  // first use and kept. Indexed (pool * classes + class) * (tenants + 1) + tenant.
+  struct TokenSeries {
+    std::atomic<metrics::Counter*> prompt{nullptr};
+    std::atomic<metrics::Counter*> completion{nullptr};
+  };
+  std::unique_ptr<TokenSeries[]> token_series_;
   std::unique_ptr<Dispatcher> dispatcher_;                    // queues and the scheduler
   std::unique_ptr<BackendMonitor> monitor_;                   // engine signals; null if disabled
   std::atomic<bool> ready_{false};

@@ -23,7 +23,16 @@ TEST(Usage, GeneratedTextThatMentionsUsageIsNotMistakenForIt) {
   EXPECT_EQ(u->completion_tokens, 4);
 }
 
+TEST(Usage, NestedDetailsAndSpacesAreRead) {
+  const auto u = find_usage(
+      R"({"usage": {"prompt_tokens_details": {"cached_tokens": 5}, "prompt_tokens": 40, "completion_tokens": 2}})");
+  ASSERT_TRUE(u.has_value());
+  EXPECT_EQ(u->prompt_tokens, 40);
+  EXPECT_EQ(u->completion_tokens, 2);
+}
+
 TEST(Usage, MissingOrMalformedIsNone) {
+  EXPECT_FALSE(find_usage(R"({"usage":{"prompt_tokens":1.5,"completion_tokens":2}})").has_value());
   EXPECT_FALSE(find_usage(R"({"choices":[]})").has_value());
   EXPECT_FALSE(find_usage(R"({"usage":null})").has_value());
   EXPECT_FALSE(find_usage(R"({"usage":{"prompt_tokens":1}})").has_value());
