@@ -62,6 +62,7 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
   }
   out << "classes:\n";
   for (const ClassSpec& c : s.classes) {
+    if (!c.scheduler_class.empty()) continue;  // a stream of a class listed before
     const sched::ClassPolicy& p = c.policy;
     out << "  - {name: " << c.name << ", min_share: " << p.min_share
         << ", max_share: " << p.max_share << ", weight: " << p.weight

@@ -51,7 +51,8 @@ std::string raw_request(const Scenario& scenario, const RequestSpec& spec,
                     "text/event-stream\r\nAuthorization: Bearer " +
                     tenant_api_key(scenario.tenants[spec.tenant].name) + "\r\n";
   if (options.gateway_headers) {
-    out += "x-arbiter-class: " + scenario.classes[spec.klass].name + "\r\n";
+    const ClassSpec& c = scenario.classes[spec.klass];
+    out += "x-arbiter-class: " + (c.scheduler_class.empty() ? c.name : c.scheduler_class) + "\r\n";
     if (spec.supersede_key != 0) {
       char key[32];
       std::snprintf(key, sizeof key, "%016llx",

@@ -55,6 +55,16 @@ json::object to_json(const PolicySummary& p) {
   for (const Sample& s : p.series) {
     series.push_back(json::array{s.t, s.queued, s.running, number_or_null(s.utilisation)});
   }
+  json::array phases;
+  for (const PhaseSummary& ph : p.phases) {
+    json::array phase_classes;
+    for (const GroupSummary& g : ph.classes) phase_classes.push_back(to_json(g));
+    phases.push_back(json::object{{"name", ph.name},
+                                  {"from_s", ph.from_s},
+                                  {"to_s", ph.to_s},
+                                  {"all", to_json(ph.all)},
+                                  {"classes", phase_classes}});
+  }
   const EngineTotals& e = p.engine;
   json::value engine = nullptr;  // live mode: not observable over HTTP
   if (p.engine_known) {
@@ -77,6 +87,8 @@ json::object to_json(const PolicySummary& p) {
           {"utilisation", number_or_null(p.utilisation)},
           {"waste_share", number_or_null(p.waste_share)},
           {"jain", p.jain},
+          {"jain_goodput_per_weight", p.jain_goodput},
+          {"phases", phases},
           {"wall_s", p.wall_s},
           {"series_columns", json::array{"t", "queued", "running", "utilisation"}},
           {"series", series}};

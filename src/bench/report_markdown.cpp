@@ -111,6 +111,9 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
   rows.push_back({"Jain fairness over tenants (SLO share)",
                   [](const PolicySummary& p) { return p.jain; },
                   [](double v) { return fmt(v, 3); }});
+  rows.push_back({"Jain fairness over tenants (goodput per weight)",
+                  [](const PolicySummary& p) { return p.jain_goodput; },
+                  [](double v) { return fmt(v, 3); }});
 
   const PolicySummary* hybrid = find(results, "hybrid");
   const PolicySummary* priority = find(results, "priority");
@@ -162,6 +165,24 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
              (regrets.size() == 1 ? " figure:\n\n" : " figures:\n\n");
     }
     for (const Regret& r : regrets) out += "- " + describe(r) + "\n";
+  }
+
+  if (!scenario.phases.empty()) {
+    out += "\n## Per phase\n\nRequests that arrived in the phase; goodput per second of the phase.\n\n"
+           "| policy | phase | class | generated | failed (429 + 503 + timeout) | TTFT P50/P99 ms | "
+           "goodput req/s |\n|---|---|---|---:|---:|---|---:|\n";
+    for (const auto& p : results.policies) {
+      for (const PhaseSummary& ph : p.phases) {
+        const std::string label = ph.name + " (" + fmt(ph.from_s, 0) + "-" + fmt(ph.to_s, 0) + " s)";
+        std::vector<const GroupSummary*> groups{&ph.all};
+        for (const GroupSummary& g : ph.classes) groups.push_back(&g);
+        for (const GroupSummary* g : groups) {
+          out += "| " + p.policy + " | " + label + " | " + g->name + " | " + std::to_string(g->generated) +
+                 " | " + pct(lost_share(*g)) + " | " + ms(g->ttft_ms.p50) + " / " + ms(g->ttft_ms.p99) +
+                 " | " + fmt(g->goodput_rps, 2) + " |\n";
+        }
+      }
+    }
   }
 
   for (const char* level : {"classes", "tenants"}) {

@@ -23,7 +23,10 @@ std::string_view outcome_name(Outcome outcome) {
 }
 
 Collector::Collector(const Scenario& scenario)
-    : scenario_(scenario), classes_(scenario.classes.size()), tenants_(scenario.tenants.size()) {}
+    : scenario_(scenario),
+      classes_(scenario.classes.size()),
+      tenants_(scenario.tenants.size()),
+      phases_(scenario.phases.size(), std::vector<Group>(scenario.classes.size())) {}
 
 void Collector::record(const RequestRecord& r) {
   ++recorded_;
@@ -39,6 +42,10 @@ void Collector::record(const RequestRecord& r) {
   }
   add(classes_[r.klass], r, good, on_time);
   add(tenants_[r.tenant], r, good, on_time);
+  for (std::size_t p = 0; p < scenario_.phases.size(); ++p) {
+    const PhaseSpec& phase = scenario_.phases[p];
+    if (r.arrival >= phase.from_s && r.arrival < phase.to_s) add(phases_[p][r.klass], r, good, on_time);
+  }
 }
 
 void Collector::add(Group& g, const RequestRecord& r, bool good, bool on_time) {
@@ -86,31 +93,48 @@ GroupSummary Collector::finish(std::string name, Group& g, double duration_s) {
   return s;
 }
 
+void Collector::merge_into(Group& all, const Group& g) {
+  all.generated += g.generated;
+  for (std::size_t o = 0; o < kOutcomes; ++o) all.outcomes[o] += g.outcomes[o];
+  all.ttft.insert(all.ttft.end(), g.ttft.begin(), g.ttft.end());
+  all.tpot.insert(all.tpot.end(), g.tpot.begin(), g.tpot.end());
+  all.e2e.insert(all.e2e.end(), g.e2e.begin(), g.e2e.end());
+  all.itl.merge(g.itl);
+  all.with_deadline += g.with_deadline;
+  all.met_deadline += g.met_deadline;
+  all.good += g.good;
+}
+
 PolicySummary Collector::summarize(std::string policy, const EngineTotals& engine) {
   PolicySummary out;
   out.policy = std::move(policy);
   out.engine = engine;
   Group all;
   for (std::size_t c = 0; c < classes_.size(); ++c) {
-    Group& g = classes_[c];
-    all.generated += g.generated;
-    for (std::size_t o = 0; o < kOutcomes; ++o) all.outcomes[o] += g.outcomes[o];
-    all.ttft.insert(all.ttft.end(), g.ttft.begin(), g.ttft.end());
-    all.tpot.insert(all.tpot.end(), g.tpot.begin(), g.tpot.end());
-    all.e2e.insert(all.e2e.end(), g.e2e.begin(), g.e2e.end());
-    all.itl.merge(g.itl);
-    all.with_deadline += g.with_deadline;
-    all.met_deadline += g.met_deadline;
-    all.good += g.good;
-    out.classes.push_back(finish(scenario_.classes[c].name, g, engine.duration_s));
+    merge_into(all, classes_[c]);
+    out.classes.push_back(finish(scenario_.classes[c].name, classes_[c], engine.duration_s));
   }
   out.all = finish("all", all, engine.duration_s);
-  std::vector<double> shares;
+  for (std::size_t p = 0; p < phases_.size(); ++p) {
+    const PhaseSpec& spec = scenario_.phases[p];
+    PhaseSummary phase{.name = spec.name, .from_s = spec.from_s, .to_s = spec.to_s, .all = {}, .classes = {}};
+    Group phase_all;
+    for (std::size_t c = 0; c < classes_.size(); ++c) {
+      merge_into(phase_all, phases_[p][c]);
+      phase.classes.push_back(finish(scenario_.classes[c].name, phases_[p][c], spec.to_s - spec.from_s));
+    }
+    phase.all = finish("all", phase_all, spec.to_s - spec.from_s);
+    out.phases.push_back(std::move(phase));
+  }
+  std::vector<double> shares, per_weight;
   for (std::size_t t = 0; t < tenants_.size(); ++t) {
     out.tenants.push_back(finish(scenario_.tenants[t].name, tenants_[t], engine.duration_s));
-    if (out.tenants.back().generated > 0) shares.push_back(out.tenants.back().good_share);
+    if (out.tenants.back().generated == 0) continue;
+    shares.push_back(out.tenants.back().good_share);
+    per_weight.push_back(out.tenants.back().goodput_rps / scenario_.tenants[t].weight);
   }
   out.jain = jain_index(shares);
+  out.jain_goodput = jain_index(per_weight);
   const double capacity = engine.duration_s * engine.engines;
   out.utilisation = capacity > 0 ? engine.busy_s / capacity : 0;
   out.waste_share = engine.work_tokens > 0 ? static_cast<double>(engine.wasted_cancel_tokens) /

@@ -74,10 +74,20 @@ struct GroupSummary {
   std::vector<float> ttft_cdf_ms;  // TTFT at quantiles 0, 0.005, ..., 1 (201 points)
 };
 
+// One phase of the run (Scenario::phases): the requests that arrived in it.
+// goodput_rps counts per second of the phase.
+struct PhaseSummary {
+  std::string name;
+  double from_s = 0, to_s = 0;
+  GroupSummary all;
+  std::vector<GroupSummary> classes;  // scenario order
+};
+
 struct PolicySummary {
   std::string policy;
   std::vector<GroupSummary> classes;  // scenario order
   std::vector<GroupSummary> tenants;  // scenario order
+  std::vector<PhaseSummary> phases;   // scenario order
   GroupSummary all;
   EngineTotals engine;
   // false in live mode: engine-side figures (utilisation, waste, the engine
@@ -86,6 +96,7 @@ struct PolicySummary {
   double utilisation = 0;  // busy / (engines * duration)
   double waste_share = 0;  // wasted_cancel_tokens / work_tokens
   double jain = 1;         // over tenants with traffic, of good_share
+  double jain_goodput = 1; // over tenants with traffic, of goodput / tenant weight
   double wall_s = 0;       // CPU wall time of the run
   std::vector<Sample> series;
 };
@@ -111,11 +122,13 @@ class Collector {
     uint64_t with_deadline = 0, met_deadline = 0, good = 0;
   };
   void add(Group& g, const RequestRecord& r, bool good, bool on_time);
+  static void merge_into(Group& all, const Group& g);
   GroupSummary finish(std::string name, Group& g, double duration_s);
 
   const Scenario& scenario_;
   std::vector<Group> classes_;
   std::vector<Group> tenants_;
+  std::vector<std::vector<Group>> phases_;  // [phase][class]
   uint64_t recorded_ = 0;
 };
 

@@ -104,7 +104,12 @@ struct SloSpec {
 };
 
 struct ClassSpec {
-  std::string name;           // scheduler class name
+  std::string name;           // scheduler class name (or this stream's name, see below)
+  // Empty: this entry is a scheduler class of its own. Otherwise the name of
+  // an earlier entry whose scheduler class this traffic joins: a separate
+  // stream (its own tenants, rate and shape, e.g. one tenant flooding) that
+  // is reported on its own row but scheduled as that class.
+  std::string scheduler_class;
   sched::ClassPolicy policy;  // core defaults for the name, then the scenario's overrides
   SloSpec slo;
   std::vector<double> tenant_mix;  // traffic weight per tenant (scenario order)
@@ -142,6 +147,21 @@ inline bool is_policy_name(std::string_view name) {
   return name == "direct" || name == kHybridNoPreemption || sched::policy_from_string(name);
 }
 
+struct Scenario;
+
+// The scheduler class of each entry of Scenario::classes (an index among the
+// entries that are classes of their own), and those entries' names.
+std::vector<uint16_t> scheduler_classes(const Scenario& scenario);
+std::vector<std::string> scheduler_class_names(const Scenario& scenario);
+
+// A window of the run reported on its own (e.g. a surge): requests that
+// arrive in [from_s, to_s).
+struct PhaseSpec {
+  std::string name;
+  double from_s = 0;
+  double to_s = 0;
+};
+
 struct Scenario {
   std::string name;
   std::string finding;  // the BRIEF finding and target it tests
@@ -159,6 +179,7 @@ struct Scenario {
   std::chrono::milliseconds max_prefill_backlog{250};  // scheduler.max_prefill_backlog_ms (0: off)
   std::vector<TenantSpec> tenants;
   std::vector<ClassSpec> classes;
+  std::vector<PhaseSpec> phases;  // reported apart as well; none by default
 };
 
 }  // namespace arbiter::bench

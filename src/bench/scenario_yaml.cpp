@@ -290,15 +290,31 @@ void read_scheduler(Reader& r, const YAML::Node& n, const std::string& path,
 
 void read_class(Reader& r, const YAML::Node& n, const std::string& path, const Scenario& s,
                 ClassSpec& c) {
-  if (!r.map(n, path, {"name", "scheduler", "slo", "tenants", "traffic"})) return;
+  if (!r.map(n, path, {"name", "scheduler", "scheduler_class", "slo", "tenants", "traffic"})) return;
   r.read(n, path, "name", c.name);
   if (c.name.empty()) r.error(Reader::join(path, "name"), "is required");
+  for (const ClassSpec& other : s.classes) {
+    if (other.name == c.name) r.error(Reader::join(path, "name"), "is used twice");
+  }
   c.policy.name = c.name;
   for (const ClassConfig& d : default_classes()) {
     if (d.name == c.name) c.policy = d.policy;
   }
-  if (const YAML::Node p = n["scheduler"])
+  r.read(n, path, "scheduler_class", c.scheduler_class);
+  if (!c.scheduler_class.empty()) {
+    // A stream of an earlier class: scheduled as that class, with its policy.
+    const auto it = std::find_if(s.classes.begin(), s.classes.end(), [&](const ClassSpec& o) {
+      return o.scheduler_class.empty() && o.name == c.scheduler_class;
+    });
+    if (it == s.classes.end()) {
+      r.error(Reader::join(path, "scheduler_class"), "names no earlier class of its own");
+    } else {
+      c.policy = it->policy;
+    }
+    if (n["scheduler"]) r.error(Reader::join(path, "scheduler"), "is the class's: set it there");
+  } else if (const YAML::Node p = n["scheduler"]) {
     read_scheduler(r, p, Reader::join(path, "scheduler"), c.policy);
+  }
   if (const YAML::Node slo = n["slo"]) {
     const auto p = Reader::join(path, "slo");
     if (r.map(slo, p, {"ttft_ms", "tpot_ms", "e2e_ms"})) {
@@ -380,7 +396,7 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
   s.preempt_guard = SchedulerSettings{}.preempt_guard;
   if (!r.map(root, "",
              {"name", "finding", "seed", "duration_s", "max_requests", "drain_s", "engine",
-              "direct_routing", "policies", "scheduler", "tenants", "classes"})) {
+              "direct_routing", "policies", "scheduler", "tenants", "classes", "phases"})) {
     return s;
   }
   r.read(root, "", "name", s.name);
@@ -439,6 +455,20 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
     }
   }
   if (s.tenants.empty()) s.tenants.push_back({.name = "default", .weight = 1});
+  if (const YAML::Node ph = root["phases"]) {
+    if (!ph.IsSequence()) r.error("phases", "must be a list");
+    for (std::size_t i = 0; ph.IsSequence() && i < ph.size(); ++i) {
+      const auto p = Reader::index("phases", i);
+      if (!r.map(ph[i], p, {"name", "from_s", "to_s"})) continue;
+      PhaseSpec phase;
+      r.read(ph[i], p, "name", phase.name);
+      if (phase.name.empty()) r.error(Reader::join(p, "name"), "is required");
+      r.read(ph[i], p, "from_s", phase.from_s, 0, 1e8);
+      r.read(ph[i], p, "to_s", phase.to_s, 0, 1e8);
+      if (!(phase.to_s > phase.from_s)) r.error(Reader::join(p, "to_s"), "must be after from_s");
+      s.phases.push_back(phase);
+    }
+  }
   if (const YAML::Node c = root["classes"]; c && c.IsSequence() && c.size() > 0) {
     for (std::size_t i = 0; i < c.size(); ++i) {
       ClassSpec klass;
@@ -463,7 +493,9 @@ std::expected<Scenario, std::string> parse_scenario(std::string_view yaml) {
   }
   if (r.errors.empty()) {
     sched::SchedulerConfig check;
-    for (const ClassSpec& c : s.classes) check.classes.push_back(c.policy);
+    for (const ClassSpec& c : s.classes) {
+      if (c.scheduler_class.empty()) check.classes.push_back(c.policy);
+    }
     check.pools.push_back(
         {.name = "model", .max_concurrency = {s.engine.max_concurrency}, .prefill_tokens_per_s = {}});
     if (auto err = sched::validate(check)) r.error("classes", *err);

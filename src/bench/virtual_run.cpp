@@ -24,7 +24,9 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
   out.preempt_after = scenario.preempt_after;
   out.preempt_guard = scenario.preempt_guard;
   out.max_prefill_backlog = scenario.max_prefill_backlog;
-  for (const ClassSpec& c : scenario.classes) out.classes.push_back(c.policy);
+  for (const ClassSpec& c : scenario.classes) {
+    if (c.scheduler_class.empty()) out.classes.push_back(c.policy);
+  }
   out.pools.push_back({.name = "model",
                        .max_concurrency = std::vector<uint32_t>(scenario.engine.count,
                                                                 scenario.engine.max_concurrency),
@@ -68,7 +70,7 @@ struct Live {
 class VirtualRun {
  public:
   VirtualRun(const Scenario& s, std::string_view policy, uint64_t seed)
-      : s_(s), workload_(s, seed), collector_(s), policy_(policy) {
+      : s_(s), workload_(s, seed), collector_(s), policy_(policy), sched_class_(scheduler_classes(s)) {
     if (policy != "direct") {
       const bool no_preemption = policy == kHybridNoPreemption;
       sched::SchedulerConfig config = scheduler_config(
@@ -273,7 +275,7 @@ class VirtualRun {
     sched::Request request{
         .user = ref,
         .pool = 0,
-        .klass = spec.klass,
+        .klass = sched_class_[spec.klass],
         .tenant = spec.tenant,
         .cost_tokens = static_cast<int64_t>(spec.prompt_tokens()) + spec.max_tokens,
         .prompt_tokens = spec.prompt_tokens(),
@@ -443,6 +445,7 @@ class VirtualRun {
   Workload workload_;
   Collector collector_;
   std::string policy_;
+  std::vector<uint16_t> sched_class_;      // scheduler class of each scenario class
   std::optional<sched::Scheduler> sched_;  // none: direct
   sched::Actions actions_;
   std::vector<engine::Engine> engines_;

@@ -30,6 +30,48 @@ TEST(BenchScenario, MinimalUsesCoreClassDefaults) {
   EXPECT_EQ(s->preemption, SchedulerSettings{}.preemption);  // the gateway's default
 }
 
+TEST(BenchScenario, AStreamJoinsAnEarlierClassAndPhasesAreRead) {
+  auto s = parse_scenario(R"(
+name: t
+tenants: [{name: a}, {name: b}]
+phases: [{name: surge, from_s: 10, to_s: 20}]
+classes:
+  - name: chat
+    tenants: {a: 1}
+    traffic: {kind: requests, rate: 5}
+  - name: critical
+    traffic: {kind: requests, rate: 1}
+  - name: chat-flood
+    scheduler_class: chat
+    tenants: {b: 1}
+    traffic: {kind: requests, rate: 50}
+)");
+  ASSERT_TRUE(s) << s.error();
+  EXPECT_EQ(scheduler_classes(*s), (std::vector<uint16_t>{0, 1, 0}));
+  EXPECT_EQ(scheduler_class_names(*s), (std::vector<std::string>{"chat", "critical"}));
+  EXPECT_DOUBLE_EQ(s->classes[2].policy.max_share, 0.7);  // chat's policy
+  ASSERT_EQ(s->phases.size(), 1u);
+  EXPECT_EQ(s->phases[0].name, "surge");
+  EXPECT_DOUBLE_EQ(s->phases[0].to_s, 20);
+
+  const auto bad = parse_scenario(R"(
+name: t
+phases: [{name: p, from_s: 5, to_s: 5}]
+classes:
+  - name: flood
+    scheduler_class: chat
+    scheduler: {weight: 2}
+    traffic: {kind: requests, rate: 5}
+  - name: flood
+    traffic: {kind: requests, rate: 5}
+)");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("classes[0].scheduler_class: names no earlier class of its own"), std::string::npos);
+  EXPECT_NE(bad.error().find("classes[0].scheduler: is the class's: set it there"), std::string::npos);
+  EXPECT_NE(bad.error().find("classes[1].name: is used twice"), std::string::npos);
+  EXPECT_NE(bad.error().find("phases[0].to_s: must be after from_s"), std::string::npos);
+}
+
 TEST(BenchScenario, OverridesAndTrafficKinds) {
   auto s = parse_scenario(R"(
 name: t

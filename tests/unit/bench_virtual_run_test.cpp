@@ -28,6 +28,26 @@ void expect_ordered(const Percentiles& p, const std::string& what) {
   EXPECT_LE(p.p99, p.p999) << what;
 }
 
+TEST(BenchVirtualRun, PhasesCountTheRequestsThatArrivedInThem) {
+  Scenario s = smoke();
+  s.phases = {{.name = "first half", .from_s = 0, .to_s = s.duration_s / 2}};
+  uint64_t first_half = 0, generated = 0;
+  for (Workload w(s, s.seed); auto r = w.next();) {
+    ++generated;
+    first_half += r->arrival < s.duration_s / 2;
+  }
+  const PolicySummary p = run_virtual(s, "hybrid", s.seed);
+  ASSERT_EQ(p.phases.size(), 1u);
+  EXPECT_EQ(p.phases[0].all.generated, first_half);
+  EXPECT_GT(first_half, 0u);
+  EXPECT_LT(first_half, generated);
+  uint64_t by_class = 0;
+  for (const GroupSummary& g : p.phases[0].classes) by_class += g.generated;
+  EXPECT_EQ(by_class, first_half);
+  EXPECT_GT(p.jain_goodput, 0);
+  EXPECT_LE(p.jain_goodput, 1.0 + 1e-9);
+}
+
 TEST(BenchVirtualRun, CountsAddUpForEveryPolicy) {
   const Scenario s = smoke();
   uint64_t generated = 0;
