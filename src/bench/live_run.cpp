@@ -70,7 +70,7 @@ class LiveRun {
     LiveResult out;
     out.summary = collector_.summarize(o_.label, totals);
     out.summary.engine_known = false;
-    out.summary.utilisation = out.summary.waste_share = std::nan("");
+    out.summary.utilisation = out.summary.waste_share = out.summary.token_load = std::nan("");
     out.summary.series = std::move(series_);
     out.summary.wall_s = end;
     for (const auto& [note, count] : notes_)

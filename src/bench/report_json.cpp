@@ -85,6 +85,7 @@ json::object to_json(const PolicySummary& p) {
           {"duration_s", e.duration_s},
           {"engine", engine},
           {"utilisation", number_or_null(p.utilisation)},
+          {"token_load", number_or_null(p.engine_known ? p.token_load : NAN)},
           {"waste_share", number_or_null(p.waste_share)},
           {"jain", p.jain},
           {"jain_goodput_per_weight", p.jain_goodput},

@@ -106,6 +106,8 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
                     [c](const PolicySummary& p) { return p.classes[c].good_share; }, pct});
   }
   rows.push_back({"engine utilisation", [](const PolicySummary& p) { return p.utilisation; }, pct});
+  rows.push_back({"engine token load (tokens / full-step capacity)",
+                  [](const PolicySummary& p) { return p.engine_known ? p.token_load : NAN; }, pct});
   rows.push_back({"engine work wasted on cancelled/superseded",
                   [](const PolicySummary& p) { return p.waste_share; }, pct});
   rows.push_back({"Jain fairness over tenants (SLO share)",

@@ -137,6 +137,9 @@ PolicySummary Collector::summarize(std::string policy, const EngineTotals& engin
   out.jain_goodput = jain_index(per_weight);
   const double capacity = engine.duration_s * engine.engines;
   out.utilisation = capacity > 0 ? engine.busy_s / capacity : 0;
+  out.token_load = capacity > 0 && engine.token_rate > 0
+                       ? static_cast<double>(engine.work_tokens) / (capacity * engine.token_rate)
+                       : 0;
   out.waste_share = engine.work_tokens > 0 ? static_cast<double>(engine.wasted_cancel_tokens) /
                                                  static_cast<double>(engine.work_tokens)
                                            : 0;

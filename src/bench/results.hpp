@@ -44,6 +44,7 @@ struct EngineTotals {
   double duration_s = 0;  // from 0 to the last event (goodput's denominator)
   double busy_s = 0;      // sum of step times over all engines
   uint32_t engines = 0;
+  double token_rate = 0;               // tokens one engine computes per second at full steps
   uint64_t work_tokens = 0;            // prefill computed + tokens decoded, all engines
   uint64_t wasted_cancel_tokens = 0;   // computed for requests later superseded or cancelled
   uint64_t wasted_cancel_prefill = 0;  // of those, prefill tokens
@@ -94,6 +95,10 @@ struct PolicySummary {
   // totals) are not observable over HTTP; they are NaN and reported unknown.
   bool engine_known = true;
   double utilisation = 0;  // busy / (engines * duration)
+  // Honest utilisation: work tokens / (engines * duration * token_rate). A
+  // step of a few sequences counts as busy above; here it counts for the
+  // tokens it computed, so the headroom shows.
+  double token_load = 0;
   double waste_share = 0;  // wasted_cancel_tokens / work_tokens
   double jain = 1;         // over tenants with traffic, of good_share
   double jain_goodput = 1; // over tenants with traffic, of goodput / tenant weight

@@ -423,9 +423,12 @@ class VirtualRun {
   }
 
   EngineTotals engine_totals(double end) const {
+    // Every step's token budget (max_num_batched_tokens: prefill and decode
+    // tokens alike) filled, at the step time a full prefill step takes.
     EngineTotals out{.duration_s = end,
                      .busy_s = busy_,
                      .engines = static_cast<uint32_t>(engines_.size()),
+                     .token_rate = engine::prefill_tokens_per_s(s_.engine.config),
                      .wasted_cancel_tokens = wasted_cancel_,
                      .wasted_cancel_prefill = wasted_cancel_prefill_,
                      .wasted_preempt_tokens = wasted_preempt_,

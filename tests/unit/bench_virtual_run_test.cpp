@@ -46,6 +46,10 @@ TEST(BenchVirtualRun, PhasesCountTheRequestsThatArrivedInThem) {
   EXPECT_EQ(by_class, first_half);
   EXPECT_GT(p.jain_goodput, 0);
   EXPECT_LE(p.jain_goodput, 1.0 + 1e-9);
+  // Tokens against the engines' full-step rate: above 0, below busy time's
+  // share (an engine with a few sequences is busy but far from full).
+  EXPECT_GT(p.token_load, 0);
+  EXPECT_LT(p.token_load, p.utilisation);
 }
 
 TEST(BenchVirtualRun, CountsAddUpForEveryPolicy) {
