@@ -5,18 +5,22 @@
 # with the hybrid policy, same seed, and compares P50 and P99 TTFT per class.
 # Fails when any differs by more than max(15% of the virtual figure, 5 ms).
 #   bash bench/live_vs_virtual.sh ARBITER_BENCH ARBITER WORKDIR [--signals off] [--doc DIR]
+#                                 [--scenario FILE]
 # --signals off: the same scenario with engine signals off in both modes (the
 #                gateway dispatches on its concurrency limit alone).
 # --doc DIR: also keep the live report there and write the comparison table
 #            into DIR/agreement.md.
+# --scenario FILE: another scenario than agreement.yaml (e.g. agreement-overload.yaml,
+#            which keeps the gateway's queues full).
 set -euo pipefail
 bench=$1 arbiter=$2 dir=$3
 shift 3
-signals=1 doc=
+signals=1 doc= scenario=bench/scenarios/agreement.yaml
 while (($#)); do
   case $1 in
     --signals) [[ $2 = off ]] || { echo "--signals takes off" >&2; exit 2; }; signals=0; shift ;;
     --doc) doc=$2; shift ;;
+    --scenario) scenario=$2; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -24,7 +28,6 @@ done
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 rm -rf "$dir" && mkdir -p "$dir"
 cd "$root"
-scenario=bench/scenarios/agreement.yaml
 if ((!signals)); then
   sed 's/max_concurrency: 32}/max_concurrency: 32, signals: false}/' "$scenario" > "$dir/agreement-no-signals.yaml"
   scenario=$dir/agreement-no-signals.yaml

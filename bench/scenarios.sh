@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every scenario in bench/scenarios/ in virtual mode, agreement.yaml
-# also live (bench/live_vs_virtual.sh), and rewrites the
+# Runs every scenario in bench/scenarios/ in virtual mode, agreement.yaml and
+# agreement-overload.yaml also live (bench/live_vs_virtual.sh), and rewrites the
 # scenarios section of docs/benchmarks.md (between <!-- scenarios:begin -->
 # and <!-- scenarios:end -->) with each scenario's before/after table and
 # links to its full report and plots under docs/bench/<scenario>/.
@@ -64,28 +64,34 @@ for file in bench/scenarios/*.yaml; do
   } | sed "s#](docs/bench/#](bench/#g" >> "$SECTION"
 done
 
-# Live vs virtual on agreement.yaml (issue 5): the live run's report and the
-# comparison table go to docs/bench/agreement-live/; a disagreement is shown,
-# not hidden (the script exits 1 after writing the table).
-LIVE_CMD="bash bench/live_vs_virtual.sh build/arbiter-bench build/arbiter /tmp/agreement --doc docs/bench/agreement-live"
-echo "=== agreement (live)" >&2
+# Live vs virtual (issues 5 and 11) on agreement.yaml (moderate load) and
+# agreement-overload.yaml (hundreds of requests queued in the gateway): each
+# live run's report and comparison table go to docs/bench/<name>-live/; a
+# disagreement is shown, not hidden (the script exits 1 after the tables).
 agree=yes
-bash bench/live_vs_virtual.sh "$BENCH" "$BUILD_DIR/arbiter" "$(mktemp -d)" --doc docs/bench/agreement-live ||
-  agree=no
-sed -i "s#^    .*arbiter-bench live .*#    $LIVE_CMD#" docs/bench/agreement-live/report.md
-sed -i "s#^  \"command\": .*#  \"command\": \"$LIVE_CMD\",#" docs/bench/agreement-live/results.json
-{
-  echo "### agreement: live vs virtual"
-  echo
-  echo "The \`agreement\` scenario run live over HTTP through \`build/arbiter\` (3 \`type: sim\` engines"
-  echo "of \`llama-8b-a100\`, config from \`arbiter-bench gateway-config --sim\`) and in virtual time"
-  echo "(\`hybrid\`), same seed; within = |live - virtual| <= max(15%, 5 ms). Command: \`$LIVE_CMD\`."
-  echo "[Live report](bench/agreement-live/report.md). Within 15% on every figure: **$agree**."
-  echo "Run-to-run spread and what does not agree yet: [arbiter-bench.md](arbiter-bench.md#live-vs-virtual)."
-  echo
-  cat docs/bench/agreement-live/agreement.md
-  echo
-} >> "$SECTION"
+for live in agreement agreement-overload; do
+  doc=docs/bench/$live-live
+  LIVE_CMD="bash bench/live_vs_virtual.sh build/arbiter-bench build/arbiter /tmp/$live --scenario bench/scenarios/$live.yaml --doc $doc"
+  echo "=== $live (live)" >&2
+  this=yes
+  bash bench/live_vs_virtual.sh "$BENCH" "$BUILD_DIR/arbiter" "$(mktemp -d)" \
+    --scenario "bench/scenarios/$live.yaml" --doc "$doc" || this=no
+  [[ $this = yes ]] || agree=no
+  sed -i "s#^    .*arbiter-bench live .*#    $LIVE_CMD#" "$doc/report.md"
+  sed -i "s#^  \"command\": .*#  \"command\": \"$LIVE_CMD\",#" "$doc/results.json"
+  {
+    echo "### $live: live vs virtual"
+    echo
+    echo "The \`$live\` scenario run live over HTTP through \`build/arbiter\` (3 \`type: sim\` engines"
+    echo "of \`llama-8b-a100\`, config from \`arbiter-bench gateway-config --sim\`) and in virtual time"
+    echo "(\`hybrid\`), same seed; within = |live - virtual| <= max(15%, 5 ms). Command: \`$LIVE_CMD\`."
+    echo "[Live report]($(echo "$doc" | sed 's#^docs/##')/report.md). Within 15% on every figure: **$this**."
+    echo "Run-to-run spread and what does not agree yet: [arbiter-bench.md](arbiter-bench.md#live-vs-virtual)."
+    echo
+    cat "$doc/agreement.md"
+    echo
+  } >> "$SECTION"
+done
 
 # Replace what lies between the markers, keep everything else.
 python3 - "$DOC" "$SECTION" <<'PY'
