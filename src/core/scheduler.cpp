@@ -269,17 +269,13 @@ bool Scheduler::complete(Handle handle, TimePoint now, std::optional<int64_t> ac
   }
   // Correct the estimate charged at dispatch, so fairness follows real use.
   if (config_.policy == Policy::kHybrid && actual_tokens && used != n.charged) {
-    const auto delta = static_cast<double>(used - n.charged);
-    charge(id, delta);
-    pools_[n.pool].classes[n.klass].dispatched.add(now, delta);
-    tenants_[n.tenant].served.add(now, delta);
+    serve(id, static_cast<double>(used - n.charged), now);
   }
   retire(id);
   return true;
 }
 
-bool Scheduler::first_token(Handle handle, TimePoint now) {
-  (void)now;
+bool Scheduler::first_token(Handle handle, TimePoint /*now*/) {
   const uint32_t id = resolve(handle);
   if (id == kNil) return false;
   Node& n = nodes_[id];

@@ -161,6 +161,9 @@ class Scheduler {
   void list_remove(uint32_t& head, uint32_t& tail, uint32_t id);
   void unlink_victim(uint32_t id);          // off its class's victim list, if on it
   void charge(uint32_t id, double tokens);  // class and tenant virtual time (hybrid)
+  // charge() plus the class's and tenant's recent service (tenant shares):
+  // tokens dispatched, or a correction of them (hybrid).
+  void serve(uint32_t id, double tokens, TimePoint now);
   std::optional<Superseded> supersede(uint32_t victim);
   std::chrono::milliseconds drain_time(uint32_t pool, uint32_t klass, double tokens,
                                        double fraction, TimePoint now) const;
@@ -176,13 +179,17 @@ class Scheduler {
   // kNil when no backend has room; `fraction` of the prefill backlog limit applies.
   uint32_t pick_backend(const Pool& pool, TimePoint now, double fraction) const;
   // A backend's prefill backlog (tokens) at `now`, drained at the pool's rate.
+  static bool signal_allows(const detail::Backend& b);  // not down, not saturated (unless stale)
+  // Prompts dispatched and not yet prefilled, drained at the backend's rate.
+  static double drained_backlog(const detail::Backend& b, TimePoint now);
   static double backlog(const detail::Backend& b, TimePoint now);
   static bool backlog_full(const detail::Backend& b, TimePoint now, double fraction);
   // When a backend whose prefill backlog is all that keeps queued work
   // waiting can take it; TimePoint::max() when none.
   TimePoint backlog_opens(const Pool& pool) const;
-  uint32_t pick_request(uint32_t pool, TimePoint now);  // kNil when nothing may start
-  uint32_t pick_hybrid(uint32_t pool, TimePoint now);
+  // kNil when nothing may start; `top`: top_priority() of the pool (hybrid).
+  uint32_t pick_request(uint32_t pool, TimePoint now, int top);
+  uint32_t pick_hybrid(uint32_t pool, TimePoint now, int top);
   // Guarantees, aging, weighted share among the classes `in_tier(c)` accepts.
   template <class InTier>
   uint32_t pick_in_tier(uint32_t pool, TimePoint now, const InTier& in_tier);

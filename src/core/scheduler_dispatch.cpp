@@ -102,10 +102,7 @@ TimePoint Scheduler::backlog_opens(const Pool& pool) const {
   if (pick_backend(pool, last_poll_, fraction) != kNil) return TimePoint::max();
   TimePoint opens = TimePoint::max();
   for (const detail::Backend& b : pool.backends) {
-    if (b.max_backlog <= 0 || b.signal.down || b.in_flight >= b.limit ||
-        (b.signal.saturated && !b.signal.stale)) {
-      continue;
-    }
+    if (b.max_backlog <= 0 || !signal_allows(b) || b.in_flight >= b.limit) continue;
     const double excess = b.backlog - b.max_backlog * fraction;  // to drain from backlog_at
     const auto wait = std::chrono::duration_cast<Duration>(
         std::chrono::duration<double>(std::max(0.0, excess) / b.prefill_rate));
@@ -178,17 +175,19 @@ void Scheduler::promote_held(TimePoint now) {
 
 void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
   Pool& p = pools_[pool];
+  // The best priority in use cannot change while dispatching: a dispatch
+  // moves a class's work from ready to in flight, and it stays in use.
+  const int top = config_.policy == Policy::kHybrid ? top_priority(p) : 0;
   for (;;) {
     uint32_t backend = pick_backend(p, now, 1.0);
     if (backend == kNil) return;
-    const uint32_t id = pick_request(pool, now);
+    const uint32_t id = pick_request(pool, now, top);
     if (id == kNil) return;
     // Below the top priority, a backend takes new work only while its
     // prefill backlog leaves headroom for the top class (hybrid; the top
     // class's requests are picked first whenever they may start, so a
     // request that needs headroom and finds none means nothing may start).
-    if (config_.policy == Policy::kHybrid &&
-        config_.classes[nodes_[id].klass].engine_priority != top_priority(p)) {
+    if (config_.policy == Policy::kHybrid && config_.classes[nodes_[id].klass].engine_priority != top) {
       backend = pick_backend(p, now, kLowerTierBacklog);
       if (backend == kNil) return;
     }
@@ -197,13 +196,22 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
   }
 }
 
+bool Scheduler::signal_allows(const detail::Backend& b) {
+  // A stale verdict is ignored: the concurrency limit alone applies.
+  return !b.signal.down && !(b.signal.saturated && !b.signal.stale);
+}
+
+double Scheduler::drained_backlog(const detail::Backend& b, TimePoint now) {
+  const double drained = b.prefill_rate * std::chrono::duration<double>(now - b.backlog_at).count();
+  return std::max(0.0, b.backlog - drained);
+}
+
 double Scheduler::backlog(const detail::Backend& b, TimePoint now) {
   // Two upper bounds of the engine's prefill queue: the prompts dispatched,
   // drained at the engine's full prefill speed, and the prompts of requests
   // whose first token has not been reported (first_token()); the second
   // catches prefix-cache hits and aborted requests that cost the engine less.
-  const double drained = b.prefill_rate * std::chrono::duration<double>(now - b.backlog_at).count();
-  return std::max(0.0, std::min(b.backlog - drained, b.pending));
+  return std::min(drained_backlog(b, now), b.pending);
 }
 
 bool Scheduler::backlog_full(const detail::Backend& b, TimePoint now, double fraction) {
@@ -218,8 +226,7 @@ uint32_t Scheduler::pick_backend(const Pool& pool, TimePoint now, double fractio
   uint32_t best = kNil;
   for (uint32_t k = 0, i = pool.next_backend; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
     const detail::Backend& b = pool.backends[i];
-    if (b.signal.down || b.in_flight >= b.limit || backlog_full(b, now, fraction)) continue;
-    if (b.signal.saturated && !b.signal.stale) continue;  // stale: concurrency limit alone
+    if (!signal_allows(b) || b.in_flight >= b.limit || backlog_full(b, now, fraction)) continue;
     if (best == kNil || uint64_t{b.in_flight} * pool.backends[best].limit <
                             uint64_t{pool.backends[best].in_flight} * b.limit) {
       best = i;
@@ -228,7 +235,7 @@ uint32_t Scheduler::pick_backend(const Pool& pool, TimePoint now, double fractio
   return best;
 }
 
-uint32_t Scheduler::pick_request(uint32_t pool, TimePoint now) {
+uint32_t Scheduler::pick_request(uint32_t pool, TimePoint now, int top) {
   switch (config_.policy) {
     case Policy::kFifo: {
       const auto& fifo = pools_[pool].fifo;
@@ -243,7 +250,7 @@ uint32_t Scheduler::pick_request(uint32_t pool, TimePoint now) {
     case Policy::kHybrid:
       break;
   }
-  return pick_hybrid(pool, now);
+  return pick_hybrid(pool, now, top);
 }
 
 int64_t Scheduler::cap_room(const Pool& pool, uint32_t klass) const {
@@ -255,7 +262,7 @@ int64_t Scheduler::cap_room(const Pool& pool, uint32_t klass) const {
 
 bool Scheduler::capped(const Pool& pool, uint32_t klass) const { return cap_room(pool, klass) <= 0; }
 
-uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
+uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now, int top) {
   // Two tiers: the non-background classes with the best priority in use
   // (work queued or running) go before all others, as under the priority
   // policy, so the most urgent work never waits behind less urgent work;
@@ -263,7 +270,6 @@ uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now) {
   // A min_share is therefore guaranteed against classes of the same or a
   // lower priority. Then borrowing and background across tiers.
   Pool& p = pools_[pool];
-  const int top = top_priority(p);
   const bool top_ready = top_has_ready(p, top);
   for (const bool upper : {true, false}) {
     if (upper && !top_ready) continue;
@@ -434,8 +440,7 @@ void Scheduler::start(uint32_t id, uint32_t backend, TimePoint now, Actions& out
   detail::Backend& b = pool.backends[backend];
   ++b.in_flight;
   if (b.max_backlog > 0) {
-    const double drained = b.prefill_rate * std::chrono::duration<double>(now - b.backlog_at).count();
-    b.backlog = std::max(0.0, b.backlog - drained) + n.prompt;
+    b.backlog = drained_backlog(b, now) + n.prompt;
     b.backlog_at = now;
     b.pending += n.prompt;
     n.prefilling = true;
@@ -445,9 +450,7 @@ void Scheduler::start(uint32_t id, uint32_t backend, TimePoint now, Actions& out
   ++in_flight_;
   n.charged = n.cost;
   if (config_.policy == Policy::kHybrid) {
-    charge(id, static_cast<double>(n.cost));
-    cq.dispatched.add(now, static_cast<double>(n.cost));
-    tq.served.add(now, static_cast<double>(n.cost));
+    serve(id, static_cast<double>(n.cost), now);
     if ((cls.preemptible || cls.background) && n.resumable) {
       // Appended at the tail: the list stays in start order, the tail is
       // the most recently started, and removal is O(1).
@@ -535,7 +538,7 @@ uint32_t Scheduler::newest_useful_victim(const Pool& pool, uint32_t tail, TimePo
     const Node& n = nodes_[id];
     if (n.preemptions > 0 && now - n.queued_since < config_.preempt_guard) continue;
     const detail::Backend& b = pool.backends[n.backend];
-    if (!b.signal.down && !(b.signal.saturated && !b.signal.stale)) return id;
+    if (signal_allows(b)) return id;
   }
   return kNil;
 }

@@ -274,6 +274,13 @@ void Scheduler::retire(uint32_t id) {
   maybe_free_tenant(tenant);
 }
 
+void Scheduler::serve(uint32_t id, double tokens, TimePoint now) {
+  charge(id, tokens);
+  const Node& n = nodes_[id];
+  pools_[n.pool].classes[n.klass].dispatched.add(now, tokens);
+  tenants_[n.tenant].served.add(now, tokens);
+}
+
 void Scheduler::charge(uint32_t id, double tokens) {
   const Node& n = nodes_[id];
   ClassQueue& cq = pools_[n.pool].classes[n.klass];
