@@ -9,15 +9,9 @@
 # Exits 1 when live and virtual disagree (after writing the docs, which show it).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR=${1:-build}
-[[ $BUILD_DIR = /* ]] || BUILD_DIR=$ROOT/$BUILD_DIR
-BENCH=$BUILD_DIR/arbiter-bench
-DOC=$ROOT/docs/benchmarks.md
+source "$(dirname "${BASH_SOURCE[0]}")/doc_section.sh"
+bench_setup scenarios "${1:-build}"
 JOBS=${JOBS:-2}
-[[ -x $BENCH ]] || { echo "scenarios.sh: $BENCH not built" >&2; exit 1; }
-grep -q '<!-- scenarios:begin -->' "$DOC" && grep -q '<!-- scenarios:end -->' "$DOC" ||
-  { echo "scenarios.sh: markers missing in $DOC" >&2; exit 1; }
 
 cd "$ROOT"
 SECTION=$(mktemp)
@@ -93,16 +87,7 @@ for live in agreement agreement-overload; do
   } >> "$SECTION"
 done
 
-# Replace what lies between the markers, keep everything else.
-python3 - "$DOC" "$SECTION" <<'PY'
-import sys
-doc, section = sys.argv[1], open(sys.argv[2]).read()
-text = open(doc).read()
-begin, end = "<!-- scenarios:begin -->", "<!-- scenarios:end -->"
-head, rest = text.split(begin, 1)
-_, tail = rest.split(end, 1)
-open(doc, "w").write(head + begin + "\n" + section.rstrip("\n") + "\n" + end + tail)
-PY
+replace_section scenarios "$SECTION"
 echo "scenarios.sh: docs/benchmarks.md and docs/bench/ updated" >&2
 # The docs show a disagreement; the exit status reports it too (make bench).
 [[ $agree = yes ]] || { echo "scenarios.sh: live and virtual do not agree (table above)" >&2; exit 1; }

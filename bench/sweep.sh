@@ -8,15 +8,9 @@
 #   bash bench/sweep.sh [BUILD_DIR]     (default: build)
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR=${1:-build}
-[[ $BUILD_DIR = /* ]] || BUILD_DIR=$ROOT/$BUILD_DIR
-BENCH=$BUILD_DIR/arbiter-bench
-DOC=$ROOT/docs/benchmarks.md
+source "$(dirname "${BASH_SOURCE[0]}")/doc_section.sh"
+bench_setup sweep "${1:-build}"
 COUNT=${SWEEP_COUNT:-200}
-[[ -x $BENCH ]] || { echo "sweep.sh: $BENCH not built" >&2; exit 1; }
-grep -q '<!-- sweep:begin -->' "$DOC" && grep -q '<!-- sweep:end -->' "$DOC" ||
-  { echo "sweep.sh: markers missing in $DOC" >&2; exit 1; }
 
 cd "$ROOT"
 OUT=$(mktemp -d)
@@ -43,8 +37,5 @@ SECTION=$(mktemp)
   echo "|---|---:|"
   echo "$FIGURES"
 } > "$SECTION"
-awk -v section="$SECTION" '
-  /<!-- sweep:begin -->/ { print; while ((getline line < section) > 0) print line; skip = 1; next }
-  /<!-- sweep:end -->/ { skip = 0 }
-  !skip' "$DOC" > "$DOC.new" && mv "$DOC.new" "$DOC"
+replace_section sweep "$SECTION"
 rm -f "$SECTION"

@@ -7,13 +7,6 @@
 namespace arbiter::bench {
 namespace {
 
-const PolicySummary* find(const RunResults& r, std::string_view name) {
-  for (const auto& p : r.policies) {
-    if (p.policy == name) return &p;
-  }
-  return nullptr;
-}
-
 uint64_t count(const GroupSummary& g, Outcome o) { return g.outcomes[static_cast<std::size_t>(o)]; }
 
 // A P99 of a class with no completed request is NaN: it cannot regress, and
@@ -46,21 +39,21 @@ std::size_t critical_class(const Scenario& scenario) {
 }
 
 bool comparable(const RunResults& results) {
-  return find(results, "fifo") && find(results, "priority") && find(results, "hybrid");
+  return find_policy(results, "fifo") && find_policy(results, "priority") && find_policy(results, "hybrid");
 }
 
 std::vector<Regret> find_regrets(const Scenario& scenario, const RunResults& results) {
   std::vector<Regret> out;
-  const PolicySummary* fifo = find(results, "fifo");
-  const PolicySummary* prio = find(results, "priority");
-  const PolicySummary* hybrid = find(results, "hybrid");
+  const PolicySummary* fifo = find_policy(results, "fifo");
+  const PolicySummary* prio = find_policy(results, "priority");
+  const PolicySummary* hybrid = find_policy(results, "hybrid");
   if (!fifo || !prio || !hybrid) return out;
 
   const double best_goodput = std::max(fifo->all.goodput_rps, prio->all.goodput_rps);
   if (hybrid->all.goodput_rps < 0.95 * best_goodput) {
     out.push_back({"goodput req/s", hybrid->all.goodput_rps, 0.95 * best_goodput});
   }
-  if (const PolicySummary* direct = find(results, "direct");
+  if (const PolicySummary* direct = find_policy(results, "direct");
       direct && direct->all.good_share >= kDirectMeetsSlo &&
       hybrid->all.goodput_rps < 0.95 * direct->all.goodput_rps) {
     out.push_back({"goodput req/s against direct", hybrid->all.goodput_rps,

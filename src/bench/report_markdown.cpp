@@ -25,13 +25,6 @@ std::string change(double before, double after) {
   return (c >= 0 ? "+" : "") + fmt(c, 1) + "%";
 }
 
-const PolicySummary* find(const RunResults& r, std::string_view name) {
-  for (const auto& p : r.policies) {
-    if (p.policy == name) return &p;
-  }
-  return nullptr;
-}
-
 // Requests the client saw fail: 429, 503 (queue deadline, engine refusal), or its own time-out.
 double lost_share(const GroupSummary& g) {
   if (g.generated == 0) return 0;
@@ -117,9 +110,9 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
                   [](const PolicySummary& p) { return p.jain_goodput; },
                   [](double v) { return fmt(v, 3); }});
 
-  const PolicySummary* hybrid = find(results, "hybrid");
-  const PolicySummary* priority = find(results, "priority");
-  const PolicySummary* fifo = find(results, "fifo");
+  const PolicySummary* hybrid = find_policy(results, "hybrid");
+  const PolicySummary* priority = find_policy(results, "priority");
+  const PolicySummary* fifo = find_policy(results, "fifo");
   out += "## Before / after\n\n| figure |";
   for (const auto& p : results.policies) out += " " + p.policy + " |";
   if (hybrid && priority) out += " hybrid vs priority |";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/results.hpp"
@@ -24,5 +25,13 @@ struct RunResults {
   RunInfo info;
   std::vector<PolicySummary> policies;  // in the order run
 };
+
+// The summary of the policy named `name`; nullptr when it was not run.
+inline const PolicySummary* find_policy(const RunResults& results, std::string_view name) {
+  for (const PolicySummary& p : results.policies) {
+    if (p.policy == name) return &p;
+  }
+  return nullptr;
+}
 
 }  // namespace arbiter::bench

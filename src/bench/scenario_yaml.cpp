@@ -431,15 +431,15 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
                                       "max_prefill_backlog_ms"})) {
       r.read(sch, "scheduler", "aging_fraction", s.aging_fraction, 0, 1);
       r.read(sch, "scheduler", "preemption", s.preemption);
-      double preempt_after_ms = static_cast<double>(s.preempt_after.count());
-      r.read(sch, "scheduler", "preempt_after_ms", preempt_after_ms, 0, 3.6e6);
-      s.preempt_after = std::chrono::milliseconds(static_cast<int64_t>(preempt_after_ms));
-      double preempt_guard_ms = static_cast<double>(s.preempt_guard.count());
-      r.read(sch, "scheduler", "preempt_guard_ms", preempt_guard_ms, 0, 3.6e6);
-      s.preempt_guard = std::chrono::milliseconds(static_cast<int64_t>(preempt_guard_ms));
-      double backlog_ms = static_cast<double>(s.max_prefill_backlog.count());
-      r.read(sch, "scheduler", "max_prefill_backlog_ms", backlog_ms, 0, 3.6e6);
-      s.max_prefill_backlog = std::chrono::milliseconds(static_cast<int64_t>(backlog_ms));
+      // Whole milliseconds, at most an hour, as the gateway's scheduler keys.
+      const auto read_millis = [&](const char* key, std::chrono::milliseconds& out) {
+        double ms = static_cast<double>(out.count());
+        r.read(sch, "scheduler", key, ms, 0, 3.6e6);
+        out = std::chrono::milliseconds(static_cast<int64_t>(ms));
+      };
+      read_millis("preempt_after_ms", s.preempt_after);
+      read_millis("preempt_guard_ms", s.preempt_guard);
+      read_millis("max_prefill_backlog_ms", s.max_prefill_backlog);
     }
   }
   if (const YAML::Node t = root["tenants"]) {

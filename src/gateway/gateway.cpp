@@ -45,6 +45,18 @@ std::string supersede_key(const HttpRequest& req, const ClassConfig& cls, const 
   return {};
 }
 
+// A labelled series found on first use and kept in `slot`: a labelled
+// lookup (label vector, hash) per request otherwise. `find` returns it.
+template <class Series, class Find>
+Series& cached_series(std::atomic<Series*>& slot, const Find& find) {
+  Series* s = slot.load(std::memory_order_acquire);
+  if (s == nullptr) {
+    s = &find();
+    slot.store(s, std::memory_order_release);
+  }
+  return *s;
+}
+
 }  // namespace
 
 // Everything known about a request once it is admitted.
@@ -364,27 +376,18 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
     TokenSeries& series =
         token_series_[(admission->pool * config_.classes.size() + admission->cls) * (config_.tenants.size() + 1) +
                       tenant_id(config_, admission->tenant)];
-    auto counter = [&](std::atomic<metrics::Counter*>& cached, const char* kind) -> metrics::Counter& {
-      metrics::Counter* c = cached.load(std::memory_order_acquire);
-      if (c == nullptr) {
-        c = &metrics_.tokens.with({rec.model, rec.cls, rec.tenant, kind});
-        cached.store(c, std::memory_order_release);
-      }
-      return *c;
-    };
-    counter(series.prompt, "prompt").inc(static_cast<uint64_t>(rec.prompt_tokens));
-    counter(series.completion, "completion").inc(static_cast<uint64_t>(rec.completion_tokens));
+    cached_series(series.prompt, [&]() -> metrics::Counter& {
+      return metrics_.tokens.with({rec.model, rec.cls, rec.tenant, "prompt"});
+    }).inc(static_cast<uint64_t>(rec.prompt_tokens));
+    cached_series(series.completion, [&]() -> metrics::Counter& {
+      return metrics_.tokens.with({rec.model, rec.cls, rec.tenant, "completion"});
+    }).inc(static_cast<uint64_t>(rec.completion_tokens));
   }
   auto class_histogram = [&](std::atomic<metrics::Histogram*> ClassSeries::*member,
                              metrics::Family<metrics::Histogram>& family) -> metrics::Histogram& {
     if (!admission) return family.with({rec.model, rec.cls});  // labelled `none`: not cached
-    auto& cached = class_series_[admission->pool * config_.classes.size() + admission->cls].*member;
-    metrics::Histogram* h = cached.load(std::memory_order_acquire);
-    if (h == nullptr) {
-      h = &family.with({rec.model, rec.cls});
-      cached.store(h, std::memory_order_release);
-    }
-    return *h;
+    return cached_series(class_series_[admission->pool * config_.classes.size() + admission->cls].*member,
+                         [&]() -> metrics::Histogram& { return family.with({rec.model, rec.cls}); });
   };
   class_histogram(&ClassSeries::duration, metrics_.duration).observe(rec.duration_ms / 1000.0);
   if (rec.ttfb_ms >= 0) {
