@@ -47,6 +47,8 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
   out << "listener: {address: 127.0.0.1, port: " << o.port << "}\n"
       << "auth: {enabled: true}\n"
       << "scheduler: {policy: " << o.policy << ", aging_fraction: " << s.aging_fraction
+      << ", slo_lead_fraction: " << s.slo_lead_fraction
+      << ", early_reject_margin: " << s.early_reject_margin
       << ", preemption: " << yes_no(s.preemption)
       << ", preempt_after_ms: " << s.preempt_after.count()
       << ", preempt_guard_ms: " << s.preempt_guard.count()
@@ -69,7 +71,8 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
         << ", max_queue_wait_ms: " << to_ms(p.max_queue_wait)
         << ", preemptible: " << yes_no(p.preemptible) << ", background: " << yes_no(p.background)
         << ", max_queue: " << p.max_queue << ", max_queue_per_tenant: " << p.max_queue_per_tenant
-        << ", debounce_ms: " << to_ms(p.debounce) << ", priority: " << p.engine_priority << "}\n";
+        << ", debounce_ms: " << to_ms(p.debounce) << ", priority: " << p.engine_priority
+        << ", ttft_slo_ms: " << to_ms(p.ttft_slo) << "}\n";
   }
   out << "models:\n  - name: " << o.model << "\n    backends:\n";
   const bool custom_seqs =

@@ -173,6 +173,8 @@ struct Scenario {
   DirectRouting direct_routing = DirectRouting::kLeastLoaded;
   std::vector<std::string> policies = {"direct", "fifo", "priority", "hybrid"};
   double aging_fraction = 0.2;  // the gateway's defaults (core/config.hpp SchedulerSettings)
+  double slo_lead_fraction = 0.5;  // scheduler.slo_lead_fraction
+  double early_reject_margin = 2;  // scheduler.early_reject_margin
   bool preemption = true;
   std::chrono::milliseconds preempt_after{1000};   // scheduler.preempt_after_ms
   std::chrono::milliseconds preempt_guard{10'000};  // scheduler.preempt_guard_ms

@@ -322,6 +322,11 @@ void read_class(Reader& r, const YAML::Node& n, const std::string& path, const S
       r.read(slo, p, "tpot_ms", c.slo.tpot_ms);
       r.read(slo, p, "e2e_ms", c.slo.e2e_ms);
     }
+    // The scenario's SLO is what its users would declare to the gateway.
+    if (c.scheduler_class.empty() && c.slo.ttft_ms) {
+      c.policy.ttft_slo = std::chrono::duration_cast<sched::Duration>(
+          std::chrono::duration<double, std::milli>(*c.slo.ttft_ms));
+    }
   }
   c.tenant_mix.assign(s.tenants.size(), 0);
   if (const YAML::Node mix = n["tenants"]) {
@@ -391,6 +396,8 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
   s.engine.config = engine::find_profile(s.engine.profile)->config;
   s.engine.max_concurrency = BackendConfig{}.max_concurrency;
   s.aging_fraction = SchedulerSettings{}.aging_fraction;
+  s.slo_lead_fraction = SchedulerSettings{}.slo_lead_fraction;
+  s.early_reject_margin = SchedulerSettings{}.early_reject_margin;
   s.preemption = SchedulerSettings{}.preemption;
   s.preempt_after = SchedulerSettings{}.preempt_after;
   s.preempt_guard = SchedulerSettings{}.preempt_guard;
@@ -427,9 +434,11 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
     }
   }
   if (const YAML::Node sch = root["scheduler"]) {
-    if (r.map(sch, "scheduler", {"aging_fraction", "preemption", "preempt_after_ms", "preempt_guard_ms",
+    if (r.map(sch, "scheduler", {"aging_fraction", "slo_lead_fraction", "early_reject_margin", "preemption", "preempt_after_ms", "preempt_guard_ms",
                                       "max_prefill_backlog_ms"})) {
       r.read(sch, "scheduler", "aging_fraction", s.aging_fraction, 0, 1);
+      r.read(sch, "scheduler", "slo_lead_fraction", s.slo_lead_fraction, 0, 1);
+      r.read(sch, "scheduler", "early_reject_margin", s.early_reject_margin, 0, 1000);
       r.read(sch, "scheduler", "preemption", s.preemption);
       // Whole milliseconds, at most an hour, as the gateway's scheduler keys.
       const auto read_millis = [&](const char* key, std::chrono::milliseconds& out) {

@@ -20,6 +20,8 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
   sched::SchedulerConfig out;
   out.policy = policy;
   out.aging_fraction = scenario.aging_fraction;
+  out.slo_lead_fraction = scenario.slo_lead_fraction;
+  out.early_reject_margin = scenario.early_reject_margin;
   out.preemption = scenario.preemption;
   out.preempt_after = scenario.preempt_after;
   out.preempt_guard = scenario.preempt_guard;

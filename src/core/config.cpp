@@ -9,19 +9,19 @@ std::vector<ClassConfig> default_classes() {
   // and a short deadline.
   out[0].name = "critical";
   out[0].policy = {.name = "critical", .min_share = 0.15, .weight = 4, .max_queue_wait = milliseconds(2'000),
-                   .engine_priority = 0};
+                   .engine_priority = 0, .ttft_slo = milliseconds(300)};
   // IDE completions: short, latency-critical, capped (BRIEF: max_tokens 128);
   // a keystroke burst from one user collapses to its last request.
   out[1].name = "completion";
   out[1].match = ClassMatch{.routes = {Route::kCompletions}};
   out[1].max_tokens_cap = kCompletionMaxTokensCap;
   out[1].policy = {.name = "completion", .min_share = 0.1, .weight = 2, .max_queue_wait = milliseconds(1'000),
-                   .debounce = milliseconds(30), .engine_priority = 1};
+                   .debounce = milliseconds(30), .engine_priority = 1, .ttft_slo = milliseconds(200)};
   out[1].supersede_by_user = true;
   out[2].name = "chat";
   out[2].match = ClassMatch{.routes = {Route::kChatCompletions}};
   out[2].policy = {.name = "chat", .max_share = 0.7, .weight = 1, .max_queue_wait = milliseconds(30'000),
-                   .engine_priority = 2};
+                   .engine_priority = 2, .ttft_slo = milliseconds(2'000)};
   // Batch and background work, only by explicit claim: idle capacity only,
   // preempted (and resumed) when others need the room.
   out[3].name = "batch";

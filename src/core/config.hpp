@@ -119,6 +119,8 @@ struct ModelConfig {
 struct SchedulerSettings {
   sched::Policy policy = sched::Policy::kHybrid;  // fifo | priority | hybrid
   double aging_fraction = 0.2;  // urgent when this fraction of max_queue_wait is left
+  double slo_lead_fraction = 0.5;  // rescued for its ttft_slo when this fraction of it is left
+  double early_reject_margin = 2;  // 429 at once if predicted to wait over this x its allowed wait
   bool preemption = true;       // preempt (and resume) preemptible work for a class below min_share
   std::chrono::milliseconds preempt_after{1000};  // how long such a class waits before it preempts
   std::chrono::milliseconds preempt_guard{10'000};  // a resumed victim is not preempted again sooner

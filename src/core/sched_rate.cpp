@@ -21,6 +21,9 @@ void DecayingRate::add(Clock::time_point now, double amount) {
     first_ = now;
     last_ = now;
   }
+  // An event reported with an earlier time than the last one counts as of
+  // the last one, so the estimate never runs backwards.
+  now = std::max(now, last_);
   // A negative amount corrects an earlier estimate; the sum never goes below 0.
   const double decay = now == last_ ? 1.0 : std::exp(-seconds(now - last_) / tau_s_);
   sum_ = std::max(0.0, sum_ * decay + amount);

@@ -18,8 +18,8 @@ class DecayingRate {
 
   explicit DecayingRate(Clock::duration tau) : tau_s_(std::chrono::duration<double>(tau).count()) {}
 
-  // Records `amount` tokens at `now` (now never goes backwards); a negative
-  // amount corrects an earlier one.
+  // Records `amount` tokens at `now` (an earlier `now` than the last counts
+  // as the last); a negative amount corrects an earlier one.
   void add(Clock::time_point now, double amount);
 
   // Tokens per second at `now`; 0 when nothing has completed yet.

@@ -25,6 +25,10 @@ inline constexpr Duration kShareWindow = std::chrono::seconds(2);
 // finds a short prefill queue in the engine (hybrid).
 inline constexpr double kLowerTierBacklog = 0.5;
 
+// Fewest requests a tenant must have queued in a class before a new one
+// may be answered early (predicted to miss its deadline).
+inline constexpr uint32_t kEarlyAnswerMinQueued = 8;
+
 // A tenant served more than this multiple of its weight's share of a class
 // (or more than halfway from that share to all of it) loses arrival order
 // there and is served by fair queueing (hybrid).
@@ -39,7 +43,7 @@ enum class NodeState : uint8_t {
   kPreempting,  // chosen as a victim: holds its slot until requeue_preempted()/complete()
 };
 
-// One request: 120 bytes. Slots are reused through a free list, so a steady
+// One request: 128 bytes. Slots are reused through a free list, so a steady
 // state allocates nothing per request except for a supersede key.
 struct Node {
   uint64_t user = 0;         // caller's tag
@@ -49,6 +53,7 @@ struct Node {
   int64_t charged = 0;       // tokens charged to class/tenant at dispatch
   TimePoint queued_since{};  // enqueue or requeue time: queue-wait sample
   TimePoint deadline{};      // EDF key; kept across requeues so standing survives
+  TimePoint slo_at{};        // arrival + its class's ttft_slo; max: none (or already answered)
   // Its entry in the supersede-key map while it is the newest request with
   // that key (map keys are stable in memory); null otherwise. Kept out of
   // the node so unkeyed requests pay 8 bytes, not a string.
@@ -93,7 +98,8 @@ struct TenantQueue {
 
 // One class in one pool.
 struct ClassQueue {
-  explicit ClassQueue(Duration rate_window) : completed(rate_window), dispatched(kShareWindow) {}
+  explicit ClassQueue(Duration rate_window)
+      : completed(rate_window), departed(rate_window), dispatched(kShareWindow) {}
   uint32_t ready = 0;             // dispatchable requests
   uint32_t queued = 0;            // ready + held requests (the max_queue limit)
   int64_t queued_cost = 0;        // tokens queued: drain time
@@ -118,6 +124,7 @@ struct ClassQueue {
   uint32_t victims_head = kNil;  // oldest running preemptible request (hybrid)
   uint32_t victims_tail = kNil;  // most recently started one
   DecayingRate completed;        // completion rate: drain time for Retry-After
+  DecayingRate departed;         // requests leaving its queue per second, any way: predicted waits
   DecayingRate dispatched;       // tokens dispatched: what its tenants' shares are of (hybrid)
 };
 
@@ -143,6 +150,7 @@ struct Pool {
   uint32_t preempting = 0;          // victims chosen but not yet requeued
   uint32_t aborting = 0;            // superseded requests not yet released
   double class_vclock = 0;          // virtual clock among classes (hybrid)
+  double prefill_rate = 0;          // its fastest backend's prefill_rate: SLO rescue estimate
   IndexedHeap<OrderKey> fifo;       // ready requests by arrival (fifo policy)
   DecayingRate completed;           // pool completion rate: fallback for drain time
 };

@@ -8,6 +8,7 @@
 
 namespace arbiter::sched {
 
+using detail::kEarlyAnswerMinQueued;
 using detail::kNil;
 
 namespace {
@@ -35,6 +36,7 @@ ClassCounters Counters::total() const {
     sum.enqueued += c.enqueued;
     sum.rejected_class_full += c.rejected_class_full;
     sum.rejected_tenant_full += c.rejected_tenant_full;
+    sum.rejected_predicted += c.rejected_predicted;
     sum.dispatched += c.dispatched;
     sum.completed += c.completed;
     sum.cancelled_queued += c.cancelled_queued;
@@ -78,6 +80,7 @@ Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {
                                .prefill_rate = rate,
                                .max_backlog = rate * backlog_s});
       pool.capacity += spec.max_concurrency[i];
+      pool.prefill_rate = std::max(pool.prefill_rate, rate);
     }
     pool.classes.reserve(classes);
     for (std::size_t c = 0; c < classes; ++c) pool.classes.emplace_back(config_.rate_window);
@@ -93,6 +96,8 @@ Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {
     aging_lead_.push_back(cls.max_queue_wait == Duration::max()
                               ? Duration::zero()
                               : Duration(static_cast<Duration::rep>(lead)));
+    slo_lead_.push_back(Duration(static_cast<Duration::rep>(
+        static_cast<double>(cls.ttft_slo.count()) * config_.slo_lead_fraction)));
   }
   counters_.classes.resize(classes);
 }
@@ -136,6 +141,18 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
     return std::unexpected(queue_full(request.pool, request.klass, tq, true, now));
   }
 
+  // Early answer: what cannot start by its deadline hears so now.
+  const TimePoint deadline =
+      std::min(add_saturating(now, cls.max_queue_wait), request.deadline.value_or(TimePoint::max()));
+  if (config_.policy == Policy::kHybrid && config_.early_reject_margin > 0 && deadline != TimePoint::max()) {
+    const double allowed = std::chrono::duration<double>(deadline - now).count();
+    const auto wait = predicted_wait_s(request.pool, request.klass, tq, now);
+    if (wait && *wait > config_.early_reject_margin * allowed) {
+      ++counters.rejected_predicted;
+      return std::unexpected(predicted_late(cls.name, *wait, allowed));
+    }
+  }
+
   Admission admission;
   if (victim != kNil) admission.superseded = supersede(victim);
   const uint32_t id = alloc_node();
@@ -154,6 +171,7 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
   n.queued_since = now;
   const TimePoint class_deadline = add_saturating(now, cls.max_queue_wait);
   n.deadline = std::min(class_deadline, request.deadline.value_or(TimePoint::max()));
+  n.slo_at = cls.ttft_slo > Duration::zero() ? add_saturating(now, cls.ttft_slo) : TimePoint::max();
   n.key = nullptr;
   n.pool = request.pool;
   n.klass = request.klass;
@@ -354,6 +372,38 @@ std::chrono::milliseconds Scheduler::drain_time(uint32_t pool, uint32_t klass, d
   return std::chrono::milliseconds(static_cast<int64_t>(ms));
 }
 
+std::optional<double> Scheduler::predicted_wait_s(uint32_t pool, uint32_t klass,
+                                                  const TenantQueue* tq, TimePoint now) const {
+  const ClassQueue& cq = pools_[pool].classes[klass];
+  // A tenant with a handful queued is decided by a handful of departures,
+  // too few to predict by; nor is a class with nothing running measured.
+  if (tq == nullptr || tq->queued < kEarlyAnswerMinQueued || cq.in_flight == 0) return std::nullopt;
+  // Below the best priority in use, the class gets what the tiers above
+  // leave, which a recent rate cannot foresee (a surge above it ends and
+  // its queue drains at once): no prediction.
+  if (config_.classes[klass].engine_priority != top_priority(pools_[pool])) return std::nullopt;
+  // The departure rate measures what the class can get only while it has
+  // been backlogged for a while (otherwise it is its arrival rate, and a
+  // burst after a quiet spell would look hopeless): its oldest request must
+  // have waited half its max_queue_wait.
+  const Duration wait = config_.classes[klass].max_queue_wait;
+  if (cq.oldest_deadline == TimePoint::max() || now - (cq.oldest_deadline - wait) < wait / 2) {
+    return std::nullopt;
+  }
+  // Counted in requests, not tokens: queued costs are estimates (prompt +
+  // max_tokens), so a token drain would over-predict the wait. Requests
+  // ahead that are cancelled, superseded or expire free the way too.
+  const double rate = cq.departed.per_second(now);
+  if (rate <= 0) return std::nullopt;
+  // The tenant's part of the class's starts: at least its weight share
+  // (head_of_class serves a tenant within its share in arrival order), more
+  // if it was recently served more.
+  const double weight_share = cq.active_weight > tq->weight ? tq->weight / cq.active_weight : 1.0;
+  const double total = cq.dispatched.per_second(now);
+  const double served_share = total > 0 ? tq->served.per_second(now) / total : 0;
+  return (tq->queued + 1.0) / (rate * std::clamp(std::max(weight_share, served_share), 1e-6, 1.0));
+}
+
 ApiError Scheduler::queue_full(uint32_t pool, uint32_t klass, const TenantQueue* tq,
                                bool tenant_limit, TimePoint now) const {
   const ClassQueue& cq = pools_[pool].classes[klass];
@@ -372,6 +422,18 @@ ApiError Scheduler::queue_full(uint32_t pool, uint32_t klass, const TenantQueue*
     error.retry_after = drain_time(pool, klass, static_cast<double>(cq.queued_cost), 1.0, now);
   }
   return error;
+}
+
+ApiError predicted_late(std::string_view klass, double wait_s, double allowed_s) {
+  const auto rounded = [](double s) { return std::to_string(static_cast<int64_t>(std::ceil(s))); };
+  // Retry once the queue ahead should have drained to what the deadline allows.
+  const auto retry = std::chrono::milliseconds(static_cast<int64_t>(std::ceil((wait_s - allowed_s) * 1000)));
+  return ApiError{.code = ErrorCode::kRateLimited,
+                  .message = "class '" + std::string(klass) + "' is predicted to wait about " +
+                             rounded(wait_s) + " s for a backend, past its " + rounded(allowed_s) +
+                             " s limit",
+                  .param = std::nullopt,
+                  .retry_after = retry};
 }
 
 ApiError deadline_error(std::chrono::milliseconds retry_after, WaitReason waited_for) {

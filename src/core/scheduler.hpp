@@ -46,6 +46,10 @@ namespace arbiter::sched {
 ApiError deadline_error(std::chrono::milliseconds retry_after,
                         WaitReason waited_for = WaitReason::kNone);
 
+// The 429 of an early answer: the request would wait about `wait_s` where
+// its deadline allows `allowed_s`; Retry-After is the difference.
+ApiError predicted_late(std::string_view klass, double wait_s, double allowed_s);
+
 class Scheduler {
  public:
   // The config is validated (see validate()); the error says what is wrong.
@@ -169,6 +173,11 @@ class Scheduler {
                                        double fraction, TimePoint now) const;
   ApiError queue_full(uint32_t pool, uint32_t klass, const TenantQueue* tq, bool tenant_limit,
                       TimePoint now) const;
+  // Seconds until a new request of the tenant queue starts, at the
+  // tenant's part of its class's recent start rate (hybrid early answer);
+  // nullopt when there is nothing to judge by (see early_reject_margin).
+  std::optional<double> predicted_wait_s(uint32_t pool, uint32_t klass, const TenantQueue* tq,
+                                         TimePoint now) const;
 
   // Decisions (scheduler_dispatch.cpp).
   void expire_due(TimePoint now, Actions& out);
@@ -190,6 +199,12 @@ class Scheduler {
   // kNil when nothing may start; `top`: top_priority() of the pool (hybrid).
   uint32_t pick_request(uint32_t pool, TimePoint now, int top);
   uint32_t pick_hybrid(uint32_t pool, TimePoint now, int top);
+  // SLO rescue: the class whose oldest request is most urgently at risk of
+  // missing its ttft_slo and can still make it; kNil when none.
+  template <class InTier>
+  uint32_t pick_rescue(uint32_t pool, TimePoint now, const InTier& in_tier);
+  // In the last slo_lead_fraction of its ttft_slo, its prefill still fitting.
+  bool slo_at_risk(const Node& n, TimePoint now) const;
   // Guarantees, aging, weighted share among the classes `in_tier(c)` accepts.
   template <class InTier>
   uint32_t pick_in_tier(uint32_t pool, TimePoint now, const InTier& in_tier);
@@ -224,6 +239,7 @@ class Scheduler {
   IndexedHeap<OrderKey> held_;            // debounced requests by end of debounce
   std::vector<uint32_t> priority_order_;  // ClassIds by (engine_priority, index)
   std::vector<Duration> aging_lead_;      // per class: aging_fraction * max_queue_wait
+  std::vector<Duration> slo_lead_;        // per class: slo_lead_fraction * ttft_slo
   uint64_t next_seq_ = 1;                 // arrival counter
   uint64_t next_start_seq_ = 1;           // dispatch counter
   uint64_t next_share_seq_ = 1;           // tenant activation counter

@@ -46,6 +46,7 @@ std::optional<std::string> validate(const SchedulerConfig& config) {
       return where + "debounce must be >= 0 and shorter than max_queue_wait";
     }
     if (c.max_queue == 0 || c.max_queue_per_tenant == 0) return where + "queue limits must be > 0";
+    if (c.ttft_slo < Duration::zero()) return where + "ttft_slo must be >= 0";
     if (c.background && c.min_share > 0) return where + "a background class has no min_share";
     guaranteed += c.min_share;
   }
@@ -63,6 +64,9 @@ std::optional<std::string> validate(const SchedulerConfig& config) {
     }
   }
   if (!is_fraction(config.aging_fraction)) return "scheduler: aging_fraction must be in [0, 1]";
+  if (!(config.early_reject_margin >= 0) || !std::isfinite(config.early_reject_margin))
+    return "scheduler: early_reject_margin must be >= 0";
+  if (!is_fraction(config.slo_lead_fraction)) return "scheduler: slo_lead_fraction must be in [0, 1]";
   if (config.rate_window <= Duration::zero()) return "scheduler: rate_window must be > 0";
   if (config.preempt_after < Duration::zero()) return "scheduler: preempt_after must be >= 0";
   if (config.preempt_guard < Duration::zero()) return "scheduler: preempt_guard must be >= 0";

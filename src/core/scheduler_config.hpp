@@ -44,6 +44,10 @@ struct ClassPolicy {
   uint32_t max_queue_per_tenant = 1'000;  // queued requests per pool, class and tenant -> 429
   Duration debounce = Duration::zero();   // hold before a keyed request may dispatch
   int engine_priority = 0;                // vLLM `priority` (lower runs first); order for kPriority
+  // Time-to-first-token target; zero: none. A queued request that can still
+  // make it is served ahead of the weighted order and the tiers once less
+  // than slo_lead_fraction of it is left (hybrid).
+  Duration ttft_slo = Duration::zero();
 };
 
 struct PoolSpec {
@@ -83,6 +87,21 @@ struct SchedulerConfig {
   // policy's order, instead of in the engine's FCFS prefill queue, where a
   // burst of long prompts delays every first token behind it. 0 disables.
   Duration max_prefill_backlog = std::chrono::milliseconds(250);
+  // SLO rescue (hybrid): a queued request of a class with a ttft_slo goes
+  // ahead of the tiers and the weighted order once less than this fraction
+  // of its ttft_slo is left, as long as its estimated prefill still fits in
+  // what is left; among such requests, the earliest SLO first. A request
+  // that can no longer make its SLO gets no rescue (it would only push
+  // others past theirs). 0 disables.
+  double slo_lead_fraction = 0.5;
+  // Early answer (hybrid): a request is refused at admission (429 with the
+  // predicted wait beyond its deadline as Retry-After) when the work queued
+  // ahead of it in its tenant queue, drained at the tenant's part of its
+  // class's recent completion rate, would take more than this multiple of
+  // the time its deadline allows: it would only wait to be told 503. Judged
+  // only while the class has work running (the rate is measured) and the
+  // tenant has work queued. 0 disables.
+  double early_reject_margin = 2;
   // Time constant of the completion-rate estimate behind Retry-After.
   Duration rate_window = std::chrono::seconds(10);
   // Drain rate assumed before any completion was seen: tokens per second per

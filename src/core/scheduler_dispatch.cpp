@@ -187,7 +187,9 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
     // prefill backlog leaves headroom for the top class (hybrid; the top
     // class's requests are picked first whenever they may start, so a
     // request that needs headroom and finds none means nothing may start).
-    if (config_.policy == Policy::kHybrid && config_.classes[nodes_[id].klass].engine_priority != top) {
+    // A request rescued for its SLO (pick_rescue) may use the headroom.
+    if (config_.policy == Policy::kHybrid && config_.classes[nodes_[id].klass].engine_priority != top &&
+        !slo_at_risk(nodes_[id], now)) {
       backend = pick_backend(p, now, kLowerTierBacklog);
       if (backend == kNil) return;
     }
@@ -281,10 +283,43 @@ uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now, int top) {
   return pick_leftover(pool, now);
 }
 
+bool Scheduler::slo_at_risk(const Node& n, TimePoint now) const {
+  if (n.slo_at == TimePoint::max() || now < n.slo_at - slo_lead_[n.klass]) return false;
+  const double rate = pools_[n.pool].prefill_rate;
+  const auto prefill = rate > 0 ? std::chrono::duration_cast<Duration>(
+                                      std::chrono::duration<double>(n.prompt / rate))
+                                : Duration::zero();
+  return now + prefill < n.slo_at;
+}
+
+template <class InTier>
+uint32_t Scheduler::pick_rescue(uint32_t pool, TimePoint now, const InTier& in_tier) {
+  // 0. SLO rescue, ahead of tiers and shares: among the classes whose
+  // oldest queued request is at risk of missing its ttft_slo and can still
+  // make it, the earliest SLO first. Each class's requests are served by
+  // head_of_class, so the tenant rule holds. A request past saving gets no
+  // rescue: serving it first would push the next ones past theirs too.
+  Pool& p = pools_[pool];
+  uint32_t best = kNil;
+  for (uint32_t c = 0; c < p.classes.size(); ++c) {
+    const ClassQueue& cq = p.classes[c];
+    if (slo_lead_[c] == Duration::zero() || !in_tier(c) || cq.ready == 0 ||
+        capped(p, c)) {
+      continue;
+    }
+    const uint32_t head = cq.arrivals_head;
+    if (head == kNil || nodes_[head].state != NodeState::kQueued || !slo_at_risk(nodes_[head], now)) continue;
+    if (best == kNil || nodes_[head].slo_at < nodes_[best].slo_at) best = head;
+  }
+  return best == kNil ? kNil : head_of_class(pool, nodes_[best].klass, now);
+}
+
 template <class InTier>
 uint32_t Scheduler::pick_in_tier(uint32_t pool, TimePoint now, const InTier& in_tier) {
   Pool& p = pools_[pool];
   const auto classes = static_cast<uint32_t>(config_.classes.size());
+
+  if (const uint32_t id = pick_rescue(pool, now, in_tier); id != kNil) return id;
 
   // 1. Guarantees: the class furthest below its min_share goes first.
   uint32_t best = kNil;
@@ -448,6 +483,7 @@ void Scheduler::start(uint32_t id, uint32_t backend, TimePoint now, Actions& out
   ++cq.in_flight;
   ++tq.in_flight;
   ++in_flight_;
+  cq.departed.add(now, 1);
   n.charged = n.cost;
   if (config_.policy == Policy::kHybrid) {
     serve(id, static_cast<double>(n.cost), now);

@@ -10,7 +10,7 @@ namespace arbiter::sched {
 using detail::kNil;
 
 static_assert(FlatIndex::kMissing == kNil);
-static_assert(sizeof(detail::Node) <= 120, "Node grew: recheck the bytes-per-request budget");
+static_assert(sizeof(detail::Node) <= 128, "Node grew: recheck the bytes-per-request budget");
 
 namespace {
 
@@ -178,6 +178,8 @@ void Scheduler::drop_queued(uint32_t id) {
   --tq.queued;
   tq.queued_cost -= n.cost;
   --queued_;
+  // Cancels carry no time: the last poll's is close enough for a rate.
+  cq.departed.add(last_poll_, 1);
   const uint32_t tenant = n.tenant;
   free_node(id);
   maybe_free_tenant(tenant);

@@ -127,6 +127,7 @@ struct ClassCounters {
   uint64_t enqueued = 0;              // admitted by enqueue()
   uint64_t rejected_class_full = 0;   // 429: class queue at max_queue
   uint64_t rejected_tenant_full = 0;  // 429: tenant queue at max_queue_per_tenant
+  uint64_t rejected_predicted = 0;    // 429: predicted to wait past its deadline (hybrid)
   uint64_t dispatched = 0;            // dispatches, resumed ones included
   uint64_t completed = 0;             // complete() on a running request
   uint64_t cancelled_queued = 0;      // client cancels removed from a queue

@@ -299,7 +299,8 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out)
     const YAML::Node c = n[i];
     if (!r.map(c, path, {"name", "match", "max_tokens_cap", "min_share", "max_share", "weight",
                          "max_queue_wait_ms", "preemptible", "background", "max_queue",
-                         "max_queue_per_tenant", "debounce_ms", "priority", "supersede_by_user"}))
+                         "max_queue_per_tenant", "debounce_ms", "priority", "supersede_by_user",
+                         "ttft_slo_ms"}))
       continue;
     ClassConfig cc;
     r.read(c, path, "name", cc.name, /*required=*/true);
@@ -321,6 +322,7 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out)
     r.read_duration_ms(c, path, "debounce_ms", p.debounce, 0);
     r.read_int(c, path, "priority", p.engine_priority, -1'000'000, 1'000'000);
     r.read(c, path, "supersede_by_user", cc.supersede_by_user);
+    r.read_duration_ms(c, path, "ttft_slo_ms", p.ttft_slo, 0);
     if (p.min_share > p.max_share) r.error(path + ".min_share", "must not exceed max_share");
     out.push_back(std::move(cc));
   }
@@ -524,7 +526,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   read_classes(r, root["classes"], c.classes);
   r.read(root, "", "default_class", c.default_class);
   read_models(r, root["models"], c.models);
-  if (const YAML::Node n = root["scheduler"]; n && r.map(n, "scheduler", {"policy", "aging_fraction", "preemption", "preempt_after_ms", "preempt_guard_ms",
+  if (const YAML::Node n = root["scheduler"]; n && r.map(n, "scheduler", {"policy", "aging_fraction", "slo_lead_fraction", "early_reject_margin", "preemption", "preempt_after_ms", "preempt_guard_ms",
                                       "max_prefill_backlog_ms"})) {
     std::string policy;
     r.read(n, "scheduler", "policy", policy);
@@ -536,6 +538,8 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
       }
     }
     r.read_double(n, "scheduler", "aging_fraction", c.scheduler.aging_fraction, 0, 1);
+    r.read_double(n, "scheduler", "slo_lead_fraction", c.scheduler.slo_lead_fraction, 0, 1);
+    r.read_double(n, "scheduler", "early_reject_margin", c.scheduler.early_reject_margin, 0, 1000);
     r.read(n, "scheduler", "preemption", c.scheduler.preemption);
     int64_t preempt_after = c.scheduler.preempt_after.count();
     r.read_int(n, "scheduler", "preempt_after_ms", preempt_after, 0, 3'600'000);

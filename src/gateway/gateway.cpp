@@ -177,6 +177,7 @@ void Gateway::refresh_scheduler_metrics() {
           {"completed", k.completed},
           {"rejected_class_full", k.rejected_class_full},
           {"rejected_tenant_full", k.rejected_tenant_full},
+          {"rejected_predicted", k.rejected_predicted},
           {"cancelled_queued", k.cancelled_queued},
           {"cancelled_in_flight", k.cancelled_in_flight},
           {"superseded_queued", k.superseded_queued},

@@ -65,7 +65,7 @@ struct GatewayMetrics {
   metrics::Family<metrics::Counter>& scheduler_events = registry.counter(
       "arbiter_scheduler_events_total",
       "Scheduler decisions by class: enqueued, dispatched, completed, rejected_class_full, "
-      "rejected_tenant_full, cancelled_queued, cancelled_in_flight, superseded_queued, "
+      "rejected_tenant_full, rejected_predicted, cancelled_queued, cancelled_in_flight, superseded_queued, "
       "superseded_in_flight, preempted, expired.",
       {"class", "event"});
   metrics::Counter& stale_dispatches =

@@ -6,6 +6,8 @@ sched::SchedulerConfig to_scheduler_config(const Config& config) {
   sched::SchedulerConfig out;
   out.policy = config.scheduler.policy;
   out.aging_fraction = config.scheduler.aging_fraction;
+  out.slo_lead_fraction = config.scheduler.slo_lead_fraction;
+  out.early_reject_margin = config.scheduler.early_reject_margin;
   out.preemption = config.scheduler.preemption;
   out.preempt_after = config.scheduler.preempt_after;
   out.preempt_guard = config.scheduler.preempt_guard;

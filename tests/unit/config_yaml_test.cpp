@@ -73,6 +73,35 @@ models:
               Contains(HasSubstr("engine: must be vllm, sglang or llamacpp")));
 }
 
+TEST(ConfigYaml, ClassSlosAndTheSchedulerKeysThatUseThem) {
+  // Defaults: completion's 200 ms is the BRIEF's target; batch has none.
+  auto d = parse_config(kMinimal);
+  ASSERT_TRUE(d);
+  const auto slo_of = [](const Config& c, std::string_view name) {
+    for (const auto& k : c.classes) {
+      if (k.name == name) return k.policy.ttft_slo;
+    }
+    return sched::Duration(-1);
+  };
+  EXPECT_EQ(slo_of(*d, "completion"), std::chrono::milliseconds(200));
+  EXPECT_EQ(slo_of(*d, "batch"), sched::Duration::zero());
+  EXPECT_EQ(d->scheduler.slo_lead_fraction, 0.5);
+  EXPECT_EQ(d->scheduler.early_reject_margin, 2);
+  auto c = parse_config(std::string(kMinimal) + R"(
+scheduler: {slo_lead_fraction: 0.3, early_reject_margin: 0}
+classes:
+  - {name: chat, ttft_slo_ms: 1500}
+)");
+  ASSERT_TRUE(c) << ::testing::PrintToString(c.error());
+  EXPECT_EQ(slo_of(*c, "chat"), std::chrono::milliseconds(1500));
+  EXPECT_EQ(c->scheduler.slo_lead_fraction, 0.3);
+  EXPECT_EQ(c->scheduler.early_reject_margin, 0);
+  EXPECT_THAT(errors_of(std::string(kMinimal) + "scheduler: {slo_lead_fraction: 2}\n"),
+              Contains(HasSubstr("slo_lead_fraction")));
+  EXPECT_THAT(errors_of(std::string(kMinimal) + "classes: [{name: chat, ttft_slo_ms: -5}]\n"),
+              Contains(HasSubstr("ttft_slo_ms")));
+}
+
 TEST(ConfigYaml, UnknownKeysAreRejectedWithTheirPath) {
   const auto errs = errors_of(R"(
 listener: {adress: 0.0.0.0}

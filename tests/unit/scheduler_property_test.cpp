@@ -516,8 +516,10 @@ class Simulation {
     EXPECT_EQ(t.enqueued, t.completed + t.cancelled_queued + t.cancelled_in_flight +
                               t.superseded_queued + t.superseded_in_flight + t.expired)
         << "every admitted request ends exactly once";
-    EXPECT_EQ(t.enqueued + t.rejected_class_full + t.rejected_tenant_full, requests_.size());
-    EXPECT_EQ(t.rejected_class_full + t.rejected_tenant_full, result_.rejections);
+    EXPECT_EQ(t.enqueued + t.rejected_class_full + t.rejected_tenant_full + t.rejected_predicted,
+              requests_.size());
+    EXPECT_EQ(t.rejected_class_full + t.rejected_tenant_full + t.rejected_predicted,
+              result_.rejections);
     EXPECT_EQ(t.dispatched, result_.dispatches);
     EXPECT_EQ(t.expired, result_.expiries);
     EXPECT_EQ(t.preempted, result_.preemptions);
