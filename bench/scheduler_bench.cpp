@@ -7,7 +7,9 @@
 // and tenant (so the queue keeps its mix), poll (exactly one dispatch
 // decision). Counters: median_ns and p99_ns of single cycles, timed one by
 // one with steady_clock (its ~20 ns read cost is included). No class is
-// preemptible here: the cycle measures the dispatch path alone.
+// preemptible here: the cycle measures the dispatch path alone. Every class
+// declares a ttft_slo, so each decision runs the SLO rescue's checks and
+// each enqueue the early answer's.
 // BM_CancelRequeue: cancel a random queued request and enqueue a new one,
 // at 100k queued: the O(log n) removal.
 // BM_MemoryPerQueuedRequest: heap bytes (glibc mallinfo2: in-use arena bytes
@@ -43,6 +45,7 @@ SchedulerConfig bench_config() {
     cls.min_share = c < 2 ? 0.1 : 0.0;
     cls.weight = 1.0 + c;
     cls.max_queue_wait = std::chrono::hours(1);
+    cls.ttft_slo = std::chrono::milliseconds(200 * (c + 1));
     cls.max_queue = kQueued;
     cls.max_queue_per_tenant = kQueued;
     config.classes.push_back(cls);
