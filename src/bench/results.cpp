@@ -112,9 +112,9 @@ PolicySummary Collector::summarize(std::string policy, const EngineTotals& engin
   Group all;
   for (std::size_t c = 0; c < classes_.size(); ++c) {
     merge_into(all, classes_[c]);
-    out.classes.push_back(finish(scenario_.classes[c].name, classes_[c], engine.duration_s));
+    out.classes.push_back(finish(scenario_.classes[c].name, classes_[c], scenario_.duration_s));
   }
-  out.all = finish("all", all, engine.duration_s);
+  out.all = finish("all", all, scenario_.duration_s);
   for (std::size_t p = 0; p < phases_.size(); ++p) {
     const PhaseSpec& spec = scenario_.phases[p];
     PhaseSummary phase{.name = spec.name, .from_s = spec.from_s, .to_s = spec.to_s, .all = {}, .classes = {}};
@@ -128,7 +128,7 @@ PolicySummary Collector::summarize(std::string policy, const EngineTotals& engin
   }
   std::vector<double> shares, per_weight;
   for (std::size_t t = 0; t < tenants_.size(); ++t) {
-    out.tenants.push_back(finish(scenario_.tenants[t].name, tenants_[t], engine.duration_s));
+    out.tenants.push_back(finish(scenario_.tenants[t].name, tenants_[t], scenario_.duration_s));
     if (out.tenants.back().generated == 0) continue;
     shares.push_back(out.tenants.back().good_share);
     per_weight.push_back(out.tenants.back().goodput_rps / scenario_.tenants[t].weight);

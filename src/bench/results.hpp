@@ -41,7 +41,7 @@ struct RequestRecord {
 
 // Engine-side totals of a run, filled by the runner.
 struct EngineTotals {
-  double duration_s = 0;  // from 0 to the last event (goodput's denominator)
+  double duration_s = 0;  // from 0 to the last event (utilisation's denominator)
   double busy_s = 0;      // sum of step times over all engines
   uint32_t engines = 0;
   double token_rate = 0;               // tokens one engine computes per second at full steps
@@ -70,7 +70,10 @@ struct GroupSummary {
   uint64_t with_deadline = 0;                    // requests that had a deadline
   uint64_t met_deadline = 0;                     // of those, completed by it
   uint64_t good = 0;               // completed, every SLO of its class and its deadline met
-  double goodput_rps = 0;          // good / duration
+  // good / the scenario's arrival window (a phase: its length). The same
+  // denominator for every policy: dividing by each run's own length made a
+  // policy that dropped work (and so finished sooner) look better.
+  double goodput_rps = 0;
   double good_share = 0;           // good / (generated - superseded)
   std::vector<float> ttft_cdf_ms;  // TTFT at quantiles 0, 0.005, ..., 1 (201 points)
 };
