@@ -10,6 +10,9 @@
 // preemptible here: the cycle measures the dispatch path alone. Every class
 // declares a ttft_slo, so each decision runs the SLO rescue's checks and
 // each enqueue the early answer's.
+// BM_AffinityCycle: the same with 64 backends, prefix caches and up to 64
+// prefix blocks a request (prefix-affinity routing, issue 12).
+// BM_PrefixBlocks8k: hashing an 8k-token prompt into its prefix blocks.
 // BM_CancelRequeue: cancel a random queued request and enqueue a new one,
 // at 100k queued: the O(log n) removal.
 // BM_MemoryPerQueuedRequest: heap bytes (glibc mallinfo2: in-use arena bytes
@@ -25,9 +28,11 @@
 #include <cstdint>
 #include <deque>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "core/prefix_blocks.hpp"
 #include "core/scheduler.hpp"
 
 namespace arbiter::sched {
@@ -83,8 +88,30 @@ struct Shapes {
 
 TimePoint at_us(int64_t us) { return TimePoint(std::chrono::microseconds(us)); }
 
-void BM_DispatchCycle(benchmark::State& state) {
-  Scheduler scheduler = *Scheduler::create(bench_config());
+// Prompt prefix chains for the affinity cycle: kSessions chains of
+// kChainBlocks blocks (an 8k-token prompt is 64 blocks of 128 tokens); a
+// request uses the first 1..64 blocks of one chain.
+constexpr std::size_t kSessions = 4096;
+constexpr std::size_t kChainBlocks = 64;
+
+struct Chains {
+  Chains() {
+    std::mt19937_64 rng(777);
+    blocks.resize(kSessions * kChainBlocks);
+    for (uint64_t& b : blocks) b = rng();
+  }
+  std::span<const uint64_t> at(std::size_t i) const {
+    const std::size_t session = (i * 2654435761u) % kSessions;
+    const std::size_t depth = 1 + (i * 40503u) % kChainBlocks;
+    return {blocks.data() + session * kChainBlocks, depth};
+  }
+  std::vector<uint64_t> blocks;
+};
+
+// One cycle per iteration (complete the oldest, enqueue one like it, poll),
+// with 100k queued; `prefix(i)` gives request i's prefix blocks.
+template <class Prefix>
+void dispatch_cycle(benchmark::State& state, Scheduler scheduler, const Prefix& prefix) {
   const Shapes shapes(1 << 16);
   Actions actions;
   std::deque<Dispatch> running;
@@ -92,7 +119,9 @@ void BM_DispatchCycle(benchmark::State& state) {
   int64_t now_us = 0;
   const std::size_t capacity = scheduler.capacity(0);
   for (; next < kQueued + capacity; ++next) {
-    benchmark::DoNotOptimize(scheduler.enqueue(shapes.at(next), at_us(now_us)));
+    Request request = shapes.at(next);
+    request.prefix_blocks = prefix(next);
+    benchmark::DoNotOptimize(scheduler.enqueue(request, at_us(now_us)));
   }
   scheduler.poll(at_us(now_us), actions);
   running.assign(actions.dispatches.begin(), actions.dispatches.end());
@@ -112,6 +141,7 @@ void BM_DispatchCycle(benchmark::State& state) {
     request.klass = done.klass;
     request.tenant = static_cast<TenantId>(done.user);
     request.user = done.user;
+    request.prefix_blocks = prefix(next);
     benchmark::DoNotOptimize(scheduler.enqueue(request, at_us(now_us)));
     actions.clear();
     scheduler.poll(at_us(now_us), actions);
@@ -131,7 +161,34 @@ void BM_DispatchCycle(benchmark::State& state) {
   state.counters["median_ns"] = static_cast<double>(samples[samples.size() / 2]);
   state.counters["p99_ns"] = static_cast<double>(samples[samples.size() * 99 / 100]);
 }
+
+void BM_DispatchCycle(benchmark::State& state) {
+  dispatch_cycle(state, *Scheduler::create(bench_config()), [](std::size_t) { return std::span<const uint64_t>(); });
+}
 BENCHMARK(BM_DispatchCycle)->MinTime(2.0);
+
+// The same cycle on a pool of 64 backends x 16 slots with prefix caches
+// (500k tokens each), every request carrying up to 64 prefix blocks (an
+// 8k-token prompt): each decision looks the prefix up and records it.
+void BM_AffinityCycle(benchmark::State& state) {
+  SchedulerConfig config = bench_config();
+  config.pools[0].max_concurrency = std::vector<uint32_t>(64, 16);
+  config.pools[0].prefix_cache_tokens = std::vector<uint64_t>(64, 500'000);
+  const Chains chains;
+  dispatch_cycle(state, *Scheduler::create(std::move(config)), [&](std::size_t i) { return chains.at(i); });
+}
+BENCHMARK(BM_AffinityCycle)->MinTime(2.0);
+
+// The gateway's share of affinity: hashing an 8k-token (32 KiB) prompt.
+void BM_PrefixBlocks8k(benchmark::State& state) {
+  const std::string text(8192 * 4, 'x');
+  std::vector<uint64_t> blocks;
+  for (auto _ : state) {
+    prefix_blocks(text, 0, blocks);
+    benchmark::DoNotOptimize(blocks.data());
+  }
+}
+BENCHMARK(BM_PrefixBlocks8k);
 
 void BM_CancelRequeue(benchmark::State& state) {
   Scheduler scheduler = *Scheduler::create(bench_config());

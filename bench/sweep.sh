@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The regret sweep (issue 11): 200 generated scenarios under fifo, priority
-# and hybrid in virtual time (~10 s of CPU). Writes docs/bench/sweep.md (one
+# The regret sweep (issue 11): 200 generated scenarios under fifo, priority,
+# hybrid, direct and hybrid-no-affinity in virtual time (~25 s of CPU). Writes docs/bench/sweep.md (one
 # line per scenario) and the summary between <!-- sweep:begin --> and
 # <!-- sweep:end --> in docs/benchmarks.md. Hybrid losing is reported, not a
 # failure of this script (make bench shows figures; the ratchet is the
@@ -33,7 +33,9 @@ SECTION=$(mktemp)
   echo
   sed -n '7p' docs/bench/sweep.md
   echo
-  echo "| figure where hybrid loses | scenarios |"
+  sed -n '9p' docs/bench/sweep.md
+  echo
+  echo "| figure where hybrid loses (affinity: against hybrid without prefix affinity) | scenarios |"
   echo "|---|---:|"
   echo "$FIGURES"
 } > "$SECTION"

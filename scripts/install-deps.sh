@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libssl-dev libyaml-cpp-dev libfmt-dev
+  libxxhash-dev  # prompt prefix hashes for prefix-affinity routing (header-only use)
   libgoogle-perftools-dev  # tcmalloc_minimal, the gateway's allocator
   libgtest-dev libgmock-dev libbenchmark-dev
   nginx-light curl procps

@@ -87,8 +87,10 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
       out << "url: " << o.engine_urls[i]
           << ", prefill_tokens_per_s: " << engine::prefill_tokens_per_s(e.config);
     }
+    // The index the virtual run sizes from the engines' KV cache (0: off).
     out << ", max_concurrency: " << e.max_concurrency
-        << ", priority_scheduling: " << yes_no(e.priority_scheduling) << "}\n";
+        << ", priority_scheduling: " << yes_no(e.priority_scheduling) << ", prefix_cache_tokens: "
+        << (e.prefix_affinity ? uint64_t{e.config.num_blocks} * e.config.block_size : 0) << "}\n";
   }
   return out.str();
 }

@@ -82,6 +82,16 @@ std::vector<Regret> find_regrets(const Scenario& scenario, const RunResults& res
       out.push_back({name + ": failed share", failed_share(h), failed_bound});
     }
   }
+  // Prefix affinity must not cost any class its tail (issue 12).
+  if (const PolicySummary* plain = find_policy(results, kHybridNoAffinity)) {
+    for (std::size_t c = 0; c < scenario.classes.size(); ++c) {
+      if (scenario.classes[c].policy.background) continue;
+      const double bound = 1.05 * p99(plain->classes[c]) + 20;
+      if (p99(hybrid->classes[c]) > bound) {
+        out.push_back({"affinity: " + scenario.classes[c].name + ": TTFT P99 ms", p99(hybrid->classes[c]), bound});
+      }
+    }
+  }
   return out;
 }
 

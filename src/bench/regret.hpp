@@ -12,7 +12,9 @@
 // When the run also holds `direct` (no gateway) and direct meets its SLOs
 // (kDirectMeetsSlo of its answered requests good), hybrid's goodput must be
 // at least 95% of direct's: the gateway must not cost goodput at a load the
-// engines handle on their own.
+// engines handle on their own. When it holds `hybrid-no-affinity`, prefix
+// affinity must not make any non-background class's P99 TTFT worse than
+// without it by more than 5% + 20 ms (issue 12).
 #pragma once
 
 #include <string>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/prefix_blocks.hpp"
 #include "sim/mix.hpp"
 
 namespace arbiter::bench {
@@ -29,6 +30,15 @@ void prompt_block_hashes(const RequestSpec& spec, uint32_t block_size, std::vect
                              (last_start == first_start ? 0 : last_start);
     h = sim::mix(h ^ content);
     out.push_back(h);
+  }
+}
+
+void affinity_blocks(const std::vector<uint64_t>& engine_blocks, uint32_t block_size,
+                     std::vector<uint64_t>& out) {
+  out.clear();
+  const std::size_t step = std::max<std::size_t>(1, kPrefixBlockTokens / std::max<uint32_t>(block_size, 1));
+  for (std::size_t i = step; i <= engine_blocks.size() && out.size() < kMaxPrefixBlocks; i += step) {
+    out.push_back(engine_blocks[i - 1]);
   }
 }
 

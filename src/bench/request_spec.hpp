@@ -43,4 +43,11 @@ struct RequestSpec {
 // own tokens only are left out: nothing else could hit them).
 void prompt_block_hashes(const RequestSpec& spec, uint32_t block_size, std::vector<uint64_t>& out);
 
+// What the gateway would hash for prefix affinity (core/prefix_blocks.hpp):
+// the chain at every kPrefixBlockTokens boundary, taken from the engine's
+// block hashes (`engine_blocks`, at `block_size` tokens) so equal prefixes
+// give equal values. Empty when the prompt shares no full such block.
+void affinity_blocks(const std::vector<uint64_t>& engine_blocks, uint32_t block_size,
+                     std::vector<uint64_t>& out);
+
 }  // namespace arbiter::bench

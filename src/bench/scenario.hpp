@@ -135,6 +135,9 @@ struct EngineSpec {
   // each class's engine_priority (as BackendConfig::priority_scheduling);
   // direct clients send none (0).
   bool priority_scheduling = false;
+  // The gateway routes by prefix affinity, its index sized from the engines'
+  // KV cache (num_blocks x block_size tokens); false: least loaded.
+  bool prefix_affinity = true;
 };
 
 enum class DirectRouting { kLeastLoaded, kRoundRobin };
@@ -143,8 +146,10 @@ enum class DirectRouting { kLeastLoaded, kRoundRobin };
 // "priority", "hybrid", and "hybrid-no-preemption" (hybrid with preemption
 // off whatever the scenario says, to show what preemption changes).
 inline constexpr std::string_view kHybridNoPreemption = "hybrid-no-preemption";
+inline constexpr std::string_view kHybridNoAffinity = "hybrid-no-affinity";  // hybrid, least-loaded routing
 inline bool is_policy_name(std::string_view name) {
-  return name == "direct" || name == kHybridNoPreemption || sched::policy_from_string(name);
+  return name == "direct" || name == kHybridNoPreemption || name == kHybridNoAffinity ||
+         sched::policy_from_string(name);
 }
 
 struct Scenario;

@@ -363,7 +363,7 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   if (!r.map(n, path,
              {"profile", "count", "max_concurrency", "scrape_ms", "max_waiting", "kv_threshold",
               "signals", "max_num_seqs", "num_blocks", "max_num_batched_tokens", "block_size",
-              "priority_scheduling"})) {
+              "priority_scheduling", "prefix_affinity"})) {
     return;
   }
   EngineSpec& e = s.engine;
@@ -388,6 +388,7 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   r.read(n, path, "max_num_batched_tokens", e.config.max_num_batched_tokens, 1, 1e7);
   r.read(n, path, "block_size", e.config.block_size, 1, 1024);
   r.read(n, path, "priority_scheduling", e.priority_scheduling);
+  r.read(n, path, "prefix_affinity", e.prefix_affinity);
   if (e.priority_scheduling) e.config.policy = engine::SchedulingPolicy::kPriority;
 }
 
@@ -427,7 +428,7 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
       auto v = r.scalar(p[i], Reader::index("policies", i));
       if (v && !is_policy_name(*v)) {
         r.error(Reader::index("policies", i),
-                "must be direct, fifo, priority, hybrid or hybrid-no-preemption");
+                "must be direct, fifo, priority, hybrid, hybrid-no-preemption or hybrid-no-affinity");
       } else if (v) {
         s.policies.push_back(*v);
       }

@@ -38,13 +38,14 @@ struct SweepCase {
   std::string name;
   std::string finding;  // the generator's one-line description
   std::string yaml;     // to re-run it on its own
-  std::vector<Regret> regrets;
+  std::vector<Regret> regrets;   // the yardstick against fifo, priority and direct
+  std::vector<Regret> affinity;  // "affinity: ..." figures against hybrid-no-affinity
   double goodput[4] = {0, 0, 0, 0};  // fifo, priority, hybrid, direct
   double cpu_s = 0;
 };
 
 // Runs scenarios first..first+count-1 of the sweep seeded `seed` under fifo,
-// priority, hybrid and direct, `jobs` scenarios at a time.
+// priority, hybrid, direct and hybrid-no-affinity, `jobs` scenarios at a time.
 std::vector<SweepCase> run_sweep(uint64_t seed, uint32_t first, uint32_t count,
                                  const SweepShape& shape, unsigned jobs);
 

@@ -33,7 +33,12 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
                        .max_concurrency = std::vector<uint32_t>(scenario.engine.count,
                                                                 scenario.engine.max_concurrency),
                        .prefill_tokens_per_s = std::vector<double>(
-                           scenario.engine.count, engine::prefill_tokens_per_s(scenario.engine.config))});
+                           scenario.engine.count, engine::prefill_tokens_per_s(scenario.engine.config)),
+                       .prefix_cache_tokens = std::vector<uint64_t>(
+                           scenario.engine.count, scenario.engine.prefix_affinity
+                                                      ? uint64_t{scenario.engine.config.num_blocks} *
+                                                            scenario.engine.config.block_size
+                                                      : 0)});
   for (std::size_t t = 0; t < scenario.tenants.size(); ++t) {
     if (scenario.tenants[t].weight != 1) {
       out.tenant_weights[static_cast<sched::TenantId>(t)] = scenario.tenants[t].weight;
@@ -58,6 +63,7 @@ double to_seconds(sched::TimePoint t) {
 // (generation << 32 | slot) names one request for timers and the scheduler.
 struct Live {
   RequestSpec spec;
+  std::vector<uint64_t> affinity;  // the scheduler's Request::prefix_blocks while it holds the request
   sched::Handle handle;
   double first_token = -1;
   double last_token = -1;
@@ -75,9 +81,11 @@ class VirtualRun {
       : s_(s), workload_(s, seed), collector_(s), policy_(policy), sched_class_(scheduler_classes(s)) {
     if (policy != "direct") {
       const bool no_preemption = policy == kHybridNoPreemption;
+      const bool no_affinity = policy == kHybridNoAffinity;
       sched::SchedulerConfig config = scheduler_config(
-          s, no_preemption ? sched::Policy::kHybrid : *sched::policy_from_string(policy));
+          s, no_preemption || no_affinity ? sched::Policy::kHybrid : *sched::policy_from_string(policy));
       if (no_preemption) config.preemption = false;
+      if (no_affinity) config.pools[0].prefix_cache_tokens.clear();
       sched_.emplace(std::move(*sched::Scheduler::create(std::move(config))));
     }
     engines_.reserve(s.engine.count);
@@ -274,6 +282,8 @@ class VirtualRun {
       return;
     }
     const uint64_t key = spec.supersede_key;
+    prompt_block_hashes(spec, s_.engine.config.block_size, scratch_blocks_);
+    affinity_blocks(scratch_blocks_, s_.engine.config.block_size, l.affinity);
     sched::Request request{
         .user = ref,
         .pool = 0,
@@ -285,7 +295,8 @@ class VirtualRun {
             spec.deadline != kNever ? std::optional(to_time_point(spec.deadline)) : std::nullopt,
         .supersede_key = key != 0
                              ? std::string_view(reinterpret_cast<const char*>(&key), sizeof key)
-                             : std::string_view()};
+                             : std::string_view(),
+        .prefix_blocks = l.affinity};
     auto admitted = sched_->enqueue(request, time_point());
     if (!admitted) {
       finish(l, Outcome::kRejected);
@@ -462,6 +473,7 @@ class VirtualRun {
   MinHeap steps_;                    // step ends
   MinHeap aborts_;                   // client patience timers
   std::vector<Live> lives_;
+  std::vector<uint64_t> scratch_blocks_;  // a prompt's engine block hashes, for its affinity blocks
   std::vector<uint32_t> free_;
   std::unordered_map<uint64_t, uint64_t> newest_;  // direct: supersede key -> newest ref
   double now_ = 0;

@@ -109,6 +109,10 @@ struct BackendConfig {
   // prefill backlog limit (scheduler.max_prefill_backlog_ms); 0: off. Type
   // sim: the profile's rate unless set.
   double prefill_tokens_per_s = 0;
+  // Tokens of prompt prefix the engine caches (its KV size), for prefix-
+  // affinity routing; 0: off for this backend. Default 262,144 (an 8B model
+  // on a 40 GB GPU holds about that); type sim: the profile's KV size.
+  uint64_t prefix_cache_tokens = 262'144;
 };
 
 struct ModelConfig {
@@ -121,6 +125,7 @@ struct SchedulerSettings {
   double aging_fraction = 0.2;  // urgent when this fraction of max_queue_wait is left
   double slo_lead_fraction = 0.5;  // rescued for its ttft_slo when this fraction of it is left
   double early_reject_margin = 2;  // 429 at once if predicted to wait over this x its allowed wait
+  double affinity_load_slack = 0.25;  // prefix affinity keeps a backend within (1 + this) x average load
   bool preemption = true;       // preempt (and resume) preemptible work for a class below min_share
   std::chrono::milliseconds preempt_after{1000};  // how long such a class waits before it preempts
   std::chrono::milliseconds preempt_guard{10'000};  // a resumed victim is not preempted again sooner

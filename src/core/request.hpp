@@ -22,6 +22,9 @@ struct RequestInfo {
   std::optional<int64_t> max_tokens;       // as requested (max_tokens or max_completion_tokens)
   int64_t prompt_tokens_estimate = 0;      // ~4 characters per token
   std::optional<std::string> user;         // the OpenAI `user` field, when a string
+  // Where the prompt (`messages` or `prompt`, by route) starts in the body's
+  // text; npos when unknown. Prefix affinity hashes from there.
+  std::size_t prompt_at = std::string::npos;
 };
 
 }  // namespace arbiter

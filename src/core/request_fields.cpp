@@ -85,12 +85,18 @@ class Handler {
   bool on_key(boost::json::string_view s, std::size_t, error_code&) {
     if (!keyed()) return true;
     std::string_view k(s.data(), s.size());
-    if (!key_buffer_.empty()) {
+    const bool whole = key_buffer_.empty();
+    if (!whole) {
       key_buffer_.append(s.data(), s.size());
       k = key_buffer_;
     }
     set_key(k);
     key_buffer_.clear();
+    if (role() == Role::kTop && (key_ == Key::kMessages || key_ == Key::kPrompt)) {
+      const bool inside = whole && s.data() >= text_.data() && s.data() <= text_.data() + text_.size();
+      (key_ == Key::kMessages ? out_.messages_at : out_.prompt_at) =
+          inside ? static_cast<std::size_t>(s.data() - text_.data()) : TextSpan::kNone;
+    }
     return true;
   }
   bool on_string_part(boost::json::string_view s, std::size_t, error_code&) {

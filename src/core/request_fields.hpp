@@ -57,6 +57,12 @@ struct RequestFields {
   JsonKind prompt = JsonKind::kAbsent;
   bool prompt_bad_element = false;
   int64_t prompt_tokens = 0;
+
+  // Where the top-level `messages` and `prompt` keys start in the text
+  // (TextSpan::kNone: absent, or a key split across parser buffers): the
+  // prompt's bytes for prefix affinity run from there (core/prefix_blocks.hpp).
+  std::size_t messages_at = TextSpan::kNone;
+  std::size_t prompt_at = TextSpan::kNone;
 };
 
 // Scans `text`; the error is the JSON parser's (syntax, depth, extra data).

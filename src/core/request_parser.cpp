@@ -116,6 +116,8 @@ std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string bo
   auto prompt = route == Route::kChatCompletions ? chat_prompt_tokens(f) : completion_prompt_tokens(f);
   if (!prompt) return std::unexpected(prompt.error());
   out.info.prompt_tokens_estimate = *prompt;
+  const std::size_t at = route == Route::kChatCompletions ? f.messages_at : f.prompt_at;
+  out.info.prompt_at = at == TextSpan::kNone ? std::string::npos : at;
   out.max_tokens_ = f.max_tokens;
   out.max_completion_tokens_ = f.max_completion_tokens;
   out.text = std::move(body);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/prefix_index.hpp"
 #include "core/sched_heap.hpp"
 #include "core/sched_rate.hpp"
 #include "core/scheduler_types.hpp"
@@ -43,7 +44,7 @@ enum class NodeState : uint8_t {
   kPreempting,  // chosen as a victim: holds its slot until requeue_preempted()/complete()
 };
 
-// One request: 128 bytes. Slots are reused through a free list, so a steady
+// One request: 144 bytes. Slots are reused through a free list, so a steady
 // state allocates nothing per request except for a supersede key.
 struct Node {
   uint64_t user = 0;         // caller's tag
@@ -58,6 +59,7 @@ struct Node {
   // that key (map keys are stable in memory); null otherwise. Kept out of
   // the node so unkeyed requests pay 8 bytes, not a string.
   const std::string* key = nullptr;
+  const uint64_t* prefix = nullptr;  // Request::prefix_blocks (caller's memory), prefix_len of them
   uint32_t generation = 0;       // bumped on free: stale handles do not match
   uint32_t pool = 0;             // PoolId
   uint32_t klass = 0;            // ClassId
@@ -70,6 +72,7 @@ struct Node {
   uint32_t next = kNil;          // list link (also the free-list link)
   uint32_t preemptions = 0;      // times preempted so far
   uint32_t prompt = 0;           // estimated prompt tokens: prefill backlog at dispatch
+  uint32_t prefix_len = 0;       // prefix blocks
   bool expires = false;          // false once requeued: a started request is never 503'd
   bool resumable = true;         // may be a preemption victim (Request::resumable)
   bool linked = false;           // on its class's arrival list (queued) or victim list (running)
@@ -152,6 +155,7 @@ struct Pool {
   double class_vclock = 0;          // virtual clock among classes (hybrid)
   double prefill_rate = 0;          // its fastest backend's prefill_rate: SLO rescue estimate
   IndexedHeap<OrderKey> fifo;       // ready requests by arrival (fifo policy)
+  PrefixIndex prefix;               // prefix affinity; disabled without cache sizes
   DecayingRate completed;           // pool completion rate: fallback for drain time
 };
 

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/prefix_blocks.hpp"
+
 namespace arbiter::sched {
 
 using detail::kEarlyAnswerMinQueued;
@@ -82,6 +84,11 @@ Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {
       pool.capacity += spec.max_concurrency[i];
       pool.prefill_rate = std::max(pool.prefill_rate, rate);
     }
+    std::vector<uint64_t> cache_blocks(spec.max_concurrency.size(), 0);
+    for (std::size_t i = 0; i < spec.prefix_cache_tokens.size(); ++i) {
+      cache_blocks[i] = spec.prefix_cache_tokens[i] / kPrefixBlockTokens;
+    }
+    pool.prefix = PrefixIndex(std::move(cache_blocks));
     pool.classes.reserve(classes);
     for (std::size_t c = 0; c < classes; ++c) pool.classes.emplace_back(config_.rate_window);
   }
@@ -173,6 +180,8 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
   n.deadline = std::min(class_deadline, request.deadline.value_or(TimePoint::max()));
   n.slo_at = cls.ttft_slo > Duration::zero() ? add_saturating(now, cls.ttft_slo) : TimePoint::max();
   n.key = nullptr;
+  n.prefix = request.prefix_blocks.data();
+  n.prefix_len = static_cast<uint32_t>(request.prefix_blocks.size());
   n.pool = request.pool;
   n.klass = request.klass;
   n.tenant = tenant;
@@ -335,6 +344,9 @@ bool Scheduler::requeue_preempted(Handle handle, int64_t remaining_cost, TimePoi
 void Scheduler::set_backend_state(PoolId pool, BackendId backend, BackendSignal signal) {
   if (pool >= pools_.size() || backend >= pools_[pool].backends.size()) return;
   Pool& p = pools_[pool];
+  // A backend that went down lost its cache (or will be another engine when
+  // it comes back): what the prefix index says about it no longer holds.
+  if (signal.down && !p.backends[backend].signal.down) p.prefix.forget(backend);
   p.backends[backend].signal = signal;
   p.capacity = 0;
   for (const detail::Backend& b : p.backends) {

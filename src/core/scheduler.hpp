@@ -187,6 +187,11 @@ class Scheduler {
   void dispatch_pool(uint32_t pool, TimePoint now, Actions& out);
   // kNil when no backend has room; `fraction` of the prefill backlog limit applies.
   uint32_t pick_backend(const Pool& pool, TimePoint now, double fraction) const;
+  // The backend for request `n`: prefix affinity within bounded loads when
+  // the pool has it and the request has prefix blocks, else pick_backend.
+  uint32_t route(const Pool& pool, const Node& n, TimePoint now, double fraction) const;
+  // Room for one more: signal, max_concurrency, `fraction` of the backlog limit.
+  static bool open_to(const detail::Backend& b, TimePoint now, double fraction);
   // A backend's prefill backlog (tokens) at `now`, drained at the pool's rate.
   static bool signal_allows(const detail::Backend& b);  // not down, not saturated (unless stale)
   // Prompts dispatched and not yet prefilled, drained at the backend's rate.

@@ -56,6 +56,8 @@ std::optional<std::string> validate(const SchedulerConfig& config) {
     for (uint32_t limit : p.max_concurrency) {
       if (limit == 0) return "pool '" + p.name + "': max_concurrency must be > 0";
     }
+    if (p.prefix_cache_tokens.size() > p.max_concurrency.size())
+      return "pool '" + p.name + "': more prefix cache sizes than backends";
     if (p.prefill_tokens_per_s.size() > p.max_concurrency.size())
       return "pool '" + p.name + "': more prefill rates than backends";
     for (double rate : p.prefill_tokens_per_s) {
@@ -66,6 +68,8 @@ std::optional<std::string> validate(const SchedulerConfig& config) {
   if (!is_fraction(config.aging_fraction)) return "scheduler: aging_fraction must be in [0, 1]";
   if (!(config.early_reject_margin >= 0) || !std::isfinite(config.early_reject_margin))
     return "scheduler: early_reject_margin must be >= 0";
+  if (!(config.affinity_load_slack >= 0) || !std::isfinite(config.affinity_load_slack))
+    return "scheduler: affinity_load_slack must be >= 0";
   if (!is_fraction(config.slo_lead_fraction)) return "scheduler: slo_lead_fraction must be in [0, 1]";
   if (config.rate_window <= Duration::zero()) return "scheduler: rate_window must be > 0";
   if (config.preempt_after < Duration::zero()) return "scheduler: preempt_after must be >= 0";

@@ -57,6 +57,10 @@ struct PoolSpec {
   // prefills per second. 0: its prefill backlog is not limited (only
   // max_concurrency and the engine's signals are).
   std::vector<double> prefill_tokens_per_s;
+  // Per backend (same order; missing entries are 0): tokens of prompt
+  // prefix its engine caches (KV size). Nonzero turns on prefix-affinity
+  // routing for it: requests go where their prefix most likely is cached.
+  std::vector<uint64_t> prefix_cache_tokens;
 };
 
 struct SchedulerConfig {
@@ -102,6 +106,13 @@ struct SchedulerConfig {
   // only while the class has work running (the rate is measured) and the
   // tenant has work queued. 0 disables.
   double early_reject_margin = 2;
+  // Prefix affinity (pools with prefix_cache_tokens): a request goes to the
+  // backend holding the longest prefix of its prompt, or, when none has room
+  // within the bound, to its prompt's rendezvous choice (deterministic, so
+  // gateway replicas agree); either only while that backend's slots in use,
+  // with the request, stay within (1 + this) x the pool's average share
+  // (consistent hashing with bounded loads). Otherwise the least loaded.
+  double affinity_load_slack = 0.25;
   // Time constant of the completion-rate estimate behind Retry-After.
   Duration rate_window = std::chrono::seconds(10);
   // Drain rate assumed before any completion was seen: tokens per second per

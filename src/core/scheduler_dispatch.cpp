@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/prefix_blocks.hpp"
 #include "core/scheduler.hpp"
 
 namespace arbiter::sched {
@@ -21,6 +22,25 @@ TimePoint from_ticks(int64_t t) { return TimePoint(Duration(t)); }
 
 // Slack for comparing slot counts with share * capacity products.
 constexpr double kEpsilon = 1e-9;
+
+// Share of a backend's slots that prefix affinity may load it beyond the
+// pool's average share in any case (see Scheduler::route).
+constexpr double kAffinityMinSlack = 0.125;
+
+// Expected first-token times (seconds) this close are a tie for affinity
+// routing, broken by rendezvous (see Scheduler::route). Without a prefill
+// rate the cost is in tokens, where 1e-3 still only equates equal ones.
+constexpr double kAffinityTie = 1e-3;
+
+// Highest-random-weight score of a backend for a key (splitmix64 finaliser).
+uint64_t rendezvous(uint64_t key, uint32_t backend) {
+  uint64_t x = key ^ (0x9e3779b97f4a7c15ULL * (backend + 1));
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
 
 // Slots a class lacks to reach its min_share of the pool (<= 0: none).
 double share_deficit(const ClassPolicy& cls, const detail::ClassQueue& cq, double capacity) {
@@ -179,8 +199,7 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
   // moves a class's work from ready to in flight, and it stays in use.
   const int top = config_.policy == Policy::kHybrid ? top_priority(p) : 0;
   for (;;) {
-    uint32_t backend = pick_backend(p, now, 1.0);
-    if (backend == kNil) return;
+    if (pick_backend(p, now, 1.0) == kNil) return;
     const uint32_t id = pick_request(pool, now, top);
     if (id == kNil) return;
     // Below the top priority, a backend takes new work only while its
@@ -188,11 +207,11 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
     // class's requests are picked first whenever they may start, so a
     // request that needs headroom and finds none means nothing may start).
     // A request rescued for its SLO (pick_rescue) may use the headroom.
-    if (config_.policy == Policy::kHybrid && config_.classes[nodes_[id].klass].engine_priority != top &&
-        !slo_at_risk(nodes_[id], now)) {
-      backend = pick_backend(p, now, kLowerTierBacklog);
-      if (backend == kNil) return;
-    }
+    const bool headroom = config_.policy == Policy::kHybrid &&
+                          config_.classes[nodes_[id].klass].engine_priority != top &&
+                          !slo_at_risk(nodes_[id], now);
+    const uint32_t backend = route(p, nodes_[id], now, headroom ? kLowerTierBacklog : 1.0);
+    if (backend == kNil) return;
     start(id, backend, now, out);
     p.next_backend = backend + 1 == p.backends.size() ? 0 : backend + 1;
   }
@@ -228,13 +247,64 @@ uint32_t Scheduler::pick_backend(const Pool& pool, TimePoint now, double fractio
   uint32_t best = kNil;
   for (uint32_t k = 0, i = pool.next_backend; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
     const detail::Backend& b = pool.backends[i];
-    if (!signal_allows(b) || b.in_flight >= b.limit || backlog_full(b, now, fraction)) continue;
+    if (!open_to(b, now, fraction)) continue;
     if (best == kNil || uint64_t{b.in_flight} * pool.backends[best].limit <
                             uint64_t{pool.backends[best].in_flight} * b.limit) {
       best = i;
     }
   }
   return best;
+}
+
+bool Scheduler::open_to(const detail::Backend& b, TimePoint now, double fraction) {
+  return signal_allows(b) && b.in_flight < b.limit && !backlog_full(b, now, fraction);
+}
+
+uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double fraction) const {
+  const uint32_t least = pick_backend(pool, now, fraction);
+  if (least == kNil || n.prefix_len == 0 || !pool.prefix.enabled()) return least;
+  // Bounded loads: a backend may take the request while the share of its
+  // slots in use, with it, stays within (1 + slack) x the pool's, plus an
+  // eighth of its slots so a quiet pool keeps its affinity; one hot prefix
+  // cannot pile onto one engine.
+  uint64_t used = 1;
+  for (const detail::Backend& b : pool.backends) used += b.in_flight;
+  const double bound = (1 + config_.affinity_load_slack) * static_cast<double>(used) /
+                           std::max<uint32_t>(pool.capacity, 1) +
+                       kAffinityMinSlack;
+  const auto within = [&](uint32_t i) {
+    const detail::Backend& b = pool.backends[i];
+    return open_to(b, now, fraction) &&
+           static_cast<double>(b.in_flight + 1) <= bound * b.limit + kEpsilon;
+  };
+  // Among those: the earliest expected first token, i.e. the backend's
+  // prefill backlog plus the part of the prompt it does not hold, at its
+  // prefill rate (without a rate, the longest prefix held). The holders of
+  // the longest prefix save what they hold. Near-ties go to the rendezvous
+  // choice of the prompt's first block, so gateway replicas send a new
+  // prefix to the same backend and then find it there.
+  const PrefixIndex::Match match = pool.prefix.longest({n.prefix, n.prefix_len});
+  uint32_t best = kNil;
+  double best_cost = 0;
+  uint64_t best_score = 0;
+  for (uint32_t b = 0; b < pool.backends.size(); ++b) {
+    if (!within(b)) continue;
+    const detail::Backend& x = pool.backends[b];
+    const bool holder = std::find(match.backends.begin(), match.backends.begin() + match.count, b) !=
+                        match.backends.begin() + match.count;
+    const double saved = holder ? static_cast<double>(match.depth) * kPrefixBlockTokens : 0;
+    const double cost = x.prefill_rate > 0
+                            ? (backlog(x, now) + std::max(0.0, n.prompt - saved)) / x.prefill_rate
+                            : -saved;
+    const uint64_t score = rendezvous(n.prefix[0], b);
+    const bool tie = best != kNil && std::abs(cost - best_cost) <= kAffinityTie;
+    if (best == kNil || (tie ? score > best_score : cost < best_cost)) {
+      best = b;
+      best_cost = cost;
+      best_score = score;
+    }
+  }
+  return best != kNil ? best : least;
 }
 
 uint32_t Scheduler::pick_request(uint32_t pool, TimePoint now, int top) {
@@ -472,6 +542,7 @@ void Scheduler::start(uint32_t id, uint32_t backend, TimePoint now, Actions& out
   n.state = NodeState::kInFlight;
   n.backend = backend;
   n.start_seq = next_start_seq_++;
+  if (n.prefix_len > 0) pool.prefix.record(backend, {n.prefix, n.prefix_len});
   detail::Backend& b = pool.backends[backend];
   ++b.in_flight;
   if (b.max_backlog > 0) {

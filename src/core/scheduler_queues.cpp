@@ -10,7 +10,7 @@ namespace arbiter::sched {
 using detail::kNil;
 
 static_assert(FlatIndex::kMissing == kNil);
-static_assert(sizeof(detail::Node) <= 128, "Node grew: recheck the bytes-per-request budget");
+static_assert(sizeof(detail::Node) <= 144, "Node grew: recheck the bytes-per-request budget");
 
 namespace {
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -31,6 +32,11 @@ struct Request {
   std::optional<TimePoint> deadline;  // the client's own queue deadline; the class's applies too
   std::string_view supersede_key;     // empty: none; only requests of the same tenant match
   bool resumable = true;              // false: never a preemption victim (the caller could not resume it)
+  // Chained hashes of the prompt's leading blocks (core/prefix_blocks.hpp)
+  // for prefix-affinity routing; empty: none. Not copied: the memory must
+  // stay valid until the request is completed, cancelled, superseded or
+  // expired.
+  std::span<const uint64_t> prefix_blocks;
 };
 
 // What the load monitor knows about one backend.

@@ -331,7 +331,7 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out)
 void read_backend(Reader& r, const YAML::Node& b, const std::string& path, BackendConfig& out) {
   if (!r.map(b, path, {"name", "type", "url", "profile", "max_num_seqs", "max_concurrency",
                        "priority_scheduling", "continue_final_message", "engine",
-                       "prefill_tokens_per_s"}))
+                       "prefill_tokens_per_s", "prefix_cache_tokens"}))
     return;
   std::string type = "http";
   r.read(b, path, "type", type);
@@ -339,6 +339,7 @@ void read_backend(Reader& r, const YAML::Node& b, const std::string& path, Backe
   r.read_int(b, path, "max_concurrency", out.max_concurrency, 1, 100000);
   r.read(b, path, "priority_scheduling", out.priority_scheduling);
   r.read_double(b, path, "prefill_tokens_per_s", out.prefill_tokens_per_s, 0, 1e9);
+  r.read_int(b, path, "prefix_cache_tokens", out.prefix_cache_tokens, 0, int64_t{1} << 40);
   std::string engine = "vllm";
   r.read(b, path, "engine", engine);
   if (engine == "sglang") {
@@ -363,8 +364,11 @@ void read_backend(Reader& r, const YAML::Node& b, const std::string& path, Backe
       r.error(Reader::join(path, "profile"), "unknown profile '" + out.sim_profile + "' (known: " + known + ")");
     }
     r.read_int(b, path, "max_num_seqs", out.sim_max_num_seqs, 1, 100000);
-    if (const engine::Profile* p = engine::find_profile(out.sim_profile); p && !b["prefill_tokens_per_s"]) {
-      out.prefill_tokens_per_s = engine::prefill_tokens_per_s(p->config);
+    if (const engine::Profile* p = engine::find_profile(out.sim_profile)) {
+      if (!b["prefill_tokens_per_s"]) out.prefill_tokens_per_s = engine::prefill_tokens_per_s(p->config);
+      if (!b["prefix_cache_tokens"]) {
+        out.prefix_cache_tokens = uint64_t{p->config.num_blocks} * p->config.block_size;
+      }
     }
     if (b["url"]) r.error(Reader::join(path, "url"), "is not used by type sim");
     return;
@@ -526,7 +530,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   read_classes(r, root["classes"], c.classes);
   r.read(root, "", "default_class", c.default_class);
   read_models(r, root["models"], c.models);
-  if (const YAML::Node n = root["scheduler"]; n && r.map(n, "scheduler", {"policy", "aging_fraction", "slo_lead_fraction", "early_reject_margin", "preemption", "preempt_after_ms", "preempt_guard_ms",
+  if (const YAML::Node n = root["scheduler"]; n && r.map(n, "scheduler", {"policy", "aging_fraction", "slo_lead_fraction", "early_reject_margin", "affinity_load_slack", "preemption", "preempt_after_ms", "preempt_guard_ms",
                                       "max_prefill_backlog_ms"})) {
     std::string policy;
     r.read(n, "scheduler", "policy", policy);
@@ -540,6 +544,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
     r.read_double(n, "scheduler", "aging_fraction", c.scheduler.aging_fraction, 0, 1);
     r.read_double(n, "scheduler", "slo_lead_fraction", c.scheduler.slo_lead_fraction, 0, 1);
     r.read_double(n, "scheduler", "early_reject_margin", c.scheduler.early_reject_margin, 0, 1000);
+    r.read_double(n, "scheduler", "affinity_load_slack", c.scheduler.affinity_load_slack, 0, 100);
     r.read(n, "scheduler", "preemption", c.scheduler.preemption);
     int64_t preempt_after = c.scheduler.preempt_after.count();
     r.read_int(n, "scheduler", "preempt_after_ms", preempt_after, 0, 3'600'000);

@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "core/prefix_blocks.hpp"
 #include "core/request_parser.hpp"
 #include "gateway/request_id.hpp"
 #include "gateway/scheduler_setup.hpp"
@@ -66,6 +67,7 @@ struct Gateway::Admission {
   std::size_t pool = 0;       // index of the model's pool
   std::size_t cls = 0;        // index of the class
   ResumeMethod resume = ResumeMethod::kNone;  // how a preempted run would continue
+  std::vector<uint64_t> prefix;  // prompt prefix blocks: the scheduler's Request::prefix_blocks
 };
 
 Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor timer_executor)
@@ -287,6 +289,10 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
     }
     a.pool = it->second;
     rec.model = a.parsed.info.model;
+    // Hashed before a cap edits the text: the prompt's offset is the scan's.
+    if (const std::size_t at = a.parsed.info.prompt_at; at < a.parsed.text.size()) {
+      prefix_blocks(std::string_view(a.parsed.text).substr(at), 0, a.prefix);
+    }
     const std::optional<std::string_view> claimed = req.field("x-arbiter-class");
     auto cls = classifier_.classify({.route = route,
                                      .model = a.parsed.info.model,
@@ -325,7 +331,8 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
         .prompt_tokens = info.prompt_tokens_estimate,
         .deadline = std::nullopt,
         .supersede_key = key,
-        .resumable = admission->resume != ResumeMethod::kNone};
+        .resumable = admission->resume != ResumeMethod::kNone,
+        .prefix_blocks = admission->prefix};
     const auto enqueued = Clock::now();
     auto slot = co_await dispatcher_->acquire(queued, conn);
     // Queue time from enqueue, not from request start (auth and parsing

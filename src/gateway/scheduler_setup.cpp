@@ -8,16 +8,18 @@ sched::SchedulerConfig to_scheduler_config(const Config& config) {
   out.aging_fraction = config.scheduler.aging_fraction;
   out.slo_lead_fraction = config.scheduler.slo_lead_fraction;
   out.early_reject_margin = config.scheduler.early_reject_margin;
+  out.affinity_load_slack = config.scheduler.affinity_load_slack;
   out.preemption = config.scheduler.preemption;
   out.preempt_after = config.scheduler.preempt_after;
   out.preempt_guard = config.scheduler.preempt_guard;
   out.max_prefill_backlog = config.scheduler.max_prefill_backlog;
   for (const auto& c : config.classes) out.classes.push_back(c.policy);
   for (const auto& m : config.models) {
-    sched::PoolSpec pool{.name = m.name, .max_concurrency = {}, .prefill_tokens_per_s = {}};
+    sched::PoolSpec pool{.name = m.name, .max_concurrency = {}, .prefill_tokens_per_s = {}, .prefix_cache_tokens = {}};
     for (const auto& b : m.backends) {
       pool.max_concurrency.push_back(b.max_concurrency);
       pool.prefill_tokens_per_s.push_back(b.prefill_tokens_per_s);
+      pool.prefix_cache_tokens.push_back(b.prefix_cache_tokens);
     }
     out.pools.push_back(std::move(pool));
   }

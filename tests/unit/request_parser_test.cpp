@@ -45,6 +45,19 @@ TEST(RequestParser, CompletionPromptForms) {
   EXPECT_FALSE(parse_ok(Route::kCompletions, R"({"model":"m","prompt":"x"})").info.stream);
 }
 
+TEST(RequestParser, FindsWhereThePromptStartsForPrefixAffinity) {
+  const std::string chat = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})";
+  EXPECT_EQ(parse_ok(Route::kChatCompletions, chat).info.prompt_at, chat.find("messages"));
+  const std::string completion = R"({"prompt":"abc","model":"m"})";
+  EXPECT_EQ(parse_ok(Route::kCompletions, completion).info.prompt_at, completion.find("prompt"));
+  // A "prompt" key on the chat route, or one nested inside, is not the prompt.
+  const std::string nested =
+      R"({"model":"m","metadata":{"messages":1},"prompt":"x","messages":[{"role":"user","content":"a"}]})";
+  EXPECT_EQ(parse_ok(Route::kChatCompletions, nested).info.prompt_at, nested.rfind("messages"));
+  EXPECT_EQ(parse_ok(Route::kCompletions, R"({"model":"m","prompt":"x"})").info.prompt_at,
+            std::string(R"({"model":"m",)").size() + 1);
+}
+
 TEST(RequestParser, RejectsBadBodiesWithTheFieldNamed) {
   EXPECT_EQ(parse_err(Route::kChatCompletions, "{not json").code, ErrorCode::kInvalidJson);
   EXPECT_EQ(parse_err(Route::kChatCompletions, "[1,2]").code, ErrorCode::kInvalidJson);

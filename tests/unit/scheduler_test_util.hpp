@@ -62,6 +62,15 @@ class Harness {
     return *admitted;
   }
 
+  // Enqueues `request` as given (remembered under request.user); nullopt on 429.
+  std::optional<Admission> add(const Request& request, TimePoint now) {
+    auto admitted = scheduler_.enqueue(request, now);
+    if (!admitted) return std::nullopt;
+    grow(request.user);
+    handles_[request.user] = admitted->handle;
+    return *admitted;
+  }
+
   Handle handle(uint64_t user) const { return handles_.at(user); }
 
   // Polls at `now` and returns the caller tags dispatched, in order.
