@@ -75,6 +75,8 @@ json::object to_json(const PolicySummary& p) {
                           {"wasted_cancel_tokens", e.wasted_cancel_tokens},
                           {"wasted_cancel_prefill_tokens", e.wasted_cancel_prefill},
                           {"wasted_preempt_tokens", e.wasted_preempt_tokens},
+                          {"reused_cancel_tokens", e.reused_cancel_tokens},
+                          {"reused_preempt_tokens", e.reused_preempt_tokens},
                           {"engine_preemptions", e.engine_preemptions},
                           {"gateway_preemptions", e.gateway_preemptions}};
   }

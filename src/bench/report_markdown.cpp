@@ -101,7 +101,7 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
   rows.push_back({"engine utilisation", [](const PolicySummary& p) { return p.utilisation; }, pct});
   rows.push_back({"engine token load (tokens / full-step capacity)",
                   [](const PolicySummary& p) { return p.engine_known ? p.token_load : NAN; }, pct});
-  rows.push_back({"engine work wasted on cancelled/superseded",
+  rows.push_back({"engine work wasted on cancelled/superseded (net of what a later request reused)",
                   [](const PolicySummary& p) { return p.waste_share; }, pct});
   rows.push_back({"Jain fairness over tenants (SLO share)",
                   [](const PolicySummary& p) { return p.jain; },
@@ -200,22 +200,25 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
     }
   }
   out +=
-      "\n## Engines\n\n| policy | run length s | utilisation | work tokens | wasted "
-      "(cancel/supersede) | of it prefill | "
-      "lost to gateway preemption | gateway preemptions | engine KV preemptions | Jain | CPU s |\n"
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "\n## Engines\n\n| policy | run length s | utilisation | work tokens | computed for "
+      "cancelled/superseded | of it prefill | of it reused later | net waste share | "
+      "lost to gateway preemption | of it reused later | gateway preemptions | engine KV preemptions | "
+      "Jain | CPU s |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& p : results.policies) {
     const EngineTotals& t = p.engine;
     if (!p.engine_known) {
       out += "| " + p.policy + " | " + fmt(t.duration_s, 1) +
-             " | unknown | unknown | unknown | unknown | unknown | unknown | unknown | " +
+             " | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown "
+             "| unknown | " +
              fmt(p.jain, 3) + " | - |\n";
       continue;
     }
     out += "| " + p.policy + " | " + fmt(t.duration_s, 1) + " | " + pct(p.utilisation) + " | " +
-           std::to_string(t.work_tokens) + " | " + std::to_string(t.wasted_cancel_tokens) + " (" +
-           pct(p.waste_share) + ") | " + std::to_string(t.wasted_cancel_prefill) + " | " +
-           std::to_string(t.wasted_preempt_tokens) + " | " + std::to_string(t.gateway_preemptions) +
+           std::to_string(t.work_tokens) + " | " + std::to_string(t.wasted_cancel_tokens) + " | " +
+           std::to_string(t.wasted_cancel_prefill) + " | " + std::to_string(t.reused_cancel_tokens) +
+           " | " + pct(p.waste_share) + " | " + std::to_string(t.wasted_preempt_tokens) + " | " +
+           std::to_string(t.reused_preempt_tokens) + " | " + std::to_string(t.gateway_preemptions) +
            " | " + std::to_string(t.engine_preemptions) + " | " + fmt(p.jain, 3) + " | " +
            fmt(p.wall_s, 2) + " |\n";
   }

@@ -140,9 +140,10 @@ PolicySummary Collector::summarize(std::string policy, const EngineTotals& engin
   out.token_load = capacity > 0 && engine.token_rate > 0
                        ? static_cast<double>(engine.work_tokens) / (capacity * engine.token_rate)
                        : 0;
-  out.waste_share = engine.work_tokens > 0 ? static_cast<double>(engine.wasted_cancel_tokens) /
-                                                 static_cast<double>(engine.work_tokens)
-                                           : 0;
+  const uint64_t wasted = engine.wasted_cancel_tokens - std::min(engine.reused_cancel_tokens, engine.wasted_cancel_tokens);
+  out.waste_share = engine.work_tokens > 0
+                        ? static_cast<double>(wasted) / static_cast<double>(engine.work_tokens)
+                        : 0;
   return out;
 }
 

@@ -49,6 +49,10 @@ struct EngineTotals {
   uint64_t wasted_cancel_tokens = 0;   // computed for requests later superseded or cancelled
   uint64_t wasted_cancel_prefill = 0;  // of those, prefill tokens
   uint64_t wasted_preempt_tokens = 0;  // prefill lost to gateway preemption (recomputed on resume)
+  // Of the two above: prompt blocks a later request reused from an engine's
+  // prefix cache, so computed for someone after all (issue 12: honest waste).
+  uint64_t reused_cancel_tokens = 0;
+  uint64_t reused_preempt_tokens = 0;
   uint64_t engine_preemptions = 0;     // the engines' own KV preemptions
   uint64_t gateway_preemptions = 0;    // scheduler preemptions acted on
 };
@@ -102,7 +106,7 @@ struct PolicySummary {
   // step of a few sequences counts as busy above; here it counts for the
   // tokens it computed, so the headroom shows.
   double token_load = 0;
-  double waste_share = 0;  // wasted_cancel_tokens / work_tokens
+  double waste_share = 0;  // (wasted_cancel_tokens - reused_cancel_tokens) / work_tokens
   double jain = 1;         // over tenants with traffic, of good_share
   double jain_goodput = 1; // over tenants with traffic, of goodput / tenant weight
   double wall_s = 0;       // CPU wall time of the run

@@ -233,10 +233,11 @@ class VirtualRun {
 
   // Takes a running request out of its engine; returns the tokens computed
   // for the run (prefill, decode), now wasted.
-  std::pair<uint64_t, uint64_t> abort_in_engine(Live& l) {
+  std::pair<uint64_t, uint64_t> abort_in_engine(
+      Live& l, engine::Engine::AbortCause cause = engine::Engine::AbortCause::kCancel) {
     engine::Engine& engine = engines_[l.engine];
     const engine::EngineStats before = engine.stats();
-    engine.abort(l.run_id);
+    engine.abort(l.run_id, cause);
     const engine::EngineStats after = engine.stats();
     --in_engine_[l.engine];
     due_.push_back(l.engine);  // freed KV may let waiting work in
@@ -380,7 +381,7 @@ class VirtualRun {
       for (const sched::Preemption& p : actions_.preemptions) {
         Live* l = find(p.user);
         if (l == nullptr || l->engine == kNone) continue;
-        wasted_preempt_ += abort_in_engine(*l).first;
+        wasted_preempt_ += abort_in_engine(*l, engine::Engine::AbortCause::kPreempt).first;
         ++gateway_preemptions_;
         const int64_t remaining =
             static_cast<int64_t>(l->spec.prompt_tokens()) + l->spec.max_tokens;
@@ -449,6 +450,8 @@ class VirtualRun {
     for (const engine::Engine& engine : engines_) {
       const engine::EngineStats st = engine.stats();
       out.work_tokens += st.prefill_tokens_computed_total + st.generation_tokens_total;
+      out.reused_cancel_tokens += st.reused_after_cancel_tokens_total;
+      out.reused_preempt_tokens += st.reused_after_preempt_tokens_total;
       out.engine_preemptions += st.num_preemptions_total;
     }
     return out;

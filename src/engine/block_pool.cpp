@@ -1,11 +1,17 @@
 #include "engine/block_pool.hpp"
 
 #include <cassert>
+#include <utility>
 
 namespace arbiter::engine {
 
 BlockPool::BlockPool(std::uint32_t num_blocks)
-    : refs_(num_blocks), cached_(num_blocks), hash_(num_blocks), lru_(num_blocks), cache_(num_blocks) {
+    : refs_(num_blocks),
+      cached_(num_blocks),
+      aborted_(num_blocks),
+      hash_(num_blocks),
+      lru_(num_blocks),
+      cache_(num_blocks) {
   empty_.reserve(num_blocks);
   // Reversed so that block 0 is handed out first.
   for (std::uint32_t b = num_blocks; b > 0; --b) empty_.push_back(b - 1);
@@ -24,6 +30,14 @@ std::optional<std::uint32_t> BlockPool::cached_block(std::uint64_t hash) const {
 void BlockPool::acquire(std::uint32_t block) {
   if (refs_[block] == 0) lru_unlink(block);  // cached blocks are free only while on the list
   ++refs_[block];
+}
+
+void BlockPool::tag_aborted(std::uint32_t block, std::uint8_t tag) {
+  if (cached_[block]) aborted_[block] = tag;
+}
+
+std::uint8_t BlockPool::claim(std::uint32_t block) {
+  return std::exchange(aborted_[block], std::uint8_t{0});
 }
 
 void BlockPool::publish(std::uint32_t block, std::uint64_t hash) {
@@ -76,6 +90,7 @@ std::uint32_t BlockPool::take() {
   lru_unlink(block);
   cache_.erase(hash_[block]);
   cached_[block] = 0;
+  aborted_[block] = 0;  // evicted before anyone reused it: wasted after all
   return block;
 }
 

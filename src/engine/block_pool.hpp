@@ -38,6 +38,12 @@ class BlockPool {
   // has a hash or another block holds this one.
   void publish(std::uint32_t block, std::uint64_t hash);
 
+  // Waste accounting: a cached block computed for a request that was then
+  // aborted is tagged with `tag` (nonzero) until a later request reuses it
+  // (claim() returns the tag once and clears it) or it is evicted.
+  void tag_aborted(std::uint32_t block, std::uint8_t tag);
+  std::uint8_t claim(std::uint32_t block);
+
   // Appends n blocks to `out`, evicting cached content if it must; false (and
   // nothing taken) when fewer than n are free.
   bool allocate(std::uint32_t n, std::vector<std::uint32_t>& out);
@@ -65,6 +71,7 @@ class BlockPool {
   // only refs_ and cached_, so consecutive blocks share cache lines.
   std::vector<std::uint32_t> refs_;   // requests using the block
   std::vector<std::uint8_t> cached_;  // 1 when published in cache_
+  std::vector<std::uint8_t> aborted_;  // tag_aborted()'s tag while cached; 0: none
   std::vector<std::uint64_t> hash_;   // content hash, valid when cached_
   std::vector<Links> lru_;            // valid while free and cached
 

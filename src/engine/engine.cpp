@@ -59,7 +59,7 @@ std::expected<void, SubmitError> Engine::submit(SubmitRequest request, double no
   return {};
 }
 
-bool Engine::abort(RequestId id) {
+bool Engine::abort(RequestId id, AbortCause cause) {
   const auto it = live_.find(id);
   if (it == live_.end()) return false;
   const std::uint32_t slot = it->second;
@@ -68,6 +68,13 @@ bool Engine::abort(RequestId id) {
     waiting_.erase(r.wait_key);
   } else {
     running_.erase(std::find(running_.begin(), running_.end(), slot));
+    // The prompt blocks this attempt computed (not those it found cached)
+    // stay in the cache: a later request that reuses one makes it not wasted.
+    const std::size_t computed =
+        std::min<std::size_t>({r.num_computed / config_.block_size, r.block_hashes.size(), r.blocks.size()});
+    for (std::size_t b = r.attempt_hits / config_.block_size; b < computed; ++b) {
+      pool_.tag_aborted(r.blocks[b], static_cast<std::uint8_t>(cause));
+    }
     pool_.release(r.blocks);
     r.blocks.clear();
   }
@@ -248,6 +255,10 @@ void Engine::admit_waiting(std::uint32_t& budget, double now) {
         if (!block) break;
         pool_.acquire(*block);
         r.blocks.push_back(*block);
+        switch (static_cast<AbortCause>(pool_.claim(*block))) {
+          case AbortCause::kCancel: stats_.reused_after_cancel_tokens_total += bs; break;
+          case AbortCause::kPreempt: stats_.reused_after_preempt_tokens_total += bs; break;
+        }
       }
     }
     const std::uint32_t hits = static_cast<std::uint32_t>(r.blocks.size()) * bs;

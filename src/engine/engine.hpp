@@ -89,6 +89,11 @@ struct EngineStats {
   std::uint64_t requests_aborted_total = 0;
   std::uint64_t wasted_prefill_tokens_total = 0;  // computed for requests later aborted
   std::uint64_t wasted_decode_tokens_total = 0;   // decoded for requests later aborted
+  // Of the wasted prefill: prompt blocks a later request found in the prefix
+  // cache, so computed for someone after all (counted when reused, once per
+  // block), by the abort's cause.
+  std::uint64_t reused_after_cancel_tokens_total = 0;
+  std::uint64_t reused_after_preempt_tokens_total = 0;
   double busy_seconds_total = 0;                  // sum of step durations
   std::uint64_t steps_total = 0;                  // steps that ran something
   std::uint32_t num_blocks = 0;                   // usable KV blocks now
@@ -100,9 +105,12 @@ class Engine {
   explicit Engine(const EngineConfig& config);
 
   std::expected<void, SubmitError> submit(SubmitRequest request, double now);
+  // Why a request is aborted, for the reuse counters.
+  enum class AbortCause : std::uint8_t { kCancel = 1, kPreempt = 2 };
   // Drops a waiting or running request at once, freeing its KV; everything
-  // computed for it counts as wasted. False when the id is not live.
-  bool abort(RequestId id);
+  // computed for it counts as wasted, until a later request reuses its
+  // cached prompt blocks. False when the id is not live.
+  bool abort(RequestId id, AbortCause cause = AbortCause::kCancel);
   // Runs one iteration starting at `now`. The result lives until the next call.
   const StepResult& step(double now);
 

@@ -79,6 +79,9 @@ SimMetrics::SimMetrics(std::string model, const engine::EngineConfig& config)
                                    "Tokens computed for requests that were later aborted.", kind_labels);
   wasted_prefill_ = &wasted.with({m, "0", "prefill"});
   wasted_decode_ = &wasted.with({m, "0", "decode"});
+  reused_ = counter("arbiter_sim_wasted_tokens_reused_total",
+                    "Of the wasted prefill: prompt tokens a later request found in the prefix cache "
+                    "(computed for someone after all). Net waste = wasted - reused.");
   prefill_computed_ = counter("arbiter_sim_prefill_tokens_computed_total",
                               "Prefill tokens computed, recomputation included, cache hits excluded.");
   steps_ = counter("arbiter_sim_steps_total", "Engine steps that ran something.");
@@ -112,6 +115,7 @@ void SimMetrics::sample(const engine::EngineStats& s) {
   catch_up(aborted_, s.requests_aborted_total);
   catch_up(wasted_prefill_, s.wasted_prefill_tokens_total);
   catch_up(wasted_decode_, s.wasted_decode_tokens_total);
+  catch_up(reused_, s.reused_after_cancel_tokens_total + s.reused_after_preempt_tokens_total);
   catch_up(prefill_computed_, s.prefill_tokens_computed_total);
   catch_up(steps_, s.steps_total);
 }

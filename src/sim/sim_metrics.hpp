@@ -51,6 +51,7 @@ class SimMetrics {
   metrics::Counter* aborted_;
   metrics::Counter* wasted_prefill_;
   metrics::Counter* wasted_decode_;
+  metrics::Counter* reused_;
   metrics::Counter* prefill_computed_;
   metrics::Counter* steps_;
   metrics::Counter* faults_[4];  // by InjectedFault

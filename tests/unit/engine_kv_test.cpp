@@ -70,6 +70,41 @@ TEST(EngineKv, RepeatedPrefixCutsTtftAndCountsHits) {
   EXPECT_EQ(engine.stats().prefill_tokens_computed_total, 960u);
 }
 
+TEST(EngineKv, AbortedPrefillReusedLaterIsNotWasted) {
+  Engine engine(config(1000));
+  const std::string shared = text(40, 's');  // 640 tokens
+  // A request is prefilled (one step: 800 tokens fit the budget), then aborted.
+  ASSERT_TRUE(engine.submit(from_text(1, shared + text(10, 'a'), 50), 0.0));
+  engine.step(0.0);
+  ASSERT_TRUE(engine.abort(1));
+  EXPECT_EQ(engine.stats().wasted_prefill_tokens_total, 800u);
+  EXPECT_EQ(engine.stats().reused_after_cancel_tokens_total, 0u);
+  // A later request with the same 640-token prefix finds it cached: that
+  // part of the aborted work was not wasted. Counted once per block.
+  ttft_alone(engine, from_text(2, shared + text(10, 'b'), 4), 1.0);
+  EXPECT_EQ(engine.stats().reused_after_cancel_tokens_total, 640u);
+  ttft_alone(engine, from_text(3, shared + text(10, 'c'), 4), 2.0);
+  EXPECT_EQ(engine.stats().reused_after_cancel_tokens_total, 640u);
+  EXPECT_EQ(engine.stats().reused_after_preempt_tokens_total, 0u);
+
+  // A preempted request (the gateway's) resumed with its prompt: counted apart.
+  ASSERT_TRUE(engine.submit(from_text(4, text(20, 'p'), 50), 3.0));
+  engine.step(3.0);
+  ASSERT_TRUE(engine.abort(4, Engine::AbortCause::kPreempt));
+  ttft_alone(engine, from_text(5, text(20, 'p'), 4), 4.0);
+  EXPECT_EQ(engine.stats().reused_after_preempt_tokens_total, 19u * 16);  // all but the last block
+}
+
+TEST(EngineKv, AbortedPrefillEvictedBeforeReuseStaysWasted) {
+  Engine engine(config(60));  // 60 blocks: the next prompt evicts the aborted one's
+  ASSERT_TRUE(engine.submit(from_text(1, text(40, 's'), 50), 0.0));
+  engine.step(0.0);
+  ASSERT_TRUE(engine.abort(1));
+  ttft_alone(engine, from_text(2, text(59, 'x'), 4), 1.0);  // takes all 60 blocks
+  ttft_alone(engine, from_text(3, text(40, 's'), 4), 2.0);
+  EXPECT_EQ(engine.stats().reused_after_cancel_tokens_total, 0u);
+}
+
 TEST(EngineKv, FullyCachedPromptStillComputesItsLastBlock) {
   Engine engine(config(1000));
   const std::string prompt = text(8, 'p');  // exactly 128 tokens, all in full blocks

@@ -27,6 +27,8 @@ TEST(SimMetrics, RendersVllmNamesFromStats) {
   s.requests_aborted_total = 4;
   s.wasted_prefill_tokens_total = 11;
   s.wasted_decode_tokens_total = 12;
+  s.reused_after_cancel_tokens_total = 5;
+  s.reused_after_preempt_tokens_total = 2;
   s.busy_seconds_total = 1.5;
   s.num_blocks = 100;
   metrics.observe_finished({.arrival = 1, .first_scheduled = 1.5, .first_token = 2, .finished = 4}, true);
@@ -52,6 +54,7 @@ TEST(SimMetrics, RendersVllmNamesFromStats) {
   EXPECT_TRUE(has_line(text, "arbiter_sim_requests_aborted_total" + l + " 4"));
   EXPECT_TRUE(has_line(text, R"(arbiter_sim_wasted_tokens_total{model_name="m1",engine="0",kind="prefill"} 11)"));
   EXPECT_TRUE(has_line(text, R"(arbiter_sim_wasted_tokens_total{model_name="m1",engine="0",kind="decode"} 12)"));
+  EXPECT_TRUE(has_line(text, "arbiter_sim_wasted_tokens_reused_total" + l + " 7"));
   EXPECT_TRUE(has_line(text, R"(arbiter_sim_faults_injected_total{model_name="m1",engine="0",kind="hang"} 1)"));
   EXPECT_TRUE(has_line(text, "arbiter_sim_busy_seconds_total" + l + " 1.5"));
   EXPECT_TRUE(has_line(text, "# TYPE vllm:num_preemptions_total counter"));
