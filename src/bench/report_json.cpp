@@ -77,6 +77,9 @@ json::object to_json(const PolicySummary& p) {
                           {"wasted_preempt_tokens", e.wasted_preempt_tokens},
                           {"reused_cancel_tokens", e.reused_cancel_tokens},
                           {"reused_preempt_tokens", e.reused_preempt_tokens},
+                          {"prefix_seen", e.prefix_seen},
+                          {"prefix_followed", e.prefix_followed},
+                          {"load_spread", e.load_spread},
                           {"engine_preemptions", e.engine_preemptions},
                           {"gateway_preemptions", e.gateway_preemptions}};
   }

@@ -103,6 +103,16 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
                   [](const PolicySummary& p) { return p.engine_known ? p.token_load : NAN; }, pct});
   rows.push_back({"engine work wasted on cancelled/superseded (net of what a later request reused)",
                   [](const PolicySummary& p) { return p.waste_share; }, pct});
+  rows.push_back({"dispatches sent where their prompt's prefix went before",
+                  [](const PolicySummary& p) {
+                    return p.engine.prefix_seen > 0 ? static_cast<double>(p.engine.prefix_followed) /
+                                                          static_cast<double>(p.engine.prefix_seen)
+                                                    : NAN;
+                  },
+                  pct});
+  rows.push_back({"busiest engine's running requests over the mean (time average)",
+                  [](const PolicySummary& p) { return p.engine_known ? p.engine.load_spread : NAN; },
+                  [](double v) { return fmt(v, 3); }});
   rows.push_back({"Jain fairness over tenants (SLO share)",
                   [](const PolicySummary& p) { return p.jain; },
                   [](double v) { return fmt(v, 3); }});

@@ -55,6 +55,14 @@ struct EngineTotals {
   uint64_t reused_preempt_tokens = 0;
   uint64_t engine_preemptions = 0;     // the engines' own KV preemptions
   uint64_t gateway_preemptions = 0;    // scheduler preemptions acted on
+  // Dispatches whose prompt shared a prefix block with an earlier dispatch,
+  // and of them those sent to the engine the deepest such block went to
+  // (prefix affinity, across gateway replicas).
+  uint64_t prefix_seen = 0;
+  uint64_t prefix_followed = 0;
+  // Load balance: the busiest engine's mean running requests (sampled over
+  // the run) over the engines' mean; 1 is even.
+  double load_spread = 1;
 };
 
 // One point of the time series (every Scenario duration / 200).

@@ -177,6 +177,10 @@ struct Scenario {
   EngineSpec engine;
   DirectRouting direct_routing = DirectRouting::kLeastLoaded;
   std::vector<std::string> policies = {"direct", "fifo", "priority", "hybrid"};
+  // Gateway replicas in front of the same engines, each with its own
+  // scheduler and prefix index; a client sticks to one (its supersede key or
+  // chat session picks it). Each replica allows max_concurrency per engine.
+  uint32_t gateways = 1;
   double aging_fraction = 0.2;  // the gateway's defaults (core/config.hpp SchedulerSettings)
   double slo_lead_fraction = 0.5;  // scheduler.slo_lead_fraction
   double early_reject_margin = 2;  // scheduler.early_reject_margin

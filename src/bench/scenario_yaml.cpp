@@ -404,7 +404,7 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
   s.preempt_guard = SchedulerSettings{}.preempt_guard;
   if (!r.map(root, "",
              {"name", "finding", "seed", "duration_s", "max_requests", "drain_s", "engine",
-              "direct_routing", "policies", "scheduler", "tenants", "classes", "phases"})) {
+              "direct_routing", "policies", "scheduler", "tenants", "classes", "phases", "gateways"})) {
     return s;
   }
   r.read(root, "", "name", s.name);
@@ -414,6 +414,7 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
   r.read(root, "", "duration_s", s.duration_s, 1e-3, 1e8);
   r.read(root, "", "max_requests", s.max_requests);
   r.read(root, "", "drain_s", s.drain_s, 0, 1e8);
+  r.read(root, "", "gateways", s.gateways, 1, 64);
   if (const YAML::Node e = root["engine"]) read_engine(r, e, s);
   std::string routing = "least_loaded";
   r.read(root, "", "direct_routing", routing);

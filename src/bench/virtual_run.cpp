@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <queue>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 #include "bench/workload.hpp"
 #include "core/scheduler.hpp"
 #include "engine/engine.hpp"
+#include "sim/mix.hpp"
 
 namespace arbiter::bench {
 
@@ -64,6 +66,7 @@ double to_seconds(sched::TimePoint t) {
 struct Live {
   RequestSpec spec;
   std::vector<uint64_t> affinity;  // the scheduler's Request::prefix_blocks while it holds the request
+  uint32_t replica = 0;            // the gateway replica it went through
   sched::Handle handle;
   double first_token = -1;
   double last_token = -1;
@@ -86,13 +89,14 @@ class VirtualRun {
           s, no_preemption || no_affinity ? sched::Policy::kHybrid : *sched::policy_from_string(policy));
       if (no_preemption) config.preemption = false;
       if (no_affinity) config.pools[0].prefix_cache_tokens.clear();
-      sched_.emplace(std::move(*sched::Scheduler::create(std::move(config))));
+      for (uint32_t r = 0; r < s.gateways; ++r) scheds_.push_back(*sched::Scheduler::create(config));
     }
     engines_.reserve(s.engine.count);
     for (uint32_t e = 0; e < s.engine.count; ++e) engines_.emplace_back(s.engine.config);
     last_step_.assign(s.engine.count, nullptr);
     stepping_.assign(s.engine.count, false);
     in_engine_.assign(s.engine.count, 0);
+    running_sum_.assign(s.engine.count, 0);
     saturated_.assign(s.engine.count, false);
     sample_dt_ = s.duration_s / kSamples;
   }
@@ -103,13 +107,13 @@ class VirtualRun {
     std::optional<RequestSpec> next = workload_.next();
     double tick = 0;
     double sample = sample_dt_;
-    const bool ticks = sched_ && s_.engine.signals;
+    const bool ticks = !scheds_.empty() && s_.engine.signals;
     for (;;) {
       const double t_arrival = next ? next->arrival : kNever;
       const double t_step = steps_.empty() ? kNever : steps_.top().first;
       const double t_abort = aborts_.empty() ? kNever : aborts_.top().first;
-      const sched::TimePoint wake = sched_ ? sched_->next_wakeup().value_or(sched::TimePoint::max())
-                                           : sched::TimePoint::max();
+      sched::TimePoint wake = sched::TimePoint::max();
+      for (const sched::Scheduler& sc : scheds_) wake = std::min(wake, sc.next_wakeup().value_or(wake));
       const double t_wake = wake == sched::TimePoint::max() ? kNever : to_seconds(wake);
       const double t = std::min({t_arrival, t_step, t_abort, t_wake});
       if (t == kNever) break;
@@ -142,7 +146,7 @@ class VirtualRun {
       } else {
         dirty_ = true;  // a deadline or the end of a debounce
       }
-      if (sched_ && dirty_) {
+      if (!scheds_.empty() && dirty_) {
         sched::TimePoint at = time_point();
         if (t_wake == t) at = std::max(at, wake);  // exactly at the deadline, not 1 ns early
         poll(at);
@@ -268,7 +272,7 @@ class VirtualRun {
     Live& l = allocate(spec);
     const uint64_t ref = ref_of(l);
     if (spec.abort_at != kNever) aborts_.emplace(spec.abort_at, ref);
-    if (!sched_) {
+    if (scheds_.empty()) {
       if (spec.supersede_key != 0) {
         // The IDE aborts its previous request when it sends the next one.
         if (auto it = newest_.find(spec.supersede_key); it != newest_.end()) {
@@ -298,7 +302,11 @@ class VirtualRun {
                              ? std::string_view(reinterpret_cast<const char*>(&key), sizeof key)
                              : std::string_view(),
         .prefix_blocks = l.affinity};
-    auto admitted = sched_->enqueue(request, time_point());
+    // A client keeps its connection to one replica: a developer's keystrokes
+    // (supersede key) and a chat session's turns reach the same one.
+    const uint64_t sticky = key != 0 ? key : spec.history.key != 0 ? spec.history.key : spec.id;
+    l.replica = static_cast<uint32_t>(sim::mix(sticky) % scheds_.size());
+    auto admitted = scheds_[l.replica].enqueue(request, time_point());
     if (!admitted) {
       finish(l, Outcome::kRejected);
       return;
@@ -308,7 +316,7 @@ class VirtualRun {
       if (Live* o = find(old->user)) {
         if (old->in_flight) {
           if (o->engine != kNone) waste(*o);
-          sched_->complete(o->handle, time_point());
+          scheds_[o->replica].complete(o->handle, time_point());
         }
         finish(*o, Outcome::kSuperseded);
       }
@@ -317,9 +325,10 @@ class VirtualRun {
   }
 
   void client_abort(Live& l) {
-    if (!sched_) {
+    if (scheds_.empty()) {
       if (l.engine != kNone) waste(l);
-    } else if (sched_->cancel(l.handle) == sched::CancelOutcome::kReleased && l.engine != kNone) {
+    } else if (scheds_[l.replica].cancel(l.handle) == sched::CancelOutcome::kReleased &&
+               l.engine != kNone) {
       waste(l);
     }
     finish(l, Outcome::kCancelled);
@@ -338,9 +347,9 @@ class VirtualRun {
       if (l.first_token < 0) l.first_token = now_;
       // The run's prompt is prefilled: the gateway learns it from the first
       // streamed token.
-      if (sched_ && l.run_first_token) {
+      if (!scheds_.empty() && l.run_first_token) {
         l.run_first_token = false;
-        sched_->first_token(l.handle, time_point());
+        scheds_[l.replica].first_token(l.handle, time_point());
         dirty_ = true;
       }
       if (l.last_token >= 0) collector_.token_gap(l.spec.klass, l.spec.tenant, now_ - l.last_token);
@@ -349,9 +358,9 @@ class VirtualRun {
       if (ev.finished) {
         --in_engine_[e];
         l.engine = kNone;
-        if (sched_) {
-          sched_->complete(l.handle, time_point(),
-                           static_cast<int64_t>(l.spec.prompt_tokens()) + l.delivered);
+        if (!scheds_.empty()) {
+          scheds_[l.replica].complete(l.handle, time_point(),
+                                      static_cast<int64_t>(l.spec.prompt_tokens()) + l.delivered);
           dirty_ = true;
         }
         finish(l, Outcome::kCompleted);
@@ -361,18 +370,23 @@ class VirtualRun {
 
   void poll(sched::TimePoint at) {
     last_tp_ = std::max(last_tp_, at);
+    dirty_ = false;
+    for (sched::Scheduler& sc : scheds_) poll_replica(sc);
+  }
+
+  void poll_replica(sched::Scheduler& sc) {
     for (bool again = true; again;) {
-      dirty_ = false;
       actions_.clear();
-      sched_->poll(last_tp_, actions_);
+      sc.poll(last_tp_, actions_);
       for (const sched::Expired& x : actions_.expired) {
         if (Live* l = find(x.user)) finish(*l, Outcome::kDropped);
       }
       for (const sched::Dispatch& d : actions_.dispatches) {
         Live* l = find(d.user);
         if (l == nullptr) continue;
+        if (d.preemptions == 0) note_affinity(*l, d.backend);
         if (!submit(*l, d.backend, d.engine_priority)) {
-          sched_->complete(d.handle, last_tp_);
+          sc.complete(d.handle, last_tp_);
           finish(*l, Outcome::kDropped);
         }
       }
@@ -385,10 +399,25 @@ class VirtualRun {
         ++gateway_preemptions_;
         const int64_t remaining =
             static_cast<int64_t>(l->spec.prompt_tokens()) + l->spec.max_tokens;
-        sched_->requeue_preempted(l->handle, remaining, last_tp_);
+        sc.requeue_preempted(l->handle, remaining, last_tp_);
       }
       again = !actions_.preemptions.empty();
     }
+  }
+
+  // Prefix agreement (issue 12): did this dispatch go to an engine that was
+  // sent the deepest block of its prompt an earlier dispatch (through any
+  // replica) carried?
+  void note_affinity(const Live& l, uint32_t engine) {
+    const uint64_t bit = uint64_t{1} << (engine % 64);
+    for (auto it = l.affinity.rbegin(); it != l.affinity.rend(); ++it) {
+      if (const auto found = block_engine_.find(*it); found != block_engine_.end()) {
+        ++prefix_seen_;
+        prefix_followed_ += (found->second & bit) != 0;
+        break;
+      }
+    }
+    for (const uint64_t block : l.affinity) block_engine_[block] |= bit;
   }
 
   void start_due_engines() {
@@ -411,9 +440,11 @@ class VirtualRun {
       const engine::EngineStats st = engines_[e].stats();
       const bool saturated = st.num_requests_waiting > s_.engine.max_waiting ||
                              st.kv_cache_usage_perc > s_.engine.kv_threshold;
-      if (saturated == saturated_[e]) continue;
+      const sched::BackendSignal signal{.saturated = saturated,
+                                        .engine_running = st.num_requests_running};
+      for (sched::Scheduler& sc : scheds_) sc.set_backend_state(0, e, signal);
+      if (saturated == saturated_[e]) continue;  // only a new verdict can start work
       saturated_[e] = saturated;
-      sched_->set_backend_state(0, e, {.saturated = saturated});
       changed = true;
     }
     if (changed) {
@@ -424,12 +455,13 @@ class VirtualRun {
 
   void take_sample(double t) {
     Sample out{.t = t};
-    for (const engine::Engine& engine : engines_) {
-      const engine::EngineStats st = engine.stats();
+    for (uint32_t e = 0; e < engines_.size(); ++e) {
+      const engine::EngineStats st = engines_[e].stats();
       out.running += st.num_requests_running;
-      if (!sched_) out.queued += st.num_requests_waiting;
+      running_sum_[e] += st.num_requests_running;
+      if (scheds_.empty()) out.queued += st.num_requests_waiting;
     }
-    if (sched_) out.queued = static_cast<double>(sched_->queued());
+    for (const sched::Scheduler& sc : scheds_) out.queued += static_cast<double>(sc.queued());
     out.utilisation =
         std::min(1.0, interval_busy_ / (sample_dt_ * static_cast<double>(engines_.size())));
     interval_busy_ = 0;
@@ -446,7 +478,9 @@ class VirtualRun {
                      .wasted_cancel_tokens = wasted_cancel_,
                      .wasted_cancel_prefill = wasted_cancel_prefill_,
                      .wasted_preempt_tokens = wasted_preempt_,
-                     .gateway_preemptions = gateway_preemptions_};
+                     .gateway_preemptions = gateway_preemptions_,
+                     .prefix_seen = prefix_seen_,
+                     .prefix_followed = prefix_followed_};
     for (const engine::Engine& engine : engines_) {
       const engine::EngineStats st = engine.stats();
       out.work_tokens += st.prefill_tokens_computed_total + st.generation_tokens_total;
@@ -454,6 +488,9 @@ class VirtualRun {
       out.reused_preempt_tokens += st.reused_after_preempt_tokens_total;
       out.engine_preemptions += st.num_preemptions_total;
     }
+    const double total = std::accumulate(running_sum_.begin(), running_sum_.end(), 0.0);
+    const double busiest = running_sum_.empty() ? 0 : *std::max_element(running_sum_.begin(), running_sum_.end());
+    out.load_spread = total > 0 ? busiest * static_cast<double>(engines_.size()) / total : 1;
     return out;
   }
 
@@ -465,7 +502,13 @@ class VirtualRun {
   Collector collector_;
   std::string policy_;
   std::vector<uint16_t> sched_class_;      // scheduler class of each scenario class
-  std::optional<sched::Scheduler> sched_;  // none: direct
+  std::vector<sched::Scheduler> scheds_;   // one per gateway replica; none: direct
+  // Prefix agreement: the engines (bit e % 64) each prefix block was sent
+  // to, and of the dispatches whose prompt shared a block with an earlier
+  // one, how many went to an engine the deepest such block had gone to.
+  std::unordered_map<uint64_t, uint64_t> block_engine_;
+  std::vector<double> running_sum_;  // per engine: running requests summed over the samples
+  uint64_t prefix_seen_ = 0, prefix_followed_ = 0;
   sched::Actions actions_;
   std::vector<engine::Engine> engines_;
   std::vector<const engine::StepResult*> last_step_;  // valid while stepping_

@@ -210,6 +210,9 @@ sched::BackendSignal judge(const MonitorState& state, sched::TimePoint now, cons
     const auto& load = state.load;
     signal.saturated = (load.waiting && *load.waiting > rules.max_waiting) ||
                        (load.kv_usage && *load.kv_usage > rules.kv_threshold);
+    if (load.running && *load.running > 0) {
+      signal.engine_running = static_cast<uint32_t>(std::min(*load.running, 1e9));
+    }
   }
   return signal;
 }

@@ -24,8 +24,9 @@ TimePoint from_ticks(int64_t t) { return TimePoint(Duration(t)); }
 constexpr double kEpsilon = 1e-9;
 
 // Share of a backend's slots that prefix affinity may load it beyond the
-// pool's average share in any case (see Scheduler::route).
-constexpr double kAffinityMinSlack = 0.125;
+// pool's average share in any case, so a quiet pool keeps its affinity
+// (see Scheduler::route): 4 of 64 slots.
+constexpr double kAffinityMinSlack = 1.0 / 8;
 
 // Expected first-token times (seconds) this close are a tie for affinity
 // routing, broken by rendezvous (see Scheduler::route). Without a prefill
@@ -267,15 +268,19 @@ uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double
   // slots in use, with it, stays within (1 + slack) x the pool's, plus an
   // eighth of its slots so a quiet pool keeps its affinity; one hot prefix
   // cannot pile onto one engine.
+  // A backend's load is the larger of its slots in use here and what its
+  // engine reports running: other gateway replicas' requests count too.
+  const auto load_of = [](const detail::Backend& b) {
+    return std::max(b.in_flight, b.signal.stale ? 0u : b.signal.engine_running);
+  };
   uint64_t used = 1;
-  for (const detail::Backend& b : pool.backends) used += b.in_flight;
-  const double bound = (1 + config_.affinity_load_slack) * static_cast<double>(used) /
-                           std::max<uint32_t>(pool.capacity, 1) +
-                       kAffinityMinSlack;
+  for (const detail::Backend& b : pool.backends) used += load_of(b);
+  const double average = static_cast<double>(used) / std::max<uint32_t>(pool.capacity, 1);
+  const double bound = (1 + config_.affinity_load_slack) * average + kAffinityMinSlack;
   const auto within = [&](uint32_t i) {
     const detail::Backend& b = pool.backends[i];
     return open_to(b, now, fraction) &&
-           static_cast<double>(b.in_flight + 1) <= bound * b.limit + kEpsilon;
+           static_cast<double>(load_of(b) + 1) <= bound * b.limit + kEpsilon;
   };
   // Among those: the earliest expected first token, i.e. the backend's
   // prefill backlog plus the part of the prompt it does not hold, at its

@@ -44,6 +44,10 @@ struct BackendSignal {
   bool saturated = false;  // engine queues requests or KV use over threshold: take nothing new
   bool stale = false;      // metrics too old: ignore `saturated`, use the concurrency limit alone
   bool down = false;       // scrape or connection failed: skipped, and not counted as capacity
+  // Requests the engine reports running (every client's: other gateway
+  // replicas' too); 0 when unknown or stale. Prefix affinity bounds a
+  // backend's load by the larger of this and its own in-flight count.
+  uint32_t engine_running = 0;
 };
 
 // An older request with the same supersede key that a new one replaced.

@@ -152,11 +152,16 @@ void BackendMonitor::Shared::update(Slot& slot, const Attempt* attempt, Clock::t
       }
     }
     signal = judge(slot.state, now, options.rules);
-    changed = !same(signal, slot.reported);
-    if (changed) {
+    // A new verdict, or only a new running count (prefix affinity's view of
+    // the engine's load): both are passed on, only verdicts are counted.
+    const bool verdict = !same(signal, slot.reported);
+    changed = verdict || signal.engine_running != slot.reported.engine_running;
+    if (verdict) {
       if (signal.saturated && !slot.reported.saturated) ++slot.counters.saturated_transitions;
       if (signal.stale && !slot.reported.stale) ++slot.counters.stale_transitions;
       if (signal.down && !slot.reported.down) ++slot.counters.down_transitions;
+    }
+    if (changed) {
       slot.reported = signal;
       load = slot.state.load;
     }

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <functional>
 #include <future>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -97,9 +98,11 @@ std::string describe(const Event& e) {
          " down=" + std::to_string(e.signal.down);
 }
 
-// A monitor on its own io_context and thread, recording every callback. The
-// thread runs the io_context without a work guard, so it ends exactly when
-// the monitor has nothing left pending.
+// A monitor on its own io_context and thread, recording every callback that
+// changes a backend's verdict (saturated, stale, down); callbacks that only
+// bring a new running count are counted apart. The thread runs the
+// io_context without a work guard, so it ends exactly when the monitor has
+// nothing left pending.
 class MonitorRun {
  public:
   MonitorRun(std::vector<MonitorTarget> targets, MonitorOptions options,
@@ -111,6 +114,15 @@ class MonitorRun {
                        Event e{pool, backend, signal, load, Clock::now()};
                        {
                          std::lock_guard lock(mu_);
+                         sched::BackendSignal& last = verdicts_[{pool, backend}];
+                         last_running_ = signal.engine_running;
+                         const bool verdict = signal.saturated != last.saturated ||
+                                              signal.stale != last.stale || signal.down != last.down;
+                         last = signal;
+                         if (!verdict) {
+                           ++load_updates_;
+                           return;
+                         }
                          events_.push_back(e);
                        }
                        cv_.notify_all();
@@ -154,6 +166,16 @@ class MonitorRun {
     return events_;
   }
 
+  // Callbacks that only brought a new running count, and the last one given.
+  std::size_t load_updates() const {
+    std::lock_guard lock(mu_);
+    return load_updates_;
+  }
+  uint32_t last_running() const {
+    std::lock_guard lock(mu_);
+    return last_running_;
+  }
+
   std::string describe_events() const {
     std::string out;
     for (const auto& e : events()) {
@@ -187,6 +209,9 @@ class MonitorRun {
   std::condition_variable cv_;
   std::vector<Event> events_;
   std::size_t cursor_ = 0;
+  std::map<std::pair<uint32_t, uint32_t>, sched::BackendSignal> verdicts_;  // last per backend
+  std::size_t load_updates_ = 0;
+  uint32_t last_running_ = 0;
 };
 
 // Waits until `pred` holds for backend `index`'s snapshot.
@@ -238,6 +263,9 @@ TEST(BackendMonitor, FollowsSaturationThenStaleDownAndBack) {
     EXPECT_EQ(b.state.load.kv_usage, 0.2);
     EXPECT_TRUE(run.events().empty()) << "no change from the default, no callback:\n"
                                       << run.describe_events();
+    // The running count is passed on (prefix affinity bounds load by it).
+    EXPECT_EQ(run.load_updates(), 1u);
+    EXPECT_EQ(run.last_running(), 2u);
   }
 
   // The engine queues: saturated.

@@ -340,6 +340,9 @@ TEST_F(EngineVerdict, IdleBackendIsClear) {
   EXPECT_FALSE(signal.saturated);
   EXPECT_FALSE(signal.stale);
   EXPECT_FALSE(signal.down);
+  EXPECT_EQ(signal.engine_running, 4u);  // the running count is passed on
+  // A stale scrape's count is not.
+  EXPECT_EQ(judge(scraped(0, 0.3), t0 + 1h, rules).engine_running, 0u);
 }
 
 TEST_F(EngineVerdict, SaturatedWhenTheEngineQueues) {

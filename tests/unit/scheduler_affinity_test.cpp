@@ -158,6 +158,20 @@ TEST(SchedulerAffinity, ReplicasAgreeWhereANewPrefixGoes) {
   for (const auto& [backend, n] : homes) EXPECT_LE(n, 2 * 200 / 8) << "backend " << backend;
 }
 
+TEST(SchedulerAffinity, LoadOtherReplicasPutOnAnEngineCounts) {
+  // The engine holding the prefix reports 60 requests running (other gateway
+  // replicas' work this one does not see): past the bound, so the request
+  // goes elsewhere; with the count stale, this replica's own view decides.
+  const std::vector<uint64_t> chain = {70, 71};
+  for (const bool stale : {false, true}) {
+    Harness h(affinity_pool(2));
+    const uint32_t home = place(h, 1, chain, 0);
+    h.complete(1, at_ms(0));
+    h.scheduler().set_backend_state(0, home, BackendSignal{.stale = stale, .engine_running = 60});
+    EXPECT_EQ(place(h, 2, chain, 1) == home, stale) << "stale " << stale;
+  }
+}
+
 TEST(SchedulerAffinity, ABackendThatWentDownLosesItsPrefixes) {
   const std::vector<uint64_t> chain = {40, 41};
   Harness probe(affinity_pool(2));
