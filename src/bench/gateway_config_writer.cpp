@@ -72,7 +72,8 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
         << ", preemptible: " << yes_no(p.preemptible) << ", background: " << yes_no(p.background)
         << ", max_queue: " << p.max_queue << ", max_queue_per_tenant: " << p.max_queue_per_tenant
         << ", debounce_ms: " << to_ms(p.debounce) << ", priority: " << p.engine_priority
-        << ", ttft_slo_ms: " << to_ms(p.ttft_slo) << "}\n";
+        << ", ttft_slo_ms: " << to_ms(p.ttft_slo)
+        << ", adaptive_debounce: " << yes_no(p.adaptive_debounce) << "}\n";
   }
   out << "models:\n  - name: " << o.model << "\n    backends:\n";
   const bool custom_seqs =

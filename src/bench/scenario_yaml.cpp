@@ -273,7 +273,8 @@ void read_scheduler(Reader& r, const YAML::Node& n, const std::string& path,
                     sched::ClassPolicy& p) {
   if (!r.map(n, path,
              {"min_share", "max_share", "weight", "max_queue_wait_ms", "preemptible", "background",
-              "max_queue", "max_queue_per_tenant", "debounce_ms", "engine_priority"})) {
+              "max_queue", "max_queue_per_tenant", "debounce_ms", "engine_priority",
+              "adaptive_debounce"})) {
     return;
   }
   r.read(n, path, "min_share", p.min_share, 0, 1);
@@ -285,6 +286,7 @@ void read_scheduler(Reader& r, const YAML::Node& n, const std::string& path,
   r.read(n, path, "max_queue", p.max_queue, 1);
   r.read(n, path, "max_queue_per_tenant", p.max_queue_per_tenant, 1);
   r.read_ms(n, path, "debounce_ms", p.debounce);
+  r.read(n, path, "adaptive_debounce", p.adaptive_debounce);
   r.read(n, path, "engine_priority", p.engine_priority, -1e6, 1e6);
 }
 

@@ -120,7 +120,8 @@ class VirtualRun {
       if (std::min({t, sample, ticks ? tick : kNever}) > cut) break;
       if (sample <= t) {
         take_sample(sample);
-        sample = sample_dt_ * static_cast<double>(series_.size() + 1);
+        // The series covers the arrival window: kSamples points, no more.
+        sample = series_.size() < kSamples ? sample_dt_ * static_cast<double>(series_.size() + 1) : kNever;
         continue;
       }
       if (ticks && tick <= t) {

@@ -11,12 +11,15 @@ std::vector<ClassConfig> default_classes() {
   out[0].policy = {.name = "critical", .min_share = 0.15, .weight = 4, .max_queue_wait = milliseconds(2'000),
                    .engine_priority = 0, .ttft_slo = milliseconds(300)};
   // IDE completions: short, latency-critical, capped (BRIEF: max_tokens 128);
-  // a keystroke burst from one user collapses to its last request.
+  // a keystroke burst from one user collapses to its last request. The
+  // debounce is fixed: adaptive_debounce is opt-in (docs/scheduler.md,
+  // "Supersede and debounce", has the sweep's verdict).
   out[1].name = "completion";
   out[1].match = ClassMatch{.routes = {Route::kCompletions}};
   out[1].max_tokens_cap = kCompletionMaxTokensCap;
   out[1].policy = {.name = "completion", .min_share = 0.1, .weight = 2, .max_queue_wait = milliseconds(1'000),
-                   .debounce = milliseconds(30), .engine_priority = 1, .ttft_slo = milliseconds(200)};
+                   .debounce = milliseconds(30), .engine_priority = 1,
+                   .ttft_slo = milliseconds(200)};
   out[1].supersede_by_user = true;
   out[2].name = "chat";
   out[2].match = ClassMatch{.routes = {Route::kChatCompletions}};

@@ -206,9 +206,14 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
     // A superseded predecessor already gave up the entry; take it over.
     const auto [entry, inserted] = keys_.insert_or_assign(std::move(key), id);
     n.key = &entry->first;
-    if (cls.debounce > Duration::zero()) {
+    Duration hold = cls.debounce;
+    if (cls.adaptive_debounce) {
+      const Duration budget = cls.ttft_slo > Duration::zero() ? cls.ttft_slo / 2 : Duration::max();
+      hold = rhythms_.arrive(entry->first, now, std::min(cls.debounce, budget));
+    }
+    if (hold > Duration::zero()) {
       n.state = NodeState::kHeld;
-      held_.push({ticks(add_saturating(now, cls.debounce)), n.seq}, id, order_pos());
+      held_.push({ticks(add_saturating(now, hold)), n.seq}, id, order_pos());
     }
   }
   if (n.state != NodeState::kHeld) {

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/key_rhythm.hpp"
 #include "core/sched_heap.hpp"
 #include "core/sched_index.hpp"
 #include "core/sched_state.hpp"
@@ -238,6 +239,7 @@ class Scheduler {
   std::vector<TenantQueue> tenants_;      // tenant-queue slab
   uint32_t free_tenants_ = detail::kNil;  // free-list head
   FlatIndex tenant_index_;                // (pool, class, tenant) -> tenant-queue slab index
+  KeyRhythms rhythms_;                    // adaptive debounce: per supersede key
   std::unordered_map<std::string, uint32_t> keys_;  // tenant-scoped supersede key -> newest node
   std::vector<Pool> pools_;                         // indexed by PoolId
   IndexedHeap<OrderKey> expiry_;          // queued requests with their own deadline, by it

@@ -43,6 +43,10 @@ struct ClassPolicy {
   uint32_t max_queue = 10'000;            // queued requests per pool for this class -> 429
   uint32_t max_queue_per_tenant = 1'000;  // queued requests per pool, class and tenant -> 429
   Duration debounce = Duration::zero();   // hold before a keyed request may dispatch
+  // The hold is learned per supersede key (core/key_rhythm.hpp): a request
+  // is held, at most `debounce` and half its ttft_slo, only when the key's
+  // requests are usually followed by another within that time.
+  bool adaptive_debounce = false;
   int engine_priority = 0;                // vLLM `priority` (lower runs first); order for kPriority
   // Time-to-first-token target; zero: none. A queued request that can still
   // make it is served ahead of the weighted order and the tiers once less

@@ -300,7 +300,7 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out)
     if (!r.map(c, path, {"name", "match", "max_tokens_cap", "min_share", "max_share", "weight",
                          "max_queue_wait_ms", "preemptible", "background", "max_queue",
                          "max_queue_per_tenant", "debounce_ms", "priority", "supersede_by_user",
-                         "ttft_slo_ms"}))
+                         "ttft_slo_ms", "adaptive_debounce"}))
       continue;
     ClassConfig cc;
     r.read(c, path, "name", cc.name, /*required=*/true);
@@ -323,6 +323,7 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out)
     r.read_int(c, path, "priority", p.engine_priority, -1'000'000, 1'000'000);
     r.read(c, path, "supersede_by_user", cc.supersede_by_user);
     r.read_duration_ms(c, path, "ttft_slo_ms", p.ttft_slo, 0);
+    r.read(c, path, "adaptive_debounce", p.adaptive_debounce);
     if (p.min_share > p.max_share) r.error(path + ".min_share", "must not exceed max_share");
     out.push_back(std::move(cc));
   }
