@@ -26,7 +26,7 @@ cleanup() {
   wait 2>/dev/null || true
 }
 trap cleanup EXIT
-for _ in $(seq 100); do [[ $(wc -l < "$dir/sim.ports" 2>/dev/null || echo 0) -ge $count ]] && break; sleep 0.1; done
+for _ in $(seq 100); do [[ -f $dir/sim.ports && $(wc -l < "$dir/sim.ports") -ge $count ]] && break; sleep 0.1; done
 urls=$(sed 's#^#http://127.0.0.1:#' "$dir/sim.ports" | paste -sd,)
 "$bench" gateway-config --scenario "$scenario" --engines-url "$urls" --port 0 --out "$dir/gateway.yaml"
 "$arbiter" --config "$dir/gateway.yaml" --port-file "$dir/port" > "$dir/gateway.log" 2>&1 &
