@@ -290,7 +290,8 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
     a.pool = it->second;
     rec.model = a.parsed.info.model;
     // Hashed before a cap edits the text: the prompt's offset is the scan's.
-    if (const std::size_t at = a.parsed.info.prompt_at; at < a.parsed.text.size()) {
+    if (const std::size_t at = a.parsed.info.prompt_at;
+        at < a.parsed.text.size() && pools_[a.pool]->routes_by_prefix()) {
       prefix_blocks(std::string_view(a.parsed.text).substr(at), 0, a.prefix);
     }
     const std::optional<std::string_view> claimed = req.field("x-arbiter-class");

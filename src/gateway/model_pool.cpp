@@ -9,6 +9,7 @@ ModelPool::ModelPool(const ModelConfig& config, std::size_t io_threads) : config
     upstreams_.push_back(
         std::make_unique<UpstreamPool>(b.host, b.port, b.max_concurrency, io_threads));
     continues_chat_ = continues_chat_ && (b.continue_final_message || b.type == BackendType::kSim);
+    routes_by_prefix_ = routes_by_prefix_ || b.prefix_cache_tokens > 0;
   }
 }
 

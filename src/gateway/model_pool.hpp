@@ -22,11 +22,14 @@ class ModelPool {
   // Every backend can continue a partial assistant message (vLLM's
   // continue_final_message): a preempted chat request may resume anywhere.
   bool continues_chat() const { return continues_chat_; }
+  // Some backend has a prefix cache size: requests need their prefix blocks.
+  bool routes_by_prefix() const { return routes_by_prefix_; }
 
  private:
   const ModelConfig& config_;
   std::vector<std::unique_ptr<UpstreamPool>> upstreams_;  // per backend
   bool continues_chat_ = true;
+  bool routes_by_prefix_ = false;
 };
 
 }  // namespace arbiter
