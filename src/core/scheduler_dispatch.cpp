@@ -264,17 +264,17 @@ bool Scheduler::open_to(const detail::Backend& b, TimePoint now, double fraction
 uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double fraction) const {
   const uint32_t least = pick_backend(pool, now, fraction);
   if (least == kNil || n.prefix_len == 0 || !pool.prefix.enabled()) return least;
-  // Bounded loads: a backend may take the request while the share of its
-  // slots in use, with it, stays within (1 + slack) x the pool's, plus an
-  // eighth of its slots so a quiet pool keeps its affinity; one hot prefix
-  // cannot pile onto one engine.
-  // A backend's load is the larger of its slots in use here and what its
-  // engine reports running: other gateway replicas' requests count too.
+  // Bounded loads: a backend may take the request while its share of slots
+  // in use, with it, stays within (1 + slack) x the pool's, plus an eighth
+  // of its slots so a quiet pool keeps its affinity; one hot prefix cannot
+  // pile onto one engine. A backend's load is the larger of its slots in use
+  // here and what its engine reports running: other gateway replicas'
+  // requests count too.
   const auto load_of = [](const detail::Backend& b) {
     return std::max(b.in_flight, b.signal.stale ? 0u : b.signal.engine_running);
   };
   uint64_t used = 1;
-  for (const detail::Backend& b : pool.backends) used += load_of(b);
+  for (const detail::Backend& b : pool.backends) used += b.signal.down ? 0 : load_of(b);
   const double average = static_cast<double>(used) / std::max<uint32_t>(pool.capacity, 1);
   const double bound = (1 + config_.affinity_load_slack) * average + kAffinityMinSlack;
   const auto within = [&](uint32_t i) {
