@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -86,8 +87,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (flags->check) {
-    std::printf("%s: configuration OK (%zu models, %zu classes, %zu tenants)\n", flags->config.c_str(),
-                config->models.size(), config->classes.size(), config->tenants.size());
+    // Per-class pools split a model into several entries: count the names.
+    std::set<std::string> models;
+    for (const auto& m : config->models) models.insert(m.name);
+    std::printf("%s: configuration OK (%zu models in %zu pools, %zu classes, %zu tenants)\n",
+                flags->config.c_str(), models.size(), config->models.size(), config->classes.size(),
+                config->tenants.size());
     return 0;
   }
   std::signal(SIGPIPE, SIG_IGN);

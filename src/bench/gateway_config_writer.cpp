@@ -1,6 +1,7 @@
 #include "bench/gateway_config_writer.hpp"
 
 #include <chrono>
+#include <algorithm>
 #include <sstream>
 
 #include "bench/live_request.hpp"
@@ -87,6 +88,17 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
       // The engines behind the URLs are the scenario's: their profile's prefill rate.
       out << "url: " << o.engine_urls[i]
           << ", prefill_tokens_per_s: " << engine::prefill_tokens_per_s(e.config);
+    }
+    // The scenario's per-class pools: its engines name their classes.
+    if (!s.pools.empty()) {
+      const PoolLayout layout = pool_layout(s);
+      const auto pool = static_cast<std::size_t>(
+          std::upper_bound(layout.first.begin(), layout.first.end(), i) - layout.first.begin() - 1);
+      if (const auto& classes = s.pools[pool].classes; !classes.empty()) {
+        out << ", classes: [";
+        for (std::size_t k = 0; k < classes.size(); ++k) out << (k ? ", " : "") << classes[k];
+        out << "]";
+      }
     }
     // The index the virtual run sizes from the engines' KV cache (0: off).
     out << ", max_concurrency: " << e.max_concurrency

@@ -27,4 +27,33 @@ std::vector<std::string> scheduler_class_names(const Scenario& scenario) {
   return out;
 }
 
+PoolLayout pool_layout(const Scenario& scenario) {
+  PoolLayout out;
+  const std::vector<std::string> names = scheduler_class_names(scenario);
+  if (scenario.pools.empty()) {
+    out.first = {0};
+    out.count = {scenario.engine.count};
+    out.pool_of_class.assign(names.size(), 0);
+    return out;
+  }
+  uint32_t next = 0, general = 0;
+  out.pool_of_class.assign(names.size(), UINT32_MAX);
+  for (uint32_t p = 0; p < scenario.pools.size(); ++p) {
+    const PoolGroup& g = scenario.pools[p];
+    out.first.push_back(next);
+    out.count.push_back(g.engines);
+    next += g.engines;
+    if (g.classes.empty()) general = p;
+    for (const std::string& name : g.classes) {
+      for (std::size_t c = 0; c < names.size(); ++c) {
+        if (names[c] == name) out.pool_of_class[c] = p;
+      }
+    }
+  }
+  for (uint32_t& p : out.pool_of_class) {
+    if (p == UINT32_MAX) p = general;  // the parser checked a pool without classes exists
+  }
+  return out;
+}
+
 }  // namespace arbiter::bench

@@ -159,6 +159,23 @@ struct Scenario;
 std::vector<uint16_t> scheduler_classes(const Scenario& scenario);
 std::vector<std::string> scheduler_class_names(const Scenario& scenario);
 
+// Some of the scenario's engines as a pool of their own for some classes
+// (issue 12: the BRIEF deploys completion and chat apart); the gateway's
+// `backends[].classes`.
+struct PoolGroup {
+  std::vector<std::string> classes;  // scheduler classes; empty: every class no other pool names
+  uint32_t engines = 1;
+};
+
+// Where the engines and classes go: pool p owns engines [first[p],
+// first[p] + count[p]); scheduler class c runs in pool_of_class[c]. One
+// pool of every engine when the scenario has no `pools`.
+struct PoolLayout {
+  std::vector<uint32_t> first, count;
+  std::vector<uint32_t> pool_of_class;
+};
+PoolLayout pool_layout(const Scenario& scenario);
+
 // A window of the run reported on its own (e.g. a surge): requests that
 // arrive in [from_s, to_s).
 struct PhaseSpec {
@@ -181,6 +198,7 @@ struct Scenario {
   // scheduler and prefix index; a client sticks to one (its supersede key or
   // chat session picks it). Each replica allows max_concurrency per engine.
   uint32_t gateways = 1;
+  std::vector<PoolGroup> pools;  // empty: one pool of every engine
   double aging_fraction = 0.2;  // the gateway's defaults (core/config.hpp SchedulerSettings)
   double slo_lead_fraction = 0.5;  // scheduler.slo_lead_fraction
   double early_reject_margin = 2;  // scheduler.early_reject_margin

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <initializer_list>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "core/config.hpp"
@@ -394,6 +395,48 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   if (e.priority_scheduling) e.config.policy = engine::SchedulingPolicy::kPriority;
 }
 
+// pools: [{classes: [completion], engines: 2}, {engines: 6}]: engines add
+// up to engine.count, a class is in one pool at most, and a pool without
+// classes takes the rest (needed unless every class is named).
+void read_pools(Reader& r, const YAML::Node& n, Scenario& s) {
+  if (!n.IsSequence() || n.size() == 0) {
+    r.error("pools", "must be a non-empty list");
+    return;
+  }
+  const std::vector<std::string> names = scheduler_class_names(s);
+  std::set<std::string> named;
+  uint32_t engines = 0;
+  bool general = false;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const auto path = Reader::index("pools", i);
+    if (!r.map(n[i], path, {"classes", "engines"})) continue;
+    PoolGroup g;
+    r.read(n[i], path, "engines", g.engines, 1, 1e6);
+    if (const YAML::Node c = n[i]["classes"]) {
+      for (std::size_t k = 0; c.IsSequence() && k < c.size(); ++k) {
+        const auto name = r.scalar(c[k], Reader::index(Reader::join(path, "classes"), k));
+        if (!name) continue;
+        if (std::find(names.begin(), names.end(), *name) == names.end()) {
+          r.error(Reader::join(path, "classes"), "names no class of its own: '" + *name + "'");
+        } else if (!named.insert(*name).second) {
+          r.error(Reader::join(path, "classes"), "class '" + *name + "' is in two pools");
+        }
+        g.classes.push_back(*name);
+      }
+    }
+    general = general || g.classes.empty();
+    engines += g.engines;
+    s.pools.push_back(std::move(g));
+  }
+  if (engines != s.engine.count) {
+    r.error("pools", "engines add up to " + std::to_string(engines) + ", not engine.count (" +
+                         std::to_string(s.engine.count) + ")");
+  }
+  if (!general && named.size() < names.size()) {
+    r.error("pools", "some class is in no pool: name it, or add a pool without classes");
+  }
+}
+
 Scenario read_scenario(Reader& r, const YAML::Node& root) {
   Scenario s;
   s.engine.config = engine::find_profile(s.engine.profile)->config;
@@ -406,7 +449,8 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
   s.preempt_guard = SchedulerSettings{}.preempt_guard;
   if (!r.map(root, "",
              {"name", "finding", "seed", "duration_s", "max_requests", "drain_s", "engine",
-              "direct_routing", "policies", "scheduler", "tenants", "classes", "phases", "gateways"})) {
+              "direct_routing", "policies", "scheduler", "tenants", "classes", "phases", "gateways",
+              "pools"})) {
     return s;
   }
   r.read(root, "", "name", s.name);
@@ -491,6 +535,7 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
   } else {
     r.error("classes", "must be a non-empty list");
   }
+  if (const YAML::Node p = root["pools"]) read_pools(r, p, s);
   return s;
 }
 

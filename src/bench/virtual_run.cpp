@@ -31,16 +31,16 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
   for (const ClassSpec& c : scenario.classes) {
     if (c.scheduler_class.empty()) out.classes.push_back(c.policy);
   }
-  out.pools.push_back({.name = "model",
-                       .max_concurrency = std::vector<uint32_t>(scenario.engine.count,
-                                                                scenario.engine.max_concurrency),
-                       .prefill_tokens_per_s = std::vector<double>(
-                           scenario.engine.count, engine::prefill_tokens_per_s(scenario.engine.config)),
-                       .prefix_cache_tokens = std::vector<uint64_t>(
-                           scenario.engine.count, scenario.engine.prefix_affinity
-                                                      ? uint64_t{scenario.engine.config.num_blocks} *
-                                                            scenario.engine.config.block_size
-                                                      : 0)});
+  const EngineSpec& e = scenario.engine;
+  const uint64_t cache = e.prefix_affinity ? uint64_t{e.config.num_blocks} * e.config.block_size : 0;
+  const PoolLayout layout = pool_layout(scenario);
+  for (std::size_t p = 0; p < layout.count.size(); ++p) {
+    const uint32_t n = layout.count[p];
+    out.pools.push_back({.name = "model/" + std::to_string(p),
+                         .max_concurrency = std::vector<uint32_t>(n, e.max_concurrency),
+                         .prefill_tokens_per_s = std::vector<double>(n, engine::prefill_tokens_per_s(e.config)),
+                         .prefix_cache_tokens = std::vector<uint64_t>(n, cache)});
+  }
   for (std::size_t t = 0; t < scenario.tenants.size(); ++t) {
     if (scenario.tenants[t].weight != 1) {
       out.tenant_weights[static_cast<sched::TenantId>(t)] = scenario.tenants[t].weight;
@@ -81,14 +81,21 @@ struct Live {
 class VirtualRun {
  public:
   VirtualRun(const Scenario& s, std::string_view policy, uint64_t seed)
-      : s_(s), workload_(s, seed), collector_(s), policy_(policy), sched_class_(scheduler_classes(s)) {
+      : s_(s),
+        workload_(s, seed),
+        collector_(s),
+        policy_(policy),
+        sched_class_(scheduler_classes(s)),
+        layout_(pool_layout(s)) {
     if (policy != "direct") {
       const bool no_preemption = policy == kHybridNoPreemption;
       const bool no_affinity = policy == kHybridNoAffinity;
       sched::SchedulerConfig config = scheduler_config(
           s, no_preemption || no_affinity ? sched::Policy::kHybrid : *sched::policy_from_string(policy));
       if (no_preemption) config.preemption = false;
-      if (no_affinity) config.pools[0].prefix_cache_tokens.clear();
+      if (no_affinity) {
+        for (sched::PoolSpec& pool : config.pools) pool.prefix_cache_tokens.clear();
+      }
       for (uint32_t r = 0; r < s.gateways; ++r) scheds_.push_back(*sched::Scheduler::create(config));
     }
     engines_.reserve(s.engine.count);
@@ -257,17 +264,21 @@ class VirtualRun {
     wasted_cancel_prefill_ += prefill;
   }
 
-  uint32_t pick_engine() {
-    const auto n = static_cast<uint32_t>(engines_.size());
-    if (s_.direct_routing == DirectRouting::kRoundRobin) return rotation_++ % n;
+  // Direct clients of a class use its pool's engines (a deployment with
+  // separate pools gives each its own endpoint).
+  uint32_t pick_engine(uint32_t pool) {
+    const uint32_t first = layout_.first[pool], n = layout_.count[pool];
+    if (s_.direct_routing == DirectRouting::kRoundRobin) return first + rotation_++ % n;
     uint32_t best = rotation_ % n;
     for (uint32_t i = 1; i < n; ++i) {
       const uint32_t e = (rotation_ + i) % n;
-      if (in_engine_[e] < in_engine_[best]) best = e;
+      if (in_engine_[first + e] < in_engine_[first + best]) best = e;
     }
     rotation_ = best + 1;
-    return best;
+    return first + best;
   }
+
+  uint32_t pool_of(const RequestSpec& spec) const { return layout_.pool_of_class[sched_class_[spec.klass]]; }
 
   void arrive(const RequestSpec& spec) {
     Live& l = allocate(spec);
@@ -284,7 +295,7 @@ class VirtualRun {
         }
         newest_[spec.supersede_key] = ref;
       }
-      if (!submit(l, pick_engine())) finish(l, Outcome::kDropped);
+      if (!submit(l, pick_engine(pool_of(spec)))) finish(l, Outcome::kDropped);
       return;
     }
     const uint64_t key = spec.supersede_key;
@@ -292,7 +303,7 @@ class VirtualRun {
     affinity_blocks(scratch_blocks_, s_.engine.config.block_size, l.affinity);
     sched::Request request{
         .user = ref,
-        .pool = 0,
+        .pool = pool_of(spec),
         .klass = sched_class_[spec.klass],
         .tenant = spec.tenant,
         .cost_tokens = static_cast<int64_t>(spec.prompt_tokens()) + spec.max_tokens,
@@ -385,8 +396,8 @@ class VirtualRun {
       for (const sched::Dispatch& d : actions_.dispatches) {
         Live* l = find(d.user);
         if (l == nullptr) continue;
-        if (d.preemptions == 0) note_affinity(*l, d.backend);
-        if (!submit(*l, d.backend, d.engine_priority)) {
+        if (d.preemptions == 0) note_affinity(*l, layout_.first[d.pool] + d.backend);
+        if (!submit(*l, layout_.first[d.pool] + d.backend, d.engine_priority)) {
           sc.complete(d.handle, last_tp_);
           finish(*l, Outcome::kDropped);
         }
@@ -443,7 +454,9 @@ class VirtualRun {
                              st.kv_cache_usage_perc > s_.engine.kv_threshold;
       const sched::BackendSignal signal{.saturated = saturated,
                                         .engine_running = st.num_requests_running};
-      for (sched::Scheduler& sc : scheds_) sc.set_backend_state(0, e, signal);
+      const auto pool = static_cast<uint32_t>(
+          std::upper_bound(layout_.first.begin(), layout_.first.end(), e) - layout_.first.begin() - 1);
+      for (sched::Scheduler& sc : scheds_) sc.set_backend_state(pool, e - layout_.first[pool], signal);
       if (saturated == saturated_[e]) continue;  // only a new verdict can start work
       saturated_[e] = saturated;
       changed = true;
@@ -503,6 +516,7 @@ class VirtualRun {
   Collector collector_;
   std::string policy_;
   std::vector<uint16_t> sched_class_;      // scheduler class of each scenario class
+  PoolLayout layout_;                      // engines and classes per pool
   std::vector<sched::Scheduler> scheds_;   // one per gateway replica; none: direct
   // Prefix agreement: the engines (bit e % 64) each prefix block was sent
   // to, and of the dispatches whose prompt shared a block with an earlier

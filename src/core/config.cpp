@@ -34,4 +34,10 @@ std::vector<ClassConfig> default_classes() {
   return out;
 }
 
+std::string ModelConfig::pool_name() const {
+  std::string out = name;
+  for (std::size_t i = 0; i < classes.size(); ++i) out += (i == 0 ? "/" : "+") + classes[i];
+  return out;
+}
+
 }  // namespace arbiter

@@ -113,11 +113,21 @@ struct BackendConfig {
   // affinity routing; 0: off for this backend. Default 262,144 (an 8B model
   // on a 40 GB GPU holds about that); type sim: the profile's KV size.
   uint64_t prefix_cache_tokens = 262'144;
+  // Classes this backend serves (issue 12: per-class pools, as the BRIEF
+  // deploys completion and chat apart). A model's backends with the same
+  // list form one scheduler pool; empty: the model's other classes.
+  std::vector<std::string> classes;
 };
 
 struct ModelConfig {
   std::string name;                    // what clients put in "model"
   std::vector<BackendConfig> backends; // the pool serving it
+  // After loading, one entry per pool of the model: the classes its
+  // backends serve (empty: every class no other pool of the model names).
+  std::vector<std::string> classes;
+  // The pool's name in metrics: the model's, with its classes when it has
+  // them ("m1/completion").
+  std::string pool_name() const;
 };
 
 struct SchedulerSettings {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -332,7 +333,7 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out)
 void read_backend(Reader& r, const YAML::Node& b, const std::string& path, BackendConfig& out) {
   if (!r.map(b, path, {"name", "type", "url", "profile", "max_num_seqs", "max_concurrency",
                        "priority_scheduling", "continue_final_message", "engine",
-                       "prefill_tokens_per_s", "prefix_cache_tokens"}))
+                       "prefill_tokens_per_s", "prefix_cache_tokens", "classes"}))
     return;
   std::string type = "http";
   r.read(b, path, "type", type);
@@ -341,6 +342,7 @@ void read_backend(Reader& r, const YAML::Node& b, const std::string& path, Backe
   r.read(b, path, "priority_scheduling", out.priority_scheduling);
   r.read_double(b, path, "prefill_tokens_per_s", out.prefill_tokens_per_s, 0, 1e9);
   r.read_int(b, path, "prefix_cache_tokens", out.prefix_cache_tokens, 0, int64_t{1} << 40);
+  r.read_list(b, path, "classes", out.classes);
   std::string engine = "vllm";
   r.read(b, path, "engine", engine);
   if (engine == "sglang") {
@@ -502,6 +504,56 @@ void check_references(Reader& r, Config& c) {
   if (c.auth.enabled && c.tenants.empty()) {
     r.error("auth.enabled", "is true but no tenants are configured: nobody could get in");
   }
+  // Per-class pools: every class named exists, none in two pools of a model,
+  // and every class has a pool in every model (a backend without `classes`
+  // takes the rest).
+  for (std::size_t i = 0; i < c.models.size(); ++i) {
+    const auto& backends = c.models[i].backends;
+    std::map<std::string, std::vector<std::string>> owner;  // class -> the class list that has it
+    bool general = false;
+    for (std::size_t j = 0; j < backends.size(); ++j) {
+      std::vector<std::string> list = backends[j].classes;
+      std::sort(list.begin(), list.end());
+      general = general || list.empty();
+      for (std::size_t k = 0; k < backends[j].classes.size(); ++k) {
+        const std::string& name = backends[j].classes[k];
+        const auto path = Reader::index(Reader::index(Reader::index("models", i) + ".backends", j) + ".classes", k);
+        if (!has_class(name)) {
+          r.error(path, "names no class: '" + name + "'");
+        } else if (auto [it, fresh] = owner.emplace(name, list); !fresh && it->second != list) {
+          r.error(path, "class '" + name + "' is in two different class lists of this model: one pool each");
+        }
+      }
+    }
+    if (owner.empty() || general) continue;
+    for (const auto& cls : c.classes) {
+      if (!owner.contains(cls.name)) {
+        r.error(Reader::index("models", i) + ".backends",
+                "no backend serves class '" + cls.name + "' (name it, or leave one backend without classes)");
+      }
+    }
+  }
+}
+
+// One ModelConfig per pool: a model whose backends name classes becomes one
+// entry per distinct class list, in the order first seen.
+void split_class_pools(Config& c) {
+  std::vector<ModelConfig> pools;
+  for (ModelConfig& m : c.models) {
+    std::vector<ModelConfig> groups;
+    for (BackendConfig& b : m.backends) {
+      std::vector<std::string> list = b.classes;
+      std::sort(list.begin(), list.end());
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const ModelConfig& g) { return g.classes == list; });
+      if (it == groups.end()) {
+        groups.push_back(ModelConfig{.name = m.name, .backends = {}, .classes = list});
+        it = groups.end() - 1;
+      }
+      it->backends.push_back(std::move(b));
+    }
+    for (ModelConfig& g : groups) pools.push_back(std::move(g));
+  }
+  c.models = std::move(pools);
 }
 
 }  // namespace
@@ -568,6 +620,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
     r.read(l, "log", "access_log", c.log.access_log);
   }
   check_references(r, c);
+  if (errors.empty()) split_class_pools(c);
   // Whole-config rules of the scheduler (e.g. min_shares adding up to more
   // than the pool) once the parts are valid on their own.
   if (errors.empty()) {

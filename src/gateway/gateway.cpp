@@ -77,7 +77,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
       access_log_(config_.log.access_log) {
   for (std::size_t i = 0; i < config_.models.size(); ++i) {
     pools_.push_back(std::make_unique<ModelPool>(config_.models[i], io_threads));
-    pool_index_.emplace(config_.models[i].name, i);
+    pool_index_[config_.models[i].name].push_back(i);
   }
   class_series_ = std::make_unique<ClassSeries[]>(config_.models.size() * config_.classes.size());
   token_series_ = std::make_unique<TokenSeries[]>(config_.models.size() * config_.classes.size() *
@@ -137,11 +137,22 @@ void Gateway::refresh_monitor_metrics() {
   }
 }
 
+std::size_t Gateway::pool_for(const std::vector<std::size_t>& pools, std::size_t cls) const {
+  const std::string& name = config_.classes[cls].name;
+  std::size_t general = pools.front();
+  for (const std::size_t p : pools) {
+    const auto& classes = config_.models[p].classes;
+    if (classes.empty()) general = p;
+    if (std::find(classes.begin(), classes.end(), name) != classes.end()) return p;
+  }
+  return general;
+}
+
 std::string Gateway::models_body() const {
   boost::json::array data;
-  for (const auto& m : config_.models) {
+  for (const auto& [name, pools] : pool_index_) {
     data.push_back(boost::json::object{
-        {"id", m.name}, {"object", "model"}, {"created", 0}, {"owned_by", "arbiter"}});
+        {"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "arbiter"}});
   }
   return boost::json::serialize(boost::json::object{{"object", "list"}, {"data", std::move(data)}});
 }
@@ -149,15 +160,22 @@ std::string Gateway::models_body() const {
 void Gateway::refresh_scheduler_metrics() {
   dispatcher_->inspect([this](const sched::Scheduler& s) {
     const auto& counters = s.counters();
+    // A model with per-class pools sums its pools per class (a class runs
+    // in one of them).
+    for (const auto& [name, pools] : pool_index_) {
+      for (std::size_t c = 0; c < config_.classes.size(); ++c) {
+        const auto klass = static_cast<sched::ClassId>(c);
+        uint32_t depth = 0, in_flight = 0;
+        for (const std::size_t p : pools) {
+          depth += s.queue_depth(static_cast<sched::PoolId>(p), klass);
+          in_flight += s.class_in_flight(static_cast<sched::PoolId>(p), klass);
+        }
+        metrics_.queue_depth.with({name, config_.classes[c].name}).set(depth);
+        metrics_.class_in_flight.with({name, config_.classes[c].name}).set(in_flight);
+      }
+    }
     for (std::size_t p = 0; p < config_.models.size(); ++p) {
       const auto& model = config_.models[p];
-      for (std::size_t c = 0; c < config_.classes.size(); ++c) {
-        const auto pool = static_cast<sched::PoolId>(p);
-        const auto klass = static_cast<sched::ClassId>(c);
-        metrics_.queue_depth.with({model.name, config_.classes[c].name}).set(s.queue_depth(pool, klass));
-        metrics_.class_in_flight.with({model.name, config_.classes[c].name})
-            .set(s.class_in_flight(pool, klass));
-      }
       for (std::size_t b = 0; b < model.backends.size(); ++b) {
         metrics_.backend_in_flight.with({model.name, model.backends[b].name})
             .set(s.backend_in_flight(static_cast<sched::PoolId>(p), static_cast<sched::BackendId>(b)));
@@ -287,13 +305,7 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
                                       "the model '" + a.parsed.info.model + "' does not exist",
                                       "model", {}});
     }
-    a.pool = it->second;
     rec.model = a.parsed.info.model;
-    // Hashed before a cap edits the text: the prompt's offset is the scan's.
-    if (const std::size_t at = a.parsed.info.prompt_at;
-        at < a.parsed.text.size() && pools_[a.pool]->routes_by_prefix()) {
-      prefix_blocks(std::string_view(a.parsed.text).substr(at), 0, a.prefix);
-    }
     const std::optional<std::string_view> claimed = req.field("x-arbiter-class");
     auto cls = classifier_.classify({.route = route,
                                      .model = a.parsed.info.model,
@@ -303,6 +315,12 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
     if (!cls) return std::unexpected(cls.error());
     a.cls = *cls;
     rec.cls = config_.classes[a.cls].name;
+    a.pool = pool_for(it->second, a.cls);
+    // Hashed before a cap edits the text: the prompt's offset is the scan's.
+    if (const std::size_t at = a.parsed.info.prompt_at;
+        at < a.parsed.text.size() && pools_[a.pool]->routes_by_prefix()) {
+      prefix_blocks(std::string_view(a.parsed.text).substr(at), 0, a.prefix);
+    }
     if (const auto cap = config_.classes[a.cls].max_tokens_cap) {
       if (apply_max_tokens_cap(a.parsed, *cap)) metrics_.rewrites.with({rec.cls}).inc();
     }

@@ -66,7 +66,12 @@ class Gateway {
   GatewayMetrics metrics_;
   AccessLog access_log_;
   std::vector<std::unique_ptr<ModelPool>> pools_;             // in config order (= PoolId)
-  std::unordered_map<std::string, std::size_t> pool_index_;  // model name -> pools_ index
+  // Model name -> its pools (pools_ indexes): one, or one per class list
+  // when its backends name classes (see pool_for()).
+  std::unordered_map<std::string, std::vector<std::size_t>> pool_index_;
+  // The pool of `pools` that serves class `cls`: the one naming it, else the
+  // one without classes (config validation makes sure there is one).
+  std::size_t pool_for(const std::vector<std::size_t>& pools, std::size_t cls) const;
   std::unique_ptr<ClassSeries[]> class_series_;               // pools x classes
   // A (model, class, tenant)'s token counters (prompt, completion), found on
   // first use and kept. Indexed (pool * classes + class) * (tenants + 1) + tenant.

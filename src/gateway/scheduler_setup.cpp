@@ -15,7 +15,7 @@ sched::SchedulerConfig to_scheduler_config(const Config& config) {
   out.max_prefill_backlog = config.scheduler.max_prefill_backlog;
   for (const auto& c : config.classes) out.classes.push_back(c.policy);
   for (const auto& m : config.models) {
-    sched::PoolSpec pool{.name = m.name, .max_concurrency = {}, .prefill_tokens_per_s = {}, .prefix_cache_tokens = {}};
+    sched::PoolSpec pool{.name = m.pool_name(), .max_concurrency = {}, .prefill_tokens_per_s = {}, .prefix_cache_tokens = {}};
     for (const auto& b : m.backends) {
       pool.max_concurrency.push_back(b.max_concurrency);
       pool.prefill_tokens_per_s.push_back(b.prefill_tokens_per_s);

@@ -19,9 +19,9 @@ std::string GatewayConfig::to_yaml() const {
     << "models:\n"
     << "  - name: " << kModel << "\n"
     << "    backends:\n";
-  for (auto port : backend_ports) {
-    y << "      - {url: \"http://127.0.0.1:" << port << "\", max_concurrency: " << max_concurrency
-      << backend_extra << "}\n";
+  for (std::size_t i = 0; i < backend_ports.size(); ++i) {
+    y << "      - {url: \"http://127.0.0.1:" << backend_ports[i] << "\", max_concurrency: " << max_concurrency
+      << backend_extra << (i < backend_extras.size() ? backend_extras[i] : "") << "}\n";
   }
   y << extra;
   return y.str();

@@ -25,6 +25,7 @@ struct GatewayConfig {
   bool auth = true;
   std::string extra;          // appended verbatim (top-level keys)
   std::string backend_extra;  // added to every backend's map, e.g. ", continue_final_message: true"
+  std::vector<std::string> backend_extras;  // then to backend i's map, when given
 
   std::string to_yaml() const;
 };

@@ -72,6 +72,39 @@ classes:
   EXPECT_NE(bad.error().find("phases[0].to_s: must be after from_s"), std::string::npos);
 }
 
+TEST(BenchScenario, PoolsSplitTheEnginesByClass) {
+  const std::string head = R"(
+name: t
+engine: {count: 8}
+classes:
+  - {name: completion, traffic: {kind: requests, rate: 1}}
+  - {name: chat, traffic: {kind: requests, rate: 1}}
+  - {name: batch, traffic: {kind: requests, rate: 1}}
+)";
+  auto s = parse_scenario(head + "pools: [{classes: [completion], engines: 2}, {engines: 6}]\n");
+  ASSERT_TRUE(s) << s.error();
+  const PoolLayout layout = pool_layout(*s);
+  EXPECT_EQ(layout.first, (std::vector<uint32_t>{0, 2}));
+  EXPECT_EQ(layout.count, (std::vector<uint32_t>{2, 6}));
+  EXPECT_EQ(layout.pool_of_class, (std::vector<uint32_t>{0, 1, 1}));  // chat and batch: the rest
+  // Without pools: one pool of every engine.
+  EXPECT_EQ(pool_layout(*parse_scenario(head)).count, std::vector<uint32_t>{8});
+
+  const auto error_of = [&](const std::string& pools) {
+    auto bad = parse_scenario(head + pools);
+    return bad ? std::string() : bad.error();
+  };
+  EXPECT_NE(error_of("pools: [{classes: [completion], engines: 2}, {engines: 5}]\n").find("add up to 7"),
+            std::string::npos);
+  EXPECT_NE(error_of("pools: [{classes: [nope], engines: 2}, {engines: 6}]\n").find("names no class"),
+            std::string::npos);
+  EXPECT_NE(error_of("pools: [{classes: [chat], engines: 2}, {classes: [chat], engines: 6}]\n").find("in two pools"),
+            std::string::npos);
+  EXPECT_NE(error_of("pools: [{classes: [completion], engines: 2}, {classes: [chat], engines: 6}]\n")
+                .find("some class is in no pool"),
+            std::string::npos);
+}
+
 TEST(BenchScenario, OverridesAndTrafficKinds) {
   auto s = parse_scenario(R"(
 name: t

@@ -102,6 +102,52 @@ classes:
               Contains(HasSubstr("ttft_slo_ms")));
 }
 
+TEST(ConfigYaml, BackendsNamingClassesFormPoolsPerClass) {
+  auto c = parse_config(R"(
+models:
+  - name: m1
+    backends:
+      - {url: "http://127.0.0.1:8000", classes: [completion]}
+      - {url: "http://127.0.0.1:8001"}
+      - {url: "http://127.0.0.1:8002", classes: [completion]}
+  - name: m2
+    backends: [{url: "http://127.0.0.1:9000"}]
+)");
+  ASSERT_TRUE(c) << ::testing::PrintToString(c.error());
+  // m1 becomes two pools: completion on 8000 and 8002, the other classes on 8001.
+  ASSERT_EQ(c->models.size(), 3u);
+  EXPECT_EQ(c->models[0].pool_name(), "m1/completion");
+  ASSERT_EQ(c->models[0].backends.size(), 2u);
+  EXPECT_EQ(c->models[0].backends[1].port, 8002);
+  EXPECT_EQ(c->models[1].pool_name(), "m1");
+  EXPECT_EQ(c->models[1].backends.at(0).port, 8001);
+  EXPECT_EQ(c->models[2].pool_name(), "m2");
+
+  EXPECT_THAT(errors_of(R"(
+models:
+  - name: m1
+    backends:
+      - {url: "http://127.0.0.1:8000", classes: [completion]}
+      - {url: "http://127.0.0.1:8001", classes: [chat, critical]}
+)"),
+              Contains(HasSubstr("no backend serves class 'batch'")));
+  EXPECT_THAT(errors_of(R"(
+models:
+  - name: m1
+    backends:
+      - {url: "http://127.0.0.1:8000", classes: [completion]}
+      - {url: "http://127.0.0.1:8001", classes: [completion, chat]}
+      - {url: "http://127.0.0.1:8002"}
+)"),
+              Contains(HasSubstr("in two different class lists")));
+  EXPECT_THAT(errors_of(R"(
+models:
+  - name: m1
+    backends: [{url: "http://127.0.0.1:8000", classes: [nope]}]
+)"),
+              Contains(HasSubstr("names no class: 'nope'")));
+}
+
 TEST(ConfigYaml, UnknownKeysAreRejectedWithTheirPath) {
   const auto errs = errors_of(R"(
 listener: {adress: 0.0.0.0}
