@@ -35,6 +35,13 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
     warnings.push_back(
         "engine.max_num_batched_tokens, block_size: type: sim backends take the profile's");
   }
+  // Pools follow the scenario's engines: URLs in another number cannot be
+  // split the same way, and then serve every class as one pool.
+  const bool pools = !s.pools.empty() && (o.engine_urls.empty() || o.engine_urls.size() == e.count);
+  if (!s.pools.empty() && !pools) {
+    warnings.push_back("pools: " + std::to_string(o.engine_urls.size()) + " engine URLs for " +
+                       std::to_string(e.count) + " engines; the URLs serve every class as one pool");
+  }
   if (e.max_waiting != 0) {
     warnings.push_back(
         "engine.max_waiting: the gateway treats any waiting request as saturation (0)");
@@ -90,7 +97,7 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
           << ", prefill_tokens_per_s: " << engine::prefill_tokens_per_s(e.config);
     }
     // The scenario's per-class pools: its engines name their classes.
-    if (!s.pools.empty()) {
+    if (pools) {
       const PoolLayout layout = pool_layout(s);
       const auto pool = static_cast<std::size_t>(
           std::upper_bound(layout.first.begin(), layout.first.end(), i) - layout.first.begin() - 1);
