@@ -149,8 +149,8 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
   }
 
   // Early answer: what cannot start by its deadline hears so now.
-  const TimePoint deadline =
-      std::min(add_saturating(now, cls.max_queue_wait), request.deadline.value_or(TimePoint::max()));
+  const TimePoint class_deadline = add_saturating(now, cls.max_queue_wait);
+  const TimePoint deadline = std::min(class_deadline, request.deadline.value_or(TimePoint::max()));
   if (config_.policy == Policy::kHybrid && config_.early_reject_margin > 0 && deadline != TimePoint::max()) {
     const double allowed = std::chrono::duration<double>(deadline - now).count();
     const auto wait = predicted_wait_s(request.pool, request.klass, tq, now);
@@ -176,8 +176,7 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
   n.cost = cost;
   n.charged = 0;
   n.queued_since = now;
-  const TimePoint class_deadline = add_saturating(now, cls.max_queue_wait);
-  n.deadline = std::min(class_deadline, request.deadline.value_or(TimePoint::max()));
+  n.deadline = deadline;
   n.slo_at = cls.ttft_slo > Duration::zero() ? add_saturating(now, cls.ttft_slo) : TimePoint::max();
   n.key = nullptr;
   n.prefix = request.prefix_blocks.data();
