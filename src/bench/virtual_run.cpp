@@ -104,7 +104,6 @@ class VirtualRun {
     stepping_.assign(s.engine.count, false);
     in_engine_.assign(s.engine.count, 0);
     running_sum_.assign(s.engine.count, 0);
-    saturated_.assign(s.engine.count, false);
     sample_dt_ = s.duration_s / kSamples;
   }
 
@@ -456,10 +455,9 @@ class VirtualRun {
                                         .engine_running = st.num_requests_running};
       const auto pool = static_cast<uint32_t>(
           std::upper_bound(layout_.first.begin(), layout_.first.end(), e) - layout_.first.begin() - 1);
-      for (sched::Scheduler& sc : scheds_) sc.set_backend_state(pool, e - layout_.first[pool], signal);
-      if (saturated == saturated_[e]) continue;  // only a new verdict can start work
-      saturated_[e] = saturated;
-      changed = true;
+      for (sched::Scheduler& sc : scheds_) {
+        changed = sc.set_backend_state(pool, e - layout_.first[pool], signal) || changed;
+      }
     }
     if (changed) {
       poll(time_point());
@@ -529,7 +527,6 @@ class VirtualRun {
   std::vector<const engine::StepResult*> last_step_;  // valid while stepping_
   std::vector<bool> stepping_;
   std::vector<uint32_t> in_engine_;  // requests submitted and not ended, per engine
-  std::vector<bool> saturated_;      // last verdict given to the scheduler
   std::vector<uint32_t> due_;        // engines that may need a step now
   MinHeap steps_;                    // step ends
   MinHeap aborts_;                   // client patience timers

@@ -345,17 +345,24 @@ bool Scheduler::requeue_preempted(Handle handle, int64_t remaining_cost, TimePoi
   return true;
 }
 
-void Scheduler::set_backend_state(PoolId pool, BackendId backend, BackendSignal signal) {
-  if (pool >= pools_.size() || backend >= pools_[pool].backends.size()) return;
+bool Scheduler::set_backend_state(PoolId pool, BackendId backend, BackendSignal signal) {
+  if (pool >= pools_.size() || backend >= pools_[pool].backends.size()) return false;
   Pool& p = pools_[pool];
+  detail::Backend& changed = p.backends[backend];
+  const bool verdict = !same_verdict(changed.signal, signal);
+  const bool went_down = signal.down && !changed.signal.down;
+  const bool came_up = !signal.down && changed.signal.down;
   // A backend that went down lost its cache (or will be another engine when
   // it comes back): what the prefix index says about it no longer holds.
-  if (signal.down && !p.backends[backend].signal.down) p.prefix.forget(backend);
-  p.backends[backend].signal = signal;
-  p.capacity = 0;
-  for (const detail::Backend& b : p.backends) {
-    if (!b.signal.down) p.capacity += b.limit;
+  if (went_down) p.prefix.forget(backend);
+  changed.signal = signal;
+  if (went_down || came_up) {
+    p.capacity = 0;
+    for (const detail::Backend& b : p.backends) {
+      if (!b.signal.down) p.capacity += b.limit;
+    }
   }
+  return verdict;
 }
 
 bool Scheduler::set_tenant_weight(TenantId tenant, double weight) {

@@ -93,8 +93,10 @@ class Scheduler {
   // of a debounce); nullopt when nothing is waiting on time. O(P * C).
   std::optional<TimePoint> next_wakeup() const;
 
-  // Latest load-monitor verdict for one backend. O(B).
-  void set_backend_state(PoolId pool, BackendId backend, BackendSignal signal);
+  // Latest load-monitor verdict and running count for one backend. Returns
+  // whether the verdict changed (same_verdict()): only then may poll() find
+  // new work to start. O(B) when the backend goes down or up, else O(1).
+  bool set_backend_state(PoolId pool, BackendId backend, BackendSignal signal);
 
   // Sets a tenant's weight for its tenant queues, live ones included; false
   // (and no change) unless weight is finite and > 0. O(tenant queues).

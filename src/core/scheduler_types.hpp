@@ -50,6 +50,12 @@ struct BackendSignal {
   uint32_t engine_running = 0;
 };
 
+// The same verdict (saturated, stale, down): only a new verdict can let
+// work start or stop; a new running count only informs routing.
+inline bool same_verdict(const BackendSignal& a, const BackendSignal& b) {
+  return a.saturated == b.saturated && a.stale == b.stale && a.down == b.down;
+}
+
 // An older request with the same supersede key that a new one replaced.
 struct Superseded {
   Handle handle;      // the replaced request

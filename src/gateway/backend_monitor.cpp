@@ -19,10 +19,6 @@ constexpr std::chrono::milliseconds kMaxAutoTimeout{1000};
 // called from inside the callback does not wait for itself.
 thread_local const void* t_callback_owner = nullptr;
 
-bool same(const sched::BackendSignal& a, const sched::BackendSignal& b) {
-  return a.saturated == b.saturated && a.stale == b.stale && a.down == b.down;
-}
-
 // One backend's scrape connection and the timers of its loop. Owned by the
 // loop's frame; the deadline handler and stop() reach it through weak
 // pointers, so neither can outlive it.
@@ -154,7 +150,7 @@ void BackendMonitor::Shared::update(Slot& slot, const Attempt* attempt, Clock::t
     signal = judge(slot.state, now, options.rules);
     // A new verdict, or only a new running count (prefix affinity's view of
     // the engine's load): both are passed on, only verdicts are counted.
-    const bool verdict = !same(signal, slot.reported);
+    const bool verdict = !sched::same_verdict(signal, slot.reported);
     changed = verdict || signal.engine_running != slot.reported.engine_running;
     if (verdict) {
       if (signal.saturated && !slot.reported.saturated) ++slot.counters.saturated_transitions;

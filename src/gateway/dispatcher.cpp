@@ -275,7 +275,8 @@ void Dispatcher::set_backend_state(sched::PoolId pool, sched::BackendId backend,
   Decisions decisions;
   {
     std::lock_guard lock(mu_);
-    scheduler_.set_backend_state(pool, backend, signal);
+    // A new running count alone starts nothing: no poll for it.
+    if (!scheduler_.set_backend_state(pool, backend, signal)) return;
     poll_locked(Clock::now(), decisions);
   }
   deliver(decisions, nullptr);

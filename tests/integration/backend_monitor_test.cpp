@@ -116,8 +116,7 @@ class MonitorRun {
                          std::lock_guard lock(mu_);
                          sched::BackendSignal& last = verdicts_[{pool, backend}];
                          last_running_ = signal.engine_running;
-                         const bool verdict = signal.saturated != last.saturated ||
-                                              signal.stale != last.stale || signal.down != last.down;
+                         const bool verdict = !sched::same_verdict(signal, last);
                          last = signal;
                          if (!verdict) {
                            ++load_updates_;
