@@ -192,7 +192,9 @@ class Scheduler {
   uint32_t pick_backend(const Pool& pool, TimePoint now, double fraction) const;
   // The backend for request `n`: prefix affinity within bounded loads when
   // the pool has it and the request has prefix blocks, else pick_backend.
-  uint32_t route(const Pool& pool, const Node& n, TimePoint now, double fraction) const;
+  // `least`: pick_backend(pool, now, fraction) when the caller has it
+  // already, else kNil.
+  uint32_t route(const Pool& pool, const Node& n, TimePoint now, double fraction, uint32_t least) const;
   // Room for one more: signal, max_concurrency, `fraction` of the backlog limit.
   static bool open_to(const detail::Backend& b, TimePoint now, double fraction);
   // A backend's prefill backlog (tokens) at `now`, drained at the pool's rate.

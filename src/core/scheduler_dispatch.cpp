@@ -200,7 +200,8 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
   // moves a class's work from ready to in flight, and it stays in use.
   const int top = config_.policy == Policy::kHybrid ? top_priority(p) : 0;
   for (;;) {
-    if (pick_backend(p, now, 1.0) == kNil) return;
+    const uint32_t least = pick_backend(p, now, 1.0);
+    if (least == kNil) return;
     const uint32_t id = pick_request(pool, now, top);
     if (id == kNil) return;
     // Below the top priority, a backend takes new work only while its
@@ -211,7 +212,8 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
     const bool headroom = config_.policy == Policy::kHybrid &&
                           config_.classes[nodes_[id].klass].engine_priority != top &&
                           !slo_at_risk(nodes_[id], now);
-    const uint32_t backend = route(p, nodes_[id], now, headroom ? kLowerTierBacklog : 1.0);
+    const uint32_t backend =
+        route(p, nodes_[id], now, headroom ? kLowerTierBacklog : 1.0, headroom ? kNil : least);
     if (backend == kNil) return;
     start(id, backend, now, out);
     p.next_backend = backend + 1 == p.backends.size() ? 0 : backend + 1;
@@ -261,8 +263,9 @@ bool Scheduler::open_to(const detail::Backend& b, TimePoint now, double fraction
   return signal_allows(b) && b.in_flight < b.limit && !backlog_full(b, now, fraction);
 }
 
-uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double fraction) const {
-  const uint32_t least = pick_backend(pool, now, fraction);
+uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double fraction,
+                          uint32_t least) const {
+  if (least == kNil) least = pick_backend(pool, now, fraction);
   if (least == kNil || n.prefix_len == 0 || !pool.prefix.enabled()) return least;
   // Bounded loads: a backend may take the request while its share of slots
   // in use, with it, stays within (1 + slack) x the pool's, plus an eighth
