@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/mix.hpp"
+
 namespace arbiter::sched {
 
 class FlatIndex {
@@ -73,12 +75,7 @@ class FlatIndex {
   std::size_t home(uint64_t key) const {
     // splitmix64 finaliser: packed (pool, class, tenant) keys differ in few
     // bits, so they need mixing before masking.
-    key ^= key >> 30;
-    key *= 0xbf58476d1ce4e5b9ULL;
-    key ^= key >> 27;
-    key *= 0x94d049bb133111ebULL;
-    key ^= key >> 31;
-    return static_cast<std::size_t>(key) & mask();
+    return static_cast<std::size_t>(mix_bits(key)) & mask();
   }
 
   void grow() {

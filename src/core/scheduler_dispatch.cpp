@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/mix.hpp"
 #include "core/prefix_blocks.hpp"
 #include "core/scheduler.hpp"
 
@@ -33,15 +34,8 @@ constexpr double kAffinityMinSlack = 1.0 / 8;
 // rate the cost is in tokens, where 1e-3 still only equates equal ones.
 constexpr double kAffinityTie = 1e-3;
 
-// Highest-random-weight score of a backend for a key (splitmix64 finaliser).
-uint64_t rendezvous(uint64_t key, uint32_t backend) {
-  uint64_t x = key ^ (0x9e3779b97f4a7c15ULL * (backend + 1));
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// Highest-random-weight score of a backend for a key.
+uint64_t rendezvous(uint64_t key, uint32_t backend) { return mix_bits(key ^ (kGoldenGamma * (backend + 1))); }
 
 // Slots a class lacks to reach its min_share of the pool (<= 0: none).
 double share_deficit(const ClassPolicy& cls, const detail::ClassQueue& cq, double capacity) {

@@ -2,17 +2,14 @@
 
 #include <algorithm>
 
+#include "core/mix.hpp"
+
 namespace arbiter::engine {
 
 namespace {
 
-// splitmix64: one well-mixed draw per seed, no state to carry.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// One well-mixed draw per seed, no state to carry.
+std::uint64_t mix(std::uint64_t x) { return splitmix64(x); }
 
 }  // namespace
 

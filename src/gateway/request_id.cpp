@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <random>
 
+#include "core/mix.hpp"
+
 namespace arbiter {
 
 namespace {
@@ -18,10 +20,7 @@ std::string fresh_id() {
   // Per-thread splitmix64 over a randomly seeded counter: no lock, a few
   // instructions; ids only need to be unique enough to correlate log lines.
   thread_local uint64_t state = (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
-  uint64_t v = (state += 0x9e3779b97f4a7c15);
-  v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9;
-  v = (v ^ (v >> 27)) * 0x94d049bb133111eb;
-  v ^= v >> 31;
+  uint64_t v = mix_bits(state += kGoldenGamma);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out(16, '0');
   for (int i = 15; i >= 0; --i, v >>= 4) out[i] = kHex[v & 0xf];
