@@ -99,9 +99,7 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
     // The scenario's per-class pools: its engines name their classes.
     if (pools) {
       const PoolLayout layout = pool_layout(s);
-      const auto pool = static_cast<std::size_t>(
-          std::upper_bound(layout.first.begin(), layout.first.end(), i) - layout.first.begin() - 1);
-      if (const auto& classes = s.pools[pool].classes; !classes.empty()) {
+      if (const auto& classes = s.pools[layout.pool_of_engine(i)].classes; !classes.empty()) {
         out << ", classes: [";
         for (std::size_t k = 0; k < classes.size(); ++k) out << (k ? ", " : "") << classes[k];
         out << "]";
@@ -110,7 +108,7 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
     // The index the virtual run sizes from the engines' KV cache (0: off).
     out << ", max_concurrency: " << e.max_concurrency
         << ", priority_scheduling: " << yes_no(e.priority_scheduling) << ", prefix_cache_tokens: "
-        << (e.prefix_affinity ? uint64_t{e.config.num_blocks} * e.config.block_size : 0) << "}\n";
+        << (e.prefix_affinity ? engine::kv_cache_tokens(e.config) : 0) << "}\n";
   }
   return out.str();
 }

@@ -1,5 +1,7 @@
 #include "bench/scenario.hpp"
 
+#include <algorithm>
+
 namespace arbiter::bench {
 
 std::vector<uint16_t> scheduler_classes(const Scenario& scenario) {
@@ -25,6 +27,10 @@ std::vector<std::string> scheduler_class_names(const Scenario& scenario) {
     if (c.scheduler_class.empty()) out.push_back(c.name);
   }
   return out;
+}
+
+uint32_t PoolLayout::pool_of_engine(std::size_t e) const {
+  return static_cast<uint32_t>(std::upper_bound(first.begin(), first.end(), e) - first.begin() - 1);
 }
 
 PoolLayout pool_layout(const Scenario& scenario) {

@@ -173,6 +173,8 @@ struct PoolGroup {
 struct PoolLayout {
   std::vector<uint32_t> first, count;
   std::vector<uint32_t> pool_of_class;
+  // The pool that owns engine e.
+  uint32_t pool_of_engine(std::size_t e) const;
 };
 PoolLayout pool_layout(const Scenario& scenario);
 

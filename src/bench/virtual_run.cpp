@@ -32,7 +32,7 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
     if (c.scheduler_class.empty()) out.classes.push_back(c.policy);
   }
   const EngineSpec& e = scenario.engine;
-  const uint64_t cache = e.prefix_affinity ? uint64_t{e.config.num_blocks} * e.config.block_size : 0;
+  const uint64_t cache = e.prefix_affinity ? engine::kv_cache_tokens(e.config) : 0;
   const PoolLayout layout = pool_layout(scenario);
   for (std::size_t p = 0; p < layout.count.size(); ++p) {
     const uint32_t n = layout.count[p];
@@ -453,8 +453,7 @@ class VirtualRun {
                              st.kv_cache_usage_perc > s_.engine.kv_threshold;
       const sched::BackendSignal signal{.saturated = saturated,
                                         .engine_running = st.num_requests_running};
-      const auto pool = static_cast<uint32_t>(
-          std::upper_bound(layout_.first.begin(), layout_.first.end(), e) - layout_.first.begin() - 1);
+      const uint32_t pool = layout_.pool_of_engine(e);
       for (sched::Scheduler& sc : scheds_) {
         changed = sc.set_backend_state(pool, e - layout_.first[pool], signal) || changed;
       }

@@ -17,6 +17,10 @@ double prefill_tokens_per_s(const EngineConfig& config) {
                                             .context_tokens = 0});
 }
 
+std::uint64_t kv_cache_tokens(const EngineConfig& config) {
+  return std::uint64_t{config.num_blocks} * config.block_size;
+}
+
 std::string_view config_error(const EngineConfig& config) {
   const CostModel& c = config.cost;
   if (c.base_s < 0 || c.prefill_token_s < 0 || c.decode_seq_s < 0 || c.context_token_s < 0) {

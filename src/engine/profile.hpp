@@ -59,6 +59,10 @@ struct Profile {
 // assume to bound the prefill queue it builds (SchedulerConfig::max_prefill_backlog).
 double prefill_tokens_per_s(const EngineConfig& config);
 
+// Tokens the engine's KV cache holds (num_blocks x block_size): the most a
+// request can use, and the prefix cache a gateway's affinity index sizes to.
+std::uint64_t kv_cache_tokens(const EngineConfig& config);
+
 // nullptr when no profile has that name.
 const Profile* find_profile(std::string_view name);
 std::vector<std::string_view> profile_names();

@@ -370,7 +370,7 @@ void read_backend(Reader& r, const YAML::Node& b, const std::string& path, Backe
     if (const engine::Profile* p = engine::find_profile(out.sim_profile)) {
       if (!b["prefill_tokens_per_s"]) out.prefill_tokens_per_s = engine::prefill_tokens_per_s(p->config);
       if (!b["prefix_cache_tokens"]) {
-        out.prefix_cache_tokens = uint64_t{p->config.num_blocks} * p->config.block_size;
+        out.prefix_cache_tokens = engine::kv_cache_tokens(p->config);
       }
     }
     if (b["url"]) r.error(Reader::join(path, "url"), "is not used by type sim");

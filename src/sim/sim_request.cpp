@@ -175,7 +175,7 @@ std::expected<SimRequest, SimError> parse_sim_request(Route route, std::string_v
                                "min_tokens"));
   }
   // The last token's KV is never stored; beyond the whole cache it can never run.
-  const std::uint64_t kv_tokens = std::uint64_t{config.num_blocks} * config.block_size;
+  const std::uint64_t kv_tokens = engine::kv_cache_tokens(config);
   if (r.prompt_tokens + max_tokens - 1 > kv_tokens) {
     return std::unexpected(bad("prompt plus max_tokens exceeds the KV cache of " + std::to_string(kv_tokens) +
                                " tokens", "max_tokens"));
