@@ -1,7 +1,6 @@
 #include "bench/gateway_config_writer.hpp"
 
 #include <chrono>
-#include <algorithm>
 #include <sstream>
 
 #include "bench/live_request.hpp"

@@ -32,14 +32,18 @@ const std::vector<uint32_t>& PrefixIndex::kept_depths() {
   return depths;
 }
 
+std::size_t PrefixIndex::kept_within(std::size_t blocks) {
+  const auto& depths = kept_depths();
+  return static_cast<std::size_t>(std::upper_bound(depths.begin(), depths.end(), blocks) - depths.begin());
+}
+
 PrefixIndex::Match PrefixIndex::longest(std::span<const uint64_t> blocks) const {
   Match best;
   if (!enabled()) return best;
   // The deepest kept depth d <= |blocks| whose block d - 1 has a live holder.
   const auto& depths = kept_depths();
   std::size_t lo = 0;  // count of kept depths known held
-  std::size_t hi = static_cast<std::size_t>(
-      std::upper_bound(depths.begin(), depths.end(), blocks.size()) - depths.begin());
+  std::size_t hi = kept_within(blocks.size());
   const Entry* deepest = nullptr;
   while (lo < hi) {
     const std::size_t mid = lo + (hi - lo + 1) / 2;
@@ -69,9 +73,7 @@ void PrefixIndex::record(uint32_t backend, std::span<const uint64_t> blocks) {
   // Deepest first, so a prompt's earlier blocks are the more recent ones:
   // evicted last, which keeps what a backend holds prefix-closed.
   const auto& depths = kept_depths();
-  for (std::size_t k = static_cast<std::size_t>(
-           std::upper_bound(depths.begin(), depths.end(), blocks.size()) - depths.begin());
-       k-- > 0;) {
+  for (std::size_t k = kept_within(blocks.size()); k-- > 0;) {
     const std::size_t i = depths[k] - 1;
     const uint64_t tick = ++clock_[backend];
     const uint64_t key = key_of(blocks[i]);

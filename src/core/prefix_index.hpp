@@ -69,6 +69,8 @@ class PrefixIndex {
   static uint64_t key_of(uint64_t hash) { return hash == FlatIndex::kEmpty ? hash - 1 : hash; }
   // The kept depths (block index + 1) up to kMaxPrefixBlocks, ascending.
   static const std::vector<uint32_t>& kept_depths();
+  // How many kept depths a prompt of `blocks` blocks reaches.
+  static std::size_t kept_within(std::size_t blocks);
   bool holds(const Holder& h) const;
   const Entry* find(uint64_t hash) const;
   void sweep();  // drops holders no longer cached, and entries left with none
