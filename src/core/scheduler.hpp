@@ -18,7 +18,9 @@
 //   complete(handle, now, tokens)  the upstream exchange ended (any outcome)
 //   cancel(handle)            client went away (queued: dequeued; running:
 //                             slot freed, abort upstream)
-//   set_backend_state(...)    whenever the load monitor's verdict changes
+//   set_backend_state(...)    whenever the load monitor's verdict or the
+//                             engine's running count changes; poll() after
+//                             it when it returns true (a new verdict)
 //   next_wakeup()             earliest deadline or debounce end: set a timer
 // Handles of finished requests become stale; calls with them do nothing.
 // `now` must not go backwards from one call to the next.

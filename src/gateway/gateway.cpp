@@ -1,6 +1,7 @@
 #include "gateway/gateway.hpp"
 
 #include <stdexcept>
+#include <unordered_set>
 
 #include <boost/json.hpp>
 
@@ -149,10 +150,13 @@ std::size_t Gateway::pool_for(const std::vector<std::size_t>& pools, std::size_t
 }
 
 std::string Gateway::models_body() const {
+  // In configuration order, each model once however many pools serve it.
   boost::json::array data;
-  for (const auto& [name, pools] : pool_index_) {
+  std::unordered_set<std::string_view> listed;
+  for (const auto& m : config_.models) {
+    if (!listed.insert(m.name).second) continue;
     data.push_back(boost::json::object{
-        {"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "arbiter"}});
+        {"id", m.name}, {"object", "model"}, {"created", 0}, {"owned_by", "arbiter"}});
   }
   return boost::json::serialize(boost::json::object{{"object", "list"}, {"data", std::move(data)}});
 }
