@@ -7,6 +7,7 @@
 #    arbiter and nginx (~25 s; deterministic, unlike the wall-clock figures).
 #    bench/scenarios.sh: the shipped scenarios; bench/sweep.sh: the regret
 #    sweep (200 generated scenarios, hybrid against fifo and priority);
+#    bench/borrowing_sweep.sh: borrowing between pools on 24 pool layouts;
 #    bench/live_waste.sh: cancel-storm's engine waste live against virtual (~2 min).
 # 2. Every Google Benchmark binary BUILD_DIR/bench/*_bench, briefly
 #    (BENCH_MIN_TIME seconds per benchmark, default 0.05), JSON to bench/out/.
@@ -38,6 +39,7 @@ step "gateway overhead" bash "$ROOT/bench/overhead.sh" "$BUILD_DIR"
 step "request cost (instructions, syscalls)" bash "$ROOT/bench/request_cost.sh" "$BUILD_DIR"
 step "scenarios (virtual mode)" bash "$ROOT/bench/scenarios.sh" "$BUILD_DIR"
 step "regret sweep (virtual mode)" bash "$ROOT/bench/sweep.sh" "$BUILD_DIR"
+step "borrowing sweep (virtual mode)" bash "$ROOT/bench/borrowing_sweep.sh" "$BUILD_DIR"
 step "cancel-storm waste, live against virtual" bash "$ROOT/bench/live_waste.sh" \
   "$BUILD_DIR/arbiter-bench" "$BUILD_DIR/arbiter" "$BUILD_DIR/arbiter-sim" "$OUT_DIR/live-waste"
 

@@ -28,7 +28,7 @@ namespace {
 constexpr const char* kUsage =
     "usage:\n"
     "  arbiter-bench virtual --scenario FILE --out DIR [--seed N] [--jobs N]\n"
-    "                [--policies direct,fifo,priority,hybrid,hybrid-no-preemption,hybrid-no-affinity]\n"
+    "                [--policies direct,fifo,priority,hybrid,hybrid-no-preemption,hybrid-no-affinity,hybrid-no-borrowing]\n"
     "      --jobs N: N policies at a time, one thread each (default 1)\n"
     "  arbiter-bench live --scenario FILE --target http://HOST:PORT --out DIR [--seed N]\n"
     "                [--label NAME] [--max-s S] [--gateway-config FILE] [--model NAME]\n"

@@ -98,11 +98,13 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
     // The scenario's per-class pools: its engines name their classes.
     if (pools) {
       const PoolLayout layout = pool_layout(s);
-      if (const auto& classes = s.pools[layout.pool_of_engine(i)].classes; !classes.empty()) {
+      const PoolGroup& group = s.pools[layout.pool_of_engine(i)];
+      if (!group.classes.empty()) {
         out << ", classes: [";
-        for (std::size_t k = 0; k < classes.size(); ++k) out << (k ? ", " : "") << classes[k];
+        for (std::size_t k = 0; k < group.classes.size(); ++k) out << (k ? ", " : "") << group.classes[k];
         out << "]";
       }
+      if (group.lend) out << ", lend: true";
     }
     // The index the virtual run sizes from the engines' KV cache (0: off).
     out << ", max_concurrency: " << e.max_concurrency

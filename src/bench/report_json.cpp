@@ -81,7 +81,9 @@ json::object to_json(const PolicySummary& p) {
                           {"prefix_followed", e.prefix_followed},
                           {"load_spread", e.load_spread},
                           {"engine_preemptions", e.engine_preemptions},
-                          {"gateway_preemptions", e.gateway_preemptions}};
+                          {"gateway_preemptions", e.gateway_preemptions},
+                          {"dispatches", e.dispatches},
+                          {"borrowed_dispatches", e.borrowed_dispatches}};
   }
   return {{"policy", p.policy},
           {"all", to_json(p.all)},

@@ -35,6 +35,11 @@ double lost_share(const GroupSummary& g) {
   return lost / static_cast<double>(g.generated);
 }
 
+// part / whole, NaN (shown as "unknown") without a whole.
+double share_of(uint64_t part, uint64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : NAN;
+}
+
 double deadline_rate(const GroupSummary& g) {
   return g.with_deadline
              ? static_cast<double>(g.met_deadline) / static_cast<double>(g.with_deadline)
@@ -104,12 +109,15 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
   rows.push_back({"engine work wasted on cancelled/superseded (net of what a later request reused)",
                   [](const PolicySummary& p) { return p.waste_share; }, pct});
   rows.push_back({"dispatches sent where their prompt's prefix went before",
-                  [](const PolicySummary& p) {
-                    return p.engine.prefix_seen > 0 ? static_cast<double>(p.engine.prefix_followed) /
-                                                          static_cast<double>(p.engine.prefix_seen)
-                                                    : NAN;
-                  },
+                  [](const PolicySummary& p) { return share_of(p.engine.prefix_followed, p.engine.prefix_seen); },
                   pct});
+  if (!scenario.pools.empty()) {
+    rows.push_back({"dispatches onto another pool's engines (borrowing)",
+                    [](const PolicySummary& p) {
+                      return share_of(p.engine.borrowed_dispatches, p.engine.dispatches);
+                    },
+                    pct});
+  }
   rows.push_back({"busiest engine's running requests over the mean (time average)",
                   [](const PolicySummary& p) { return p.engine_known ? p.engine.load_spread : NAN; },
                   [](double v) { return fmt(v, 3); }});

@@ -55,6 +55,8 @@ struct EngineTotals {
   uint64_t reused_preempt_tokens = 0;
   uint64_t engine_preemptions = 0;     // the engines' own KV preemptions
   uint64_t gateway_preemptions = 0;    // scheduler preemptions acted on
+  uint64_t dispatches = 0;             // scheduler dispatches acted on (resumed runs included)
+  uint64_t borrowed_dispatches = 0;    // of them, onto another pool's engine (borrowing)
   // Dispatches whose prompt shared a prefix block with an earlier dispatch,
   // and of them those sent to the engine the deepest such block went to
   // (prefix affinity, across gateway replicas).

@@ -147,9 +147,10 @@ enum class DirectRouting { kLeastLoaded, kRoundRobin };
 // off whatever the scenario says, to show what preemption changes).
 inline constexpr std::string_view kHybridNoPreemption = "hybrid-no-preemption";
 inline constexpr std::string_view kHybridNoAffinity = "hybrid-no-affinity";  // hybrid, least-loaded routing
+inline constexpr std::string_view kHybridNoBorrowing = "hybrid-no-borrowing";  // hybrid, pools lend nothing
 inline bool is_policy_name(std::string_view name) {
   return name == "direct" || name == kHybridNoPreemption || name == kHybridNoAffinity ||
-         sched::policy_from_string(name);
+         name == kHybridNoBorrowing || sched::policy_from_string(name);
 }
 
 struct Scenario;
@@ -165,6 +166,7 @@ std::vector<std::string> scheduler_class_names(const Scenario& scenario);
 struct PoolGroup {
   std::vector<std::string> classes;  // scheduler classes; empty: every class no other pool names
   uint32_t engines = 1;
+  bool lend = false;  // its idle slots serve the other pools (the gateway's backends[].lend)
 };
 
 // Where the engines and classes go: pool p owns engines [first[p],

@@ -395,7 +395,7 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   if (e.priority_scheduling) e.config.policy = engine::SchedulingPolicy::kPriority;
 }
 
-// pools: [{classes: [completion], engines: 2}, {engines: 6}]: engines add
+// pools: [{classes: [completion], engines: 2, lend: false}, {engines: 6}]: engines add
 // up to engine.count, a class is in one pool at most, and a pool without
 // classes takes the rest (needed unless every class is named).
 void read_pools(Reader& r, const YAML::Node& n, Scenario& s) {
@@ -409,9 +409,10 @@ void read_pools(Reader& r, const YAML::Node& n, Scenario& s) {
   bool general = false;
   for (std::size_t i = 0; i < n.size(); ++i) {
     const auto path = Reader::index("pools", i);
-    if (!r.map(n[i], path, {"classes", "engines"})) continue;
+    if (!r.map(n[i], path, {"classes", "engines", "lend"})) continue;
     PoolGroup g;
     r.read(n[i], path, "engines", g.engines, 1, 1e6);
+    r.read(n[i], path, "lend", g.lend);
     if (const YAML::Node c = n[i]["classes"]) {
       for (std::size_t k = 0; c.IsSequence() && k < c.size(); ++k) {
         const auto name = r.scalar(c[k], Reader::index(Reader::join(path, "classes"), k));
@@ -475,7 +476,8 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
       auto v = r.scalar(p[i], Reader::index("policies", i));
       if (v && !is_policy_name(*v)) {
         r.error(Reader::index("policies", i),
-                "must be direct, fifo, priority, hybrid, hybrid-no-preemption or hybrid-no-affinity");
+                "must be direct, fifo, priority, hybrid, hybrid-no-preemption, hybrid-no-affinity or "
+                "hybrid-no-borrowing");
       } else if (v) {
         s.policies.push_back(*v);
       }

@@ -41,6 +41,13 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
                          .prefill_tokens_per_s = std::vector<double>(n, engine::prefill_tokens_per_s(e.config)),
                          .prefix_cache_tokens = std::vector<uint64_t>(n, cache)});
   }
+  // Borrowing: every other pool that lends (the gateway's rule for the
+  // pools of one model).
+  for (std::size_t p = 0; p < scenario.pools.size(); ++p) {
+    for (std::size_t l = 0; l < scenario.pools.size(); ++l) {
+      if (l != p && scenario.pools[l].lend) out.pools[p].lenders.push_back(static_cast<sched::PoolId>(l));
+    }
+  }
   for (std::size_t t = 0; t < scenario.tenants.size(); ++t) {
     if (scenario.tenants[t].weight != 1) {
       out.tenant_weights[static_cast<sched::TenantId>(t)] = scenario.tenants[t].weight;
@@ -90,9 +97,15 @@ class VirtualRun {
     if (policy != "direct") {
       const bool no_preemption = policy == kHybridNoPreemption;
       const bool no_affinity = policy == kHybridNoAffinity;
-      sched::SchedulerConfig config = scheduler_config(
-          s, no_preemption || no_affinity ? sched::Policy::kHybrid : *sched::policy_from_string(policy));
+      const bool no_borrowing = policy == kHybridNoBorrowing;
+      sched::SchedulerConfig config =
+          scheduler_config(s, no_preemption || no_affinity || no_borrowing
+                                  ? sched::Policy::kHybrid
+                                  : *sched::policy_from_string(policy));
       if (no_preemption) config.preemption = false;
+      if (no_borrowing) {
+        for (sched::PoolSpec& pool : config.pools) pool.lenders.clear();
+      }
       if (no_affinity) {
         for (sched::PoolSpec& pool : config.pools) pool.prefix_cache_tokens.clear();
       }
@@ -396,6 +409,8 @@ class VirtualRun {
         Live* l = find(d.user);
         if (l == nullptr) continue;
         if (d.preemptions == 0) note_affinity(*l, layout_.first[d.pool] + d.backend);
+        ++dispatches_;
+        borrowed_dispatches_ += d.pool != pool_of(l->spec);
         if (!submit(*l, layout_.first[d.pool] + d.backend, d.engine_priority)) {
           sc.complete(d.handle, last_tp_);
           finish(*l, Outcome::kDropped);
@@ -490,6 +505,8 @@ class VirtualRun {
                      .wasted_cancel_prefill = wasted_cancel_prefill_,
                      .wasted_preempt_tokens = wasted_preempt_,
                      .gateway_preemptions = gateway_preemptions_,
+                     .dispatches = dispatches_,
+                     .borrowed_dispatches = borrowed_dispatches_,
                      .prefix_seen = prefix_seen_,
                      .prefix_followed = prefix_followed_};
     for (const engine::Engine& engine : engines_) {
@@ -521,6 +538,7 @@ class VirtualRun {
   std::unordered_map<uint64_t, uint64_t> block_engine_;
   std::vector<double> running_sum_;  // per engine: running requests summed over the samples
   uint64_t prefix_seen_ = 0, prefix_followed_ = 0;
+  uint64_t dispatches_ = 0, borrowed_dispatches_ = 0;  // all, and those onto a lender's engine
   sched::Actions actions_;
   std::vector<engine::Engine> engines_;
   std::vector<const engine::StepResult*> last_step_;  // valid while stepping_

@@ -117,6 +117,12 @@ struct BackendConfig {
   // deploys completion and chat apart). A model's backends with the same
   // list form one scheduler pool; empty: the model's other classes.
   std::vector<std::string> classes;
+  // Its idle slots serve the model's other pools when their own backends
+  // are full (borrowing; taken back when its own classes' work arrives).
+  // The backends of one pool agree on it. Off by default: borrowed work
+  // fills the lender's prefix cache with prompts its own classes do not
+  // reuse (docs/benchmarks.md, completion-vs-chat-pools).
+  bool lend = false;
 };
 
 struct ModelConfig {
@@ -125,6 +131,9 @@ struct ModelConfig {
   // After loading, one entry per pool of the model: the classes its
   // backends serve (empty: every class no other pool of the model names).
   std::vector<std::string> classes;
+  // After loading: its backends' `lend` (the model's other pools borrow
+  // its idle slots).
+  bool lends = false;
   // The pool's name in metrics: the model's, with its classes when it has
   // them ("m1/completion").
   std::string pool_name() const;

@@ -65,6 +65,7 @@ struct Node {
   uint32_t klass = 0;            // ClassId
   uint32_t tenant = kNil;        // index of its TenantQueue
   uint32_t backend = 0;          // BackendId while in flight
+  uint32_t run_pool = 0;         // PoolId of that backend: `pool`, or a lender's (borrowed)
   uint32_t order_pos = kNoPos;   // position in its order heap or in the held heap
   uint32_t expiry_pos = kNoPos;  // position in the expiry heap (own deadline only)
   uint32_t urgent_pos = kNoPos;  // position in its class's urgency heap (own deadline, hybrid)
@@ -106,9 +107,10 @@ struct ClassQueue {
   uint32_t ready = 0;             // dispatchable requests
   uint32_t queued = 0;            // ready + held requests (the max_queue limit)
   int64_t queued_cost = 0;        // tokens queued: drain time
-  uint32_t in_flight = 0;         // slots held (aborting and preempting included)
-  uint32_t preempting = 0;        // slots held by chosen victims
-  uint32_t aborting = 0;          // slots held by superseded requests
+  uint32_t in_flight = 0;         // slots held (aborting, preempting and borrowed included)
+  uint32_t borrowed = 0;          // of them, slots on lending pools' backends (any state)
+  uint32_t preempting = 0;        // slots of its own pool held by chosen victims
+  uint32_t aborting = 0;          // slots of its own pool held by superseded requests
   double vtime = 0;               // class virtual time among classes (hybrid)
   double tenant_vclock = 0;       // virtual clock of its tenant heap (hybrid)
   double active_weight = 0;       // sum of weights of tenants with ready work (hybrid)
@@ -129,6 +131,9 @@ struct ClassQueue {
   DecayingRate completed;        // completion rate: drain time for Retry-After
   DecayingRate departed;         // requests leaving its queue per second, any way: predicted waits
   DecayingRate dispatched;       // tokens dispatched: what its tenants' shares are of (hybrid)
+
+  // Slots held on its own pool's backends: what shares and caps count.
+  uint32_t own_in_flight() const { return in_flight - borrowed; }
 };
 
 // One backend.
@@ -150,8 +155,12 @@ struct Pool {
   std::vector<ClassQueue> classes;  // indexed by ClassId
   uint32_t capacity = 0;            // slots on backends not down: what shares are shares of
   uint32_t next_backend = 0;        // rotating tie-break of the backend pick
-  uint32_t preempting = 0;          // victims chosen but not yet requeued
-  uint32_t aborting = 0;            // superseded requests not yet released
+  uint32_t preempting = 0;          // victims on its backends chosen but not yet requeued
+  uint32_t aborting = 0;            // superseded requests on its backends not yet released
+  std::vector<uint32_t> lenders;    // PoolSpec::lenders
+  uint32_t lent = 0;                // its slots held by other pools' requests
+  uint32_t borrowed_head = kNil;    // oldest borrowed preemptible request on its backends (hybrid)
+  uint32_t borrowed_tail = kNil;    // most recently started one: reclaimed first
   double class_vclock = 0;          // virtual clock among classes (hybrid)
   double prefill_rate = 0;          // its fastest backend's prefill_rate: SLO rescue estimate
   IndexedHeap<OrderKey> fifo;       // ready requests by arrival (fifo policy)

@@ -47,6 +47,8 @@ ClassCounters Counters::total() const {
     sum.superseded_in_flight += c.superseded_in_flight;
     sum.preempted += c.preempted;
     sum.expired += c.expired;
+    sum.borrowed += c.borrowed;
+    sum.reclaimed += c.reclaimed;
   }
   return sum;
 }
@@ -89,6 +91,7 @@ Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {
       cache_blocks[i] = spec.prefix_cache_tokens[i] / kPrefixBlockTokens;
     }
     pool.prefix = PrefixIndex(std::move(cache_blocks));
+    pool.lenders = spec.lenders;
     pool.classes.reserve(classes);
     for (std::size_t c = 0; c < classes; ++c) pool.classes.emplace_back(config_.rate_window);
   }
@@ -181,7 +184,7 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
   n.key = nullptr;
   n.prefix = request.prefix_blocks.data();
   n.prefix_len = static_cast<uint32_t>(request.prefix_blocks.size());
-  n.pool = request.pool;
+  n.pool = n.run_pool = request.pool;
   n.klass = request.klass;
   n.tenant = tenant;
   n.backend = 0;
@@ -225,13 +228,14 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
 
 std::optional<Superseded> Scheduler::supersede(uint32_t victim) {
   Node& n = nodes_[victim];
-  Pool& pool = pools_[n.pool];
-  ClassQueue& cq = pool.classes[n.klass];
+  Pool& run = pools_[n.run_pool];
+  ClassQueue& cq = pools_[n.pool].classes[n.klass];
+  const bool borrowed = n.run_pool != n.pool;  // its slot counters live with the lender
   ClassCounters& counters = counters_.classes[n.klass];
   Superseded superseded{.handle = handle_of(victim),
                         .user = n.user,
                         .in_flight = true,
-                        .pool = n.pool,
+                        .pool = n.run_pool,
                         .backend = n.backend};
   n.key = nullptr;  // the key's map entry now belongs to the newer request
   switch (n.state) {
@@ -245,16 +249,16 @@ std::optional<Superseded> Scheduler::supersede(uint32_t victim) {
       unlink_victim(victim);
       break;
     case NodeState::kPreempting:
-      --cq.preempting;
-      --pool.preempting;
+      if (!borrowed) --cq.preempting;
+      --run.preempting;
       break;
     default:
       return std::nullopt;  // an aborting or free node is never the newest with its key
   }
   // It keeps its slot until the network layer reports the upstream closed.
   n.state = NodeState::kAborting;
-  ++cq.aborting;
-  ++pool.aborting;
+  if (!borrowed) ++cq.aborting;
+  ++run.aborting;
   ++counters.superseded_in_flight;
   return superseded;
 }
@@ -505,6 +509,12 @@ std::vector<TenantDepth> Scheduler::tenant_queue_depths() const {
   });
   return depths;
 }
+
+uint32_t Scheduler::class_borrowed(PoolId pool, ClassId klass) const {
+  return pools_[pool].classes[klass].borrowed;
+}
+
+uint32_t Scheduler::lent(PoolId pool) const { return pools_[pool].lent; }
 
 uint32_t Scheduler::backend_in_flight(PoolId pool, BackendId backend) const {
   return pools_[pool].backends[backend].in_flight;

@@ -108,7 +108,9 @@ class Scheduler {
   const Counters& counters() const { return counters_; }
   uint32_t queue_depth(PoolId pool, ClassId klass) const;  // held + ready
   uint32_t ready_depth(PoolId pool, ClassId klass) const;  // dispatchable now
-  uint32_t class_in_flight(PoolId pool, ClassId klass) const;
+  uint32_t class_in_flight(PoolId pool, ClassId klass) const;  // borrowed slots included
+  uint32_t class_borrowed(PoolId pool, ClassId klass) const;   // of them, on lenders' backends
+  uint32_t lent(PoolId pool) const;  // its slots held by other pools' requests
   uint32_t tenant_queue_depth(PoolId pool, ClassId klass, TenantId tenant) const;
   std::vector<TenantDepth> tenant_queue_depths() const;  // O(tenant queues)
   uint32_t backend_in_flight(PoolId pool, BackendId backend) const;
@@ -229,11 +231,21 @@ class Scheduler {
   bool top_has_ready(const Pool& pool, int top) const;  // a class of priority `top` has work that may start
   int64_t cap_room(const Pool& pool, uint32_t klass) const;  // slots left under max_share
   bool capped(const Pool& pool, uint32_t klass) const;       // at max_share
-  void start(uint32_t id, uint32_t backend, TimePoint now, Actions& out);
+  // Starts a ready request on `backend` of `run_pool` (its own pool, or a lender).
+  void start(uint32_t id, uint32_t run_pool, uint32_t backend, TimePoint now, Actions& out);
+  // A pool among `pool`'s lenders that lends now (see PoolSpec::lenders); kNil if none.
+  bool may_borrow(const Node& n, TimePoint now) const;
+  // A lender's backend takes `n` only if its prompt fits in the lower tier's backlog.
+  static bool fits_loan(const detail::Backend& b, const Node& n, TimePoint now);
+  uint32_t lender_with_room(uint32_t pool, TimePoint now) const;
   void preempt_pool(uint32_t pool, TimePoint now, Actions& out);
+  // Preempts borrowed work on `pool`'s backends for its own waiting work.
+  void reclaim_lent(uint32_t pool, TimePoint now, Actions& out);
+  void preempt(uint32_t victim, Actions& out);  // chooses it as a victim: kPreempting
   // When the class's waiting work may cause a preemption (preempt_after).
   TimePoint preemption_due(const ClassQueue& cq, uint32_t klass) const;
-  uint32_t pick_victim(const Pool& pool, TimePoint now) const;
+  // `others`: preemptible work of other classes may be taken when no background is.
+  uint32_t pick_victim(const Pool& pool, TimePoint now, bool others) const;
   // From a victim list's tail back: the newest request whose backend could
   // reuse its slot (not saturated, not down) and that was not preempted
   // within preempt_guard; kNil if none (bounded walk).

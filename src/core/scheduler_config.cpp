@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "core/scheduler_config.hpp"
 
 #include <cmath>
@@ -63,6 +64,13 @@ std::optional<std::string> validate(const SchedulerConfig& config) {
     for (double rate : p.prefill_tokens_per_s) {
       if (!(rate >= 0) || !std::isfinite(rate))
         return "pool '" + p.name + "': prefill_tokens_per_s must be >= 0";
+    }
+    for (std::size_t i = 0; i < p.lenders.size(); ++i) {
+      const PoolId lender = p.lenders[i];
+      if (lender >= config.pools.size()) return "pool '" + p.name + "': lender is not a pool";
+      if (&config.pools[lender] == &p) return "pool '" + p.name + "': a pool cannot lend to itself";
+      if (std::find(p.lenders.begin(), p.lenders.begin() + i, lender) != p.lenders.begin() + i)
+        return "pool '" + p.name + "': lender '" + config.pools[lender].name + "' named twice";
     }
   }
   if (!is_fraction(config.aging_fraction)) return "scheduler: aging_fraction must be in [0, 1]";

@@ -65,6 +65,14 @@ struct PoolSpec {
   // prefix its engine caches (KV size). Nonzero turns on prefix-affinity
   // routing for it: requests go where their prefix most likely is cached.
   std::vector<uint64_t> prefix_cache_tokens;
+  // Pools whose idle slots this pool's requests may take (borrowing): when
+  // none of its own backends has room, a request starts on a lender that
+  // has no dispatchable work of its own, within half of the lender's
+  // prefill backlog limit. The lender takes the slots back: no new loan
+  // while its own work waits, and (hybrid with preemption) borrowed
+  // preemptible work is preempted at once for it. Pools of one model only:
+  // the caller's business, the scheduler does not know models.
+  std::vector<PoolId> lenders;
 };
 
 struct SchedulerConfig {

@@ -39,7 +39,7 @@ uint64_t rendezvous(uint64_t key, uint32_t backend) { return mix_bits(key ^ (kGo
 
 // Slots a class lacks to reach its min_share of the pool (<= 0: none).
 double share_deficit(const ClassPolicy& cls, const detail::ClassQueue& cq, double capacity) {
-  return std::ceil(cls.min_share * capacity - kEpsilon) - cq.in_flight;
+  return std::ceil(cls.min_share * capacity - kEpsilon) - cq.own_in_flight();
 }
 
 }  // namespace
@@ -53,8 +53,11 @@ void Scheduler::poll(TimePoint now, Actions& out) {
   // last, so nothing is preempted for a class that a free slot could serve.
   expire_due(now, out);
   promote_held(now);
+  for (uint32_t p = 0; p < pools_.size(); ++p) dispatch_pool(p, now, out);
+  // A lender dispatched after its borrower may have been left with nothing
+  // of its own to dispatch and room to lend: borrowers try once more.
   for (uint32_t p = 0; p < pools_.size(); ++p) {
-    dispatch_pool(p, now, out);
+    if (!pools_[p].lenders.empty()) dispatch_pool(p, now, out);
     note_blocked(p, now);
   }
   if (config_.policy != Policy::kHybrid) return;
@@ -83,13 +86,20 @@ std::optional<TimePoint> Scheduler::next_wakeup() const {
   for (const Pool& pool : pools_) {
     bool background_running = false;
     for (uint32_t c = 0; c < classes && preempting; ++c) {
-      background_running |= config_.classes[c].background && pool.classes[c].in_flight > 0;
+      background_running |= config_.classes[c].background && pool.classes[c].own_in_flight() > 0;
     }
     // A draining prefill backlog: only future times (see below).
     if (const TimePoint opens = backlog_opens(pool); opens > last_poll_) wake = std::min(wake, opens);
     for (uint32_t c = 0; c < classes; ++c) {
       const ClassQueue& cq = pool.classes[c];
       wake = std::min(wake, cq.oldest_deadline);
+      // Its oldest request may borrow a lender's slot once its SLO is at
+      // risk (may_borrow): poll then, if that is still to come.
+      if (!pool.lenders.empty() && cq.ready > 0 && cq.arrivals_head != kNil) {
+        const Node& head = nodes_[cq.arrivals_head];
+        if (head.slo_at != TimePoint::max() && head.slo_at - slo_lead_[c] > last_poll_)
+          wake = std::min(wake, head.slo_at - slo_lead_[c]);
+      }
       if (!preempting || cq.ready == 0) continue;
       // Waiting work that may become entitled to preempt: poll then. Only
       // future times, or a class that stays entitled (but finds no victim)
@@ -194,10 +204,22 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
   // moves a class's work from ready to in flight, and it stays in use.
   const int top = config_.policy == Policy::kHybrid ? top_priority(p) : 0;
   for (;;) {
-    const uint32_t least = pick_backend(p, now, 1.0);
-    if (least == kNil) return;
+    // Its own backends first; when none has room, a lender's idle ones.
+    uint32_t run = pool;
+    uint32_t least = pick_backend(p, now, 1.0);
+    if (least == kNil && (run = lender_with_room(pool, now)) == kNil) return;
     const uint32_t id = pick_request(pool, now, top);
     if (id == kNil) return;
+    if (run != pool) {
+      if (!may_borrow(nodes_[id], now)) return;
+      // Borrowed work is the lender's lowest tier: half its prefill
+      // backlog, its own prompt included (a long prompt would hold up the
+      // lender's next request for whole prefill steps).
+      const uint32_t backend = route(pools_[run], nodes_[id], now, kLowerTierBacklog, kNil);
+      if (backend == kNil || !fits_loan(pools_[run].backends[backend], nodes_[id], now)) return;
+      start(id, run, backend, now, out);
+      continue;
+    }
     // Below the top priority, a backend takes new work only while its
     // prefill backlog leaves headroom for the top class (hybrid; the top
     // class's requests are picked first whenever they may start, so a
@@ -209,9 +231,37 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
     const uint32_t backend =
         route(p, nodes_[id], now, headroom ? kLowerTierBacklog : 1.0, headroom ? kNil : least);
     if (backend == kNil) return;
-    start(id, backend, now, out);
-    p.next_backend = backend + 1 == p.backends.size() ? 0 : backend + 1;
+    start(id, pool, backend, now, out);
   }
+}
+
+bool Scheduler::fits_loan(const detail::Backend& b, const Node& n, TimePoint now) {
+  return b.max_backlog <= 0 || backlog(b, now) + n.prompt <= b.max_backlog * kLowerTierBacklog;
+}
+
+bool Scheduler::may_borrow(const Node& n, TimePoint now) const {
+  // Work the lender can take back borrows whenever its own pool is full.
+  // Other work borrows only to save its TTFT SLO: on a lender its prompt is
+  // likely not cached (it costs more there than a short wait at home), and
+  // the lender's own work could not have the slot back before it ends.
+  const ClassPolicy& cls = config_.classes[n.klass];
+  const bool reclaimable = config_.policy == Policy::kHybrid && config_.preemption &&
+                           (cls.preemptible || cls.background) && n.resumable;
+  return reclaimable || slo_at_risk(n, now);
+}
+
+uint32_t Scheduler::lender_with_room(uint32_t pool, TimePoint now) const {
+  // A lender lends while none of its own work is dispatchable (what waits
+  // for a debounce does not count: it cannot take a slot yet), and only
+  // backlog it would leave to a lower tier. The first in the configured
+  // order with such a backend. O(L * (C + B)).
+  for (const uint32_t l : pools_[pool].lenders) {
+    const Pool& lender = pools_[l];
+    bool own_ready = false;
+    for (const ClassQueue& cq : lender.classes) own_ready |= cq.ready > 0;
+    if (!own_ready && pick_backend(lender, now, kLowerTierBacklog) != kNil) return l;
+  }
+  return kNil;
 }
 
 bool Scheduler::signal_allows(const detail::Backend& b) {
@@ -331,7 +381,7 @@ int64_t Scheduler::cap_room(const Pool& pool, uint32_t klass) const {
   // A class may always hold one slot: on a small pool (max_share * capacity
   // < 1) a cap would otherwise starve it completely.
   const double cap = std::max(1.0, config_.classes[klass].max_share * pool.capacity);
-  return static_cast<int64_t>(std::floor(cap + kEpsilon)) - pool.classes[klass].in_flight;
+  return static_cast<int64_t>(std::floor(cap + kEpsilon)) - pool.classes[klass].own_in_flight();
 }
 
 bool Scheduler::capped(const Pool& pool, uint32_t klass) const { return cap_room(pool, klass) <= 0; }
@@ -399,8 +449,8 @@ uint32_t Scheduler::pick_in_tier(uint32_t pool, TimePoint now, const InTier& in_
   for (uint32_t c = 0; c < classes; ++c) {
     const ClassQueue& cq = p.classes[c];
     const double guaranteed = config_.classes[c].min_share * p.capacity;
-    if (!in_tier(c) || cq.ready == 0 || cq.in_flight + kEpsilon >= guaranteed || capped(p, c)) continue;
-    const double ratio = cq.in_flight / guaranteed;
+    if (!in_tier(c) || cq.ready == 0 || cq.own_in_flight() + kEpsilon >= guaranteed || capped(p, c)) continue;
+    const double ratio = cq.own_in_flight() / guaranteed;
     if (ratio < best_ratio) {
       best_ratio = ratio;
       best = c;
@@ -528,12 +578,13 @@ uint32_t Scheduler::head_of_class(uint32_t pool, uint32_t klass, TimePoint now) 
   return fair;
 }
 
-void Scheduler::start(uint32_t id, uint32_t backend, TimePoint now, Actions& out) {
+void Scheduler::start(uint32_t id, uint32_t run_pool, uint32_t backend, TimePoint now, Actions& out) {
   remove_ready(id);
   untrack_deadline(id);
   Node& n = nodes_[id];
-  Pool& pool = pools_[n.pool];
-  ClassQueue& cq = pool.classes[n.klass];
+  Pool& pool = pools_[run_pool];  // whose backend it takes
+  ClassQueue& cq = pools_[n.pool].classes[n.klass];
+  const bool borrowed = run_pool != n.pool;
   TenantQueue& tq = tenants_[n.tenant];
   const ClassPolicy& cls = config_.classes[n.klass];
   --cq.queued;
@@ -542,8 +593,10 @@ void Scheduler::start(uint32_t id, uint32_t backend, TimePoint now, Actions& out
   tq.queued_cost -= n.cost;
   --queued_;
   n.state = NodeState::kInFlight;
+  n.run_pool = run_pool;
   n.backend = backend;
   n.start_seq = next_start_seq_++;
+  pool.next_backend = backend + 1 == pool.backends.size() ? 0 : backend + 1;
   if (n.prefix_len > 0) pool.prefix.record(backend, {n.prefix, n.prefix_len});
   detail::Backend& b = pool.backends[backend];
   ++b.in_flight;
@@ -556,21 +609,31 @@ void Scheduler::start(uint32_t id, uint32_t backend, TimePoint now, Actions& out
   ++cq.in_flight;
   ++tq.in_flight;
   ++in_flight_;
+  if (borrowed) {
+    ++cq.borrowed;
+    ++pool.lent;
+    ++counters_.classes[n.klass].borrowed;
+  }
   cq.departed.add(now, 1);
   n.charged = n.cost;
   if (config_.policy == Policy::kHybrid) {
     serve(id, static_cast<double>(n.cost), now);
     if ((cls.preemptible || cls.background) && n.resumable) {
       // Appended at the tail: the list stays in start order, the tail is
-      // the most recently started, and removal is O(1).
-      list_append(cq.victims_head, cq.victims_tail, id);
+      // the most recently started, and removal is O(1). Borrowed work is
+      // listed with its lender, which takes it back first.
+      if (borrowed) {
+        list_append(pool.borrowed_head, pool.borrowed_tail, id);
+      } else {
+        list_append(cq.victims_head, cq.victims_tail, id);
+      }
     }
   }
   if (b.signal.stale) ++counters_.stale_dispatches;
   ++counters_.classes[n.klass].dispatched;
   out.dispatches.push_back({.handle = handle_of(id),
                             .user = n.user,
-                            .pool = n.pool,
+                            .pool = run_pool,
                             .backend = backend,
                             .klass = n.klass,
                             .queue_wait = now - n.queued_since,
@@ -586,6 +649,7 @@ void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
   // preemptible work above its own guarantee), and any waiting class while
   // background work runs (served by background only).
   Pool& p = pools_[pool];
+  reclaim_lent(pool, now, out);
   const auto classes = static_cast<uint32_t>(config_.classes.size());
   const double capacity = p.capacity;
   int64_t waiting = 0;
@@ -595,7 +659,7 @@ void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
     const ClassPolicy& cls = config_.classes[c];
     const ClassQueue& cq = p.classes[c];
     if (cls.background) {
-      background_running += cq.in_flight - cq.preempting - cq.aborting;
+      background_running += cq.own_in_flight() - cq.preempting - cq.aborting;
       continue;
     }
     if (cq.ready == 0 || capped(p, c) || preemption_due(cq, c) > now) continue;
@@ -610,24 +674,53 @@ void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
   // Slots already on their way back (victims, superseded requests) count
   // against the need, so one shortage never preempts twice. Background goes
   // first, and the background part of the need never exceeds the background
-  // work running, so other preemptible work is only ever taken for `needy`.
+  // work running; other preemptible work is only ever taken for `needy`
+  // (also when the background work running cannot be taken: on a saturated
+  // backend, or resumed too recently).
   const int64_t slack = int64_t{p.preempting} + p.aborting;
-  for (int64_t need = std::max(needy, std::min(waiting, background_running)) - slack; need > 0;
-       --need) {
-    const uint32_t victim = pick_victim(p, now);
+  const int64_t need = std::max(needy, std::min(waiting, background_running)) - slack;
+  for (int64_t taken = 0; taken < need; ++taken) {
+    const uint32_t victim = pick_victim(p, now, taken < needy - slack);
     if (victim == kNil) return;
-    unlink_victim(victim);
-    Node& n = nodes_[victim];
-    n.state = NodeState::kPreempting;
-    ++p.classes[n.klass].preempting;
-    ++p.preempting;
-    ++counters_.classes[n.klass].preempted;
-    out.preemptions.push_back({.handle = handle_of(victim),
-                               .user = n.user,
-                               .pool = n.pool,
-                               .backend = n.backend,
-                               .klass = n.klass});
+    preempt(victim, out);
   }
+}
+
+void Scheduler::reclaim_lent(uint32_t pool, TimePoint now, Actions& out) {
+  // Lent slots come back as soon as the lender's own work waits (no
+  // preempt_after delay: the loan was of idle capacity only): one borrowed
+  // preemptible request per slot its dispatchable work could use, less the
+  // slots already on their way back, the most recently started first. Its
+  // background work does not take them back: it too runs on idle capacity
+  // only (and while it waits, nothing new is lent).
+  Pool& p = pools_[pool];
+  if (p.borrowed_head == kNil) return;
+  int64_t waiting = 0;
+  for (uint32_t c = 0; c < p.classes.size(); ++c) {
+    const ClassQueue& cq = p.classes[c];
+    if (cq.ready == 0 || config_.classes[c].background) continue;
+    waiting += std::max<int64_t>(0, std::min<int64_t>(cq.ready, cap_room(p, c)));
+  }
+  for (int64_t need = waiting - p.preempting - p.aborting; need > 0; --need) {
+    const uint32_t victim = newest_useful_victim(p, p.borrowed_tail, now);
+    if (victim == kNil) return;
+    ++counters_.classes[nodes_[victim].klass].reclaimed;
+    preempt(victim, out);
+  }
+}
+
+void Scheduler::preempt(uint32_t victim, Actions& out) {
+  unlink_victim(victim);
+  Node& n = nodes_[victim];
+  n.state = NodeState::kPreempting;
+  if (n.run_pool == n.pool) ++pools_[n.pool].classes[n.klass].preempting;
+  ++pools_[n.run_pool].preempting;
+  ++counters_.classes[n.klass].preempted;
+  out.preemptions.push_back({.handle = handle_of(victim),
+                             .user = n.user,
+                             .pool = n.run_pool,
+                             .backend = n.backend,
+                             .klass = n.klass});
 }
 
 uint32_t Scheduler::newest_useful_victim(const Pool& pool, uint32_t tail, TimePoint now) const {
@@ -652,21 +745,22 @@ uint32_t Scheduler::newest_useful_victim(const Pool& pool, uint32_t tail, TimePo
   return kNil;
 }
 
-uint32_t Scheduler::pick_victim(const Pool& pool, TimePoint now) const {
+uint32_t Scheduler::pick_victim(const Pool& pool, TimePoint now, bool others) const {
   // The most recently started request (least work lost) of a background
-  // class; failing that, of a preemptible class that stays at or above its
-  // own min_share without it; in both cases on a backend whose freed slot
-  // can be used. O(C) while backends are not saturated: each class's list
-  // tail is its newest.
+  // class; failing that (and if `others`), of a preemptible class that stays
+  // at or above its own min_share without it; in both cases on a backend
+  // whose freed slot can be used. O(C) while backends are not saturated:
+  // each class's list tail is its newest.
   const auto classes = static_cast<uint32_t>(config_.classes.size());
   for (const bool background : {true, false}) {
+    if (!background && !others) break;
     uint32_t best = kNil;
     for (uint32_t c = 0; c < classes; ++c) {
       const ClassPolicy& cls = config_.classes[c];
       const ClassQueue& cq = pool.classes[c];
       if (cls.background != background || cq.victims_tail == kNil) continue;
       if (!background) {
-        const double live = cq.in_flight - cq.preempting - cq.aborting;
+        const double live = cq.own_in_flight() - cq.preempting - cq.aborting;
         if (!cls.preemptible || live - 1 + kEpsilon < cls.min_share * pool.capacity) continue;
       }
       const uint32_t candidate = newest_useful_victim(pool, cq.victims_tail, now);

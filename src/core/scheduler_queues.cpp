@@ -206,6 +206,11 @@ void Scheduler::list_remove(uint32_t& head, uint32_t& tail, uint32_t id) {
 void Scheduler::unlink_victim(uint32_t id) {
   Node& n = nodes_[id];
   if (!n.linked) return;
+  if (n.run_pool != n.pool) {
+    Pool& lender = pools_[n.run_pool];
+    list_remove(lender.borrowed_head, lender.borrowed_tail, id);
+    return;
+  }
   ClassQueue& cq = pools_[n.pool].classes[n.klass];
   list_remove(cq.victims_head, cq.victims_tail, id);
 }
@@ -240,32 +245,38 @@ void Scheduler::untrack_deadline(uint32_t id) {
 
 void Scheduler::release_slot(uint32_t id) {
   Node& n = nodes_[id];
-  Pool& pool = pools_[n.pool];
-  ClassQueue& cq = pool.classes[n.klass];
-  --pool.backends[n.backend].in_flight;
+  Pool& run = pools_[n.run_pool];
+  ClassQueue& cq = pools_[n.pool].classes[n.klass];
+  const bool borrowed = n.run_pool != n.pool;
+  --run.backends[n.backend].in_flight;
   prefilled(n);
   --cq.in_flight;
   --tenants_[n.tenant].in_flight;
   --in_flight_;
+  if (borrowed) {
+    --cq.borrowed;
+    --run.lent;
+  }
   switch (n.state) {
     case NodeState::kPreempting:
-      --cq.preempting;
-      --pool.preempting;
+      if (!borrowed) --cq.preempting;
+      --run.preempting;
       break;
     case NodeState::kAborting:
-      --cq.aborting;
-      --pool.aborting;
+      if (!borrowed) --cq.aborting;
+      --run.aborting;
       break;
     default:
       unlink_victim(id);
       break;
   }
+  n.run_pool = n.pool;
 }
 
 void Scheduler::prefilled(Node& n) {
   if (!n.prefilling) return;
   n.prefilling = false;
-  detail::Backend& b = pools_[n.pool].backends[n.backend];
+  detail::Backend& b = pools_[n.run_pool].backends[n.backend];
   b.pending = std::max(0.0, b.pending - n.prompt);
 }
 

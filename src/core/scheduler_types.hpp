@@ -61,7 +61,7 @@ struct Superseded {
   Handle handle;      // the replaced request
   uint64_t user;      // its caller tag
   bool in_flight;     // true: abort it upstream now, then call complete(); false: already gone
-  PoolId pool;        // where it ran (in_flight only)
+  PoolId pool;        // pool of the backend it ran on (in_flight only)
   BackendId backend;  // where it ran (in_flight only)
 };
 
@@ -88,7 +88,7 @@ std::string_view wait_reason_name(WaitReason reason);  // "none", "capacity", ..
 struct Dispatch {
   Handle handle;         // the request
   uint64_t user;         // its caller tag
-  PoolId pool;           // its pool
+  PoolId pool;           // the pool of that backend: its own, or one lending it a slot
   BackendId backend;     // the backend whose slot it now holds
   ClassId klass;         // its class
   Duration queue_wait;   // since enqueue (or since the last requeue): histogram sample
@@ -114,7 +114,7 @@ struct Expired {
 struct Preemption {
   Handle handle;      // the victim
   uint64_t user;      // its caller tag
-  PoolId pool;        // its pool
+  PoolId pool;        // the pool of the backend it runs on (a lender's, if borrowed)
   BackendId backend;  // the backend it runs on
   ClassId klass;      // its class
 };
@@ -150,8 +150,10 @@ struct ClassCounters {
   uint64_t cancelled_in_flight = 0;   // client cancels of running requests
   uint64_t superseded_queued = 0;     // replaced before dispatch
   uint64_t superseded_in_flight = 0;  // replaced while running (aborted upstream)
-  uint64_t preempted = 0;             // chosen as preemption victims
+  uint64_t preempted = 0;             // chosen as preemption victims (reclaimed included)
   uint64_t expired = 0;               // deadline passed in the queue (503)
+  uint64_t borrowed = 0;              // dispatches onto a lending pool's backend
+  uint64_t reclaimed = 0;             // borrowed work preempted for the lender's own
 };
 
 // All counters.

@@ -333,7 +333,7 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out)
 void read_backend(Reader& r, const YAML::Node& b, const std::string& path, BackendConfig& out) {
   if (!r.map(b, path, {"name", "type", "url", "profile", "max_num_seqs", "max_concurrency",
                        "priority_scheduling", "continue_final_message", "engine",
-                       "prefill_tokens_per_s", "prefix_cache_tokens", "classes"}))
+                       "prefill_tokens_per_s", "prefix_cache_tokens", "classes", "lend"}))
     return;
   std::string type = "http";
   r.read(b, path, "type", type);
@@ -343,6 +343,7 @@ void read_backend(Reader& r, const YAML::Node& b, const std::string& path, Backe
   r.read_double(b, path, "prefill_tokens_per_s", out.prefill_tokens_per_s, 0, 1e9);
   r.read_int(b, path, "prefix_cache_tokens", out.prefix_cache_tokens, 0, int64_t{1} << 40);
   r.read_list(b, path, "classes", out.classes);
+  r.read(b, path, "lend", out.lend);
   std::string engine = "vllm";
   r.read(b, path, "engine", engine);
   if (engine == "sglang") {
@@ -510,11 +511,16 @@ void check_references(Reader& r, Config& c) {
   for (std::size_t i = 0; i < c.models.size(); ++i) {
     const auto& backends = c.models[i].backends;
     std::map<std::string, std::vector<std::string>> owner;  // class -> the class list that has it
+    std::map<std::vector<std::string>, bool> lends;         // class list -> its backends' lend
     bool general = false;
     for (std::size_t j = 0; j < backends.size(); ++j) {
       std::vector<std::string> list = backends[j].classes;
       std::sort(list.begin(), list.end());
       general = general || list.empty();
+      if (auto [it, fresh] = lends.emplace(list, backends[j].lend); !fresh && it->second != backends[j].lend) {
+        r.error(Reader::index(Reader::index("models", i) + ".backends", j) + ".lend",
+                "differs from another backend with the same classes: a pool lends or does not");
+      }
       for (std::size_t k = 0; k < backends[j].classes.size(); ++k) {
         const std::string& name = backends[j].classes[k];
         const auto path = Reader::index(Reader::index(Reader::index("models", i) + ".backends", j) + ".classes", k);
@@ -546,7 +552,7 @@ void split_class_pools(Config& c) {
       std::sort(list.begin(), list.end());
       auto it = std::find_if(groups.begin(), groups.end(), [&](const ModelConfig& g) { return g.classes == list; });
       if (it == groups.end()) {
-        groups.push_back(ModelConfig{.name = m.name, .backends = {}, .classes = list});
+        groups.push_back(ModelConfig{.name = m.name, .backends = {}, .classes = list, .lends = b.lend});
         it = groups.end() - 1;
       }
       it->backends.push_back(std::move(b));

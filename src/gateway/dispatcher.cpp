@@ -287,6 +287,7 @@ Dispatcher::Slot::~Slot() {
   if (waiter_) dispatcher_->complete(waiter_, actual_tokens_);
 }
 
+sched::PoolId Dispatcher::Slot::pool() const { return waiter_->dispatch->pool; }
 sched::BackendId Dispatcher::Slot::backend() const { return waiter_->dispatch->backend; }
 void Dispatcher::Slot::first_token() {
   if (waiter_) dispatcher_->first_token(waiter_);

@@ -48,6 +48,8 @@ class Dispatcher {
     Slot& operator=(Slot&&) = delete;
     ~Slot();
 
+    // Where it runs: a backend of its own pool, or of a pool lending it a slot.
+    sched::PoolId pool() const;
     sched::BackendId backend() const;
     int engine_priority() const;
     // Time spent queued, as the scheduler measured it (from enqueue or

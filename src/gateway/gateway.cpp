@@ -86,6 +86,11 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
   auto scheduler = sched::Scheduler::create(to_scheduler_config(config_));
   // The config loader validated the same rules: failing here is a bug.
   if (!scheduler) throw std::logic_error("scheduler config: " + scheduler.error());
+  for (std::size_t p = 0; p < pools_.size(); ++p) {
+    for (const sched::PoolId lender : scheduler->config().pools[p].lenders) {
+      pools_[p]->also_runs_on(config_.models[lender]);
+    }
+  }
   dispatcher_ = std::make_unique<Dispatcher>(std::move(*scheduler), timer_executor);
   dispatcher_->start();
   if (config_.engine_signals.enabled) start_monitor(timer_executor);
@@ -208,6 +213,8 @@ void Gateway::refresh_scheduler_metrics() {
           {"superseded_in_flight", k.superseded_in_flight},
           {"preempted", k.preempted},
           {"expired", k.expired},
+          {"borrowed", k.borrowed},
+          {"reclaimed", k.reclaimed},
       };
       for (const auto& [event, value] : events) {
         metrics_.scheduler_events.with({name, event}).set(value);
@@ -437,7 +444,6 @@ Task<void> Gateway::handle_inference(Route route, HttpRequest& req, ClientConnec
 Task<RelayOutcome> Gateway::run_upstream(Route route, Admission& admission, Dispatcher::Slot& slot,
                                          HttpRequest& req, ClientConnection& conn, AccessRecord& rec,
                                          Headers& headers) {
-  ModelPool& pool = *pools_[admission.pool];
   const RequestInfo& info = admission.parsed.info;
   std::optional<RelayResume> resume;
   if (admission.resume != ResumeMethod::kNone) {
@@ -447,6 +453,7 @@ Task<RelayOutcome> Gateway::run_upstream(Route route, Admission& admission, Disp
   }
   const std::size_t own_headers = headers.size();  // x-request-id
   for (;;) {
+    ModelPool& pool = *pools_[slot.pool()];  // its own, or a pool lending it a slot
     const BackendConfig& backend = pool.backend(slot.backend());
     rec.backend = backend.name;
     headers.resize(own_headers);

@@ -66,7 +66,8 @@ struct GatewayMetrics {
       "arbiter_scheduler_events_total",
       "Scheduler decisions by class: enqueued, dispatched, completed, rejected_class_full, "
       "rejected_tenant_full, rejected_predicted, cancelled_queued, cancelled_in_flight, superseded_queued, "
-      "superseded_in_flight, preempted, expired.",
+      "superseded_in_flight, preempted, expired, borrowed (dispatched onto another pool's idle slot), "
+      "reclaimed (borrowed work preempted for the lending pool's own).",
       {"class", "event"});
   metrics::Counter& stale_dispatches =
       registry.counter("arbiter_stale_dispatches_total",

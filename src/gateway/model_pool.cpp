@@ -8,6 +8,12 @@ ModelPool::ModelPool(const ModelConfig& config, std::size_t io_threads) : config
     // flight: a burst never has to reconnect.
     upstreams_.push_back(
         std::make_unique<UpstreamPool>(b.host, b.port, b.max_concurrency, io_threads));
+  }
+  also_runs_on(config_);
+}
+
+void ModelPool::also_runs_on(const ModelConfig& lender) {
+  for (const auto& b : lender.backends) {
     continues_chat_ = continues_chat_ && (b.continue_final_message || b.type == BackendType::kSim);
     routes_by_prefix_ = routes_by_prefix_ || b.prefix_cache_tokens > 0;
   }

@@ -19,17 +19,21 @@ class ModelPool {
 
   const BackendConfig& backend(std::size_t i) const { return config_.backends[i]; }
   UpstreamPool& upstream(std::size_t i) { return *upstreams_[i]; }
-  // Every backend can continue a partial assistant message (vLLM's
-  // continue_final_message): a preempted chat request may resume anywhere.
+  // Its requests may also run on `lender`'s backends (borrowing): the two
+  // answers below then cover those backends too.
+  void also_runs_on(const ModelConfig& lender);
+  // Every backend its requests may run on can continue a partial assistant
+  // message (vLLM's continue_final_message): a preempted chat request may
+  // resume anywhere.
   bool continues_chat() const { return continues_chat_; }
-  // Some backend has a prefix cache size: requests need their prefix blocks.
+  // Some such backend has a prefix cache size: requests need their prefix blocks.
   bool routes_by_prefix() const { return routes_by_prefix_; }
 
  private:
   const ModelConfig& config_;
   std::vector<std::unique_ptr<UpstreamPool>> upstreams_;  // per backend
-  bool continues_chat_ = true;
-  bool routes_by_prefix_ = false;
+  bool continues_chat_ = true;     // see continues_chat()
+  bool routes_by_prefix_ = false;  // see routes_by_prefix()
 };
 
 }  // namespace arbiter

@@ -23,6 +23,14 @@ sched::SchedulerConfig to_scheduler_config(const Config& config) {
     }
     out.pools.push_back(std::move(pool));
   }
+  // Borrowing: every other pool of the same model that lends.
+  for (std::size_t p = 0; p < config.models.size(); ++p) {
+    for (std::size_t l = 0; l < config.models.size(); ++l) {
+      if (l != p && config.models[l].lends && config.models[l].name == config.models[p].name) {
+        out.pools[p].lenders.push_back(static_cast<sched::PoolId>(l));
+      }
+    }
+  }
   for (std::size_t i = 0; i < config.tenants.size(); ++i) {
     if (config.tenants[i].weight != 1) {
       out.tenant_weights[static_cast<sched::TenantId>(i)] = config.tenants[i].weight;

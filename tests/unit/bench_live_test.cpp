@@ -148,6 +148,23 @@ TEST(BenchGatewayConfig, TheGatewayLoadsWhatTheScenarioSays) {
   }
 }
 
+TEST(BenchGatewayConfig, PoolsAndTheirLendingCarryOver) {
+  auto loaded = load_scenario(ARBITER_SOURCE_DIR "/bench/scenarios/completion-vs-chat-pools.yaml");
+  ASSERT_TRUE(loaded) << loaded.error();
+  Scenario s = *loaded;
+  s.pools[1].lend = false;
+  std::vector<std::string> warnings;
+  auto config = parse_config(gateway_config_yaml(s, GatewayConfigOptions{}, warnings));
+  ASSERT_TRUE(config) << config.error().front();
+  ASSERT_EQ(config->models.size(), 2u);  // one model, two pools
+  EXPECT_EQ(config->models[0].pool_name(), config->models[0].name + "/completion");
+  EXPECT_EQ(config->models[1].name, config->models[0].name);
+  EXPECT_EQ(config->models[0].backends.size(), s.pools[0].engines);
+  EXPECT_TRUE(config->models[0].lends);
+  EXPECT_EQ(config->models[1].backends.size(), s.pools[1].engines);
+  EXPECT_FALSE(config->models[1].lends);
+}
+
 TEST(BenchGatewayConfig, EngineUrlsAndWhatCannotBeExpressed) {
   Scenario s = smoke();
   s.engine.max_waiting = 3;

@@ -87,6 +87,10 @@ classes:
   EXPECT_EQ(layout.first, (std::vector<uint32_t>{0, 2}));
   EXPECT_EQ(layout.count, (std::vector<uint32_t>{2, 6}));
   EXPECT_EQ(layout.pool_of_class, (std::vector<uint32_t>{0, 1, 1}));  // chat and batch: the rest
+  EXPECT_FALSE(s->pools[0].lend);  // lending is asked for
+  EXPECT_TRUE(parse_scenario(head + "pools: [{classes: [completion], engines: 2, lend: true}, {engines: 6}]\n")
+                  ->pools[0]
+                  .lend);
   // Without pools: one pool of every engine.
   EXPECT_EQ(pool_layout(*parse_scenario(head)).count, std::vector<uint32_t>{8});
 

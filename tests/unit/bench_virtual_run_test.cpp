@@ -52,6 +52,28 @@ TEST(BenchVirtualRun, PhasesCountTheRequestsThatArrivedInThem) {
   EXPECT_LT(p.token_load, p.utilisation);
 }
 
+TEST(BenchVirtualRun, BorrowingRunsOnTheLendersEnginesOnlyWhenItLends) {
+  // The BRIEF's deployment, shortened: the completion pool lends its idle
+  // engines to the chat pool, whose requests borrow them when their own
+  // pool's wait would cost them their TTFT SLO.
+  auto loaded = load_scenario(ARBITER_SOURCE_DIR "/bench/scenarios/completion-vs-chat-pools.yaml");
+  ASSERT_TRUE(loaded) << loaded.error();
+  Scenario s = *loaded;
+  ASSERT_TRUE(s.pools[0].lend && s.pools[1].lend);
+  const PolicySummary lending = run_virtual(s, "hybrid", s.seed);
+  EXPECT_GT(lending.engine.borrowed_dispatches, 0u);
+  EXPECT_LT(lending.engine.borrowed_dispatches, lending.engine.dispatches);
+  const PolicySummary plain = run_virtual(s, "hybrid-no-borrowing", s.seed);
+  EXPECT_EQ(plain.engine.borrowed_dispatches, 0u);
+  s.pools[0].lend = s.pools[1].lend = false;
+  EXPECT_EQ(run_virtual(s, "hybrid", s.seed).engine.borrowed_dispatches, 0u);
+  // Nothing is lost either way.
+  for (const PolicySummary* p : {&lending, &plain}) {
+    EXPECT_EQ(p->all.generated, lending.all.generated);
+    EXPECT_EQ(count(p->all, Outcome::kUnfinished), 0u);
+  }
+}
+
 TEST(BenchVirtualRun, CountsAddUpForEveryPolicy) {
   const Scenario s = smoke();
   uint64_t generated = 0;

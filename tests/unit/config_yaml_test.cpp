@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/tenants.hpp"
+#include "gateway/scheduler_setup.hpp"
 
 namespace arbiter {
 namespace {
@@ -146,6 +147,41 @@ models:
     backends: [{url: "http://127.0.0.1:8000", classes: [nope]}]
 )"),
               Contains(HasSubstr("names no class: 'nope'")));
+}
+
+TEST(ConfigYaml, PoolsThatLendServeTheModelsOtherPools) {
+  auto c = parse_config(R"(
+models:
+  - name: m1
+    backends:
+      - {url: "http://127.0.0.1:8000", classes: [completion], lend: true}
+      - {url: "http://127.0.0.1:8001"}
+  - name: m2
+    backends:
+      - {url: "http://127.0.0.1:9000", classes: [completion], lend: true}
+      - {url: "http://127.0.0.1:9001", lend: true}
+)");
+  ASSERT_TRUE(c) << ::testing::PrintToString(c.error());
+  ASSERT_EQ(c->models.size(), 4u);
+  EXPECT_TRUE(c->models[0].lends);
+  EXPECT_FALSE(c->models[1].lends);  // off unless asked for
+  const sched::SchedulerConfig s = to_scheduler_config(*c);
+  // m1's general pool borrows from m1/completion; m1/completion from nobody;
+  // m2's pools from each other, never across models.
+  EXPECT_TRUE(s.pools[0].lenders.empty());
+  EXPECT_EQ(s.pools[1].lenders, std::vector<sched::PoolId>{0});
+  EXPECT_EQ(s.pools[2].lenders, std::vector<sched::PoolId>{3});
+  EXPECT_EQ(s.pools[3].lenders, std::vector<sched::PoolId>{2});
+
+  EXPECT_THAT(errors_of(R"(
+models:
+  - name: m1
+    backends:
+      - {url: "http://127.0.0.1:8000", classes: [completion], lend: true}
+      - {url: "http://127.0.0.1:8001", classes: [completion]}
+      - {url: "http://127.0.0.1:8002"}
+)"),
+              Contains(HasSubstr("models[0].backends[1].lend: differs from another backend with the same classes")));
 }
 
 TEST(ConfigYaml, UnknownKeysAreRejectedWithTheirPath) {
