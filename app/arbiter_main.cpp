@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gateway/config_yaml.hpp"
-#include "gateway/embedded_sims.hpp"
+#include "app/embedded_sims.hpp"
 #include "gateway/gateway.hpp"
 #include "http/server.hpp"
 

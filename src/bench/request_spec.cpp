@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/prefix_blocks.hpp"
-#include "sim/mix.hpp"
+#include "core/mix.hpp"
 
 namespace arbiter::bench {
 
@@ -11,7 +11,7 @@ void prompt_block_hashes(const RequestSpec& spec, uint32_t block_size, std::vect
   out.clear();
   const uint32_t total = spec.prompt_tokens();
   // The segment (key and start) holding token t.
-  const uint64_t unique_key = sim::mix(spec.id ^ 0x5bd1e995ULL) | 1;
+  const uint64_t unique_key = splitmix64(spec.id ^ 0x5bd1e995ULL) | 1;
   auto locate = [&](uint32_t t) -> std::pair<uint64_t, uint32_t> {
     if (t < spec.prefix.tokens) return {spec.prefix.key, 0};
     if (t < spec.prefix.tokens + spec.history.tokens) return {spec.history.key, spec.prefix.tokens};
@@ -26,9 +26,9 @@ void prompt_block_hashes(const RequestSpec& spec, uint32_t block_size, std::vect
     const auto [first_key, first_start] = locate(start);
     const auto [last_key, last_start] = locate(start + block_size - 1);
     // A block's content: which segments it covers and where in them it starts.
-    const uint64_t content = sim::mix(first_key ^ sim::mix(start - first_start)) ^ (last_key * 31) ^
+    const uint64_t content = splitmix64(first_key ^ splitmix64(start - first_start)) ^ (last_key * 31) ^
                              (last_start == first_start ? 0 : last_start);
-    h = sim::mix(h ^ content);
+    h = splitmix64(h ^ content);
     out.push_back(h);
   }
 }

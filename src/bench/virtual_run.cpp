@@ -14,7 +14,7 @@
 #include "bench/workload.hpp"
 #include "core/scheduler.hpp"
 #include "engine/engine.hpp"
-#include "sim/mix.hpp"
+#include "core/mix.hpp"
 
 namespace arbiter::bench {
 
@@ -329,7 +329,7 @@ class VirtualRun {
     // A client keeps its connection to one replica: a developer's keystrokes
     // (supersede key) and a chat session's turns reach the same one.
     const uint64_t sticky = key != 0 ? key : spec.history.key != 0 ? spec.history.key : spec.id;
-    l.replica = static_cast<uint32_t>(sim::mix(sticky) % scheds_.size());
+    l.replica = static_cast<uint32_t>(splitmix64(sticky) % scheds_.size());
     auto admitted = scheds_[l.replica].enqueue(request, time_point());
     if (!admitted) {
       finish(l, Outcome::kRejected);

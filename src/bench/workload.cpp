@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/mix.hpp"
+#include "core/mix.hpp"
 
 namespace arbiter::bench {
 
@@ -37,7 +37,7 @@ class Workload::Source {
         spec_(s.classes[klass]),
         t_(spec_.traffic),
         rng_(seed),
-        arrivals_(t_, s.duration_s, sim::mix(seed + 1)),
+        arrivals_(t_, s.duration_s, splitmix64(seed + 1)),
         tenants_(spec_.tenant_mix.begin(), spec_.tenant_mix.end()) {
     next_ = t_.kind == TrafficKind::kBacklog && t_.jobs > 0 ? 0 : arrivals_.next();
   }
@@ -91,7 +91,7 @@ class Workload::Source {
       return {};
     }
     const uint64_t which = std::uniform_int_distribution<uint32_t>(0, t_.prefix_count - 1)(rng_);
-    return {.key = sim::mix((uint64_t{klass_} << 40) ^ (which + 1)), .tokens = t_.prefix_tokens};
+    return {.key = splitmix64((uint64_t{klass_} << 40) ^ (which + 1)), .tokens = t_.prefix_tokens};
   }
 
   RequestSpec single(double t) {
@@ -106,10 +106,10 @@ class Workload::Source {
   void burst(double t, Emit& emit) {
     const uint32_t dev = std::uniform_int_distribution<uint32_t>(0, t_.developers - 1)(rng_);
     // A developer belongs to one tenant and edits one file (fixed per developer).
-    std::mt19937_64 dev_rng(sim::mix(scenario_.seed ^ (uint64_t{klass_} << 32) ^ dev));
+    std::mt19937_64 dev_rng(splitmix64(scenario_.seed ^ (uint64_t{klass_} << 32) ^ dev));
     const auto dev_tenant = static_cast<uint16_t>(tenants_(dev_rng));
     const uint32_t file_tokens = draw_length(t_.file_tokens, dev_rng, 0);
-    const uint64_t key = sim::mix((uint64_t{klass_} << 48) ^ (uint64_t{dev} + 1));
+    const uint64_t key = splitmix64((uint64_t{klass_} << 48) ^ (uint64_t{dev} + 1));
     const uint32_t n = draw_length(t_.keystrokes, rng_);
     for (uint32_t i = 0; i < n; ++i) {
       RequestSpec r = base(t, dev_tenant);
@@ -126,7 +126,7 @@ class Workload::Source {
   void session(double t, Emit& emit) {
     const uint16_t who = tenant();
     const SharedSegment system = system_prompt();
-    const uint64_t key = sim::mix((uint64_t{klass_} << 44) ^ ++sessions_);
+    const uint64_t key = splitmix64((uint64_t{klass_} << 44) ^ ++sessions_);
     const uint32_t turns = draw_length(t_.turns, rng_);
     const uint32_t room = t_.max_context > system.tokens ? t_.max_context - system.tokens : 1;
     uint32_t history = 0;
@@ -176,7 +176,7 @@ void fit_context(RequestSpec& r, uint32_t max_model_len) {
 Workload::Workload(const Scenario& scenario, uint64_t seed) : scenario_(&scenario) {
   for (std::size_t c = 0; c < scenario.classes.size(); ++c) {
     sources_.push_back(
-        std::make_unique<Source>(scenario, static_cast<uint16_t>(c), sim::mix(seed * 1000003 + c)));
+        std::make_unique<Source>(scenario, static_cast<uint16_t>(c), splitmix64(seed * 1000003 + c)));
   }
 }
 

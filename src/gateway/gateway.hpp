@@ -11,7 +11,7 @@
 #include "core/classifier.hpp"
 #include "core/config.hpp"
 #include "core/tenants.hpp"
-#include "gateway/access_log.hpp"
+#include "observability/access_log.hpp"
 #include "gateway/backend_monitor.hpp"
 #include "gateway/dispatcher.hpp"
 #include "gateway/gateway_metrics.hpp"

@@ -1,7 +1,7 @@
 // Every metric the gateway exports, declared in one place with stable names.
 #pragma once
 
-#include "gateway/metrics_registry.hpp"
+#include "observability/metrics_registry.hpp"
 
 namespace arbiter {
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "engine/engine.hpp"
-#include "gateway/metrics_registry.hpp"
+#include "observability/metrics_registry.hpp"
 
 namespace arbiter::sim {
 

@@ -1,4 +1,4 @@
-#include "gateway/metrics_registry.hpp"
+#include "observability/metrics_registry.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

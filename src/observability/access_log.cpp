@@ -1,4 +1,4 @@
-#include "gateway/access_log.hpp"
+#include "observability/access_log.hpp"
 
 #include <unistd.h>
 

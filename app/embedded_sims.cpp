@@ -1,4 +1,4 @@
-#include "gateway/embedded_sims.hpp"
+#include "app/embedded_sims.hpp"
 
 namespace arbiter {
 

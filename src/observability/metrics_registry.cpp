@@ -1,4 +1,4 @@
-#include "gateway/metrics_registry.hpp"
+#include "observability/metrics_registry.hpp"
 
 #include <algorithm>
 #include <cmath>
