@@ -1,6 +1,6 @@
 // The backends serving one model: their configs and upstream connection
 // pools. Which backend a request runs on is the scheduler's decision
-// (gateway/dispatcher.hpp); this only holds the means to reach them.
+// (gateway/dispatch/dispatcher.hpp); this only holds the means to reach them.
 #pragma once
 
 #include <memory>

@@ -23,10 +23,11 @@
 #include "http/asio.hpp"
 #include "http/deadline.hpp"
 #include "http/http_head.hpp"
+#include "http/response_sink.hpp"
 
 namespace arbiter {
 
-class ClientConnection {
+class ClientConnection final : public ResponseSink {
  public:
   ClientConnection(tcp::socket& socket, beast::flat_buffer& buffer, Deadline& deadline,
                    std::chrono::milliseconds write_timeout, const std::atomic<bool>& draining);
@@ -36,21 +37,21 @@ class ClientConnection {
   Deadline& deadline() { return deadline_; }
 
   // Whole response. Adds Connection: close when the connection will end.
-  Task<bool> send(http::response<http::string_body>& res);
-  Task<bool> send(const ResponseHead& head, std::string_view body);
+  Task<bool> send(http::response<http::string_body>& res) override;
+  Task<bool> send(const ResponseHead& head, std::string_view body) override;
 
   // Chunked streaming response: the header, then events, then the end.
   Task<bool> start_stream(http::response<http::empty_body>& res);
-  Task<bool> start_stream(const ResponseHead& head);
+  Task<bool> start_stream(const ResponseHead& head) override;
   // Writes each piece as its own chunk, all in one write (no added delay).
-  Task<bool> send_chunks(std::span<const std::string_view> pieces);
-  Task<bool> end_stream();
+  Task<bool> send_chunks(std::span<const std::string_view> pieces) override;
+  Task<bool> end_stream() override;
 
   // True when the connection can serve another request afterwards.
   bool keep_alive() const { return keep_alive_ && !failed_ && !gone_; }
-  void set_keep_alive(bool v) { keep_alive_ = v; }
+  void set_keep_alive(bool v) override { keep_alive_ = v; }
   // The client closed its side (seen by the reader or a failed write).
-  bool client_gone() const { return gone_; }
+  bool client_gone() const override { return gone_; }
   // Bytes of response body written so far for this request.
   std::size_t body_bytes_sent() const { return body_bytes_; }
   // Time the first body byte was written, if any.
@@ -60,7 +61,7 @@ class ClientConnection {
 
   // Called once, on the connection's strand, when the client goes away while
   // a request is in progress. Cleared at the end of the request.
-  void set_abort_hook(std::function<void()> hook) { abort_hook_ = std::move(hook); }
+  void set_abort_hook(std::function<void()> hook) override { abort_hook_ = std::move(hook); }
 
   // Used by the server. `owner` is kept alive while a read is pending.
   void start(std::weak_ptr<void> owner) { owner_ = std::move(owner); }

@@ -1,4 +1,5 @@
-// Sends one request to a backend and relays the answer to the client:
+// Sends one request to a backend and relays the answer to a ResponseSink
+// (the client, usually):
 // SSE streams event by event as they arrive (byte-exact, never buffered),
 // other answers whole and unchanged. Closes the upstream connection the
 // moment the client goes away, so the engine aborts the work.
@@ -19,8 +20,9 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/resume.hpp"
-#include "http/client_connection.hpp"
+#include "http/deadline.hpp"
 #include "http/http_head.hpp"
+#include "http/response_sink.hpp"
 #include "http/upstream_pool.hpp"
 
 namespace arbiter {
@@ -50,7 +52,10 @@ struct RelayResume {
 struct RelayRequest {
   UpstreamPool& pool;
   const UpstreamRequest& upstream_request;
-  ClientConnection& client;
+  ResponseSink& sink;  // where the answer goes (the client's connection, usually)
+  // Times the upstream operations: one operation at a time, so the client
+  // connection's deadline serves (the server's sweeper enforces it).
+  Deadline& deadline;
   const TimeoutsConfig& timeouts;
   const LimitsConfig& limits;
   // Added to the client's response (x-arbiter-*, x-request-id).
@@ -79,11 +84,11 @@ Task<RelayOutcome> relay(const RelayRequest& r);
 
 // Ends a client stream that cannot go on (e.g. a preempted request that could
 // not be requeued) with a final error event.
-Task<void> end_stream_with_error(ClientConnection& client, const ApiError& error);
+Task<void> end_stream_with_error(ResponseSink& sink, const ApiError& error);
 
 // Writes a gateway-made error as the whole response (with Retry-After when
 // retryable). False when the client was gone.
-Task<bool> send_error(ClientConnection& client, const ApiError& error,
+Task<bool> send_error(ResponseSink& sink, const ApiError& error,
                       const std::vector<std::pair<std::string, std::string>>& headers);
 
 }  // namespace arbiter

@@ -1,4 +1,4 @@
-#include "gateway/dispatcher.hpp"
+#include "gateway/dispatch/dispatcher.hpp"
 
 namespace arbiter {
 
@@ -160,7 +160,7 @@ void Dispatcher::deliver(Decisions& decisions, const Waiter* self) {
 }
 
 Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Request request,
-                                                                     ClientConnection& conn) {
+                                                                     ResponseSink& conn) {
   auto w = std::make_shared<Waiter>(co_await net::this_coro::executor);
   Decisions decisions;
   {
@@ -185,7 +185,7 @@ Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Reque
   co_return std::move(slot);
 }
 
-Task<std::expected<void, ApiError>> Dispatcher::wait_turn(std::shared_ptr<Waiter> w, ClientConnection& conn) {
+Task<std::expected<void, ApiError>> Dispatcher::wait_turn(std::shared_ptr<Waiter> w, ResponseSink& conn) {
   if (w->state == Waiter::State::kQueued) {
     // Woken by a delivery, or by the client leaving (the abort hook).
     w->wake.emplace(w->executor, net::steady_timer::time_point::max());
@@ -217,7 +217,7 @@ Task<std::expected<void, ApiError>> Dispatcher::wait_turn(std::shared_ptr<Waiter
 }
 
 Task<std::expected<void, ApiError>> Dispatcher::requeue(std::shared_ptr<Waiter> w, int64_t remaining_cost,
-                                                         ClientConnection& conn) {
+                                                         ResponseSink& conn) {
   Decisions decisions;
   {
     std::lock_guard lock(mu_);
@@ -303,7 +303,7 @@ void Dispatcher::Slot::set_interrupt_hook(std::function<void()> hook) {
   waiter_->interrupt_hook = std::move(hook);
 }
 bool Dispatcher::Slot::preempted() const { return waiter_->preempted && !waiter_->superseded_in_flight; }
-Task<std::expected<void, ApiError>> Dispatcher::Slot::requeue(int64_t remaining_cost, ClientConnection& conn) {
+Task<std::expected<void, ApiError>> Dispatcher::Slot::requeue(int64_t remaining_cost, ResponseSink& conn) {
   return dispatcher_->requeue(waiter_, remaining_cost, conn);
 }
 

@@ -1,4 +1,4 @@
-#include "gateway/upstream_relay.hpp"
+#include "gateway/relay/upstream_relay.hpp"
 
 #include "core/usage.hpp"
 
@@ -28,10 +28,10 @@ void add_headers(Fields& f, const std::vector<std::pair<std::string, std::string
 // Clears the client's abort hook when the exchange ends, before the socket
 // it points to goes away.
 struct AbortHookGuard {
-  ClientConnection& client;
+  ResponseSink& sink;
   Interrupt& interrupt;
   ~AbortHookGuard() {
-    client.set_abort_hook(nullptr);
+    sink.set_abort_hook(nullptr);
     interrupt.hook = nullptr;
   }
 };
@@ -55,7 +55,7 @@ std::string error_event(const ApiError& e) { return "data: " + error_body(e) + "
 
 class Exchange {
  public:
-  explicit Exchange(const RelayRequest& r) : r_(r), deadline_(r.client.deadline()) {}
+  explicit Exchange(const RelayRequest& r) : r_(r), deadline_(r.deadline) {}
 
   Task<RelayOutcome> run() {
     // One retry, only when a reused keep-alive connection failed before any
@@ -67,11 +67,11 @@ class Exchange {
       if (attempt == 0) conn = r_.pool.take_idle();
       if (!conn) {
         auto connected = co_await r_.pool.connect(deadline_, r_.timeouts.upstream_connect);
-        if (r_.client.client_gone()) co_return cancelled();
+        if (r_.sink.client_gone()) co_return cancelled();
         if (!connected) co_return fail_connect(connected.error());
         conn = std::move(*connected);
       }
-      if (r_.client.client_gone()) co_return cancelled();
+      if (r_.sink.client_gone()) co_return cancelled();
       tcp::socket& socket = conn->socket;
       write_request_head(r_.upstream_request, conn->head);
       const std::array<net::const_buffer, 2> request{net::buffer(conn->head),
@@ -80,9 +80,9 @@ class Exchange {
         beast::error_code ignored;
         socket.close(ignored);
       };
-      r_.client.set_abort_hook(close_socket);
+      r_.sink.set_abort_hook(close_socket);
       r_.interrupt.hook = close_socket;
-      AbortHookGuard guard{r_.client, r_.interrupt};
+      AbortHookGuard guard{r_.sink, r_.interrupt};
       if (r_.interrupt.requested) co_return interrupted();
       const auto sent_at = Clock::now();
       const auto deadline = sent_at + r_.timeouts.upstream_first_byte;
@@ -91,7 +91,7 @@ class Exchange {
       if (const std::size_t n = write_at_once(socket, request, written.ec); !written.ec && n < net::buffer_size(request)) {
         written = co_await write_rest(socket, request, n, deadline_, r_.timeouts.upstream_first_byte);
       }
-      if (r_.client.client_gone()) co_return cancelled();
+      if (r_.sink.client_gone()) co_return cancelled();
       if (r_.interrupt.requested) co_return interrupted();
       if (written.timed_out) {
         co_return fail("timeout", upstream_timeout("the backend did not take the request in time"));
@@ -111,7 +111,7 @@ class Exchange {
       while (header && !parser.is_header_done()) {
         header = co_await read_more(socket, buffer, parser, deadline - Clock::now());
       }
-      if (r_.client.client_gone()) co_return cancelled();
+      if (r_.sink.client_gone()) co_return cancelled();
       if (r_.interrupt.requested) co_return interrupted();
       if (!header && !header.error()) {
         co_return fail(
@@ -144,7 +144,7 @@ class Exchange {
       // Bytes after the end of the response would be read as the next
       // request's answer: such a connection is not reused.
       if (reusable && buffer.size() == 0) {
-        r_.client.set_abort_hook(nullptr);
+        r_.sink.set_abort_hook(nullptr);
         r_.interrupt.hook = nullptr;
         r_.pool.release(std::move(conn));
       }
@@ -229,7 +229,7 @@ class Exchange {
   // upstream failed: outcome_.error says which).
   enum class ReadEnd { kData, kClientGone, kStopped };
   ReadEnd after_read(const Read& read) {
-    if (r_.client.client_gone()) {
+    if (r_.sink.client_gone()) {
       outcome_.status = 499;
       return ReadEnd::kClientGone;
     }
@@ -256,7 +256,7 @@ class Exchange {
                               .cache_control = "no-cache",
                               .upstream = parser.forwarded(),
                               .gateway = r_.response_headers};
-      if (!co_await r_.client.start_stream(head)) {
+      if (!co_await r_.sink.start_stream(head)) {
         outcome_.status = 499;
         co_return false;
       }
@@ -268,7 +268,7 @@ class Exchange {
         const auto& fed = splitter.feed(piece);
         if (!fed.empty()) first_event();
         const std::span<const std::string_view> events = r_.resume ? track(fed) : std::span(fed);
-        if (!events.empty() && !co_await r_.client.send_chunks(events)) {
+        if (!events.empty() && !co_await r_.sink.send_chunks(events)) {
           outcome_.status = 499;
           co_return false;
         }
@@ -283,12 +283,12 @@ class Exchange {
     }
     // Bytes after the last blank line are relayed too: byte-exact.
     if (const auto rest = splitter.pending(); !rest.empty()) {
-      if (!co_await r_.client.send_chunks(std::span(&rest, 1))) {
+      if (!co_await r_.sink.send_chunks(std::span(&rest, 1))) {
         outcome_.status = 499;
         co_return false;
       }
     }
-    if (!co_await r_.client.end_stream()) {
+    if (!co_await r_.sink.end_stream()) {
       outcome_.status = 499;
       co_return false;
     }
@@ -302,8 +302,8 @@ class Exchange {
   }
 
   Task<void> end_stream_with_error(const ApiError& err) {
-    co_await arbiter::end_stream_with_error(r_.client, err);
-    if (r_.client.client_gone()) outcome_.status = 499;
+    co_await arbiter::end_stream_with_error(r_.sink, err);
+    if (r_.sink.client_gone()) outcome_.status = 499;
   }
 
   // A resumable stream's events go into the checkpoint; resumed runs are
@@ -363,7 +363,7 @@ class Exchange {
                             .upstream = {},
                             .gateway = r_.response_headers};
     outcome_.status = 200;
-    if (!co_await r_.client.send(head, body)) {
+    if (!co_await r_.sink.send(head, body)) {
       outcome_.status = 499;
       co_return false;
     }
@@ -408,7 +408,7 @@ class Exchange {
                             .gateway = r_.response_headers};
     outcome_.status = static_cast<int>(parser.status());
     if (parser.status() == 200) outcome_.usage = find_usage(whole);
-    if (!co_await r_.client.send(head, whole)) {
+    if (!co_await r_.sink.send(head, whole)) {
       outcome_.status = 499;
       co_return false;
     }
@@ -417,7 +417,7 @@ class Exchange {
 
   const RelayRequest& r_;
   bool first_event_seen_ = false;  // on_first_event ran for this run
-  Deadline& deadline_;  // the client connection's: one operation at a time
+  Deadline& deadline_;  // RelayRequest::deadline
   RelayOutcome outcome_;
   std::vector<std::string_view> tracked_;  // track(): the events to send
   std::vector<std::string> rewritten_;     // track(): storage of rewritten events
@@ -425,7 +425,7 @@ class Exchange {
 
 }  // namespace
 
-Task<bool> send_error(ClientConnection& client, const ApiError& error,
+Task<bool> send_error(ResponseSink& sink, const ApiError& error,
                       const std::vector<std::pair<std::string, std::string>>& headers) {
   http::response<http::string_body> res{static_cast<http::status>(error.status()), 11};
   res.set(http::field::content_type, "application/json");
@@ -437,15 +437,15 @@ Task<bool> send_error(ClientConnection& client, const ApiError& error,
   // A superseded request must not come back: the OpenAI SDKs retry 409 unless told not to.
   if (error.code == ErrorCode::kSuperseded) res.set("x-should-retry", "false");
   res.body() = error_body(error);
-  co_return co_await client.send(res);
+  co_return co_await sink.send(res);
 }
 
-Task<void> end_stream_with_error(ClientConnection& client, const ApiError& error) {
+Task<void> end_stream_with_error(ResponseSink& sink, const ApiError& error) {
   // An unfinished event is dropped: half a JSON object helps nobody.
   const std::string event = error_event(error);
   const std::string_view piece = event;
-  client.set_keep_alive(false);
-  if (co_await client.send_chunks(std::span(&piece, 1))) co_await client.end_stream();
+  sink.set_keep_alive(false);
+  if (co_await sink.send_chunks(std::span(&piece, 1))) co_await sink.end_stream();
 }
 
 Task<RelayOutcome> relay(const RelayRequest& r) {

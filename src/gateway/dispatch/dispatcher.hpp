@@ -27,7 +27,7 @@
 #include "core/error.hpp"
 #include "core/scheduler.hpp"
 #include "http/asio.hpp"
-#include "http/client_connection.hpp"
+#include "http/response_sink.hpp"
 
 namespace arbiter {
 
@@ -73,7 +73,7 @@ class Dispatcher {
     // tokens (first in its tenant queue, never expiring), then waits for its
     // next dispatch, as acquire() does. On success the slot is held again
     // (backend() may differ); on failure (client gone, superseded) it is not.
-    Task<std::expected<void, ApiError>> requeue(int64_t remaining_cost, ClientConnection& conn);
+    Task<std::expected<void, ApiError>> requeue(int64_t remaining_cost, ResponseSink& conn);
 
    private:
     Dispatcher* dispatcher_;
@@ -85,7 +85,7 @@ class Dispatcher {
   // 503 (deadline passed), 409 (superseded while queued). When the client
   // goes away while queued the request is dequeued and an error returned
   // too: the caller checks conn.client_gone() and answers nothing.
-  Task<std::expected<Slot, ApiError>> acquire(sched::Request request, ClientConnection& conn);
+  Task<std::expected<Slot, ApiError>> acquire(sched::Request request, ResponseSink& conn);
 
   // Latest engine-signal verdict for one backend.
   void set_backend_state(sched::PoolId pool, sched::BackendId backend, sched::BackendSignal signal);
@@ -128,9 +128,9 @@ class Dispatcher {
   static void apply(Delivery& d);
   // Waits (on the request's executor) until `w` is dispatched, expires, is
   // superseded or its client leaves (then it is dequeued).
-  Task<std::expected<void, ApiError>> wait_turn(std::shared_ptr<Waiter> w, ClientConnection& conn);
+  Task<std::expected<void, ApiError>> wait_turn(std::shared_ptr<Waiter> w, ResponseSink& conn);
   Task<std::expected<void, ApiError>> requeue(std::shared_ptr<Waiter> w, int64_t remaining_cost,
-                                              ClientConnection& conn);
+                                              ResponseSink& conn);
   void complete(const std::shared_ptr<Waiter>& w, std::optional<int64_t> actual_tokens);
   void first_token(const std::shared_ptr<Waiter>& w);  // Slot::first_token
   void cancel(const std::shared_ptr<Waiter>& w);

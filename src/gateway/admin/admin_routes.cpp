@@ -1,0 +1,67 @@
+#include "gateway/admin/admin_routes.hpp"
+
+#include <unordered_set>
+
+#include <boost/json.hpp>
+
+#include "gateway/relay/upstream_relay.hpp"
+
+namespace arbiter {
+
+namespace {
+
+constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+Task<void> send_json(ClientConnection& conn, http::status status, std::string body,
+                     std::string_view content_type = "application/json") {
+  http::response<http::string_body> res{status, 11};
+  res.set(http::field::content_type, content_type);
+  res.body() = std::move(body);
+  co_await conn.send(res);
+}
+
+}  // namespace
+
+AdminRoutes::AdminRoutes(const Config& config, const TenantDirectory& tenants, GatewayMetrics& metrics,
+                         std::function<void()> refresh)
+    : config_(config), tenants_(tenants), metrics_(metrics), refresh_(std::move(refresh)) {}
+
+bool AdminRoutes::serves(std::string_view path) {
+  return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/v1/models";
+}
+
+Task<void> AdminRoutes::handle(std::string_view path, HttpRequest& req, ClientConnection& conn) {
+  if (path == "/healthz") {
+    std::string body = R"({"status":"ok"})";
+    co_await send_json(conn, http::status::ok, std::move(body));
+  } else if (path == "/readyz") {
+    const bool ready = ready_.load();
+    const auto status = ready ? http::status::ok : http::status::service_unavailable;
+    std::string body = ready ? R"({"status":"ready"})" : R"({"status":"not ready"})";
+    co_await send_json(conn, status, std::move(body));
+  } else if (path == "/metrics") {
+    refresh_();
+    std::string text = metrics_.registry.render();
+    co_await send_json(conn, http::status::ok, std::move(text), kPrometheusContentType);
+  } else if (auto tenant = tenants_.authenticate(req["authorization"]); !tenant) {  // /v1/models
+    const std::vector<std::pair<std::string, std::string>> none;
+    co_await send_error(conn, tenant.error(), none);
+  } else {
+    std::string body = models_body();
+    co_await send_json(conn, http::status::ok, std::move(body));
+  }
+}
+
+std::string AdminRoutes::models_body() const {
+  // In configuration order, each model once however many pools serve it.
+  boost::json::array data;
+  std::unordered_set<std::string_view> listed;
+  for (const auto& m : config_.models) {
+    if (!listed.insert(m.name).second) continue;
+    data.push_back(boost::json::object{
+        {"id", m.name}, {"object", "model"}, {"created", 0}, {"owned_by", "arbiter"}});
+  }
+  return boost::json::serialize(boost::json::object{{"object", "list"}, {"data", std::move(data)}});
+}
+
+}  // namespace arbiter

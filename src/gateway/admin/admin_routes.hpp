@@ -1,0 +1,43 @@
+// The gateway's own endpoints, apart from the inference routes: GET
+// /healthz (alive), /readyz (listener up and not draining), /metrics
+// (Prometheus text, the scheduler's and monitor's state copied in first)
+// and /v1/models (authenticated like inference).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "core/config.hpp"
+#include "core/tenants.hpp"
+#include "gateway/gateway_metrics.hpp"
+#include "http/client_connection.hpp"
+#include "http/server.hpp"
+
+namespace arbiter {
+
+class AdminRoutes {
+ public:
+  // `refresh`: copies live state into `metrics` before /metrics renders it.
+  AdminRoutes(const Config& config, const TenantDirectory& tenants, GatewayMetrics& metrics,
+              std::function<void()> refresh);
+
+  // Whether `path` is one of these routes for GET.
+  static bool serves(std::string_view path);
+  // Answers a GET of a path serves() accepted.
+  Task<void> handle(std::string_view path, HttpRequest& req, ClientConnection& conn);
+
+  void set_ready(bool ready) { ready_ = ready; }
+
+ private:
+  std::string models_body() const;
+
+  const Config& config_;
+  const TenantDirectory& tenants_;
+  GatewayMetrics& metrics_;
+  std::function<void()> refresh_;
+  std::atomic<bool> ready_{false};
+};
+
+}  // namespace arbiter

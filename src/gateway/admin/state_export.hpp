@@ -1,0 +1,25 @@
+// Copies what the scheduler and the backend monitor know into the metrics
+// registry when /metrics is scraped: gauges (queue depths, slots in
+// flight, backend verdicts) and the scheduler's event counters. Cheap, and
+// off the request path.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/scheduler.hpp"
+#include "gateway/backend_monitor.hpp"
+#include "gateway/gateway_metrics.hpp"
+
+namespace arbiter {
+
+// `pool_index`: model name -> its pools (a model with per-class pools sums
+// them per class).
+void export_scheduler_state(const sched::Scheduler& scheduler, const Config& config,
+                            const std::unordered_map<std::string, std::vector<std::size_t>>& pool_index,
+                            GatewayMetrics& metrics);
+void export_monitor_state(const BackendMonitor& monitor, const Config& config, GatewayMetrics& metrics);
+
+}  // namespace arbiter

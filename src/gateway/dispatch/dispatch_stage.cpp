@@ -1,0 +1,170 @@
+#include "gateway/dispatch/dispatch_stage.hpp"
+
+#include <boost/json.hpp>
+
+#include "gateway/scheduler_setup.hpp"
+
+namespace arbiter {
+
+namespace {
+
+// Output tokens assumed for the scheduler's cost estimate when the request
+// sets no max_tokens.
+constexpr int64_t kDefaultOutputEstimate = 256;
+
+// The supersede key: the client's explicit header, else (for classes that
+// ask for it) the OpenAI `user` field. Empty: none.
+std::string supersede_key(const HttpRequest& req, const ClassConfig& cls, const ParsedRequest& parsed) {
+  if (auto h = req.field("x-arbiter-supersede-key"); h && !h->empty()) {
+    return "key:" + std::string(*h);
+  }
+  if (cls.supersede_by_user) {
+    if (parsed.info.user) return "user:" + *parsed.info.user;
+  }
+  return {};
+}
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+Task<void> DispatchStage::run(RequestContext& ctx) {
+  const ClassConfig& cls = config_.classes[ctx.cls];
+  const RequestInfo& info = ctx.parsed.info;
+  const std::string key = supersede_key(ctx.req, cls, ctx.parsed);
+  const sched::Request queued{
+      .pool = static_cast<sched::PoolId>(ctx.pool),
+      .klass = static_cast<sched::ClassId>(ctx.cls),
+      .tenant = tenant_id(config_, ctx.tenant),
+      .cost_tokens = info.prompt_tokens_estimate + info.max_tokens.value_or(kDefaultOutputEstimate),
+      .prompt_tokens = info.prompt_tokens_estimate,
+      .deadline = std::nullopt,
+      .supersede_key = key,
+      .resumable = ctx.resume != ResumeMethod::kNone,
+      .prefix_blocks = ctx.prefix};
+  const auto enqueued = std::chrono::steady_clock::now();
+  auto slot = co_await dispatcher_.acquire(queued, *ctx.sink);
+  // Queue time from enqueue, not from request start (auth and parsing
+  // are not queueing); the scheduler's own figure once dispatched.
+  ctx.rec.queue_ms = slot ? std::chrono::duration<double, std::milli>(slot->queue_wait()).count()
+                          : ms_since(enqueued);
+  if (slot && slot->waited_for() != sched::WaitReason::kNone) {
+    ctx.rec.wait_reason = sched::wait_reason_name(slot->waited_for());
+  }
+  if (!slot) {
+    ctx.outcome.error = slot.error();
+    if (ctx.sink->client_gone()) ctx.outcome.status = 499;  // left while queued: nothing to send
+    co_return;
+  }
+  ctx.dispatch_queue_ms = ctx.rec.queue_ms;  // observed after the response: not on its path
+  ctx.outcome = co_await run_upstream(ctx, *slot);
+  // Fairness and shares are charged with what the request really cost:
+  // the engine's usage, or for a resumable stream without it the tokens
+  // counted from its events (prompt still estimated).
+  if (ctx.outcome.usage) {
+    slot->set_actual_tokens(ctx.outcome.usage->prompt_tokens + ctx.outcome.usage->completion_tokens);
+    ctx.rec.prompt_tokens = ctx.outcome.usage->prompt_tokens;
+    ctx.rec.completion_tokens = ctx.outcome.usage->completion_tokens;
+  } else if (ctx.outcome.generated >= 0) {
+    slot->set_actual_tokens(info.prompt_tokens_estimate + ctx.outcome.generated);
+  }
+}
+
+Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::Slot& slot) {
+  const Route route = ctx.route;
+  AccessRecord& rec = ctx.rec;
+  RequestContext::Headers& headers = ctx.response_headers;
+  ResponseSink& sink = *ctx.sink;
+  const RequestInfo& info = ctx.parsed.info;
+  std::optional<RelayResume> resume;
+  if (ctx.resume != ResumeMethod::kNone) {
+    resume.emplace();
+    resume->route = route;
+    resume->aggregate = !info.stream;
+  }
+  const std::size_t own_headers = headers.size();  // x-request-id
+  for (;;) {
+    ModelPool& pool = *pools_[slot.pool()];  // its own, or a pool lending it a slot
+    const BackendConfig& backend = pool.backend(slot.backend());
+    rec.backend = backend.name;
+    headers.resize(own_headers);
+    headers.emplace_back("x-arbiter-class", rec.cls);
+    headers.emplace_back("x-arbiter-backend", backend.name);
+    headers.emplace_back("x-arbiter-queue-ms", std::to_string(static_cast<int64_t>(rec.queue_ms)));
+    if (!rec.wait_reason.empty()) headers.emplace_back("x-arbiter-wait-reason", std::string(rec.wait_reason));
+    headers.emplace_back("x-arbiter-preemptions", std::to_string(rec.preemptions));
+
+    UpstreamRequest up{.target = route_path(route),
+                       .host = pool.upstream(slot.backend()).host_header(),
+                       .request_id = rec.request_id,
+                       .accept = ctx.req["accept"],
+                       .body = {}};
+    if (resume) resume->checkpoint.begin_run();
+    // The engine orders its own queue the way the gateway does: `priority`.
+    const bool as_sent = !ctx.parsed.document_changed() && !backend.priority_scheduling &&
+                         (!resume || (!resume->checkpoint.resumed() && !resume->aggregate));
+    std::string rewritten;  // the body sent when it is serialised from the document
+    if (as_sent) {
+      up.body = ctx.parsed.text;  // the client's bytes (a cap written in place)
+    } else if (resume) {
+      boost::json::object body = run_body(ctx.parsed, ctx.resume, resume->checkpoint, resume->aggregate);
+      if (backend.priority_scheduling) body["priority"] = engine_priority_field(backend.engine, slot.engine_priority());
+      rewritten = boost::json::serialize(body);
+      up.body = rewritten;
+    } else {
+      if (backend.priority_scheduling)
+        ctx.parsed.body()["priority"] = engine_priority_field(backend.engine, slot.engine_priority());
+      rewritten = boost::json::serialize(ctx.parsed.body());
+      up.body = rewritten;
+    }
+
+    Interrupt interrupt;
+    slot.set_interrupt_hook([&interrupt, &slot] { interrupt.fire(slot.preempted()); });
+    const RelayRequest relay_request{.pool = pool.upstream(slot.backend()),
+                                     .upstream_request = up,
+                                     .sink = sink,
+                                     .deadline = ctx.conn.deadline(),
+                                     .timeouts = config_.timeouts,
+                                     .limits = config_.limits,
+                                     .response_headers = headers,
+                                     .interrupt = interrupt,
+                                     .resume = resume ? &*resume : nullptr,
+                                     .on_first_event = backend.prefill_tokens_per_s > 0
+                                                           ? std::function<void()>([&slot] { slot.first_token(); })
+                                                           : std::function<void()>()};
+    RelayOutcome outcome = co_await relay(relay_request);
+    slot.set_interrupt_hook(nullptr);
+    if (!outcome.preempted) {
+      // A resumable request's usage is counted over all its runs.
+      if (resume) {
+        outcome.usage = resume->checkpoint.usage;
+        outcome.generated = resume->checkpoint.tokens;
+      }
+      co_return outcome;
+    }
+
+    // Preempted: queue again, charged for what is left, and continue from
+    // the checkpoint when dispatched.
+    ++rec.preemptions;
+    const int64_t generated = resume->checkpoint.tokens;
+    const int64_t left = std::max<int64_t>(info.max_tokens.value_or(kDefaultOutputEstimate) - generated, 1);
+    auto requeued = co_await slot.requeue(info.prompt_tokens_estimate + generated + left, sink);
+    if (!requeued) {
+      RelayOutcome failed;
+      failed.error = std::move(requeued.error());
+      failed.stream = outcome.stream;
+      if (sink.client_gone()) {
+        failed.status = 499;
+      } else if (resume->client_stream_started) {
+        co_await end_stream_with_error(sink, *failed.error);
+        failed.status = sink.client_gone() ? 499 : 200;
+      }
+      co_return failed;
+    }
+    rec.queue_ms += std::chrono::duration<double, std::milli>(slot.queue_wait()).count();
+  }
+}
+
+}  // namespace arbiter

@@ -1,0 +1,72 @@
+#include "gateway/observers/metrics/request_metrics.hpp"
+
+#include "gateway/scheduler_setup.hpp"
+
+namespace arbiter {
+
+namespace {
+
+// A labelled series found on first use and kept in `slot`: a labelled
+// lookup (label vector, hash) per request otherwise. `find` returns it.
+template <class Series, class Find>
+Series& cached_series(std::atomic<Series*>& slot, const Find& find) {
+  Series* s = slot.load(std::memory_order_acquire);
+  if (s == nullptr) {
+    s = &find();
+    slot.store(s, std::memory_order_release);
+  }
+  return *s;
+}
+
+}  // namespace
+
+RequestMetrics::RequestMetrics(const Config& config, GatewayMetrics& metrics)
+    : config_(config),
+      metrics_(metrics),
+      class_series_(std::make_unique<ClassSeries[]>(config.models.size() * config.classes.size())),
+      token_series_(std::make_unique<TokenSeries[]>(config.models.size() * config.classes.size() *
+                                                    (config.tenants.size() + 1))) {}
+
+void RequestMetrics::on_start(RequestContext&) { metrics_.in_flight.add(1); }
+
+metrics::Histogram& RequestMetrics::class_histogram(const RequestContext& ctx,
+                                                    std::atomic<metrics::Histogram*> ClassSeries::*member,
+                                                    metrics::Family<metrics::Histogram>& family) {
+  const AccessRecord& rec = ctx.rec;
+  if (!ctx.admitted) return family.with({rec.model, rec.cls});  // labelled `none`: not cached
+  return cached_series(class_series_[ctx.pool * config_.classes.size() + ctx.cls].*member,
+                       [&]() -> metrics::Histogram& { return family.with({rec.model, rec.cls}); });
+}
+
+void RequestMetrics::on_complete(const RequestContext& ctx) {
+  const AccessRecord& rec = ctx.rec;
+  const RelayOutcome& outcome = ctx.outcome;
+  metrics_.requests.with({rec.model, rec.cls, rec.tenant, std::to_string(rec.status)}).inc();
+  if (ctx.dispatch_queue_ms) {
+    metrics_.queue_wait.with({rec.model, rec.cls, rec.tenant}).observe(*ctx.dispatch_queue_ms / 1000.0);
+  }
+  if (!rec.wait_reason.empty()) {
+    metrics_.queue_waits.with({rec.model, rec.cls, std::string(rec.wait_reason)}).inc();
+  }
+  if (rec.prompt_tokens >= 0 && ctx.admitted) {  // usage exists only for admitted requests
+    TokenSeries& series = token_series_[(ctx.pool * config_.classes.size() + ctx.cls) * (config_.tenants.size() + 1) +
+                                        tenant_id(config_, ctx.tenant)];
+    cached_series(series.prompt, [&]() -> metrics::Counter& {
+      return metrics_.tokens.with({rec.model, rec.cls, rec.tenant, "prompt"});
+    }).inc(static_cast<uint64_t>(rec.prompt_tokens));
+    cached_series(series.completion, [&]() -> metrics::Counter& {
+      return metrics_.tokens.with({rec.model, rec.cls, rec.tenant, "completion"});
+    }).inc(static_cast<uint64_t>(rec.completion_tokens));
+  }
+  class_histogram(ctx, &ClassSeries::duration, metrics_.duration).observe(rec.duration_ms / 1000.0);
+  if (rec.ttfb_ms >= 0) {
+    class_histogram(ctx, &ClassSeries::first_byte, metrics_.first_byte).observe(rec.ttfb_ms / 1000.0);
+  }
+  if (rec.status == 499) metrics_.cancelled.with({rec.model, rec.cls}).inc();
+  if (!outcome.upstream_error.empty()) metrics_.upstream_errors.with({rec.backend, outcome.upstream_error}).inc();
+  if (outcome.retried) metrics_.upstream_retries.with({rec.backend}).inc();
+  if (rec.preemptions > 0) metrics_.resumed.with({rec.model, rec.cls}).inc();
+  metrics_.in_flight.sub(1);
+}
+
+}  // namespace arbiter

@@ -1,0 +1,74 @@
+#include "gateway/pipeline/pipeline.hpp"
+
+#include "core/tenants.hpp"
+#include "gateway/request_id.hpp"
+
+namespace arbiter {
+
+namespace {
+
+// Label values for requests that never got that far: bounded cardinality
+// (a client's made-up model name never becomes a label).
+constexpr std::string_view kNoLabel = "none";
+
+double ms_since(RequestContext::Clock::time_point t, RequestContext::Clock::time_point now) {
+  return std::chrono::duration<double, std::milli>(now - t).count();
+}
+
+}  // namespace
+
+Task<std::optional<ApiError>> AdmissionStage::admit_async(RequestContext&) { co_return std::nullopt; }
+
+RequestContext::RequestContext(Route r, HttpRequest& request, ClientConnection& connection)
+    : route(r), req(request), conn(connection), sink(&connection), started(Clock::now()) {
+  rec.ts = std::chrono::system_clock::now();
+  rec.route = route_path(route);
+  rec.bytes_in = req.body().size();
+  rec.request_id = choose_request_id(req["x-request-id"]);
+  rec.tenant = kAnonymousTenant;
+  rec.model = kNoLabel;
+  rec.cls = kNoLabel;
+  response_headers.reserve(5);  // x-request-id and the relay's four: no regrowth
+  response_headers.emplace_back("x-request-id", rec.request_id);
+}
+
+Task<void> Pipeline::run(Route route, HttpRequest& req, ClientConnection& conn) const {
+  RequestContext ctx(route, req, conn);
+  for (const auto& observer : observers_) observer->on_start(ctx);
+
+  // Admission: the first refusal is the answer.
+  for (const auto& stage : stages_) {
+    Verdict verdict = stage->admit(ctx);
+    if (verdict.kind == Verdict::Kind::kWait) {
+      if (auto refused = co_await stage->admit_async(ctx)) {
+        ctx.outcome.error = std::move(refused);
+        break;
+      }
+    } else if (verdict.kind == Verdict::Kind::kRefuse) {
+      ctx.outcome.error = std::move(verdict.error);
+      break;
+    }
+  }
+  if (!ctx.outcome.error) {
+    ctx.admitted = true;
+    co_await handler_->run(ctx);
+  }
+  if (ctx.outcome.error && ctx.outcome.status == 0) {
+    // Refused before any upstream exchange.
+    const bool delivered = co_await send_error(*ctx.sink, *ctx.outcome.error, ctx.response_headers);
+    ctx.outcome.status = delivered ? ctx.outcome.error->status() : 499;
+  }
+
+  // The access-log line's end: exactly once per request, whatever path it took.
+  const auto now = RequestContext::Clock::now();
+  AccessRecord& rec = ctx.rec;
+  rec.status = ctx.outcome.status;
+  rec.bytes_out = conn.body_bytes_sent();
+  rec.upstream_ms = ctx.outcome.upstream_ms;
+  rec.duration_ms = ms_since(ctx.started, now);
+  if (auto first = conn.first_body_byte_at()) rec.ttfb_ms = ms_since(ctx.started, *first);
+  if (ctx.outcome.error) rec.error = map_error(ctx.outcome.error->code).code;
+  for (const auto& observer : observers_) observer->on_complete(ctx);
+}
+
+}  // namespace arbiter

@@ -1,0 +1,33 @@
+// The request pipeline of the inference routes, Envoy's filter chain
+// without its weight: admission stages in order (auth, parse, route, caps;
+// later quotas, degradation, cache lookup), then the handler (dispatch and
+// relay), then the completion observers (metrics, access log). The gateway
+// assembles it once; it holds no per-request state.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "gateway/pipeline/stage.hpp"
+
+namespace arbiter {
+
+class Pipeline {
+ public:
+  void add_stage(std::unique_ptr<AdmissionStage> stage) { stages_.push_back(std::move(stage)); }
+  void set_handler(std::unique_ptr<AdmittedHandler> handler) { handler_ = std::move(handler); }
+  void add_observer(std::unique_ptr<CompletionObserver> observer) { observers_.push_back(std::move(observer)); }
+
+  // One request of `route`, start to finish: the answer goes out (or the
+  // client left) and every observer has seen its end.
+  Task<void> run(Route route, HttpRequest& req, ClientConnection& conn) const;
+
+  const std::vector<std::unique_ptr<AdmissionStage>>& stages() const { return stages_; }
+
+ private:
+  std::vector<std::unique_ptr<AdmissionStage>> stages_;
+  std::unique_ptr<AdmittedHandler> handler_;
+  std::vector<std::unique_ptr<CompletionObserver>> observers_;
+};
+
+}  // namespace arbiter

@@ -1,0 +1,57 @@
+// Everything one request accumulates on its way through the pipeline
+// (gateway/pipeline/pipeline.hpp): what arrived, what each admission stage
+// found, where it ran and how it ended, and its access-log line. One per
+// request, on the pipeline's coroutine frame; stages and observers read and
+// write it, nothing else holds request state.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/request_parser.hpp"
+#include "core/resume.hpp"
+#include "gateway/relay/upstream_relay.hpp"
+#include "http/client_connection.hpp"
+#include "http/server.hpp"
+#include "observability/access_log.hpp"
+
+namespace arbiter {
+
+struct RequestContext {
+  using Clock = std::chrono::steady_clock;
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+
+  RequestContext(Route route, HttpRequest& req, ClientConnection& conn);
+
+  // As it arrived.
+  Route route;
+  HttpRequest& req;
+  ClientConnection& conn;  // the client: disconnects, bytes and first-byte time
+  ResponseSink* sink;      // where answers go: &conn unless a stage tees it
+  Clock::time_point started;
+
+  // Admission, filled by the stages in order (gateway/stages/).
+  const TenantConfig* tenant = nullptr;                 // auth: null when anonymous
+  ParsedRequest parsed;                                 // parse
+  const std::vector<std::size_t>* model_pools = nullptr;  // route: the model's pools
+  std::size_t pool = 0;                                 // route: the pool for its class
+  std::size_t cls = 0;                                  // route: its class
+  std::vector<uint64_t> prefix;                         // route: prompt prefix blocks (affinity)
+  ResumeMethod resume = ResumeMethod::kNone;            // caps: how a preempted run continues
+  bool admitted = false;                                // every admission stage let it through
+
+  // Dispatch and relay.
+  RelayOutcome outcome;                     // how it ended (error: a gateway-made answer)
+  std::optional<double> dispatch_queue_ms;  // the first dispatch's queue wait
+
+  // The answer's extra headers (x-request-id, x-arbiter-*) and the access-log line.
+  Headers response_headers;
+  AccessRecord rec;
+};
+
+}  // namespace arbiter

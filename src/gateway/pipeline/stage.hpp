@@ -1,0 +1,59 @@
+// The two kinds of pluggable steps of the request pipeline
+// (gateway/pipeline/pipeline.hpp). A feature is a class in its own folder
+// under gateway/stages/ (or gateway/observers/) and one line in
+// Gateway::Gateway where the chain is assembled.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "core/error.hpp"
+#include "gateway/pipeline/request_context.hpp"
+
+namespace arbiter {
+
+// What an admission stage decided about a request.
+struct Verdict {
+  enum class Kind : uint8_t {
+    kContinue,  // on to the next stage
+    kRefuse,    // answer `error` (4xx/5xx) and stop
+    kWait,      // the stage must wait (e.g. a remote quota): run admit_async
+  };
+  Kind kind = Kind::kContinue;
+  std::optional<ApiError> error;
+
+  static Verdict go() { return {}; }
+  static Verdict refuse(ApiError e) { return {Kind::kRefuse, std::move(e)}; }
+  static Verdict wait() { return {Kind::kWait, std::nullopt}; }
+};
+
+// Runs before dispatch, in chain order: may refuse the request. Most stages
+// decide at once (admit); one that must wait returns Verdict::wait() and
+// the pipeline co_awaits admit_async, so the others cost no coroutine frame.
+class AdmissionStage {
+ public:
+  virtual ~AdmissionStage() = default;
+  virtual std::string_view name() const = 0;
+  virtual Verdict admit(RequestContext& ctx) = 0;
+  // Only after admit() returned wait(): nullopt lets the request go on.
+  virtual Task<std::optional<ApiError>> admit_async(RequestContext& ctx);
+};
+
+// Told when a request starts and when it has ended (answered, refused or
+// abandoned), exactly once each: metrics, the access log, later audit and
+// quota reconciliation. Must not block.
+class CompletionObserver {
+ public:
+  virtual ~CompletionObserver() = default;
+  virtual void on_start(RequestContext& ctx) {}
+  virtual void on_complete(const RequestContext& ctx) = 0;
+};
+
+// Runs an admitted request: dispatch (queueing) and relay. Sets ctx.outcome.
+class AdmittedHandler {
+ public:
+  virtual ~AdmittedHandler() = default;
+  virtual Task<void> run(RequestContext& ctx) = 0;
+};
+
+}  // namespace arbiter

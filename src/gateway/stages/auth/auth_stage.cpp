@@ -1,0 +1,13 @@
+#include "gateway/stages/auth/auth_stage.hpp"
+
+namespace arbiter {
+
+Verdict AuthStage::admit(RequestContext& ctx) {
+  auto tenant = tenants_.authenticate(ctx.req["authorization"]);
+  if (!tenant) return Verdict::refuse(std::move(tenant.error()));
+  ctx.tenant = *tenant;
+  if (ctx.tenant) ctx.rec.tenant = ctx.tenant->name;
+  return Verdict::go();
+}
+
+}  // namespace arbiter

@@ -1,0 +1,21 @@
+// Admission stage 1: who is calling. The API key (Authorization: Bearer)
+// names a tenant; with auth off an unknown or missing key is anonymous.
+// Runs before anything in the body is parsed.
+#pragma once
+
+#include "core/tenants.hpp"
+#include "gateway/pipeline/stage.hpp"
+
+namespace arbiter {
+
+class AuthStage final : public AdmissionStage {
+ public:
+  explicit AuthStage(const TenantDirectory& tenants) : tenants_(tenants) {}
+  std::string_view name() const override { return "auth"; }
+  Verdict admit(RequestContext& ctx) override;
+
+ private:
+  const TenantDirectory& tenants_;
+};
+
+}  // namespace arbiter

@@ -1,0 +1,17 @@
+#include "gateway/stages/caps/caps_stage.hpp"
+
+namespace arbiter {
+
+Verdict CapsStage::admit(RequestContext& ctx) {
+  const ClassConfig& cls = config_.classes[ctx.cls];
+  if (cls.max_tokens_cap && apply_max_tokens_cap(ctx.parsed, *cls.max_tokens_cap)) {
+    metrics_.rewrites.with({ctx.rec.cls}).inc();
+  }
+  // Only work the scheduler may preempt needs a way to resume.
+  if (config_.scheduler.preemption && (cls.policy.preemptible || cls.policy.background)) {
+    ctx.resume = resume_method(ctx.parsed, pools_[ctx.pool]->continues_chat());
+  }
+  return Verdict::go();
+}
+
+}  // namespace arbiter

@@ -1,0 +1,26 @@
+// Admission stage 4: what the class allows. A max_tokens above the class's
+// cap is rewritten in place (counted in arbiter_max_tokens_capped_total);
+// work the scheduler may preempt gets its resume method (how a preempted
+// run continues from its checkpoint), or none when it cannot be resumed.
+#pragma once
+
+#include "gateway/gateway_metrics.hpp"
+#include "gateway/model_pool.hpp"
+#include "gateway/pipeline/stage.hpp"
+
+namespace arbiter {
+
+class CapsStage final : public AdmissionStage {
+ public:
+  CapsStage(const Config& config, const std::vector<std::unique_ptr<ModelPool>>& pools, GatewayMetrics& metrics)
+      : config_(config), pools_(pools), metrics_(metrics) {}
+  std::string_view name() const override { return "caps"; }
+  Verdict admit(RequestContext& ctx) override;
+
+ private:
+  const Config& config_;
+  const std::vector<std::unique_ptr<ModelPool>>& pools_;
+  GatewayMetrics& metrics_;
+};
+
+}  // namespace arbiter

@@ -1,0 +1,46 @@
+#include "gateway/stages/route/route_stage.hpp"
+
+#include <algorithm>
+
+#include "core/prefix_blocks.hpp"
+
+namespace arbiter {
+
+Verdict RouteStage::admit(RequestContext& ctx) {
+  const RequestInfo& info = ctx.parsed.info;
+  auto it = pool_index_.find(info.model);
+  if (it == pool_index_.end()) {
+    return Verdict::refuse(
+        ApiError{ErrorCode::kModelNotFound, "the model '" + info.model + "' does not exist", "model", {}});
+  }
+  ctx.model_pools = &it->second;
+  ctx.rec.model = info.model;
+  const std::optional<std::string_view> claimed = ctx.req.field("x-arbiter-class");
+  auto cls = classifier_.classify({.route = ctx.route,
+                                   .model = info.model,
+                                   .tenant = ctx.tenant,
+                                   .claimed = claimed,
+                                   .max_tokens = info.max_tokens});
+  if (!cls) return Verdict::refuse(std::move(cls.error()));
+  ctx.cls = *cls;
+  ctx.rec.cls = config_.classes[ctx.cls].name;
+  ctx.pool = pool_for(it->second, ctx.cls);
+  // Hashed before a cap edits the text: the prompt's offset is the scan's.
+  if (const std::size_t at = info.prompt_at; at < ctx.parsed.text.size() && pools_[ctx.pool]->routes_by_prefix()) {
+    prefix_blocks(std::string_view(ctx.parsed.text).substr(at), 0, ctx.prefix);
+  }
+  return Verdict::go();
+}
+
+std::size_t RouteStage::pool_for(const std::vector<std::size_t>& pools, std::size_t cls) const {
+  const std::string& name = config_.classes[cls].name;
+  std::size_t general = pools.front();
+  for (const std::size_t p : pools) {
+    const auto& classes = config_.models[p].classes;
+    if (classes.empty()) general = p;
+    if (std::find(classes.begin(), classes.end(), name) != classes.end()) return p;
+  }
+  return general;
+}
+
+}  // namespace arbiter

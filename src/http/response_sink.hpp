@@ -1,0 +1,40 @@
+// Where a response goes. The relay, the dispatcher and the request
+// pipeline write through this, never to a socket: the client's connection
+// (ClientConnection), a sink that drops everything (DiscardSink: a shadow
+// request's answer), or a tee that also hands the bytes to another
+// consumer (TeeSink: e.g. filling a cache). Views passed in are valid only
+// during the call; the client's path stays zero-copy.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string_view>
+
+#include "http/asio.hpp"
+#include "http/http_head.hpp"
+
+namespace arbiter {
+
+class ResponseSink {
+ public:
+  virtual ~ResponseSink() = default;
+
+  // A whole response: gateway-made (an error, an admin answer) or relayed.
+  // False when the consumer is gone.
+  virtual Task<bool> send(http::response<http::string_body>& res) = 0;
+  virtual Task<bool> send(const ResponseHead& head, std::string_view body) = 0;
+  // A chunked stream: the head, pieces (each its own chunk, all in one
+  // write), the end.
+  virtual Task<bool> start_stream(const ResponseHead& head) = 0;
+  virtual Task<bool> send_chunks(std::span<const std::string_view> pieces) = 0;
+  virtual Task<bool> end_stream() = 0;
+
+  // The consumer went away (a client that closed): work for it can stop.
+  virtual bool client_gone() const = 0;
+  // Runs once when the consumer goes away while it is set; nullptr clears it.
+  virtual void set_abort_hook(std::function<void()> hook) = 0;
+  // false: the connection ends after this response (a stream cut short).
+  virtual void set_keep_alive(bool keep_alive) = 0;
+};
+
+}  // namespace arbiter
