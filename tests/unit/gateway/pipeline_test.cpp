@@ -1,0 +1,170 @@
+// The request pipeline (gateway/pipeline/): stages in order, the first
+// refusal answered and nothing after it run, a stage that waits, the
+// handler only for admitted requests, observers exactly once each.
+#include "gateway/pipeline/pipeline.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "loopback.hpp"
+
+namespace arbiter {
+namespace {
+
+using testing::Loopback;
+
+struct Trace {
+  std::vector<std::string> steps;
+  int starts = 0;
+  int completes = 0;
+  int last_status = 0;
+  std::string last_error;
+};
+
+class Step final : public AdmissionStage {
+ public:
+  Step(Trace& trace, std::string name, Verdict verdict, std::optional<ApiError> async_result = std::nullopt)
+      : trace_(trace), name_(std::move(name)), verdict_(std::move(verdict)), async_(std::move(async_result)) {}
+  std::string_view name() const override { return name_; }
+  Verdict admit(RequestContext&) override {
+    trace_.steps.push_back(name_);
+    return verdict_;
+  }
+  Task<std::optional<ApiError>> admit_async(RequestContext&) override {
+    trace_.steps.push_back(name_ + " (waited)");
+    co_return async_;
+  }
+
+ private:
+  Trace& trace_;
+  std::string name_;
+  Verdict verdict_;
+  std::optional<ApiError> async_;
+};
+
+class Answer final : public AdmittedHandler {
+ public:
+  explicit Answer(Trace& trace) : trace_(trace) {}
+  Task<void> run(RequestContext& ctx) override {
+    trace_.steps.push_back("handler");
+    http::response<http::string_body> res{http::status::ok, 11};
+    res.body() = "answered";
+    co_await ctx.sink->send(res);
+    ctx.outcome.status = 200;
+  }
+
+ private:
+  Trace& trace_;
+};
+
+class Watch final : public CompletionObserver {
+ public:
+  explicit Watch(Trace& trace) : trace_(trace) {}
+  void on_start(RequestContext&) override { ++trace_.starts; }
+  void on_complete(const RequestContext& ctx) override {
+    ++trace_.completes;
+    trace_.last_status = ctx.rec.status;
+    trace_.last_error = ctx.rec.error;
+  }
+
+ private:
+  Trace& trace_;
+};
+
+ApiError forbidden() { return ApiError{ErrorCode::kForbidden, "no", {}, {}}; }
+ApiError busy() { return ApiError{ErrorCode::kRateLimited, "later", {}, std::chrono::seconds(3)}; }
+
+// Runs `pipeline` on one request over a loopback connection; returns what
+// the client received.
+std::string run(const Pipeline& pipeline, bool client_leaves_first = false) {
+  net::io_context ioc;
+  Loopback loop(ioc);
+  if (client_leaves_first) {
+    loop.close_client();
+    for (int i = 0; i < 100 && !loop.conn().client_gone(); ++i) ioc.run_one_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(loop.conn().client_gone());
+    ioc.restart();
+  }
+  http::request<http::string_body> beast_req{http::verb::post, "/v1/chat/completions", 11};
+  beast_req.set("x-request-id", "req-1");
+  beast_req.body() = "{}";
+  HttpRequest req(std::move(beast_req));
+  bool done = false;
+  net::co_spawn(ioc, [&]() -> Task<void> {
+    co_await pipeline.run(Route::kChatCompletions, req, loop.conn());
+    done = true;
+    ioc.stop();  // the connection's pending read would keep it running
+  }, net::detached);
+  ioc.run_for(std::chrono::seconds(5));
+  EXPECT_TRUE(done);
+  return client_leaves_first ? std::string() : loop.received();
+}
+
+Pipeline chain(Trace& trace, std::vector<std::unique_ptr<AdmissionStage>> stages) {
+  Pipeline p;
+  for (auto& s : stages) p.add_stage(std::move(s));
+  p.set_handler(std::make_unique<Answer>(trace));
+  p.add_observer(std::make_unique<Watch>(trace));
+  return p;
+}
+
+TEST(Pipeline, AdmittedRequestsRunEveryStageInOrderThenTheHandler) {
+  Trace trace;
+  std::vector<std::unique_ptr<AdmissionStage>> stages;
+  stages.push_back(std::make_unique<Step>(trace, "a", Verdict::go()));
+  stages.push_back(std::make_unique<Step>(trace, "b", Verdict::go()));
+  const std::string got = run(chain(trace, std::move(stages)));
+  EXPECT_EQ(trace.steps, (std::vector<std::string>{"a", "b", "handler"}));
+  EXPECT_NE(got.find("answered"), std::string::npos) << got;
+  EXPECT_EQ(trace.starts, 1);
+  EXPECT_EQ(trace.completes, 1);
+  EXPECT_EQ(trace.last_status, 200);
+}
+
+TEST(Pipeline, TheFirstRefusalIsTheAnswerAndNothingAfterItRuns) {
+  Trace trace;
+  std::vector<std::unique_ptr<AdmissionStage>> stages;
+  stages.push_back(std::make_unique<Step>(trace, "a", Verdict::go()));
+  stages.push_back(std::make_unique<Step>(trace, "b", Verdict::refuse(forbidden())));
+  stages.push_back(std::make_unique<Step>(trace, "c", Verdict::go()));
+  const std::string got = run(chain(trace, std::move(stages)));
+  EXPECT_EQ(trace.steps, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(got.starts_with("HTTP/1.1 403")) << got;
+  EXPECT_NE(got.find("x-request-id: req-1"), std::string::npos) << got;
+  EXPECT_EQ(trace.completes, 1);
+  EXPECT_EQ(trace.last_status, 403);
+  EXPECT_EQ(trace.last_error, map_error(ErrorCode::kForbidden).code);
+}
+
+TEST(Pipeline, AStageThatWaitsIsAwaitedAndMayRefuse) {
+  {
+    Trace trace;
+    std::vector<std::unique_ptr<AdmissionStage>> stages;
+    stages.push_back(std::make_unique<Step>(trace, "quota", Verdict::wait()));
+    run(chain(trace, std::move(stages)));
+    EXPECT_EQ(trace.steps, (std::vector<std::string>{"quota", "quota (waited)", "handler"}));
+  }
+  Trace trace;
+  std::vector<std::unique_ptr<AdmissionStage>> stages;
+  stages.push_back(std::make_unique<Step>(trace, "quota", Verdict::wait(), busy()));
+  stages.push_back(std::make_unique<Step>(trace, "after", Verdict::go()));
+  const std::string got = run(chain(trace, std::move(stages)));
+  EXPECT_EQ(trace.steps, (std::vector<std::string>{"quota", "quota (waited)"}));
+  EXPECT_TRUE(got.starts_with("HTTP/1.1 429")) << got;
+  EXPECT_NE(got.find("Retry-After: 3"), std::string::npos) << got;
+  EXPECT_EQ(trace.last_status, 429);
+}
+
+TEST(Pipeline, ARefusalNobodyHearsIsCounted499) {
+  Trace trace;
+  std::vector<std::unique_ptr<AdmissionStage>> stages;
+  stages.push_back(std::make_unique<Step>(trace, "a", Verdict::refuse(forbidden())));
+  run(chain(trace, std::move(stages)), /*client_leaves_first=*/true);
+  EXPECT_EQ(trace.completes, 1);
+  EXPECT_EQ(trace.last_status, 499);
+}
+
+}  // namespace
+}  // namespace arbiter

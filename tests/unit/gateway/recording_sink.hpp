@@ -1,0 +1,84 @@
+// A ResponseSink that remembers what it was given, for unit tests of the
+// relay, the dispatcher and the sinks that wrap another.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "http/response_sink.hpp"
+#include "http/tee_sink.hpp"
+
+namespace arbiter::testing {
+
+class RecordingSink final : public ResponseSink {
+ public:
+  Task<bool> send(http::response<http::string_body>& res) override {
+    status = res.result_int();
+    body += res.body();
+    ended = true;
+    co_return !gone;
+  }
+  Task<bool> send(const ResponseHead& head, std::string_view b) override {
+    status = head.status;
+    content_type = head.content_type;
+    body += b;
+    ended = true;
+    co_return !gone;
+  }
+  Task<bool> start_stream(const ResponseHead& head) override {
+    status = head.status;
+    content_type = head.content_type;
+    streamed = true;
+    co_return !gone;
+  }
+  Task<bool> send_chunks(std::span<const std::string_view> pieces) override {
+    if (gone) co_return false;
+    for (const std::string_view p : pieces) body += p;
+    if (++writes == leave_after_writes) leave();
+    co_return true;
+  }
+  Task<bool> end_stream() override {
+    ended = true;
+    co_return !gone;
+  }
+  bool client_gone() const override { return gone; }
+  void set_abort_hook(std::function<void()> h) override { hook = std::move(h); }
+  void set_keep_alive(bool k) override { keep_alive = k; }
+
+  // The consumer goes away: the hook runs, later writes fail.
+  void leave() {
+    gone = true;
+    if (auto h = std::move(hook)) h();
+  }
+
+  unsigned status = 0;
+  std::string content_type;
+  std::string body;
+  bool streamed = false;
+  bool ended = false;
+  bool gone = false;
+  bool keep_alive = true;
+  int writes = 0;
+  int leave_after_writes = -1;  // leave() after this many send_chunks calls
+  std::function<void()> hook;
+};
+
+// A ResponseCopy that concatenates what a TeeSink hands it.
+struct RecordingCopy final : ResponseCopy {
+  void head(unsigned s, std::string_view type) override {
+    status = s;
+    content_type = type;
+  }
+  void body(std::string_view bytes) override { bytes_seen += bytes; }
+  void end(bool complete) override {
+    ++ends;
+    this->complete = complete;
+  }
+  unsigned status = 0;
+  std::string content_type;
+  std::string bytes_seen;
+  int ends = 0;
+  bool complete = false;
+};
+
+}  // namespace arbiter::testing

@@ -1,0 +1,77 @@
+// DiscardSink and TeeSink on their own: what a shadow's sink counts and
+// how abandoning it stops the work; a tee's copy sees every byte the
+// client gets and exactly one end, cut short when the client leaves.
+#include <gtest/gtest.h>
+
+#include "../gateway/recording_sink.hpp"
+#include "http/discard_sink.hpp"
+#include "http/tee_sink.hpp"
+
+namespace arbiter {
+namespace {
+
+using testing::RecordingCopy;
+using testing::RecordingSink;
+
+// Runs `t` to completion on a fresh io_context.
+template <class T>
+T run(Task<T> t) {
+  net::io_context ioc;
+  T result{};
+  net::co_spawn(ioc, [&]() -> Task<void> { result = co_await std::move(t); }, net::detached);
+  ioc.run();
+  return result;
+}
+
+Task<bool> stream_three(ResponseSink& sink) {
+  const ResponseHead head{.status = 200, .content_type = "text/event-stream"};
+  if (!co_await sink.start_stream(head)) co_return false;
+  for (const std::string_view event : {"data: 1\n\n", "data: 2\n\n", "data: 3\n\n"}) {
+    if (!co_await sink.send_chunks(std::span(&event, 1))) co_return false;
+  }
+  co_return co_await sink.end_stream();
+}
+
+TEST(DiscardSink, CountsWhatItDropsAndStopsWhenAbandoned) {
+  DiscardSink sink;
+  EXPECT_TRUE(run(stream_three(sink)));
+  EXPECT_EQ(sink.status(), 200u);
+  EXPECT_EQ(sink.body_bytes(), 27u);
+  EXPECT_TRUE(sink.ended());
+  bool aborted = false;
+  DiscardSink abandoned;
+  abandoned.set_abort_hook([&] { aborted = true; });
+  abandoned.abandon();
+  EXPECT_TRUE(aborted);
+  EXPECT_TRUE(abandoned.client_gone());
+  EXPECT_FALSE(run(stream_three(abandoned)));
+}
+
+TEST(TeeSink, TheCopySeesWhatTheClientGetsAndOneEnd) {
+  RecordingSink client;
+  RecordingCopy copy;
+  TeeSink tee(client, copy);
+  EXPECT_TRUE(run(stream_three(tee)));
+  EXPECT_EQ(client.body, "data: 1\n\ndata: 2\n\ndata: 3\n\n");
+  EXPECT_EQ(copy.bytes_seen, client.body);
+  EXPECT_EQ(copy.content_type, "text/event-stream");
+  EXPECT_EQ(copy.ends, 1);
+  EXPECT_TRUE(copy.complete);
+}
+
+TEST(TeeSink, AClientThatLeavesEndsTheCopyIncomplete) {
+  RecordingSink client;
+  client.leave_after_writes = 1;
+  RecordingCopy copy;
+  TeeSink tee(client, copy);
+  bool aborted = false;
+  tee.set_abort_hook([&] { aborted = true; });  // reaches the client's sink
+  EXPECT_FALSE(run(stream_three(tee)));
+  EXPECT_TRUE(aborted);
+  EXPECT_TRUE(tee.client_gone());
+  EXPECT_EQ(copy.ends, 1);
+  EXPECT_FALSE(copy.complete);
+}
+
+}  // namespace
+}  // namespace arbiter
