@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGHUP, SIG_IGN);  // until the handler below is installed
 
   const unsigned threads =
       config->listener.threads ? config->listener.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -139,11 +140,20 @@ int main(int argc, char** argv) {
                cfg.listener.address.c_str(), static_cast<unsigned>(*port), threads, cfg.models.size(),
                (*sims)->size());
 
-  // First signal: drain. A second one: stop at once.
-  net::signal_set signals(ioc, SIGTERM, SIGINT);
+  // First signal: drain. A second one: stop at once. SIGHUP (what
+  // operators send to reload) is logged and ignored: reload is not built,
+  // and its default action would kill the gateway without draining.
+  net::signal_set signals(ioc, SIGTERM, SIGINT, SIGHUP);
   bool draining = false;
   std::function<void(const beast::error_code&, int)> on_signal = [&](const beast::error_code& ec, int sig) {
     if (ec) return;
+    if (sig == SIGHUP) {
+      std::fputs("{\"level\":\"warn\",\"event\":\"SIGHUP ignored: configuration reload is not built; "
+                 "restart to apply a new config\"}\n",
+                 stderr);
+      signals.async_wait(on_signal);
+      return;
+    }
     if (draining) {
       std::fputs("{\"level\":\"warn\",\"event\":\"second signal, stopping now\"}\n", stderr);
       io.stop();

@@ -11,70 +11,19 @@
 #include <sstream>
 
 #include "core/config.hpp"
+#include "yaml/yaml_reader.hpp"
 
 namespace arbiter::bench {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Walks YAML nodes and collects "path: message" errors.
-class Reader {
+// arbiter-bench's reading of values on top of the shared YamlReader:
+// numbers with their bounds (integers as whole numbers) and durations in
+// milliseconds or "none".
+class Reader : public YamlReader {
  public:
-  std::vector<std::string> errors;
-
-  void error(const std::string& path, const std::string& message) {
-    errors.push_back(path + ": " + message);
-  }
-
-  static std::string join(const std::string& path, std::string_view key) {
-    return path.empty() ? std::string(key) : path + "." + std::string(key);
-  }
-  static std::string index(const std::string& path, std::size_t i) {
-    return path + "[" + std::to_string(i) + "]";
-  }
-
-  // True when `node` is a map; every key not in `known` is an error.
-  bool map(const YAML::Node& node, const std::string& path,
-           std::initializer_list<std::string_view> known) {
-    if (!node.IsMap()) {
-      error(path.empty() ? "(top level)" : path, "must be a mapping");
-      return false;
-    }
-    for (const auto& kv : node) {
-      const auto key = kv.first.as<std::string>();
-      if (std::find(known.begin(), known.end(), key) == known.end()) {
-        error(join(path, key), "unknown key");
-      }
-    }
-    return true;
-  }
-
-  std::optional<std::string> scalar(const YAML::Node& n, const std::string& path) {
-    if (!n.IsScalar()) {
-      error(path, "must be a single value");
-      return std::nullopt;
-    }
-    return n.Scalar();
-  }
-
-  std::optional<double> number(const YAML::Node& n, const std::string& path, double min,
-                               double max) {
-    auto v = scalar(n, path);
-    if (!v) return std::nullopt;
-    double d = 0;
-    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), d);
-    if (ec != std::errc{} || end != v->data() + v->size()) {
-      error(path, "must be a number");
-      return std::nullopt;
-    }
-    if (!(d >= min && d <= max)) {
-      std::ostringstream o;
-      o << "must be between " << min << " and " << max;
-      error(path, o.str());
-      return std::nullopt;
-    }
-    return d;
-  }
+  using YamlReader::read;
 
   void read(const YAML::Node& parent, const std::string& path, const char* key, double& out,
             double min = 0, double max = kInf) {
@@ -100,22 +49,6 @@ class Reader {
       } else if (d) {
         out = static_cast<Int>(*d);
       }
-    }
-  }
-  void read(const YAML::Node& parent, const std::string& path, const char* key, bool& out) {
-    if (const YAML::Node n = parent[key]) {
-      auto v = scalar(n, join(path, key));
-      if (v == "true")
-        out = true;
-      else if (v == "false")
-        out = false;
-      else if (v)
-        error(join(path, key), "must be true or false");
-    }
-  }
-  void read(const YAML::Node& parent, const std::string& path, const char* key, std::string& out) {
-    if (const YAML::Node n = parent[key]) {
-      if (auto v = scalar(n, join(path, key))) out = *v;
     }
   }
   void read_ms(const YAML::Node& parent, const std::string& path, const char* key,

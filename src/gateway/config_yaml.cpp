@@ -14,63 +14,15 @@
 #include "core/tenants.hpp"
 #include "engine/profile.hpp"
 #include "gateway/scheduler_setup.hpp"
+#include "yaml/yaml_reader.hpp"
 
 namespace arbiter {
 namespace {
 
-// Walks YAML nodes, converting values and collecting errors with their paths.
-class Reader {
+// The gateway's reading of values on top of the shared YamlReader:
+// integers, durations in milliseconds and sizes with their bounds.
+class Reader : public YamlReader {
  public:
-  explicit Reader(ConfigErrors& errors) : errors_(errors) {}
-
-  void error(const std::string& path, const std::string& message) {
-    errors_.push_back(path + ": " + message);
-  }
-
-  // True when `node` is a map; reports every key not in `known`.
-  bool map(const YAML::Node& node, const std::string& path,
-           std::initializer_list<std::string_view> known) {
-    if (!node.IsMap()) {
-      error(path, "must be a mapping");
-      return false;
-    }
-    for (const auto& kv : node) {
-      const auto key = kv.first.as<std::string>();
-      if (std::find(known.begin(), known.end(), key) == known.end()) {
-        error(join(path, key), "unknown key");
-      }
-    }
-    return true;
-  }
-
-  bool sequence(const YAML::Node& node, const std::string& path) {
-    if (node.IsSequence()) return true;
-    error(path, "must be a list");
-    return false;
-  }
-
-  void read(const YAML::Node& parent, const std::string& path, const char* key, bool& out) {
-    const YAML::Node n = parent[key];
-    if (!n) return;
-    const auto v = scalar(n, join(path, key));
-    if (v == "true") out = true;
-    else if (v == "false") out = false;
-    else if (v) error(join(path, key), "must be true or false");
-  }
-
-  void read(const YAML::Node& parent, const std::string& path, const char* key, std::string& out,
-            bool required = false) {
-    const YAML::Node n = parent[key];
-    if (!n) {
-      if (required) error(join(path, key), "is required");
-      return;
-    }
-    if (auto v = scalar(n, join(path, key))) {
-      if (required && v->empty()) error(join(path, key), "must not be empty");
-      out = *v;
-    }
-  }
-
   template <class Int>
   void read_int(const YAML::Node& parent, const std::string& path, const char* key, Int& out,
                 int64_t min, int64_t max) {
@@ -89,22 +41,9 @@ class Reader {
 
   void read_double(const YAML::Node& parent, const std::string& path, const char* key, double& out,
                    double min, double max) {
-    const YAML::Node n = parent[key];
-    if (!n) return;
-    const auto p = join(path, key);
-    auto v = scalar(n, p);
-    if (!v) return;
-    double d = 0;
-    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), d);
-    if (ec != std::errc{} || end != v->data() + v->size()) {
-      error(p, "must be a number");
-      return;
+    if (const YAML::Node n = parent[key]) {
+      if (auto d = number(n, join(path, key), min, max)) out = *d;
     }
-    if (!(d >= min && d <= max)) {
-      error(p, "must be between " + fmt_number(min) + " and " + fmt_number(max));
-      return;
-    }
-    out = d;
   }
 
   // Milliseconds into any std::chrono duration.
@@ -115,12 +54,6 @@ class Reader {
     const int64_t before = ms;
     read_int(parent, path, key, ms, min_ms, 30LL * 24 * 3600 * 1000);
     if (ms != before) out = std::chrono::duration_cast<Duration>(Millis{ms});
-  }
-
-  static std::string fmt_number(double d) {
-    std::ostringstream o;
-    o << d;
-    return o.str();
   }
 
   void read_ms(const YAML::Node& parent, const std::string& path, const char* key, Millis& out) {
@@ -154,51 +87,6 @@ class Reader {
     out = static_cast<std::size_t>(num * mult);
   }
 
-  void read_list(const YAML::Node& parent, const std::string& path, const char* key,
-                 std::vector<std::string>& out) {
-    const YAML::Node n = parent[key];
-    if (!n) return;
-    const auto p = join(path, key);
-    if (!sequence(n, p)) return;
-    for (std::size_t i = 0; i < n.size(); ++i) {
-      if (auto v = scalar(n[i], index(p, i))) out.push_back(*v);
-    }
-  }
-
-  static std::string join(const std::string& path, std::string_view key) {
-    return path.empty() ? std::string(key) : path + "." + std::string(key);
-  }
-  static std::string index(const std::string& path, std::size_t i) {
-    return path + "[" + std::to_string(i) + "]";
-  }
-
- private:
-  std::optional<std::string> scalar(const YAML::Node& n, const std::string& path) {
-    if (!n.IsScalar()) {
-      error(path, "must be a single value");
-      return std::nullopt;
-    }
-    return n.Scalar();
-  }
-
-  std::optional<int64_t> integer(const YAML::Node& n, const std::string& path, int64_t min,
-                                 int64_t max) {
-    auto v = scalar(n, path);
-    if (!v) return std::nullopt;
-    int64_t out = 0;
-    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
-    if (ec != std::errc{} || end != v->data() + v->size()) {
-      error(path, "must be an integer");
-      return std::nullopt;
-    }
-    if (out < min || out > max) {
-      error(path, "must be between " + std::to_string(min) + " and " + std::to_string(max));
-      return std::nullopt;
-    }
-    return out;
-  }
-
-  ConfigErrors& errors_;
 };
 
 void read_listener(Reader& r, const YAML::Node& n, ListenerConfig& out) {
@@ -565,7 +453,6 @@ void split_class_pools(Config& c) {
 }  // namespace
 
 std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
-  ConfigErrors errors;
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));
@@ -573,7 +460,8 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
     return std::unexpected(ConfigErrors{"YAML syntax error at line " + std::to_string(e.mark.line + 1) +
                                         ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg});
   }
-  Reader r(errors);
+  Reader r;
+  ConfigErrors& errors = r.errors;
   Config c;
   if (!r.map(root, "(top level)", {"listener", "limits", "timeouts", "auth", "tenants", "classes",
                                     "default_class", "models", "scheduler", "engine_signals", "log"})) {

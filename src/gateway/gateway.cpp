@@ -7,6 +7,7 @@
 #include "gateway/observers/access_log/access_log_observer.hpp"
 #include "gateway/observers/metrics/request_metrics.hpp"
 #include "gateway/relay/upstream_relay.hpp"
+#include "gateway/request_id.hpp"
 #include "gateway/scheduler_setup.hpp"
 #include "gateway/stages/auth/auth_stage.hpp"
 #include "gateway/stages/caps/caps_stage.hpp"
@@ -95,27 +96,31 @@ void Gateway::refresh_metrics() {
 
 Task<void> Gateway::handle(HttpRequest& req, ClientConnection& conn) {
   const std::string_view path = path_of(req.target());
-  if (auto route = route_from_path(path)) {
-    if (req.method() == http::verb::post) {
-      co_await pipeline_.run(*route, req, conn);
-    } else {
-      // Named locals, not braced temporaries, in co_await expressions: GCC 12
-      // miscompiles some of those ("array used as initializer").
-      const ApiError err{ErrorCode::kMethodNotAllowed, "use POST for " + std::string(path), {}, {}};
-      const std::vector<std::pair<std::string, std::string>> allow{{"allow", "POST"}};
-      co_await send_error(conn, err, allow);
-    }
+  const auto route = route_from_path(path);
+  if (route && req.method() == http::verb::post) {
+    co_await pipeline_.run(*route, req, conn);
     co_return;
   }
-  if (req.method() == http::verb::get && AdminRoutes::serves(path)) {
-    co_await admin_->handle(path, req, conn);
+  // Everything else answers with the request's id too.
+  std::vector<std::pair<std::string, std::string>> headers{{"x-request-id", choose_request_id(req["x-request-id"])}};
+  const bool admin = AdminRoutes::serves(path);
+  if (admin && req.method() == http::verb::get) {
+    co_await admin_->handle(path, req, conn, headers);
+    co_return;
+  }
+  if (route || admin) {
+    // Named locals, not braced temporaries, in co_await expressions: GCC 12
+    // miscompiles some of those ("array used as initializer").
+    const std::string_view allowed = route ? "POST" : "GET";
+    const ApiError err{ErrorCode::kMethodNotAllowed, "use " + std::string(allowed) + " for " + std::string(path), {}, {}};
+    headers.emplace_back("allow", allowed);
+    co_await send_error(conn, err, headers);
     co_return;
   }
   const ApiError not_found{ErrorCode::kNotFound,
                            "no route for " + std::string(req.method_string()) + " " + std::string(path),
                            {}, {}};
-  const std::vector<std::pair<std::string, std::string>> none;
-  co_await send_error(conn, not_found, none);
+  co_await send_error(conn, not_found, headers);
 }
 
 }  // namespace arbiter

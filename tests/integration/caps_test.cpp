@@ -21,7 +21,9 @@ boost::json::object upstream_body(Harness& h, std::size_t i) {
 
 TEST(Caps, CompletionRouteCapsMaxTokensAt128) {
   Harness h;
-  ASSERT_EQ(http_call(h.port(), completion_request(completion_body(1000))).status, 200);
+  const HttpResponse capped = http_call(h.port(), completion_request(completion_body(1000)));
+  ASSERT_EQ(capped.status, 200);
+  EXPECT_EQ(capped.header("x-arbiter-max-tokens-capped").value_or("(none)"), "128");  // not silent
   ASSERT_EQ(http_call(h.port(), completion_request(completion_body())).status, 200);
 
   const auto asked_1000 = upstream_body(h, 0);
@@ -37,7 +39,9 @@ TEST(Caps, CompletionRouteCapsMaxTokensAt128) {
 TEST(Caps, CompletionUnderTheCapIsForwardedUnchanged) {
   Harness h;
   const auto body = completion_body(50);
-  ASSERT_EQ(http_call(h.port(), completion_request(body)).status, 200);
+  const HttpResponse r = http_call(h.port(), completion_request(body));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_FALSE(r.header("x-arbiter-max-tokens-capped").has_value());
   ASSERT_EQ(h.upstream().request_count(), 1u);
   EXPECT_EQ(h.upstream().requests()[0].body, body);
 }

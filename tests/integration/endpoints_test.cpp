@@ -1,7 +1,12 @@
 // The gateway's own endpoints, and the traces a relayed request leaves in
 // the access log and the metrics.
+#include <signal.h>
+
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
 
 #include "support/harness.hpp"
 #include "support/http_client.hpp"
@@ -19,6 +24,38 @@ TEST(Endpoints, HealthReadyAndModels) {
   const auto list = boost::json::parse(models.body).at("data").as_array();
   ASSERT_EQ(list.size(), 1u) << models.body;
   EXPECT_EQ(list[0].at("id"), "m1");
+}
+
+TEST(Endpoints, EveryAnswerCarriesTheRequestIdAndWrongMethodsGet405) {
+  Harness h;
+  const Headers with_id{{"x-request-id", "itest-id-7"}};
+  const auto missing = http_get(h.port(), "/nope", with_id);
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.header("x-request-id").value_or("(none)"), "itest-id-7");
+  const auto unauthorised = http_get(h.port(), "/v1/models", with_id);
+  EXPECT_EQ(unauthorised.status, 401) << unauthorised.body;
+  EXPECT_EQ(unauthorised.header("x-request-id").value_or("(none)"), "itest-id-7");
+  // Without one, the gateway makes one up.
+  EXPECT_FALSE(http_get(h.port(), "/nope").header("x-request-id").value_or("").empty());
+
+  const auto post_models = http_post(h.port(), "/v1/models", "{}", {bearer(kAlphaKey)});
+  EXPECT_EQ(post_models.status, 405) << post_models.body;
+  EXPECT_EQ(post_models.header("allow").value_or("(none)"), "GET");
+  const auto get_chat = http_get(h.port(), "/v1/chat/completions", {bearer(kAlphaKey)});
+  EXPECT_EQ(get_chat.status, 405);
+  EXPECT_EQ(get_chat.header("allow").value_or("(none)"), "POST");
+}
+
+TEST(Endpoints, SighupIsIgnoredAndLogged) {
+  Harness h;
+  ASSERT_EQ(::kill(h.gateway().pid(), SIGHUP), 0);
+  // Still serving; the log says why nothing happened.
+  for (int i = 0; i < 50 && h.gateway().stderr_text().find("SIGHUP ignored") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(h.gateway().stderr_text().find("SIGHUP ignored"), std::string::npos) << h.gateway().stderr_text();
+  EXPECT_EQ(http_get(h.port(), "/healthz").status, 200);
+  EXPECT_EQ(http_call(h.port(), chat_request(chat_body())).status, 200);
 }
 
 TEST(Endpoints, RelayedRequestIsLoggedAndCounted) {

@@ -12,10 +12,13 @@ namespace {
 
 constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
 
-Task<void> send_json(ClientConnection& conn, http::status status, std::string body,
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+Task<void> send_json(ClientConnection& conn, const Headers& headers, http::status status, std::string body,
                      std::string_view content_type = "application/json") {
   http::response<http::string_body> res{status, 11};
   res.set(http::field::content_type, content_type);
+  for (const auto& [name, value] : headers) res.set(name, value);
   res.body() = std::move(body);
   co_await conn.send(res);
 }
@@ -30,25 +33,25 @@ bool AdminRoutes::serves(std::string_view path) {
   return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/v1/models";
 }
 
-Task<void> AdminRoutes::handle(std::string_view path, HttpRequest& req, ClientConnection& conn) {
+Task<void> AdminRoutes::handle(std::string_view path, HttpRequest& req, ClientConnection& conn,
+                               const Headers& headers) {
   if (path == "/healthz") {
     std::string body = R"({"status":"ok"})";
-    co_await send_json(conn, http::status::ok, std::move(body));
+    co_await send_json(conn, headers, http::status::ok, std::move(body));
   } else if (path == "/readyz") {
     const bool ready = ready_.load();
     const auto status = ready ? http::status::ok : http::status::service_unavailable;
     std::string body = ready ? R"({"status":"ready"})" : R"({"status":"not ready"})";
-    co_await send_json(conn, status, std::move(body));
+    co_await send_json(conn, headers, status, std::move(body));
   } else if (path == "/metrics") {
     refresh_();
     std::string text = metrics_.registry.render();
-    co_await send_json(conn, http::status::ok, std::move(text), kPrometheusContentType);
+    co_await send_json(conn, headers, http::status::ok, std::move(text), kPrometheusContentType);
   } else if (auto tenant = tenants_.authenticate(req["authorization"]); !tenant) {  // /v1/models
-    const std::vector<std::pair<std::string, std::string>> none;
-    co_await send_error(conn, tenant.error(), none);
+    co_await send_error(conn, tenant.error(), headers);
   } else {
     std::string body = models_body();
-    co_await send_json(conn, http::status::ok, std::move(body));
+    co_await send_json(conn, headers, http::status::ok, std::move(body));
   }
 }
 

@@ -25,8 +25,9 @@ class AdminRoutes {
 
   // Whether `path` is one of these routes for GET.
   static bool serves(std::string_view path);
-  // Answers a GET of a path serves() accepted.
-  Task<void> handle(std::string_view path, HttpRequest& req, ClientConnection& conn);
+  // Answers a GET of a path serves() accepted, with `headers` (x-request-id).
+  Task<void> handle(std::string_view path, HttpRequest& req, ClientConnection& conn,
+                    const std::vector<std::pair<std::string, std::string>>& headers);
 
   void set_ready(bool ready) { ready_ = ready; }
 

@@ -28,7 +28,7 @@ RequestContext::RequestContext(Route r, HttpRequest& request, ClientConnection& 
   rec.tenant = kAnonymousTenant;
   rec.model = kNoLabel;
   rec.cls = kNoLabel;
-  response_headers.reserve(5);  // x-request-id and the relay's four: no regrowth
+  response_headers.reserve(8);  // x-request-id, a stage's, the relay's five: no regrowth
   response_headers.emplace_back("x-request-id", rec.request_id);
 }
 

@@ -109,6 +109,18 @@ classes:
             std::string::npos);
 }
 
+TEST(BenchScenario, AKeyGivenTwiceIsAnError) {
+  auto s = parse_scenario(R"(
+name: t
+duration_s: 10
+duration_s: 20
+classes:
+  - {name: chat, traffic: {kind: requests, rate: 1}}
+)");
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().find("duration_s: given twice"), std::string::npos) << s.error();
+}
+
 TEST(BenchScenario, OverridesAndTrafficKinds) {
   auto s = parse_scenario(R"(
 name: t

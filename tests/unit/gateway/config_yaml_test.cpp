@@ -184,6 +184,22 @@ models:
               Contains(HasSubstr("models[0].backends[1].lend: differs from another backend with the same classes")));
 }
 
+TEST(ConfigYaml, AKeyGivenTwiceIsAnErrorNotTheFirstSilently) {
+  EXPECT_THAT(errors_of(R"(
+scheduler: {policy: fifo, policy: hybrid}
+models:
+  - name: m1
+    backends: [{url: "http://127.0.0.1:8000"}]
+)"),
+              Contains(HasSubstr("scheduler.policy: given twice")));
+  EXPECT_THAT(errors_of(R"(
+models:
+  - name: m1
+    backends: [{url: "http://127.0.0.1:8000", max_concurrency: 4, max_concurrency: 64}]
+)"),
+              Contains(HasSubstr("models[0].backends[0].max_concurrency: given twice")));
+}
+
 TEST(ConfigYaml, UnknownKeysAreRejectedWithTheirPath) {
   const auto errs = errors_of(R"(
 listener: {adress: 0.0.0.0}

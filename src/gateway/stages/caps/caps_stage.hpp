@@ -1,5 +1,6 @@
 // Admission stage 4: what the class allows. A max_tokens above the class's
-// cap is rewritten in place (counted in arbiter_max_tokens_capped_total);
+// cap is rewritten in place (counted in arbiter_max_tokens_capped_total,
+// and said in the answer's x-arbiter-max-tokens-capped header);
 // work the scheduler may preempt gets its resume method (how a preempted
 // run continues from its checkpoint), or none when it cannot be resumed.
 #pragma once
