@@ -65,9 +65,14 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
       << ", kv_saturation: " << e.kv_threshold << "}\n"
       << "log: {access_log: false}\n"
       << "tenants:\n";
+  // Each tenant lists every class: live mode claims the class of each
+  // request, and a class that outranks the default is claimable only when
+  // listed.
+  std::string classes;
+  for (const std::string& name : scheduler_class_names(s)) classes += (classes.empty() ? "" : ", ") + name;
   for (const TenantSpec& t : s.tenants) {
     out << "  - {name: " << t.name << ", weight: " << t.weight << ", api_keys: ["
-        << tenant_api_key(t.name) << "]}\n";
+        << tenant_api_key(t.name) << "], allowed_classes: [" << classes << "]}\n";
   }
   out << "classes:\n";
   for (const ClassSpec& c : s.classes) {

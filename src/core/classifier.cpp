@@ -22,6 +22,18 @@ bool Classifier::allowed(const TenantConfig* tenant, const ClassConfig& cls) con
   return tenant == nullptr || contains_or_empty(tenant->allowed_classes, cls.name);
 }
 
+bool Classifier::outranks_default(const ClassConfig& cls) const {
+  const sched::ClassPolicy& base = classes_[default_index_].policy;
+  return cls.policy.engine_priority < base.engine_priority || cls.policy.min_share > base.min_share;
+}
+
+bool Classifier::claimable(const TenantConfig* tenant, const ClassConfig& cls) const {
+  if (!outranks_default(cls)) return allowed(tenant, cls);
+  return tenant != nullptr &&
+         std::find(tenant->allowed_classes.begin(), tenant->allowed_classes.end(), cls.name) !=
+             tenant->allowed_classes.end();
+}
+
 bool Classifier::matches(const ClassMatch& m, const ClassifyInput& in) {
   if (!contains_or_empty(m.routes, in.route)) return false;
   if (!contains_or_empty(m.models, in.model)) return false;
@@ -39,13 +51,15 @@ std::expected<std::size_t, ApiError> Classifier::classify(const ClassifyInput& i
   if (in.claimed) {
     for (std::size_t i = 0; i < classes_.size(); ++i) {
       if (classes_[i].name != *in.claimed) continue;
-      if (!allowed(in.tenant, classes_[i])) {
-        return std::unexpected(ApiError{ErrorCode::kForbidden,
-                                        "tenant '" + in.tenant->name + "' may not use class '" +
-                                            classes_[i].name + "'",
-                                        "x-arbiter-class", {}});
-      }
-      return i;
+      if (claimable(in.tenant, classes_[i])) return i;
+      const std::string who = in.tenant ? "tenant '" + in.tenant->name + "'" : std::string("an anonymous client");
+      const std::string why = allowed(in.tenant, classes_[i])
+                                  ? " (it outranks the default class '" + classes_[default_index_].name +
+                                        "': a tenant must list it in allowed_classes to claim it)"
+                                  : "";
+      return std::unexpected(ApiError{ErrorCode::kForbidden,
+                                      who + " may not use class '" + classes_[i].name + "'" + why,
+                                      "x-arbiter-class", {}});
     }
     return std::unexpected(ApiError{ErrorCode::kInvalidRequest,
                                     "unknown request class '" + std::string(*in.claimed) + "'",

@@ -21,6 +21,7 @@ TEST(ClassPools, EachClassRunsOnlyOnItsPoolsBackends) {
   SimProcess chat_engine({"--profile", "tiny", "--model", "m1"});
   GatewayConfig config;
   config.backend_ports = {completion_engine.port(), chat_engine.port()};
+  config.alpha_classes = "[critical, completion, chat, batch]";  // claims completion
   config.backend_extras = {", name: ide, classes: [completion]", ", name: general"};
   GatewayProcess gateway(config.to_yaml());
   std::multiset<std::string> completions, chats;

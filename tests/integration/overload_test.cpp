@@ -37,6 +37,7 @@ TEST(Overload, RealtimeWaitStaysLowWhileTheBatchBacklogCompletes) {
   GatewayConfig config;
   config.backend_ports = {sim.port()};
   config.max_concurrency = 4;
+  config.alpha_classes = "[realtime, batch, chat]";  // realtime outranks the default: granted
   config.extra =
       "classes:\n"
       "  - {name: realtime, min_share: 0.25, weight: 4}\n"

@@ -25,6 +25,7 @@ GatewayConfig one_slot(uint16_t sim_port, bool preemption = true) {
   c.backend_ports = {sim_port};
   c.max_concurrency = 1;
   c.backend_extra = ", continue_final_message: true";
+  c.alpha_classes = "[realtime, batch, chat]";
   c.extra =
       "classes:\n"
       "  - {name: realtime, min_share: 0.5, weight: 4}\n"

@@ -105,7 +105,9 @@ TEST(RequestErrors, BadApiKeyGives401AndNoKeyIsEverLogged) {
 }
 
 TEST(RequestErrors, ClassClaimOutsideTenantAllowanceGives403) {
-  Harness h;
+  GatewayConfig granted;
+  granted.alpha_classes = "[critical, completion, chat, batch]";
+  Harness h(granted);
   // beta may only use chat.
   auto claim = chat_request(chat_body(), kBetaKey);
   claim.headers.emplace_back("x-arbiter-class", "critical");
@@ -120,7 +122,15 @@ TEST(RequestErrors, ClassClaimOutsideTenantAllowanceGives403) {
   EXPECT_EQ(bad.status, 400) << bad.body;
   error_of(bad);
 
-  // alpha may claim any class, and the claim is honoured.
+  // A tenant with no list of its own may not claim a class that outranks
+  // the default either; alpha lists critical, and its claim is honoured.
+  Harness h2;  // alpha without a list
+  auto promote = chat_request(chat_body(), kAlphaKey);
+  promote.headers.emplace_back("x-arbiter-class", "critical");
+  const auto promoted = http_call(h2.port(), promote);
+  EXPECT_EQ(promoted.status, 403) << promoted.body;
+  EXPECT_NE(promoted.body.find("outranks the default class"), std::string::npos) << promoted.body;
+
   Stream s;
   s.payloads = chat_chunks(1);
   h.upstream().push(s);

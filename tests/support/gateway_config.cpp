@@ -14,7 +14,8 @@ std::string GatewayConfig::to_yaml() const {
     // The fake upstream records every request: no /metrics scrapes mixed in.
     << "engine_signals: {enabled: false}\n"
     << "tenants:\n"
-    << "  - {name: alpha, api_keys: [" << kAlphaKey << "]}\n"
+    << "  - {name: alpha, api_keys: [" << kAlphaKey << "]"
+    << (alpha_classes.empty() ? "" : ", allowed_classes: " + alpha_classes) << "}\n"
     << "  - {name: beta, api_keys: [" << kBetaKey << "], allowed_classes: [chat]}\n"
     << "models:\n"
     << "  - name: " << kModel << "\n"

@@ -9,7 +9,9 @@
 
 namespace arbiter::test {
 
-// API keys of the test tenants. alpha may use every class; beta only chat.
+// API keys of the test tenants. alpha may use every class (by claim, those
+// that outrank the default only when GatewayConfig::alpha_classes lists
+// them); beta only chat.
 inline constexpr const char* kAlphaKey = "sk-alpha-7f3c9e1d2b";
 inline constexpr const char* kBetaKey = "sk-beta-4a8d6f0e5c";
 inline constexpr const char* kModel = "m1";
@@ -23,6 +25,9 @@ struct GatewayConfig {
   int drain_ms = 5'000;
   std::size_t max_body_bytes = 1u << 20;
   bool auth = true;
+  // alpha's allowed_classes, e.g. "[critical, chat]"; empty: no list (every
+  // class by rule; by claim, those that do not outrank the default class).
+  std::string alpha_classes;
   std::string extra;          // appended verbatim (top-level keys)
   std::string backend_extra;  // added to every backend's map, e.g. ", continue_final_message: true"
   std::vector<std::string> backend_extras;  // then to backend i's map, when given

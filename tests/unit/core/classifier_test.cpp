@@ -34,6 +34,30 @@ TEST_F(ClassifierTest, HeaderClaimsAreHonouredOnlyWhenAllowed) {
             "error 400");
 }
 
+TEST_F(ClassifierTest, AClassThatOutranksTheDefaultMustBeGrantedToBeClaimed) {
+  // critical (priority 0, min_share 0.15) and completion (priority 1) outrank
+  // chat (priority 2); batch does not. Unlisted tenants and anonymous
+  // clients may claim only what does not outrank the default.
+  const TenantConfig unlisted{.name = "team", .team = "team", .key_sha256 = {}, .allowed_classes = {}};
+  const TenantConfig granted{.name = "ops", .team = "ops", .key_sha256 = {}, .allowed_classes = {"critical"}};
+  for (const TenantConfig* who : {static_cast<const TenantConfig*>(nullptr), &unlisted}) {
+    EXPECT_EQ(name_of({.route = Route::kChatCompletions, .model = "m", .tenant = who, .claimed = "critical"}),
+              "error 403");
+    EXPECT_EQ(name_of({.route = Route::kChatCompletions, .model = "m", .tenant = who, .claimed = "completion"}),
+              "error 403");
+    EXPECT_EQ(name_of({.route = Route::kChatCompletions, .model = "m", .tenant = who, .claimed = "batch"}), "batch");
+    EXPECT_EQ(name_of({.route = Route::kChatCompletions, .model = "m", .tenant = who, .claimed = "chat"}), "chat");
+    // Rules still route them: a completion by route is a completion.
+    EXPECT_EQ(name_of({.route = Route::kCompletions, .model = "m", .tenant = who}), "completion");
+  }
+  EXPECT_EQ(name_of({.route = Route::kChatCompletions, .model = "m", .tenant = &granted, .claimed = "critical"}),
+            "critical");
+  const auto refused = classifier_.classify({.route = Route::kChatCompletions, .model = "m", .claimed = "critical"});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("outranks the default class 'chat'"), std::string::npos)
+      << refused.error().message;
+}
+
 TEST_F(ClassifierTest, RulesMatchOnModelTenantAndMaxTokens) {
   TenantConfig risk{.name = "risk", .team = "risk", .key_sha256 = {}, .allowed_classes = {}};
   std::vector<ClassConfig> classes = {
