@@ -11,7 +11,9 @@ std::vector<ClassConfig> default_classes() {
   out[0].policy = {.name = "critical", .min_share = 0.15, .weight = 4, .max_queue_wait = milliseconds(2'000),
                    .engine_priority = 0, .ttft_slo = milliseconds(300)};
   // IDE completions: short, latency-critical, capped (BRIEF: max_tokens 128);
-  // a keystroke burst from one user collapses to its last request. The
+  // a keystroke burst with one x-arbiter-supersede-key collapses to its last
+  // request (the OpenAI `user` field only where a config sets
+  // supersede_by_user: it names an end user, not a keystroke chain). The
   // debounce is fixed: adaptive_debounce is opt-in (docs/scheduler.md,
   // "Supersede and debounce", has the sweep's verdict).
   out[1].name = "completion";
@@ -20,7 +22,6 @@ std::vector<ClassConfig> default_classes() {
   out[1].policy = {.name = "completion", .min_share = 0.1, .weight = 2, .max_queue_wait = milliseconds(1'000),
                    .debounce = milliseconds(30), .engine_priority = 1,
                    .ttft_slo = milliseconds(200)};
-  out[1].supersede_by_user = true;
   out[2].name = "chat";
   out[2].match = ClassMatch{.routes = {Route::kChatCompletions}};
   out[2].policy = {.name = "chat", .max_share = 0.7, .weight = 1, .max_queue_wait = milliseconds(30'000),

@@ -13,6 +13,7 @@
 #include "gateway/stages/caps/caps_stage.hpp"
 #include "gateway/stages/parse/parse_stage.hpp"
 #include "gateway/stages/route/route_stage.hpp"
+#include "gateway/stages/supersede/supersede_stage.hpp"
 
 namespace arbiter {
 
@@ -58,6 +59,7 @@ void Gateway::assemble_pipeline() {
   pipeline_.add_stage(std::make_unique<ParseStage>());
   pipeline_.add_stage(std::make_unique<RouteStage>(config_, classifier_, pool_index_, pools_));
   pipeline_.add_stage(std::make_unique<CapsStage>(config_, pools_, metrics_));
+  pipeline_.add_stage(std::make_unique<SupersedeStage>(config_));
   pipeline_.set_handler(std::make_unique<DispatchStage>(config_, *dispatcher_, pools_));
   pipeline_.add_observer(std::make_unique<RequestMetrics>(config_, metrics_));
   pipeline_.add_observer(std::make_unique<AccessLogObserver>(config_.log.access_log));

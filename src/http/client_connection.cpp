@@ -40,6 +40,15 @@ void ClientConnection::end_request() {
   abort_hook_ = nullptr;
 }
 
+const std::string& ClientConnection::remote_address() {
+  if (!remote_address_) {
+    beast::error_code ec;
+    const tcp::endpoint peer = socket_.remote_endpoint(ec);
+    remote_address_ = ec ? std::string() : peer.address().to_string();
+  }
+  return *remote_address_;
+}
+
 void ClientConnection::mark_gone() {
   if (gone_) return;
   gone_ = true;

@@ -52,6 +52,9 @@ class ClientConnection final : public ResponseSink {
   void set_keep_alive(bool v) override { keep_alive_ = v; }
   // The client closed its side (seen by the reader or a failed write).
   bool client_gone() const override { return gone_; }
+  // The client's IP address as text (cached: one getpeername per connection);
+  // empty when the socket cannot tell.
+  const std::string& remote_address();
   // Bytes of response body written so far for this request.
   std::size_t body_bytes_sent() const { return body_bytes_; }
   // Time the first body byte was written, if any.
@@ -108,6 +111,7 @@ class ClientConnection final : public ResponseSink {
   std::optional<std::chrono::steady_clock::time_point> first_body_byte_at_;
   std::function<void()> abort_hook_;
   std::string head_;  // the response head being written (reused across requests)
+  std::optional<std::string> remote_address_;  // remote_address(), once asked
   // The pending read's target: the parser's buffer is consumed between
   // requests while a read is pending, so reads land here and are copied in.
   std::array<char, 4096> chunk_;

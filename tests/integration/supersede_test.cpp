@@ -74,5 +74,68 @@ TEST(Supersede, DifferentKeysDoNotReplaceEachOther) {
   EXPECT_EQ(h.upstream().request_count(), 2u);
 }
 
+// A completion for `user` whose prompt is `prompt`.
+HttpRequest for_user(const std::string& user, const std::string& prompt, int n) {
+  HttpRequest r = completion_request(R"({"model":"m1","max_tokens":16,"user":")" + user + R"(","prompt":")" +
+                                     prompt + R"("})");
+  r.headers.emplace_back("x-test-seq", std::to_string(n));
+  return r;
+}
+
+TEST(Supersede, OneUsersRequestsOnDifferentPromptsDoNotReplaceEachOther) {
+  // A service account sends four different prompts with one `user`: all
+  // four are answered (they replaced each other when `user` alone was the key).
+  Harness h(storm_config());
+  std::vector<std::future<HttpResponse>> answers;
+  for (int i = 0; i < 4; ++i) {
+    answers.push_back(std::async(std::launch::async, [&h, i] {
+      return http_call(h.port(), for_user("svc", "Summarise ticket " + std::to_string(i) + std::string(600, '.'), i));
+    }));
+  }
+  for (auto& f : answers) EXPECT_EQ(f.get().status, 200);
+  EXPECT_EQ(h.upstream().request_count(), 4u);
+}
+
+TEST(Supersede, OneUsersKeystrokesInOneFileStillReplaceEachOther) {
+  Harness h(storm_config());
+  const std::string file = "def main():\\n" + std::string(600, 'x');
+  auto first = std::async(std::launch::async, [&] { return http_call(h.port(), for_user("dev-1", file + "pri", 0)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const HttpResponse second = http_call(h.port(), for_user("dev-1", file + "print(", 1));
+  EXPECT_EQ(second.status, 200);
+  EXPECT_EQ(first.get().status, 409);
+  EXPECT_EQ(h.upstream().request_count(), 1u);
+}
+
+TEST(Supersede, AnonymousClientsCannotReplaceEachOthersRequests) {
+  // Auth off: every keyless client is the same (anonymous) tenant. Another
+  // client (another address) with the same key, or the same `user`, must
+  // not cancel this one; the same client still replaces its own.
+  GatewayConfig config = storm_config();
+  config.auth = false;
+  Harness h(config);
+  const auto send = [&](const std::string& source, HttpRequest req) {
+    std::erase_if(req.headers, [](const auto& f) { return f.first == "authorization"; });  // keyless
+    auto conn = std::make_shared<HttpConnection>(h.port(), source);
+    conn->send(req);
+    return conn;
+  };
+  auto mine = send("127.0.0.1", keyed("editor-7", 0));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto other = send("127.0.0.2", keyed("editor-7", 1));
+  auto other_user = send("127.0.0.2", for_user("anyone", "same prompt" + std::string(600, '.'), 2));
+  auto mine_user = send("127.0.0.1", for_user("anyone", "same prompt" + std::string(600, '.'), 3));
+  EXPECT_EQ(other->read_head(Millis(10'000)).status, 200);
+  EXPECT_EQ(mine->read_head(Millis(10'000)).status, 200) << "another client's key replaced this request";
+  EXPECT_EQ(other_user->read_head(Millis(10'000)).status, 200);
+  EXPECT_EQ(mine_user->read_head(Millis(10'000)).status, 200) << "`user` replaced an anonymous request";
+
+  auto again = send("127.0.0.1", keyed("editor-7", 4));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto newer = send("127.0.0.1", keyed("editor-7", 5));
+  EXPECT_EQ(again->read_head(Millis(10'000)).status, 409);
+  EXPECT_EQ(newer->read_head(Millis(10'000)).status, 200);
+}
+
 }  // namespace
 }  // namespace arbiter::test

@@ -69,8 +69,15 @@ struct HttpConnection::Impl {
   }
 };
 
-HttpConnection::HttpConnection(uint16_t port, Millis connect_timeout) : impl_(std::make_unique<Impl>()) {
+HttpConnection::HttpConnection(uint16_t port, Millis connect_timeout) : HttpConnection(port, "", connect_timeout) {}
+
+HttpConnection::HttpConnection(uint16_t port, const std::string& source, Millis connect_timeout)
+    : impl_(std::make_unique<Impl>()) {
   const tcp::endpoint ep(net::ip::make_address("127.0.0.1"), port);
+  if (!source.empty()) {
+    impl_->sock.open(tcp::v4());
+    impl_->sock.bind(tcp::endpoint(net::ip::make_address(source), 0));
+  }
   const auto ec = impl_->run([&](auto handler) { impl_->sock.async_connect(ep, handler); },
                              connect_timeout, "connecting");
   if (ec) throw std::runtime_error("HttpConnection: connect to port " + std::to_string(port) +

@@ -47,6 +47,8 @@ struct TimeoutError : std::runtime_error {
 class HttpConnection {
  public:
   explicit HttpConnection(uint16_t port, Millis connect_timeout = kDefaultTimeout);
+  // From `source` (another loopback address, e.g. "127.0.0.2": a different client machine).
+  HttpConnection(uint16_t port, const std::string& source, Millis connect_timeout = kDefaultTimeout);
   ~HttpConnection();
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;

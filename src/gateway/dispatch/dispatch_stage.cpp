@@ -12,18 +12,6 @@ namespace {
 // sets no max_tokens.
 constexpr int64_t kDefaultOutputEstimate = 256;
 
-// The supersede key: the client's explicit header, else (for classes that
-// ask for it) the OpenAI `user` field. Empty: none.
-std::string supersede_key(const HttpRequest& req, const ClassConfig& cls, const ParsedRequest& parsed) {
-  if (auto h = req.field("x-arbiter-supersede-key"); h && !h->empty()) {
-    return "key:" + std::string(*h);
-  }
-  if (cls.supersede_by_user) {
-    if (parsed.info.user) return "user:" + *parsed.info.user;
-  }
-  return {};
-}
-
 double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
@@ -31,9 +19,7 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 Task<void> DispatchStage::run(RequestContext& ctx) {
-  const ClassConfig& cls = config_.classes[ctx.cls];
   const RequestInfo& info = ctx.parsed.info;
-  const std::string key = supersede_key(ctx.req, cls, ctx.parsed);
   const sched::Request queued{
       .pool = static_cast<sched::PoolId>(ctx.pool),
       .klass = static_cast<sched::ClassId>(ctx.cls),
@@ -41,7 +27,7 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
       .cost_tokens = info.prompt_tokens_estimate + info.max_tokens.value_or(kDefaultOutputEstimate),
       .prompt_tokens = info.prompt_tokens_estimate,
       .deadline = std::nullopt,
-      .supersede_key = key,
+      .supersede_key = ctx.supersede_key,
       .resumable = ctx.resume != ResumeMethod::kNone,
       .prefix_blocks = ctx.prefix};
   const auto enqueued = std::chrono::steady_clock::now();

@@ -43,6 +43,7 @@ struct RequestContext {
   std::size_t cls = 0;                                  // route: its class
   std::vector<uint64_t> prefix;                         // route: prompt prefix blocks (affinity)
   ResumeMethod resume = ResumeMethod::kNone;            // caps: how a preempted run continues
+  std::string supersede_key;                            // supersede: empty when none
   bool admitted = false;                                // every admission stage let it through
 
   // Dispatch and relay.
