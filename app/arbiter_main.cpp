@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "gateway/config_print.hpp"
 #include "gateway/config_yaml.hpp"
 #include "app/embedded_sims.hpp"
 #include "gateway/gateway.hpp"
@@ -18,15 +19,19 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: arbiter --config FILE [--check] [--port-file PATH]\n"
+    "usage: arbiter --config FILE [--check | --print-config] [--port-file PATH]\n"
     "  --config FILE     YAML configuration (see docs/configuration.md)\n"
-    "  --check           validate the configuration and exit (0 ok, 2 errors)\n"
+    "  --check           validate the configuration and exit (0 ok, 2 errors); says\n"
+    "                    which listed classes inherit a built-in class's settings\n"
+    "  --print-config    validate, then print the effective configuration (every\n"
+    "                    default filled in) as YAML and exit\n"
     "  --port-file PATH  write the bound port to PATH once listening\n";
 
 struct Flags {
   std::string config;
   std::string port_file;
   bool check = false;
+  bool print_config = false;
 };
 
 std::optional<Flags> parse_flags(int argc, char** argv) {
@@ -35,6 +40,8 @@ std::optional<Flags> parse_flags(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--check") {
       f.check = true;
+    } else if (a == "--print-config") {
+      f.print_config = true;
     } else if ((a == "--config" || a == "--port-file") && i + 1 < argc) {
       (a == "--config" ? f.config : f.port_file) = argv[++i];
     } else if (a == "--help" || a == "-h") {
@@ -86,7 +93,16 @@ int main(int argc, char** argv) {
     for (const auto& e : config.error()) std::fprintf(stderr, "  %s\n", e.c_str());
     return 2;
   }
+  if (flags->print_config) {
+    std::fputs(arbiter::config_to_yaml(*config).c_str(), stdout);
+    return 0;
+  }
   if (flags->check) {
+    for (const auto& name : config->inherited_classes) {
+      std::printf("%s: class '%s' starts from the built-in class's scheduling settings and cap "
+                  "(--print-config shows what applies)\n",
+                  flags->config.c_str(), name.c_str());
+    }
     // Per-class pools split a model into several entries: count the names.
     std::set<std::string> models;
     for (const auto& m : config->models) models.insert(m.name);

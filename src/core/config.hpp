@@ -175,6 +175,9 @@ struct Config {
   SchedulerSettings scheduler;
   EngineSignalsConfig engine_signals;
   LogConfig log;
+  // Classes the file listed under a built-in class's name: they started from
+  // its scheduling settings and cap (what `--check` reports).
+  std::vector<std::string> inherited_classes;
 };
 
 // The classes used when the config names none: an interactive completion

@@ -176,9 +176,11 @@ void read_class_match(Reader& r, const YAML::Node& n, const std::string& path, C
   r.read_int(n, path, "max_tokens_at_most", out.max_tokens_at_most, 1, INT32_MAX);
 }
 
-void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out) {
+void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out,
+                  std::vector<std::string>& inherited) {
+  const std::vector<ClassConfig> builtins = default_classes();
   if (!n) {
-    out = default_classes();
+    out = builtins;
     return;
   }
   if (!r.sequence(n, "classes")) return;
@@ -191,8 +193,19 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out)
                          "max_queue_per_tenant", "debounce_ms", "priority", "supersede_by_user",
                          "ttft_slo_ms", "adaptive_debounce"}))
       continue;
+    // A class named like a built-in one starts from the built-in's scheduling
+    // settings and cap (docs/configuration.md): listing `batch` to route it
+    // must not silently make it foreground work. Its match rules are the
+    // file's own: routing is what a listed class restates.
     ClassConfig cc;
     r.read(c, path, "name", cc.name, /*required=*/true);
+    for (const ClassConfig& builtin : builtins) {
+      if (builtin.name != cc.name) continue;
+      cc.policy = builtin.policy;
+      cc.max_tokens_cap = builtin.max_tokens_cap;
+      cc.supersede_by_user = builtin.supersede_by_user;
+      inherited.push_back(cc.name);
+    }
     if (const YAML::Node m = c["match"]) {
       cc.match.emplace();
       read_class_match(r, m, Reader::join(path, "match"), *cc.match);
@@ -474,7 +487,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
     r.read(a, "auth", "enabled", c.auth.enabled);
   }
   read_tenants(r, root["tenants"], c.tenants);
-  read_classes(r, root["classes"], c.classes);
+  read_classes(r, root["classes"], c.classes, c.inherited_classes);
   r.read(root, "", "default_class", c.default_class);
   read_models(r, root["models"], c.models);
   if (const YAML::Node n = root["scheduler"]; n && r.map(n, "scheduler", {"policy", "aging_fraction", "slo_lead_fraction", "early_reject_margin", "affinity_load_slack", "preemption", "preempt_after_ms", "preempt_guard_ms",

@@ -16,13 +16,14 @@ namespace arbiter::test {
 namespace {
 
 // A completion class whose debounce is long enough for a noisy machine to
-// send the whole burst inside it.
+// send the whole burst inside it (and a queue deadline above that: the
+// built-in completion class it starts from allows 1 s).
 GatewayConfig storm_config() {
   GatewayConfig c;
   c.extra =
       "classes:\n"
       "  - {name: completion, match: {routes: [/v1/completions]}, max_tokens_cap: 128,\n"
-      "     debounce_ms: 1500, supersede_by_user: true}\n"
+      "     debounce_ms: 1500, max_queue_wait_ms: 5000, supersede_by_user: true}\n"
       "  - {name: chat, match: {routes: [/v1/chat/completions]}}\n";
   return c;
 }

@@ -1,0 +1,139 @@
+#include "gateway/config_print.hpp"
+
+#include <charconv>
+#include <sstream>
+
+namespace arbiter {
+
+namespace {
+
+std::string_view yes_no(bool b) { return b ? "true" : "false"; }
+
+int64_t ms(sched::Duration d) { return std::chrono::duration_cast<Millis>(d).count(); }
+
+// The shortest text that reads back as the same double: 0.1, not 0.10000000000000001.
+std::string num(double d) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  return std::string(buf, end);
+}
+
+// A flow list of strings: [a, b].
+template <class Range, class Text>
+std::string list(const Range& items, const Text& text) {
+  std::string out = "[";
+  for (const auto& item : items) out += (out.size() > 1 ? ", " : "") + std::string(text(item));
+  return out + "]";
+}
+
+std::string strings(const std::vector<std::string>& v) {
+  return list(v, [](const std::string& s) { return "\"" + s + "\""; });
+}
+
+std::string_view engine_name(EngineKind e) {
+  switch (e) {
+    case EngineKind::kVllm: return "vllm";
+    case EngineKind::kSglang: return "sglang";
+    case EngineKind::kLlamaCpp: return "llamacpp";
+  }
+  return "vllm";
+}
+
+void print_class(std::ostringstream& y, const ClassConfig& c) {
+  const sched::ClassPolicy& p = c.policy;
+  y << "  - name: \"" << c.name << "\"\n";
+  if (c.match) {
+    const ClassMatch& m = *c.match;
+    y << "    match: {routes: " << list(m.routes, [](Route r) { return route_path(r); })
+      << ", models: " << strings(m.models) << ", tenants: " << strings(m.tenants);
+    if (m.max_tokens_at_least) y << ", max_tokens_at_least: " << *m.max_tokens_at_least;
+    if (m.max_tokens_at_most) y << ", max_tokens_at_most: " << *m.max_tokens_at_most;
+    y << "}\n";
+  }
+  if (c.max_tokens_cap) y << "    max_tokens_cap: " << *c.max_tokens_cap << "\n";
+  y << "    min_share: " << num(p.min_share) << "\n"
+    << "    max_share: " << num(p.max_share) << "\n"
+    << "    weight: " << num(p.weight) << "\n"
+    << "    max_queue_wait_ms: " << ms(p.max_queue_wait) << "\n"
+    << "    preemptible: " << yes_no(p.preemptible) << "\n"
+    << "    background: " << yes_no(p.background) << "\n"
+    << "    max_queue: " << p.max_queue << "\n"
+    << "    max_queue_per_tenant: " << p.max_queue_per_tenant << "\n"
+    << "    debounce_ms: " << ms(p.debounce) << "\n"
+    << "    adaptive_debounce: " << yes_no(p.adaptive_debounce) << "\n"
+    << "    priority: " << p.engine_priority << "\n"
+    << "    ttft_slo_ms: " << ms(p.ttft_slo) << "\n"
+    << "    supersede_by_user: " << yes_no(c.supersede_by_user) << "\n";
+}
+
+void print_backend(std::ostringstream& y, const BackendConfig& b) {
+  y << "      - name: \"" << b.name << "\"\n";
+  if (b.type == BackendType::kSim) {
+    y << "        type: sim\n        profile: \"" << b.sim_profile << "\"\n";
+    if (b.sim_max_num_seqs) y << "        max_num_seqs: " << *b.sim_max_num_seqs << "\n";
+  } else {
+    y << "        url: \"http://" << b.host << ":" << b.port << "\"\n";
+  }
+  y << "        engine: " << engine_name(b.engine) << "\n"
+    << "        priority_scheduling: " << yes_no(b.priority_scheduling) << "\n"
+    << "        continue_final_message: " << yes_no(b.continue_final_message) << "\n"
+    << "        max_concurrency: " << b.max_concurrency << "\n"
+    << "        prefill_tokens_per_s: " << num(b.prefill_tokens_per_s) << "\n"
+    << "        prefix_cache_tokens: " << b.prefix_cache_tokens << "\n"
+    << "        classes: " << strings(b.classes) << "\n"
+    << "        lend: " << yes_no(b.lend) << "\n";
+}
+
+}  // namespace
+
+std::string config_to_yaml(const Config& c) {
+  std::ostringstream y;
+  const TimeoutsConfig& t = c.timeouts;
+  y << "listener: {address: \"" << c.listener.address << "\", port: " << c.listener.port
+    << ", threads: " << c.listener.threads << "}\n"
+    << "limits: {max_body_bytes: " << c.limits.max_body_bytes << ", max_header_bytes: " << c.limits.max_header_bytes
+    << ", max_upstream_response_bytes: " << c.limits.max_upstream_response_bytes << "}\n"
+    << "timeouts: {client_header_ms: " << t.client_header.count() << ", client_body_ms: " << t.client_body.count()
+    << ", keepalive_idle_ms: " << t.keepalive_idle.count() << ", client_write_ms: " << t.client_write.count()
+    << ", upstream_connect_ms: " << t.upstream_connect.count()
+    << ", upstream_first_byte_ms: " << t.upstream_first_byte.count()
+    << ", stream_idle_ms: " << t.stream_idle.count() << ", drain_ms: " << t.drain.count() << "}\n"
+    << "auth: {enabled: " << yes_no(c.auth.enabled) << "}\n";
+  if (!c.tenants.empty()) {
+    y << "tenants:\n";
+    for (const TenantConfig& tc : c.tenants) {
+      y << "  - {name: \"" << tc.name << "\", team: \"" << tc.team << "\", weight: " << num(tc.weight)
+        << ", api_key_sha256: " << strings(tc.key_sha256) << ", allowed_classes: " << strings(tc.allowed_classes)
+        << "}\n";
+    }
+  }
+  y << "classes:\n";
+  for (const ClassConfig& cls : c.classes) print_class(y, cls);
+  y << "default_class: \"" << c.default_class << "\"\n";
+  // A model split into per-class pools is one model again: its backends
+  // carry their class lists.
+  y << "models:\n";
+  for (std::size_t i = 0; i < c.models.size(); ++i) {
+    bool first = true;
+    for (std::size_t j = 0; j < i; ++j) first = first && c.models[j].name != c.models[i].name;
+    if (!first) continue;
+    y << "  - name: \"" << c.models[i].name << "\"\n    backends:\n";
+    for (std::size_t j = i; j < c.models.size(); ++j) {
+      if (c.models[j].name != c.models[i].name) continue;
+      for (const BackendConfig& b : c.models[j].backends) print_backend(y, b);
+    }
+  }
+  const SchedulerSettings& s = c.scheduler;
+  y << "scheduler: {policy: " << sched::policy_name(s.policy) << ", aging_fraction: " << num(s.aging_fraction)
+    << ", slo_lead_fraction: " << num(s.slo_lead_fraction) << ", early_reject_margin: " << num(s.early_reject_margin)
+    << ", affinity_load_slack: " << num(s.affinity_load_slack) << ", preemption: " << yes_no(s.preemption)
+    << ", preempt_after_ms: " << s.preempt_after.count() << ", preempt_guard_ms: " << s.preempt_guard.count()
+    << ", max_prefill_backlog_ms: " << s.max_prefill_backlog.count() << "}\n";
+  const EngineSignalsConfig& e = c.engine_signals;
+  y << "engine_signals: {enabled: " << yes_no(e.enabled) << ", interval_ms: " << e.interval.count()
+    << ", stale_after_ms: " << e.stale_after.count() << ", kv_saturation: " << num(e.kv_saturation) << "}\n"
+    << "log: {access_log: " << yes_no(c.log.access_log) << "}\n";
+  return y.str();
+}
+
+}  // namespace arbiter
