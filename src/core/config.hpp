@@ -117,6 +117,12 @@ struct BackendConfig {
   // deploys completion and chat apart). A model's backends with the same
   // list form one scheduler pool; empty: the model's other classes.
   std::vector<std::string> classes;
+  // The engine's own API key (vLLM's --api-key), sent as Authorization:
+  // Bearer: the name of an environment variable holding it, or of a file
+  // (first line). The key itself is `authorization`, read at load.
+  std::string api_key_env;
+  std::string api_key_file;
+  std::string authorization;  // "Bearer <key>", or empty: no credential
   // Its idle slots serve the model's other pools when their own backends
   // are full (borrowing; taken back when its own classes' work arrives).
   // The backends of one pool agree on it. Off by default: borrowed work

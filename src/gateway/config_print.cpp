@@ -82,6 +82,9 @@ void print_backend(std::ostringstream& y, const BackendConfig& b) {
     << "        prefix_cache_tokens: " << b.prefix_cache_tokens << "\n"
     << "        classes: " << strings(b.classes) << "\n"
     << "        lend: " << yes_no(b.lend) << "\n";
+  // Where the engine's key comes from, never the key.
+  if (!b.api_key_env.empty()) y << "        api_key_env: \"" << b.api_key_env << "\"\n";
+  if (!b.api_key_file.empty()) y << "        api_key_file: \"" << b.api_key_file << "\"\n";
 }
 
 }  // namespace

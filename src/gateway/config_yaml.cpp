@@ -231,10 +231,39 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out,
   }
 }
 
+// api_key_env / api_key_file: the engine's key, read now so a missing one
+// is a config error at start-up, not a 401 per request.
+void read_backend_key(Reader& r, const YAML::Node& b, const std::string& path, BackendConfig& out) {
+  r.read(b, path, "api_key_env", out.api_key_env);
+  r.read(b, path, "api_key_file", out.api_key_file);
+  std::string key;
+  if (!out.api_key_env.empty() && !out.api_key_file.empty()) {
+    r.error(Reader::join(path, "api_key_env"), "give api_key_env or api_key_file, not both");
+    return;
+  }
+  if (!out.api_key_env.empty()) {
+    const char* value = std::getenv(out.api_key_env.c_str());
+    if (value == nullptr || *value == '\0') {
+      r.error(Reader::join(path, "api_key_env"), "environment variable " + out.api_key_env + " is not set");
+      return;
+    }
+    key = value;
+  } else if (!out.api_key_file.empty()) {
+    std::ifstream in(out.api_key_file);
+    if (!in || !std::getline(in, key) || key.empty()) {
+      r.error(Reader::join(path, "api_key_file"), "cannot read a key from " + out.api_key_file);
+      return;
+    }
+    while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();
+  }
+  if (!key.empty()) out.authorization = "Bearer " + key;
+}
+
 void read_backend(Reader& r, const YAML::Node& b, const std::string& path, BackendConfig& out) {
   if (!r.map(b, path, {"name", "type", "url", "profile", "max_num_seqs", "max_concurrency",
                        "priority_scheduling", "continue_final_message", "engine",
-                       "prefill_tokens_per_s", "prefix_cache_tokens", "classes", "lend"}))
+                       "prefill_tokens_per_s", "prefix_cache_tokens", "classes", "lend", "api_key_env",
+                       "api_key_file"}))
     return;
   std::string type = "http";
   r.read(b, path, "type", type);
@@ -245,6 +274,7 @@ void read_backend(Reader& r, const YAML::Node& b, const std::string& path, Backe
   r.read_int(b, path, "prefix_cache_tokens", out.prefix_cache_tokens, 0, int64_t{1} << 40);
   r.read_list(b, path, "classes", out.classes);
   r.read(b, path, "lend", out.lend);
+  read_backend_key(r, b, path, out);
   std::string engine = "vllm";
   r.read(b, path, "engine", engine);
   if (engine == "sglang") {

@@ -58,6 +58,8 @@ void write_request_head(const UpstreamRequest& r, std::string& out) {
     w.field("Content-Type", "application/json");
     if (!r.accept.empty()) w.field("Accept", r.accept);
     w.field("x-request-id", r.request_id);
+    if (!r.authorization.empty()) w.field("Authorization", r.authorization);
+    for (const auto& [name, value] : r.forwarded) w.field(name, value);
     w.field("Content-Length", length.view());
     w << "\r\n";
   });

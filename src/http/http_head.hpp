@@ -14,6 +14,9 @@
 
 namespace arbiter {
 
+// Header fields as views (name, value).
+using HeaderViews = std::span<const std::pair<std::string_view, std::string_view>>;
+
 // What the gateway sends a backend. Views stay valid until the write ends.
 struct UpstreamRequest {
   std::string_view target;      // e.g. /v1/chat/completions
@@ -21,6 +24,8 @@ struct UpstreamRequest {
   std::string_view request_id;  // x-request-id
   std::string_view accept;      // the client's Accept, passed on; empty: none
   std::string_view body;        // JSON
+  std::string_view authorization;  // the backend's own credential ("Bearer ..."); empty: none
+  HeaderViews forwarded;        // the client's end-to-end headers (ServerRequest::end_to_end)
 };
 
 // Replaces `out` with the request line and header block of `r`, ending with

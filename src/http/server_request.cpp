@@ -4,6 +4,19 @@
 
 namespace arbiter {
 
+namespace {
+
+bool same_name(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 ServerRequest::ServerRequest(const ScannedRequest& scanned)
     : method_(scanned.method), keep_alive_(scanned.keep_alive), body_(scanned.body) {
   // The head's bytes hold every view the scan gave: keep them whole and
@@ -32,6 +45,53 @@ ServerRequest::Slice ServerRequest::add(std::string_view bytes) {
   const Slice s{static_cast<uint32_t>(head_.size()), static_cast<uint32_t>(bytes.size())};
   head_.append(bytes);
   return s;
+}
+
+namespace {
+
+// The fields a proxy never passes on by name, found by length first: most
+// fields of a request are none of them and cost one switch.
+bool hop_by_hop_or_own(std::string_view name) {
+  switch (name.size()) {
+    case 2: return lower_equals(name, "te");
+    case 4: return lower_equals(name, "host");
+    case 6: return lower_equals(name, "accept") || lower_equals(name, "expect");
+    case 7: return lower_equals(name, "trailer") || lower_equals(name, "upgrade");
+    case 10: return lower_equals(name, "connection") || lower_equals(name, "keep-alive");
+    case 12: return lower_equals(name, "content-type") || lower_equals(name, "x-request-id");
+    case 13: return lower_equals(name, "authorization");
+    case 14: return lower_equals(name, "content-length");
+    case 17: return lower_equals(name, "transfer-encoding");
+    default: return false;
+  }
+}
+
+// Whether `name` is one of the comma-separated tokens of a Connection header.
+bool named_by(std::string_view connection, std::string_view name) {
+  for (std::size_t at = 0; at < connection.size();) {
+    std::size_t end = connection.find(',', at);
+    if (end == std::string_view::npos) end = connection.size();
+    std::string_view token = connection.substr(at, end - at);
+    while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
+    while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+    if (same_name(name, token)) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+void ServerRequest::end_to_end(std::vector<std::pair<std::string_view, std::string_view>>& out) const {
+  const std::string_view connection = (*this)["connection"];
+  for (const Field& f : fields_) {
+    const std::string_view name = slice(f.name);
+    if (hop_by_hop_or_own(name)) continue;
+    if (name.size() >= 6 && lower_equals(name.substr(0, 6), "proxy-")) continue;
+    if (name.size() >= 10 && lower_equals(name.substr(0, 10), "x-arbiter-")) continue;
+    if (!connection.empty() && named_by(connection, name)) continue;  // hop-by-hop too
+    out.emplace_back(name, slice(f.value));
+  }
 }
 
 std::optional<std::string_view> ServerRequest::field(std::string_view name) const {

@@ -35,6 +35,14 @@ class ServerRequest {
   // The client keeps the connection after this request (HTTP/1.1 unless
   // `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`).
   bool keep_alive() const { return keep_alive_; }
+  // The fields a proxy passes on (RFC 9110 7.6.1), in order, appended to
+  // `out`: all but the hop-by-hop ones (Connection, the fields it names,
+  // Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade), those the
+  // gateway writes itself (Host, Content-Length, Content-Type, Accept,
+  // x-request-id, Expect), the client's Authorization (its key for the
+  // gateway, not the engine) and the gateway's own x-arbiter-* controls.
+  // W3C traceparent / tracestate pass through. Views into this request.
+  void end_to_end(std::vector<std::pair<std::string_view, std::string_view>>& out) const;
   std::string& body() { return body_; }
   const std::string& body() const { return body_; }
 

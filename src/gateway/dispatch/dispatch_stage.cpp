@@ -71,6 +71,10 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
     resume->aggregate = !info.stream;
   }
   const std::size_t own_headers = headers.size();  // x-request-id
+  // The client's end-to-end headers (trace context, custom ones) go to the
+  // engine with every run; views into the request.
+  std::vector<std::pair<std::string_view, std::string_view>> forwarded;
+  ctx.req.end_to_end(forwarded);
   for (;;) {
     ModelPool& pool = *pools_[slot.pool()];  // its own, or a pool lending it a slot
     const BackendConfig& backend = pool.backend(slot.backend());
@@ -86,7 +90,9 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
                        .host = pool.upstream(slot.backend()).host_header(),
                        .request_id = rec.request_id,
                        .accept = ctx.req["accept"],
-                       .body = {}};
+                       .body = {},
+                       .authorization = backend.authorization,
+                       .forwarded = forwarded};
     if (resume) resume->checkpoint.begin_run();
     // The engine orders its own queue the way the gateway does: `priority`.
     const bool as_sent = !ctx.parsed.document_changed() && !backend.priority_scheduling &&

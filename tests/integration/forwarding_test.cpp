@@ -1,0 +1,72 @@
+// What the gateway passes to an engine besides the body: the client's
+// end-to-end headers (W3C trace context and the like), never its API key,
+// hop-by-hop fields or the gateway's own x-arbiter-* controls; and the
+// engine's own key (backends[].api_key_env or api_key_file) as Bearer.
+#include <stdlib.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "support/gateway_process.hpp"
+#include "support/harness.hpp"
+#include "support/http_client.hpp"
+#include "support/requests.hpp"
+
+namespace arbiter::test {
+namespace {
+
+constexpr const char* kTrace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+TEST(Forwarding, EndToEndHeadersGoToTheEngineAndTheClientsKeyDoesNot) {
+  ::setenv("ARBITER_TEST_ENGINE_KEY", "engine-secret-1", 1);
+  GatewayConfig config;
+  config.backend_extra = ", api_key_env: ARBITER_TEST_ENGINE_KEY";
+  Harness h(config);
+  HttpRequest req = chat_request(chat_body());
+  req.headers.emplace_back("traceparent", kTrace);
+  req.headers.emplace_back("tracestate", "vendor=abc");
+  req.headers.emplace_back("x-team-budget", "ml-research");
+  req.headers.emplace_back("connection", "keep-alive, x-hop-field");
+  req.headers.emplace_back("x-hop-field", "local");
+  req.headers.emplace_back("proxy-authorization", "Basic Zm9vOmJhcg==");
+  req.headers.emplace_back("x-arbiter-class", "chat");
+  ASSERT_EQ(http_call(h.port(), req).status, 200);
+
+  ASSERT_EQ(h.upstream().request_count(), 1u);
+  const RecordedRequest seen = h.upstream().requests()[0];
+  EXPECT_EQ(seen.header("traceparent").value_or("(none)"), kTrace);
+  EXPECT_EQ(seen.header("tracestate").value_or("(none)"), "vendor=abc");
+  EXPECT_EQ(seen.header("x-team-budget").value_or("(none)"), "ml-research");
+  EXPECT_EQ(seen.header("authorization").value_or("(none)"), "Bearer engine-secret-1");
+  for (const char* gone : {"x-hop-field", "proxy-authorization", "x-arbiter-class"}) {
+    EXPECT_FALSE(seen.header(gone).has_value()) << gone << " reached the engine";
+  }
+  for (const auto& [name, value] : seen.headers) {
+    EXPECT_EQ(value.find(kAlphaKey), std::string::npos) << "the tenant's key reached the engine in " << name;
+  }
+}
+
+TEST(Forwarding, WithoutAnEngineKeyNoAuthorizationIsSent) {
+  Harness h;
+  ASSERT_EQ(http_call(h.port(), chat_request(chat_body())).status, 200);
+  EXPECT_FALSE(h.upstream().requests()[0].header("authorization").has_value());
+}
+
+TEST(Forwarding, AMissingEngineKeyIsAConfigErrorAtStart) {
+  ::unsetenv("ARBITER_TEST_NO_SUCH_KEY");
+  GatewayConfig config;
+  config.backend_ports = {1};
+  config.backend_extra = ", api_key_env: ARBITER_TEST_NO_SUCH_KEY";
+  try {
+    GatewayProcess gateway(config.to_yaml());
+    FAIL() << "the gateway started without its engine key";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("environment variable ARBITER_TEST_NO_SUCH_KEY is not set"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace arbiter::test
