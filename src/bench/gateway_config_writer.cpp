@@ -4,17 +4,10 @@
 #include <sstream>
 
 #include "bench/live_request.hpp"
+#include "yaml/class_policy_keys.hpp"
 
 namespace arbiter::bench {
 namespace {
-
-// The gateway's longest queue wait (30 days) stands for "none".
-constexpr int64_t kNoDeadlineMs = 30LL * 24 * 3600 * 1000;
-
-int64_t to_ms(sched::Duration d) {
-  if (d == sched::Duration::max()) return kNoDeadlineMs;
-  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-}
 
 const char* yes_no(bool b) { return b ? "true" : "false"; }
 
@@ -77,15 +70,7 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
   out << "classes:\n";
   for (const ClassSpec& c : s.classes) {
     if (!c.scheduler_class.empty()) continue;  // a stream of a class listed before
-    const sched::ClassPolicy& p = c.policy;
-    out << "  - {name: " << c.name << ", min_share: " << p.min_share
-        << ", max_share: " << p.max_share << ", weight: " << p.weight
-        << ", max_queue_wait_ms: " << to_ms(p.max_queue_wait)
-        << ", preemptible: " << yes_no(p.preemptible) << ", background: " << yes_no(p.background)
-        << ", max_queue: " << p.max_queue << ", max_queue_per_tenant: " << p.max_queue_per_tenant
-        << ", debounce_ms: " << to_ms(p.debounce) << ", priority: " << p.engine_priority
-        << ", ttft_slo_ms: " << to_ms(p.ttft_slo)
-        << ", adaptive_debounce: " << yes_no(p.adaptive_debounce) << "}\n";
+    out << "  - {name: " << c.name << ", " << write_class_policy(c.policy, ", ") << "}\n";
   }
   out << "models:\n  - name: " << o.model << "\n    backends:\n";
   const bool custom_seqs =

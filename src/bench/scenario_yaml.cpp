@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/config.hpp"
+#include "yaml/class_policy_keys.hpp"
 #include "yaml/yaml_reader.hpp"
 
 namespace arbiter::bench {
@@ -19,8 +20,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // arbiter-bench's reading of values on top of the shared YamlReader:
-// numbers with their bounds (integers as whole numbers) and durations in
-// milliseconds or "none".
+// numbers with their bounds (integers as whole numbers).
 class Reader : public YamlReader {
  public:
   using YamlReader::read;
@@ -48,17 +48,6 @@ class Reader : public YamlReader {
         error(p, "must be an integer");
       } else if (d) {
         out = static_cast<Int>(*d);
-      }
-    }
-  }
-  void read_ms(const YAML::Node& parent, const std::string& path, const char* key,
-               sched::Duration& out) {
-    if (const YAML::Node n = parent[key]) {
-      if (auto v = scalar(n, join(path, key)); v == "none") {
-        out = sched::Duration::max();
-      } else if (auto d = number(n, join(path, key), 0, 1e12)) {
-        out = std::chrono::duration_cast<sched::Duration>(
-            std::chrono::duration<double, std::milli>(*d));
       }
     }
   }
@@ -203,25 +192,13 @@ void read_traffic(Reader& r, const YAML::Node& n, const std::string& path, Traff
   r.read(n, path, "jobs", t.jobs, 0, 1e8);
 }
 
+// The gateway's class keys (yaml/class_policy_keys.hpp), but the TTFT SLO,
+// which the scenario's `slo.ttft_ms` sets.
 void read_scheduler(Reader& r, const YAML::Node& n, const std::string& path,
                     sched::ClassPolicy& p) {
-  if (!r.map(n, path,
-             {"min_share", "max_share", "weight", "max_queue_wait_ms", "preemptible", "background",
-              "max_queue", "max_queue_per_tenant", "debounce_ms", "engine_priority",
-              "adaptive_debounce"})) {
-    return;
-  }
-  r.read(n, path, "min_share", p.min_share, 0, 1);
-  r.read(n, path, "max_share", p.max_share, 0, 1);
-  r.read(n, path, "weight", p.weight, 1e-6, 1e6);
-  r.read_ms(n, path, "max_queue_wait_ms", p.max_queue_wait);
-  r.read(n, path, "preemptible", p.preemptible);
-  r.read(n, path, "background", p.background);
-  r.read(n, path, "max_queue", p.max_queue, 1);
-  r.read(n, path, "max_queue_per_tenant", p.max_queue_per_tenant, 1);
-  r.read_ms(n, path, "debounce_ms", p.debounce);
-  r.read(n, path, "adaptive_debounce", p.adaptive_debounce);
-  r.read(n, path, "engine_priority", p.engine_priority, -1e6, 1e6);
+  std::vector<std::string_view> known = class_policy_key_names();
+  std::erase(known, "ttft_slo_ms");
+  if (r.map(n, path, known)) read_class_policy(r, n, path, p);
 }
 
 void read_class(Reader& r, const YAML::Node& n, const std::string& path, const Scenario& s,

@@ -1,5 +1,7 @@
 #include "gateway/config_print.hpp"
 
+#include "yaml/class_policy_keys.hpp"
+
 #include <charconv>
 #include <sstream>
 
@@ -51,18 +53,7 @@ void print_class(std::ostringstream& y, const ClassConfig& c) {
     y << "}\n";
   }
   if (c.max_tokens_cap) y << "    max_tokens_cap: " << *c.max_tokens_cap << "\n";
-  y << "    min_share: " << num(p.min_share) << "\n"
-    << "    max_share: " << num(p.max_share) << "\n"
-    << "    weight: " << num(p.weight) << "\n"
-    << "    max_queue_wait_ms: " << ms(p.max_queue_wait) << "\n"
-    << "    preemptible: " << yes_no(p.preemptible) << "\n"
-    << "    background: " << yes_no(p.background) << "\n"
-    << "    max_queue: " << p.max_queue << "\n"
-    << "    max_queue_per_tenant: " << p.max_queue_per_tenant << "\n"
-    << "    debounce_ms: " << ms(p.debounce) << "\n"
-    << "    adaptive_debounce: " << yes_no(p.adaptive_debounce) << "\n"
-    << "    priority: " << p.engine_priority << "\n"
-    << "    ttft_slo_ms: " << ms(p.ttft_slo) << "\n"
+  y << "    " << write_class_policy(p, "\n    ") << "\n"
     << "    supersede_by_user: " << yes_no(c.supersede_by_user) << "\n";
 }
 

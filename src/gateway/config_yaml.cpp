@@ -14,6 +14,7 @@
 #include "core/tenants.hpp"
 #include "engine/profile.hpp"
 #include "gateway/scheduler_setup.hpp"
+#include "yaml/class_policy_keys.hpp"
 #include "yaml/yaml_reader.hpp"
 
 namespace arbiter {
@@ -188,11 +189,9 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out,
   for (std::size_t i = 0; i < n.size(); ++i) {
     const auto path = Reader::index("classes", i);
     const YAML::Node c = n[i];
-    if (!r.map(c, path, {"name", "match", "max_tokens_cap", "min_share", "max_share", "weight",
-                         "max_queue_wait_ms", "preemptible", "background", "max_queue",
-                         "max_queue_per_tenant", "debounce_ms", "priority", "supersede_by_user",
-                         "ttft_slo_ms", "adaptive_debounce"}))
-      continue;
+    std::vector<std::string_view> known = class_policy_key_names();
+    known.insert(known.end(), {"name", "match", "max_tokens_cap", "supersede_by_user"});
+    if (!r.map(c, path, known)) continue;
     // A class named like a built-in one starts from the built-in's scheduling
     // settings and cap (docs/configuration.md): listing `batch` to route it
     // must not silently make it foreground work. Its match rules are the
@@ -211,22 +210,9 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out,
       read_class_match(r, m, Reader::join(path, "match"), *cc.match);
     }
     r.read_int(c, path, "max_tokens_cap", cc.max_tokens_cap, 1, INT32_MAX);
-    sched::ClassPolicy& p = cc.policy;
-    p.name = cc.name;
-    r.read_double(c, path, "min_share", p.min_share, 0, 1);
-    r.read_double(c, path, "max_share", p.max_share, 0.001, 1);
-    r.read_double(c, path, "weight", p.weight, 0.001, 1000);
-    r.read_duration_ms(c, path, "max_queue_wait_ms", p.max_queue_wait, 1);
-    r.read(c, path, "preemptible", p.preemptible);
-    r.read(c, path, "background", p.background);
-    r.read_int(c, path, "max_queue", p.max_queue, 1, 10'000'000);
-    r.read_int(c, path, "max_queue_per_tenant", p.max_queue_per_tenant, 1, 10'000'000);
-    r.read_duration_ms(c, path, "debounce_ms", p.debounce, 0);
-    r.read_int(c, path, "priority", p.engine_priority, -1'000'000, 1'000'000);
+    cc.policy.name = cc.name;
+    read_class_policy(r, c, path, cc.policy);
     r.read(c, path, "supersede_by_user", cc.supersede_by_user);
-    r.read_duration_ms(c, path, "ttft_slo_ms", p.ttft_slo, 0);
-    r.read(c, path, "adaptive_debounce", p.adaptive_debounce);
-    if (p.min_share > p.max_share) r.error(path + ".min_share", "must not exceed max_share");
     out.push_back(std::move(cc));
   }
 }

@@ -20,6 +20,10 @@ std::string YamlReader::index(const std::string& path, std::size_t i) {
 
 bool YamlReader::map(const YAML::Node& node, const std::string& path,
                      std::initializer_list<std::string_view> known) {
+  return map(node, path, std::vector<std::string_view>(known));
+}
+
+bool YamlReader::map(const YAML::Node& node, const std::string& path, const std::vector<std::string_view>& known) {
   if (!node.IsMap()) {
     error(path.empty() ? "(top level)" : path, "must be a mapping");
     return false;

@@ -28,6 +28,7 @@ class YamlReader {
   // True when `node` is a map; every key not in `known`, and every key given
   // twice, is an error.
   bool map(const YAML::Node& node, const std::string& path, std::initializer_list<std::string_view> known);
+  bool map(const YAML::Node& node, const std::string& path, const std::vector<std::string_view>& known);
   bool sequence(const YAML::Node& node, const std::string& path);
 
   std::optional<std::string> scalar(const YAML::Node& n, const std::string& path);
