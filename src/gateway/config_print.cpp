@@ -11,8 +11,6 @@ namespace {
 
 std::string_view yes_no(bool b) { return b ? "true" : "false"; }
 
-int64_t ms(sched::Duration d) { return std::chrono::duration_cast<Millis>(d).count(); }
-
 // The shortest text that reads back as the same double: 0.1, not 0.10000000000000001.
 std::string num(double d) {
   char buf[32];
