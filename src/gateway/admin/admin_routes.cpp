@@ -4,7 +4,7 @@
 
 #include <boost/json.hpp>
 
-#include "gateway/relay/upstream_relay.hpp"
+#include "gateway/error_response.hpp"
 
 namespace arbiter {
 

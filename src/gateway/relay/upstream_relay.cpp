@@ -20,11 +20,6 @@ using Clock = std::chrono::steady_clock;
 // connection, not per request.
 constexpr std::size_t kUpstreamReadBytes = 16 * 1024;
 
-template <class Fields>
-void add_headers(Fields& f, const std::vector<std::pair<std::string, std::string>>& headers) {
-  for (const auto& [k, v] : headers) f.set(k, v);
-}
-
 // Clears the client's abort hook when the exchange ends, before the socket
 // it points to goes away.
 struct AbortHookGuard {
@@ -49,9 +44,6 @@ ApiError upstream_timeout(std::string message) {
   return ApiError{ErrorCode::kUpstreamTimeout, std::move(message), {}, {}};
 }
 
-// The SSE event that ends a broken stream: the OpenAI SDKs raise it as an
-// APIError instead of waiting for [DONE].
-std::string error_event(const ApiError& e) { return "data: " + error_body(e) + "\n\n"; }
 
 class Exchange {
  public:
@@ -424,29 +416,6 @@ class Exchange {
 };
 
 }  // namespace
-
-Task<bool> send_error(ResponseSink& sink, const ApiError& error,
-                      const std::vector<std::pair<std::string, std::string>>& headers) {
-  http::response<http::string_body> res{static_cast<http::status>(error.status()), 11};
-  res.set(http::field::content_type, "application/json");
-  add_headers(res, headers);
-  if (auto wait = error.effective_retry_after()) {
-    res.set(http::field::retry_after, retry_after_seconds(*wait));
-    res.set("retry-after-ms", std::to_string(wait->count()));
-  }
-  // A superseded request must not come back: the OpenAI SDKs retry 409 unless told not to.
-  if (error.code == ErrorCode::kSuperseded) res.set("x-should-retry", "false");
-  res.body() = error_body(error);
-  co_return co_await sink.send(res);
-}
-
-Task<void> end_stream_with_error(ResponseSink& sink, const ApiError& error) {
-  // An unfinished event is dropped: half a JSON object helps nobody.
-  const std::string event = error_event(error);
-  const std::string_view piece = event;
-  sink.set_keep_alive(false);
-  if (co_await sink.send_chunks(std::span(&piece, 1))) co_await sink.end_stream();
-}
 
 Task<RelayOutcome> relay(const RelayRequest& r) {
   Exchange exchange(r);

@@ -23,6 +23,7 @@
 #include "http/deadline.hpp"
 #include "http/http_head.hpp"
 #include "http/response_sink.hpp"
+#include "gateway/error_response.hpp"
 #include "http/upstream_pool.hpp"
 
 namespace arbiter {
@@ -82,13 +83,5 @@ struct RelayOutcome {
 
 Task<RelayOutcome> relay(const RelayRequest& r);
 
-// Ends a client stream that cannot go on (e.g. a preempted request that could
-// not be requeued) with a final error event.
-Task<void> end_stream_with_error(ResponseSink& sink, const ApiError& error);
-
-// Writes a gateway-made error as the whole response (with Retry-After when
-// retryable). False when the client was gone.
-Task<bool> send_error(ResponseSink& sink, const ApiError& error,
-                      const std::vector<std::pair<std::string, std::string>>& headers);
 
 }  // namespace arbiter
