@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "bench/live_request.hpp"
-#include "yaml/class_policy_keys.hpp"
+#include "yaml/setting_keys.hpp"
 
 namespace arbiter::bench {
 namespace {
@@ -38,6 +38,9 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
     warnings.push_back(
         "engine.max_waiting: the gateway treats any waiting request as saturation (0)");
   }
+  // The scenario's scheduler settings under the policy asked for.
+  SchedulerSettings scheduler = s.scheduler;
+  if (auto policy = sched::policy_from_string(o.policy)) scheduler.policy = *policy;
   std::ostringstream out;
   out << "# arbiter gateway config for arbiter-bench scenario '" << s.name << "'.\n"
       << "# Written by: " << o.command << "\n"
@@ -46,13 +49,7 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
   for (const std::string& w : warnings) out << "# Not expressed: " << w << "\n";
   out << "listener: {address: 127.0.0.1, port: " << o.port << "}\n"
       << "auth: {enabled: true}\n"
-      << "scheduler: {policy: " << o.policy << ", aging_fraction: " << s.aging_fraction
-      << ", slo_lead_fraction: " << s.slo_lead_fraction
-      << ", early_reject_margin: " << s.early_reject_margin
-      << ", preemption: " << yes_no(s.preemption)
-      << ", preempt_after_ms: " << s.preempt_after.count()
-      << ", preempt_guard_ms: " << s.preempt_guard.count()
-      << ", max_prefill_backlog_ms: " << s.max_prefill_backlog.count() << "}\n"
+      << "scheduler: {" << write_settings(scheduler_keys(), scheduler, ", ") << "}\n"
       << "engine_signals: {enabled: " << yes_no(e.signals)
       << ", interval_ms: " << static_cast<int64_t>(e.scrape_ms)
       << ", kv_saturation: " << e.kv_threshold << "}\n"

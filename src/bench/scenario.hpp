@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/config.hpp"
 #include "core/scheduler_config.hpp"
 #include "engine/profile.hpp"
 
@@ -203,13 +204,9 @@ struct Scenario {
   // chat session picks it). Each replica allows max_concurrency per engine.
   uint32_t gateways = 1;
   std::vector<PoolGroup> pools;  // empty: one pool of every engine
-  double aging_fraction = 0.2;  // the gateway's defaults (core/config.hpp SchedulerSettings)
-  double slo_lead_fraction = 0.5;  // scheduler.slo_lead_fraction
-  double early_reject_margin = 2;  // scheduler.early_reject_margin
-  bool preemption = true;
-  std::chrono::milliseconds preempt_after{1000};   // scheduler.preempt_after_ms
-  std::chrono::milliseconds preempt_guard{10'000};  // scheduler.preempt_guard_ms
-  std::chrono::milliseconds max_prefill_backlog{250};  // scheduler.max_prefill_backlog_ms (0: off)
+  // The gateway's scheduler section (yaml/setting_keys.hpp), its defaults;
+  // `policy` is not used: the run's policies are.
+  SchedulerSettings scheduler;
   std::vector<TenantSpec> tenants;
   std::vector<ClassSpec> classes;
   std::vector<PhaseSpec> phases;  // reported apart as well; none by default

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "core/config.hpp"
-#include "yaml/class_policy_keys.hpp"
+#include "yaml/setting_keys.hpp"
 #include "yaml/yaml_reader.hpp"
 
 namespace arbiter::bench {
@@ -192,11 +192,11 @@ void read_traffic(Reader& r, const YAML::Node& n, const std::string& path, Traff
   r.read(n, path, "jobs", t.jobs, 0, 1e8);
 }
 
-// The gateway's class keys (yaml/class_policy_keys.hpp), but the TTFT SLO,
+// The gateway's class keys (yaml/setting_keys.hpp), but the TTFT SLO,
 // which the scenario's `slo.ttft_ms` sets.
 void read_scheduler(Reader& r, const YAML::Node& n, const std::string& path,
                     sched::ClassPolicy& p) {
-  std::vector<std::string_view> known = class_policy_key_names();
+  std::vector<std::string_view> known = key_names(class_policy_keys());
   std::erase(known, "ttft_slo_ms");
   if (r.map(n, path, known)) read_class_policy(r, n, path, p);
 }
@@ -352,12 +352,6 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
   Scenario s;
   s.engine.config = engine::find_profile(s.engine.profile)->config;
   s.engine.max_concurrency = BackendConfig{}.max_concurrency;
-  s.aging_fraction = SchedulerSettings{}.aging_fraction;
-  s.slo_lead_fraction = SchedulerSettings{}.slo_lead_fraction;
-  s.early_reject_margin = SchedulerSettings{}.early_reject_margin;
-  s.preemption = SchedulerSettings{}.preemption;
-  s.preempt_after = SchedulerSettings{}.preempt_after;
-  s.preempt_guard = SchedulerSettings{}.preempt_guard;
   if (!r.map(root, "",
              {"name", "finding", "seed", "duration_s", "max_requests", "drain_s", "engine",
               "direct_routing", "policies", "scheduler", "tenants", "classes", "phases", "gateways",
@@ -393,23 +387,9 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
       }
     }
   }
-  if (const YAML::Node sch = root["scheduler"]) {
-    if (r.map(sch, "scheduler", {"aging_fraction", "slo_lead_fraction", "early_reject_margin", "preemption", "preempt_after_ms", "preempt_guard_ms",
-                                      "max_prefill_backlog_ms"})) {
-      r.read(sch, "scheduler", "aging_fraction", s.aging_fraction, 0, 1);
-      r.read(sch, "scheduler", "slo_lead_fraction", s.slo_lead_fraction, 0, 1);
-      r.read(sch, "scheduler", "early_reject_margin", s.early_reject_margin, 0, 1000);
-      r.read(sch, "scheduler", "preemption", s.preemption);
-      // Whole milliseconds, at most an hour, as the gateway's scheduler keys.
-      const auto read_millis = [&](const char* key, std::chrono::milliseconds& out) {
-        double ms = static_cast<double>(out.count());
-        r.read(sch, "scheduler", key, ms, 0, 3.6e6);
-        out = std::chrono::milliseconds(static_cast<int64_t>(ms));
-      };
-      read_millis("preempt_after_ms", s.preempt_after);
-      read_millis("preempt_guard_ms", s.preempt_guard);
-      read_millis("max_prefill_backlog_ms", s.max_prefill_backlog);
-    }
+  // The gateway's scheduler keys, but the policy: the run compares policies.
+  if (const YAML::Node sch = root["scheduler"]; sch && r.map(sch, "scheduler", key_names(scheduler_keys(), {"policy"}))) {
+    read_settings(scheduler_keys(), r, sch, "scheduler", s.scheduler);
   }
   if (const YAML::Node t = root["tenants"]) {
     if (!t.IsSequence()) r.error("tenants", "must be a list");

@@ -21,13 +21,15 @@ namespace arbiter::bench {
 sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy policy) {
   sched::SchedulerConfig out;
   out.policy = policy;
-  out.aging_fraction = scenario.aging_fraction;
-  out.slo_lead_fraction = scenario.slo_lead_fraction;
-  out.early_reject_margin = scenario.early_reject_margin;
-  out.preemption = scenario.preemption;
-  out.preempt_after = scenario.preempt_after;
-  out.preempt_guard = scenario.preempt_guard;
-  out.max_prefill_backlog = scenario.max_prefill_backlog;
+  const SchedulerSettings& settings = scenario.scheduler;
+  out.aging_fraction = settings.aging_fraction;
+  out.slo_lead_fraction = settings.slo_lead_fraction;
+  out.early_reject_margin = settings.early_reject_margin;
+  out.affinity_load_slack = settings.affinity_load_slack;
+  out.preemption = settings.preemption;
+  out.preempt_after = settings.preempt_after;
+  out.preempt_guard = settings.preempt_guard;
+  out.max_prefill_backlog = settings.max_prefill_backlog;
   for (const ClassSpec& c : scenario.classes) {
     if (c.scheduler_class.empty()) out.classes.push_back(c.policy);
   }

@@ -1,6 +1,6 @@
 #include "gateway/config_print.hpp"
 
-#include "yaml/class_policy_keys.hpp"
+#include "yaml/setting_keys.hpp"
 
 #include <charconv>
 #include <sstream>
@@ -115,12 +115,7 @@ std::string config_to_yaml(const Config& c) {
       for (const BackendConfig& b : c.models[j].backends) print_backend(y, b);
     }
   }
-  const SchedulerSettings& s = c.scheduler;
-  y << "scheduler: {policy: " << sched::policy_name(s.policy) << ", aging_fraction: " << num(s.aging_fraction)
-    << ", slo_lead_fraction: " << num(s.slo_lead_fraction) << ", early_reject_margin: " << num(s.early_reject_margin)
-    << ", affinity_load_slack: " << num(s.affinity_load_slack) << ", preemption: " << yes_no(s.preemption)
-    << ", preempt_after_ms: " << s.preempt_after.count() << ", preempt_guard_ms: " << s.preempt_guard.count()
-    << ", max_prefill_backlog_ms: " << s.max_prefill_backlog.count() << "}\n";
+  y << "scheduler: {" << write_settings(scheduler_keys(), c.scheduler, ", ") << "}\n";
   const EngineSignalsConfig& e = c.engine_signals;
   y << "engine_signals: {enabled: " << yes_no(e.enabled) << ", interval_ms: " << e.interval.count()
     << ", stale_after_ms: " << e.stale_after.count() << ", kv_saturation: " << num(e.kv_saturation) << "}\n"

@@ -14,7 +14,7 @@
 #include "core/tenants.hpp"
 #include "engine/profile.hpp"
 #include "gateway/scheduler_setup.hpp"
-#include "yaml/class_policy_keys.hpp"
+#include "yaml/setting_keys.hpp"
 #include "yaml/yaml_reader.hpp"
 
 namespace arbiter {
@@ -189,7 +189,7 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out,
   for (std::size_t i = 0; i < n.size(); ++i) {
     const auto path = Reader::index("classes", i);
     const YAML::Node c = n[i];
-    std::vector<std::string_view> known = class_policy_key_names();
+    std::vector<std::string_view> known = key_names(class_policy_keys());
     known.insert(known.end(), {"name", "match", "max_tokens_cap", "supersede_by_user"});
     if (!r.map(c, path, known)) continue;
     // A class named like a built-in one starts from the built-in's scheduling
@@ -506,31 +506,8 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   read_classes(r, root["classes"], c.classes, c.inherited_classes);
   r.read(root, "", "default_class", c.default_class);
   read_models(r, root["models"], c.models);
-  if (const YAML::Node n = root["scheduler"]; n && r.map(n, "scheduler", {"policy", "aging_fraction", "slo_lead_fraction", "early_reject_margin", "affinity_load_slack", "preemption", "preempt_after_ms", "preempt_guard_ms",
-                                      "max_prefill_backlog_ms"})) {
-    std::string policy;
-    r.read(n, "scheduler", "policy", policy);
-    if (!policy.empty()) {
-      if (auto p = sched::policy_from_string(policy)) {
-        c.scheduler.policy = *p;
-      } else {
-        r.error("scheduler.policy", "must be fifo, priority or hybrid, not '" + policy + "'");
-      }
-    }
-    r.read_double(n, "scheduler", "aging_fraction", c.scheduler.aging_fraction, 0, 1);
-    r.read_double(n, "scheduler", "slo_lead_fraction", c.scheduler.slo_lead_fraction, 0, 1);
-    r.read_double(n, "scheduler", "early_reject_margin", c.scheduler.early_reject_margin, 0, 1000);
-    r.read_double(n, "scheduler", "affinity_load_slack", c.scheduler.affinity_load_slack, 0, 100);
-    r.read(n, "scheduler", "preemption", c.scheduler.preemption);
-    int64_t preempt_after = c.scheduler.preempt_after.count();
-    r.read_int(n, "scheduler", "preempt_after_ms", preempt_after, 0, 3'600'000);
-    c.scheduler.preempt_after = std::chrono::milliseconds(preempt_after);
-    int64_t preempt_guard = c.scheduler.preempt_guard.count();
-    r.read_int(n, "scheduler", "preempt_guard_ms", preempt_guard, 0, 3'600'000);
-    c.scheduler.preempt_guard = std::chrono::milliseconds(preempt_guard);
-    int64_t backlog = c.scheduler.max_prefill_backlog.count();
-    r.read_int(n, "scheduler", "max_prefill_backlog_ms", backlog, 0, 60'000);
-    c.scheduler.max_prefill_backlog = std::chrono::milliseconds(backlog);
+  if (const YAML::Node n = root["scheduler"]; n && r.map(n, "scheduler", key_names(scheduler_keys()))) {
+    read_settings(scheduler_keys(), r, n, "scheduler", c.scheduler);
   }
   if (const YAML::Node n = root["engine_signals"];
       n && r.map(n, "engine_signals", {"enabled", "interval_ms", "stale_after_ms", "kv_saturation"})) {

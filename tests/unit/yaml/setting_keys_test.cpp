@@ -1,7 +1,7 @@
-// The class keys' one table: docs/configuration.md documents exactly these
-// keys with these defaults, and the gateway's config and arbiter-bench's
-// scenarios take them with the same names and bounds.
-#include "yaml/class_policy_keys.hpp"
+// The key tables of the class and scheduler sections: docs/configuration.md
+// documents exactly these keys with these defaults, and the gateway's config
+// and arbiter-bench's scenarios take them with the same names and bounds.
+#include "yaml/setting_keys.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,11 +16,11 @@
 namespace arbiter {
 namespace {
 
-// The `classes` key table of docs/configuration.md: key -> default column.
-std::map<std::string, std::string> documented_class_keys() {
+// The key table under docs/configuration.md's `heading`: key -> default column.
+std::map<std::string, std::string> documented_keys(std::string_view heading) {
   std::ifstream in(ARBITER_SOURCE_DIR "/docs/configuration.md");
   std::string line;
-  while (std::getline(in, line) && !line.starts_with("## `classes`")) {
+  while (std::getline(in, line) && !line.starts_with(heading)) {
   }
   std::map<std::string, std::string> keys;
   bool in_table = false;
@@ -39,12 +39,12 @@ std::map<std::string, std::string> documented_class_keys() {
 }
 
 TEST(ClassPolicyKeys, TheDocsDocumentExactlyTheseKeysWithTheseDefaults) {
-  const auto documented = documented_class_keys();
+  const auto documented = documented_keys("## `classes`");
   std::set<std::string> expected = {"name", "match", "max_tokens_cap", "supersede_by_user"};
   for (const ClassPolicyKey& k : class_policy_keys()) expected.insert(std::string(k.key));
   std::set<std::string> in_docs;
   for (const auto& [key, value] : documented) in_docs.insert(key);
-  EXPECT_EQ(in_docs, expected) << "docs/configuration.md's classes table and yaml/class_policy_keys.cpp disagree";
+  EXPECT_EQ(in_docs, expected) << "docs/configuration.md's classes table and yaml/setting_keys.cpp disagree";
   // A documented literal default is what a class gets without the key.
   const sched::ClassPolicy plain;
   for (const ClassPolicyKey& k : class_policy_keys()) {
@@ -52,6 +52,37 @@ TEST(ClassPolicyKeys, TheDocsDocumentExactlyTheseKeysWithTheseDefaults) {
     if (it == documented.end() || !it->second.starts_with("`")) continue;  // e.g. "per class"
     EXPECT_EQ(it->second, "`" + k.write(plain) + "`") << k.key;
   }
+}
+
+TEST(SchedulerKeys, TheDocsDocumentExactlyTheseKeysWithTheseDefaults) {
+  const auto documented = documented_keys("## `scheduler`");
+  std::set<std::string> expected, in_docs;
+  for (const SchedulerKey& k : scheduler_keys()) expected.insert(std::string(k.key));
+  for (const auto& [key, value] : documented) in_docs.insert(key);
+  EXPECT_EQ(in_docs, expected) << "docs/configuration.md's scheduler table and yaml/setting_keys.cpp disagree";
+  const SchedulerSettings plain;
+  for (const SchedulerKey& k : scheduler_keys()) {
+    const auto it = documented.find(std::string(k.key));
+    if (it != documented.end()) EXPECT_EQ(it->second, "`" + k.write(plain) + "`") << k.key;
+  }
+}
+
+TEST(SchedulerKeys, GatewayAndScenarioTakeTheSameNamesAndBounds) {
+  // The bench used to allow a 3,600,000 ms prefill backlog; the gateway 60,000.
+  auto g = parse_config("scheduler: {max_prefill_backlog_ms: 70000}\n"
+                        "models: [{name: m1, backends: [{url: \"http://127.0.0.1:8000\"}]}]\n");
+  auto s = bench::parse_scenario("name: t\nduration_s: 10\nscheduler: {max_prefill_backlog_ms: 70000}\n"
+                                 "classes: [{name: c, traffic: {kind: requests, rate: 1}}]\n");
+  ASSERT_FALSE(g);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().find("must be between 0 and 60000"), std::string::npos) << s.error();
+  // A scenario compares policies: `policy` is the run's, not the file's.
+  EXPECT_FALSE(bench::parse_scenario("name: t\nduration_s: 10\nscheduler: {policy: fifo}\n"
+                                     "classes: [{name: c, traffic: {kind: requests, rate: 1}}]\n"));
+  auto ok = bench::parse_scenario("name: t\nduration_s: 10\nscheduler: {affinity_load_slack: 0.5}\n"
+                                  "classes: [{name: c, traffic: {kind: requests, rate: 1}}]\n");
+  ASSERT_TRUE(ok) << ok.error();
+  EXPECT_DOUBLE_EQ(ok->scheduler.affinity_load_slack, 0.5);
 }
 
 TEST(ClassPolicyKeys, GatewayAndScenarioTakeTheSameNamesAndBounds) {

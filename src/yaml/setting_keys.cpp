@@ -1,5 +1,6 @@
-#include "yaml/class_policy_keys.hpp"
+#include "yaml/setting_keys.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 
@@ -110,28 +111,83 @@ constexpr ClassPolicyKey kKeys[] = {
      [](const ClassPolicy& c) { return std::to_string(to_ms(c.ttft_slo)); }},
 };
 
+// Whole milliseconds in [min_ms, max_ms] into a std::chrono::milliseconds.
+void read_millis(YamlReader& r, const YAML::Node& parent, const std::string& path, const char* key,
+                 std::chrono::milliseconds& out, int64_t min_ms, int64_t max_ms) {
+  int64_t ms = out.count();
+  read_integer(r, parent, path, key, ms, min_ms, max_ms);
+  out = std::chrono::milliseconds(ms);
+}
+
+std::string bool_text(bool b) { return b ? "true" : "false"; }
+
+constexpr SchedulerKey kSchedulerKeys[] = {
+    {"policy", "fifo, priority or hybrid",
+     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
+       std::string policy;
+       r.read(n, p, "policy", policy);
+       if (policy.empty()) return;
+       if (auto parsed = sched::policy_from_string(policy)) {
+         s.policy = *parsed;
+       } else {
+         r.error(YamlReader::join(p, "policy"), "must be fifo, priority or hybrid, not '" + policy + "'");
+       }
+     },
+     [](const SchedulerSettings& s) { return std::string(sched::policy_name(s.policy)); }},
+    {"aging_fraction", "number in [0, 1]",
+     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
+       read_number(r, n, p, "aging_fraction", s.aging_fraction, 0, 1);
+     },
+     [](const SchedulerSettings& s) { return number_text(s.aging_fraction); }},
+    {"slo_lead_fraction", "number in [0, 1]",
+     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
+       read_number(r, n, p, "slo_lead_fraction", s.slo_lead_fraction, 0, 1);
+     },
+     [](const SchedulerSettings& s) { return number_text(s.slo_lead_fraction); }},
+    {"early_reject_margin", "number in [0, 1000]",
+     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
+       read_number(r, n, p, "early_reject_margin", s.early_reject_margin, 0, 1000);
+     },
+     [](const SchedulerSettings& s) { return number_text(s.early_reject_margin); }},
+    {"affinity_load_slack", "number in [0, 100]",
+     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
+       read_number(r, n, p, "affinity_load_slack", s.affinity_load_slack, 0, 100);
+     },
+     [](const SchedulerSettings& s) { return number_text(s.affinity_load_slack); }},
+    {"preemption", "true or false",
+     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
+       r.read(n, p, "preemption", s.preemption);
+     },
+     [](const SchedulerSettings& s) { return bool_text(s.preemption); }},
+    {"preempt_after_ms", "milliseconds in [0, 3600000]",
+     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
+       read_millis(r, n, p, "preempt_after_ms", s.preempt_after, 0, 3'600'000);
+     },
+     [](const SchedulerSettings& s) { return std::to_string(s.preempt_after.count()); }},
+    {"preempt_guard_ms", "milliseconds in [0, 3600000]",
+     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
+       read_millis(r, n, p, "preempt_guard_ms", s.preempt_guard, 0, 3'600'000);
+     },
+     [](const SchedulerSettings& s) { return std::to_string(s.preempt_guard.count()); }},
+    {"max_prefill_backlog_ms", "milliseconds in [0, 60000] (0: off)",
+     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
+       read_millis(r, n, p, "max_prefill_backlog_ms", s.max_prefill_backlog, 0, 60'000);
+     },
+     [](const SchedulerSettings& s) { return std::to_string(s.max_prefill_backlog.count()); }},
+};
+
 }  // namespace
 
 std::span<const ClassPolicyKey> class_policy_keys() { return kKeys; }
-
-std::vector<std::string_view> class_policy_key_names() {
-  std::vector<std::string_view> out;
-  for (const ClassPolicyKey& k : kKeys) out.push_back(k.key);
-  return out;
-}
+std::span<const SchedulerKey> scheduler_keys() { return kSchedulerKeys; }
 
 void read_class_policy(YamlReader& r, const YAML::Node& node, const std::string& path, sched::ClassPolicy& p) {
-  for (const ClassPolicyKey& k : kKeys) k.read(r, node, path, p);
+  read_settings(class_policy_keys(), r, node, path, p);
   if (p.min_share > p.max_share) r.error(YamlReader::join(path, "min_share"), "must not exceed max_share");
 }
 
 std::string write_class_policy(const sched::ClassPolicy& p, std::string_view separator) {
-  std::string out;
-  for (const ClassPolicyKey& k : kKeys) {
-    if (!out.empty()) out += separator;
-    out += std::string(k.key) + ": " + k.write(p);
-  }
-  return out;
+  return write_settings(class_policy_keys(), p, separator);
 }
 
 }  // namespace arbiter

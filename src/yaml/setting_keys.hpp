@@ -1,0 +1,73 @@
+// Config sections as tables of keys: each key's YAML name, what it takes,
+// and how to read (bounds checked) and write it. The gateway's config, the
+// bench's scenarios, --print-config and the bench's gateway config writer
+// all go through these tables, so a key has one name and one set of
+// bounds everywhere; a unit test checks that docs/configuration.md
+// documents exactly these keys and defaults.
+//   class_policy_keys(): a class's scheduling keys (gateway classes[],
+//                        scenario classes[].scheduler)
+//   scheduler_keys():    the scheduler section (gateway and scenario `scheduler:`)
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/scheduler_config.hpp"
+#include "yaml/yaml_reader.hpp"
+
+namespace arbiter {
+
+template <class Settings>
+struct SettingKey {
+  std::string_view key;   // as written in YAML
+  std::string_view kind;  // "number in [0, 1]", "milliseconds, >= 0", ...
+  // Reads parent[key] into the settings when present (bounds checked).
+  void (*read)(YamlReader& r, const YAML::Node& parent, const std::string& path, Settings& s);
+  // The setting's value as YAML text.
+  std::string (*write)(const Settings& s);
+};
+
+using ClassPolicyKey = SettingKey<sched::ClassPolicy>;
+using SchedulerKey = SettingKey<SchedulerSettings>;
+
+std::span<const ClassPolicyKey> class_policy_keys();
+std::span<const SchedulerKey> scheduler_keys();
+
+// Every key's name, less `except`: the known keys of a mapping.
+template <class Settings>
+std::vector<std::string_view> key_names(std::span<const SettingKey<Settings>> keys,
+                                        std::initializer_list<std::string_view> except = {}) {
+  std::vector<std::string_view> out;
+  for (const auto& k : keys) {
+    if (std::find(except.begin(), except.end(), k.key) == except.end()) out.push_back(k.key);
+  }
+  return out;
+}
+
+// Reads every key of `keys` present in `node` into `s`.
+template <class Settings>
+void read_settings(std::span<const SettingKey<Settings>> keys, YamlReader& r, const YAML::Node& node,
+                   const std::string& path, Settings& s) {
+  for (const auto& k : keys) k.read(r, node, path, s);
+}
+
+// "key: value" for every key, joined with `separator`.
+template <class Settings>
+std::string write_settings(std::span<const SettingKey<Settings>> keys, const Settings& s,
+                           std::string_view separator) {
+  std::string out;
+  for (const auto& k : keys) {
+    if (!out.empty()) out += separator;
+    out += std::string(k.key) + ": " + k.write(s);
+  }
+  return out;
+}
+
+// A class's keys, and min_share not above max_share.
+void read_class_policy(YamlReader& r, const YAML::Node& node, const std::string& path, sched::ClassPolicy& p);
+std::string write_class_policy(const sched::ClassPolicy& p, std::string_view separator);
+
+}  // namespace arbiter
