@@ -80,17 +80,10 @@ void print_backend(std::ostringstream& y, const BackendConfig& b) {
 
 std::string config_to_yaml(const Config& c) {
   std::ostringstream y;
-  const TimeoutsConfig& t = c.timeouts;
-  y << "listener: {address: \"" << c.listener.address << "\", port: " << c.listener.port
-    << ", threads: " << c.listener.threads << "}\n"
-    << "limits: {max_body_bytes: " << c.limits.max_body_bytes << ", max_header_bytes: " << c.limits.max_header_bytes
-    << ", max_upstream_response_bytes: " << c.limits.max_upstream_response_bytes << "}\n"
-    << "timeouts: {client_header_ms: " << t.client_header.count() << ", client_body_ms: " << t.client_body.count()
-    << ", keepalive_idle_ms: " << t.keepalive_idle.count() << ", client_write_ms: " << t.client_write.count()
-    << ", upstream_connect_ms: " << t.upstream_connect.count()
-    << ", upstream_first_byte_ms: " << t.upstream_first_byte.count()
-    << ", stream_idle_ms: " << t.stream_idle.count() << ", drain_ms: " << t.drain.count() << "}\n"
-    << "auth: {enabled: " << yes_no(c.auth.enabled) << "}\n";
+  y << "listener: {" << write_settings(listener_keys(), c.listener, ", ") << "}\n"
+    << "limits: {" << write_settings(limits_keys(), c.limits, ", ") << "}\n"
+    << "timeouts: {" << write_settings(timeouts_keys(), c.timeouts, ", ") << "}\n"
+    << "auth: {" << write_settings(auth_keys(), c.auth, ", ") << "}\n";
   if (!c.tenants.empty()) {
     y << "tenants:\n";
     for (const TenantConfig& tc : c.tenants) {
@@ -116,10 +109,8 @@ std::string config_to_yaml(const Config& c) {
     }
   }
   y << "scheduler: {" << write_settings(scheduler_keys(), c.scheduler, ", ") << "}\n";
-  const EngineSignalsConfig& e = c.engine_signals;
-  y << "engine_signals: {enabled: " << yes_no(e.enabled) << ", interval_ms: " << e.interval.count()
-    << ", stale_after_ms: " << e.stale_after.count() << ", kv_saturation: " << num(e.kv_saturation) << "}\n"
-    << "log: {access_log: " << yes_no(c.log.access_log) << "}\n";
+  y << "engine_signals: {" << write_settings(engine_signals_keys(), c.engine_signals, ", ") << "}\n"
+    << "log: {" << write_settings(log_keys(), c.log, ", ") << "}\n";
   return y.str();
 }
 

@@ -20,8 +20,9 @@
 namespace arbiter {
 namespace {
 
-// The gateway's reading of values on top of the shared YamlReader:
-// integers, durations in milliseconds and sizes with their bounds.
+// The gateway's reading of values on top of the shared YamlReader, for the
+// keys of lists (tenants, models, backends, match rules) that the section
+// tables (yaml/setting_keys.hpp) do not cover.
 class Reader : public YamlReader {
  public:
   template <class Int>
@@ -46,79 +47,7 @@ class Reader : public YamlReader {
       if (auto d = number(n, join(path, key), min, max)) out = *d;
     }
   }
-
-  // Milliseconds into any std::chrono duration.
-  template <class Duration>
-  void read_duration_ms(const YAML::Node& parent, const std::string& path, const char* key,
-                        Duration& out, int64_t min_ms) {
-    int64_t ms = std::chrono::duration_cast<Millis>(out).count();
-    const int64_t before = ms;
-    read_int(parent, path, key, ms, min_ms, 30LL * 24 * 3600 * 1000);
-    if (ms != before) out = std::chrono::duration_cast<Duration>(Millis{ms});
-  }
-
-  void read_ms(const YAML::Node& parent, const std::string& path, const char* key, Millis& out) {
-    int64_t ms = out.count();
-    read_int(parent, path, key, ms, 1, 24LL * 3600 * 1000);
-    out = Millis{ms};
-  }
-
-  // Bytes: an integer, or a number with a KiB / MiB / GiB suffix.
-  void read_size(const YAML::Node& parent, const std::string& path, const char* key,
-                 std::size_t& out) {
-    const YAML::Node n = parent[key];
-    if (!n) return;
-    const auto p = join(path, key);
-    auto v = scalar(n, p);
-    if (!v) return;
-    std::string s = *v;
-    uint64_t mult = 1;
-    for (auto [suffix, m] : {std::pair{"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}}) {
-      if (s.size() > 3 && s.ends_with(suffix)) {
-        mult = m;
-        s.resize(s.size() - 3);
-      }
-    }
-    uint64_t num = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), num);
-    if (ec != std::errc{} || end != s.data() + s.size() || num == 0) {
-      error(p, "must be a positive size in bytes, optionally with KiB, MiB or GiB");
-      return;
-    }
-    out = static_cast<std::size_t>(num * mult);
-  }
-
 };
-
-void read_listener(Reader& r, const YAML::Node& n, ListenerConfig& out) {
-  if (!n || !r.map(n, "listener", {"address", "port", "threads"})) return;
-  r.read(n, "listener", "address", out.address);
-  r.read_int(n, "listener", "port", out.port, 0, 65535);
-  r.read_int(n, "listener", "threads", out.threads, 0, 1024);
-}
-
-void read_limits(Reader& r, const YAML::Node& n, LimitsConfig& out) {
-  if (!n || !r.map(n, "limits", {"max_body_bytes", "max_header_bytes", "max_upstream_response_bytes"}))
-    return;
-  r.read_size(n, "limits", "max_body_bytes", out.max_body_bytes);
-  r.read_size(n, "limits", "max_header_bytes", out.max_header_bytes);
-  r.read_size(n, "limits", "max_upstream_response_bytes", out.max_upstream_response_bytes);
-}
-
-void read_timeouts(Reader& r, const YAML::Node& n, TimeoutsConfig& out) {
-  if (!n || !r.map(n, "timeouts",
-                   {"client_header_ms", "client_body_ms", "keepalive_idle_ms", "client_write_ms",
-                    "upstream_connect_ms", "upstream_first_byte_ms", "stream_idle_ms", "drain_ms"}))
-    return;
-  r.read_ms(n, "timeouts", "client_header_ms", out.client_header);
-  r.read_ms(n, "timeouts", "client_body_ms", out.client_body);
-  r.read_ms(n, "timeouts", "keepalive_idle_ms", out.keepalive_idle);
-  r.read_ms(n, "timeouts", "client_write_ms", out.client_write);
-  r.read_ms(n, "timeouts", "upstream_connect_ms", out.upstream_connect);
-  r.read_ms(n, "timeouts", "upstream_first_byte_ms", out.upstream_first_byte);
-  r.read_ms(n, "timeouts", "stream_idle_ms", out.stream_idle);
-  r.read_ms(n, "timeouts", "drain_ms", out.drain);
-}
 
 bool is_sha256_hex(const std::string& s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
@@ -496,29 +425,17 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
                                     "default_class", "models", "scheduler", "engine_signals", "log"})) {
     return std::unexpected(errors);
   }
-  read_listener(r, root["listener"], c.listener);
-  read_limits(r, root["limits"], c.limits);
-  read_timeouts(r, root["timeouts"], c.timeouts);
-  if (const YAML::Node a = root["auth"]; a && r.map(a, "auth", {"enabled"})) {
-    r.read(a, "auth", "enabled", c.auth.enabled);
-  }
+  read_section(listener_keys(), r, root["listener"], "listener", c.listener);
+  read_section(limits_keys(), r, root["limits"], "limits", c.limits);
+  read_section(timeouts_keys(), r, root["timeouts"], "timeouts", c.timeouts);
+  read_section(auth_keys(), r, root["auth"], "auth", c.auth);
   read_tenants(r, root["tenants"], c.tenants);
   read_classes(r, root["classes"], c.classes, c.inherited_classes);
   r.read(root, "", "default_class", c.default_class);
   read_models(r, root["models"], c.models);
-  if (const YAML::Node n = root["scheduler"]; n && r.map(n, "scheduler", key_names(scheduler_keys()))) {
-    read_settings(scheduler_keys(), r, n, "scheduler", c.scheduler);
-  }
-  if (const YAML::Node n = root["engine_signals"];
-      n && r.map(n, "engine_signals", {"enabled", "interval_ms", "stale_after_ms", "kv_saturation"})) {
-    r.read(n, "engine_signals", "enabled", c.engine_signals.enabled);
-    r.read_ms(n, "engine_signals", "interval_ms", c.engine_signals.interval);
-    r.read_ms(n, "engine_signals", "stale_after_ms", c.engine_signals.stale_after);
-    r.read_double(n, "engine_signals", "kv_saturation", c.engine_signals.kv_saturation, 0.01, 1);
-  }
-  if (const YAML::Node l = root["log"]; l && r.map(l, "log", {"access_log"})) {
-    r.read(l, "log", "access_log", c.log.access_log);
-  }
+  read_section(scheduler_keys(), r, root["scheduler"], "scheduler", c.scheduler);
+  read_section(engine_signals_keys(), r, root["engine_signals"], "engine_signals", c.engine_signals);
+  read_section(log_keys(), r, root["log"], "log", c.log);
   check_references(r, c);
   if (errors.empty()) split_class_pools(c);
   // Whole-config rules of the scheduler (e.g. min_shares adding up to more

@@ -1,6 +1,5 @@
 #include "yaml/setting_keys.hpp"
 
-#include <algorithm>
 #include <charconv>
 #include <chrono>
 
@@ -10,6 +9,12 @@ namespace {
 
 using sched::ClassPolicy;
 using sched::Duration;
+using std::chrono::milliseconds;
+
+// The longest duration a key takes (30 days): a queue deadline beyond it
+// is written as it.
+constexpr int64_t kLongestMs = 30LL * 24 * 3600 * 1000;
+constexpr int64_t kDayMs = 24LL * 3600 * 1000;
 
 std::string number_text(double d) {
   char buf[32];
@@ -17,169 +22,216 @@ std::string number_text(double d) {
   return std::string(buf, end);
 }
 
-// The longest queue deadline written (30 days) stands for none.
-constexpr int64_t kLongestMs = 30LL * 24 * 3600 * 1000;
-
 int64_t to_ms(Duration d) {
-  if (d >= std::chrono::duration_cast<Duration>(std::chrono::milliseconds(kLongestMs))) return kLongestMs;
-  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  if (d >= std::chrono::duration_cast<Duration>(milliseconds(kLongestMs))) return kLongestMs;
+  return std::chrono::duration_cast<milliseconds>(d).count();
+}
+int64_t to_ms(milliseconds d) { return d.count(); }
+
+// Readers and writers of one member, by kind. A reader gets the key's value
+// node and its full path; the table's key names it.
+template <class S, auto Member, double Min, double Max>
+void read_number(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {
+  if (auto d = r.number(v, path, Min, Max)) s.*Member = *d;
+}
+template <class S, auto Member>
+std::string write_number(const S& s) {
+  return number_text(s.*Member);
 }
 
-void read_number(YamlReader& r, const YAML::Node& parent, const std::string& path, const char* key, double& out,
-                 double min, double max) {
-  if (const YAML::Node n = parent[key]) {
-    if (auto d = r.number(n, YamlReader::join(path, key), min, max)) out = *d;
+template <class S, auto Member, int64_t Min, int64_t Max>
+void read_integer(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {
+  using Int = std::remove_reference_t<decltype(s.*Member)>;
+  if (auto i = r.integer(v, path, Min, Max)) s.*Member = static_cast<Int>(*i);
+}
+template <class S, auto Member>
+std::string write_integer(const S& s) {
+  return std::to_string(s.*Member);
+}
+
+template <class S, auto Member>
+void read_bool(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {
+  const auto text = r.scalar(v, path);
+  if (text == "true") {
+    s.*Member = true;
+  } else if (text == "false") {
+    s.*Member = false;
+  } else if (text) {
+    r.error(path, "must be true or false");
   }
 }
+template <class S, auto Member>
+std::string write_bool(const S& s) {
+  return s.*Member ? "true" : "false";
+}
 
-template <class Int>
-void read_integer(YamlReader& r, const YAML::Node& parent, const std::string& path, const char* key, Int& out,
-                  int64_t min, int64_t max) {
-  if (const YAML::Node n = parent[key]) {
-    if (auto v = r.integer(n, YamlReader::join(path, key), min, max)) out = static_cast<Int>(*v);
+template <class S, auto Member>
+void read_text(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {
+  if (auto text = r.scalar(v, path)) s.*Member = *text;
+}
+template <class S, auto Member>
+std::string write_text(const S& s) {
+  return s.*Member;
+}
+
+// Whole milliseconds into any std::chrono duration member.
+template <class S, auto Member, int64_t Min, int64_t Max>
+void read_ms(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {
+  using D = std::remove_reference_t<decltype(s.*Member)>;
+  if (auto ms = r.integer(v, path, Min, Max)) s.*Member = std::chrono::duration_cast<D>(milliseconds(*ms));
+}
+template <class S, auto Member>
+std::string write_ms(const S& s) {
+  return std::to_string(to_ms(s.*Member));
+}
+
+// Bytes: an integer, or one with a KiB / MiB / GiB suffix.
+template <class S, auto Member>
+void read_size(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {
+  auto text = r.scalar(v, path);
+  if (!text) return;
+  uint64_t mult = 1;
+  for (auto [suffix, m] : {std::pair{"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}}) {
+    if (text->size() > 3 && text->ends_with(suffix)) {
+      mult = m;
+      text->resize(text->size() - 3);
+    }
+  }
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
+  if (ec != std::errc{} || end != text->data() + text->size() || n == 0) {
+    r.error(path, "must be a positive size in bytes, optionally with KiB, MiB or GiB");
+    return;
+  }
+  s.*Member = static_cast<std::size_t>(n * mult);
+}
+template <class S, auto Member>
+std::string write_size(const S& s) {
+  const std::size_t n = s.*Member;
+  for (auto [suffix, m] : {std::pair{"GiB", 1ull << 30}, {"MiB", 1ull << 20}, {"KiB", 1ull << 10}}) {
+    if (n % m == 0) return std::to_string(n / m) + suffix;
+  }
+  return std::to_string(n);
+}
+
+void read_policy_name(YamlReader& r, const YAML::Node& v, const std::string& path, SchedulerSettings& s) {
+  const auto text = r.scalar(v, path);
+  if (!text) return;
+  if (auto parsed = sched::policy_from_string(*text)) {
+    s.policy = *parsed;
+  } else {
+    r.error(path, "must be fifo, priority or hybrid, not '" + *text + "'");
   }
 }
+std::string write_policy_name(const SchedulerSettings& s) { return std::string(sched::policy_name(s.policy)); }
 
-// Whole milliseconds, at most 30 days.
-void read_ms(YamlReader& r, const YAML::Node& parent, const std::string& path, const char* key, Duration& out,
-             int64_t min_ms) {
-  int64_t ms = to_ms(out);
-  read_integer(r, parent, path, key, ms, min_ms, kLongestMs);
-  out = std::chrono::duration_cast<Duration>(std::chrono::milliseconds(ms));
-}
-
-constexpr ClassPolicyKey kKeys[] = {
-    {"min_share", "number in [0, 1]",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, ClassPolicy& c) {
-       read_number(r, n, p, "min_share", c.min_share, 0, 1);
-     },
-     [](const ClassPolicy& c) { return number_text(c.min_share); }},
-    {"max_share", "number in [0.001, 1]",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, ClassPolicy& c) {
-       read_number(r, n, p, "max_share", c.max_share, 0.001, 1);
-     },
-     [](const ClassPolicy& c) { return number_text(c.max_share); }},
-    {"weight", "number in [0.001, 1000]",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, ClassPolicy& c) {
-       read_number(r, n, p, "weight", c.weight, 0.001, 1000);
-     },
-     [](const ClassPolicy& c) { return number_text(c.weight); }},
-    {"max_queue_wait_ms", "milliseconds, >= 1",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, ClassPolicy& c) {
-       read_ms(r, n, p, "max_queue_wait_ms", c.max_queue_wait, 1);
-     },
-     [](const ClassPolicy& c) { return std::to_string(to_ms(c.max_queue_wait)); }},
-    {"preemptible", "true or false",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, ClassPolicy& c) {
-       r.read(n, p, "preemptible", c.preemptible);
-     },
-     [](const ClassPolicy& c) { return std::string(c.preemptible ? "true" : "false"); }},
-    {"background", "true or false",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, ClassPolicy& c) {
-       r.read(n, p, "background", c.background);
-     },
-     [](const ClassPolicy& c) { return std::string(c.background ? "true" : "false"); }},
-    {"max_queue", "integer in [1, 10000000]",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, ClassPolicy& c) {
-       read_integer(r, n, p, "max_queue", c.max_queue, 1, 10'000'000);
-     },
-     [](const ClassPolicy& c) { return std::to_string(c.max_queue); }},
-    {"max_queue_per_tenant", "integer in [1, 10000000]",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, ClassPolicy& c) {
-       read_integer(r, n, p, "max_queue_per_tenant", c.max_queue_per_tenant, 1, 10'000'000);
-     },
-     [](const ClassPolicy& c) { return std::to_string(c.max_queue_per_tenant); }},
-    {"debounce_ms", "milliseconds, >= 0",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, ClassPolicy& c) {
-       read_ms(r, n, p, "debounce_ms", c.debounce, 0);
-     },
-     [](const ClassPolicy& c) { return std::to_string(to_ms(c.debounce)); }},
-    {"adaptive_debounce", "true or false",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, ClassPolicy& c) {
-       r.read(n, p, "adaptive_debounce", c.adaptive_debounce);
-     },
-     [](const ClassPolicy& c) { return std::string(c.adaptive_debounce ? "true" : "false"); }},
-    {"priority", "integer in [-1000000, 1000000]",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, ClassPolicy& c) {
-       read_integer(r, n, p, "priority", c.engine_priority, -1'000'000, 1'000'000);
-     },
-     [](const ClassPolicy& c) { return std::to_string(c.engine_priority); }},
-    {"ttft_slo_ms", "milliseconds, >= 0 (0: none)",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, ClassPolicy& c) {
-       read_ms(r, n, p, "ttft_slo_ms", c.ttft_slo, 0);
-     },
-     [](const ClassPolicy& c) { return std::to_string(to_ms(c.ttft_slo)); }},
+using C = ClassPolicy;
+constexpr ClassPolicyKey kClassKeys[] = {
+    {"min_share", "number in [0, 1]", read_number<C, &C::min_share, 0.0, 1.0>, write_number<C, &C::min_share>},
+    {"max_share", "number in [0.001, 1]", read_number<C, &C::max_share, 0.001, 1.0>, write_number<C, &C::max_share>},
+    {"weight", "number in [0.001, 1000]", read_number<C, &C::weight, 0.001, 1000.0>, write_number<C, &C::weight>},
+    {"max_queue_wait_ms", "milliseconds, >= 1", read_ms<C, &C::max_queue_wait, 1, kLongestMs>,
+     write_ms<C, &C::max_queue_wait>},
+    {"preemptible", "true or false", read_bool<C, &C::preemptible>, write_bool<C, &C::preemptible>},
+    {"background", "true or false", read_bool<C, &C::background>, write_bool<C, &C::background>},
+    {"max_queue", "integer in [1, 10000000]", read_integer<C, &C::max_queue, 1, 10'000'000>,
+     write_integer<C, &C::max_queue>},
+    {"max_queue_per_tenant", "integer in [1, 10000000]", read_integer<C, &C::max_queue_per_tenant, 1, 10'000'000>,
+     write_integer<C, &C::max_queue_per_tenant>},
+    {"debounce_ms", "milliseconds, >= 0", read_ms<C, &C::debounce, 0, kLongestMs>, write_ms<C, &C::debounce>},
+    {"adaptive_debounce", "true or false", read_bool<C, &C::adaptive_debounce>, write_bool<C, &C::adaptive_debounce>},
+    {"priority", "integer in [-1000000, 1000000]", read_integer<C, &C::engine_priority, -1'000'000, 1'000'000>,
+     write_integer<C, &C::engine_priority>},
+    {"ttft_slo_ms", "milliseconds, >= 0 (0: none)", read_ms<C, &C::ttft_slo, 0, kLongestMs>,
+     write_ms<C, &C::ttft_slo>},
 };
 
-// Whole milliseconds in [min_ms, max_ms] into a std::chrono::milliseconds.
-void read_millis(YamlReader& r, const YAML::Node& parent, const std::string& path, const char* key,
-                 std::chrono::milliseconds& out, int64_t min_ms, int64_t max_ms) {
-  int64_t ms = out.count();
-  read_integer(r, parent, path, key, ms, min_ms, max_ms);
-  out = std::chrono::milliseconds(ms);
-}
-
-std::string bool_text(bool b) { return b ? "true" : "false"; }
-
+using Sch = SchedulerSettings;
 constexpr SchedulerKey kSchedulerKeys[] = {
-    {"policy", "fifo, priority or hybrid",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
-       std::string policy;
-       r.read(n, p, "policy", policy);
-       if (policy.empty()) return;
-       if (auto parsed = sched::policy_from_string(policy)) {
-         s.policy = *parsed;
-       } else {
-         r.error(YamlReader::join(p, "policy"), "must be fifo, priority or hybrid, not '" + policy + "'");
-       }
-     },
-     [](const SchedulerSettings& s) { return std::string(sched::policy_name(s.policy)); }},
-    {"aging_fraction", "number in [0, 1]",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
-       read_number(r, n, p, "aging_fraction", s.aging_fraction, 0, 1);
-     },
-     [](const SchedulerSettings& s) { return number_text(s.aging_fraction); }},
-    {"slo_lead_fraction", "number in [0, 1]",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
-       read_number(r, n, p, "slo_lead_fraction", s.slo_lead_fraction, 0, 1);
-     },
-     [](const SchedulerSettings& s) { return number_text(s.slo_lead_fraction); }},
-    {"early_reject_margin", "number in [0, 1000]",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
-       read_number(r, n, p, "early_reject_margin", s.early_reject_margin, 0, 1000);
-     },
-     [](const SchedulerSettings& s) { return number_text(s.early_reject_margin); }},
-    {"affinity_load_slack", "number in [0, 100]",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
-       read_number(r, n, p, "affinity_load_slack", s.affinity_load_slack, 0, 100);
-     },
-     [](const SchedulerSettings& s) { return number_text(s.affinity_load_slack); }},
-    {"preemption", "true or false",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
-       r.read(n, p, "preemption", s.preemption);
-     },
-     [](const SchedulerSettings& s) { return bool_text(s.preemption); }},
-    {"preempt_after_ms", "milliseconds in [0, 3600000]",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
-       read_millis(r, n, p, "preempt_after_ms", s.preempt_after, 0, 3'600'000);
-     },
-     [](const SchedulerSettings& s) { return std::to_string(s.preempt_after.count()); }},
-    {"preempt_guard_ms", "milliseconds in [0, 3600000]",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
-       read_millis(r, n, p, "preempt_guard_ms", s.preempt_guard, 0, 3'600'000);
-     },
-     [](const SchedulerSettings& s) { return std::to_string(s.preempt_guard.count()); }},
+    {"policy", "fifo, priority or hybrid", read_policy_name, write_policy_name},
+    {"aging_fraction", "number in [0, 1]", read_number<Sch, &Sch::aging_fraction, 0.0, 1.0>,
+     write_number<Sch, &Sch::aging_fraction>},
+    {"slo_lead_fraction", "number in [0, 1]", read_number<Sch, &Sch::slo_lead_fraction, 0.0, 1.0>,
+     write_number<Sch, &Sch::slo_lead_fraction>},
+    {"early_reject_margin", "number in [0, 1000]", read_number<Sch, &Sch::early_reject_margin, 0.0, 1000.0>,
+     write_number<Sch, &Sch::early_reject_margin>},
+    {"affinity_load_slack", "number in [0, 100]", read_number<Sch, &Sch::affinity_load_slack, 0.0, 100.0>,
+     write_number<Sch, &Sch::affinity_load_slack>},
+    {"preemption", "true or false", read_bool<Sch, &Sch::preemption>, write_bool<Sch, &Sch::preemption>},
+    {"preempt_after_ms", "milliseconds in [0, 3600000]", read_ms<Sch, &Sch::preempt_after, 0, 3'600'000>,
+     write_ms<Sch, &Sch::preempt_after>},
+    {"preempt_guard_ms", "milliseconds in [0, 3600000]", read_ms<Sch, &Sch::preempt_guard, 0, 3'600'000>,
+     write_ms<Sch, &Sch::preempt_guard>},
     {"max_prefill_backlog_ms", "milliseconds in [0, 60000] (0: off)",
-     [](YamlReader& r, const YAML::Node& n, const std::string& p, SchedulerSettings& s) {
-       read_millis(r, n, p, "max_prefill_backlog_ms", s.max_prefill_backlog, 0, 60'000);
-     },
-     [](const SchedulerSettings& s) { return std::to_string(s.max_prefill_backlog.count()); }},
+     read_ms<Sch, &Sch::max_prefill_backlog, 0, 60'000>, write_ms<Sch, &Sch::max_prefill_backlog>},
+};
+
+using L = ListenerConfig;
+constexpr SettingKey<L> kListenerKeys[] = {
+    {"address", "an address to bind", read_text<L, &L::address>, write_text<L, &L::address>},
+    {"port", "integer in [0, 65535]", read_integer<L, &L::port, 0, 65535>, write_integer<L, &L::port>},
+    {"threads", "integer in [0, 1024]", read_integer<L, &L::threads, 0, 1024>, write_integer<L, &L::threads>},
+};
+
+using Lim = LimitsConfig;
+constexpr SettingKey<Lim> kLimitsKeys[] = {
+    {"max_body_bytes", "bytes (KiB, MiB, GiB)", read_size<Lim, &Lim::max_body_bytes>,
+     write_size<Lim, &Lim::max_body_bytes>},
+    {"max_header_bytes", "bytes (KiB, MiB, GiB)", read_size<Lim, &Lim::max_header_bytes>,
+     write_size<Lim, &Lim::max_header_bytes>},
+    {"max_upstream_response_bytes", "bytes (KiB, MiB, GiB)", read_size<Lim, &Lim::max_upstream_response_bytes>,
+     write_size<Lim, &Lim::max_upstream_response_bytes>},
+};
+
+using T = TimeoutsConfig;
+constexpr SettingKey<T> kTimeoutKeys[] = {
+    {"client_header_ms", "milliseconds in [1, 86400000]", read_ms<T, &T::client_header, 1, kDayMs>,
+     write_ms<T, &T::client_header>},
+    {"client_body_ms", "milliseconds in [1, 86400000]", read_ms<T, &T::client_body, 1, kDayMs>,
+     write_ms<T, &T::client_body>},
+    {"keepalive_idle_ms", "milliseconds in [1, 86400000]", read_ms<T, &T::keepalive_idle, 1, kDayMs>,
+     write_ms<T, &T::keepalive_idle>},
+    {"client_write_ms", "milliseconds in [1, 86400000]", read_ms<T, &T::client_write, 1, kDayMs>,
+     write_ms<T, &T::client_write>},
+    {"upstream_connect_ms", "milliseconds in [1, 86400000]", read_ms<T, &T::upstream_connect, 1, kDayMs>,
+     write_ms<T, &T::upstream_connect>},
+    {"upstream_first_byte_ms", "milliseconds in [1, 86400000]", read_ms<T, &T::upstream_first_byte, 1, kDayMs>,
+     write_ms<T, &T::upstream_first_byte>},
+    {"stream_idle_ms", "milliseconds in [1, 86400000]", read_ms<T, &T::stream_idle, 1, kDayMs>,
+     write_ms<T, &T::stream_idle>},
+    {"drain_ms", "milliseconds in [1, 86400000]", read_ms<T, &T::drain, 1, kDayMs>, write_ms<T, &T::drain>},
+};
+
+constexpr SettingKey<AuthConfig> kAuthKeys[] = {
+    {"enabled", "true or false", read_bool<AuthConfig, &AuthConfig::enabled>,
+     write_bool<AuthConfig, &AuthConfig::enabled>},
+};
+
+using E = EngineSignalsConfig;
+constexpr SettingKey<E> kEngineSignalKeys[] = {
+    {"enabled", "true or false", read_bool<E, &E::enabled>, write_bool<E, &E::enabled>},
+    {"interval_ms", "milliseconds in [1, 86400000]", read_ms<E, &E::interval, 1, kDayMs>, write_ms<E, &E::interval>},
+    {"stale_after_ms", "milliseconds in [1, 86400000]", read_ms<E, &E::stale_after, 1, kDayMs>,
+     write_ms<E, &E::stale_after>},
+    {"kv_saturation", "number in [0.01, 1]", read_number<E, &E::kv_saturation, 0.01, 1.0>,
+     write_number<E, &E::kv_saturation>},
+};
+
+constexpr SettingKey<LogConfig> kLogKeys[] = {
+    {"access_log", "true or false", read_bool<LogConfig, &LogConfig::access_log>,
+     write_bool<LogConfig, &LogConfig::access_log>},
 };
 
 }  // namespace
 
-std::span<const ClassPolicyKey> class_policy_keys() { return kKeys; }
+std::span<const ClassPolicyKey> class_policy_keys() { return kClassKeys; }
 std::span<const SchedulerKey> scheduler_keys() { return kSchedulerKeys; }
+std::span<const SettingKey<ListenerConfig>> listener_keys() { return kListenerKeys; }
+std::span<const SettingKey<LimitsConfig>> limits_keys() { return kLimitsKeys; }
+std::span<const SettingKey<TimeoutsConfig>> timeouts_keys() { return kTimeoutKeys; }
+std::span<const SettingKey<AuthConfig>> auth_keys() { return kAuthKeys; }
+std::span<const SettingKey<EngineSignalsConfig>> engine_signals_keys() { return kEngineSignalKeys; }
+std::span<const SettingKey<LogConfig>> log_keys() { return kLogKeys; }
 
 void read_class_policy(YamlReader& r, const YAML::Node& node, const std::string& path, sched::ClassPolicy& p) {
   read_settings(class_policy_keys(), r, node, path, p);

@@ -7,8 +7,11 @@
 //   class_policy_keys(): a class's scheduling keys (gateway classes[],
 //                        scenario classes[].scheduler)
 //   scheduler_keys():    the scheduler section (gateway and scenario `scheduler:`)
+//   listener_keys() ... log_keys(): the gateway's other flat sections
+// Lists of things (tenants, models and their backends) are read by hand.
 #pragma once
 
+#include <algorithm>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,8 +27,9 @@ template <class Settings>
 struct SettingKey {
   std::string_view key;   // as written in YAML
   std::string_view kind;  // "number in [0, 1]", "milliseconds, >= 0", ...
-  // Reads parent[key] into the settings when present (bounds checked).
-  void (*read)(YamlReader& r, const YAML::Node& parent, const std::string& path, Settings& s);
+  // Reads the key's value node (at `path`, the key's full path) into the
+  // settings (bounds checked).
+  void (*read)(YamlReader& r, const YAML::Node& value, const std::string& path, Settings& s);
   // The setting's value as YAML text.
   std::string (*write)(const Settings& s);
 };
@@ -35,6 +39,12 @@ using SchedulerKey = SettingKey<SchedulerSettings>;
 
 std::span<const ClassPolicyKey> class_policy_keys();
 std::span<const SchedulerKey> scheduler_keys();
+std::span<const SettingKey<ListenerConfig>> listener_keys();
+std::span<const SettingKey<LimitsConfig>> limits_keys();
+std::span<const SettingKey<TimeoutsConfig>> timeouts_keys();
+std::span<const SettingKey<AuthConfig>> auth_keys();
+std::span<const SettingKey<EngineSignalsConfig>> engine_signals_keys();
+std::span<const SettingKey<LogConfig>> log_keys();
 
 // Every key's name, less `except`: the known keys of a mapping.
 template <class Settings>
@@ -51,7 +61,17 @@ std::vector<std::string_view> key_names(std::span<const SettingKey<Settings>> ke
 template <class Settings>
 void read_settings(std::span<const SettingKey<Settings>> keys, YamlReader& r, const YAML::Node& node,
                    const std::string& path, Settings& s) {
-  for (const auto& k : keys) k.read(r, node, path, s);
+  for (const auto& k : keys) {
+    const std::string key(k.key);
+    if (const YAML::Node value = node[key]) k.read(r, value, YamlReader::join(path, key), s);
+  }
+}
+
+// A whole section: a mapping of exactly these keys (when present at all).
+template <class Settings>
+void read_section(std::span<const SettingKey<Settings>> keys, YamlReader& r, const YAML::Node& node,
+                  const std::string& path, Settings& s) {
+  if (node && r.map(node, path, key_names(keys))) read_settings(keys, r, node, path, s);
 }
 
 // "key: value" for every key, joined with `separator`.

@@ -67,6 +67,32 @@ TEST(SchedulerKeys, TheDocsDocumentExactlyTheseKeysWithTheseDefaults) {
   }
 }
 
+// A flat section's table against its docs table: the same keys, and each
+// documented literal default is what the section gets without the key.
+template <class Settings>
+void expect_documented(std::string_view heading, std::span<const SettingKey<Settings>> keys) {
+  SCOPED_TRACE(std::string(heading));
+  const auto documented = documented_keys(heading);
+  std::set<std::string> expected, in_docs;
+  for (const auto& k : keys) expected.insert(std::string(k.key));
+  for (const auto& [key, value] : documented) in_docs.insert(key);
+  EXPECT_EQ(in_docs, expected) << "docs/configuration.md and yaml/setting_keys.cpp disagree";
+  const Settings plain{};
+  for (const auto& k : keys) {
+    const auto it = documented.find(std::string(k.key));
+    if (it != documented.end()) EXPECT_EQ(it->second, "`" + k.write(plain) + "`") << k.key;
+  }
+}
+
+TEST(SettingKeys, EveryFlatSectionIsDocumentedExactly) {
+  expect_documented("## `listener`", listener_keys());
+  expect_documented("## `limits`", limits_keys());
+  expect_documented("## `timeouts`", timeouts_keys());
+  expect_documented("## `auth`", auth_keys());
+  expect_documented("## `engine_signals`", engine_signals_keys());
+  expect_documented("## `log`", log_keys());
+}
+
 TEST(SchedulerKeys, GatewayAndScenarioTakeTheSameNamesAndBounds) {
   // The bench used to allow a 3,600,000 ms prefill backlog; the gateway 60,000.
   auto g = parse_config("scheduler: {max_prefill_backlog_ms: 70000}\n"
