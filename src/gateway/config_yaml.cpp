@@ -60,7 +60,7 @@ void read_tenants(Reader& r, const YAML::Node& n, std::vector<TenantConfig>& out
   for (std::size_t i = 0; i < n.size(); ++i) {
     const auto path = Reader::index("tenants", i);
     const YAML::Node t = n[i];
-    if (!r.map(t, path, {"name", "team", "weight", "api_keys", "api_key_sha256", "allowed_classes"}))
+    if (!r.map(t, path, std::vector<std::string_view>(std::begin(kTenantKeys), std::end(kTenantKeys))))
       continue;
     TenantConfig tc;
     r.read(t, path, "name", tc.name, /*required=*/true);
@@ -175,10 +175,7 @@ void read_backend_key(Reader& r, const YAML::Node& b, const std::string& path, B
 }
 
 void read_backend(Reader& r, const YAML::Node& b, const std::string& path, BackendConfig& out) {
-  if (!r.map(b, path, {"name", "type", "url", "profile", "max_num_seqs", "max_concurrency",
-                       "priority_scheduling", "continue_final_message", "engine",
-                       "prefill_tokens_per_s", "prefix_cache_tokens", "classes", "lend", "api_key_env",
-                       "api_key_file"}))
+  if (!r.map(b, path, std::vector<std::string_view>(std::begin(kBackendKeys), std::end(kBackendKeys))))
     return;
   std::string type = "http";
   r.read(b, path, "type", type);
@@ -265,7 +262,7 @@ void read_models(Reader& r, const YAML::Node& n, std::vector<ModelConfig>& out) 
   for (std::size_t i = 0; i < n.size(); ++i) {
     const auto path = Reader::index("models", i);
     const YAML::Node m = n[i];
-    if (!r.map(m, path, {"name", "backends"})) continue;
+    if (!r.map(m, path, std::vector<std::string_view>(std::begin(kModelKeys), std::end(kModelKeys)))) continue;
     ModelConfig mc;
     r.read(m, path, "name", mc.name, /*required=*/true);
     const auto bpath = Reader::join(path, "backends");

@@ -12,6 +12,16 @@
 
 namespace arbiter {
 
+// The keys of the list entries read by hand (the flat sections are tables:
+// yaml/setting_keys.hpp): a test checks them against docs/configuration.md.
+inline constexpr std::string_view kTenantKeys[] = {"name", "team", "weight", "api_keys", "api_key_sha256",
+                                                    "allowed_classes"};
+inline constexpr std::string_view kModelKeys[] = {"name", "backends"};
+inline constexpr std::string_view kBackendKeys[] = {
+    "name", "type", "url", "profile", "max_num_seqs", "max_concurrency", "priority_scheduling",
+    "continue_final_message", "engine", "prefill_tokens_per_s", "prefix_cache_tokens", "classes", "lend",
+    "api_key_env", "api_key_file"};
+
 using ConfigErrors = std::vector<std::string>;
 
 std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text);

@@ -95,6 +95,22 @@ TEST(SettingKeys, EveryFlatSectionIsDocumentedExactly) {
   expect_documented("## `log`", log_keys());
 }
 
+// The list entries read by hand (tenants, models, backends): their known
+// keys against the docs' tables.
+void expect_documented_keys(std::string_view heading, std::span<const std::string_view> keys) {
+  SCOPED_TRACE(std::string(heading));
+  std::set<std::string> expected, in_docs;
+  for (const std::string_view k : keys) expected.insert(std::string(k));
+  for (const auto& [key, value] : documented_keys(heading)) in_docs.insert(key);
+  EXPECT_EQ(in_docs, expected) << "docs/configuration.md and gateway/config_yaml.hpp disagree";
+}
+
+TEST(SettingKeys, EveryListEntryIsDocumentedExactly) {
+  expect_documented_keys("## `tenants`", kTenantKeys);
+  expect_documented_keys("## `models`", kModelKeys);
+  expect_documented_keys("`backends` entries:", kBackendKeys);
+}
+
 TEST(SchedulerKeys, GatewayAndScenarioTakeTheSameNamesAndBounds) {
   // The bench used to allow a 3,600,000 ms prefill backlog; the gateway 60,000.
   auto g = parse_config("scheduler: {max_prefill_backlog_ms: 70000}\n"
