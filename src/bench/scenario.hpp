@@ -88,6 +88,14 @@ struct TrafficSpec {
   LengthDist keystrokes;        // requests per burst
   LengthDist keystroke_gap_ms;  // between requests of a burst (5-10/s: 100-200 ms)
   LengthDist file_tokens;       // the file being edited: a per-developer prefix
+  // Each developer types at their own pace: their keystroke gaps are scaled
+  // by a factor drawn once per developer, lognormal with median 1 and this
+  // sigma (0: everyone alike).
+  double rhythm_spread = 0;
+  // The plugin debounces itself: a keystroke's request is sent only when no
+  // further keystroke follows within this, and then this long after the
+  // keystroke (0: every keystroke is sent at once, as today's plugins do).
+  double client_debounce_ms = 0;
   // chat
   LengthDist turns;               // turns per session
   LengthDist think_s;             // between the starts of two turns

@@ -124,7 +124,8 @@ void read_traffic(Reader& r, const YAML::Node& n, const std::string& path, Traff
   if (!r.map(n, path, {"kind",        "rate",   "rate_changes", "day",         "arrival",
                        "burstiness",  "prompt", "output",       "max_tokens",  "deadline_s",
                        "patience",    "prefix", "developers",   "keystrokes",  "keystroke_gap_ms",
-                       "file_tokens", "turns",  "think_s",      "max_context", "jobs"})) {
+                       "file_tokens", "turns",  "think_s",      "max_context", "jobs",
+                       "rhythm_spread", "client_debounce_ms"})) {
     return;
   }
   std::string kind = "requests";
@@ -186,6 +187,8 @@ void read_traffic(Reader& r, const YAML::Node& n, const std::string& path, Traff
   read_length(r, n, path, "keystrokes", t.keystrokes);
   read_length(r, n, path, "keystroke_gap_ms", t.keystroke_gap_ms);
   read_length(r, n, path, "file_tokens", t.file_tokens);
+  r.read(n, path, "rhythm_spread", t.rhythm_spread, 0, 3);
+  r.read(n, path, "client_debounce_ms", t.client_debounce_ms, 0, 60'000);
   read_length(r, n, path, "turns", t.turns);
   read_length(r, n, path, "think_s", t.think_s);
   r.read(n, path, "max_context", t.max_context, 1, 1e7);

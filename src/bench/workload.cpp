@@ -109,15 +109,23 @@ class Workload::Source {
     std::mt19937_64 dev_rng(splitmix64(scenario_.seed ^ (uint64_t{klass_} << 32) ^ dev));
     const auto dev_tenant = static_cast<uint16_t>(tenants_(dev_rng));
     const uint32_t file_tokens = draw_length(t_.file_tokens, dev_rng, 0);
+    // Their pace, drawn after the file so older scenarios keep their files.
+    const double pace = t_.rhythm_spread > 0 ? std::lognormal_distribution<double>(0, t_.rhythm_spread)(dev_rng) : 1;
     const uint64_t key = splitmix64((uint64_t{klass_} << 48) ^ (uint64_t{dev} + 1));
     const uint32_t n = draw_length(t_.keystrokes, rng_);
+    const double debounce_s = t_.client_debounce_ms / 1000.0;
     for (uint32_t i = 0; i < n; ++i) {
-      RequestSpec r = base(t, dev_tenant);
+      // Drawn in the same order whether or not it is sent: a scenario
+      // without client debounce or rhythm spread keeps its requests.
+      RequestSpec r = base(t + debounce_s, dev_tenant);
       r.prefix = {.key = key, .tokens = file_tokens};
       r.unique_tokens = draw_length(t_.prompt, rng_);
       r.supersede_key = key;
-      emit(r);
-      t += draw_length(t_.keystroke_gap_ms, rng_) / 1000.0;
+      const double gap = pace * draw_length(t_.keystroke_gap_ms, rng_) / 1000.0;
+      // A plugin that debounces sends nothing for a keystroke another one
+      // follows within its debounce; the last of a burst goes out after it.
+      if (debounce_s <= 0 || i + 1 == n || gap > debounce_s) emit(r);
+      t += gap;
     }
   }
 

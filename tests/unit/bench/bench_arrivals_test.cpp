@@ -2,6 +2,8 @@
 // the day curve; and the workload stream built on them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <map>
 #include <vector>
@@ -122,6 +124,64 @@ TEST(BenchWorkload, TimeOrderedCompleteAndDeterministic) {
   EXPECT_GE(with_history, 3u);
   EXPECT_TRUE(history_grows);
   EXPECT_EQ(backlog_at_zero, 20u);  // smoke.yaml's jobs
+}
+
+// Typing traffic of `extra` (YAML keys), 60 s: requests per supersede key
+// and their arrivals.
+std::map<uint64_t, std::vector<double>> typing(const std::string& extra) {
+  auto s = parse_scenario("name: t\nduration_s: 60\nclasses: [{name: completion, traffic: {kind: typing, "
+                          "developers: 40, rate: 4, keystrokes: 5, keystroke_gap_ms: {dist: uniform, min: 100, "
+                          "max: 200}" + extra + "}}]\n");
+  EXPECT_TRUE(s) << s.error();
+  std::map<uint64_t, std::vector<double>> by_key;
+  if (!s) return by_key;
+  for (Workload w(*s, 7); auto r = w.next();) by_key[r->supersede_key].push_back(r->arrival);
+  return by_key;
+}
+
+TEST(BenchWorkload, APluginThatDebouncesSendsOnlyTheLastKeystrokeOfABurst) {
+  // Keystrokes 100-200 ms apart, a 300 ms client debounce: one request per
+  // burst of five, where the plain plugin sends all five (a few bursts at
+  // the end of the run are cut either way).
+  const auto plain = typing("");
+  std::size_t sent_plain = 0, sent_debounced = 0;
+  for (const auto& [key, arrivals] : plain) sent_plain += arrivals.size();
+  for (const auto& [key, arrivals] : typing(", client_debounce_ms: 300")) sent_debounced += arrivals.size();
+  EXPECT_GT(sent_plain, 1000u);
+  EXPECT_NEAR(static_cast<double>(sent_plain), 5.0 * static_cast<double>(sent_debounced), 50);
+  // With a debounce shorter than every gap, every keystroke goes out, that
+  // much later.
+  const auto short_debounce = typing(", client_debounce_ms: 50");
+  for (const auto& [key, arrivals] : plain) {
+    const auto& later = short_debounce.at(key);
+    for (std::size_t i = 0; i < arrivals.size() && arrivals[i] < 59; ++i) {
+      ASSERT_LT(i, later.size());
+      EXPECT_NEAR(later[i], arrivals[i] + 0.05, 1e-9);
+    }
+  }
+}
+
+TEST(BenchWorkload, DevelopersTypeAtTheirOwnPace) {
+  // The median gap between a developer's keystrokes (within bursts, < 2 s)
+  // varies across developers only when rhythm_spread says so.
+  const auto spread_of_medians = [](const std::map<uint64_t, std::vector<double>>& by_key) {
+    std::vector<double> medians;
+    for (const auto& [key, arrivals] : by_key) {
+      std::vector<double> gaps;
+      for (std::size_t i = 1; i < arrivals.size(); ++i) {
+        if (arrivals[i] - arrivals[i - 1] < 2) gaps.push_back(arrivals[i] - arrivals[i - 1]);
+      }
+      if (gaps.size() < 8) continue;
+      std::sort(gaps.begin(), gaps.end());
+      medians.push_back(gaps[gaps.size() / 2]);
+    }
+    std::sort(medians.begin(), medians.end());
+    return medians.empty() ? 0.0 : medians.back() / medians.front();
+  };
+  const double alike = spread_of_medians(typing(""));
+  const double paced = spread_of_medians(typing(", rhythm_spread: 0.5"));
+  EXPECT_LT(alike, 1.5);
+  EXPECT_GT(paced, 2.0);
 }
 
 TEST(BenchWorkload, MaxRequestsStopsTheStream) {
