@@ -159,7 +159,8 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
     const auto wait = predicted_wait_s(request.pool, request.klass, tq, now);
     if (wait && *wait > config_.early_reject_margin * allowed) {
       ++counters.rejected_predicted;
-      return std::unexpected(predicted_late(cls.name, *wait, allowed));
+      return std::unexpected(
+          predicted_late(cls.name, *wait, allowed, config_.min_retry_after, config_.max_retry_after));
     }
   }
 
@@ -451,10 +452,15 @@ ApiError Scheduler::queue_full(uint32_t pool, uint32_t klass, const TenantQueue*
   return error;
 }
 
-ApiError predicted_late(std::string_view klass, double wait_s, double allowed_s) {
-  const auto rounded = [](double s) { return std::to_string(static_cast<int64_t>(std::ceil(s))); };
+ApiError predicted_late(std::string_view klass, double wait_s, double allowed_s,
+                        std::chrono::milliseconds min_retry, std::chrono::milliseconds max_retry) {
+  // Whole seconds, and no more than a day: a prediction from a near-zero
+  // rate must not overflow the text or the clamp below.
+  const auto rounded = [](double s) { return std::to_string(static_cast<int64_t>(std::ceil(std::min(s, 86'400.0)))); };
   // Retry once the queue ahead should have drained to what the deadline allows.
-  const auto retry = std::chrono::milliseconds(static_cast<int64_t>(std::ceil((wait_s - allowed_s) * 1000)));
+  const double retry_ms = std::clamp((wait_s - allowed_s) * 1000, static_cast<double>(min_retry.count()),
+                                     static_cast<double>(max_retry.count()));
+  const auto retry = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(retry_ms)));
   return ApiError{.code = ErrorCode::kRateLimited,
                   .message = "class '" + std::string(klass) + "' is predicted to wait about " +
                              rounded(wait_s) + " s for a backend, past its " + rounded(allowed_s) +

@@ -50,8 +50,10 @@ ApiError deadline_error(std::chrono::milliseconds retry_after,
                         WaitReason waited_for = WaitReason::kNone);
 
 // The 429 of an early answer: the request would wait about `wait_s` where
-// its deadline allows `allowed_s`; Retry-After is the difference.
-ApiError predicted_late(std::string_view klass, double wait_s, double allowed_s);
+// its deadline allows `allowed_s`; Retry-After is the difference, within
+// [min_retry, max_retry] (a prediction from a near-zero rate can be huge).
+ApiError predicted_late(std::string_view klass, double wait_s, double allowed_s,
+                        std::chrono::milliseconds min_retry, std::chrono::milliseconds max_retry);
 
 class Scheduler {
  public:

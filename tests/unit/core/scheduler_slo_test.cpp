@@ -118,6 +118,17 @@ TEST(SchedulerSlo, WhatCannotStartBeforeItsDeadlineIsAnsweredAtOnce) {
   EXPECT_TRUE(one_more(h, 1, 6000).has_value());
 }
 
+TEST(SchedulerSlo, AnEarlyAnswersRetryAfterStaysWithinTheConfiguredBounds) {
+  // A near-zero departure rate predicts an absurd wait: Retry-After is
+  // clamped like every other (max_retry_after, here 20 s), the message stays readable.
+  const ApiError huge = predicted_late("c", 1e15, 10, std::chrono::milliseconds(100), std::chrono::milliseconds(20'000));
+  ASSERT_TRUE(huge.retry_after.has_value());
+  EXPECT_EQ(*huge.retry_after, std::chrono::milliseconds(20'000));
+  EXPECT_NE(huge.message.find("about 86400 s"), std::string::npos) << huge.message;
+  const ApiError tiny = predicted_late("c", 10.01, 10, std::chrono::milliseconds(100), std::chrono::milliseconds(20'000));
+  EXPECT_EQ(*tiny.retry_after, std::chrono::milliseconds(100));
+}
+
 TEST(SchedulerSlo, NoEarlyAnswerWithoutEvidence) {
   // After 2 s the oldest request has waited less than half its limit: the
   // departure rate still measures the arrivals, not what the class can get.
