@@ -296,6 +296,14 @@ void check_unique(Reader& r, const std::vector<T>& items, const std::string& lis
 }
 
 // Cross-references: names used in one section must exist in another.
+// The pool a backend belongs to within its model: its class list, in any
+// order (backends listing the same classes form one pool).
+std::vector<std::string> pool_key(const BackendConfig& b) {
+  std::vector<std::string> list = b.classes;
+  std::sort(list.begin(), list.end());
+  return list;
+}
+
 void check_references(Reader& r, Config& c) {
   check_unique(r, c.models, "models", [](const ModelConfig& m) -> const std::string& { return m.name; });
   check_unique(r, c.classes, "classes", [](const ClassConfig& x) -> const std::string& { return x.name; });
@@ -357,8 +365,7 @@ void check_references(Reader& r, Config& c) {
     std::map<std::vector<std::string>, bool> lends;         // class list -> its backends' lend
     bool general = false;
     for (std::size_t j = 0; j < backends.size(); ++j) {
-      std::vector<std::string> list = backends[j].classes;
-      std::sort(list.begin(), list.end());
+      const std::vector<std::string> list = pool_key(backends[j]);
       general = general || list.empty();
       if (auto [it, fresh] = lends.emplace(list, backends[j].lend); !fresh && it->second != backends[j].lend) {
         r.error(Reader::index(Reader::index("models", i) + ".backends", j) + ".lend",
@@ -391,8 +398,7 @@ void split_class_pools(Config& c) {
   for (ModelConfig& m : c.models) {
     std::vector<ModelConfig> groups;
     for (BackendConfig& b : m.backends) {
-      std::vector<std::string> list = b.classes;
-      std::sort(list.begin(), list.end());
+      const std::vector<std::string> list = pool_key(b);
       auto it = std::find_if(groups.begin(), groups.end(), [&](const ModelConfig& g) { return g.classes == list; });
       if (it == groups.end()) {
         groups.push_back(ModelConfig{.name = m.name, .backends = {}, .classes = list, .lends = b.lend});
