@@ -113,6 +113,10 @@ struct BackendConfig {
   // affinity routing; 0: off for this backend. Default 262,144 (an 8B model
   // on a 40 GB GPU holds about that); type sim: the profile's KV size.
   uint64_t prefix_cache_tokens = 262'144;
+  // `prefix_cache_tokens: auto` (the default for type http): the engine's
+  // own figure (vLLM's cache_config_info) replaces the value above once a
+  // scrape reports it.
+  bool prefix_cache_from_engine = false;
   // Classes this backend serves (issue 12: per-class pools, as the BRIEF
   // deploys completion and chat apart). A model's backends with the same
   // list form one scheduler pool; empty: the model's other classes.

@@ -10,7 +10,7 @@ namespace arbiter {
 namespace {
 
 // The figure a metric family feeds.
-enum class Figure : uint8_t { kNone, kWaiting, kRunning, kKvUsage, kKvUsageOld };
+enum class Figure : uint8_t { kNone, kWaiting, kRunning, kKvUsage, kKvUsageOld, kCacheConfig };
 
 struct KnownFamily {
   std::string_view name;  // full metric name
@@ -23,6 +23,7 @@ constexpr KnownFamily kVllmFamilies[] = {
     {"vllm:num_requests_waiting", Figure::kWaiting},
     {"vllm:num_requests_running", Figure::kRunning},
     {"vllm:kv_cache_usage_perc", Figure::kKvUsage},
+    {"vllm:cache_config_info", Figure::kCacheConfig},
     {"vllm:gpu_cache_usage_perc", Figure::kKvUsageOld},
 };
 constexpr KnownFamily kSglangFamilies[] = {
@@ -83,6 +84,23 @@ std::size_t skip_labels(std::string_view line, std::size_t i) {
     }
   }
   return std::string_view::npos;
+}
+
+// The value of label `name` in a label set ({a="1",b="2"}) as an unsigned
+// integer; nullopt when absent or not a whole number.
+std::optional<uint64_t> label_number(std::string_view set, std::string_view name) {
+  for (std::size_t at = set.find(name); at != std::string_view::npos; at = set.find(name, at + 1)) {
+    const bool starts = at > 0 && (set[at - 1] == '{' || set[at - 1] == ',' || set[at - 1] == ' ');
+    const std::size_t eq = at + name.size();
+    if (!starts || set.substr(eq, 2) != "=\"") continue;
+    const std::size_t begin = eq + 2, end = set.find('"', begin);
+    if (end == std::string_view::npos) return std::nullopt;
+    uint64_t value = 0;
+    const auto [ptr, ec] = std::from_chars(set.data() + begin, set.data() + end, value);
+    if (ec != std::errc{} || ptr != set.data() + end) return std::nullopt;
+    return value;
+  }
+  return std::nullopt;
 }
 
 // Parses a sample value: a float, NaN, +Inf or -Inf (from_chars takes no '+').
@@ -161,9 +179,18 @@ EngineLoad parse_engine_load(std::string_view body) {
     if (figure == Figure::kNone) continue;
 
     if (i < line.size() && line[i] == '{') {
+      const std::size_t labels = i;
       i = skip_labels(line, i);
       if (i == std::string_view::npos) continue;
+      if (figure == Figure::kCacheConfig) {
+        const std::string_view set = line.substr(labels, i - labels);
+        const auto blocks = label_number(set, "num_gpu_blocks");
+        const auto size = label_number(set, "block_size");
+        if (blocks && size && *blocks > 0 && *size > 0) load.kv_cache_tokens = *blocks * *size;
+        continue;
+      }
     }
+    if (figure == Figure::kCacheConfig) continue;
     while (i < line.size() && is_blank(line[i])) ++i;
     std::size_t end = i;
     while (end < line.size() && !is_blank(line[end])) ++end;

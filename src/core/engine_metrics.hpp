@@ -54,6 +54,10 @@ struct EngineLoad {
   std::optional<double> waiting;   // requests queued inside the engine (sum over series)
   std::optional<double> running;   // requests being processed (sum over series)
   std::optional<double> kv_usage;  // KV cache use, 0..1 (fullest series)
+  // Tokens the engine's KV cache holds (vLLM's cache_config_info labels:
+  // num_gpu_blocks x block_size): what prefix-affinity routing sizes its
+  // index of the backend by. Not a load figure.
+  std::optional<uint64_t> kv_cache_tokens;
   EngineFlavour flavour = EngineFlavour::kUnknown;  // prefix of the first engine sample seen
 
   // True when at least one figure was found (the scrape is usable).

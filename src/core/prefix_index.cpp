@@ -13,6 +13,12 @@ PrefixIndex::PrefixIndex(std::vector<uint64_t> capacity)
       epoch_(capacity_.size(), 0),
       total_capacity_(std::accumulate(capacity_.begin(), capacity_.end(), uint64_t{0})) {}
 
+void PrefixIndex::set_capacity(uint32_t backend, uint64_t blocks) {
+  if (backend >= capacity_.size()) return;
+  total_capacity_ = total_capacity_ - capacity_[backend] + blocks;
+  capacity_[backend] = blocks;
+}
+
 bool PrefixIndex::holds(const Holder& h) const {
   // Among the last capacity blocks recorded there, and not forgotten since.
   return h.tick >= epoch_[h.backend] && clock_[h.backend] - h.tick < capacity_[h.backend];

@@ -52,6 +52,11 @@ class PrefixIndex {
   // A backend's cache is gone (it restarted or went down): forget it. O(1).
   void forget(uint32_t backend);
 
+  // A backend's cache holds `blocks` (its engine reported its KV size). A
+  // smaller one counts fewer of the blocks recorded there as held. O(1).
+  void set_capacity(uint32_t backend, uint64_t blocks);
+  uint64_t capacity(uint32_t backend) const { return backend < capacity_.size() ? capacity_[backend] : 0; }
+
   std::size_t entries() const { return slots_.size(); }  // distinct blocks kept, live or not swept
   bool enabled() const { return total_capacity_ > 0; }
 

@@ -370,6 +370,17 @@ bool Scheduler::set_backend_state(PoolId pool, BackendId backend, BackendSignal 
   return verdict;
 }
 
+bool Scheduler::set_prefix_cache(PoolId pool, BackendId backend, uint64_t tokens) {
+  if (pool >= pools_.size() || backend >= pools_[pool].backends.size()) return false;
+  pools_[pool].prefix.set_capacity(backend, tokens / kPrefixBlockTokens);
+  return true;
+}
+
+uint64_t Scheduler::prefix_cache(PoolId pool, BackendId backend) const {
+  if (pool >= pools_.size()) return 0;
+  return pools_[pool].prefix.capacity(backend) * kPrefixBlockTokens;
+}
+
 bool Scheduler::set_tenant_weight(TenantId tenant, double weight) {
   if (!std::isfinite(weight) || weight <= 0) return false;
   config_.tenant_weights[tenant] = weight;

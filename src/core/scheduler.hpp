@@ -102,6 +102,12 @@ class Scheduler {
   // new work to start. O(B) when the backend goes down or up, else O(1).
   bool set_backend_state(PoolId pool, BackendId backend, BackendSignal signal);
 
+  // The prompt prefix a backend's engine caches, in tokens (its KV size, as
+  // the engine reports it): prefix affinity's index of it holds that much.
+  // False for an unknown backend. O(1).
+  bool set_prefix_cache(PoolId pool, BackendId backend, uint64_t tokens);
+  uint64_t prefix_cache(PoolId pool, BackendId backend) const;  // tokens
+
   // Sets a tenant's weight for its tenant queues, live ones included; false
   // (and no change) unless weight is finite and > 0. O(tenant queues).
   bool set_tenant_weight(TenantId tenant, double weight);

@@ -93,6 +93,7 @@ struct BackendMonitor::Shared {
     MonitorTarget target;                  // what to scrape
     MonitorState state;                    // scrape history
     sched::BackendSignal reported;         // last verdict given to the callback
+    std::optional<uint64_t> reported_kv;   // last KV size given to the callback
     MonitorCounters counters;              // event counts
     std::string_view problem;              // why the last scrape was not kOk
     std::weak_ptr<ScrapeConnection> io;    // the loop's I/O objects; strand only
@@ -151,7 +152,9 @@ void BackendMonitor::Shared::update(Slot& slot, const Attempt* attempt, Clock::t
     // A new verdict, or only a new running count (prefix affinity's view of
     // the engine's load): both are passed on, only verdicts are counted.
     const bool verdict = !sched::same_verdict(signal, slot.reported);
-    changed = verdict || signal.engine_running != slot.reported.engine_running;
+    // The engine's KV size (prefix affinity sizes its index by it) too.
+    changed = verdict || signal.engine_running != slot.reported.engine_running ||
+              slot.state.load.kv_cache_tokens != slot.reported_kv;
     if (verdict) {
       if (signal.saturated && !slot.reported.saturated) ++slot.counters.saturated_transitions;
       if (signal.stale && !slot.reported.stale) ++slot.counters.stale_transitions;
@@ -159,6 +162,7 @@ void BackendMonitor::Shared::update(Slot& slot, const Attempt* attempt, Clock::t
     }
     if (changed) {
       slot.reported = signal;
+      slot.reported_kv = slot.state.load.kv_cache_tokens;
       load = slot.state.load;
     }
   }

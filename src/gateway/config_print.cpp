@@ -68,7 +68,7 @@ void print_backend(std::ostringstream& y, const BackendConfig& b) {
     << "        continue_final_message: " << yes_no(b.continue_final_message) << "\n"
     << "        max_concurrency: " << b.max_concurrency << "\n"
     << "        prefill_tokens_per_s: " << num(b.prefill_tokens_per_s) << "\n"
-    << "        prefix_cache_tokens: " << b.prefix_cache_tokens << "\n"
+    << "        prefix_cache_tokens: " << (b.prefix_cache_from_engine ? std::string("auto") : std::to_string(b.prefix_cache_tokens)) << "\n"
     << "        classes: " << strings(b.classes) << "\n"
     << "        lend: " << yes_no(b.lend) << "\n";
   // Where the engine's key comes from, never the key.

@@ -183,7 +183,11 @@ void read_backend(Reader& r, const YAML::Node& b, const std::string& path, Backe
   r.read_int(b, path, "max_concurrency", out.max_concurrency, 1, 100000);
   r.read(b, path, "priority_scheduling", out.priority_scheduling);
   r.read_double(b, path, "prefill_tokens_per_s", out.prefill_tokens_per_s, 0, 1e9);
-  r.read_int(b, path, "prefix_cache_tokens", out.prefix_cache_tokens, 0, int64_t{1} << 40);
+  if (const YAML::Node n = b["prefix_cache_tokens"]; n && n.IsScalar() && n.Scalar() == "auto") {
+    out.prefix_cache_from_engine = true;
+  } else {
+    r.read_int(b, path, "prefix_cache_tokens", out.prefix_cache_tokens, 0, int64_t{1} << 40);
+  }
   r.read_list(b, path, "classes", out.classes);
   r.read(b, path, "lend", out.lend);
   read_backend_key(r, b, path, out);
@@ -250,6 +254,7 @@ void read_backend(Reader& r, const YAML::Node& b, const std::string& path, Backe
   }
   out.host = parsed->host();
   out.port = parsed->port_number();
+  if (!b["prefix_cache_tokens"]) out.prefix_cache_from_engine = true;  // auto
   if (out.name.empty()) out.name = out.host + ":" + std::to_string(out.port);
 }
 

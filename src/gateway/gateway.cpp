@@ -85,8 +85,12 @@ void Gateway::start_monitor(net::any_io_executor executor) {
   // no new dispatch, a stale one falls back to its concurrency limit.
   monitor_ = std::make_unique<BackendMonitor>(
       executor, std::move(targets), options,
-      [this](uint32_t pool, uint32_t backend, const sched::BackendSignal& signal, const EngineLoad&) {
+      [this](uint32_t pool, uint32_t backend, const sched::BackendSignal& signal, const EngineLoad& load) {
         dispatcher_->set_backend_state(pool, backend, signal);
+        // prefix_cache_tokens: auto takes the engine's KV size when it reports one.
+        if (load.kv_cache_tokens && config_.models[pool].backends[backend].prefix_cache_from_engine) {
+          dispatcher_->set_prefix_cache(pool, backend, *load.kv_cache_tokens);
+        }
       });
   monitor_->start();
 }

@@ -39,6 +39,11 @@ struct GatewayMetrics {
       {"class"});
   metrics::Family<metrics::Gauge>& backend_in_flight = registry.gauge(
       "arbiter_backend_in_flight", "Requests in flight per backend.", {"model", "backend"});
+  metrics::Family<metrics::Gauge>& backend_prefix_cache = registry.gauge(
+      "arbiter_backend_prefix_cache_tokens",
+      "Prompt prefix tokens prefix-affinity routing assumes the backend's engine caches (its KV size: "
+      "configured, or the engine's cache_config_info with prefix_cache_tokens: auto).",
+      {"model", "backend"});
   metrics::Family<metrics::Histogram>& queue_wait = registry.histogram(
       "arbiter_queue_wait_seconds", "Time a request waited in the gateway's queue before dispatch.",
       {"model", "class", "tenant"});

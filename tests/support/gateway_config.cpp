@@ -11,8 +11,7 @@ std::string GatewayConfig::to_yaml() const {
     << ", stream_idle_ms: " << stream_idle_ms << ", drain_ms: " << drain_ms << "}\n"
     << "limits: {max_body_bytes: " << max_body_bytes << "}\n"
     << "auth: {enabled: " << (auth ? "true" : "false") << "}\n"
-    // The fake upstream records every request: no /metrics scrapes mixed in.
-    << "engine_signals: {enabled: false}\n"
+    << "engine_signals: {enabled: " << (engine_signals ? "true" : "false") << "}\n"
     << "tenants:\n"
     << "  - {name: alpha, api_keys: [" << kAlphaKey << "]"
     << (alpha_classes.empty() ? "" : ", allowed_classes: " + alpha_classes) << "}\n"

@@ -25,6 +25,9 @@ struct GatewayConfig {
   int drain_ms = 5'000;
   std::size_t max_body_bytes = 1u << 20;
   bool auth = true;
+  // Scrape the backends' /metrics (off by default: a fake upstream records
+  // every request, and scrapes would mix in).
+  bool engine_signals = false;
   // alpha's allowed_classes, e.g. "[critical, chat]"; empty: no list (every
   // class by rule; by claim, those that do not outrank the default class).
   std::string alpha_classes;

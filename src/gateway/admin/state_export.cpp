@@ -27,6 +27,8 @@ void export_scheduler_state(const sched::Scheduler& s, const Config& config,
     for (std::size_t b = 0; b < model.backends.size(); ++b) {
       metrics.backend_in_flight.with({model.name, model.backends[b].name})
           .set(s.backend_in_flight(static_cast<sched::PoolId>(p), static_cast<sched::BackendId>(b)));
+      metrics.backend_prefix_cache.with({model.name, model.backends[b].name})
+          .set(static_cast<double>(s.prefix_cache(static_cast<sched::PoolId>(p), static_cast<sched::BackendId>(b))));
     }
   }
   for (const auto& d : s.tenant_queue_depths()) {

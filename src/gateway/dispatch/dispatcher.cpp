@@ -270,6 +270,11 @@ void Dispatcher::first_token(const std::shared_ptr<Waiter>& w) {
   deliver(decisions, nullptr);
 }
 
+void Dispatcher::set_prefix_cache(sched::PoolId pool, sched::BackendId backend, uint64_t tokens) {
+  std::lock_guard lock(mu_);
+  scheduler_.set_prefix_cache(pool, backend, tokens);
+}
+
 void Dispatcher::set_backend_state(sched::PoolId pool, sched::BackendId backend,
                                    sched::BackendSignal signal) {
   Decisions decisions;

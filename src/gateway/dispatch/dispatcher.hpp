@@ -89,6 +89,8 @@ class Dispatcher {
 
   // Latest engine-signal verdict for one backend.
   void set_backend_state(sched::PoolId pool, sched::BackendId backend, sched::BackendSignal signal);
+  // The prompt prefix one backend's engine caches, in tokens (its KV size).
+  void set_prefix_cache(sched::PoolId pool, sched::BackendId backend, uint64_t tokens);
 
   // Runs `f(const sched::Scheduler&)` under the lock (metrics scrapes).
   template <class F>

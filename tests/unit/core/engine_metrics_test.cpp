@@ -122,6 +122,28 @@ TEST(EngineMetrics, ReadsVllmGaugesAndSkipsEverythingElse) {
   EXPECT_TRUE(load.has_figures());
 }
 
+TEST(EngineMetrics, ReadsTheKvCacheSizeFromVllmsCacheConfigInfo) {
+  // vLLM's info gauge: the figures are labels (order and extra labels vary).
+  const EngineLoad load = parse_engine_load(
+      "vllm:cache_config_info{block_size=\"16\",cache_dtype=\"auto\",enable_prefix_caching=\"True\","
+      "num_gpu_blocks=\"27000\",swap_space_bytes=\"4294967296\"} 1.0\n"
+      "vllm:num_requests_running{model_name=\"m\"} 0\n");
+  EXPECT_EQ(load.kv_cache_tokens, 432'000u);
+  EXPECT_EQ(load.running, 0.0);  // the load figures are read as before
+  // Without both labels, or with a number that is not one, there is none;
+  // and it alone does not make a scrape usable.
+  EXPECT_FALSE(parse_engine_load("vllm:cache_config_info{block_size=\"16\"} 1\n").kv_cache_tokens);
+  EXPECT_FALSE(parse_engine_load("vllm:cache_config_info{num_gpu_blocks=\"1e3\",block_size=\"16\"} 1\n")
+                   .kv_cache_tokens);
+  const EngineLoad only_info =
+      parse_engine_load("vllm:cache_config_info{num_gpu_blocks=\"100\",block_size=\"16\"} 1\n");
+  EXPECT_EQ(only_info.kv_cache_tokens, 1600u);
+  EXPECT_FALSE(only_info.has_figures());
+  // A label whose name ends like the one looked for is not it.
+  EXPECT_FALSE(parse_engine_load("vllm:cache_config_info{old_num_gpu_blocks=\"9\",block_size=\"16\"} 1\n")
+                   .kv_cache_tokens);
+}
+
 TEST(EngineMetrics, ReadsSglangGauges) {
   const EngineLoad load = parse_engine_load(kSglangBody);
   EXPECT_EQ(load.flavour, EngineFlavour::kSglang);

@@ -55,6 +55,22 @@ TEST(PrefixIndex, LongestPrefixAndItsHolders) {
   EXPECT_EQ(index.longest({}).depth, 0u);
 }
 
+TEST(PrefixIndex, ACapacityReportedLaterCountsThatManyBlocks) {
+  // A backend first assumed to hold 2 blocks reports a cache of 6: what was
+  // recorded there is held as far back as 6 blocks, not 2.
+  PrefixIndex index({2});
+  index.record(0, std::vector<uint64_t>{1, 2});
+  index.record(0, std::vector<uint64_t>{10, 11});
+  EXPECT_EQ(index.longest(std::vector<uint64_t>{1, 2}).depth, 0u);  // pushed out by the later two
+  index.set_capacity(0, 6);
+  EXPECT_EQ(index.capacity(0), 6u);
+  EXPECT_EQ(index.longest(std::vector<uint64_t>{1, 2}).depth, 2u);
+  EXPECT_EQ(index.longest(std::vector<uint64_t>{10, 11}).depth, 2u);
+  index.set_capacity(0, 0);  // a cache of nothing: nothing held
+  EXPECT_FALSE(index.enabled());
+  EXPECT_EQ(index.longest(std::vector<uint64_t>{10, 11}).depth, 0u);
+}
+
 TEST(PrefixIndex, EvictsLeastRecentlyRecordedAndStaysPrefixClosed) {
   PrefixIndex index({4});
   index.record(0, std::vector<uint64_t>{1, 2, 3});
