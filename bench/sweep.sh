@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The regret sweep (issue 11): 200 generated scenarios under fifo, priority,
-# hybrid, direct and hybrid-no-affinity in virtual time (~25 s of CPU). Writes docs/bench/sweep.md (one
+# hybrid, direct, hybrid-no-affinity and hybrid-no-debounce in virtual time (~30 s of CPU). Writes docs/bench/sweep.md (one
 # line per scenario) and the summary between <!-- sweep:begin --> and
 # <!-- sweep:end --> in docs/benchmarks.md. Hybrid losing is reported, not a
 # failure of this script (make bench shows figures; the ratchet is the
@@ -35,7 +35,7 @@ SECTION=$(mktemp)
   echo
   sed -n '9p' docs/bench/sweep.md
   echo
-  echo "| figure where hybrid loses (affinity: against hybrid without prefix affinity) | scenarios |"
+  echo "| figure where hybrid loses (affinity: and debounce: against hybrid without that feature) | scenarios |"
   echo "|---|---:|"
   echo "$FIGURES"
 } > "$SECTION"

@@ -28,7 +28,8 @@ namespace {
 constexpr const char* kUsage =
     "usage:\n"
     "  arbiter-bench virtual --scenario FILE --out DIR [--seed N] [--jobs N]\n"
-    "                [--policies direct,fifo,priority,hybrid,hybrid-no-preemption,hybrid-no-affinity,hybrid-no-borrowing]\n"
+    "                [--policies direct,fifo,priority,hybrid,hybrid-no-preemption,hybrid-no-affinity,hybrid-no-borrowing,\n"
+    "                 hybrid-no-debounce]\n"
     "      --jobs N: N policies at a time, one thread each (default 1)\n"
     "  arbiter-bench live --scenario FILE --target http://HOST:PORT --out DIR [--seed N]\n"
     "                [--label NAME] [--max-s S] [--gateway-config FILE] [--model NAME]\n"
@@ -318,17 +319,17 @@ int run_sweep_command(int argc, char** argv) {
   const auto cases = run_sweep(seed, first, count, shape, jobs);
   std::size_t losing = 0;
   for (const SweepCase& c : cases) {
-    if (c.regrets.empty() && c.affinity.empty()) continue;
+    if (c.regrets.empty() && c.features.empty()) continue;
     losing += !c.regrets.empty();
     std::fprintf(stderr, "%s (%s):\n", c.name.c_str(), c.finding.c_str());
     for (const Regret& r : c.regrets) std::fprintf(stderr, "  %s\n", describe(r).c_str());
-    for (const Regret& r : c.affinity) std::fprintf(stderr, "  %s\n", describe(r).c_str());
+    for (const Regret& r : c.features) std::fprintf(stderr, "  %s\n", describe(r).c_str());
   }
   if (f.contains("--out")) {
     if (!make_dir(f["--out"])) return 1;
     std::ofstream(f["--out"] + "/sweep.md") << render_sweep_markdown(seed, cases, command_line(argc, argv));
     for (const SweepCase& c : cases) {
-      if (!c.regrets.empty() || !c.affinity.empty())
+      if (!c.regrets.empty() || !c.features.empty())
         std::ofstream(f["--out"] + "/" + c.name + ".yaml") << c.yaml;
     }
   }

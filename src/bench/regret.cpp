@@ -82,16 +82,25 @@ std::vector<Regret> find_regrets(const Scenario& scenario, const RunResults& res
       out.push_back({name + ": failed share", failed_share(h), failed_bound});
     }
   }
-  // Prefix affinity must not cost any class its tail (issue 12).
-  if (const PolicySummary* plain = find_policy(results, kHybridNoAffinity)) {
+  // Neither prefix affinity nor the debounce may cost a class its tail
+  // (issue 12): hybrid against itself without the feature, for the classes
+  // the feature touches.
+  const auto against = [&](std::string_view variant, std::string_view feature, auto touches) {
+    const PolicySummary* plain = find_policy(results, variant);
+    if (plain == nullptr) return;
     for (std::size_t c = 0; c < scenario.classes.size(); ++c) {
-      if (scenario.classes[c].policy.background) continue;
+      if (scenario.classes[c].policy.background || !touches(scenario.classes[c])) continue;
       const double bound = 1.05 * p99(plain->classes[c]) + 20;
       if (p99(hybrid->classes[c]) > bound) {
-        out.push_back({"affinity: " + scenario.classes[c].name + ": TTFT P99 ms", p99(hybrid->classes[c]), bound});
+        out.push_back({std::string(feature) + ": " + scenario.classes[c].name + ": TTFT P99 ms",
+                       p99(hybrid->classes[c]), bound});
       }
     }
-  }
+  };
+  against(kHybridNoAffinity, "affinity", [](const ClassSpec&) { return true; });
+  against(kHybridNoDebounce, "debounce", [](const ClassSpec& c) {
+    return c.policy.debounce > sched::Duration::zero() || c.policy.adaptive_debounce;
+  });
   return out;
 }
 

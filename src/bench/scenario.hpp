@@ -157,9 +157,10 @@ enum class DirectRouting { kLeastLoaded, kRoundRobin };
 inline constexpr std::string_view kHybridNoPreemption = "hybrid-no-preemption";
 inline constexpr std::string_view kHybridNoAffinity = "hybrid-no-affinity";  // hybrid, least-loaded routing
 inline constexpr std::string_view kHybridNoBorrowing = "hybrid-no-borrowing";  // hybrid, pools lend nothing
+inline constexpr std::string_view kHybridNoDebounce = "hybrid-no-debounce";  // hybrid, no class holds keyed requests
 inline bool is_policy_name(std::string_view name) {
   return name == "direct" || name == kHybridNoPreemption || name == kHybridNoAffinity ||
-         name == kHybridNoBorrowing || sched::policy_from_string(name);
+         name == kHybridNoBorrowing || name == kHybridNoDebounce || sched::policy_from_string(name);
 }
 
 struct Scenario;

@@ -383,8 +383,8 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
       auto v = r.scalar(p[i], Reader::index("policies", i));
       if (v && !is_policy_name(*v)) {
         r.error(Reader::index("policies", i),
-                "must be direct, fifo, priority, hybrid, hybrid-no-preemption, hybrid-no-affinity or "
-                "hybrid-no-borrowing");
+                "must be direct, fifo, priority, hybrid, hybrid-no-preemption, hybrid-no-affinity, "
+                "hybrid-no-borrowing or hybrid-no-debounce");
       } else if (v) {
         s.policies.push_back(*v);
       }

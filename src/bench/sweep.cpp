@@ -204,13 +204,14 @@ std::vector<SweepCase> run_sweep(uint64_t seed, uint32_t first, uint32_t count,
       RunResults results;
       for (const std::string_view policy : {std::string_view("fifo"), std::string_view("priority"),
                                             std::string_view("hybrid"), std::string_view("direct"),
-                                            kHybridNoAffinity}) {
+                                            kHybridNoAffinity, kHybridNoDebounce}) {
         results.policies.push_back(run_virtual(*scenario, policy, scenario->seed));
         if (results.policies.size() <= 4) out.goodput[results.policies.size() - 1] = results.policies.back().all.goodput_rps;
       }
       out.cpu_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       for (Regret& r : find_regrets(*scenario, results)) {
-        (r.figure.starts_with("affinity:") ? out.affinity : out.regrets).push_back(std::move(r));
+        const bool feature = r.figure.starts_with("affinity:") || r.figure.starts_with("debounce:");
+        (feature ? out.features : out.regrets).push_back(std::move(r));
       }
     }
   };
@@ -223,13 +224,19 @@ std::vector<SweepCase> run_sweep(uint64_t seed, uint32_t first, uint32_t count,
 
 std::string render_sweep_markdown(uint64_t seed, const std::vector<SweepCase>& cases,
                                   const std::string& command) {
-  std::size_t with_regret = 0, regrets = 0, with_affinity = 0, affinity = 0;
+  std::size_t with_regret = 0, regrets = 0;
+  std::size_t with_feature[2] = {0, 0}, feature_figures[2] = {0, 0};  // affinity, debounce
   double worst_ratio = INFINITY, sum_ratio = 0, cpu = 0;
   for (const SweepCase& c : cases) {
     with_regret += !c.regrets.empty();
     regrets += c.regrets.size();
-    with_affinity += !c.affinity.empty();
-    affinity += c.affinity.size();
+    for (int f = 0; f < 2; ++f) {
+      const std::string_view prefix = f == 0 ? "affinity:" : "debounce:";
+      std::size_t n = 0;
+      for (const Regret& g : c.features) n += g.figure.starts_with(prefix);
+      with_feature[f] += n > 0;
+      feature_figures[f] += n;
+    }
     const double best = std::max(c.goodput[0], c.goodput[1]);
     const double ratio = best > 0 ? c.goodput[2] / best : 1;
     worst_ratio = std::min(worst_ratio, ratio);
@@ -243,15 +250,17 @@ std::string render_sweep_markdown(uint64_t seed, const std::vector<SweepCase>& c
          " figures). Goodput of hybrid over the better of fifo and priority: mean " +
          num(cases.empty() ? 1 : sum_ratio / static_cast<double>(cases.size())) + ", worst " +
          num(cases.empty() ? 1 : worst_ratio) + ". " + num(cpu) + " s of CPU.\n\n";
-  out += "Prefix affinity against hybrid without it: " + std::to_string(with_affinity) +
-         " scenarios where a class's P99 TTFT is over 1.05x + 20 ms (" + std::to_string(affinity) +
-         " figures; not counted above).\n\n";
+  out += "Prefix affinity against hybrid without it: " + std::to_string(with_feature[0]) +
+         " scenarios where a class's P99 TTFT is over 1.05x + 20 ms (" + std::to_string(feature_figures[0]) +
+         " figures; not counted above). The debounce against hybrid without it (every class's debounce 0): " +
+         std::to_string(with_feature[1]) + " scenarios where a debounced class's P99 TTFT is over that (" +
+         std::to_string(feature_figures[1]) + " figures; not counted above).\n\n";
   out += "| scenario | what | direct | fifo | priority | hybrid | regrets |\n"
          "|---|---|---:|---:|---:|---:|---|\n";
   for (const SweepCase& c : cases) {
     std::string r;
     for (const Regret& g : c.regrets) r += (r.empty() ? "" : "; ") + describe(g);
-    for (const Regret& g : c.affinity) r += (r.empty() ? "" : "; ") + describe(g);
+    for (const Regret& g : c.features) r += (r.empty() ? "" : "; ") + describe(g);
     out += "| " + c.name + " | " + c.finding + " | " + num(c.goodput[3]) + " | " +
            num(c.goodput[0]) + " | " + num(c.goodput[1]) + " | " + num(c.goodput[2]) + " | " +
            (r.empty() ? "none" : r) + " |\n";

@@ -39,13 +39,16 @@ struct SweepCase {
   std::string finding;  // the generator's one-line description
   std::string yaml;     // to re-run it on its own
   std::vector<Regret> regrets;   // the yardstick against fifo, priority and direct
-  std::vector<Regret> affinity;  // "affinity: ..." figures against hybrid-no-affinity
+  // Figures against hybrid without one of its features ("affinity: ..." against
+  // hybrid-no-affinity, "debounce: ..." against hybrid-no-debounce).
+  std::vector<Regret> features;
   double goodput[4] = {0, 0, 0, 0};  // fifo, priority, hybrid, direct
   double cpu_s = 0;
 };
 
 // Runs scenarios first..first+count-1 of the sweep seeded `seed` under fifo,
-// priority, hybrid, direct and hybrid-no-affinity, `jobs` scenarios at a time.
+// priority, hybrid, direct, hybrid-no-affinity and hybrid-no-debounce, `jobs`
+// scenarios at a time.
 std::vector<SweepCase> run_sweep(uint64_t seed, uint32_t first, uint32_t count,
                                  const SweepShape& shape, unsigned jobs);
 

@@ -100,10 +100,17 @@ class VirtualRun {
       const bool no_preemption = policy == kHybridNoPreemption;
       const bool no_affinity = policy == kHybridNoAffinity;
       const bool no_borrowing = policy == kHybridNoBorrowing;
+      const bool no_debounce = policy == kHybridNoDebounce;
       sched::SchedulerConfig config =
-          scheduler_config(s, no_preemption || no_affinity || no_borrowing
+          scheduler_config(s, no_preemption || no_affinity || no_borrowing || no_debounce
                                   ? sched::Policy::kHybrid
                                   : *sched::policy_from_string(policy));
+      if (no_debounce) {
+        for (sched::ClassPolicy& c : config.classes) {
+          c.debounce = sched::Duration::zero();
+          c.adaptive_debounce = false;
+        }
+      }
       if (no_preemption) config.preemption = false;
       if (no_borrowing) {
         for (sched::PoolSpec& pool : config.pools) pool.lenders.clear();

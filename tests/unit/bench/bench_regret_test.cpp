@@ -129,6 +129,26 @@ TEST(BenchRegret, BackgroundIsJudgedOnlyThroughGoodput) {
   EXPECT_TRUE(find_regrets(s, r).empty());
 }
 
+TEST(BenchRegret, AFeatureMustNotCostADebouncedOrAnyClassItsTail) {
+  // chat's P99 is 1000 ms in every run. Without debounce it would be 900:
+  // hybrid's 1000 is over 1.05 x 900 + 20, a figure, but only for a class
+  // that debounces. Without affinity it would be 990: within the bound.
+  Scenario s = three_classes();
+  RunResults r = same_everywhere();
+  PolicySummary no_debounce = policy(std::string(kHybridNoDebounce), 10);
+  no_debounce.classes[1].ttft_ms.p99 = 900;
+  PolicySummary no_affinity = policy(std::string(kHybridNoAffinity), 10);
+  no_affinity.classes[1].ttft_ms.p99 = 990;
+  r.policies.push_back(no_debounce);
+  r.policies.push_back(no_affinity);
+  EXPECT_TRUE(find_regrets(s, r).empty());  // chat holds nothing: debounce cannot be the cause
+  s.classes[1].policy.debounce = std::chrono::milliseconds(30);
+  const auto figures = find_regrets(s, r);
+  ASSERT_EQ(figures.size(), 1u);
+  EXPECT_EQ(figures[0].figure, "debounce: chat: TTFT P99 ms");
+  EXPECT_DOUBLE_EQ(figures[0].bound, 1.05 * 900 + 20);
+}
+
 TEST(BenchSweep, GeneratedScenariosParseAndAreDeterministic) {
   for (uint32_t i = 0; i < 100; ++i) {
     const std::string yaml = random_scenario_yaml(7, i);
