@@ -118,6 +118,10 @@ int main(int argc, char** argv) {
       config->listener.threads ? config->listener.threads : std::max(1u, std::thread::hardware_concurrency());
   IoPool io(threads);
   net::io_context& ioc = io.context(0);
+  // Signals are caught from here on: one that arrives before the handler is
+  // set below (a SIGTERM or SIGHUP right after the port file appears) waits
+  // for it instead of killing the process undrained.
+  net::signal_set signals(ioc, SIGTERM, SIGINT, SIGHUP);
   // Simulated engines first: their ports become the sim backends' addresses.
   auto sims = EmbeddedSims::start(*config, ioc, io);
   if (!sims) {
@@ -159,7 +163,6 @@ int main(int argc, char** argv) {
   // First signal: drain. A second one: stop at once. SIGHUP (what
   // operators send to reload) is logged and ignored: reload is not built,
   // and its default action would kill the gateway without draining.
-  net::signal_set signals(ioc, SIGTERM, SIGINT, SIGHUP);
   bool draining = false;
   std::function<void(const beast::error_code&, int)> on_signal = [&](const beast::error_code& ec, int sig) {
     if (ec) return;
