@@ -1,6 +1,7 @@
 #include "gateway/config_print.hpp"
 
 #include "yaml/setting_keys.hpp"
+#include "yaml/yaml_reader.hpp"
 
 #include <charconv>
 #include <sstream>
@@ -11,12 +12,7 @@ namespace {
 
 std::string_view yes_no(bool b) { return b ? "true" : "false"; }
 
-// The shortest text that reads back as the same double: 0.1, not 0.10000000000000001.
-std::string num(double d) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
-  return std::string(buf, end);
-}
+std::string num(double d) { return YamlReader::format_number(d); }
 
 // A flow list of strings: [a, b].
 template <class Range, class Text>

@@ -16,12 +16,6 @@ using std::chrono::milliseconds;
 constexpr int64_t kLongestMs = 30LL * 24 * 3600 * 1000;
 constexpr int64_t kDayMs = 24LL * 3600 * 1000;
 
-std::string number_text(double d) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
-  return std::string(buf, end);
-}
-
 int64_t to_ms(Duration d) {
   if (d >= std::chrono::duration_cast<Duration>(milliseconds(kLongestMs))) return kLongestMs;
   return std::chrono::duration_cast<milliseconds>(d).count();
@@ -36,7 +30,7 @@ void read_number(YamlReader& r, const YAML::Node& v, const std::string& path, S&
 }
 template <class S, auto Member>
 std::string write_number(const S& s) {
-  return number_text(s.*Member);
+  return YamlReader::format_number(s.*Member);
 }
 
 template <class S, auto Member, int64_t Min, int64_t Max>

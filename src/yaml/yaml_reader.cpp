@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <sstream>
 
 namespace arbiter {
 
@@ -126,9 +125,9 @@ void YamlReader::read_list(const YAML::Node& parent, const std::string& path, co
 }
 
 std::string YamlReader::format_number(double d) {
-  std::ostringstream o;
-  o << d;
-  return o.str();
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  return std::string(buf, end);
 }
 
 }  // namespace arbiter

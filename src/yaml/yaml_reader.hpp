@@ -43,7 +43,9 @@ class YamlReader {
   void read_list(const YAML::Node& parent, const std::string& path, const char* key,
                  std::vector<std::string>& out);
 
-  static std::string format_number(double d);  // as a person writes it: 0.5, 1e+06
+  // The shortest text that reads back as the same double (0.1, not
+  // 0.10000000000000001): for messages and for written YAML alike.
+  static std::string format_number(double d);
 };
 
 }  // namespace arbiter
