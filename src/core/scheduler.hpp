@@ -241,11 +241,13 @@ class Scheduler {
   bool capped(const Pool& pool, uint32_t klass) const;       // at max_share
   // Starts a ready request on `backend` of `run_pool` (its own pool, or a lender).
   void start(uint32_t id, uint32_t run_pool, uint32_t backend, TimePoint now, Actions& out);
-  // A pool among `pool`'s lenders that lends now (see PoolSpec::lenders); kNil if none.
+  // `n` may borrow now: the lender can take it back, or its TTFT SLO is at risk.
   bool may_borrow(const Node& n, TimePoint now) const;
   // A lender's backend takes `n` only if its prompt fits in the lower tier's backlog.
   static bool fits_loan(const detail::Backend& b, const Node& n, TimePoint now);
-  uint32_t lender_with_room(uint32_t pool, TimePoint now) const;
+  // A pool among `pool`'s lenders that lends now (see PoolSpec::lenders), kNil
+  // if none; `least`: that lender's least loaded backend open to borrowed work.
+  uint32_t lender_with_room(uint32_t pool, TimePoint now, uint32_t& least) const;
   void preempt_pool(uint32_t pool, TimePoint now, Actions& out);
   // Preempts borrowed work on `pool`'s backends for its own waiting work.
   void reclaim_lent(uint32_t pool, TimePoint now, Actions& out);

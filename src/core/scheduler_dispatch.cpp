@@ -207,7 +207,7 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
     // Its own backends first; when none has room, a lender's idle ones.
     uint32_t run = pool;
     uint32_t least = pick_backend(p, now, 1.0);
-    if (least == kNil && (run = lender_with_room(pool, now)) == kNil) return;
+    if (least == kNil && (run = lender_with_room(pool, now, least)) == kNil) return;
     const uint32_t id = pick_request(pool, now, top);
     if (id == kNil) return;
     if (run != pool) {
@@ -215,7 +215,7 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
       // Borrowed work is the lender's lowest tier: half its prefill
       // backlog, its own prompt included (a long prompt would hold up the
       // lender's next request for whole prefill steps).
-      const uint32_t backend = route(pools_[run], nodes_[id], now, kLowerTierBacklog, kNil);
+      const uint32_t backend = route(pools_[run], nodes_[id], now, kLowerTierBacklog, least);
       if (backend == kNil || !fits_loan(pools_[run].backends[backend], nodes_[id], now)) return;
       start(id, run, backend, now, out);
       continue;
@@ -250,7 +250,7 @@ bool Scheduler::may_borrow(const Node& n, TimePoint now) const {
   return reclaimable || slo_at_risk(n, now);
 }
 
-uint32_t Scheduler::lender_with_room(uint32_t pool, TimePoint now) const {
+uint32_t Scheduler::lender_with_room(uint32_t pool, TimePoint now, uint32_t& least) const {
   // A lender lends while none of its own work is dispatchable (what waits
   // for a debounce does not count: it cannot take a slot yet), and only
   // backlog it would leave to a lower tier. The first in the configured
@@ -259,7 +259,8 @@ uint32_t Scheduler::lender_with_room(uint32_t pool, TimePoint now) const {
     const Pool& lender = pools_[l];
     bool own_ready = false;
     for (const ClassQueue& cq : lender.classes) own_ready |= cq.ready > 0;
-    if (!own_ready && pick_backend(lender, now, kLowerTierBacklog) != kNil) return l;
+    if (own_ready) continue;
+    if ((least = pick_backend(lender, now, kLowerTierBacklog)) != kNil) return l;
   }
   return kNil;
 }
