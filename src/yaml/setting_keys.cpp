@@ -45,14 +45,7 @@ std::string write_integer(const S& s) {
 
 template <class S, auto Member>
 void read_bool(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {
-  const auto text = r.scalar(v, path);
-  if (text == "true") {
-    s.*Member = true;
-  } else if (text == "false") {
-    s.*Member = false;
-  } else if (text) {
-    r.error(path, "must be true or false");
-  }
+  if (auto b = r.boolean(v, path)) s.*Member = *b;
 }
 template <class S, auto Member>
 std::string write_bool(const S& s) {

@@ -87,16 +87,17 @@ std::optional<int64_t> YamlReader::integer(const YAML::Node& n, const std::strin
   return out;
 }
 
+std::optional<bool> YamlReader::boolean(const YAML::Node& n, const std::string& path) {
+  const auto v = scalar(n, path);
+  if (v == "true") return true;
+  if (v == "false") return false;
+  if (v) error(path, "must be true or false");
+  return std::nullopt;
+}
+
 void YamlReader::read(const YAML::Node& parent, const std::string& path, const char* key, bool& out) {
-  const YAML::Node n = parent[key];
-  if (!n) return;
-  const auto v = scalar(n, join(path, key));
-  if (v == "true") {
-    out = true;
-  } else if (v == "false") {
-    out = false;
-  } else if (v) {
-    error(join(path, key), "must be true or false");
+  if (const YAML::Node n = parent[key]) {
+    if (auto b = boolean(n, join(path, key))) out = *b;
   }
 }
 

@@ -35,6 +35,7 @@ class YamlReader {
   // A number within [min, max] (the message names the bounds).
   std::optional<double> number(const YAML::Node& n, const std::string& path, double min, double max);
   std::optional<int64_t> integer(const YAML::Node& n, const std::string& path, int64_t min, int64_t max);
+  std::optional<bool> boolean(const YAML::Node& n, const std::string& path);  // true or false
 
   // parent[key] into `out` when present; `out` keeps its default otherwise.
   void read(const YAML::Node& parent, const std::string& path, const char* key, bool& out);

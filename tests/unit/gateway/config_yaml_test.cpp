@@ -200,6 +200,18 @@ models:
               Contains(HasSubstr("models[0].backends[0].max_concurrency: given twice")));
 }
 
+TEST(ConfigYaml, ABooleanIsTrueOrFalseNothingElse) {
+  // A section key (the table) and a list entry's key (read by hand) alike.
+  const auto errs = errors_of(R"(
+auth: {enabled: yes}
+models:
+  - name: m1
+    backends: [{url: "http://127.0.0.1:8000", lend: 1}]
+)");
+  EXPECT_THAT(errs, Contains(HasSubstr("auth.enabled: must be true or false")));
+  EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[0].lend: must be true or false")));
+}
+
 TEST(ConfigYaml, UnknownKeysAreRejectedWithTheirPath) {
   const auto errs = errors_of(R"(
 listener: {adress: 0.0.0.0}
