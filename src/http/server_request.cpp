@@ -4,19 +4,6 @@
 
 namespace arbiter {
 
-namespace {
-
-bool same_name(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 ServerRequest::ServerRequest(const ScannedRequest& scanned)
     : method_(scanned.method), keep_alive_(scanned.keep_alive), body_(scanned.body) {
   // The head's bytes hold every view the scan gave: keep them whole and
@@ -74,7 +61,7 @@ bool named_by(std::string_view connection, std::string_view name) {
     std::string_view token = connection.substr(at, end - at);
     while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
     while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
-    if (same_name(name, token)) return true;
+    if (beast::iequals(name, token)) return true;
     at = end + 1;
   }
   return false;

@@ -12,10 +12,6 @@ namespace {
 // sets no max_tokens.
 constexpr int64_t kDefaultOutputEstimate = 256;
 
-double ms_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
 }  // namespace
 
 Task<void> DispatchStage::run(RequestContext& ctx) {
@@ -34,8 +30,7 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
   auto slot = co_await dispatcher_.acquire(queued, *ctx.sink);
   // Queue time from enqueue, not from request start (auth and parsing
   // are not queueing); the scheduler's own figure once dispatched.
-  ctx.rec.queue_ms = slot ? std::chrono::duration<double, std::milli>(slot->queue_wait()).count()
-                          : ms_since(enqueued);
+  ctx.rec.queue_ms = RequestContext::millis(slot ? slot->queue_wait() : std::chrono::steady_clock::now() - enqueued);
   if (slot && slot->waited_for() != sched::WaitReason::kNone) {
     ctx.rec.wait_reason = sched::wait_reason_name(slot->waited_for());
   }
@@ -155,7 +150,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
       }
       co_return failed;
     }
-    rec.queue_ms += std::chrono::duration<double, std::milli>(slot.queue_wait()).count();
+    rec.queue_ms += RequestContext::millis(slot.queue_wait());
   }
 }
 

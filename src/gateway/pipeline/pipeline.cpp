@@ -11,10 +11,6 @@ namespace {
 // (a client's made-up model name never becomes a label).
 constexpr std::string_view kNoLabel = "none";
 
-double ms_since(RequestContext::Clock::time_point t, RequestContext::Clock::time_point now) {
-  return std::chrono::duration<double, std::milli>(now - t).count();
-}
-
 }  // namespace
 
 Task<std::optional<ApiError>> AdmissionStage::admit_async(RequestContext&) { co_return std::nullopt; }
@@ -65,8 +61,8 @@ Task<void> Pipeline::run(Route route, HttpRequest& req, ClientConnection& conn) 
   rec.status = ctx.outcome.status;
   rec.bytes_out = conn.body_bytes_sent();
   rec.upstream_ms = ctx.outcome.upstream_ms;
-  rec.duration_ms = ms_since(ctx.started, now);
-  if (auto first = conn.first_body_byte_at()) rec.ttfb_ms = ms_since(ctx.started, *first);
+  rec.duration_ms = RequestContext::millis(now - ctx.started);
+  if (auto first = conn.first_body_byte_at()) rec.ttfb_ms = RequestContext::millis(*first - ctx.started);
   if (ctx.outcome.error) rec.error = map_error(ctx.outcome.error->code).code;
   for (const auto& observer : observers_) observer->on_complete(ctx);
 }

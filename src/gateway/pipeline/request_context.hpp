@@ -28,6 +28,9 @@ struct RequestContext {
 
   RequestContext(Route route, HttpRequest& req, ClientConnection& conn);
 
+  // A duration in milliseconds, as the access log and metrics record them.
+  static double millis(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
   // As it arrived.
   Route route;
   HttpRequest& req;
