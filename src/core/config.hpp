@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/quota/quota_config.hpp"
 #include "core/request.hpp"
 #include "core/scheduler_config.hpp"
 
@@ -49,6 +50,7 @@ struct TenantConfig {
   double weight = 1;                         // share against other tenants of a class
   std::vector<std::string> key_sha256;       // lower-case hex SHA-256 of each key
   std::vector<std::string> allowed_classes;  // empty: every class
+  std::vector<quota::QuotaLimits> quotas;    // none: unlimited (docs/quotas.md)
 };
 
 // A class matches a request when every rule that is set holds.
@@ -179,6 +181,7 @@ struct Config {
   TimeoutsConfig timeouts;
   AuthConfig auth;
   std::vector<TenantConfig> tenants;
+  std::vector<quota::TeamConfig> teams;  // quotas shared by a team's tenants
   std::vector<ClassConfig> classes;  // in match order
   std::string default_class;         // when no rule matches
   std::vector<ModelConfig> models;
