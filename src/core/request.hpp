@@ -14,6 +14,11 @@ enum class Route { kChatCompletions, kCompletions };
 std::string_view route_path(Route route);
 std::optional<Route> route_from_path(std::string_view path);
 
+// Output tokens assumed for a request that sets no max_tokens: the
+// scheduler's cost estimate and the quota reservation (both reconciled with
+// the real usage when the request ends).
+inline constexpr int64_t kDefaultOutputEstimate = 256;
+
 struct RequestInfo {
   Route route = Route::kChatCompletions;
   std::string model;
@@ -25,6 +30,9 @@ struct RequestInfo {
   // Where the prompt (`messages` or `prompt`, by route) starts in the body's
   // text; npos when unknown. Prefix affinity hashes from there.
   std::size_t prompt_at = std::string::npos;
+
+  // Prompt estimate plus max_tokens (or kDefaultOutputEstimate).
+  int64_t cost_estimate() const { return prompt_tokens_estimate + max_tokens.value_or(kDefaultOutputEstimate); }
 };
 
 }  // namespace arbiter

@@ -74,6 +74,27 @@ void print_backend(std::ostringstream& y, const BackendConfig& b) {
 
 }  // namespace
 
+// A quotas list, flow style; only the limits that are set.
+std::string quotas(const std::vector<quota::QuotaLimits>& list) {
+  std::ostringstream y;
+  y << "[";
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const quota::QuotaLimits& q = list[i];
+    std::vector<std::string> parts;
+    if (q.requests_per_minute) parts.push_back("requests_per_minute: " + num(*q.requests_per_minute));
+    if (q.tokens_per_minute) parts.push_back("tokens_per_minute: " + num(*q.tokens_per_minute));
+    if (q.tokens_per_day) parts.push_back("tokens_per_day: " + num(*q.tokens_per_day));
+    if (q.max_concurrent) parts.push_back("max_concurrent: " + std::to_string(*q.max_concurrent));
+    parts.push_back("classes: " + strings(q.classes));
+    parts.push_back("models: " + strings(q.models));
+    y << (i ? ", {" : "{");
+    for (std::size_t k = 0; k < parts.size(); ++k) y << (k ? ", " : "") << parts[k];
+    y << "}";
+  }
+  y << "]";
+  return y.str();
+}
+
 std::string config_to_yaml(const Config& c) {
   std::ostringstream y;
   y << "listener: {" << write_settings(listener_keys(), c.listener, ", ") << "}\n"
@@ -85,7 +106,13 @@ std::string config_to_yaml(const Config& c) {
     for (const TenantConfig& tc : c.tenants) {
       y << "  - {name: \"" << tc.name << "\", team: \"" << tc.team << "\", weight: " << num(tc.weight)
         << ", api_key_sha256: " << strings(tc.key_sha256) << ", allowed_classes: " << strings(tc.allowed_classes)
-        << "}\n";
+        << ", quotas: " << quotas(tc.quotas) << "}\n";
+    }
+  }
+  if (!c.teams.empty()) {
+    y << "teams:\n";
+    for (const quota::TeamConfig& team : c.teams) {
+      y << "  - {name: \"" << team.name << "\", quotas: " << quotas(team.quotas) << "}\n";
     }
   }
   y << "classes:\n";

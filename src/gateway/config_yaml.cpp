@@ -55,13 +55,56 @@ bool is_sha256_hex(const std::string& s) {
          });
 }
 
+template <std::size_t N>
+std::vector<std::string_view> keys_of(const std::string_view (&keys)[N]) {
+  return {std::begin(keys), std::end(keys)};
+}
+
+// A tenant's or team's `quotas` list (docs/quotas.md).
+void read_quotas(Reader& r, const YAML::Node& parent, const std::string& owner, std::vector<quota::QuotaLimits>& out) {
+  const YAML::Node n = parent["quotas"];
+  const std::string list = Reader::join(owner, "quotas");
+  if (!n || !r.sequence(n, list)) return;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const auto path = Reader::index(list, i);
+    if (!r.map(n[i], path, keys_of(kQuotaKeys))) continue;
+    quota::QuotaLimits q;
+    auto rate = [&](const char* key, std::optional<double>& slot) {
+      double v = 0;
+      r.read_double(n[i], path, key, v, 0.001, 1e15);
+      if (n[i][key]) slot = v;
+    };
+    rate("requests_per_minute", q.requests_per_minute);
+    rate("tokens_per_minute", q.tokens_per_minute);
+    rate("tokens_per_day", q.tokens_per_day);
+    r.read_int(n[i], path, "max_concurrent", q.max_concurrent, 1, 10'000'000);
+    r.read_list(n[i], path, "classes", q.classes);
+    r.read_list(n[i], path, "models", q.models);
+    if (!q.limits_anything()) {
+      r.error(path, "sets no limit (requests_per_minute, tokens_per_minute, tokens_per_day or max_concurrent)");
+    }
+    out.push_back(std::move(q));
+  }
+}
+
+void read_teams(Reader& r, const YAML::Node& n, std::vector<quota::TeamConfig>& out) {
+  if (!n || !r.sequence(n, "teams")) return;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const auto path = Reader::index("teams", i);
+    if (!r.map(n[i], path, keys_of(kTeamKeys))) continue;
+    quota::TeamConfig team;
+    r.read(n[i], path, "name", team.name, /*required=*/true);
+    read_quotas(r, n[i], path, team.quotas);
+    out.push_back(std::move(team));
+  }
+}
+
 void read_tenants(Reader& r, const YAML::Node& n, std::vector<TenantConfig>& out) {
   if (!n || !r.sequence(n, "tenants")) return;
   for (std::size_t i = 0; i < n.size(); ++i) {
     const auto path = Reader::index("tenants", i);
     const YAML::Node t = n[i];
-    if (!r.map(t, path, std::vector<std::string_view>(std::begin(kTenantKeys), std::end(kTenantKeys))))
-      continue;
+    if (!r.map(t, path, keys_of(kTenantKeys))) continue;
     TenantConfig tc;
     r.read(t, path, "name", tc.name, /*required=*/true);
     r.read(t, path, "team", tc.team);
@@ -83,6 +126,7 @@ void read_tenants(Reader& r, const YAML::Node& n, std::vector<TenantConfig>& out
     }
     if (tc.key_sha256.empty()) r.error(path, "needs at least one of api_keys or api_key_sha256");
     r.read_list(t, path, "allowed_classes", tc.allowed_classes);
+    read_quotas(r, t, path, tc.quotas);
     out.push_back(std::move(tc));
   }
 }
@@ -309,6 +353,37 @@ std::vector<std::string> pool_key(const BackendConfig& b) {
   return list;
 }
 
+// Quota scopes name classes and models that exist; a team's quotas apply
+// to some tenant (one whose `team` it is).
+void check_quota_references(Reader& r, const Config& c) {
+  auto check_scopes = [&](const std::string& owner, const std::vector<quota::QuotaLimits>& quotas) {
+    for (std::size_t i = 0; i < quotas.size(); ++i) {
+      const auto path = Reader::index(owner + ".quotas", i);
+      for (std::size_t j = 0; j < quotas[i].classes.size(); ++j) {
+        const auto& name = quotas[i].classes[j];
+        if (std::none_of(c.classes.begin(), c.classes.end(), [&](auto& x) { return x.name == name; })) {
+          r.error(Reader::index(path + ".classes", j), "names no class: '" + name + "'");
+        }
+      }
+      for (std::size_t j = 0; j < quotas[i].models.size(); ++j) {
+        const auto& name = quotas[i].models[j];
+        if (std::none_of(c.models.begin(), c.models.end(), [&](auto& m) { return m.name == name; })) {
+          r.error(Reader::index(path + ".models", j), "names no model: '" + name + "'");
+        }
+      }
+    }
+  };
+  for (std::size_t i = 0; i < c.tenants.size(); ++i) check_scopes(Reader::index("tenants", i), c.tenants[i].quotas);
+  check_unique(r, c.teams, "teams", [](const quota::TeamConfig& t) -> const std::string& { return t.name; });
+  for (std::size_t i = 0; i < c.teams.size(); ++i) {
+    check_scopes(Reader::index("teams", i), c.teams[i].quotas);
+    const auto& name = c.teams[i].name;
+    if (std::none_of(c.tenants.begin(), c.tenants.end(), [&](auto& t) { return t.team == name; })) {
+      r.error(Reader::index("teams", i) + ".name", "no tenant is in team '" + name + "' (tenants[].team)");
+    }
+  }
+}
+
 void check_references(Reader& r, Config& c) {
   check_unique(r, c.models, "models", [](const ModelConfig& m) -> const std::string& { return m.name; });
   check_unique(r, c.classes, "classes", [](const ClassConfig& x) -> const std::string& { return x.name; });
@@ -358,6 +433,7 @@ void check_references(Reader& r, Config& c) {
       }
     }
   }
+  check_quota_references(r, c);
   if (c.auth.enabled && c.tenants.empty()) {
     r.error("auth.enabled", "is true but no tenants are configured: nobody could get in");
   }
@@ -429,8 +505,8 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   Reader r;
   ConfigErrors& errors = r.errors;
   Config c;
-  if (!r.map(root, "(top level)", {"listener", "limits", "timeouts", "auth", "tenants", "classes",
-                                    "default_class", "models", "scheduler", "engine_signals", "log"})) {
+  if (!r.map(root, "(top level)", {"listener", "limits", "timeouts", "auth", "tenants", "teams",
+                                    "classes", "default_class", "models", "scheduler", "engine_signals", "log"})) {
     return std::unexpected(errors);
   }
   read_section(listener_keys(), r, root["listener"], "listener", c.listener);
@@ -438,6 +514,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   read_section(timeouts_keys(), r, root["timeouts"], "timeouts", c.timeouts);
   read_section(auth_keys(), r, root["auth"], "auth", c.auth);
   read_tenants(r, root["tenants"], c.tenants);
+  read_teams(r, root["teams"], c.teams);
   read_classes(r, root["classes"], c.classes, c.inherited_classes);
   r.read(root, "", "default_class", c.default_class);
   read_models(r, root["models"], c.models);

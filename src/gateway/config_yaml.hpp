@@ -15,7 +15,10 @@ namespace arbiter {
 // The keys of the list entries read by hand (the flat sections are tables:
 // yaml/setting_keys.hpp): a test checks them against docs/configuration.md.
 inline constexpr std::string_view kTenantKeys[] = {"name", "team", "weight", "api_keys", "api_key_sha256",
-                                                    "allowed_classes"};
+                                                    "allowed_classes", "quotas"};
+inline constexpr std::string_view kTeamKeys[] = {"name", "quotas"};
+inline constexpr std::string_view kQuotaKeys[] = {"requests_per_minute", "tokens_per_minute", "tokens_per_day",
+                                                   "max_concurrent", "classes", "models"};
 inline constexpr std::string_view kModelKeys[] = {"name", "backends"};
 inline constexpr std::string_view kBackendKeys[] = {
     "name", "type", "url", "profile", "max_num_seqs", "max_concurrency", "priority_scheduling",

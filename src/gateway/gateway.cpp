@@ -12,6 +12,8 @@
 #include "gateway/stages/auth/auth_stage.hpp"
 #include "gateway/stages/caps/caps_stage.hpp"
 #include "gateway/stages/parse/parse_stage.hpp"
+#include "gateway/stages/quota/quota_export.hpp"
+#include "gateway/stages/quota/quota_stage.hpp"
 #include "gateway/stages/route/route_stage.hpp"
 #include "gateway/stages/supersede/supersede_stage.hpp"
 
@@ -26,6 +28,7 @@ std::string_view path_of(std::string_view target) { return target.substr(0, targ
 Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor timer_executor)
     : config_(std::move(config)),
       tenants_(config_.tenants, config_.auth.enabled),
+      quotas_(config_.tenants, config_.teams),
       classifier_(config_.classes, config_.default_class) {
   for (std::size_t i = 0; i < config_.models.size(); ++i) {
     pools_.push_back(std::make_unique<ModelPool>(config_.models[i], io_threads));
@@ -59,10 +62,12 @@ void Gateway::assemble_pipeline() {
   pipeline_.add_stage(std::make_unique<ParseStage>());
   pipeline_.add_stage(std::make_unique<RouteStage>(config_, classifier_, pool_index_, pools_));
   pipeline_.add_stage(std::make_unique<CapsStage>(config_, pools_, metrics_));
+  pipeline_.add_stage(std::make_unique<QuotaStage>(config_, quotas_, metrics_));
   pipeline_.add_stage(std::make_unique<SupersedeStage>(config_));
   pipeline_.set_handler(std::make_unique<DispatchStage>(config_, *dispatcher_, pools_));
   pipeline_.add_observer(std::make_unique<RequestMetrics>(config_, metrics_));
   pipeline_.add_observer(std::make_unique<AccessLogObserver>(config_.log.access_log));
+  pipeline_.add_observer(std::make_unique<QuotaObserver>());
 }
 
 void Gateway::start_monitor(net::any_io_executor executor) {
@@ -98,6 +103,7 @@ void Gateway::start_monitor(net::any_io_executor executor) {
 void Gateway::refresh_metrics() {
   dispatcher_->inspect([this](const sched::Scheduler& s) { export_scheduler_state(s, config_, pool_index_, metrics_); });
   if (monitor_) export_monitor_state(*monitor_, config_, metrics_);
+  export_quota_state(quotas_, metrics_);
 }
 
 Task<void> Gateway::handle(HttpRequest& req, ClientConnection& conn) {

@@ -20,6 +20,7 @@
 #include "gateway/gateway_metrics.hpp"
 #include "gateway/model_pool.hpp"
 #include "gateway/pipeline/pipeline.hpp"
+#include "gateway/stages/quota/quota_book.hpp"
 #include "http/server.hpp"
 
 namespace arbiter {
@@ -47,6 +48,7 @@ class Gateway {
 
   const Config config_;
   TenantDirectory tenants_;
+  QuotaBook quotas_;  // tenant and team quotas (in-process)
   Classifier classifier_;
   GatewayMetrics metrics_;
   std::vector<std::unique_ptr<ModelPool>> pools_;  // in config order (= PoolId)

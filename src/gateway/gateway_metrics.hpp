@@ -101,6 +101,23 @@ struct GatewayMetrics {
   metrics::Family<metrics::Gauge>& engine_kv_usage = registry.gauge(
       "arbiter_engine_kv_cache_usage", "Engine KV cache use 0..1, as last scraped.",
       {"model", "backend"});
+  metrics::Family<metrics::Counter>& quota_refused = registry.counter(
+      "arbiter_quota_refused_total",
+      "Requests refused by a quota (docs/quotas.md), by tenant and the limit that refused: "
+      "requests_per_minute, tokens_per_minute, tokens_per_day, max_concurrent.",
+      {"tenant", "limit"});
+  metrics::Family<metrics::Gauge>& quota_remaining = registry.gauge(
+      "arbiter_quota_remaining",
+      "What a quota entry has left now, by owner (tenant or team), its index in the owner's quotas "
+      "list, and limit (requests_per_minute, tokens_per_minute, tokens_per_day).",
+      {"owner", "quota", "limit"});
+  metrics::Family<metrics::Gauge>& quota_in_flight = registry.gauge(
+      "arbiter_quota_in_flight", "Requests holding a reservation in a quota entry (admitted, not ended).",
+      {"owner", "quota"});
+  metrics::Family<metrics::Gauge>& quota_reserved_tokens = registry.gauge(
+      "arbiter_quota_reserved_tokens",
+      "Tokens reserved in a quota entry by requests that have not ended (settled with usage at the end).",
+      {"owner", "quota"});
   metrics::Family<metrics::Counter>& upstream_retries = registry.counter(
       "arbiter_upstream_retries_total",
       "Requests resent on a new connection after a pooled one turned out closed.", {"backend"});

@@ -14,7 +14,7 @@ std::string GatewayConfig::to_yaml() const {
     << "engine_signals: {enabled: " << (engine_signals ? "true" : "false") << "}\n"
     << "tenants:\n"
     << "  - {name: alpha, api_keys: [" << kAlphaKey << "]"
-    << (alpha_classes.empty() ? "" : ", allowed_classes: " + alpha_classes) << "}\n"
+    << (alpha_classes.empty() ? "" : ", allowed_classes: " + alpha_classes) << alpha_extra << "}\n"
     << "  - {name: beta, api_keys: [" << kBetaKey << "], allowed_classes: [chat]}\n"
     << "models:\n"
     << "  - name: " << kModel << "\n"

@@ -31,6 +31,7 @@ struct GatewayConfig {
   // alpha's allowed_classes, e.g. "[critical, chat]"; empty: no list (every
   // class by rule; by claim, those that do not outrank the default class).
   std::string alpha_classes;
+  std::string alpha_extra;    // added to alpha's map, e.g. ", quotas: [{requests_per_minute: 10}]"
   std::string extra;          // appended verbatim (top-level keys)
   std::string backend_extra;  // added to every backend's map, e.g. ", continue_final_message: true"
   std::vector<std::string> backend_extras;  // then to backend i's map, when given

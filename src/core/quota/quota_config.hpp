@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace arbiter::quota {
@@ -20,7 +21,7 @@ struct QuotaLimits {
   std::vector<std::string> classes;         // empty: every class
   std::vector<std::string> models;          // empty: every model
 
-  bool covers(const std::string& klass, const std::string& model) const;
+  bool covers(std::string_view klass, std::string_view model) const;
   bool limits_anything() const {
     return requests_per_minute || tokens_per_minute || tokens_per_day || max_concurrent;
   }

@@ -28,7 +28,7 @@ std::string_view limit_name(LimitKind kind) {
   return "unknown";
 }
 
-bool QuotaLimits::covers(const std::string& klass, const std::string& model) const {
+bool QuotaLimits::covers(std::string_view klass, std::string_view model) const {
   return listed(classes, klass) && listed(models, model);
 }
 
@@ -58,11 +58,10 @@ QuotaLedger::QuotaLedger(const std::vector<TenantConfig>& tenants, const std::ve
 
 template <class F>
 void QuotaLedger::for_covering(const Subject& who, F&& f) const {
-  const auto it = by_tenant_.find(std::string(who.tenant));
+  const auto it = by_tenant_.find(who.tenant);
   if (it == by_tenant_.end()) return;
-  const std::string klass(who.klass), model(who.model);
   for (const uint32_t id : it->second) {
-    if (entries_[id].limits.covers(klass, model)) f(id);
+    if (entries_[id].limits.covers(who.klass, who.model)) f(id);
   }
 }
 

@@ -77,7 +77,7 @@ class QuotaLedger {
   QuotaLedger(const std::vector<TenantConfig>& tenants, const std::vector<TeamConfig>& teams);
 
   // True when some quota covers some of the tenant's requests.
-  bool limits(std::string_view tenant) const { return by_tenant_.contains(std::string(tenant)); }
+  bool limits(std::string_view tenant) const { return by_tenant_.contains(tenant); }
 
   std::expected<Reservation, Refusal> reserve(const Subject& who, TimePoint now, int64_t tokens);
   // The request ended having used `used_tokens` (prompt + completion).
@@ -101,8 +101,13 @@ class QuotaLedger {
   void for_covering(const Subject& who, F&& f) const;
   void end(Reservation& r);
 
+  // Looked up by string_view: no allocation on the request path.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   std::vector<Entry> entries_;
-  std::unordered_map<std::string, std::vector<uint32_t>> by_tenant_;  // its entries, then its team's
+  std::unordered_map<std::string, std::vector<uint32_t>, NameHash, std::equal_to<>> by_tenant_;  // its entries, then its team's
 };
 
 }  // namespace arbiter::quota

@@ -6,21 +6,13 @@
 
 namespace arbiter {
 
-namespace {
-
-// Output tokens assumed for the scheduler's cost estimate when the request
-// sets no max_tokens.
-constexpr int64_t kDefaultOutputEstimate = 256;
-
-}  // namespace
-
 Task<void> DispatchStage::run(RequestContext& ctx) {
   const RequestInfo& info = ctx.parsed.info;
   const sched::Request queued{
       .pool = static_cast<sched::PoolId>(ctx.pool),
       .klass = static_cast<sched::ClassId>(ctx.cls),
       .tenant = tenant_id(config_, ctx.tenant),
-      .cost_tokens = info.prompt_tokens_estimate + info.max_tokens.value_or(kDefaultOutputEstimate),
+      .cost_tokens = info.cost_estimate(),
       .prompt_tokens = info.prompt_tokens_estimate,
       .deadline = std::nullopt,
       .supersede_key = ctx.supersede_key,

@@ -16,6 +16,7 @@
 #include "core/request_parser.hpp"
 #include "core/resume.hpp"
 #include "gateway/relay/upstream_relay.hpp"
+#include "gateway/stages/quota/quota_book.hpp"
 #include "http/client_connection.hpp"
 #include "http/server.hpp"
 #include "observability/access_log.hpp"
@@ -47,6 +48,9 @@ struct RequestContext {
   std::vector<uint64_t> prefix;                         // route: prompt prefix blocks (affinity)
   ResumeMethod resume = ResumeMethod::kNone;            // caps: how a preempted run continues
   std::string supersede_key;                            // supersede: empty when none
+  // quota: the reservation, for tenants with quotas. Mutable: QuotaObserver
+  // settles it from on_complete, which sees the context const.
+  mutable std::optional<QuotaPermit> quota;
   bool admitted = false;                                // every admission stage let it through
 
   // Dispatch and relay.

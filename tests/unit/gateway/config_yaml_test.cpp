@@ -317,5 +317,53 @@ TEST(ConfigYaml, LoadsExampleFiles) {
   EXPECT_FALSE(load_config_file("/nonexistent/arbiter.yaml"));
 }
 
+TEST(ConfigYaml, QuotasOfTenantsAndTeams) {
+  auto c = parse_config(std::string(kMinimal) + R"(
+tenants:
+  - name: a
+    team: t
+    api_keys: [k1]
+    quotas:
+      - {requests_per_minute: 60, tokens_per_minute: 1000.5, tokens_per_day: 1e6, max_concurrent: 4}
+      - {tokens_per_minute: 100, classes: [batch], models: [m1]}
+teams:
+  - {name: t, quotas: [{max_concurrent: 10}]}
+)");
+  ASSERT_TRUE(c) << ::testing::PrintToString(c.error());
+  ASSERT_EQ(c->tenants[0].quotas.size(), 2u);
+  const auto& q = c->tenants[0].quotas[0];
+  EXPECT_EQ(q.requests_per_minute, 60);
+  EXPECT_EQ(q.tokens_per_minute, 1000.5);
+  EXPECT_EQ(q.tokens_per_day, 1e6);
+  EXPECT_EQ(q.max_concurrent, 4u);
+  EXPECT_EQ(c->tenants[0].quotas[1].classes, std::vector<std::string>{"batch"});
+  ASSERT_EQ(c->teams.size(), 1u);
+  EXPECT_EQ(c->teams[0].quotas[0].max_concurrent, 10u);
+}
+
+TEST(ConfigYaml, QuotaMistakesAreNamedWithTheirPath) {
+  const auto errors = errors_of(std::string(kMinimal) + R"(
+tenants:
+  - name: a
+    api_keys: [k1]
+    quotas:
+      - {classes: [chat]}
+      - {tokens_per_minute: 0}
+      - {requests_per_minute: 5, classes: [gold], models: [m9], per_hour: 3}
+teams:
+  - {name: nobody, quotas: [{max_concurrent: 1}]}
+)");
+  EXPECT_THAT(errors, Contains(HasSubstr("tenants[0].quotas[0]: sets no limit")));
+  EXPECT_THAT(errors, Contains(HasSubstr("tenants[0].quotas[1].tokens_per_minute")));
+  EXPECT_THAT(errors, Contains(HasSubstr("tenants[0].quotas[2].per_hour: unknown key")));
+  EXPECT_THAT(errors, Contains(HasSubstr("teams[0].name: no tenant is in team 'nobody'")));
+  const auto refs = errors_of(std::string(kMinimal) + R"(
+tenants:
+  - {name: a, api_keys: [k1], quotas: [{requests_per_minute: 5, classes: [gold], models: [m9]}]}
+)");
+  EXPECT_THAT(refs, Contains(HasSubstr("tenants[0].quotas[0].classes[0]: names no class: 'gold'")));
+  EXPECT_THAT(refs, Contains(HasSubstr("tenants[0].quotas[0].models[0]: names no model: 'm9'")));
+}
+
 }  // namespace
 }  // namespace arbiter

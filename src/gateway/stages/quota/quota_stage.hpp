@@ -1,0 +1,43 @@
+// Admission stage 5 (after caps, so max_tokens is the capped one): tenant
+// and team quotas (docs/quotas.md). Reserves 1 request and the token
+// estimate (prompt + max_tokens, or the default output estimate) in every
+// quota entry covering the request, or refuses it: 429 with a Retry-After
+// from the bucket, or 400 when the request alone is over a limit. The
+// x-ratelimit-* headers (OpenAI's names) go on every answer to a tenant
+// with quotas. QuotaObserver settles the reservation when the request ends.
+#pragma once
+
+#include "gateway/gateway_metrics.hpp"
+#include "gateway/pipeline/stage.hpp"
+#include "gateway/stages/quota/quota_book.hpp"
+
+namespace arbiter {
+
+class QuotaStage final : public AdmissionStage {
+ public:
+  QuotaStage(const Config& config, QuotaBook& book, GatewayMetrics& metrics)
+      : config_(config), book_(book), metrics_(metrics) {}
+  std::string_view name() const override { return "quota"; }
+  Verdict admit(RequestContext& ctx) override;
+
+ private:
+  const Config& config_;
+  QuotaBook& book_;
+  GatewayMetrics& metrics_;
+};
+
+// Settles a request's reservation with the tokens it really used: the
+// engine's usage, or the prompt estimate plus the tokens counted from a
+// resumable stream's events; a plain stream without usage (whole, or left
+// by its client mid-way) keeps its reservation (the most it could have
+// used). A request that got no answer from an engine (refused, cancelled
+// while queued) or an error answer releases it.
+class QuotaObserver final : public CompletionObserver {
+ public:
+  void on_complete(const RequestContext& ctx) override;
+};
+
+// "20ms", "12s", "6m0s", "1h2m3s": the x-ratelimit-reset-* value.
+std::string format_reset(quota::Duration d);
+
+}  // namespace arbiter
