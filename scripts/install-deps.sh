@@ -12,6 +12,8 @@ packages=(
   libxxhash-dev  # prompt prefix hashes for prefix-affinity routing (header-only use)
   libgoogle-perftools-dev  # tcmalloc_minimal, the gateway's allocator
   libgtest-dev libgmock-dev libbenchmark-dev
+  libhiredis-dev  # Redis client for quotas shared across replicas (docs/quotas.md)
+  redis-server    # the integration tests start a real one on a free loopback port
   nginx-light curl procps
   valgrind strace  # bench/request_cost.sh: instructions and syscalls per request
   python3  # bench scripts: report tables and the live-vs-virtual comparison
