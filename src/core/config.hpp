@@ -51,6 +51,7 @@ struct TenantConfig {
   std::vector<std::string> key_sha256;       // lower-case hex SHA-256 of each key
   std::vector<std::string> allowed_classes;  // empty: every class
   std::vector<quota::QuotaLimits> quotas;    // none: unlimited (docs/quotas.md)
+  quota::StoreDownPolicy quota_store_down = quota::StoreDownPolicy::kLocal;
 };
 
 // A class matches a request when every rule that is set holds.
@@ -182,6 +183,7 @@ struct Config {
   AuthConfig auth;
   std::vector<TenantConfig> tenants;
   std::vector<quota::TeamConfig> teams;  // quotas shared by a team's tenants
+  quota::QuotaStoreConfig quota_store;
   std::vector<ClassConfig> classes;  // in match order
   std::string default_class;         // when no rule matches
   std::vector<ModelConfig> models;

@@ -74,6 +74,15 @@ void print_backend(std::ostringstream& y, const BackendConfig& b) {
 
 }  // namespace
 
+std::string_view store_down_name(quota::StoreDownPolicy p) {
+  switch (p) {
+    case quota::StoreDownPolicy::kOpen: return "open";
+    case quota::StoreDownPolicy::kClosed: return "closed";
+    case quota::StoreDownPolicy::kLocal: break;
+  }
+  return "local";
+}
+
 // A quotas list, flow style; only the limits that are set.
 std::string quotas(const std::vector<quota::QuotaLimits>& list) {
   std::ostringstream y;
@@ -106,7 +115,8 @@ std::string config_to_yaml(const Config& c) {
     for (const TenantConfig& tc : c.tenants) {
       y << "  - {name: \"" << tc.name << "\", team: \"" << tc.team << "\", weight: " << num(tc.weight)
         << ", api_key_sha256: " << strings(tc.key_sha256) << ", allowed_classes: " << strings(tc.allowed_classes)
-        << ", quotas: " << quotas(tc.quotas) << "}\n";
+        << ", quotas: " << quotas(tc.quotas) << ", quota_store_down: " << store_down_name(tc.quota_store_down)
+        << "}\n";
     }
   }
   if (!c.teams.empty()) {
@@ -115,6 +125,7 @@ std::string config_to_yaml(const Config& c) {
       y << "  - {name: \"" << team.name << "\", quotas: " << quotas(team.quotas) << "}\n";
     }
   }
+  y << "quota_store: {" << write_settings(quota_store_keys(), c.quota_store, ", ") << "}\n";
   y << "classes:\n";
   for (const ClassConfig& cls : c.classes) print_class(y, cls);
   y << "default_class: \"" << c.default_class << "\"\n";

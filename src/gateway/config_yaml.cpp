@@ -127,6 +127,18 @@ void read_tenants(Reader& r, const YAML::Node& n, std::vector<TenantConfig>& out
     if (tc.key_sha256.empty()) r.error(path, "needs at least one of api_keys or api_key_sha256");
     r.read_list(t, path, "allowed_classes", tc.allowed_classes);
     read_quotas(r, t, path, tc.quotas);
+    if (const YAML::Node down = t["quota_store_down"]) {
+      const auto text = r.scalar(down, Reader::join(path, "quota_store_down"));
+      if (text == "local") {
+        tc.quota_store_down = quota::StoreDownPolicy::kLocal;
+      } else if (text == "open") {
+        tc.quota_store_down = quota::StoreDownPolicy::kOpen;
+      } else if (text == "closed") {
+        tc.quota_store_down = quota::StoreDownPolicy::kClosed;
+      } else if (text) {
+        r.error(Reader::join(path, "quota_store_down"), "must be local, open or closed");
+      }
+    }
     out.push_back(std::move(tc));
   }
 }
@@ -384,6 +396,17 @@ void check_quota_references(Reader& r, const Config& c) {
   }
 }
 
+// quota_store.redis is host:port.
+void check_quota_store(Reader& r, const quota::QuotaStoreConfig& store) {
+  if (store.redis.empty()) return;
+  const auto colon = store.redis.rfind(':');
+  int port = 0;
+  const char* end = store.redis.data() + store.redis.size();
+  const bool ok = colon != std::string::npos && colon > 0 &&
+                  std::from_chars(store.redis.data() + colon + 1, end, port).ptr == end && port > 0 && port < 65536;
+  if (!ok) r.error("quota_store.redis", "must be host:port, e.g. 127.0.0.1:6379");
+}
+
 void check_references(Reader& r, Config& c) {
   check_unique(r, c.models, "models", [](const ModelConfig& m) -> const std::string& { return m.name; });
   check_unique(r, c.classes, "classes", [](const ClassConfig& x) -> const std::string& { return x.name; });
@@ -434,6 +457,7 @@ void check_references(Reader& r, Config& c) {
     }
   }
   check_quota_references(r, c);
+  check_quota_store(r, c.quota_store);
   if (c.auth.enabled && c.tenants.empty()) {
     r.error("auth.enabled", "is true but no tenants are configured: nobody could get in");
   }
@@ -506,7 +530,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   ConfigErrors& errors = r.errors;
   Config c;
   if (!r.map(root, "(top level)", {"listener", "limits", "timeouts", "auth", "tenants", "teams",
-                                    "classes", "default_class", "models", "scheduler", "engine_signals", "log"})) {
+                                    "quota_store", "classes", "default_class", "models", "scheduler", "engine_signals", "log"})) {
     return std::unexpected(errors);
   }
   read_section(listener_keys(), r, root["listener"], "listener", c.listener);
@@ -515,6 +539,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   read_section(auth_keys(), r, root["auth"], "auth", c.auth);
   read_tenants(r, root["tenants"], c.tenants);
   read_teams(r, root["teams"], c.teams);
+  read_section(quota_store_keys(), r, root["quota_store"], "quota_store", c.quota_store);
   read_classes(r, root["classes"], c.classes, c.inherited_classes);
   r.read(root, "", "default_class", c.default_class);
   read_models(r, root["models"], c.models);

@@ -15,7 +15,7 @@ namespace arbiter {
 // The keys of the list entries read by hand (the flat sections are tables:
 // yaml/setting_keys.hpp): a test checks them against docs/configuration.md.
 inline constexpr std::string_view kTenantKeys[] = {"name", "team", "weight", "api_keys", "api_key_sha256",
-                                                    "allowed_classes", "quotas"};
+                                                    "allowed_classes", "quotas", "quota_store_down"};
 inline constexpr std::string_view kTeamKeys[] = {"name", "quotas"};
 inline constexpr std::string_view kQuotaKeys[] = {"requests_per_minute", "tokens_per_minute", "tokens_per_day",
                                                    "max_concurrent", "classes", "models"};

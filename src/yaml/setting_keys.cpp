@@ -209,9 +209,22 @@ constexpr SettingKey<LogConfig> kLogKeys[] = {
      write_bool<LogConfig, &LogConfig::access_log>},
 };
 
+using Q = quota::QuotaStoreConfig;
+constexpr SettingKey<Q> kQuotaStoreKeys[] = {
+    {"redis", "host:port of a Redis server (empty: in-process)", read_text<Q, &Q::redis>, write_text<Q, &Q::redis>},
+    {"timeout_ms", "milliseconds in [1, 10000]", read_ms<Q, &Q::timeout, 1, 10'000>, write_ms<Q, &Q::timeout>},
+    {"replicas", "integer in [1, 1000]", read_integer<Q, &Q::replicas, 1, 1000>, write_integer<Q, &Q::replicas>},
+    {"lease_share", "number in [0, 0.5]", read_number<Q, &Q::lease_share, 0.0, 0.5>,
+     write_number<Q, &Q::lease_share>},
+    {"lease_idle_ms", "milliseconds in [1, 3600000]", read_ms<Q, &Q::lease_idle, 1, 3'600'000>,
+     write_ms<Q, &Q::lease_idle>},
+    {"key_prefix", "text", read_text<Q, &Q::key_prefix>, write_text<Q, &Q::key_prefix>},
+};
+
 }  // namespace
 
 std::span<const ClassPolicyKey> class_policy_keys() { return kClassKeys; }
+std::span<const SettingKey<quota::QuotaStoreConfig>> quota_store_keys() { return kQuotaStoreKeys; }
 std::span<const SchedulerKey> scheduler_keys() { return kSchedulerKeys; }
 std::span<const SettingKey<ListenerConfig>> listener_keys() { return kListenerKeys; }
 std::span<const SettingKey<LimitsConfig>> limits_keys() { return kLimitsKeys; }

@@ -5,6 +5,7 @@
 // and its team's alike, and admitted only when all of them have room.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,6 +26,25 @@ struct QuotaLimits {
   bool limits_anything() const {
     return requests_per_minute || tokens_per_minute || tokens_per_day || max_concurrent;
   }
+};
+
+// What a tenant's quotas do while the shared store (Redis) is unreachable.
+enum class StoreDownPolicy : uint8_t {
+  kLocal,   // each replica enforces its share: the limit / quota_store.replicas
+  kOpen,    // no quota (admit; the tokens are reported once the store is back)
+  kClosed,  // refuse (503 with Retry-After)
+};
+
+// quota_store: where quotas are kept. Without `redis`, in this process
+// (exact for one gateway); with it, shared by every replica through leases
+// (docs/quotas.md).
+struct QuotaStoreConfig {
+  std::string redis;                                  // "host:port"; empty: in-process
+  std::chrono::milliseconds timeout{100};             // every Redis call
+  uint32_t replicas = 1;                              // gateways sharing it: the local fallback's divisor
+  double lease_share = 0.02;                          // a lease block, as a share of the limit
+  std::chrono::milliseconds lease_idle{2000};         // an unused lease goes back after this
+  std::string key_prefix = "arbiter";                 // Redis keys: PREFIX:q:OWNER:INDEX:LIMIT
 };
 
 struct TeamConfig {

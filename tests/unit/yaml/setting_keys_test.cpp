@@ -93,6 +93,7 @@ TEST(SettingKeys, EveryFlatSectionIsDocumentedExactly) {
   expect_documented("## `auth`", auth_keys());
   expect_documented("## `engine_signals`", engine_signals_keys());
   expect_documented("## `log`", log_keys());
+  expect_documented("## `quota_store`", quota_store_keys());
 }
 
 // The list entries read by hand (tenants, models, backends): their known
