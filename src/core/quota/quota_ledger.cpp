@@ -32,16 +32,21 @@ bool QuotaLimits::covers(std::string_view klass, std::string_view model) const {
   return listed(classes, klass) && listed(models, model);
 }
 
-QuotaLedger::QuotaLedger(const std::vector<TenantConfig>& tenants, const std::vector<TeamConfig>& teams) {
+QuotaLedger::QuotaLedger(const std::vector<TenantConfig>& tenants, const std::vector<TeamConfig>& teams,
+                         std::optional<Sharing> sharing)
+    : sharing_(sharing) {
+  auto make = [&](double limit, Duration period) {
+    return sharing_ ? QuotaLimit(limit, period, sharing_->replicas, sharing_->lease_share) : QuotaLimit(limit, period);
+  };
   auto add = [&](const std::string& owner, const std::vector<QuotaLimits>& quotas) {
     std::vector<uint32_t> ids;
     for (std::size_t i = 0; i < quotas.size(); ++i) {
       const QuotaLimits& q = quotas[i];
       if (!q.limits_anything()) continue;
       Entry e{.owner = owner, .index = i, .limits = q};
-      if (q.requests_per_minute) e.requests.emplace(*q.requests_per_minute, kMinute);
-      if (q.tokens_per_minute) e.tokens.emplace(*q.tokens_per_minute, kMinute);
-      if (q.tokens_per_day) e.day_tokens.emplace(*q.tokens_per_day, kDay);
+      if (q.requests_per_minute) e.requests.emplace(make(*q.requests_per_minute, kMinute));
+      if (q.tokens_per_minute) e.tokens.emplace(make(*q.tokens_per_minute, kMinute));
+      if (q.tokens_per_day) e.day_tokens.emplace(make(*q.tokens_per_day, kDay));
       ids.push_back(static_cast<uint32_t>(entries_.size()));
       entries_.push_back(std::move(e));
     }
@@ -65,46 +70,62 @@ void QuotaLedger::for_covering(const Subject& who, F&& f) const {
   }
 }
 
+template <class E, class F>
+void QuotaLedger::for_limits(E& e, double tokens, F&& f) {
+  if (e.requests) f(*e.requests, LimitKind::kRequestsPerMinute, 1.0);
+  if (e.tokens) f(*e.tokens, LimitKind::kTokensPerMinute, tokens);
+  if (e.day_tokens) f(*e.day_tokens, LimitKind::kTokensPerDay, tokens);
+}
+
+QuotaLimit& QuotaLedger::limit(LimitRef ref) {
+  Entry& e = entries_[ref.entry];
+  return ref.kind == LimitKind::kRequestsPerMinute ? *e.requests
+         : ref.kind == LimitKind::kTokensPerMinute ? *e.tokens
+                                                   : *e.day_tokens;
+}
+
+const QuotaLimit& QuotaLedger::limit(LimitRef ref) const { return const_cast<QuotaLedger*>(this)->limit(ref); }
+
 std::expected<Reservation, Refusal> QuotaLedger::reserve(const Subject& who, TimePoint now, int64_t tokens) {
   Reservation r{.entries = {}, .tokens = std::max<int64_t>(tokens, 0)};
-  std::optional<Refusal> refusal;
   const auto n = static_cast<double>(r.tokens);
-  // The longest wait decides: the request fits only once every limit has room.
-  auto refuse = [&](const Entry& e, LimitKind kind, double value, Duration wait) {
-    if (!refusal || wait > refusal->retry_after) {
-      refusal = Refusal{.limit = kind, .owner = e.owner, .limit_value = value, .retry_after = wait};
+  const bool store_down = sharing_ && !store_up_;
+  if (store_down && who.store_down == StoreDownPolicy::kClosed && limits(who.tenant)) {
+    return std::unexpected(Refusal{.limit = LimitKind::kRequestsPerMinute, .owner = "tenant " + std::string(who.tenant),
+                                   .retry_after = kConcurrencyRetry, .store_down = true});
+  }
+  const bool unchecked = store_down && who.store_down == StoreDownPolicy::kOpen;
+  std::optional<Refusal> refusal;
+  // The longest wait decides: the request fits only once every limit has
+  // room. A short lease is asked for only when nothing refuses outright.
+  auto refuse = [&](const Entry& e, LimitKind kind, double value, Duration wait, bool lease_short = false) {
+    if (!refusal || (refusal->lease_short && !lease_short) || (!lease_short && wait > refusal->retry_after)) {
+      refusal = Refusal{.limit = kind, .owner = e.owner, .limit_value = value, .retry_after = wait,
+                        .lease_short = lease_short};
     }
   };
   for_covering(who, [&](uint32_t id) {
     r.entries.push_back(id);
     const Entry& e = entries_[id];
+    if (unchecked) return;
     if (e.limits.max_concurrent && e.in_flight >= *e.limits.max_concurrent) {
       refuse(e, LimitKind::kConcurrent, *e.limits.max_concurrent, kConcurrencyRetry);
     }
-    if (e.requests) {
-      if (const Duration w = e.requests->wait_for(now, 1); w > Duration::zero()) {
-        refuse(e, LimitKind::kRequestsPerMinute, e.requests->limit(), w);
+    for_limits(e, n, [&](const QuotaLimit& l, LimitKind kind, double amount) {
+      const std::optional<Duration> w = l.wait_for(now, amount, store_up_);
+      if (!w) {
+        refuse(e, kind, l.limit(), Duration::zero(), /*lease_short=*/true);
+      } else if (*w > Duration::zero()) {
+        refuse(e, kind, l.limit(), *w);
       }
-    }
-    if (e.tokens) {
-      if (const Duration w = e.tokens->wait_for(now, n); w > Duration::zero()) {
-        refuse(e, LimitKind::kTokensPerMinute, e.tokens->limit(), w);
-      }
-    }
-    if (e.day_tokens) {
-      if (const Duration w = e.day_tokens->wait_for(now, n); w > Duration::zero()) {
-        refuse(e, LimitKind::kTokensPerDay, e.day_tokens->limit(), w);
-      }
-    }
+    });
   });
   if (refusal) return std::unexpected(std::move(*refusal));
   for (const uint32_t id : r.entries) {
     Entry& e = entries_[id];
     ++e.in_flight;
     e.reserved += r.tokens;
-    if (e.requests) e.requests->take(now, 1);
-    if (e.tokens) e.tokens->take(now, n);
-    if (e.day_tokens) e.day_tokens->take(now, n);
+    for_limits(e, n, [&](QuotaLimit& l, LimitKind, double amount) { l.take(now, amount, store_up_); });
   }
   return r;
 }
@@ -112,12 +133,12 @@ std::expected<Reservation, Refusal> QuotaLedger::reserve(const Subject& who, Tim
 void QuotaLedger::settle(Reservation& r, TimePoint now, int64_t used_tokens) {
   const double extra = static_cast<double>(std::max<int64_t>(used_tokens, 0) - r.tokens);
   for (const uint32_t id : r.entries) {
-    for (std::optional<Gcra>* bucket : {&entries_[id].tokens, &entries_[id].day_tokens}) {
-      if (!*bucket) continue;
+    for (std::optional<QuotaLimit>* l : {&entries_[id].tokens, &entries_[id].day_tokens}) {
+      if (!*l) continue;
       if (extra < 0) {
-        (*bucket)->give_back(-extra);
+        (*l)->give_back(-extra);
       } else if (extra > 0) {
-        (*bucket)->take(now, extra);
+        (*l)->take(now, extra, store_up_);
       }
     }
   }
@@ -142,12 +163,51 @@ void QuotaLedger::end(Reservation& r) {
   r.tokens = 0;
 }
 
+std::vector<LeaseNeed> QuotaLedger::lease_needs(const Subject& who, TimePoint now, int64_t tokens) {
+  std::vector<LeaseNeed> needs;
+  if (!sharing_ || !store_up_) return needs;
+  const auto n = static_cast<double>(std::max<int64_t>(tokens, 0));
+  for_covering(who, [&](uint32_t id) {
+    for_limits(entries_[id], n, [&](QuotaLimit& l, LimitKind kind, double amount) {
+      if (l.wait_for(now, amount, true)) return;  // fits, or refused outright
+      LeaseNeed need{.ref = {.entry = id, .kind = kind}, .need = l.shortfall(amount), .want = 0,
+                     .in_flight = l.refilling()};
+      need.want = l.want(need.need);
+      if (!need.in_flight) l.begin_refill();
+      needs.push_back(need);
+    });
+  });
+  return needs;
+}
+
+void QuotaLedger::lease_granted(LimitRef ref, TimePoint now, double granted, double store_remaining,
+                                Duration store_reset) {
+  limit(ref).lease_granted(now, granted, store_remaining, store_reset);
+}
+
+void QuotaLedger::lease_refused(LimitRef ref, TimePoint now, Duration wait) { limit(ref).lease_refused(now, wait); }
+
+void QuotaLedger::refill_failed(LimitRef ref) { limit(ref).refill_failed(); }
+
+std::vector<StoreCharge> QuotaLedger::settle_with_store(TimePoint now, Duration idle) {
+  std::vector<StoreCharge> out;
+  if (!sharing_ || !store_up_) return out;
+  for (uint32_t id = 0; id < entries_.size(); ++id) {
+    for_limits(entries_[id], 0, [&](QuotaLimit& l, LimitKind kind, double) {
+      if (const double units = l.settle_with_store(now, idle); units != 0) {
+        out.push_back({.ref = {.entry = id, .kind = kind}, .units = units});
+      }
+    });
+  }
+  return out;
+}
+
 RateStatus QuotaLedger::status(const Subject& who, TimePoint now) const {
   RateStatus s;
-  auto tighter = [&](std::optional<RateStatus::Figures>& slot, const Gcra& g) {
-    const double left = g.remaining(now);
-    if (!slot || left / g.limit() < slot->remaining / slot->limit) {
-      slot = RateStatus::Figures{.limit = g.limit(), .remaining = left, .reset = g.until_full(now)};
+  auto tighter = [&](std::optional<RateStatus::Figures>& slot, const QuotaLimit& l) {
+    const double left = l.remaining(now);
+    if (!slot || left / l.limit() < slot->remaining / slot->limit) {
+      slot = RateStatus::Figures{.limit = l.limit(), .remaining = left, .reset = l.until_full(now)};
     }
   };
   for_covering(who, [&](uint32_t id) {
@@ -161,7 +221,7 @@ RateStatus QuotaLedger::status(const Subject& who, TimePoint now) const {
 std::vector<EntryState> QuotaLedger::snapshot(TimePoint now) const {
   std::vector<EntryState> out;
   out.reserve(entries_.size());
-  auto left = [&](const std::optional<Gcra>& g) { return g ? std::optional(g->remaining(now)) : std::nullopt; };
+  auto left = [&](const std::optional<QuotaLimit>& l) { return l ? std::optional(l->remaining(now)) : std::nullopt; };
   for (const Entry& e : entries_) {
     out.push_back(EntryState{.owner = e.owner,
                              .index = e.index,

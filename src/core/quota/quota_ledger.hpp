@@ -1,7 +1,8 @@
-// Tenant and team quotas, in-process (docs/quotas.md): the buckets of every
-// configured quota entry, reservations at admission and their
-// reconciliation when the request ends. Pure and single-threaded: the
-// caller passes the time and serialises calls (the gateway holds a mutex).
+// Tenant and team quotas (docs/quotas.md): the limits of every configured
+// quota entry, reservations at admission and their reconciliation when the
+// request ends. Pure and single-threaded: the caller passes the time and
+// serialises calls (the gateway holds a mutex), and in shared mode carries
+// lease requests to the store and its answers back (QuotaLimit).
 //
 // A request reserves 1 request and its token estimate (prompt + max_tokens)
 // in every entry that covers it, or nothing at all: either all of them have
@@ -23,7 +24,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include "core/config.hpp"
-#include "core/quota/gcra.hpp"
+#include "core/quota/quota_limit.hpp"
 
 namespace arbiter::quota {
 
@@ -35,6 +36,28 @@ struct Subject {
   std::string_view tenant;  // "" for anonymous: never limited
   std::string_view klass;
   std::string_view model;
+  StoreDownPolicy store_down = StoreDownPolicy::kLocal;  // the tenant's, while the store is down
+};
+
+// One limit of one entry: which lease a refill is for.
+struct LimitRef {
+  uint32_t entry = 0;
+  LimitKind kind = LimitKind::kRequestsPerMinute;
+  bool operator==(const LimitRef&) const = default;
+};
+
+// A lease this replica must refill from the store before it can admit.
+struct LeaseNeed {
+  LimitRef ref;
+  double need = 0;           // the shortfall
+  double want = 0;           // the shortfall plus a block
+  bool in_flight = false;    // another request's refill is under way: wait for it
+};
+
+// What a limit's lease hands back to the store (QuotaLedger::settle_with_store).
+struct StoreCharge {
+  LimitRef ref;
+  double units = 0;  // positive: give back; negative: charge
 };
 
 // The entries a request reserved in and the tokens it reserved in each.
@@ -49,6 +72,10 @@ struct Refusal {
   std::string owner;      // "tenant alpha", "team ml"
   double limit_value = 0; // the limit that refused
   Duration retry_after{}; // Duration::max(): the request can never fit
+  // Shared mode: not a refusal by the quota but a lease short on this
+  // replica; lease_needs() says what to refill, then reserve again.
+  bool lease_short = false;
+  bool store_down = false; // refused because the store is down (StoreDownPolicy::kClosed)
 };
 
 // The x-ratelimit-* figures: for requests and for tokens per minute, the
@@ -72,9 +99,16 @@ struct EntryState {
   int64_t reserved_tokens = 0;  // reserved by requests that have not ended
 };
 
+// Shared mode: limits are leased from a store (quota_store.redis).
+struct Sharing {
+  uint32_t replicas = 1;
+  double lease_share = 0.02;
+};
+
 class QuotaLedger {
  public:
-  QuotaLedger(const std::vector<TenantConfig>& tenants, const std::vector<TeamConfig>& teams);
+  QuotaLedger(const std::vector<TenantConfig>& tenants, const std::vector<TeamConfig>& teams,
+              std::optional<Sharing> sharing = std::nullopt);
 
   // True when some quota covers some of the tenant's requests.
   bool limits(std::string_view tenant) const { return by_tenant_.contains(tenant); }
@@ -88,19 +122,44 @@ class QuotaLedger {
   RateStatus status(const Subject& who, TimePoint now) const;
   std::vector<EntryState> snapshot(TimePoint now) const;
 
+  // Shared mode.
+  bool shared() const { return sharing_.has_value(); }
+  bool store_up() const { return store_up_; }
+  void set_store_up(bool up) { store_up_ = up; }
+  // The leases to refill before `who` can reserve `tokens`; marks the ones
+  // not in flight as refilling (the caller must answer each with
+  // lease_granted, lease_refused or refill_failed).
+  std::vector<LeaseNeed> lease_needs(const Subject& who, TimePoint now, int64_t tokens);
+  void lease_granted(LimitRef ref, TimePoint now, double granted, double store_remaining, Duration store_reset);
+  void lease_refused(LimitRef ref, TimePoint now, Duration wait);
+  void refill_failed(LimitRef ref);
+  // Idle leases, debt and what the stand-ins admitted while the store was
+  // down, to hand to the store (zeroed here).
+  std::vector<StoreCharge> settle_with_store(TimePoint now, Duration idle);
+  // The store key's parts: the entry's owner and index, and the limit.
+  const std::string& owner(LimitRef ref) const { return entries_[ref.entry].owner; }
+  std::size_t index(LimitRef ref) const { return entries_[ref.entry].index; }
+  const QuotaLimit& limit(LimitRef ref) const;
+
  private:
   struct Entry {
     std::string owner;
     std::size_t index;
     QuotaLimits limits;
-    std::optional<Gcra> requests, tokens, day_tokens;
+    std::optional<QuotaLimit> requests, tokens, day_tokens;
     uint32_t in_flight = 0;
     int64_t reserved = 0;
   };
   template <class F>
   void for_covering(const Subject& who, F&& f) const;
+  // Each of an entry's limits with its kind and what a request of `tokens` takes of it.
+  template <class E, class F>
+  static void for_limits(E& e, double tokens, F&& f);
+  QuotaLimit& limit(LimitRef ref);
   void end(Reservation& r);
 
+  std::optional<Sharing> sharing_;
+  bool store_up_ = true;
   // Looked up by string_view: no allocation on the request path.
   struct NameHash {
     using is_transparent = void;
