@@ -28,7 +28,7 @@ std::string_view path_of(std::string_view target) { return target.substr(0, targ
 Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor timer_executor)
     : config_(std::move(config)),
       tenants_(config_.tenants, config_.auth.enabled),
-      quotas_(config_.tenants, config_.teams),
+      quotas_(config_, timer_executor),
       classifier_(config_.classes, config_.default_class) {
   for (std::size_t i = 0; i < config_.models.size(); ++i) {
     pools_.push_back(std::make_unique<ModelPool>(config_.models[i], io_threads));
@@ -45,6 +45,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
   dispatcher_ = std::make_unique<Dispatcher>(std::move(*scheduler), timer_executor);
   dispatcher_->start();
   if (config_.engine_signals.enabled) start_monitor(timer_executor);
+  quotas_.start();
   admin_ = std::make_unique<AdminRoutes>(config_, tenants_, metrics_, [this] { refresh_metrics(); });
   assemble_pipeline();
 }
@@ -52,6 +53,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
 Gateway::~Gateway() {
   if (monitor_) monitor_->stop();
   dispatcher_->stop();
+  quotas_.stop();
 }
 
 // The inference routes' chain. A new admission stage goes here, in the

@@ -118,6 +118,20 @@ struct GatewayMetrics {
       "arbiter_quota_reserved_tokens",
       "Tokens reserved in a quota entry by requests that have not ended (settled with usage at the end).",
       {"owner", "quota"});
+  metrics::Gauge& quota_store_up =
+      registry.gauge("arbiter_quota_store_up",
+                     "1 while the shared quota store (quota_store.redis) answers; 0 while the local stand-in "
+                     "enforces quotas (absent without a store).",
+                     {})
+          .with({});
+  metrics::Counter& quota_store_calls =
+      registry.counter("arbiter_quota_store_calls_total",
+                       "Calls to the shared quota store: lease refills, hand-backs, probes.", {})
+          .with({});
+  metrics::Counter& quota_store_failures =
+      registry.counter("arbiter_quota_store_failures_total",
+                       "Quota store calls that failed or timed out (each takes the store down for a back-off).", {})
+          .with({});
   metrics::Family<metrics::Counter>& upstream_retries = registry.counter(
       "arbiter_upstream_retries_total",
       "Requests resent on a new connection after a pooled one turned out closed.", {"backend"});

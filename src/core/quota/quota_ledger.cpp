@@ -84,7 +84,7 @@ QuotaLimit& QuotaLedger::limit(LimitRef ref) {
                                                    : *e.day_tokens;
 }
 
-const QuotaLimit& QuotaLedger::limit(LimitRef ref) const { return const_cast<QuotaLedger*>(this)->limit(ref); }
+const QuotaLimit& QuotaLedger::limit_at(LimitRef ref) const { return const_cast<QuotaLedger*>(this)->limit(ref); }
 
 std::expected<Reservation, Refusal> QuotaLedger::reserve(const Subject& who, TimePoint now, int64_t tokens) {
   Reservation r{.entries = {}, .tokens = std::max<int64_t>(tokens, 0)};

@@ -136,10 +136,11 @@ class QuotaLedger {
   // Idle leases, debt and what the stand-ins admitted while the store was
   // down, to hand to the store (zeroed here).
   std::vector<StoreCharge> settle_with_store(TimePoint now, Duration idle);
+  void restore(const StoreCharge& charge) { limit(charge.ref).restore(charge.units); }
   // The store key's parts: the entry's owner and index, and the limit.
   const std::string& owner(LimitRef ref) const { return entries_[ref.entry].owner; }
   std::size_t index(LimitRef ref) const { return entries_[ref.entry].index; }
-  const QuotaLimit& limit(LimitRef ref) const;
+  const QuotaLimit& limit_at(LimitRef ref) const;
 
  private:
   struct Entry {

@@ -88,4 +88,14 @@ double QuotaLimit::settle_with_store(TimePoint now, Duration idle) {
   return out;
 }
 
+void QuotaLimit::restore(double units) {
+  // settle_with_store folded unreported (a charge) and the lease together;
+  // a charge comes back as unreported, a give-back as lease.
+  if (units < 0) {
+    lease_->unreported -= units;
+  } else {
+    lease_->units += units;
+  }
+}
+
 }  // namespace arbiter::quota

@@ -47,6 +47,8 @@ class QuotaLimit {
   // debt (negative: charge), plus what the local stand-in admitted while
   // the store was down (charge). Zeroes them; 0 when there is nothing.
   double settle_with_store(TimePoint now, Duration idle);
+  // A hand-back the store did not take: kept for the next one.
+  void restore(double units);
 
  private:
   struct Lease {

@@ -1,49 +1,73 @@
-// The gateway's quota ledger (core/quota/quota_ledger.hpp) shared by every
-// I/O thread: one mutex around it, held for a few hundred nanoseconds per
-// call (a reservation touches the few entries covering one request).
+// The gateway's quotas (docs/quotas.md): the pure ledger
+// (core/quota/quota_ledger.hpp) behind one mutex, shared by every I/O
+// thread, and with quota_store.redis the traffic to the store: lease
+// refills on the request path (one per limit at a time; other requests
+// wait for it), and a maintenance loop that hands back idle leases and
+// debt, reports what was admitted while Redis was down, and probes it
+// back. A store call never holds the mutex and never takes longer than
+// quota_store.timeout_ms; any failure puts the store down (StoreBreaker)
+// and the ledger stands in locally.
 #pragma once
 
+#include <memory>
 #include <mutex>
 #include <string_view>
 #include <utility>
 
+#include "core/config.hpp"
 #include "core/quota/quota_ledger.hpp"
+#include "core/quota/store_breaker.hpp"
+#include "gateway/stages/quota/redis_quota_store.hpp"
 
 namespace arbiter {
 
 class QuotaBook {
  public:
-  QuotaBook(const std::vector<TenantConfig>& tenants, const std::vector<quota::TeamConfig>& teams)
-      : ledger_(tenants, teams) {}
+  // `store_executor` runs the Redis connection and the maintenance loop
+  // (when quota_store.redis is set): a strand or a one-thread context.
+  QuotaBook(const Config& config, net::any_io_executor store_executor);
+  ~QuotaBook();
 
   // Lock-free: which tenants have quotas never changes.
   bool limits(std::string_view tenant) const { return ledger_.limits(tenant); }
+  bool shared() const { return store_ != nullptr; }
 
-  std::expected<quota::Reservation, quota::Refusal> reserve(const quota::Subject& who, quota::TimePoint now,
-                                                            int64_t tokens) {
-    std::lock_guard lock(mu_);
-    return ledger_.reserve(who, now, tokens);
-  }
-  void settle(quota::Reservation& r, quota::TimePoint now, int64_t used_tokens) {
-    std::lock_guard lock(mu_);
-    ledger_.settle(r, now, used_tokens);
-  }
-  void release(quota::Reservation& r) {
-    std::lock_guard lock(mu_);
-    ledger_.release(r);
-  }
-  quota::RateStatus status(const quota::Subject& who, quota::TimePoint now) const {
-    std::lock_guard lock(mu_);
-    return ledger_.status(who, now);
-  }
-  std::vector<quota::EntryState> snapshot(quota::TimePoint now) const {
-    std::lock_guard lock(mu_);
-    return ledger_.snapshot(now);
-  }
+  // Decided at once, or lease_short: reserve() must ask the store.
+  std::expected<quota::Reservation, quota::Refusal> try_reserve(const quota::Subject& who, quota::TimePoint now,
+                                                                int64_t tokens);
+  // Refills short leases from the store (bounded by its timeout) and
+  // reserves; a store failure falls back to the local stand-in.
+  Task<std::expected<quota::Reservation, quota::Refusal>> reserve(const quota::Subject& who, int64_t tokens);
+
+  void settle(quota::Reservation& r, quota::TimePoint now, int64_t used_tokens);
+  void release(quota::Reservation& r);
+  quota::RateStatus status(const quota::Subject& who, quota::TimePoint now) const;
+  std::vector<quota::EntryState> snapshot(quota::TimePoint now) const;
+  bool store_up() const;
+  uint64_t store_calls() const { return store_calls_.load(std::memory_order_relaxed); }
+  uint64_t store_failures() const { return store_failures_.load(std::memory_order_relaxed); }
+
+  // The maintenance loop (shared mode), on the store's executor; stop() ends it.
+  void start();
+  void stop();
 
  private:
+  struct Waiter;
+  Task<void> refill(quota::LeaseNeed need);
+  Task<void> maintain();
+  void store_failed(quota::TimePoint now);  // under mu_
+  void wake(quota::LimitRef ref);           // under mu_
+  std::string key(quota::LimitRef ref) const;
+
+  const quota::QuotaStoreConfig store_config_;
+  net::any_io_executor store_executor_;
   mutable std::mutex mu_;
   quota::QuotaLedger ledger_;
+  quota::StoreBreaker breaker_;
+  std::unique_ptr<RedisQuotaStore> store_;
+  std::vector<std::pair<quota::LimitRef, std::shared_ptr<Waiter>>> waiters_;
+  std::shared_ptr<net::steady_timer> tick_;  // the maintenance loop's; null when not running
+  std::atomic<uint64_t> store_calls_{0}, store_failures_{0};
 };
 
 // A request's reservation, held from admission to its end: settled with

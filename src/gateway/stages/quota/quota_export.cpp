@@ -3,6 +3,11 @@
 namespace arbiter {
 
 void export_quota_state(const QuotaBook& book, GatewayMetrics& metrics) {
+  if (book.shared()) {
+    metrics.quota_store_up.set(book.store_up() ? 1 : 0);
+    metrics.quota_store_calls.set(book.store_calls());
+    metrics.quota_store_failures.set(book.store_failures());
+  }
   for (const quota::EntryState& e : book.snapshot(quota::Clock::now())) {
     const std::string index = std::to_string(e.index);
     auto remaining = [&](quota::LimitKind kind, const std::optional<double>& left) {

@@ -21,6 +21,13 @@ void add_rate_headers(RequestContext::Headers& headers, const quota::RateStatus&
 std::string limit_text(double v) { return fmt::format("{}", v); }
 
 ApiError refusal_error(const quota::Refusal& r, int64_t tokens) {
+  if (r.store_down) {
+    return ApiError{ErrorCode::kNoBackend,
+                    fmt::format("the quota store is unreachable and {} refuses requests meanwhile "
+                                "(quota_store_down: closed)",
+                                r.owner),
+                    std::nullopt, std::chrono::ceil<std::chrono::milliseconds>(r.retry_after)};
+  }
   const std::string limit(quota::limit_name(r.limit));
   if (r.retry_after == quota::Duration::max()) {
     // Waiting would not help: the request alone is over the limit.
@@ -49,20 +56,33 @@ std::string format_reset(quota::Duration d) {
   return h ? fmt::format("{}h{}m{}s", h, m, s) : fmt::format("{}m{}s", m, s);
 }
 
+quota::Subject QuotaStage::subject(const RequestContext& ctx) const {
+  return {.tenant = ctx.tenant->name, .klass = config_.classes[ctx.cls].name, .model = ctx.parsed.info.model,
+          .store_down = ctx.tenant->quota_store_down};
+}
+
 Verdict QuotaStage::admit(RequestContext& ctx) {
   if (!ctx.tenant || !book_.limits(ctx.tenant->name)) return Verdict::go();
-  const quota::Subject who{.tenant = ctx.tenant->name, .klass = config_.classes[ctx.cls].name,
-                           .model = ctx.parsed.info.model};
-  const int64_t tokens = ctx.parsed.info.cost_estimate();
-  const auto now = quota::Clock::now();
-  auto reserved = book_.reserve(who, now, tokens);
-  add_rate_headers(ctx.response_headers, book_.status(who, now));
+  auto reserved = book_.try_reserve(subject(ctx), quota::Clock::now(), ctx.parsed.info.cost_estimate());
+  if (!reserved && reserved.error().lease_short) return Verdict::wait();  // a lease refill from the store
+  if (auto refused = decide(ctx, std::move(reserved))) return Verdict::refuse(std::move(*refused));
+  return Verdict::go();
+}
+
+Task<std::optional<ApiError>> QuotaStage::admit_async(RequestContext& ctx) {
+  co_return decide(ctx, co_await book_.reserve(subject(ctx), ctx.parsed.info.cost_estimate()));
+}
+
+std::optional<ApiError> QuotaStage::decide(RequestContext& ctx,
+                                           std::expected<quota::Reservation, quota::Refusal> reserved) {
+  add_rate_headers(ctx.response_headers, book_.status(subject(ctx), quota::Clock::now()));
   if (!reserved) {
-    metrics_.quota_refused.with({ctx.tenant->name, std::string(quota::limit_name(reserved.error().limit))}).inc();
-    return Verdict::refuse(refusal_error(reserved.error(), tokens));
+    const std::string limit(reserved.error().store_down ? "store_down" : quota::limit_name(reserved.error().limit));
+    metrics_.quota_refused.with({ctx.tenant->name, limit}).inc();
+    return refusal_error(reserved.error(), ctx.parsed.info.cost_estimate());
   }
   ctx.quota.emplace(book_, std::move(*reserved));
-  return Verdict::go();
+  return std::nullopt;
 }
 
 void QuotaObserver::on_complete(const RequestContext& ctx) {

@@ -1,5 +1,5 @@
 // Admission stage 5 (after caps, so max_tokens is the capped one): tenant
-// and team quotas (docs/quotas.md). Reserves 1 request and the token
+// and team quotas (docs/quotas.md), in this process or shared through Redis. Reserves 1 request and the token
 // estimate (prompt + max_tokens, or the default output estimate) in every
 // quota entry covering the request, or refuses it: 429 with a Retry-After
 // from the bucket, or 400 when the request alone is over a limit. The
@@ -18,9 +18,16 @@ class QuotaStage final : public AdmissionStage {
   QuotaStage(const Config& config, QuotaBook& book, GatewayMetrics& metrics)
       : config_(config), book_(book), metrics_(metrics) {}
   std::string_view name() const override { return "quota"; }
+  // Decided at once unless a shared lease must be refilled from the store
+  // first (then admit_async, bounded by quota_store.timeout_ms).
   Verdict admit(RequestContext& ctx) override;
+  Task<std::optional<ApiError>> admit_async(RequestContext& ctx) override;
 
  private:
+  quota::Subject subject(const RequestContext& ctx) const;
+  // Headers, metrics, and the permit or the refusal.
+  std::optional<ApiError> decide(RequestContext& ctx, std::expected<quota::Reservation, quota::Refusal> reserved);
+
   const Config& config_;
   QuotaBook& book_;
   GatewayMetrics& metrics_;

@@ -1,0 +1,202 @@
+#include "gateway/stages/quota/quota_book.hpp"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+namespace arbiter {
+
+namespace {
+
+// Attempts at reserving around lease refills: another request may spend a
+// fresh lease first; past these the request is refused for a moment.
+constexpr int kReserveAttempts = 4;
+constexpr quota::Duration kRetryShortLease = std::chrono::milliseconds(100);
+
+std::optional<quota::Sharing> sharing(const quota::QuotaStoreConfig& store) {
+  if (store.redis.empty()) return std::nullopt;
+  return quota::Sharing{.replicas = store.replicas, .lease_share = store.lease_share};
+}
+
+void log_store(std::string_view event, std::string_view detail) {
+  std::fprintf(stderr, "{\"level\":\"%s\",\"event\":\"quota_store_%.*s\",\"detail\":\"%.*s\"}\n",
+               event == "up" ? "info" : "warn", static_cast<int>(event.size()), event.data(),
+               static_cast<int>(detail.size()), detail.data());
+}
+
+}  // namespace
+
+// A request waiting for another's refill of the same lease.
+struct QuotaBook::Waiter {
+  explicit Waiter(net::any_io_executor ex) : executor(ex), timer(ex) {}
+  net::any_io_executor executor;
+  net::steady_timer timer;
+};
+
+QuotaBook::QuotaBook(const Config& config, net::any_io_executor store_executor)
+    : store_config_(config.quota_store),
+      store_executor_(store_executor),
+      ledger_(config.tenants, config.teams, sharing(config.quota_store)) {
+  if (ledger_.shared()) {
+    store_ = std::make_unique<RedisQuotaStore>(store_executor, store_config_.redis, store_config_.timeout);
+  }
+}
+
+QuotaBook::~QuotaBook() { stop(); }
+
+std::string QuotaBook::key(quota::LimitRef ref) const {
+  // "arbiter:q:tenant alpha:0:tokens_per_minute"; owner and index never change.
+  return fmt::format("{}:q:{}:{}:{}", store_config_.key_prefix, ledger_.owner(ref), ledger_.index(ref),
+                     quota::limit_name(ref.kind));
+}
+
+std::expected<quota::Reservation, quota::Refusal> QuotaBook::try_reserve(const quota::Subject& who,
+                                                                         quota::TimePoint now, int64_t tokens) {
+  std::lock_guard lock(mu_);
+  return ledger_.reserve(who, now, tokens);
+}
+
+Task<std::expected<quota::Reservation, quota::Refusal>> QuotaBook::reserve(const quota::Subject& who, int64_t tokens) {
+  const auto executor = co_await net::this_coro::executor;
+  std::optional<quota::Refusal> last;
+  for (int attempt = 0; attempt < kReserveAttempts; ++attempt) {
+    std::vector<quota::LeaseNeed> mine;
+    std::vector<std::shared_ptr<Waiter>> waiting;
+    {
+      std::lock_guard lock(mu_);
+      auto r = ledger_.reserve(who, quota::Clock::now(), tokens);
+      if (r || !r.error().lease_short || !store_) co_return r;
+      last = r.error();
+      for (const quota::LeaseNeed& need : ledger_.lease_needs(who, quota::Clock::now(), tokens)) {
+        if (!need.in_flight) {
+          mine.push_back(need);
+          continue;
+        }
+        // Registered under the same lock as the check: its wake cannot be missed.
+        auto w = std::make_shared<Waiter>(executor);
+        w->timer.expires_after(store_config_.timeout);
+        waiters_.emplace_back(need.ref, w);
+        waiting.push_back(std::move(w));
+      }
+    }
+    for (const quota::LeaseNeed& need : mine) co_await refill(need);
+    for (const auto& w : waiting) (void)co_await w->timer.async_wait(kAsTuple);
+  }
+  last->retry_after = kRetryShortLease;
+  last->lease_short = false;
+  co_return std::unexpected(*last);
+}
+
+Task<void> QuotaBook::refill(quota::LeaseNeed need) {
+  const quota::QuotaLimit& limit = ledger_.limit_at(need.ref);  // limit and period never change
+  store_calls_.fetch_add(1, std::memory_order_relaxed);
+  const auto answer = co_await store_->take(key(need.ref), need.need, need.want, limit.limit(), limit.period());
+  std::lock_guard lock(mu_);
+  const auto now = quota::Clock::now();
+  if (!answer) {
+    ledger_.refill_failed(need.ref);
+    store_failed(now);
+    log_store("down", answer.error());
+  } else if (answer->granted) {
+    ledger_.lease_granted(need.ref, now, answer->units, answer->remaining, answer->reset);
+  } else {
+    ledger_.lease_refused(need.ref, now, answer->wait);
+  }
+  wake(need.ref);
+}
+
+void QuotaBook::store_failed(quota::TimePoint now) {
+  store_failures_.fetch_add(1, std::memory_order_relaxed);
+  breaker_.failed(now);
+  ledger_.set_store_up(false);
+}
+
+void QuotaBook::wake(quota::LimitRef ref) {
+  std::erase_if(waiters_, [&](const auto& entry) {
+    if (!(entry.first == ref)) return false;
+    net::post(entry.second->executor, [w = entry.second] { w->timer.cancel(); });
+    return true;
+  });
+}
+
+void QuotaBook::settle(quota::Reservation& r, quota::TimePoint now, int64_t used_tokens) {
+  std::lock_guard lock(mu_);
+  ledger_.settle(r, now, used_tokens);
+}
+
+void QuotaBook::release(quota::Reservation& r) {
+  std::lock_guard lock(mu_);
+  ledger_.release(r);
+}
+
+quota::RateStatus QuotaBook::status(const quota::Subject& who, quota::TimePoint now) const {
+  std::lock_guard lock(mu_);
+  return ledger_.status(who, now);
+}
+
+std::vector<quota::EntryState> QuotaBook::snapshot(quota::TimePoint now) const {
+  std::lock_guard lock(mu_);
+  return ledger_.snapshot(now);
+}
+
+bool QuotaBook::store_up() const {
+  std::lock_guard lock(mu_);
+  return ledger_.store_up();
+}
+
+void QuotaBook::start() {
+  if (!store_) return;
+  tick_ = std::make_shared<net::steady_timer>(store_executor_);
+  net::co_spawn(store_executor_, maintain(), net::detached);
+}
+
+void QuotaBook::stop() {
+  if (tick_) net::post(tick_->get_executor(), [tick = tick_] { tick->cancel(); });
+}
+
+Task<void> QuotaBook::maintain() {
+  const auto tick = tick_;
+  // Often enough that an idle lease goes back about on time.
+  const auto period = std::max<quota::Duration>(store_config_.lease_idle / 4, std::chrono::milliseconds(50));
+  for (;;) {
+    tick->expires_after(period);
+    if (auto [ec] = co_await tick->async_wait(kAsTuple); ec) co_return;  // stopped
+    std::vector<quota::StoreCharge> charges;
+    bool probe = false;
+    {
+      std::lock_guard lock(mu_);
+      const auto now = quota::Clock::now();
+      if (breaker_.up()) {
+        charges = ledger_.settle_with_store(now, store_config_.lease_idle);
+      } else {
+        probe = breaker_.probe_due(now);
+      }
+    }
+    if (probe) {
+      store_calls_.fetch_add(1, std::memory_order_relaxed);
+      const auto pong = co_await store_->ping();
+      std::lock_guard lock(mu_);
+      if (pong) {
+        breaker_.succeeded();
+        ledger_.set_store_up(true);
+        log_store("up", "reachable again: counts reconcile");
+      } else {
+        store_failed(quota::Clock::now());
+      }
+      continue;
+    }
+    for (std::size_t i = 0; i < charges.size(); ++i) {
+      const quota::QuotaLimit& limit = ledger_.limit_at(charges[i].ref);
+      store_calls_.fetch_add(1, std::memory_order_relaxed);
+      if (co_await store_->adjust(key(charges[i].ref), charges[i].units, limit.limit(), limit.period())) continue;
+      // Kept for the next round: nothing is lost while the store is down.
+      std::lock_guard lock(mu_);
+      for (std::size_t k = i; k < charges.size(); ++k) ledger_.restore(charges[k]);
+      store_failed(quota::Clock::now());
+      log_store("down", "a lease hand-back failed");
+      break;
+    }
+  }
+}
+
+}  // namespace arbiter
