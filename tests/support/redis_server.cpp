@@ -1,0 +1,76 @@
+#include "support/redis_server.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <stdexcept>
+#include <thread>
+
+#include "support/test_clock.hpp"
+
+namespace arbiter::test {
+
+namespace {
+
+// A port the kernel just handed out and took back: free unless another
+// process grabs it in between (redis-server cannot bind port 0 and say).
+uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("no free port");
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+bool accepts(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+RedisServer::RedisServer() : dir_("redis"), port_(free_port()) { start(); }
+
+void RedisServer::start() {
+  child_ = std::make_unique<ChildProcess>(
+      std::vector<std::string>{"/usr/bin/redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", dir_.path()},
+      dir_.file("stdout"), dir_.file("stderr"));
+  const auto deadline = Clock::now() + Millis(10'000);
+  while (!accepts(port_)) {
+    if (child_->poll()) throw std::runtime_error("redis-server exited: " + read_file(dir_.file("stdout")));
+    if (Clock::now() > deadline) throw std::runtime_error("redis-server does not accept connections");
+    std::this_thread::sleep_for(Millis(10));
+  }
+}
+
+void RedisServer::kill() {
+  child_->signal(SIGKILL);
+  (void)child_->wait(Millis(5'000));
+}
+
+void RedisServer::restart() {
+  kill();
+  start();
+}
+
+void RedisServer::pause() { child_->signal(SIGSTOP); }
+void RedisServer::resume() { child_->signal(SIGCONT); }
+
+}  // namespace arbiter::test
