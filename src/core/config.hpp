@@ -184,6 +184,7 @@ struct Config {
   std::vector<TenantConfig> tenants;
   std::vector<quota::TeamConfig> teams;  // quotas shared by a team's tenants
   quota::QuotaStoreConfig quota_store;
+  quota::TrafficBreakerConfig traffic_breaker;
   std::vector<ClassConfig> classes;  // in match order
   std::string default_class;         // when no rule matches
   std::vector<ModelConfig> models;

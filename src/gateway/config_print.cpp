@@ -126,6 +126,7 @@ std::string config_to_yaml(const Config& c) {
     }
   }
   y << "quota_store: {" << write_settings(quota_store_keys(), c.quota_store, ", ") << "}\n";
+  y << "traffic_breaker: {" << write_settings(traffic_breaker_keys(), c.traffic_breaker, ", ") << "}\n";
   y << "classes:\n";
   for (const ClassConfig& cls : c.classes) print_class(y, cls);
   y << "default_class: \"" << c.default_class << "\"\n";

@@ -11,6 +11,7 @@
 
 #include <boost/url/parse.hpp>
 
+#include "core/quota/traffic_breaker.hpp"
 #include "core/tenants.hpp"
 #include "engine/profile.hpp"
 #include "gateway/scheduler_setup.hpp"
@@ -530,7 +531,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   ConfigErrors& errors = r.errors;
   Config c;
   if (!r.map(root, "(top level)", {"listener", "limits", "timeouts", "auth", "tenants", "teams",
-                                    "quota_store", "classes", "default_class", "models", "scheduler", "engine_signals", "log"})) {
+                                    "quota_store", "traffic_breaker", "classes", "default_class", "models", "scheduler", "engine_signals", "log"})) {
     return std::unexpected(errors);
   }
   read_section(listener_keys(), r, root["listener"], "listener", c.listener);
@@ -540,6 +541,8 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   read_tenants(r, root["tenants"], c.tenants);
   read_teams(r, root["teams"], c.teams);
   read_section(quota_store_keys(), r, root["quota_store"], "quota_store", c.quota_store);
+  read_section(traffic_breaker_keys(), r, root["traffic_breaker"], "traffic_breaker", c.traffic_breaker);
+  if (auto why = quota::validate(quota::breaker_settings(c.traffic_breaker))) r.error("traffic_breaker", *why);
   read_classes(r, root["classes"], c.classes, c.inherited_classes);
   r.read(root, "", "default_class", c.default_class);
   read_models(r, root["models"], c.models);

@@ -118,6 +118,14 @@ struct GatewayMetrics {
       "arbiter_quota_reserved_tokens",
       "Tokens reserved in a quota entry by requests that have not ended (settled with usage at the end).",
       {"owner", "quota"});
+  metrics::Family<metrics::Counter>& traffic_transitions = registry.counter(
+      "arbiter_traffic_breaker_transitions_total",
+      "Traffic breaker stage changes by tenant (green, yellow: over throttle_at x quota, orange: over "
+      "degrade_at, degraded; red: over block_at, refused for a back-off).",
+      {"tenant", "from", "to"});
+  metrics::Family<metrics::Gauge>& traffic_stage = registry.gauge(
+      "arbiter_traffic_breaker_stage", "Each tenant's traffic breaker stage: 0 green, 1 yellow, 2 orange, 3 red.",
+      {"tenant"});
   metrics::Gauge& quota_store_up =
       registry.gauge("arbiter_quota_store_up",
                      "1 while the shared quota store (quota_store.redis) answers; 0 while the local stand-in "

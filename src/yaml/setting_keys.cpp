@@ -221,9 +221,31 @@ constexpr SettingKey<Q> kQuotaStoreKeys[] = {
     {"key_prefix", "text", read_text<Q, &Q::key_prefix>, write_text<Q, &Q::key_prefix>},
 };
 
+using TB = quota::TrafficBreakerConfig;
+constexpr SettingKey<TB> kTrafficBreakerKeys[] = {
+    {"enabled", "true or false", read_bool<TB, &TB::enabled>, write_bool<TB, &TB::enabled>},
+    {"throttle_at", "number in [1, 100]", read_number<TB, &TB::throttle_at, 1.0, 100.0>,
+     write_number<TB, &TB::throttle_at>},
+    {"degrade_at", "number in [1, 100]", read_number<TB, &TB::degrade_at, 1.0, 100.0>,
+     write_number<TB, &TB::degrade_at>},
+    {"block_at", "number in [1, 100]", read_number<TB, &TB::block_at, 1.0, 100.0>, write_number<TB, &TB::block_at>},
+    {"window_ms", "milliseconds in [100, 3600000]", read_ms<TB, &TB::window, 100, 3'600'000>,
+     write_ms<TB, &TB::window>},
+    {"hold_ms", "milliseconds in [0, 3600000]", read_ms<TB, &TB::hold, 0, 3'600'000>, write_ms<TB, &TB::hold>},
+    {"base_backoff_ms", "milliseconds in [1, 3600000]", read_ms<TB, &TB::base_backoff, 1, 3'600'000>,
+     write_ms<TB, &TB::base_backoff>},
+    {"max_backoff_ms", "milliseconds in [1, 86400000]", read_ms<TB, &TB::max_backoff, 1, kDayMs>,
+     write_ms<TB, &TB::max_backoff>},
+    {"probe_every", "integer in [1, 10000]", read_integer<TB, &TB::probe_every, 1, 10'000>,
+     write_integer<TB, &TB::probe_every>},
+    {"degrade_max_tokens", "integer in [1, 1000000]", read_integer<TB, &TB::degrade_max_tokens, 1, 1'000'000>,
+     write_integer<TB, &TB::degrade_max_tokens>},
+};
+
 }  // namespace
 
 std::span<const ClassPolicyKey> class_policy_keys() { return kClassKeys; }
+std::span<const SettingKey<quota::TrafficBreakerConfig>> traffic_breaker_keys() { return kTrafficBreakerKeys; }
 std::span<const SettingKey<quota::QuotaStoreConfig>> quota_store_keys() { return kQuotaStoreKeys; }
 std::span<const SchedulerKey> scheduler_keys() { return kSchedulerKeys; }
 std::span<const SettingKey<ListenerConfig>> listener_keys() { return kListenerKeys; }

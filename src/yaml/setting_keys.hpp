@@ -46,6 +46,7 @@ std::span<const SettingKey<AuthConfig>> auth_keys();
 std::span<const SettingKey<EngineSignalsConfig>> engine_signals_keys();
 std::span<const SettingKey<LogConfig>> log_keys();
 std::span<const SettingKey<quota::QuotaStoreConfig>> quota_store_keys();
+std::span<const SettingKey<quota::TrafficBreakerConfig>> traffic_breaker_keys();
 
 // Every key's name, less `except`: the known keys of a mapping.
 template <class Settings>

@@ -184,5 +184,55 @@ TEST(Quota, CancelledAndFailedRequestsLeaveNothingReserved) {
             1'000'000 - 12 * 120);
 }
 
+TEST(Quota, ATenantAskingFarOverItsQuotaIsDegradedThenBlocked) {
+  SimProcess sim({"--profile", "tiny", "--model", "m1"});
+  GatewayConfig config;
+  config.backend_ports = {sim.port()};
+  // 10 requests a second: over 20 in the 1 s window is orange, over 30 red.
+  config.alpha_extra = ", quotas: [{requests_per_minute: 600}]";
+  config.extra = "traffic_breaker: {window_ms: 1000, hold_ms: 200, base_backoff_ms: 2000}\n";
+  GatewayProcess gateway(config.to_yaml());
+
+  const HttpRequest asks_a_lot = gateway_post(
+      "/v1/chat/completions", sim_chat(R"("max_tokens":1000)", "Say hello.", "m1"), kAlphaKey, "chat");
+  // 40 at once (an answer takes a while: asked one after another they
+  // would not be 40 within the window).
+  std::vector<HttpResponse> answers(40);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 40; ++i) {
+    clients.emplace_back([&, i] { answers[i] = http_call(gateway.port(), asks_a_lot, Millis(30'000)); });
+  }
+  for (auto& t : clients) t.join();
+  // The quota (600 at once) admits all 40; the breaker does not.
+  int green = 0, degraded = 0, blocked = 0;
+  for (const HttpResponse& r : answers) {
+    const std::string stage = r.header("x-arbiter-traffic-stage").value_or("green");
+    if (r.status == 429) {
+      ++blocked;
+      EXPECT_EQ(stage, "red");
+      EXPECT_NE(r.body.find("traffic breaker open for tenant alpha"), std::string::npos) << r.body;
+      EXPECT_GE(std::stoi(r.header("retry-after").value_or("0")), 1);
+    } else if (r.header("x-arbiter-degraded")) {
+      ++degraded;
+      EXPECT_EQ(*r.header("x-arbiter-degraded"), "max_tokens=256");
+      EXPECT_LE(r.json().at("usage").at("completion_tokens").as_int64(), 256);
+    } else {
+      ++green;
+    }
+  }
+  // Unless the 40 took over a second to arrive (a very slow machine), the
+  // first 20 are green or yellow, then orange (degraded), and from the
+  // 31st red.
+  EXPECT_GE(green, 20) << degraded << " degraded, " << blocked << " blocked";
+  EXPECT_GT(degraded, 0);
+  EXPECT_GT(blocked, 0);
+  const std::string text = http_get(gateway.port(), "/metrics").body;
+  EXPECT_GE(metric_value(text, "arbiter_traffic_breaker_transitions_total",
+                         {{"tenant", "alpha"}, {"from", "orange"}, {"to", "red"}})
+                .value_or(0),
+            1);
+  EXPECT_NE(gateway.stderr_text().find("\"event\":\"traffic_breaker\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace arbiter::test

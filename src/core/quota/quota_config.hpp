@@ -47,6 +47,19 @@ struct QuotaStoreConfig {
   std::string key_prefix = "arbiter";                 // Redis keys: PREFIX:q:OWNER:INDEX:LIMIT
 };
 
+// traffic_breaker: each tenant's demand (admitted or not) against its
+// quota rate (core/quota/traffic_breaker.hpp); flat for the config tables.
+struct TrafficBreakerConfig {
+  bool enabled = true;
+  double throttle_at = 1.5, degrade_at = 2.0, block_at = 3.0;  // demand / quota
+  std::chrono::milliseconds window{10'000};
+  std::chrono::milliseconds hold{5'000};
+  std::chrono::milliseconds base_backoff{5'000};
+  std::chrono::milliseconds max_backoff{300'000};
+  uint32_t probe_every = 10;
+  int64_t degrade_max_tokens = 256;  // orange: max_tokens capped to this
+};
+
 struct TeamConfig {
   std::string name;
   std::vector<QuotaLimits> quotas;  // shared by every tenant of the team

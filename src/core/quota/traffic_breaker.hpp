@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "core/quota/gcra.hpp"
+#include "core/quota/quota_config.hpp"
 
 namespace arbiter::quota {
 
@@ -57,6 +58,8 @@ struct TrafficBreakerSettings {
 
 // What is wrong with the settings, if anything.
 std::optional<std::string> validate(const TrafficBreakerSettings& s);
+// The config section's (quota_config.hpp) settings.
+TrafficBreakerSettings breaker_settings(const TrafficBreakerConfig& c);
 
 struct TrafficTransition {
   TimePoint at;

@@ -94,6 +94,7 @@ TEST(SettingKeys, EveryFlatSectionIsDocumentedExactly) {
   expect_documented("## `engine_signals`", engine_signals_keys());
   expect_documented("## `log`", log_keys());
   expect_documented("## `quota_store`", quota_store_keys());
+  expect_documented("## `traffic_breaker`", traffic_breaker_keys());
 }
 
 // The list entries read by hand (tenants, models, backends): their known

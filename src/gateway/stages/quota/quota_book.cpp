@@ -40,9 +40,52 @@ QuotaBook::QuotaBook(const Config& config, net::any_io_executor store_executor)
   if (ledger_.shared()) {
     store_ = std::make_unique<RedisQuotaStore>(store_executor, store_config_.redis, store_config_.timeout);
   }
+  add_breakers(config);
 }
 
 QuotaBook::~QuotaBook() { stop(); }
+
+namespace {
+
+// The quota a tenant's breaker measures demand against: its first own entry
+// that covers all its requests, by requests per minute, else tokens.
+std::optional<std::pair<double, bool>> breaker_quota(const TenantConfig& t) {
+  for (const quota::QuotaLimits& q : t.quotas) {
+    if (!q.classes.empty() || !q.models.empty()) continue;
+    if (q.requests_per_minute) return std::pair(*q.requests_per_minute / 60, false);
+    if (q.tokens_per_minute) return std::pair(*q.tokens_per_minute / 60, true);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void QuotaBook::add_breakers(const Config& config) {
+  if (!config.traffic_breaker.enabled) return;
+  const quota::TrafficBreakerSettings settings = quota::breaker_settings(config.traffic_breaker);
+  for (const TenantConfig& t : config.tenants) {
+    if (auto q = breaker_quota(t)) {
+      breakers_.emplace(t.name, Breaker{quota::TrafficBreaker(settings, q->first), q->second});
+    }
+  }
+}
+
+QuotaBook::Traffic QuotaBook::traffic(std::string_view tenant, quota::TimePoint now, int64_t tokens) {
+  Traffic t;
+  const auto it = breakers_.find(std::string(tenant));
+  if (it == breakers_.end()) return t;
+  std::lock_guard lock(mu_);
+  t.verdict = it->second.breaker.on_request(now, it->second.by_tokens ? static_cast<double>(tokens) : 1.0);
+  t.transitions = it->second.breaker.take_transitions();
+  return t;
+}
+
+std::vector<std::pair<std::string, quota::TrafficStage>> QuotaBook::traffic_stages(quota::TimePoint now) {
+  std::vector<std::pair<std::string, quota::TrafficStage>> out;
+  std::lock_guard lock(mu_);
+  for (auto& [tenant, b] : breakers_) out.emplace_back(tenant, b.breaker.stage(now));
+  return out;
+}
 
 std::string QuotaBook::key(quota::LimitRef ref) const {
   // "arbiter:q:tenant alpha:0:tokens_per_minute"; owner and index never change.

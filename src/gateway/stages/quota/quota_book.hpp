@@ -17,6 +17,7 @@
 #include "core/config.hpp"
 #include "core/quota/quota_ledger.hpp"
 #include "core/quota/store_breaker.hpp"
+#include "core/quota/traffic_breaker.hpp"
 #include "gateway/stages/quota/redis_quota_store.hpp"
 
 namespace arbiter {
@@ -39,6 +40,17 @@ class QuotaBook {
   // reserves; a store failure falls back to the local stand-in.
   Task<std::expected<quota::Reservation, quota::Refusal>> reserve(const quota::Subject& who, int64_t tokens);
 
+  // The tenant's traffic breaker (when it has a tenant-wide requests or
+  // tokens per minute quota and traffic_breaker is on): counts this request
+  // as demand and says what to do with it; green without one.
+  struct Traffic {
+    quota::TrafficBreaker::Verdict verdict{quota::TrafficStage::kGreen, true, {}};
+    std::vector<quota::TrafficTransition> transitions;  // to log and count
+  };
+  Traffic traffic(std::string_view tenant, quota::TimePoint now, int64_t tokens);
+  // Each breaker's stage, for /metrics.
+  std::vector<std::pair<std::string, quota::TrafficStage>> traffic_stages(quota::TimePoint now);
+
   void settle(quota::Reservation& r, quota::TimePoint now, int64_t used_tokens);
   void release(quota::Reservation& r);
   quota::RateStatus status(const quota::Subject& who, quota::TimePoint now) const;
@@ -53,6 +65,7 @@ class QuotaBook {
 
  private:
   struct Waiter;
+  void add_breakers(const Config& config);
   Task<void> refill(quota::LeaseNeed need);
   Task<void> maintain();
   void store_failed(quota::TimePoint now);  // under mu_
@@ -67,6 +80,11 @@ class QuotaBook {
   std::unique_ptr<RedisQuotaStore> store_;
   std::vector<std::pair<quota::LimitRef, std::shared_ptr<Waiter>>> waiters_;
   std::shared_ptr<net::steady_timer> tick_;  // the maintenance loop's; null when not running
+  struct Breaker {
+    quota::TrafficBreaker breaker;
+    bool by_tokens;  // demand in tokens (tokens_per_minute), else in requests
+  };
+  std::unordered_map<std::string, Breaker> breakers_;  // by tenant
   std::atomic<uint64_t> store_calls_{0}, store_failures_{0};
 };
 

@@ -2,7 +2,10 @@
 
 namespace arbiter {
 
-void export_quota_state(const QuotaBook& book, GatewayMetrics& metrics) {
+void export_quota_state(QuotaBook& book, GatewayMetrics& metrics) {
+  for (const auto& [tenant, stage] : book.traffic_stages(quota::Clock::now())) {
+    metrics.traffic_stage.with({tenant}).set(static_cast<double>(stage));
+  }
   if (book.shared()) {
     metrics.quota_store_up.set(book.store_up() ? 1 : 0);
     metrics.quota_store_calls.set(book.store_calls());

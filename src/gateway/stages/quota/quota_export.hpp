@@ -1,5 +1,6 @@
 // Copies each quota entry's state into /metrics (remaining, in flight,
-// reserved tokens), at scrape time like the scheduler's gauges.
+// reserved tokens), the store's state and each traffic breaker's stage, at
+// scrape time like the scheduler's gauges.
 #pragma once
 
 #include "gateway/gateway_metrics.hpp"
@@ -7,6 +8,6 @@
 
 namespace arbiter {
 
-void export_quota_state(const QuotaBook& book, GatewayMetrics& metrics);
+void export_quota_state(QuotaBook& book, GatewayMetrics& metrics);
 
 }  // namespace arbiter

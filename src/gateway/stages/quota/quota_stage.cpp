@@ -1,6 +1,7 @@
 #include "gateway/stages/quota/quota_stage.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 #include <fmt/format.h>
 
@@ -61,8 +62,42 @@ quota::Subject QuotaStage::subject(const RequestContext& ctx) const {
           .store_down = ctx.tenant->quota_store_down};
 }
 
+std::optional<ApiError> QuotaStage::traffic(RequestContext& ctx, quota::TimePoint now) {
+  const QuotaBook::Traffic t = book_.traffic(ctx.tenant->name, now, ctx.parsed.info.cost_estimate());
+  for (const quota::TrafficTransition& change : t.transitions) {
+    const std::string from(quota::stage_name(change.from)), to(quota::stage_name(change.to));
+    metrics_.traffic_transitions.with({ctx.tenant->name, from, to}).inc();
+    std::fprintf(stderr,
+                 "{\"level\":\"warn\",\"event\":\"traffic_breaker\",\"tenant\":\"%s\",\"from\":\"%s\","
+                 "\"to\":\"%s\",\"demand_ratio\":%.3f,\"backoff_s\":%.3f}\n",
+                 ctx.tenant->name.c_str(), from.c_str(), to.c_str(), change.demand_ratio,
+                 std::chrono::duration<double>(change.backoff).count());
+  }
+  const quota::TrafficStage stage = t.verdict.stage;
+  if (stage == quota::TrafficStage::kGreen) return std::nullopt;
+  ctx.response_headers.emplace_back("x-arbiter-traffic-stage", quota::stage_name(stage));
+  if (!t.verdict.admit) {
+    metrics_.quota_refused.with({ctx.tenant->name, "traffic_breaker"}).inc();
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(t.verdict.retry_after);
+    return ApiError{ErrorCode::kRateLimited,
+                    fmt::format("traffic breaker open for tenant {}: it asks for over {}x its quota; retry after "
+                                "{:.3f} s",
+                                ctx.tenant->name, config_.traffic_breaker.block_at,
+                                std::chrono::duration<double>(wait).count()),
+                    std::nullopt, wait};
+  }
+  // Orange and the probes of a half-open red: degraded, not refused.
+  if (stage >= quota::TrafficStage::kOrange &&
+      apply_max_tokens_cap(ctx.parsed, config_.traffic_breaker.degrade_max_tokens)) {
+    ctx.response_headers.emplace_back("x-arbiter-degraded",
+                                      fmt::format("max_tokens={}", config_.traffic_breaker.degrade_max_tokens));
+  }
+  return std::nullopt;
+}
+
 Verdict QuotaStage::admit(RequestContext& ctx) {
   if (!ctx.tenant || !book_.limits(ctx.tenant->name)) return Verdict::go();
+  if (auto refused = traffic(ctx, quota::Clock::now())) return Verdict::refuse(std::move(*refused));
   auto reserved = book_.try_reserve(subject(ctx), quota::Clock::now(), ctx.parsed.info.cost_estimate());
   if (!reserved && reserved.error().lease_short) return Verdict::wait();  // a lease refill from the store
   if (auto refused = decide(ctx, std::move(reserved))) return Verdict::refuse(std::move(*refused));

@@ -4,7 +4,10 @@
 // quota entry covering the request, or refuses it: 429 with a Retry-After
 // from the bucket, or 400 when the request alone is over a limit. The
 // x-ratelimit-* headers (OpenAI's names) go on every answer to a tenant
-// with quotas. QuotaObserver settles the reservation when the request ends.
+// with quotas. Before the quota, the tenant's traffic breaker: over
+// traffic_breaker.degrade_at x its quota requests are degraded (max_tokens
+// capped), over block_at refused for a back-off. QuotaObserver settles the
+// reservation when the request ends.
 #pragma once
 
 #include "gateway/gateway_metrics.hpp"
@@ -25,6 +28,9 @@ class QuotaStage final : public AdmissionStage {
 
  private:
   quota::Subject subject(const RequestContext& ctx) const;
+  // The traffic breaker: its stage's header, a refusal in red, and in
+  // orange max_tokens capped (traffic_breaker.degrade_max_tokens).
+  std::optional<ApiError> traffic(RequestContext& ctx, quota::TimePoint now);
   // Headers, metrics, and the permit or the refusal.
   std::optional<ApiError> decide(RequestContext& ctx, std::expected<quota::Reservation, quota::Refusal> reserved);
 
