@@ -6,7 +6,7 @@
 // single-threaded: the caller passes the time and serialises calls.
 //
 // Memory: one bucket of 48 bytes per (hour, tenant, model, class) that had
-// a request, plus ~80 bytes per hour. 1,000 tenants each busy on two
+// a request, plus a few dozen bytes per hour. 1,000 tenants each busy on two
 // (model, class) pairs every hour of 31 days: 1,000 x 2 x 744 x 48 B = 71 MB;
 // idle hours and pairs cost nothing.
 #pragma once
@@ -89,6 +89,7 @@ class UsageLedger {
     uint64_t key;  // UsageKey packed: tenant << 32 | model << 16 | class
     UsageTotals totals;
   };
+  static_assert(sizeof(Bucket) == 48, "the memory figure above and in docs/usage.md");
   struct Hour {
     int64_t index;                // hours since the epoch
     std::vector<Bucket> buckets;  // by key
