@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/pricing.hpp"
 #include "core/quota/quota_config.hpp"
 #include "core/request.hpp"
 #include "core/scheduler_config.hpp"
@@ -147,6 +148,9 @@ struct ModelConfig {
   // After loading: its backends' `lend` (the model's other pools borrow
   // its idle slots).
   bool lends = false;
+  // After loading: the model's entry of `prices` (every pool of the model
+  // has it), or none: its requests cost nothing.
+  std::optional<ModelPrice> price;
   // The pool's name in metrics: the model's, with its classes when it has
   // them ("m1/completion").
   std::string pool_name() const;

@@ -33,9 +33,18 @@ void reduce(json::object& body, std::string_view key, int64_t used, int64_t floo
 }
 
 json::object usage_object(const Usage& u) {
-  return json::object{{"prompt_tokens", u.prompt_tokens},
-                      {"completion_tokens", u.completion_tokens},
-                      {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  json::object o{{"prompt_tokens", u.prompt_tokens},
+                 {"completion_tokens", u.completion_tokens},
+                 {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  if (u.cached_tokens > 0) o["prompt_tokens_details"] = json::object{{"cached_tokens", u.cached_tokens}};
+  return o;
+}
+
+// usage.prompt_tokens_details.cached_tokens, at most `prompt`; 0 when absent.
+int64_t cached_or_zero(const json::object& usage, int64_t prompt) {
+  const auto* details = usage.if_contains("prompt_tokens_details");
+  if (!details || !details->is_object()) return 0;
+  return std::clamp<int64_t>(int_or(details->get_object(), "cached_tokens", 0), 0, prompt);
 }
 
 }  // namespace
@@ -149,8 +158,10 @@ EventResult track_event(std::string_view event, Route route, Checkpoint& checkpo
   if (auto* usage = chunk.if_contains("usage"); usage && usage->is_object()) {
     const json::object& u = usage->get_object();
     const int64_t before = checkpoint.tokens_before_run;
-    Usage fixed{.prompt_tokens = std::max<int64_t>(int_or(u, "prompt_tokens", 0) - before, 0),
-                .completion_tokens = int_or(u, "completion_tokens", 0) + before};
+    const int64_t prompt = std::max<int64_t>(int_or(u, "prompt_tokens", 0) - before, 0);
+    Usage fixed{.prompt_tokens = prompt,
+                .completion_tokens = int_or(u, "completion_tokens", 0) + before,
+                .cached_tokens = cached_or_zero(u, prompt)};
     checkpoint.usage = fixed;
     if (before > 0) {
       *usage = usage_object(fixed);

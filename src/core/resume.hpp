@@ -32,9 +32,13 @@ enum class ResumeMethod {
 // string cannot be stitched together: kNone.
 ResumeMethod resume_method(const ParsedRequest& request, bool chat_continuation_supported);
 
+// The engine's token counts of one answer (OpenAI's `usage`).
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  // Of prompt_tokens, those the engine served from its prefix cache
+  // (usage.prompt_tokens_details.cached_tokens); 0 when it does not say.
+  int64_t cached_tokens = 0;
 };
 
 // What the client has been given so far, over every run of one request.

@@ -5,21 +5,55 @@
 namespace arbiter {
 namespace {
 
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Where the value of `"key":` inside `object` starts (spaces skipped), or
+// npos when the key is absent. Keys are matched with their quotes and
+// colon, so "prompt_tokens" does not match inside "prompt_tokens_details".
+std::size_t value_at(std::string_view object, std::string_view quoted_key) {
+  const std::size_t at = object.find(quoted_key);
+  if (at == std::string_view::npos) return at;
+  std::size_t i = at + quoted_key.size();
+  while (i < object.size() && is_space(object[i])) ++i;
+  return i;
+}
+
+// The JSON object starting at `begin` of `text` (braces balanced: usage
+// holds numbers and nested *_details objects, no strings with braces in
+// them); empty when there is none or it is cut.
+std::string_view object_at(std::string_view text, std::size_t begin) {
+  if (begin >= text.size() || text[begin] != '{') return {};
+  int depth = 0;
+  for (std::size_t end = begin; end < text.size(); ++end) {
+    if (text[end] == '{') ++depth;
+    if (text[end] == '}' && --depth == 0) return text.substr(begin, end + 1 - begin);
+  }
+  return {};
+}
+
 // The non-negative integer value of `"key":` inside `object` (the text of
 // one JSON object, nested objects included); nullopt when absent or not a
-// plain integer. Keys are matched with their quotes and colon, so
-// "prompt_tokens" does not match inside "prompt_tokens_details".
+// plain integer.
 std::optional<int64_t> integer_field(std::string_view object, std::string_view quoted_key) {
-  const std::size_t at = object.find(quoted_key);
-  if (at == std::string_view::npos) return std::nullopt;
-  std::size_t i = at + quoted_key.size();
-  while (i < object.size() && (object[i] == ' ' || object[i] == '\t' || object[i] == '\n')) ++i;
+  const std::size_t i = value_at(object, quoted_key);
+  if (i == std::string_view::npos) return std::nullopt;
   int64_t value = -1;
   const auto [end, ec] = std::from_chars(object.data() + i, object.data() + object.size(), value);
   if (ec != std::errc{} || value < 0) return std::nullopt;
   const char next = end < object.data() + object.size() ? *end : '\0';
-  if (next != ',' && next != '}' && next != ' ' && next != '\n') return std::nullopt;  // 1.5, 1e3
+  if (next != ',' && next != '}' && !is_space(next)) return std::nullopt;  // 1.5, 1e3
   return value;
+}
+
+// usage.prompt_tokens_details.cached_tokens; 0 when the engine does not
+// report it (vLLM only with --enable-prompt-tokens-details) or it is not a
+// plain integer no larger than the prompt.
+int64_t cached_tokens(std::string_view usage, int64_t prompt_tokens) {
+  const std::size_t at = value_at(usage, "\"prompt_tokens_details\":");
+  if (at == std::string_view::npos) return 0;
+  const std::string_view details = object_at(usage, at);  // empty for null
+  const auto cached = integer_field(details, "\"cached_tokens\":");
+  return cached && *cached <= prompt_tokens ? *cached : 0;
 }
 
 }  // namespace
@@ -32,21 +66,13 @@ std::optional<Usage> find_usage(std::string_view body) {
   if (at == std::string_view::npos) return std::nullopt;
   std::size_t begin = at + kKey.size();
   while (begin < body.size() && body[begin] == ' ') ++begin;
-  if (begin >= body.size() || body[begin] != '{') return std::nullopt;
-  // The object's end: braces balance (usage holds numbers and nested
-  // *_details objects, no strings with braces in them).
-  int depth = 0;
-  std::size_t end = begin;
-  for (; end < body.size(); ++end) {
-    if (body[end] == '{') ++depth;
-    if (body[end] == '}' && --depth == 0) break;
-  }
-  if (end == body.size()) return std::nullopt;
-  const std::string_view object = body.substr(begin, end + 1 - begin);
+  const std::string_view object = object_at(body, begin);
+  if (object.empty()) return std::nullopt;
   const auto prompt = integer_field(object, "\"prompt_tokens\":");
   const auto completion = integer_field(object, "\"completion_tokens\":");
   if (!prompt || !completion) return std::nullopt;
-  return Usage{.prompt_tokens = *prompt, .completion_tokens = *completion};
+  return Usage{.prompt_tokens = *prompt, .completion_tokens = *completion,
+               .cached_tokens = cached_tokens(object, *prompt)};
 }
 
 }  // namespace arbiter

@@ -1,6 +1,6 @@
 // The `usage` object of a whole OpenAI response (chat.completion,
 // text_completion): how many tokens a request really cost, for fairness
-// charges and the per-tenant token metrics.
+// charges, the token metrics and the usage ledger.
 #pragma once
 
 #include <optional>
@@ -11,10 +11,11 @@
 namespace arbiter {
 
 // The last top-level-looking `"usage":{...}` of `body` with its
-// prompt_tokens and completion_tokens; nullopt when there is none or it is
-// malformed. Searches from the end (engines put usage last) and reads only
-// that object's two integers: O(size), no allocation. A `"usage":` inside a
-// generated string cannot match: JSON escapes its quotes.
+// prompt_tokens, completion_tokens and prompt_tokens_details.cached_tokens
+// (0 when absent); nullopt when there is none or it is malformed. Searches
+// from the end (engines put usage last) and reads only that object's
+// integers: O(size), no allocation. A `"usage":` inside a generated string
+// cannot match: JSON escapes its quotes.
 std::optional<Usage> find_usage(std::string_view body);
 
 }  // namespace arbiter

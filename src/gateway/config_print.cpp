@@ -3,6 +3,7 @@
 #include "yaml/setting_keys.hpp"
 #include "yaml/yaml_reader.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <sstream>
 
@@ -70,6 +71,21 @@ void print_backend(std::ostringstream& y, const BackendConfig& b) {
   // Where the engine's key comes from, never the key.
   if (!b.api_key_env.empty()) y << "        api_key_env: \"" << b.api_key_env << "\"\n";
   if (!b.api_key_file.empty()) y << "        api_key_file: \"" << b.api_key_file << "\"\n";
+}
+
+// Each priced model's price once, however many pools serve the model.
+void print_prices(std::ostringstream& y, const std::vector<ModelConfig>& models) {
+  std::vector<std::string_view> printed;
+  for (const ModelConfig& m : models) {
+    if (!m.price || std::ranges::find(printed, m.name) != printed.end()) continue;
+    if (printed.empty()) y << "prices:\n";
+    printed.push_back(m.name);
+    const ModelPrice& p = *m.price;
+    y << "  - {model: \"" << p.model << "\", input_per_million: " << num(p.input_per_million)
+      << ", output_per_million: " << num(p.output_per_million);
+    if (p.cached_input_per_million) y << ", cached_input_per_million: " << num(*p.cached_input_per_million);
+    y << ", per_gpu_second: " << num(p.per_gpu_second) << "}\n";
+  }
 }
 
 }  // namespace
@@ -143,6 +159,7 @@ std::string config_to_yaml(const Config& c) {
       for (const BackendConfig& b : c.models[j].backends) print_backend(y, b);
     }
   }
+  print_prices(y, c.models);
   y << "scheduler: {" << write_settings(scheduler_keys(), c.scheduler, ", ") << "}\n";
   y << "engine_signals: {" << write_settings(engine_signals_keys(), c.engine_signals, ", ") << "}\n"
     << "log: {" << write_settings(log_keys(), c.log, ", ") << "}\n";

@@ -346,6 +346,31 @@ void read_models(Reader& r, const YAML::Node& n, std::vector<ModelConfig>& out) 
   }
 }
 
+// `prices`: one entry per priced model (docs/configuration.md), each
+// setting at least one price.
+void read_prices(Reader& r, const YAML::Node& n, std::vector<ModelPrice>& out) {
+  if (!n || !r.sequence(n, "prices")) return;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const auto path = Reader::index("prices", i);
+    if (!r.map(n[i], path, keys_of(kPriceKeys))) continue;
+    ModelPrice p;
+    r.read(n[i], path, "model", p.model, /*required=*/true);
+    constexpr double kMax = 1e12;
+    r.read_double(n[i], path, "input_per_million", p.input_per_million, 0, kMax);
+    r.read_double(n[i], path, "output_per_million", p.output_per_million, 0, kMax);
+    if (n[i]["cached_input_per_million"]) {
+      p.cached_input_per_million.emplace();
+      r.read_double(n[i], path, "cached_input_per_million", *p.cached_input_per_million, 0, kMax);
+    }
+    r.read_double(n[i], path, "per_gpu_second", p.per_gpu_second, 0, kMax);
+    const auto sets = [&](std::string_view key) { return static_cast<bool>(n[i][std::string(key)]); };
+    if (std::none_of(std::begin(kPriceKeys) + 1, std::end(kPriceKeys), sets)) {  // all but `model`
+      r.error(path, "sets no price (input_per_million, output_per_million, cached_input_per_million or per_gpu_second)");
+    }
+    out.push_back(std::move(p));
+  }
+}
+
 template <class T, class NameOf>
 void check_unique(Reader& r, const std::vector<T>& items, const std::string& list, NameOf name_of) {
   std::set<std::string> seen;
@@ -406,6 +431,21 @@ void check_quota_store(Reader& r, const quota::QuotaStoreConfig& store) {
   const bool ok = colon != std::string::npos && colon > 0 &&
                   std::from_chars(store.redis.data() + colon + 1, end, port).ptr == end && port > 0 && port < 65536;
   if (!ok) r.error("quota_store.redis", "must be host:port, e.g. 127.0.0.1:6379");
+}
+
+// Each price names a configured model, once.
+void check_prices(Reader& r, const Config& c, const std::vector<ModelPrice>& prices) {
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < prices.size(); ++i) {
+    const std::string& name = prices[i].model;
+    const auto path = Reader::index("prices", i) + ".model";
+    if (name.empty()) continue;  // already an error: required
+    if (std::none_of(c.models.begin(), c.models.end(), [&](auto& m) { return m.name == name; })) {
+      r.error(path, "names no model: '" + name + "'");
+    } else if (!seen.insert(name).second) {
+      r.error(path, "model '" + name + "' is priced twice");
+    }
+  }
 }
 
 void check_references(Reader& r, Config& c) {
@@ -531,7 +571,8 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   ConfigErrors& errors = r.errors;
   Config c;
   if (!r.map(root, "(top level)", {"listener", "limits", "timeouts", "auth", "tenants", "teams",
-                                    "quota_store", "traffic_breaker", "classes", "default_class", "models", "scheduler", "engine_signals", "log"})) {
+                                    "quota_store", "traffic_breaker", "classes", "default_class", "models", "prices",
+                                    "scheduler", "engine_signals", "log"})) {
     return std::unexpected(errors);
   }
   read_section(listener_keys(), r, root["listener"], "listener", c.listener);
@@ -546,11 +587,19 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   read_classes(r, root["classes"], c.classes, c.inherited_classes);
   r.read(root, "", "default_class", c.default_class);
   read_models(r, root["models"], c.models);
+  std::vector<ModelPrice> prices;
+  read_prices(r, root["prices"], prices);
   read_section(scheduler_keys(), r, root["scheduler"], "scheduler", c.scheduler);
   read_section(engine_signals_keys(), r, root["engine_signals"], "engine_signals", c.engine_signals);
   read_section(log_keys(), r, root["log"], "log", c.log);
   check_references(r, c);
+  check_prices(r, c, prices);
   if (errors.empty()) split_class_pools(c);
+  for (ModelConfig& m : c.models) {
+    for (const ModelPrice& p : prices) {
+      if (p.model == m.name) m.price = p;
+    }
+  }
   // Whole-config rules of the scheduler (e.g. min_shares adding up to more
   // than the pool) once the parts are valid on their own.
   if (errors.empty()) {

@@ -20,6 +20,8 @@ inline constexpr std::string_view kTeamKeys[] = {"name", "quotas"};
 inline constexpr std::string_view kQuotaKeys[] = {"requests_per_minute", "tokens_per_minute", "tokens_per_day",
                                                    "max_concurrent", "classes", "models"};
 inline constexpr std::string_view kModelKeys[] = {"name", "backends"};
+inline constexpr std::string_view kPriceKeys[] = {"model", "input_per_million", "output_per_million",
+                                                   "cached_input_per_million", "per_gpu_second"};
 inline constexpr std::string_view kBackendKeys[] = {
     "name", "type", "url", "profile", "max_num_seqs", "max_concurrency", "priority_scheduling",
     "continue_final_message", "engine", "prefill_tokens_per_s", "prefix_cache_tokens", "classes", "lend",

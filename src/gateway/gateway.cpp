@@ -6,6 +6,7 @@
 #include "gateway/dispatch/dispatch_stage.hpp"
 #include "gateway/observers/access_log/access_log_observer.hpp"
 #include "gateway/observers/metrics/request_metrics.hpp"
+#include "gateway/observers/usage/usage_observer.hpp"
 #include "gateway/relay/upstream_relay.hpp"
 #include "gateway/request_id.hpp"
 #include "gateway/scheduler_setup.hpp"
@@ -29,6 +30,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
     : config_(std::move(config)),
       tenants_(config_.tenants, config_.auth.enabled),
       quotas_(config_, timer_executor),
+      usage_(config_),
       classifier_(config_.classes, config_.default_class) {
   for (std::size_t i = 0; i < config_.models.size(); ++i) {
     pools_.push_back(std::make_unique<ModelPool>(config_.models[i], io_threads));
@@ -46,7 +48,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
   dispatcher_->start();
   if (config_.engine_signals.enabled) start_monitor(timer_executor);
   quotas_.start();
-  admin_ = std::make_unique<AdminRoutes>(config_, tenants_, metrics_, [this] { refresh_metrics(); });
+  admin_ = std::make_unique<AdminRoutes>(config_, tenants_, metrics_, usage_, [this] { refresh_metrics(); });
   assemble_pipeline();
 }
 
@@ -70,6 +72,7 @@ void Gateway::assemble_pipeline() {
   pipeline_.add_observer(std::make_unique<RequestMetrics>(config_, metrics_));
   pipeline_.add_observer(std::make_unique<AccessLogObserver>(config_.log.access_log));
   pipeline_.add_observer(std::make_unique<QuotaObserver>());
+  pipeline_.add_observer(std::make_unique<UsageObserver>(config_, usage_));
 }
 
 void Gateway::start_monitor(net::any_io_executor executor) {

@@ -19,6 +19,7 @@
 #include "gateway/dispatch/dispatcher.hpp"
 #include "gateway/gateway_metrics.hpp"
 #include "gateway/model_pool.hpp"
+#include "gateway/observers/usage/usage_book.hpp"
 #include "gateway/pipeline/pipeline.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
 #include "http/server.hpp"
@@ -49,6 +50,7 @@ class Gateway {
   const Config config_;
   TenantDirectory tenants_;
   QuotaBook quotas_;  // tenant and team quotas (in-process)
+  UsageBook usage_;   // usage per tenant, model and class by the hour (/admin/usage)
   Classifier classifier_;
   GatewayMetrics metrics_;
   std::vector<std::unique_ptr<ModelPool>> pools_;  // in config order (= PoolId)

@@ -51,8 +51,17 @@ struct GatewayMetrics {
       "arbiter_tokens_total",
       "Tokens the engines reported in answers' usage (whole answers; streams and whole answers "
       "of resumable requests, over all runs), by model, class, tenant and kind (prompt, "
-      "completion): cost allocation per team.",
+      "completion, cached: the part of prompt served from the engine's prefix cache).",
       {"model", "class", "tenant", "kind"});
+  metrics::Family<metrics::Counter>& team_tokens = registry.counter(
+      "arbiter_team_tokens_total",
+      "arbiter_tokens_total by team (tenants[].team) and model instead: prompt, completion, cached "
+      "(part of prompt).",
+      {"team", "model", "kind"});
+  metrics::Family<metrics::RealCounter>& cost = registry.real_counter(
+      "arbiter_cost_total",
+      "What requests cost at their model's prices (config: prices; docs/usage.md), by team and model.",
+      {"team", "model"});
   metrics::Family<metrics::Counter>& queue_waits = registry.counter(
       "arbiter_queue_waits_total",
       "Requests that waited in the gateway's queue, by what they waited for: capacity (every "

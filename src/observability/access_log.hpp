@@ -12,6 +12,7 @@ struct AccessRecord {
   std::chrono::system_clock::time_point ts;  // when the request arrived
   std::string request_id;
   std::string tenant;
+  std::string team;      // the tenant's team (cost allocation)
   std::string cls;       // request class
   std::string model;
   std::string backend;   // empty when none was chosen
@@ -25,6 +26,9 @@ struct AccessRecord {
   uint32_t preemptions = 0;  // times preempted and resumed
   int64_t prompt_tokens = -1;      // from the engine's usage; -1 when the answer had none
   int64_t completion_tokens = -1;  // likewise
+  int64_t cached_tokens = 0;       // of prompt_tokens, served from the engine's prefix cache
+  double engine_ms = -1;   // time it held an engine (all runs); -1 if never dispatched
+  double cost = -1;        // at its model's prices (docs/usage.md); -1 when unpriced or never dispatched
   double upstream_ms = -1; // upstream response header latency; -1 if none
   double ttfb_ms = -1;     // first body byte to the client; -1 if none
   double duration_ms = 0;

@@ -98,14 +98,24 @@ void Family<Counter>::render(std::string& out) const {
   }
 }
 
-template <>
-void Family<Gauge>::render(std::string& out) const {
+// One real number per child: gauges and real counters alike.
+template <class Metric>
+void Family<Metric>::render_values(std::string& out) const {
   render_header(out);
   std::lock_guard lock(mu_);
-  for (const auto& [values, g] : children_) {
-    fmt::format_to(std::back_inserter(out), "{}{} {}\n", name_, label_block(values),
-                   format_number(g->value()));
+  for (const auto& [values, m] : children_) {
+    fmt::format_to(std::back_inserter(out), "{}{} {}\n", name_, label_block(values), format_number(m->value()));
   }
+}
+
+template <>
+void Family<Gauge>::render(std::string& out) const {
+  render_values(out);
+}
+
+template <>
+void Family<RealCounter>::render(std::string& out) const {
+  render_values(out);
 }
 
 template <>
@@ -127,31 +137,21 @@ void Family<Histogram>::render(std::string& out) const {
   }
 }
 
-Family<Counter>& Registry::counter(std::string name, std::string help,
-                                   std::vector<std::string> labels) {
-  auto f = std::make_unique<Family<Counter>>(std::move(name), std::move(help), std::move(labels),
-                                             Kind::kCounter);
-  auto& ref = *f;
-  families_.push_back(std::move(f));
-  return ref;
+Family<Counter>& Registry::counter(std::string name, std::string help, std::vector<std::string> labels) {
+  return add<Counter>(std::move(name), std::move(help), std::move(labels), Kind::kCounter);
+}
+
+Family<RealCounter>& Registry::real_counter(std::string name, std::string help, std::vector<std::string> labels) {
+  return add<RealCounter>(std::move(name), std::move(help), std::move(labels), Kind::kCounter);
 }
 
 Family<Gauge>& Registry::gauge(std::string name, std::string help, std::vector<std::string> labels) {
-  auto f = std::make_unique<Family<Gauge>>(std::move(name), std::move(help), std::move(labels),
-                                           Kind::kGauge);
-  auto& ref = *f;
-  families_.push_back(std::move(f));
-  return ref;
+  return add<Gauge>(std::move(name), std::move(help), std::move(labels), Kind::kGauge);
 }
 
-Family<Histogram>& Registry::histogram(std::string name, std::string help,
-                                       std::vector<std::string> labels,
+Family<Histogram>& Registry::histogram(std::string name, std::string help, std::vector<std::string> labels,
                                        const std::vector<double>& bounds) {
-  auto f = std::make_unique<Family<Histogram>>(std::move(name), std::move(help), std::move(labels),
-                                               Kind::kHistogram, bounds);
-  auto& ref = *f;
-  families_.push_back(std::move(f));
-  return ref;
+  return add<Histogram>(std::move(name), std::move(help), std::move(labels), Kind::kHistogram, bounds);
 }
 
 std::string Registry::render() const {

@@ -29,6 +29,16 @@ class Counter {
   std::atomic<uint64_t> value_{0};
 };
 
+// A counter of a quantity with fractions (a cost): only ever added to.
+class RealCounter {
+ public:
+  void add(double v) { value_.fetch_add(v, std::memory_order_relaxed); }
+  double value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> value_{0};
+};
+
 class Gauge {
  public:
   void set(double v) { value_.store(v, std::memory_order_relaxed); }
@@ -114,6 +124,8 @@ class Family final : public FamilyBase {
   void render(std::string& out) const override;
 
  private:
+  void render_values(std::string& out) const;  // Gauge, RealCounter: one number each
+
   mutable std::mutex mu_;
   std::map<std::vector<std::string>, std::unique_ptr<Metric>> children_;  // by labels: render order
   std::unordered_map<std::string, Metric*> index_;  // with(): label key -> child
@@ -123,12 +135,23 @@ class Family final : public FamilyBase {
 class Registry {
  public:
   Family<Counter>& counter(std::string name, std::string help, std::vector<std::string> labels);
+  Family<RealCounter>& real_counter(std::string name, std::string help, std::vector<std::string> labels);
   Family<Gauge>& gauge(std::string name, std::string help, std::vector<std::string> labels);
   Family<Histogram>& histogram(std::string name, std::string help, std::vector<std::string> labels,
                                const std::vector<double>& bounds = latency_buckets());
   std::string render() const;
 
  private:
+  template <class Metric, class... Args>
+  Family<Metric>& add(std::string name, std::string help, std::vector<std::string> labels, Kind kind,
+                      Args... metric_args) {
+    auto f = std::make_unique<Family<Metric>>(std::move(name), std::move(help), std::move(labels), kind,
+                                              metric_args...);
+    auto& ref = *f;
+    families_.push_back(std::move(f));
+    return ref;
+  }
+
   std::vector<std::unique_ptr<FamilyBase>> families_;  // in registration order
 };
 

@@ -1,9 +1,11 @@
 #include "gateway/admin/admin_routes.hpp"
 
+#include <chrono>
 #include <unordered_set>
 
 #include <boost/json.hpp>
 
+#include "gateway/admin/usage_report.hpp"
 #include "gateway/error_response.hpp"
 
 namespace arbiter {
@@ -26,11 +28,12 @@ Task<void> send_json(ClientConnection& conn, const Headers& headers, http::statu
 }  // namespace
 
 AdminRoutes::AdminRoutes(const Config& config, const TenantDirectory& tenants, GatewayMetrics& metrics,
-                         std::function<void()> refresh)
-    : config_(config), tenants_(tenants), metrics_(metrics), refresh_(std::move(refresh)) {}
+                         const UsageBook& usage, std::function<void()> refresh)
+    : config_(config), tenants_(tenants), metrics_(metrics), usage_(usage), refresh_(std::move(refresh)) {}
 
 bool AdminRoutes::serves(std::string_view path) {
-  return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/v1/models";
+  return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/admin/usage" ||
+         path == "/v1/models";
 }
 
 Task<void> AdminRoutes::handle(std::string_view path, HttpRequest& req, ClientConnection& conn,
@@ -47,12 +50,31 @@ Task<void> AdminRoutes::handle(std::string_view path, HttpRequest& req, ClientCo
     refresh_();
     std::string text = metrics_.registry.render();
     co_await send_json(conn, headers, http::status::ok, std::move(text), kPrometheusContentType);
+  } else if (path == "/admin/usage") {
+    co_await usage_report(req, conn, headers);
   } else if (auto tenant = tenants_.authenticate(req["authorization"]); !tenant) {  // /v1/models
     co_await send_error(conn, tenant.error(), headers);
   } else {
     std::string body = models_body();
     co_await send_json(conn, headers, http::status::ok, std::move(body));
   }
+}
+
+Task<void> AdminRoutes::usage_report(HttpRequest& req, ClientConnection& conn, const Headers& headers) {
+  const std::string_view target = req.target();
+  const std::size_t mark = target.find('?');
+  const std::string_view query_text = mark == std::string_view::npos ? std::string_view() : target.substr(mark + 1);
+  const auto query = parse_usage_query(query_text, std::chrono::system_clock::now());
+  if (!query) {
+    const ApiError err{ErrorCode::kInvalidRequest, query.error(), {}, {}};
+    co_await send_error(conn, err, headers);
+    co_return;
+  }
+  const std::vector<usage::ReportRow> rows = usage_.report(query->from, query->to, query->group_by);
+  const bool csv = query->format == UsageQuery::Format::kCsv;
+  std::string body = csv ? usage_csv(*query, rows) : usage_json(*query, rows);
+  const std::string_view type = csv ? "text/csv; charset=utf-8" : "application/json";
+  co_await send_json(conn, headers, http::status::ok, std::move(body), type);
 }
 
 std::string AdminRoutes::models_body() const {

@@ -1,7 +1,8 @@
 // The gateway's own endpoints, apart from the inference routes: GET
 // /healthz (alive), /readyz (listener up and not draining), /metrics
-// (Prometheus text, the scheduler's and monitor's state copied in first)
-// and /v1/models (authenticated like inference).
+// (Prometheus text, the scheduler's and monitor's state copied in first),
+// /admin/usage (the usage report, docs/usage.md) and /v1/models
+// (authenticated like inference).
 #pragma once
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include "core/config.hpp"
 #include "core/tenants.hpp"
 #include "gateway/gateway_metrics.hpp"
+#include "gateway/observers/usage/usage_book.hpp"
 #include "http/client_connection.hpp"
 #include "http/server.hpp"
 
@@ -21,7 +23,7 @@ class AdminRoutes {
  public:
   // `refresh`: copies live state into `metrics` before /metrics renders it.
   AdminRoutes(const Config& config, const TenantDirectory& tenants, GatewayMetrics& metrics,
-              std::function<void()> refresh);
+              const UsageBook& usage, std::function<void()> refresh);
 
   // Whether `path` is one of these routes for GET.
   static bool serves(std::string_view path);
@@ -33,10 +35,14 @@ class AdminRoutes {
 
  private:
   std::string models_body() const;
+  // GET /admin/usage: the report for the target's query, or 400.
+  Task<void> usage_report(HttpRequest& req, ClientConnection& conn,
+                          const std::vector<std::pair<std::string, std::string>>& headers);
 
   const Config& config_;
   const TenantDirectory& tenants_;
   GatewayMetrics& metrics_;
+  const UsageBook& usage_;
   std::function<void()> refresh_;
   std::atomic<bool> ready_{false};
 };

@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "core/pricing.hpp"
 #include "gateway/scheduler_setup.hpp"
 
 namespace arbiter {
@@ -32,16 +33,24 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
     co_return;
   }
   ctx.dispatch_queue_ms = ctx.rec.queue_ms;  // observed after the response: not on its path
+  ctx.rec.engine_ms = 0;
   ctx.outcome = co_await run_upstream(ctx, *slot);
   // Fairness and shares are charged with what the request really cost:
   // the engine's usage, or for a resumable stream without it the tokens
   // counted from its events (prompt still estimated).
+  const Usage usage = ctx.outcome.usage.value_or(Usage{});
   if (ctx.outcome.usage) {
-    slot->set_actual_tokens(ctx.outcome.usage->prompt_tokens + ctx.outcome.usage->completion_tokens);
-    ctx.rec.prompt_tokens = ctx.outcome.usage->prompt_tokens;
-    ctx.rec.completion_tokens = ctx.outcome.usage->completion_tokens;
+    slot->set_actual_tokens(usage.prompt_tokens + usage.completion_tokens);
+    ctx.rec.prompt_tokens = usage.prompt_tokens;
+    ctx.rec.completion_tokens = usage.completion_tokens;
+    ctx.rec.cached_tokens = usage.cached_tokens;
   } else if (ctx.outcome.generated >= 0) {
     slot->set_actual_tokens(info.prompt_tokens_estimate + ctx.outcome.generated);
+  }
+  // The bill: the tokens the engine reported (none: no token cost) and the
+  // time the request held an engine.
+  if (const auto& price = config_.models[ctx.pool].price) {
+    ctx.rec.cost = request_cost(*price, usage, ctx.rec.engine_ms / 1000);
   }
 }
 
@@ -113,7 +122,9 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
                                      .on_first_event = backend.prefill_tokens_per_s > 0
                                                            ? std::function<void()>([&slot] { slot.first_token(); })
                                                            : std::function<void()>()};
+    const auto sent = std::chrono::steady_clock::now();
     RelayOutcome outcome = co_await relay(relay_request);
+    rec.engine_ms += RequestContext::millis(std::chrono::steady_clock::now() - sent);
     slot.set_interrupt_hook(nullptr);
     if (!outcome.preempted) {
       // A resumable request's usage is counted over all its runs.

@@ -1,8 +1,9 @@
 // The pipeline's handler: an admitted request waits in the scheduler's
 // queues (Dispatcher) until a backend has room, then runs there through the
 // relay, and again from its checkpoint after each preemption. Sets
-// ctx.outcome, the record's backend, queue time, wait reason, preemptions
-// and token counts, and charges the scheduler what the request really cost.
+// ctx.outcome, the record's backend, queue time, wait reason, preemptions,
+// token counts, engine time and cost (at the model's price), and charges
+// the scheduler what the request really cost.
 #pragma once
 
 #include <memory>

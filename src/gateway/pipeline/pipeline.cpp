@@ -22,6 +22,7 @@ RequestContext::RequestContext(Route r, HttpRequest& request, ClientConnection& 
   rec.bytes_in = req.body().size();
   rec.request_id = choose_request_id(req["x-request-id"]);
   rec.tenant = kAnonymousTenant;
+  rec.team = kAnonymousTenant;
   rec.model = kNoLabel;
   rec.cls = kNoLabel;
   response_headers.reserve(8);  // x-request-id, a stage's, the relay's five: no regrowth

@@ -154,5 +154,38 @@ TEST(Resume, AggregatedResponseIsOneCompletionObject) {
   EXPECT_EQ(r.at("usage").at("prompt_tokens"), 4);
 }
 
+// A chat chunk of run `id` with no choices and this usage.
+std::string usage_event(std::string_view id, std::string_view usage) {
+  return "data: {\"id\":\"" + std::string(id) +
+         R"(","object":"chat.completion.chunk","created":7,"model":"m","choices":[],"usage":)" + std::string(usage) + "}\n\n";
+}
+
+TEST(Resume, CachedPromptTokensAreKeptOverRuns) {
+  // The engine served 8 prompt tokens from its prefix cache; the resumed
+  // run's prompt (11, of which 1 was the first run's output) is 10, and no
+  // more than that can have been cached.
+  Checkpoint cp;
+  cp.begin_run();
+  track_event(chat_event("c1", R"({"content":"ab"})"), Route::kChatCompletions, cp);
+  cp.begin_run();
+  track_event(usage_event("c2", R"({"prompt_tokens":11,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":8}})"),
+              Route::kChatCompletions, cp);
+  ASSERT_TRUE(cp.usage.has_value());
+  EXPECT_EQ(cp.usage->prompt_tokens, 10);
+  EXPECT_EQ(cp.usage->cached_tokens, 8);
+  const auto r = json::parse(aggregate_response(Route::kChatCompletions, cp));
+  EXPECT_EQ(r.at("usage").at("prompt_tokens_details").at("cached_tokens"), 8);
+
+  track_event(usage_event("c2", R"({"prompt_tokens":11,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":11}})"),
+              Route::kChatCompletions, cp);
+  EXPECT_EQ(cp.usage->cached_tokens, 10);
+  // Without details there is none, and the answer says nothing of it.
+  Checkpoint plain;
+  plain.begin_run();
+  track_event(usage_event("c3", R"({"prompt_tokens":3,"completion_tokens":1})"), Route::kChatCompletions, plain);
+  EXPECT_EQ(plain.usage->cached_tokens, 0);
+  EXPECT_FALSE(json::parse(aggregate_response(Route::kChatCompletions, plain)).at("usage").as_object().contains("prompt_tokens_details"));
+}
+
 }  // namespace
 }  // namespace arbiter

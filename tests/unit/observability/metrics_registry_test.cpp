@@ -8,6 +8,18 @@ namespace {
 
 using ::testing::HasSubstr;
 
+TEST(MetricsRegistry, ARealCounterAddsFractionsAndRendersAsACounter) {
+  Registry r;
+  auto& cost = r.real_counter("x_cost_total", "Cost.", {"team"});
+  cost.with({"ml"}).add(0.25);
+  cost.with({"ml"}).add(0.5);
+  cost.with({"web"}).add(2);
+  const std::string text = r.render();
+  EXPECT_THAT(text, HasSubstr("# TYPE x_cost_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("x_cost_total{team=\"ml\"} 0.75\n"));
+  EXPECT_THAT(text, HasSubstr("x_cost_total{team=\"web\"} 2\n"));
+}
+
 TEST(MetricsRegistry, RendersCountersGaugesAndHistogramsInTextFormat) {
   Registry r;
   auto& requests = r.counter("x_requests_total", "Requests.", {"model", "status"});

@@ -113,6 +113,7 @@ TEST(SettingKeys, EveryListEntryIsDocumentedExactly) {
   expect_documented_keys("`quotas` entries", kQuotaKeys);
   expect_documented_keys("## `models`", kModelKeys);
   expect_documented_keys("`backends` entries:", kBackendKeys);
+  expect_documented_keys("## `prices`", kPriceKeys);
 }
 
 TEST(SchedulerKeys, GatewayAndScenarioTakeTheSameNamesAndBounds) {

@@ -18,6 +18,19 @@ Series& cached_series(std::atomic<Series*>& slot, const Find& find) {
   return *s;
 }
 
+// Counts the record's prompt, completion and cached tokens into `series`,
+// whose counter of a kind is `counter(kind)`.
+template <class CounterOf>
+void count_tokens(std::array<std::atomic<metrics::Counter*>, 3>& series, const AccessRecord& rec,
+                  const CounterOf& counter) {
+  static constexpr std::string_view kKinds[] = {"prompt", "completion", "cached"};
+  const int64_t tokens[] = {rec.prompt_tokens, rec.completion_tokens, rec.cached_tokens};
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    cached_series(series[k], [&]() -> metrics::Counter& { return counter(kKinds[k]); })
+        .inc(static_cast<uint64_t>(tokens[k]));
+  }
+}
+
 }  // namespace
 
 RequestMetrics::RequestMetrics(const Config& config, GatewayMetrics& metrics)
@@ -25,7 +38,8 @@ RequestMetrics::RequestMetrics(const Config& config, GatewayMetrics& metrics)
       metrics_(metrics),
       class_series_(std::make_unique<ClassSeries[]>(config.models.size() * config.classes.size())),
       token_series_(std::make_unique<TokenSeries[]>(config.models.size() * config.classes.size() *
-                                                    (config.tenants.size() + 1))) {}
+                                                    (config.tenants.size() + 1))),
+      team_series_(std::make_unique<TeamSeries[]>(config.models.size() * (config.tenants.size() + 1))) {}
 
 void RequestMetrics::on_start(RequestContext&) { metrics_.in_flight.add(1); }
 
@@ -38,6 +52,25 @@ metrics::Histogram& RequestMetrics::class_histogram(const RequestContext& ctx,
                        [&]() -> metrics::Histogram& { return family.with({rec.model, rec.cls}); });
 }
 
+void RequestMetrics::count_usage(const RequestContext& ctx) {
+  const AccessRecord& rec = ctx.rec;
+  const std::size_t tenants = config_.tenants.size() + 1, tenant = tenant_id(config_, ctx.tenant);
+  TeamSeries& team = team_series_[ctx.pool * tenants + tenant];
+  if (rec.cost >= 0) {
+    cached_series(team.cost, [&]() -> metrics::RealCounter& {
+      return metrics_.cost.with({rec.team, rec.model});
+    }).add(rec.cost);
+  }
+  if (rec.prompt_tokens < 0) return;  // the engine reported no usage
+  count_tokens(token_series_[(ctx.pool * config_.classes.size() + ctx.cls) * tenants + tenant], rec,
+               [&](std::string_view kind) -> metrics::Counter& {
+                 return metrics_.tokens.with({rec.model, rec.cls, rec.tenant, kind});
+               });
+  count_tokens(team.tokens, rec, [&](std::string_view kind) -> metrics::Counter& {
+    return metrics_.team_tokens.with({rec.team, rec.model, kind});
+  });
+}
+
 void RequestMetrics::on_complete(const RequestContext& ctx) {
   const AccessRecord& rec = ctx.rec;
   const RelayOutcome& outcome = ctx.outcome;
@@ -48,16 +81,7 @@ void RequestMetrics::on_complete(const RequestContext& ctx) {
   if (!rec.wait_reason.empty()) {
     metrics_.queue_waits.with({rec.model, rec.cls, std::string(rec.wait_reason)}).inc();
   }
-  if (rec.prompt_tokens >= 0 && ctx.admitted) {  // usage exists only for admitted requests
-    TokenSeries& series = token_series_[(ctx.pool * config_.classes.size() + ctx.cls) * (config_.tenants.size() + 1) +
-                                        tenant_id(config_, ctx.tenant)];
-    cached_series(series.prompt, [&]() -> metrics::Counter& {
-      return metrics_.tokens.with({rec.model, rec.cls, rec.tenant, "prompt"});
-    }).inc(static_cast<uint64_t>(rec.prompt_tokens));
-    cached_series(series.completion, [&]() -> metrics::Counter& {
-      return metrics_.tokens.with({rec.model, rec.cls, rec.tenant, "completion"});
-    }).inc(static_cast<uint64_t>(rec.completion_tokens));
-  }
+  if (ctx.admitted) count_usage(ctx);  // usage and cost exist only for admitted requests
   class_histogram(ctx, &ClassSeries::duration, metrics_.duration).observe(rec.duration_ms / 1000.0);
   if (rec.ttfb_ms >= 0) {
     class_histogram(ctx, &ClassSeries::first_byte, metrics_.first_byte).observe(rec.ttfb_ms / 1000.0);

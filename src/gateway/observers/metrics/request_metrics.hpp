@@ -1,10 +1,12 @@
 // Completion observer: the per-request metrics (requests by status, in
-// flight, latency histograms, queue waits and their reasons, tokens,
-// cancels, upstream errors and retries, resumes). Labelled series of an
-// admitted request are found on first use and kept per (pool, class[,
-// tenant]): no labelled lookup per request after that.
+// flight, latency histograms, queue waits and their reasons, tokens by
+// tenant and by team, cost by team, cancels, upstream errors and retries,
+// resumes). Labelled series of an admitted request are found on first use
+// and kept per (pool, class[, tenant]) or (pool, tenant): no labelled lookup
+// per request after that.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <memory>
 
@@ -26,19 +28,26 @@ class RequestMetrics final : public CompletionObserver {
     std::atomic<metrics::Histogram*> duration{nullptr};
     std::atomic<metrics::Histogram*> first_byte{nullptr};
   };
-  // A (pool, class, tenant)'s token counters. Indexed
-  // (pool * classes + class) * (tenants + 1) + tenant.
-  struct TokenSeries {
-    std::atomic<metrics::Counter*> prompt{nullptr};
-    std::atomic<metrics::Counter*> completion{nullptr};
+  // One series' token counters, by kind: prompt, completion, cached.
+  using TokenSeries = std::array<std::atomic<metrics::Counter*>, 3>;
+  // A (pool, tenant)'s team series: its team's tokens and cost on the
+  // pool's model. Indexed pool * (tenants + 1) + tenant.
+  struct TeamSeries {
+    TokenSeries tokens{};
+    std::atomic<metrics::RealCounter*> cost{nullptr};
   };
   metrics::Histogram& class_histogram(const RequestContext& ctx, std::atomic<metrics::Histogram*> ClassSeries::*member,
                                       metrics::Family<metrics::Histogram>& family);
+  // Tokens and cost of an admitted request, into its tenant's and team's series.
+  void count_usage(const RequestContext& ctx);
 
   const Config& config_;
   GatewayMetrics& metrics_;
   std::unique_ptr<ClassSeries[]> class_series_;
+  // A (pool, class, tenant)'s token counters. Indexed
+  // (pool * classes + class) * (tenants + 1) + tenant.
   std::unique_ptr<TokenSeries[]> token_series_;
+  std::unique_ptr<TeamSeries[]> team_series_;
 };
 
 }  // namespace arbiter

@@ -6,7 +6,10 @@ Verdict AuthStage::admit(RequestContext& ctx) {
   auto tenant = tenants_.authenticate(ctx.req["authorization"]);
   if (!tenant) return Verdict::refuse(std::move(tenant.error()));
   ctx.tenant = *tenant;
-  if (ctx.tenant) ctx.rec.tenant = ctx.tenant->name;
+  if (ctx.tenant) {
+    ctx.rec.tenant = ctx.tenant->name;
+    ctx.rec.team = ctx.tenant->team;
+  }
   return Verdict::go();
 }
 

@@ -1,0 +1,40 @@
+// The gateway's usage ledger (core/usage_ledger/) shared by every I/O
+// thread: one mutex around it. A request's record takes it for a bucket
+// lookup; a report holds it while it adds up the range's buckets.
+#pragma once
+
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/usage_ledger/usage_grouping.hpp"
+
+namespace arbiter {
+
+// The ledger's ids: tenant = its index in config.tenants (the anonymous
+// tenant last, in team "anonymous"), model = the pool's index in
+// config.models (one class is in one pool of a model, so a (tenant, pool,
+// class) is a (tenant, model, class)), class = its index in config.classes.
+usage::Names usage_names(const Config& config);
+
+class UsageBook {
+ public:
+  explicit UsageBook(const Config& config) : ledger_(usage_names(config)) {}
+
+  void record(usage::WallTime at, usage::UsageKey key, const usage::UsageTotals& used) {
+    std::lock_guard lock(mu_);
+    ledger_.record(at, key, used);
+  }
+  std::vector<usage::ReportRow> report(usage::WallTime from, usage::WallTime to,
+                                       std::span<const usage::Dimension> by) const {
+    std::lock_guard lock(mu_);
+    return usage::group_usage(ledger_, from, to, by);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  usage::UsageLedger ledger_;
+};
+
+}  // namespace arbiter
