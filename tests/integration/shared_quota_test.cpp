@@ -28,7 +28,9 @@ std::string shared_config(uint16_t sim_port, const RedisServer& redis, const std
   config.backend_ports = {sim_port};
   config.max_concurrency = 64;
   config.alpha_extra = ", quotas: [" + alpha_quotas + "]";
-  config.extra = "quota_store: {redis: \"" + redis.address() + "\", replicas: 3" + store_extra + "}\n";
+  // The quota alone: far over it the traffic breaker would block the tenant.
+  config.extra = "quota_store: {redis: \"" + redis.address() + "\", replicas: 3" + store_extra +
+                 "}\ntraffic_breaker: {enabled: false}\n";
   return config.to_yaml();
 }
 

@@ -52,7 +52,7 @@ struct QuotaStoreConfig {
 struct TrafficBreakerConfig {
   bool enabled = true;
   double throttle_at = 1.5, degrade_at = 2.0, block_at = 3.0;  // demand / quota
-  std::chrono::milliseconds window{10'000};
+  std::chrono::milliseconds window{60'000};  // the quotas' own period: a minute's burst within quota is not over it
   std::chrono::milliseconds hold{5'000};
   std::chrono::milliseconds base_backoff{5'000};
   std::chrono::milliseconds max_backoff{300'000};

@@ -77,6 +77,7 @@ std::optional<ApiError> QuotaStage::traffic(RequestContext& ctx, quota::TimePoin
   if (stage == quota::TrafficStage::kGreen) return std::nullopt;
   ctx.response_headers.emplace_back("x-arbiter-traffic-stage", quota::stage_name(stage));
   if (!t.verdict.admit) {
+    add_rate_headers(ctx.response_headers, book_.status(subject(ctx), now));
     metrics_.quota_refused.with({ctx.tenant->name, "traffic_breaker"}).inc();
     const auto wait = std::chrono::ceil<std::chrono::milliseconds>(t.verdict.retry_after);
     return ApiError{ErrorCode::kRateLimited,
