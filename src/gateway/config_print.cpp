@@ -138,7 +138,14 @@ std::string config_to_yaml(const Config& c) {
   if (!c.teams.empty()) {
     y << "teams:\n";
     for (const quota::TeamConfig& team : c.teams) {
-      y << "  - {name: \"" << team.name << "\", quotas: " << quotas(team.quotas) << "}\n";
+      y << "  - {name: \"" << team.name << "\", quotas: " << quotas(team.quotas);
+      if (const auto& d = team.dynamic_quota) {
+        y << ", dynamic_quota: {members: " << num(d->members) << ", per_member: " << num(d->per_member)
+          << ", complexity: " << num(d->complexity)
+          << ", limit: " << (d->tokens ? "tokens_per_minute" : "requests_per_minute")
+          << ", recompute_s: " << d->every.count() << "}";
+      }
+      y << "}\n";
     }
   }
   y << "quota_store: {" << write_settings(quota_store_keys(), c.quota_store, ", ") << "}\n";

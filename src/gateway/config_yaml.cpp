@@ -88,6 +88,31 @@ void read_quotas(Reader& r, const YAML::Node& parent, const std::string& owner, 
   }
 }
 
+// A team's `dynamic_quota` (docs/quotas.md).
+void read_dynamic_quota(Reader& r, const YAML::Node& parent, const std::string& team,
+                        std::optional<quota::DynamicQuotaConfig>& out) {
+  const YAML::Node n = parent["dynamic_quota"];
+  const std::string path = Reader::join(team, "dynamic_quota");
+  if (!n || !r.map(n, path, keys_of(kDynamicQuotaKeys))) return;
+  quota::DynamicQuotaConfig d;
+  if (!n["members"]) r.error(path, "needs members (the team's size)");
+  r.read_double(n, path, "members", d.members, 0.001, 1e9);
+  r.read_double(n, path, "per_member", d.per_member, 0.001, 1e12);
+  r.read_double(n, path, "complexity", d.complexity, 0.001, 1000);
+  int64_t every = d.every.count();
+  r.read_int(n, path, "recompute_s", every, 1, 86'400);
+  d.every = std::chrono::seconds(every);
+  if (const YAML::Node limit = n["limit"]) {
+    const auto text = r.scalar(limit, Reader::join(path, "limit"));
+    if (text == "tokens_per_minute") {
+      d.tokens = true;
+    } else if (text && text != "requests_per_minute") {
+      r.error(Reader::join(path, "limit"), "must be requests_per_minute or tokens_per_minute");
+    }
+  }
+  out = d;
+}
+
 void read_teams(Reader& r, const YAML::Node& n, std::vector<quota::TeamConfig>& out) {
   if (!n || !r.sequence(n, "teams")) return;
   for (std::size_t i = 0; i < n.size(); ++i) {
@@ -96,6 +121,7 @@ void read_teams(Reader& r, const YAML::Node& n, std::vector<quota::TeamConfig>& 
     quota::TeamConfig team;
     r.read(n[i], path, "name", team.name, /*required=*/true);
     read_quotas(r, n[i], path, team.quotas);
+    read_dynamic_quota(r, n[i], path, team.dynamic_quota);
     out.push_back(std::move(team));
   }
 }

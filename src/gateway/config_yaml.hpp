@@ -16,7 +16,9 @@ namespace arbiter {
 // yaml/setting_keys.hpp): a test checks them against docs/configuration.md.
 inline constexpr std::string_view kTenantKeys[] = {"name", "team", "weight", "api_keys", "api_key_sha256",
                                                     "allowed_classes", "quotas", "quota_store_down"};
-inline constexpr std::string_view kTeamKeys[] = {"name", "quotas"};
+inline constexpr std::string_view kTeamKeys[] = {"name", "quotas", "dynamic_quota"};
+inline constexpr std::string_view kDynamicQuotaKeys[] = {"members", "per_member", "complexity", "limit",
+                                                          "recompute_s"};
 inline constexpr std::string_view kQuotaKeys[] = {"requests_per_minute", "tokens_per_minute", "tokens_per_day",
                                                    "max_concurrent", "classes", "models"};
 inline constexpr std::string_view kModelKeys[] = {"name", "backends"};

@@ -48,6 +48,8 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
   dispatcher_->start();
   if (config_.engine_signals.enabled) start_monitor(timer_executor);
   quotas_.start();
+  dynamic_quotas_ = std::make_unique<DynamicQuotaUpdater>(config_, quotas_, usage_, metrics_);
+  dynamic_quotas_->start(timer_executor);
   admin_ = std::make_unique<AdminRoutes>(config_, tenants_, metrics_, usage_, [this] { refresh_metrics(); });
   assemble_pipeline();
 }
@@ -56,6 +58,7 @@ Gateway::~Gateway() {
   if (monitor_) monitor_->stop();
   dispatcher_->stop();
   quotas_.stop();
+  dynamic_quotas_->stop();
 }
 
 // The inference routes' chain. A new admission stage goes here, in the

@@ -20,6 +20,7 @@
 #include "gateway/gateway_metrics.hpp"
 #include "gateway/model_pool.hpp"
 #include "gateway/observers/usage/usage_book.hpp"
+#include "gateway/stages/quota/dynamic_quota_updater.hpp"
 #include "gateway/pipeline/pipeline.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
 #include "http/server.hpp"
@@ -49,7 +50,7 @@ class Gateway {
 
   const Config config_;
   TenantDirectory tenants_;
-  QuotaBook quotas_;  // tenant and team quotas (in-process)
+  QuotaBook quotas_;  // tenant and team quotas (in-process or shared through Redis)
   UsageBook usage_;   // usage per tenant, model and class by the hour (/admin/usage)
   Classifier classifier_;
   GatewayMetrics metrics_;
@@ -60,6 +61,7 @@ class Gateway {
   std::unique_ptr<Dispatcher> dispatcher_;     // queues and the scheduler
   std::unique_ptr<BackendMonitor> monitor_;    // engine signals; null if disabled
   std::unique_ptr<AdminRoutes> admin_;
+  std::unique_ptr<DynamicQuotaUpdater> dynamic_quotas_;  // teams' dynamic quotas from usage_
   Pipeline pipeline_;
 };
 

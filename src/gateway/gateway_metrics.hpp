@@ -135,6 +135,10 @@ struct GatewayMetrics {
   metrics::Family<metrics::Gauge>& traffic_stage = registry.gauge(
       "arbiter_traffic_breaker_stage", "Each tenant's traffic breaker stage: 0 green, 1 yellow, 2 orange, 3 red.",
       {"tenant"});
+  metrics::Family<metrics::Gauge>& team_dynamic_quota = registry.gauge(
+      "arbiter_team_dynamic_quota",
+      "Each team's dynamic quota as last recomputed from its usage (teams[].dynamic_quota), by the limit it sets.",
+      {"team", "limit"});
   metrics::Gauge& quota_store_up =
       registry.gauge("arbiter_quota_store_up",
                      "1 while the shared quota store (quota_store.redis) answers; 0 while the local stand-in "

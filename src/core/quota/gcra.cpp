@@ -32,4 +32,11 @@ void Gcra::give_back(double n) { tat_ -= nanos(n * interval_ns_); }
 
 Duration Gcra::until_full(TimePoint now) const { return tat_ > now ? tat_ - now : Duration::zero(); }
 
+void Gcra::set_limit(TimePoint now, double limit) {
+  const double used = std::chrono::duration<double, std::nano>(std::max(tat_, now) - now).count() / interval_ns_;
+  limit_ = limit;
+  interval_ns_ = std::chrono::duration<double, std::nano>(period_).count() / limit;
+  tat_ = now + nanos(used * interval_ns_);
+}
+
 }  // namespace arbiter::quota

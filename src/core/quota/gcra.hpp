@@ -35,6 +35,8 @@ class Gcra {
   void give_back(double n);
   // Until the bucket is full again (the x-ratelimit-reset-* headers).
   Duration until_full(TimePoint now) const;
+  // A new limit (a dynamic quota recomputed); what is used so far stays used.
+  void set_limit(TimePoint now, double limit);
 
  private:
   double limit_;

@@ -60,9 +60,21 @@ struct TrafficBreakerConfig {
   int64_t degrade_max_tokens = 256;  // orange: max_tokens capped to this
 };
 
+// teams[].dynamic_quota: a limit recomputed from the team's usage
+// (core/quota/dynamic_quota.hpp): members x per_member x complexity x
+// (1 + min(0.5 x std / mean of its last 24 hours' usage, 0.3)).
+struct DynamicQuotaConfig {
+  double members = 1;
+  double per_member = 50;
+  double complexity = 1;
+  bool tokens = false;  // the limit it sets: tokens_per_minute, else requests_per_minute
+  std::chrono::seconds every{300};  // how often it is recomputed
+};
+
 struct TeamConfig {
   std::string name;
   std::vector<QuotaLimits> quotas;  // shared by every tenant of the team
+  std::optional<DynamicQuotaConfig> dynamic_quota;  // one more entry, after `quotas`
 };
 
 }  // namespace arbiter::quota

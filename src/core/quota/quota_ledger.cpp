@@ -53,7 +53,16 @@ QuotaLedger::QuotaLedger(const std::vector<TenantConfig>& tenants, const std::ve
     return ids;
   };
   std::unordered_map<std::string, std::vector<uint32_t>> by_team;
-  for (const TeamConfig& team : teams) by_team[team.name] = add("team " + team.name, team.quotas);
+  for (const TeamConfig& team : teams) {
+    std::vector<QuotaLimits> quotas = team.quotas;
+    if (const auto& d = team.dynamic_quota) {
+      // Until the first recomputation: the formula without history.
+      const double base = d->members * d->per_member * d->complexity;
+      quotas.push_back(d->tokens ? QuotaLimits{.tokens_per_minute = base} : QuotaLimits{.requests_per_minute = base});
+    }
+    by_team[team.name] = add("team " + team.name, quotas);
+    if (team.dynamic_quota) dynamic_.emplace(team.name, by_team[team.name].back());
+  }
   for (const TenantConfig& t : tenants) {
     std::vector<uint32_t> ids = add("tenant " + t.name, t.quotas);
     if (auto it = by_team.find(t.team); it != by_team.end()) ids.insert(ids.end(), it->second.begin(), it->second.end());
@@ -128,6 +137,16 @@ std::expected<Reservation, Refusal> QuotaLedger::reserve(const Subject& who, Tim
     for_limits(e, n, [&](QuotaLimit& l, LimitKind, double amount) { l.take(now, amount, store_up_); });
   }
   return r;
+}
+
+bool QuotaLedger::set_dynamic_limit(std::string_view team, TimePoint now, double limit) {
+  const auto it = dynamic_.find(team);
+  if (it == dynamic_.end() || limit <= 0) return false;
+  Entry& e = entries_[it->second];
+  std::optional<QuotaLimit>& l = e.requests ? e.requests : e.tokens;
+  l->set_limit(now, limit);
+  (e.requests ? e.limits.requests_per_minute : e.limits.tokens_per_minute) = limit;
+  return true;
 }
 
 void QuotaLedger::settle(Reservation& r, TimePoint now, int64_t used_tokens) {

@@ -114,6 +114,9 @@ class QuotaLedger {
   bool limits(std::string_view tenant) const { return by_tenant_.contains(tenant); }
 
   std::expected<Reservation, Refusal> reserve(const Subject& who, TimePoint now, int64_t tokens);
+  // A team's dynamic quota (teams[].dynamic_quota) recomputed: its entry's
+  // limit becomes `limit`. False when the team has none.
+  bool set_dynamic_limit(std::string_view team, TimePoint now, double limit);
   // The request ended having used `used_tokens` (prompt + completion).
   void settle(Reservation& r, TimePoint now, int64_t used_tokens);
   // The request ended having used no engine time: its tokens go back.
@@ -168,6 +171,7 @@ class QuotaLedger {
   };
   std::vector<Entry> entries_;
   std::unordered_map<std::string, std::vector<uint32_t>, NameHash, std::equal_to<>> by_tenant_;  // its entries, then its team's
+  std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> dynamic_;  // team -> its dynamic entry
 };
 
 }  // namespace arbiter::quota

@@ -7,9 +7,20 @@ namespace arbiter::quota {
 QuotaLimit::QuotaLimit(double limit, Duration period) : limit_(limit), period_(period), local_(limit, period) {}
 
 QuotaLimit::QuotaLimit(double limit, Duration period, uint32_t replicas, double block_share)
-    : limit_(limit), period_(period), local_(limit / std::max(replicas, 1u), period), lease_(Lease{}) {
+    : limit_(limit),
+      period_(period),
+      replicas_(std::max(replicas, 1u)),
+      local_(limit / replicas_, period),
+      lease_(Lease{}) {
+  block_share_ = block_share;
   lease_->block = limit * block_share;
   lease_->store_remaining = limit;
+}
+
+void QuotaLimit::set_limit(TimePoint now, double limit) {
+  limit_ = limit;
+  local_.set_limit(now, limit / replicas_);
+  if (lease_) lease_->block = limit * block_share_;
 }
 
 std::optional<Duration> QuotaLimit::wait_for(TimePoint now, double n, bool store_up) const {

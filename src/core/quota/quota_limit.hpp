@@ -22,6 +22,10 @@ class QuotaLimit {
   QuotaLimit(double limit, Duration period, uint32_t replicas, double block_share);
 
   bool shared() const { return lease_.has_value(); }
+  // A dynamic quota recomputed. Shared: the store's bucket is read with the
+  // new limit from the next call on (what it holds is kept in time, so
+  // its level in units scales with the limit).
+  void set_limit(TimePoint now, double limit);
   double limit() const { return limit_; }
   Duration period() const { return period_; }
 
@@ -64,6 +68,8 @@ class QuotaLimit {
   };
   double limit_;
   Duration period_;
+  uint32_t replicas_ = 1;
+  double block_share_ = 0;
   Gcra local_;  // in-process: the bucket; shared: the stand-in while the store is down
   std::optional<Lease> lease_;
 };

@@ -110,6 +110,7 @@ void expect_documented_keys(std::string_view heading, std::span<const std::strin
 TEST(SettingKeys, EveryListEntryIsDocumentedExactly) {
   expect_documented_keys("## `tenants`", kTenantKeys);
   expect_documented_keys("## `teams`", kTeamKeys);
+  expect_documented_keys("`dynamic_quota` (the BRIEF", kDynamicQuotaKeys);
   expect_documented_keys("`quotas` entries", kQuotaKeys);
   expect_documented_keys("## `models`", kModelKeys);
   expect_documented_keys("`backends` entries:", kBackendKeys);

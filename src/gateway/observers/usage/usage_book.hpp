@@ -31,6 +31,11 @@ class UsageBook {
     std::lock_guard lock(mu_);
     return usage::group_usage(ledger_, from, to, by);
   }
+  // A team's tokens per hour over the 24 whole hours before `now` (its dynamic quota).
+  std::vector<double> team_hourly_tokens(std::string_view team, usage::WallTime now) const {
+    std::lock_guard lock(mu_);
+    return ledger_.team_hourly_tokens(team, now);
+  }
 
  private:
   mutable std::mutex mu_;

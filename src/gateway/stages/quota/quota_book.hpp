@@ -51,6 +51,11 @@ class QuotaBook {
   // Each breaker's stage, for /metrics.
   std::vector<std::pair<std::string, quota::TrafficStage>> traffic_stages(quota::TimePoint now);
 
+  bool set_dynamic_limit(std::string_view team, quota::TimePoint now, double limit) {
+    std::lock_guard lock(mu_);
+    return ledger_.set_dynamic_limit(team, now, limit);
+  }
+
   void settle(quota::Reservation& r, quota::TimePoint now, int64_t used_tokens);
   void release(quota::Reservation& r);
   quota::RateStatus status(const quota::Subject& who, quota::TimePoint now) const;

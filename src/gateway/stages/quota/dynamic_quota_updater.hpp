@@ -1,0 +1,40 @@
+// Recomputes each team's dynamic quota (teams[].dynamic_quota) from the
+// usage ledger every recompute_s and sets it in the quota book: the BRIEF's
+// formula over the team's last 24 hours of tokens (core/quota/dynamic_quota.hpp).
+// The value per team is in /metrics (arbiter_team_dynamic_quota).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "gateway/gateway_metrics.hpp"
+#include "gateway/observers/usage/usage_book.hpp"
+#include "gateway/stages/quota/quota_book.hpp"
+
+namespace arbiter {
+
+class DynamicQuotaUpdater {
+ public:
+  DynamicQuotaUpdater(const Config& config, QuotaBook& quotas, const UsageBook& usage, GatewayMetrics& metrics);
+
+  // Recomputes the teams whose time has come (all of them the first time).
+  void update(quota::TimePoint now, usage::WallTime wall_now);
+  // Runs update() about every second on `executor` until stop().
+  void start(net::any_io_executor executor);
+  void stop();
+
+ private:
+  struct Team {
+    const quota::TeamConfig* config;
+    quota::TimePoint next{};
+  };
+  Task<void> run();
+
+  QuotaBook& quotas_;
+  const UsageBook& usage_;
+  GatewayMetrics& metrics_;
+  std::vector<Team> teams_;
+  std::shared_ptr<net::steady_timer> tick_;
+};
+
+}  // namespace arbiter
