@@ -8,6 +8,7 @@
 #    bench/scenarios.sh: the shipped scenarios; bench/sweep.sh: the regret
 #    sweep (200 generated scenarios, hybrid against fifo and priority);
 #    bench/borrowing_sweep.sh: borrowing between pools on 24 pool layouts;
+#    bench/quota_store.sh: the quota stage's latency with Redis (~20 s);
 #    bench/live_waste.sh: cancel-storm's engine waste live against virtual (~2 min).
 # 2. Every Google Benchmark binary BUILD_DIR/bench/*_bench, briefly
 #    (BENCH_MIN_TIME seconds per benchmark, default 0.05), JSON to bench/out/.
@@ -40,6 +41,7 @@ step "request cost (instructions, syscalls)" bash "$ROOT/bench/request_cost.sh" 
 step "scenarios (virtual mode)" bash "$ROOT/bench/scenarios.sh" "$BUILD_DIR"
 step "regret sweep (virtual mode)" bash "$ROOT/bench/sweep.sh" "$BUILD_DIR"
 step "borrowing sweep (virtual mode)" bash "$ROOT/bench/borrowing_sweep.sh" "$BUILD_DIR"
+step "quota stage with Redis" bash "$ROOT/bench/quota_store.sh" "$BUILD_DIR"
 step "cancel-storm waste, live against virtual" bash "$ROOT/bench/live_waste.sh" \
   "$BUILD_DIR/arbiter-bench" "$BUILD_DIR/arbiter" "$BUILD_DIR/arbiter-sim" "$OUT_DIR/live-waste"
 
