@@ -237,5 +237,51 @@ TEST(Quota, ATenantAskingFarOverItsQuotaIsDegradedThenBlocked) {
   EXPECT_NE(gateway.stderr_text().find("\"event\":\"traffic_breaker\""), std::string::npos);
 }
 
+TEST(Quota, StreamsAreChargedWhatTheyGeneratedNotWhatTheyReserved) {
+  SimProcess sim({"--profile", "tiny", "--model", "m1"});
+  GatewayConfig config;
+  config.backend_ports = {sim.port()};
+  // A day's tokens: the bucket refills ~1 token a second, so what is left
+  // shows what each request was charged.
+  config.alpha_extra = ", quotas: [{tokens_per_day: 100000}]";
+  GatewayProcess gateway(config.to_yaml());
+  const Labels tokens_left{{"owner", "tenant alpha"}, {"quota", "0"}, {"limit", "tokens_per_day"}};
+
+  // Reserves ~1,000 (max_tokens) and generates a few: settled with the
+  // stream's data events, one token each (the role and finish chunks too),
+  // plus the prompt's estimate (a few tokens).
+  const HttpResponse plain = http_call(
+      gateway.port(),
+      gateway_post("/v1/chat/completions", sim_chat(R"("max_tokens":1000,"min_tokens":10,"stream":true)", "Hi.", "m1"),
+                   kAlphaKey, "chat"));
+  ASSERT_EQ(plain.status, 200);
+  std::size_t data_events = 0;
+  for (const std::string& e : split_sse_events(plain.body)) data_events += e.find("[DONE]") == std::string::npos;
+  ASSERT_GE(data_events, 11u);
+  ASSERT_LT(data_events, 900u) << "the test needs a stream well under its reservation";
+  const double charged = 100'000 - gauge(gateway.port(), "arbiter_quota_remaining", tokens_left);
+  EXPECT_GE(charged, static_cast<double>(data_events));
+  EXPECT_LE(charged, static_cast<double>(data_events) + 10) << "reserved ~1,000";
+  const double after_plain = 100'000 - charged;
+
+  // With the usage chunk the client asked for: exactly the engine's usage.
+  const HttpResponse counted = http_call(
+      gateway.port(),
+      gateway_post("/v1/chat/completions",
+                   sim_chat(R"("max_tokens":1000,"min_tokens":10,"stream":true,"stream_options":{"include_usage":true})",
+                            "Hi.", "m1"),
+                   kAlphaKey, "chat"));
+  ASSERT_EQ(counted.status, 200);
+  int64_t used = -1;
+  for (const std::string& e : split_sse_events(counted.body)) {
+    if (e.find("\"usage\":{") == std::string::npos) continue;
+    const auto chunk = boost::json::parse(e.substr(e.find('{')));
+    used = chunk.at("usage").at("prompt_tokens").as_int64() + chunk.at("usage").at("completion_tokens").as_int64();
+  }
+  ASSERT_GT(used, 0);
+  const double after_counted = gauge(gateway.port(), "arbiter_quota_remaining", tokens_left);
+  EXPECT_NEAR(after_plain - after_counted, static_cast<double>(used), 3);
+}
+
 }  // namespace
 }  // namespace arbiter::test

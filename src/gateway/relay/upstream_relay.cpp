@@ -242,6 +242,7 @@ class Exchange {
   Task<bool> relay_stream(tcp::socket& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
     outcome_.stream = true;
     outcome_.status = 200;
+    if (!r_.resume) outcome_.generated = 0;
     if (!r_.resume || !r_.resume->client_stream_started) {
       const ResponseHead head{.status = 200,
                               .content_type = parser.content_type(),
@@ -259,6 +260,7 @@ class Exchange {
       for (const std::string_view piece : parser.body_pieces()) {
         const auto& fed = splitter.feed(piece);
         if (!fed.empty()) first_event();
+        if (!r_.resume) count(fed);
         const std::span<const std::string_view> events = r_.resume ? track(fed) : std::span(fed);
         if (!events.empty() && !co_await r_.sink.send_chunks(events)) {
           outcome_.status = 499;
@@ -296,6 +298,21 @@ class Exchange {
   Task<void> end_stream_with_error(const ApiError& err) {
     co_await arbiter::end_stream_with_error(r_.sink, err);
     if (r_.sink.client_gone()) outcome_.status = 499;
+  }
+
+  // A plain stream's cost, without parsing its events: the engine's usage
+  // chunk when the client asked for one (stream_options.include_usage),
+  // else one token per data event (a bound: the role and finish chunks count
+  // too). Quotas and the scheduler's charges settle with it.
+  void count(const std::vector<std::string_view>& events) {
+    for (const std::string_view event : events) {
+      const std::string_view data = event_data(event);
+      if (data.empty() || data == "[DONE]") continue;
+      ++outcome_.generated;
+      if (data.find("\"usage\":{") != std::string_view::npos) {
+        if (auto usage = find_usage(data)) outcome_.usage = usage;
+      }
+    }
   }
 
   // A resumable stream's events go into the checkpoint; resumed runs are

@@ -77,8 +77,8 @@ struct RelayOutcome {
   bool interrupted = false;     // stopped by Interrupt (superseded)
   bool preempted = false;       // stopped by a preemption: requeue and run again
   double upstream_ms = -1;      // request sent -> response header received
-  std::optional<Usage> usage;   // the engine's token counts, when the answer carried them
-  int64_t generated = -1;       // resumable requests: tokens counted from events, all runs
+  std::optional<Usage> usage;   // the engine's token counts, when the answer (or a stream's usage chunk) carried them
+  int64_t generated = -1;       // streams: tokens counted from events (resumable: all runs; plain: data events)
 };
 
 Task<RelayOutcome> relay(const RelayRequest& r);

@@ -132,8 +132,8 @@ void QuotaObserver::on_complete(const RequestContext& ctx) {
   } else if (o.generated >= 0) {
     ctx.quota->settle(now, ctx.parsed.info.prompt_tokens_estimate + o.generated);
   } else if (o.status == 200 || (o.status == 499 && ctx.conn.body_bytes_sent() > 0)) {
-    // An answer without usage (a plain stream, or one the client left
-    // mid-way): at most what was reserved.
+    // A whole answer without usage (the engine gave none; or the client
+    // left while it was being sent): at most what was reserved.
     ctx.quota->settle(now, ctx.quota->reserved_tokens());
   } else {
     ctx.quota->release();  // refused or failed: the engine produced nothing for it

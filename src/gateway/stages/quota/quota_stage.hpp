@@ -40,11 +40,11 @@ class QuotaStage final : public AdmissionStage {
 };
 
 // Settles a request's reservation with the tokens it really used: the
-// engine's usage, or the prompt estimate plus the tokens counted from a
-// resumable stream's events; a plain stream without usage (whole, or left
-// by its client mid-way) keeps its reservation (the most it could have
-// used). A request that got no answer from an engine (refused, cancelled
-// while queued) or an error answer releases it.
+// engine's usage (a whole answer's, or a stream's usage chunk), or the
+// prompt estimate plus the tokens counted from a stream's events (one per
+// data event); a whole answer without usage keeps its reservation (the
+// most it could have used). A request that got no answer from an engine
+// (refused, cancelled while queued) or an error answer releases it.
 class QuotaObserver final : public CompletionObserver {
  public:
   void on_complete(const RequestContext& ctx) override;
