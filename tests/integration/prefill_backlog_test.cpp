@@ -5,16 +5,21 @@
 
 #include <future>
 #include <string>
+#include <thread>
 
 #include "integration/sim_harness.hpp"
 #include "support/gateway_config.hpp"
 #include "support/gateway_process.hpp"
+#include "support/metrics_text.hpp"
 
 namespace arbiter::test {
 namespace {
 
 TEST(PrefillBacklog, ARequestWaitsForTheFirstTokenOfTheOneBeforeIt) {
-  SimProcess sim({"--profile", "tiny", "--model", "m1"});
+  // The engine holds each request 1.5 s before it starts on it: the first
+  // request's prompt stays unprefilled (no first token) that long, so the
+  // second is sure to arrive while it is (no race with a fast prefill).
+  SimProcess sim({"--profile", "tiny", "--model", "m1", "--added-latency-ms", "1500"});
   GatewayConfig config;
   config.backend_ports = {sim.port()};
   // One prompt token a second: by the estimate alone, a 200-token prompt
@@ -29,15 +34,21 @@ TEST(PrefillBacklog, ARequestWaitsForTheFirstTokenOfTheOneBeforeIt) {
   first.send(gateway_post("/v1/chat/completions",
                           sim_chat(R"("max_tokens":7000,"min_tokens":7000,"stream":true)", prompt, "m1"),
                           kAlphaKey, "chat"));
-  const HttpResponse head = first.read_head();
-  ASSERT_EQ(head.status, 200);
-  const std::string first_id = head.header("x-request-id").value_or("?");
+  // Dispatched (its prompt now in the backend's backlog), not yet started.
+  const auto deadline = Clock::now() + Millis(5'000);
+  while (metric_value(http_get(gateway.port(), "/metrics").body, "arbiter_backend_in_flight", {}).value_or(0) < 1) {
+    ASSERT_LT(Clock::now(), deadline) << "the first request was never dispatched";
+    std::this_thread::sleep_for(Millis(5));
+  }
   auto second = std::async(std::launch::async, [&] {
     return http_call(gateway.port(),
                      gateway_post("/v1/chat/completions", sim_chat(R"("max_tokens":2,"min_tokens":2)", prompt, "m1"),
                                   kAlphaKey, "chat"),
                      Millis(60'000));
   });
+  const HttpResponse head = first.read_head();
+  ASSERT_EQ(head.status, 200);
+  const std::string first_id = head.header("x-request-id").value_or("?");
   ASSERT_GE(first.read_events(2).size(), 2u);  // the first is streaming: its prompt is prefilled
   const HttpResponse r = second.get();
   ASSERT_EQ(r.status, 200) << r.body;
