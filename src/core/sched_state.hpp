@@ -97,6 +97,7 @@ struct TenantQueue {
   uint32_t share_pos = kNoPos;  // position in the class's tenant heap (while it has ready work)
   IndexedHeap<OrderKey> queue;  // ready requests by (deadline, seq): EDF then arrival (hybrid)
   DecayingRate served{kShareWindow};  // tokens dispatched: over its share or not (hybrid)
+  double remote = 0;            // tokens per second other replicas serve it (set_remote_service)
   uint32_t next_free = kNil;    // free-list link
 };
 
@@ -114,6 +115,7 @@ struct ClassQueue {
   double vtime = 0;               // class virtual time among classes (hybrid)
   double tenant_vclock = 0;       // virtual clock of its tenant heap (hybrid)
   double active_weight = 0;       // sum of weights of tenants with ready work (hybrid)
+  double remote = 0;              // tokens per second other replicas serve the class (set_remote_service)
   IndexedHeap<ShareKey> tenants;  // tenants with ready work by vtime (hybrid)
   // Queued requests whose deadline is the class's (arrival + max_queue_wait),
   // in arrival order, which is also deadline and urgency order: expiry and

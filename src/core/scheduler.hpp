@@ -130,6 +130,17 @@ class Scheduler {
   // Expected time for the class queue to drain at the recent completion rate.
   std::chrono::milliseconds expected_drain(PoolId pool, ClassId klass, TimePoint now) const;
 
+  // Tenant fairness across gateway replicas in front of the same engines
+  // (hybrid). local_service: this replica's recent service per (pool,
+  // class, tenant) with work here, for the others. set_remote_service: the
+  // other replicas' rates, as of now, replacing the last ones; the tenant
+  // rule counts them with this replica's own, and each tenant with work
+  // here is charged in virtual time for what they served it over
+  // `interval` (the time since the last exchange), so fair queueing sees
+  // the fleet's service. O(live tenant queues + rates).
+  std::vector<ServiceRate> local_service(TimePoint now) const;
+  void set_remote_service(const std::vector<ServiceRate>& rates, Duration interval);
+
   const SchedulerConfig& config() const { return config_; }
   std::optional<ClassId> find_class(std::string_view name) const;
   std::optional<PoolId> find_pool(std::string_view name) const;
@@ -235,6 +246,7 @@ class Scheduler {
   uint32_t head_of_class(uint32_t pool, uint32_t klass, TimePoint now);
   // The tenant queue was served more than kOveruse times its share lately.
   bool overusing(uint32_t tq, TimePoint now) const;
+  bool live(uint32_t tq) const;  // a tenant-queue slab index in use
   int top_priority(const Pool& pool) const;  // best engine_priority of non-background classes in use
   bool top_has_ready(const Pool& pool, int top) const;  // a class of priority `top` has work that may start
   int64_t cap_room(const Pool& pool, uint32_t klass) const;  // slots left under max_share

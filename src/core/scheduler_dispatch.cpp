@@ -536,12 +536,13 @@ bool Scheduler::overusing(uint32_t tq, TimePoint now) const {
   // Its share of the class's recent service against its weight's share among
   // the tenants with work: over kOveruse times that, or over halfway from
   // that to all of it (with two tenants, 75% rather than 100%).
+  // Other replicas' service counts too (set_remote_service).
   const TenantQueue& t = tenants_[tq];
   const ClassQueue& cq = pools_[t.pool].classes[t.klass];
-  const double total = cq.dispatched.per_second(now);
+  const double total = cq.dispatched.per_second(now) + cq.remote;
   if (cq.active_weight <= 0 || total <= 0) return false;
   const double fair = std::min(1.0, t.weight / cq.active_weight);
-  return t.served.per_second(now) > total * std::min(kOveruse * fair, (1 + fair) / 2);
+  return t.served.per_second(now) + t.remote > total * std::min(kOveruse * fair, (1 + fair) / 2);
 }
 
 int Scheduler::top_priority(const Pool& pool) const {

@@ -88,9 +88,52 @@ uint32_t Scheduler::tenant_queue(uint32_t pool, uint32_t klass, TenantId tenant)
   tq.queued_cost = 0;
   tq.share_pos = kNoPos;
   tq.served = DecayingRate(detail::kShareWindow);
+  tq.remote = 0;
   tq.next_free = kNil;
   tenant_index_.insert(key, index);
   return index;
+}
+
+bool Scheduler::live(uint32_t tq) const {
+  const TenantQueue& t = tenants_[tq];
+  return find_tenant_queue(t.pool, t.klass, t.tenant) == tq;
+}
+
+std::vector<ServiceRate> Scheduler::local_service(TimePoint now) const {
+  // Only this replica's own service (`served`, never `remote`): what the
+  // others add up must not come back to them.
+  std::vector<ServiceRate> out;
+  for (uint32_t i = 0; i < tenants_.size(); ++i) {
+    if (!live(i)) continue;
+    const TenantQueue& t = tenants_[i];
+    if (const double rate = t.served.per_second(now); rate > 0) {
+      out.push_back({.pool = t.pool, .klass = t.klass, .tenant = t.tenant, .per_second = rate});
+    }
+  }
+  return out;
+}
+
+void Scheduler::set_remote_service(const std::vector<ServiceRate>& rates, Duration interval) {
+  for (Pool& pool : pools_) {
+    for (ClassQueue& cq : pool.classes) cq.remote = 0;
+  }
+  for (uint32_t i = 0; i < tenants_.size(); ++i) {
+    if (live(i)) tenants_[i].remote = 0;
+  }
+  const double seconds = std::chrono::duration<double>(interval).count();
+  for (const ServiceRate& r : rates) {
+    if (r.pool >= pools_.size() || r.klass >= config_.classes.size() || !(r.per_second > 0)) continue;
+    ClassQueue& cq = pools_[r.pool].classes[r.klass];
+    cq.remote += r.per_second;
+    const uint32_t tq = find_tenant_queue(r.pool, r.klass, r.tenant);
+    if (tq == kNil) continue;  // no work here: it starts at the class's clock when it has some
+    TenantQueue& t = tenants_[tq];
+    t.remote += r.per_second;
+    // Served elsewhere from the same engines: it counts in fair queueing
+    // as if served here.
+    t.vtime += r.per_second * seconds / t.weight;
+    if (t.share_pos != kNoPos) cq.tenants.rekey(t.share_pos, {t.vtime, t.share_seq}, share_pos());
+  }
 }
 
 void Scheduler::maybe_free_tenant(uint32_t tq) {

@@ -82,7 +82,16 @@ enum class WaitReason : uint8_t {
   kDebounce,   // held by its class's debounce (a newer keystroke may supersede it)
 };
 inline constexpr std::size_t kWaitReasons = 6;
-std::string_view wait_reason_name(WaitReason reason);  // "none", "capacity", ...
+std::string_view wait_reason_name(WaitReason reason);
+
+// Recent service of one tenant in one class of one pool, tokens per second
+// (Scheduler::local_service / set_remote_service).
+struct ServiceRate {
+  PoolId pool = 0;
+  ClassId klass = 0;
+  TenantId tenant = 0;
+  double per_second = 0;
+};  // "none", "capacity", ...
 
 // Start this request on this backend now.
 struct Dispatch {

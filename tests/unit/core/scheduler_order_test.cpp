@@ -196,6 +196,48 @@ TEST(SchedulerOrder, TenantWeightsBoundWhatATenantMayTakeOutOfTurn) {
   EXPECT_NEAR(static_cast<double>(heavy_share(3.0, 80)), 40.0, 1.0);
 }
 
+TEST(SchedulerOrder, ATenantServedByOtherReplicasWaitsForTheOthersHere) {
+  // Two tenants alternating: within their shares here, so arrival order.
+  // When the other replicas (in front of the same engines) report serving
+  // tenant 1 at 10,000 tokens a second over the last half second, tenant 1
+  // has had 5,000 tokens of service the others have not: fair queueing
+  // serves tenant 2 first here, and the tenant rule no longer lets tenant
+  // 1 go in arrival order.
+  auto order = [](bool shared) {
+    Harness h(one_pool({named("c")}, {1}));
+    for (uint64_t i = 0; i < 10; ++i) h.add(i, 0, 1 + (i % 2), 100, at_ms(0));
+    if (shared) {
+      h.scheduler().set_remote_service({{.pool = 0, .klass = 0, .tenant = 1, .per_second = 10'000}}, 500ms);
+    }
+    return h.drain_one_by_one(at_ms(1));
+  };
+  EXPECT_EQ(order(false), (std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(order(true), (std::vector<uint64_t>{1, 3, 5, 7, 9, 0, 2, 4, 6, 8}));
+}
+
+TEST(SchedulerOrder, LocalServiceIsThisReplicasOwnNeverTheOthers) {
+  Harness h(one_pool({named("c")}, {2}));
+  h.add(1, 0, 7, 500, at_ms(0));
+  h.add(2, 0, 8, 300, at_ms(0));
+  h.add(3, 0, 8, 300, at_ms(0));  // keeps tenant 8's queue alive after its first ends
+  ASSERT_EQ(h.poll(at_ms(1)).size(), 2u);
+  // What the others report is not passed back to them.
+  h.scheduler().set_remote_service({{.pool = 0, .klass = 0, .tenant = 8, .per_second = 1e6}}, 500ms);
+  const auto rates = h.scheduler().local_service(at_ms(100));
+  ASSERT_EQ(rates.size(), 2u);
+  for (const ServiceRate& r : rates) {
+    EXPECT_TRUE(r.tenant == 7 || r.tenant == 8);
+    EXPECT_GT(r.per_second, 0);
+    EXPECT_LT(r.per_second, 1e4);
+  }
+  // Tenant 7's request ends and it has nothing left: its queue goes, and
+  // so does its line.
+  h.complete(1, at_ms(200));
+  const auto after = h.scheduler().local_service(at_ms(300));
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].tenant, 8u);
+}
+
 TEST(SchedulerOrder, TenantWeightsCanChangeWhileQueued) {
   Harness h(one_pool({named("c")}, {1}));
   for (uint64_t i = 0; i < 100; ++i) h.add(i, 0, 1, 100, at_ms(0));
