@@ -50,6 +50,10 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
   quotas_.start();
   dynamic_quotas_ = std::make_unique<DynamicQuotaUpdater>(config_, quotas_, usage_, metrics_);
   dynamic_quotas_->start(timer_executor);
+  if (!config_.quota_store.redis.empty()) {
+    service_exchange_ = std::make_unique<ServiceExchange>(config_, *dispatcher_, timer_executor);
+    service_exchange_->start();
+  }
   admin_ = std::make_unique<AdminRoutes>(config_, tenants_, metrics_, usage_, [this] { refresh_metrics(); });
   assemble_pipeline();
 }
@@ -59,6 +63,7 @@ Gateway::~Gateway() {
   dispatcher_->stop();
   quotas_.stop();
   dynamic_quotas_->stop();
+  if (service_exchange_) service_exchange_->stop();
 }
 
 // The inference routes' chain. A new admission stage goes here, in the
@@ -112,6 +117,7 @@ void Gateway::refresh_metrics() {
   dispatcher_->inspect([this](const sched::Scheduler& s) { export_scheduler_state(s, config_, pool_index_, metrics_); });
   if (monitor_) export_monitor_state(*monitor_, config_, metrics_);
   export_quota_state(quotas_, metrics_);
+  if (service_exchange_) metrics_.service_exchanges.set(service_exchange_->exchanges());
 }
 
 Task<void> Gateway::handle(HttpRequest& req, ClientConnection& conn) {

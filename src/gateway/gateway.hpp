@@ -17,6 +17,7 @@
 #include "gateway/admin/admin_routes.hpp"
 #include "gateway/backend_monitor.hpp"
 #include "gateway/dispatch/dispatcher.hpp"
+#include "gateway/dispatch/service_exchange.hpp"
 #include "gateway/gateway_metrics.hpp"
 #include "gateway/model_pool.hpp"
 #include "gateway/observers/usage/usage_book.hpp"
@@ -62,6 +63,7 @@ class Gateway {
   std::unique_ptr<BackendMonitor> monitor_;    // engine signals; null if disabled
   std::unique_ptr<AdminRoutes> admin_;
   std::unique_ptr<DynamicQuotaUpdater> dynamic_quotas_;  // teams' dynamic quotas from usage_
+  std::unique_ptr<ServiceExchange> service_exchange_;    // tenant fairness across replicas; null without Redis
   Pipeline pipeline_;
 };
 

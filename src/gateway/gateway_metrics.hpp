@@ -153,6 +153,12 @@ struct GatewayMetrics {
       registry.counter("arbiter_quota_store_failures_total",
                        "Quota store calls that failed or timed out (each takes the store down for a back-off).", {})
           .with({});
+  metrics::Counter& service_exchanges =
+      registry.counter("arbiter_service_exchanges_total",
+                       "Exchanges of recent service per tenant with the other gateway replicas through Redis "
+                       "(tenant fairness across replicas; every 500 ms with quota_store.redis).",
+                       {})
+          .with({});
   metrics::Family<metrics::Counter>& upstream_retries = registry.counter(
       "arbiter_upstream_retries_total",
       "Requests resent on a new connection after a pooled one turned out closed.", {"backend"});

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <future>
+#include <tuple>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -168,6 +170,70 @@ TEST(SharedQuota, AHungOrDeadRedisCostsAtMostItsTimeoutAndCountsReconcile) {
   EXPECT_GE(admitted_after, 40);
   EXPECT_LE(admitted_after, 40 + 5);
   EXPECT_NE(a.stderr_text().find("quota_store_up"), std::string::npos);
+}
+
+// Tenant fairness across replicas: alpha floods replica A; on replica B
+// (one slot, held) an alpha request queues first and a beta request after.
+// B knows from Redis that alpha is served heavily elsewhere, so beta goes
+// first there; a gateway without Redis (the control, same sequence at the
+// same time) serves them in arrival order.
+TEST(SharedQuota, ATenantFloodingOneReplicaIsHeldToItsShareOnTheOthers) {
+  RedisServer redis;
+  SimProcess sim({"--profile", "tiny", "--model", "m1", "--max-num-seqs", "256"});
+  auto config = [&](unsigned slots, bool shared) {
+    GatewayConfig c;
+    c.backend_ports = {sim.port()};
+    c.max_concurrency = slots;
+    c.alpha_classes = "[chat, batch]";
+    c.extra = "scheduler: {preemption: false}\n";
+    if (shared) c.extra += "quota_store: {redis: \"" + redis.address() + "\"}\n";
+    return c.to_yaml();
+  };
+  GatewayProcess flooded(config(64, true)), shared(config(1, true)), alone(config(1, false));
+
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> flood;
+  for (int i = 0; i < 6; ++i) {
+    flood.emplace_back([&] {
+      while (!stop) (void)http_call(flooded.port(), chat(kAlphaKey, 20), Millis(30'000));
+    });
+  }
+  std::this_thread::sleep_for(Millis(1'200));  // the flood's service reaches Redis (every 500 ms)
+
+  // On each one-slot gateway: a long batch request holds the slot, then
+  // alpha's chat request queues, then beta's.
+  auto sequence = [&](uint16_t port) {
+    auto holder = std::async(std::launch::async, [&, port] {
+      return http_call(port, gateway_post("/v1/chat/completions",
+                                          sim_chat(R"("max_tokens":1500,"min_tokens":1500)", "Hold.", "m1"), kAlphaKey,
+                                          "batch"),
+                       Millis(60'000));
+    });
+    std::this_thread::sleep_for(Millis(200));
+    // When each was dispatched: sent at + its time in the gateway's queue.
+    auto dispatched_at = [port](const char* key) {
+      const auto sent = Clock::now();
+      const HttpResponse r = http_call(port, chat(key, 5), Millis(60'000));
+      EXPECT_EQ(r.status, 200) << r.body;
+      return ms_between(TimePoint{}, sent) + std::stod(r.header("x-arbiter-queue-ms").value_or("-1e9"));
+    };
+    auto alpha = std::async(std::launch::async, dispatched_at, kAlphaKey);
+    std::this_thread::sleep_for(Millis(100));
+    auto beta = std::async(std::launch::async, dispatched_at, kBetaKey);
+    return std::tuple(std::move(holder), std::move(alpha), std::move(beta));
+  };
+  auto [shared_holder, shared_alpha, shared_beta] = sequence(shared.port());
+  auto [alone_holder, alone_alpha, alone_beta] = sequence(alone.port());
+  const double sa = shared_alpha.get(), sb = shared_beta.get(), aa = alone_alpha.get(), ab = alone_beta.get();
+  stop = true;
+  for (auto& t : flood) t.join();
+  ASSERT_EQ(shared_holder.get().status, 200);
+  ASSERT_EQ(alone_holder.get().status, 200);
+  // Beta arrived 100 ms after alpha. Shared: beta dispatched first; alone:
+  // arrival order.
+  EXPECT_LT(sb, sa) << "shared: beta dispatched " << sb - sa << " ms after alpha";
+  EXPECT_GT(ab, aa) << "control: beta dispatched " << ab - aa << " ms after alpha";
+  EXPECT_GT(metric(shared.port(), "arbiter_service_exchanges_total"), 1);
 }
 
 }  // namespace

@@ -98,6 +98,14 @@ class Dispatcher {
     std::lock_guard lock(mu_);
     f(scheduler_);
   }
+  // Runs `f(sched::Scheduler&)` under the lock, for changes that dispatch
+  // nothing by themselves (the next poll sees them): the other replicas'
+  // service (ServiceExchange).
+  template <class F>
+  void update(F&& f) {
+    std::lock_guard lock(mu_);
+    f(scheduler_);
+  }
 
   void start();
   void stop();

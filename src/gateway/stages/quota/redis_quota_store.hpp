@@ -13,7 +13,7 @@
 #include <string>
 
 #include "core/quota/gcra.hpp"
-#include "gateway/stages/quota/redis_connection.hpp"
+#include "gateway/redis/redis_connection.hpp"
 
 namespace arbiter {
 

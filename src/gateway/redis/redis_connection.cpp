@@ -1,4 +1,4 @@
-#include "gateway/stages/quota/redis_connection.hpp"
+#include "gateway/redis/redis_connection.hpp"
 
 #include <mutex>
 
