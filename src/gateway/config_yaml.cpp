@@ -525,6 +525,9 @@ void check_references(Reader& r, Config& c) {
   }
   check_quota_references(r, c);
   check_quota_store(r, c.quota_store);
+  if (!c.traffic_breaker.degrade_class.empty() && !has_class(c.traffic_breaker.degrade_class)) {
+    r.error("traffic_breaker.degrade_class", "names no class: '" + c.traffic_breaker.degrade_class + "'");
+  }
   if (c.auth.enabled && c.tenants.empty()) {
     r.error("auth.enabled", "is true but no tenants are configured: nobody could get in");
   }

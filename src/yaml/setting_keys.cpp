@@ -240,6 +240,8 @@ constexpr SettingKey<TB> kTrafficBreakerKeys[] = {
      write_integer<TB, &TB::probe_every>},
     {"degrade_max_tokens", "integer in [1, 1000000]", read_integer<TB, &TB::degrade_max_tokens, 1, 1'000'000>,
      write_integer<TB, &TB::degrade_max_tokens>},
+    {"degrade_class", "a class name (empty: none)", read_text<TB, &TB::degrade_class>,
+     write_text<TB, &TB::degrade_class>},
 };
 
 }  // namespace

@@ -193,7 +193,8 @@ TEST(Quota, ATenantAskingFarOverItsQuotaIsDegradedThenBlocked) {
   config.backend_ports = {sim.port()};
   // 10 requests a second: over 20 in the 1 s window is orange, over 30 red.
   config.alpha_extra = ", quotas: [{requests_per_minute: 600}]";
-  config.extra = "traffic_breaker: {window_ms: 1000, hold_ms: 200, base_backoff_ms: 2000}\n";
+  config.alpha_classes = "[chat, batch]";
+  config.extra = "traffic_breaker: {window_ms: 1000, hold_ms: 200, base_backoff_ms: 2000, degrade_class: batch}\n";
   GatewayProcess gateway(config.to_yaml());
 
   const HttpRequest asks_a_lot = gateway_post(
@@ -217,10 +218,13 @@ TEST(Quota, ATenantAskingFarOverItsQuotaIsDegradedThenBlocked) {
       EXPECT_GE(std::stoi(r.header("retry-after").value_or("0")), 1);
     } else if (r.header("x-arbiter-degraded")) {
       ++degraded;
-      EXPECT_EQ(*r.header("x-arbiter-degraded"), "max_tokens=256");
+      // Capped, and moved to the lower class.
+      EXPECT_EQ(*r.header("x-arbiter-degraded"), "max_tokens=256, class=batch");
+      EXPECT_EQ(r.header("x-arbiter-class").value_or(""), "batch");
       EXPECT_LE(r.json().at("usage").at("completion_tokens").as_int64(), 256);
     } else {
       ++green;
+      EXPECT_EQ(r.header("x-arbiter-class").value_or(""), "chat");
     }
   }
   // Unless the 40 took over a second to arrive (a very slow machine), the

@@ -58,6 +58,7 @@ struct TrafficBreakerConfig {
   std::chrono::milliseconds max_backoff{300'000};
   uint32_t probe_every = 10;
   int64_t degrade_max_tokens = 256;  // orange: max_tokens capped to this
+  std::string degrade_class;         // orange: requests moved to this class; empty: they keep theirs
 };
 
 // teams[].dynamic_quota: a limit recomputed from the team's usage

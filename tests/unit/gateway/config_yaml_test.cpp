@@ -363,6 +363,10 @@ tenants:
 )");
   EXPECT_THAT(refs, Contains(HasSubstr("tenants[0].quotas[0].classes[0]: names no class: 'gold'")));
   EXPECT_THAT(refs, Contains(HasSubstr("tenants[0].quotas[0].models[0]: names no model: 'm9'")));
+  EXPECT_THAT(errors_of(std::string(kMinimal) + "traffic_breaker: {degrade_class: gold}\n"),
+              Contains(HasSubstr("traffic_breaker.degrade_class: names no class: 'gold'")));
+  EXPECT_THAT(errors_of(std::string(kMinimal) + "traffic_breaker: {degrade_at: 4, block_at: 3}\n"),
+              Contains(HasSubstr("traffic_breaker")));
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "gateway/stages/route/route_stage.hpp"
+
 namespace arbiter {
 
 namespace {
@@ -57,6 +59,13 @@ std::string format_reset(quota::Duration d) {
   return h ? fmt::format("{}h{}m{}s", h, m, s) : fmt::format("{}m{}s", m, s);
 }
 
+QuotaStage::QuotaStage(const Config& config, QuotaBook& book, GatewayMetrics& metrics)
+    : config_(config), book_(book), metrics_(metrics) {
+  for (std::size_t c = 0; c < config.classes.size(); ++c) {
+    if (config.classes[c].name == config.traffic_breaker.degrade_class) degrade_class_ = c;
+  }
+}
+
 quota::Subject QuotaStage::subject(const RequestContext& ctx) const {
   return {.tenant = ctx.tenant->name, .klass = config_.classes[ctx.cls].name, .model = ctx.parsed.info.model,
           .store_down = ctx.tenant->quota_store_down};
@@ -88,12 +97,24 @@ std::optional<ApiError> QuotaStage::traffic(RequestContext& ctx, quota::TimePoin
                     std::nullopt, wait};
   }
   // Orange and the probes of a half-open red: degraded, not refused.
-  if (stage >= quota::TrafficStage::kOrange &&
-      apply_max_tokens_cap(ctx.parsed, config_.traffic_breaker.degrade_max_tokens)) {
-    ctx.response_headers.emplace_back("x-arbiter-degraded",
-                                      fmt::format("max_tokens={}", config_.traffic_breaker.degrade_max_tokens));
-  }
+  if (stage >= quota::TrafficStage::kOrange) degrade(ctx);
   return std::nullopt;
+}
+
+void QuotaStage::degrade(RequestContext& ctx) {
+  const quota::TrafficBreakerConfig& tb = config_.traffic_breaker;
+  std::string what;
+  if (degrade_class_ && *degrade_class_ != ctx.cls) {
+    // A lower priority: the class's pool, cap and scheduling from here on.
+    ctx.cls = *degrade_class_;
+    ctx.pool = class_pool(config_, *ctx.model_pools, ctx.cls);
+    ctx.rec.cls = config_.classes[ctx.cls].name;
+    if (const auto& cap = config_.classes[ctx.cls].max_tokens_cap) apply_max_tokens_cap(ctx.parsed, *cap);
+    what = ", class=" + ctx.rec.cls;
+  }
+  if (apply_max_tokens_cap(ctx.parsed, tb.degrade_max_tokens) || !what.empty()) {
+    ctx.response_headers.emplace_back("x-arbiter-degraded", fmt::format("max_tokens={}{}", tb.degrade_max_tokens, what));
+  }
 }
 
 Verdict QuotaStage::admit(RequestContext& ctx) {

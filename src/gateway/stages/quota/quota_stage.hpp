@@ -1,13 +1,14 @@
 // Admission stage 5 (after caps, so max_tokens is the capped one): tenant
-// and team quotas (docs/quotas.md), in this process or shared through Redis. Reserves 1 request and the token
-// estimate (prompt + max_tokens, or the default output estimate) in every
-// quota entry covering the request, or refuses it: 429 with a Retry-After
-// from the bucket, or 400 when the request alone is over a limit. The
-// x-ratelimit-* headers (OpenAI's names) go on every answer to a tenant
-// with quotas. Before the quota, the tenant's traffic breaker: over
-// traffic_breaker.degrade_at x its quota requests are degraded (max_tokens
-// capped), over block_at refused for a back-off. QuotaObserver settles the
-// reservation when the request ends.
+// and team quotas (docs/quotas.md), in this process or shared through
+// Redis. Reserves 1 request and the token estimate (prompt + max_tokens,
+// or the default output estimate) in every quota entry covering the
+// request, or refuses it: 429 with a Retry-After from the bucket, or 400
+// when the request alone is over a limit. The x-ratelimit-* headers
+// (OpenAI's names) go on every answer to a tenant with quotas. Before the
+// quota, the tenant's traffic breaker: over traffic_breaker.degrade_at x
+// its quota requests are degraded (max_tokens capped, and moved to
+// traffic_breaker.degrade_class when set), over block_at refused for a
+// back-off. QuotaObserver settles the reservation when the request ends.
 #pragma once
 
 #include "gateway/gateway_metrics.hpp"
@@ -18,8 +19,7 @@ namespace arbiter {
 
 class QuotaStage final : public AdmissionStage {
  public:
-  QuotaStage(const Config& config, QuotaBook& book, GatewayMetrics& metrics)
-      : config_(config), book_(book), metrics_(metrics) {}
+  QuotaStage(const Config& config, QuotaBook& book, GatewayMetrics& metrics);
   std::string_view name() const override { return "quota"; }
   // Decided at once unless a shared lease must be refilled from the store
   // first (then admit_async, bounded by quota_store.timeout_ms).
@@ -31,12 +31,15 @@ class QuotaStage final : public AdmissionStage {
   // The traffic breaker: its stage's header, a refusal in red, and in
   // orange max_tokens capped (traffic_breaker.degrade_max_tokens).
   std::optional<ApiError> traffic(RequestContext& ctx, quota::TimePoint now);
+  // Orange: max_tokens capped, and the request moved to degrade_class.
+  void degrade(RequestContext& ctx);
   // Headers, metrics, and the permit or the refusal.
   std::optional<ApiError> decide(RequestContext& ctx, std::expected<quota::Reservation, quota::Refusal> reserved);
 
   const Config& config_;
   QuotaBook& book_;
   GatewayMetrics& metrics_;
+  std::optional<std::size_t> degrade_class_;  // traffic_breaker.degrade_class's index
 };
 
 // Settles a request's reservation with the tokens it really used: the

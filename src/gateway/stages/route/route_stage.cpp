@@ -24,7 +24,7 @@ Verdict RouteStage::admit(RequestContext& ctx) {
   if (!cls) return Verdict::refuse(std::move(cls.error()));
   ctx.cls = *cls;
   ctx.rec.cls = config_.classes[ctx.cls].name;
-  ctx.pool = pool_for(it->second, ctx.cls);
+  ctx.pool = class_pool(config_, it->second, ctx.cls);
   // Hashed before a cap edits the text: the prompt's offset is the scan's.
   if (const std::size_t at = info.prompt_at; at < ctx.parsed.text.size() && pools_[ctx.pool]->routes_by_prefix()) {
     prefix_blocks(std::string_view(ctx.parsed.text).substr(at), 0, ctx.prefix);
@@ -32,11 +32,11 @@ Verdict RouteStage::admit(RequestContext& ctx) {
   return Verdict::go();
 }
 
-std::size_t RouteStage::pool_for(const std::vector<std::size_t>& pools, std::size_t cls) const {
-  const std::string& name = config_.classes[cls].name;
+std::size_t class_pool(const Config& config, const std::vector<std::size_t>& pools, std::size_t cls) {
+  const std::string& name = config.classes[cls].name;
   std::size_t general = pools.front();
   for (const std::size_t p : pools) {
-    const auto& classes = config_.models[p].classes;
+    const auto& classes = config.models[p].classes;
     if (classes.empty()) general = p;
     if (std::find(classes.begin(), classes.end(), name) != classes.end()) return p;
   }

@@ -27,12 +27,15 @@ class RouteStage final : public AdmissionStage {
  private:
   // The pool of `pools` that serves class `cls`: the one naming it, else the
   // one without classes (config validation makes sure there is one).
-  std::size_t pool_for(const std::vector<std::size_t>& pools, std::size_t cls) const;
 
   const Config& config_;
   const Classifier& classifier_;
   const std::unordered_map<std::string, std::vector<std::size_t>>& pool_index_;
   const std::vector<std::unique_ptr<ModelPool>>& pools_;
 };
+
+// The pool of a model (`pools`: its pools, config indexes) that serves class
+// `cls`: the one whose class list names it, else the one without a list.
+std::size_t class_pool(const Config& config, const std::vector<std::size_t>& pools, std::size_t cls);
 
 }  // namespace arbiter
