@@ -236,5 +236,34 @@ TEST(SharedQuota, ATenantFloodingOneReplicaIsHeldToItsShareOnTheOthers) {
   EXPECT_GT(metric(shared.port(), "arbiter_service_exchanges_total"), 1);
 }
 
+TEST(SharedQuota, ConcurrencyIsOneLimitAcrossReplicas) {
+  RedisServer redis;
+  SimProcess sim({"--profile", "tiny", "--model", "m1", "--max-num-seqs", "256"});
+  // 4 requests at a time between both replicas; slots leased one by one,
+  // and handed back 200 ms after they fall idle.
+  const std::string yaml = shared_config(sim.port(), redis, "{max_concurrent: 4}",
+                                         ", lease_share: 0, lease_idle_ms: 200");
+  GatewayProcess a(yaml), b(yaml);
+  // 12 at once, each running ~0.4 s: 4 get in, between the two replicas.
+  auto round = [&] {
+    std::vector<std::future<int>> calls;
+    for (int i = 0; i < 12; ++i) {
+      const uint16_t port = (i % 2 ? a : b).port();
+      calls.push_back(std::async(std::launch::async, [port] { return http_call(port, chat(kAlphaKey, 400)).status; }));
+    }
+    int ok = 0, refused = 0;
+    for (auto& c : calls) {
+      const int status = c.get();
+      ok += status == 200;
+      refused += status == 429;
+    }
+    return std::pair(ok, refused);
+  };
+  EXPECT_EQ(round(), std::pair(4, 8));
+  // The slots come back (ended, then handed back once idle): 4 again.
+  std::this_thread::sleep_for(Millis(800));
+  EXPECT_EQ(round(), std::pair(4, 8));
+}
+
 }  // namespace
 }  // namespace arbiter::test

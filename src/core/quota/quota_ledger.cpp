@@ -47,6 +47,9 @@ QuotaLedger::QuotaLedger(const std::vector<TenantConfig>& tenants, const std::ve
       if (q.requests_per_minute) e.requests.emplace(make(*q.requests_per_minute, kMinute));
       if (q.tokens_per_minute) e.tokens.emplace(make(*q.tokens_per_minute, kMinute));
       if (q.tokens_per_day) e.day_tokens.emplace(make(*q.tokens_per_day, kDay));
+      if (q.max_concurrent && sharing_) {
+        e.slots.emplace(QuotaLimit::slots(*q.max_concurrent, sharing_->replicas, sharing_->lease_share));
+      }
       ids.push_back(static_cast<uint32_t>(entries_.size()));
       entries_.push_back(std::move(e));
     }
@@ -90,7 +93,8 @@ QuotaLimit& QuotaLedger::limit(LimitRef ref) {
   Entry& e = entries_[ref.entry];
   return ref.kind == LimitKind::kRequestsPerMinute ? *e.requests
          : ref.kind == LimitKind::kTokensPerMinute ? *e.tokens
-                                                   : *e.day_tokens;
+         : ref.kind == LimitKind::kTokensPerDay    ? *e.day_tokens
+                                                   : *e.slots;
 }
 
 const QuotaLimit& QuotaLedger::limit_at(LimitRef ref) const { return const_cast<QuotaLedger*>(this)->limit(ref); }
@@ -117,8 +121,18 @@ std::expected<Reservation, Refusal> QuotaLedger::reserve(const Subject& who, Tim
     r.entries.push_back(id);
     const Entry& e = entries_[id];
     if (unchecked) return;
-    if (e.limits.max_concurrent && e.in_flight >= *e.limits.max_concurrent) {
-      refuse(e, LimitKind::kConcurrent, *e.limits.max_concurrent, kConcurrencyRetry);
+    if (const auto max = e.limits.max_concurrent) {
+      if (e.slots && store_up_) {
+        // Shared: a slot of this replica's lease, or a refill first.
+        const std::optional<Duration> w = e.slots->wait_for(now, 1, true);
+        if (!w) {
+          refuse(e, LimitKind::kConcurrent, *max, Duration::zero(), /*lease_short=*/true);
+        } else if (*w > Duration::zero()) {
+          refuse(e, LimitKind::kConcurrent, *max, *w);
+        }
+      } else if (e.in_flight >= (e.slots ? *max / std::max(sharing_->replicas, 1u) : *max)) {
+        refuse(e, LimitKind::kConcurrent, *max, kConcurrencyRetry);  // in-process, or the store down
+      }
     }
     for_limits(e, n, [&](const QuotaLimit& l, LimitKind kind, double amount) {
       const std::optional<Duration> w = l.wait_for(now, amount, store_up_);
@@ -130,8 +144,10 @@ std::expected<Reservation, Refusal> QuotaLedger::reserve(const Subject& who, Tim
     });
   });
   if (refusal) return std::unexpected(std::move(*refusal));
+  r.leased_slots = sharing_ && store_up_;
   for (const uint32_t id : r.entries) {
     Entry& e = entries_[id];
+    if (e.slots && r.leased_slots) e.slots->take(now, 1, true);
     ++e.in_flight;
     e.reserved += r.tokens;
     for_limits(e, n, [&](QuotaLimit& l, LimitKind, double amount) { l.take(now, amount, store_up_); });
@@ -175,8 +191,10 @@ void QuotaLedger::release(Reservation& r) {
 
 void QuotaLedger::end(Reservation& r) {
   for (const uint32_t id : r.entries) {
-    --entries_[id].in_flight;
-    entries_[id].reserved -= r.tokens;
+    Entry& e = entries_[id];
+    --e.in_flight;
+    e.reserved -= r.tokens;
+    if (e.slots && r.leased_slots) e.slots->give_back(1);  // a slot taken from the lease goes back to it
   }
   r.entries.clear();
   r.tokens = 0;
@@ -187,14 +205,16 @@ std::vector<LeaseNeed> QuotaLedger::lease_needs(const Subject& who, TimePoint no
   if (!sharing_ || !store_up_) return needs;
   const auto n = static_cast<double>(std::max<int64_t>(tokens, 0));
   for_covering(who, [&](uint32_t id) {
-    for_limits(entries_[id], n, [&](QuotaLimit& l, LimitKind kind, double amount) {
+    auto check = [&](QuotaLimit& l, LimitKind kind, double amount) {
       if (l.wait_for(now, amount, true)) return;  // fits, or refused outright
       LeaseNeed need{.ref = {.entry = id, .kind = kind}, .need = l.shortfall(amount), .want = 0,
                      .in_flight = l.refilling()};
       need.want = l.want(need.need);
       if (!need.in_flight) l.begin_refill();
       needs.push_back(need);
-    });
+    };
+    for_limits(entries_[id], n, check);
+    if (entries_[id].slots) check(*entries_[id].slots, LimitKind::kConcurrent, 1);
   });
   return needs;
 }
@@ -212,11 +232,13 @@ std::vector<StoreCharge> QuotaLedger::settle_with_store(TimePoint now, Duration 
   std::vector<StoreCharge> out;
   if (!sharing_ || !store_up_) return out;
   for (uint32_t id = 0; id < entries_.size(); ++id) {
-    for_limits(entries_[id], 0, [&](QuotaLimit& l, LimitKind kind, double) {
+    auto hand_back = [&](QuotaLimit& l, LimitKind kind, double) {
       if (const double units = l.settle_with_store(now, idle); units != 0) {
         out.push_back({.ref = {.entry = id, .kind = kind}, .units = units});
       }
-    });
+    };
+    for_limits(entries_[id], 0, hand_back);
+    if (entries_[id].slots) hand_back(*entries_[id].slots, LimitKind::kConcurrent, 0);
   }
   return out;
 }

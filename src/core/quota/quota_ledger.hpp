@@ -65,6 +65,7 @@ struct StoreCharge {
 struct Reservation {
   boost::container::small_vector<uint32_t, 4> entries;
   int64_t tokens = 0;
+  bool leased_slots = false;  // its max_concurrent slots came from shared leases
 };
 
 struct Refusal {
@@ -151,6 +152,7 @@ class QuotaLedger {
     std::size_t index;
     QuotaLimits limits;
     std::optional<QuotaLimit> requests, tokens, day_tokens;
+    std::optional<QuotaLimit> slots;  // shared mode, max_concurrent: leased slots
     uint32_t in_flight = 0;
     int64_t reserved = 0;
   };

@@ -1,6 +1,7 @@
 #include "core/quota/quota_limit.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace arbiter::quota {
 
@@ -15,6 +16,13 @@ QuotaLimit::QuotaLimit(double limit, Duration period, uint32_t replicas, double 
   block_share_ = block_share;
   lease_->block = limit * block_share;
   lease_->store_remaining = limit;
+}
+
+QuotaLimit QuotaLimit::slots(double limit, uint32_t replicas, double block_share) {
+  QuotaLimit l(limit, std::chrono::minutes(1), replicas, block_share);
+  l.slots_ = true;
+  l.lease_->block = std::floor(limit * block_share);  // whole slots
+  return l;
 }
 
 void QuotaLimit::set_limit(TimePoint now, double limit) {
@@ -42,7 +50,7 @@ void QuotaLimit::take(TimePoint now, double n, bool store_up) {
   } else if (store_up) {
     lease_->units -= n;
     lease_->last_used = now;
-  } else {
+  } else if (!slots_) {
     local_.take(now, n);
     lease_->unreported += n;
   }

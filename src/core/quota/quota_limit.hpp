@@ -20,6 +20,11 @@ class QuotaLimit {
   QuotaLimit(double limit, Duration period);
   // Shared: leases of block_share x limit (plus what a request needs).
   QuotaLimit(double limit, Duration period, uint32_t replicas, double block_share);
+  // Shared max_concurrent: a lease of slots, each taken at admission and
+  // given back when its request ends; nothing to report after an outage
+  // (the stand-in is the ledger's in-flight count against limit / replicas).
+  static QuotaLimit slots(double limit, uint32_t replicas, double block_share);
+  bool counts_slots() const { return slots_; }
 
   bool shared() const { return lease_.has_value(); }
   // A dynamic quota recomputed. Shared: the store's bucket is read with the
@@ -70,6 +75,7 @@ class QuotaLimit {
   Duration period_;
   uint32_t replicas_ = 1;
   double block_share_ = 0;
+  bool slots_ = false;
   Gcra local_;  // in-process: the bucket; shared: the stand-in while the store is down
   std::optional<Lease> lease_;
 };

@@ -38,7 +38,7 @@ QuotaBook::QuotaBook(const Config& config, net::any_io_executor store_executor)
       store_executor_(store_executor),
       ledger_(config.tenants, config.teams, sharing(config.quota_store)) {
   if (ledger_.shared()) {
-    store_ = std::make_unique<RedisQuotaStore>(store_executor, store_config_.redis, store_config_.timeout);
+    store_ = std::make_unique<RedisQuotaStore>(store_executor, store_config_);
   }
   add_breakers(config);
 }
@@ -133,7 +133,12 @@ Task<std::expected<quota::Reservation, quota::Refusal>> QuotaBook::reserve(const
 Task<void> QuotaBook::refill(quota::LeaseNeed need) {
   const quota::QuotaLimit& limit = ledger_.limit_at(need.ref);  // limit and period never change
   store_calls_.fetch_add(1, std::memory_order_relaxed);
-  const auto answer = co_await store_->take(key(need.ref), need.need, need.want, limit.limit(), limit.period());
+  std::expected<LeaseAnswer, std::string> answer;
+  if (limit.counts_slots()) {
+    answer = co_await store_->take_slots(key(need.ref), need.need, need.want, limit.limit());
+  } else {
+    answer = co_await store_->take(key(need.ref), need.need, need.want, limit.limit(), limit.period());
+  }
   std::lock_guard lock(mu_);
   const auto now = quota::Clock::now();
   if (!answer) {
@@ -228,10 +233,25 @@ Task<void> QuotaBook::maintain() {
       }
       continue;
     }
+    // Keeps this replica's slots counted (max_concurrent shared).
+    store_calls_.fetch_add(1, std::memory_order_relaxed);
+    if (!co_await store_->heartbeat()) {
+      std::lock_guard lock(mu_);
+      for (const quota::StoreCharge& c : charges) ledger_.restore(c);
+      store_failed(quota::Clock::now());
+      log_store("down", "a heartbeat failed");
+      continue;
+    }
     for (std::size_t i = 0; i < charges.size(); ++i) {
       const quota::QuotaLimit& limit = ledger_.limit_at(charges[i].ref);
       store_calls_.fetch_add(1, std::memory_order_relaxed);
-      if (co_await store_->adjust(key(charges[i].ref), charges[i].units, limit.limit(), limit.period())) continue;
+      std::expected<void, std::string> done;
+      if (limit.counts_slots()) {
+        done = co_await store_->release_slots(key(charges[i].ref), charges[i].units);
+      } else {
+        done = co_await store_->adjust(key(charges[i].ref), charges[i].units, limit.limit(), limit.period());
+      }
+      if (done) continue;
       // Kept for the next round: nothing is lost while the store is down.
       std::lock_guard lock(mu_);
       for (std::size_t k = i; k < charges.size(); ++k) ledger_.restore(charges[k]);

@@ -1,5 +1,7 @@
 #include "gateway/stages/quota/redis_quota_store.hpp"
 
+#include <random>
+
 #include <fmt/format.h>
 
 namespace arbiter {
@@ -44,6 +46,42 @@ end
 return 1
 )lua";
 
+// KEYS: the slot hash. ARGV: replica, need, want, max, liveness key prefix,
+// TTL ms. Drops the fields of replicas whose liveness key is gone.
+constexpr const char* kTakeSlotsScript = R"lua(
+local replica, need, want, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local live, ttl = ARGV[5], tonumber(ARGV[6])
+redis.call('SET', live .. replica, '1', 'PX', ttl)
+local held = 0
+local kv = redis.call('HGETALL', KEYS[1])
+for i = 1, #kv, 2 do
+  if redis.call('EXISTS', live .. kv[i]) == 1 then
+    held = held + tonumber(kv[i + 1])
+  else
+    redis.call('HDEL', KEYS[1], kv[i])
+  end
+end
+local available = max - held
+if available < need then
+  return {'0', '1000', tostring(math.max(available, 0)), '0'}
+end
+local granted = math.min(want, available)
+redis.call('HINCRBYFLOAT', KEYS[1], replica, granted)
+return {'1', tostring(granted), tostring(available - granted), '0'}
+)lua";
+
+// KEYS: the slot hash. ARGV: replica, slots handed back.
+constexpr const char* kReleaseSlotsScript = R"lua(
+local left = tonumber(redis.call('HINCRBYFLOAT', KEYS[1], ARGV[1], -tonumber(ARGV[2])))
+if left <= 0 then redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 1
+)lua";
+
+std::string random_name() {
+  std::random_device rd;
+  return fmt::format("{:016x}", (uint64_t{rd()} << 32) | rd());
+}
+
 std::string number(double v) { return fmt::format("{:.6f}", v); }
 std::string ms(quota::Duration d) { return number(std::chrono::duration<double, std::milli>(d).count()); }
 quota::Duration from_ms(double v) {
@@ -56,22 +94,11 @@ std::expected<void, std::string> checked(const std::expected<RedisReply, std::st
   return {};
 }
 
-}  // namespace
-
-RedisQuotaStore::RedisQuotaStore(net::any_io_executor executor, const std::string& host_port,
-                                 std::chrono::milliseconds timeout)
-    : connection_(executor, host_port.substr(0, host_port.rfind(':')),
-                  static_cast<uint16_t>(std::stoi(host_port.substr(host_port.rfind(':') + 1)))),
-      timeout_(timeout) {}
-
-Task<std::expected<LeaseAnswer, std::string>> RedisQuotaStore::take(const std::string& key, double need, double want,
-                                                                    double limit, quota::Duration period) {
-  // Named, not a braced temporary, in a co_await: GCC 12 miscompiles those.
-  std::vector<std::string> argv{"EVAL", kTakeScript, "1", key, number(need), number(want), number(limit), ms(period)};
-  const auto reply = co_await connection_.call(std::move(argv), timeout_);
-  if (auto ok = checked(reply); !ok) co_return std::unexpected(ok.error());
+// Both take scripts answer {granted 0/1, units or wait ms, remaining, reset ms}.
+std::expected<LeaseAnswer, std::string> lease_answer(const std::expected<RedisReply, std::string>& reply) {
+  if (auto ok = checked(reply); !ok) return std::unexpected(ok.error());
   if (reply->type != RedisReply::Type::kArray || reply->elements.size() != 4) {
-    co_return std::unexpected(std::string("unexpected reply to the take script"));
+    return std::unexpected(std::string("unexpected reply to a take script"));
   }
   const auto& e = reply->elements;
   LeaseAnswer a;
@@ -84,12 +111,49 @@ Task<std::expected<LeaseAnswer, std::string>> RedisQuotaStore::take(const std::s
   }
   a.remaining = std::stod(e[2].text);
   a.reset = from_ms(std::stod(e[3].text));
-  co_return a;
+  return a;
+}
+
+}  // namespace
+
+RedisQuotaStore::RedisQuotaStore(net::any_io_executor executor, const quota::QuotaStoreConfig& config)
+    : connection_(executor, config.redis.substr(0, config.redis.rfind(':')),
+                  static_cast<uint16_t>(std::stoi(config.redis.substr(config.redis.rfind(':') + 1)))),
+      timeout_(config.timeout),
+      replica_(random_name()),
+      live_prefix_(config.key_prefix + ":live:"),
+      // Several heartbeats' worth (the maintenance loop's period is a
+      // quarter of lease_idle): a live replica never lapses between two.
+      live_ttl_(std::max<std::chrono::milliseconds>(config.lease_idle * 3, std::chrono::seconds(1))) {}
+
+Task<std::expected<LeaseAnswer, std::string>> RedisQuotaStore::take(const std::string& key, double need, double want,
+                                                                    double limit, quota::Duration period) {
+  // Named, not a braced temporary, in a co_await: GCC 12 miscompiles those.
+  std::vector<std::string> argv{"EVAL", kTakeScript, "1", key, number(need), number(want), number(limit), ms(period)};
+  co_return lease_answer(co_await connection_.call(std::move(argv), timeout_));
 }
 
 Task<std::expected<void, std::string>> RedisQuotaStore::adjust(const std::string& key, double units, double limit,
                                                                quota::Duration period) {
   std::vector<std::string> argv{"EVAL", kAdjustScript, "1", key, number(units), number(limit), ms(period)};
+  co_return checked(co_await connection_.call(std::move(argv), timeout_));
+}
+
+Task<std::expected<LeaseAnswer, std::string>> RedisQuotaStore::take_slots(const std::string& key, double need,
+                                                                          double want, double max) {
+  std::vector<std::string> argv{"EVAL",       kTakeSlotsScript, "1",          key,
+                                replica_,     number(need),     number(want), number(max),
+                                live_prefix_, std::to_string(live_ttl_.count())};
+  co_return lease_answer(co_await connection_.call(std::move(argv), timeout_));
+}
+
+Task<std::expected<void, std::string>> RedisQuotaStore::release_slots(const std::string& key, double n) {
+  std::vector<std::string> argv{"EVAL", kReleaseSlotsScript, "1", key, replica_, number(n)};
+  co_return checked(co_await connection_.call(std::move(argv), timeout_));
+}
+
+Task<std::expected<void, std::string>> RedisQuotaStore::heartbeat() {
+  std::vector<std::string> argv{"SET", live_prefix_ + replica_, "1", "PX", std::to_string(live_ttl_.count())};
   co_return checked(co_await connection_.call(std::move(argv), timeout_));
 }
 

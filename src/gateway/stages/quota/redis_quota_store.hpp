@@ -6,6 +6,10 @@
 //           how long until `need` fit;
 //   adjust: give units back (an unused lease) or charge them (debt, and
 //           what a replica admitted while Redis was unreachable).
+// max_concurrent is shared as slots instead: a hash of the slots each
+// replica holds, counted only while the replica's liveness key (refreshed
+// by every call and heartbeat()) lives, so a dead replica's slots come
+// back after its TTL.
 #pragma once
 
 #include <chrono>
@@ -13,6 +17,7 @@
 #include <string>
 
 #include "core/quota/gcra.hpp"
+#include "core/quota/quota_config.hpp"
 #include "gateway/redis/redis_connection.hpp"
 
 namespace arbiter {
@@ -27,7 +32,7 @@ struct LeaseAnswer {
 
 class RedisQuotaStore {
  public:
-  RedisQuotaStore(net::any_io_executor executor, const std::string& host_port, std::chrono::milliseconds timeout);
+  RedisQuotaStore(net::any_io_executor executor, const quota::QuotaStoreConfig& config);
 
   Task<std::expected<LeaseAnswer, std::string>> take(const std::string& key, double need, double want, double limit,
                                                      quota::Duration period);
@@ -35,9 +40,18 @@ class RedisQuotaStore {
                                                 quota::Duration period);
   Task<std::expected<void, std::string>> ping();
 
+  // Slots: up to `want` (at least `need`) of `max` across the live replicas.
+  Task<std::expected<LeaseAnswer, std::string>> take_slots(const std::string& key, double need, double want,
+                                                           double max);
+  Task<std::expected<void, std::string>> release_slots(const std::string& key, double n);
+  Task<std::expected<void, std::string>> heartbeat();
+
  private:
   RedisConnection connection_;
   std::chrono::milliseconds timeout_;
+  std::string replica_;      // random: this process's field in the slot hashes
+  std::string live_prefix_;  // PREFIX:live:
+  std::chrono::milliseconds live_ttl_;
 };
 
 }  // namespace arbiter

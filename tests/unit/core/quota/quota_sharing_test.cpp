@@ -122,5 +122,40 @@ TEST(QuotaSharing, IdleLeasesGoBackAndDebtIsCharged) {
   EXPECT_DOUBLE_EQ(debt[0].units, -300);
 }
 
+TEST(QuotaSharing, ConcurrencyIsLeasedInSlotsAndGivenBackAtTheEnd) {
+  // max_concurrent 40 over 4 replicas, leases of 10% (4 slots) beyond need.
+  QuotaLedger ledger = shared_ledger({.max_concurrent = 40});
+  ASSERT_FALSE(ledger.reserve(alpha(), t0, 0).has_value());
+  const auto needs = ledger.lease_needs(alpha(), t0, 0);
+  ASSERT_EQ(needs.size(), 1u);
+  EXPECT_EQ(needs[0].ref.kind, LimitKind::kConcurrent);
+  EXPECT_DOUBLE_EQ(needs[0].need, 1);
+  EXPECT_DOUBLE_EQ(needs[0].want, 5);
+  ledger.lease_granted(needs[0].ref, t0, 5, 35, {});
+  std::vector<Reservation> held;
+  for (int i = 0; i < 5; ++i) held.push_back(*ledger.reserve(alpha(), t0, 0));
+  ASSERT_FALSE(ledger.reserve(alpha(), t0, 0).has_value());  // the sixth needs more slots
+  // Ending a request frees its slot for the next, here, with no store call.
+  ledger.release(held.back());
+  held.pop_back();
+  EXPECT_TRUE(ledger.reserve(alpha(), t0, 0).has_value());
+  // Idle free slots go back to the store; the ones in use stay.
+  for (auto& r : held) ledger.release(r);
+  const auto back = ledger.settle_with_store(t0 + seconds(5), seconds(2));
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_DOUBLE_EQ(back[0].units, 4);  // 5 leased, 1 still in use
+}
+
+TEST(QuotaSharing, WhileTheStoreIsDownConcurrencyIsTheReplicasShare) {
+  QuotaLedger ledger = shared_ledger({.max_concurrent = 40});
+  ledger.set_store_up(false);
+  int admitted = 0;
+  for (int i = 0; i < 20; ++i) admitted += ledger.reserve(alpha(), t0, 0).has_value();
+  EXPECT_EQ(admitted, 10);  // 40 / 4 replicas
+  // Nothing to report when it is back: slots are not a rate.
+  ledger.set_store_up(true);
+  EXPECT_TRUE(ledger.settle_with_store(t0, seconds(2)).empty());
+}
+
 }  // namespace
 }  // namespace arbiter::quota
