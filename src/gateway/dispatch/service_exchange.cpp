@@ -99,41 +99,33 @@ std::optional<sched::ServiceRate> ServiceExchange::parse(std::string_view f, dou
 }
 
 void ServiceExchange::start() {
-  tick_ = std::make_shared<net::steady_timer>(executor_);
-  net::co_spawn(executor_, run(), net::detached);
+  loop_.start(executor_, kInterval, [this] { return exchange(); });
 }
 
-void ServiceExchange::stop() {
-  if (tick_) net::post(tick_->get_executor(), [tick = tick_] { tick->cancel(); });
-}
+void ServiceExchange::stop() { loop_.stop(); }
 
-Task<void> ServiceExchange::run() {
-  const auto tick = tick_;
+Task<void> ServiceExchange::exchange() {
   const std::string prefix = config_.quota_store.key_prefix + ":svc:";
-  for (;;) {
-    tick->expires_after(kInterval);
-    if (auto [ec] = co_await tick->async_wait(kAsTuple); ec) co_return;
-    std::vector<sched::ServiceRate> local;
-    dispatcher_.inspect([&](const sched::Scheduler& s) { local = s.local_service(sched::Clock::now()); });
-    std::vector<std::string> argv{"EVAL",  kExchangeScript, "2", prefix + replica_, prefix + "replicas", replica_,
-                                  std::to_string(kTtl.count()), prefix};
-    for (const sched::ServiceRate& r : local) {
-      argv.push_back(field(r));
-      argv.push_back(fmt::format("{:.3f}", r.per_second));
-    }
-    const auto reply = co_await redis_.call(std::move(argv), config_.quota_store.timeout);
-    std::vector<sched::ServiceRate> remote;
-    if (reply && reply->type == RedisReply::Type::kArray) {
-      failures_in_a_row_ = 0;
-      exchanges_.fetch_add(1, std::memory_order_relaxed);
-      for (std::size_t i = 0; i + 1 < reply->elements.size(); i += 2) {
-        if (auto r = parse(reply->elements[i].text, std::stod(reply->elements[i + 1].text))) remote.push_back(*r);
-      }
-    } else if (++failures_in_a_row_ < 2) {
-      continue;  // the last figures stand for one more round
-    }
-    dispatcher_.update([&](sched::Scheduler& s) { s.set_remote_service(remote, kInterval); });
+  std::vector<sched::ServiceRate> local;
+  dispatcher_.inspect([&](const sched::Scheduler& s) { local = s.local_service(sched::Clock::now()); });
+  std::vector<std::string> argv{"EVAL",  kExchangeScript, "2", prefix + replica_, prefix + "replicas", replica_,
+                                std::to_string(kTtl.count()), prefix};
+  for (const sched::ServiceRate& r : local) {
+    argv.push_back(field(r));
+    argv.push_back(fmt::format("{:.3f}", r.per_second));
   }
+  const auto reply = co_await redis_.call(std::move(argv), config_.quota_store.timeout);
+  std::vector<sched::ServiceRate> remote;
+  if (reply && reply->type == RedisReply::Type::kArray) {
+    failures_in_a_row_ = 0;
+    exchanges_.fetch_add(1, std::memory_order_relaxed);
+    for (std::size_t i = 0; i + 1 < reply->elements.size(); i += 2) {
+      if (auto r = parse(reply->elements[i].text, std::stod(reply->elements[i + 1].text))) remote.push_back(*r);
+    }
+  } else if (++failures_in_a_row_ < 2) {
+    co_return;  // the last figures stand for one more round
+  }
+  dispatcher_.update([&](sched::Scheduler& s) { s.set_remote_service(remote, kInterval); });
 }
 
 }  // namespace arbiter

@@ -15,6 +15,7 @@
 
 #include "core/config.hpp"
 #include "gateway/dispatch/dispatcher.hpp"
+#include "gateway/periodic.hpp"
 #include "gateway/redis/redis_connection.hpp"
 
 namespace arbiter {
@@ -27,7 +28,7 @@ class ServiceExchange {
   uint64_t exchanges() const { return exchanges_; }  // successful ones
 
  private:
-  Task<void> run();
+  Task<void> exchange();  // one round
   // "model\x1fclass\x1ftenant": names, so replicas agree whatever their pool order.
   std::string field(const sched::ServiceRate& r) const;
   std::optional<sched::ServiceRate> parse(std::string_view field, double per_second) const;
@@ -38,7 +39,7 @@ class ServiceExchange {
   RedisConnection redis_;
   std::string replica_;  // random: this process's name in Redis
   std::unordered_map<std::string, sched::TenantId> tenant_ids_;
-  std::shared_ptr<net::steady_timer> tick_;
+  Periodic loop_;
   std::atomic<uint64_t> exchanges_{0};
   int failures_in_a_row_ = 0;
 };

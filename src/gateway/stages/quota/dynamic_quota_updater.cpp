@@ -30,21 +30,12 @@ void DynamicQuotaUpdater::update(quota::TimePoint now, usage::WallTime wall_now)
 void DynamicQuotaUpdater::start(net::any_io_executor executor) {
   if (teams_.empty()) return;
   update(quota::Clock::now(), std::chrono::system_clock::now());
-  tick_ = std::make_shared<net::steady_timer>(executor);
-  net::co_spawn(executor, run(), net::detached);
-}
-
-void DynamicQuotaUpdater::stop() {
-  if (tick_) net::post(tick_->get_executor(), [tick = tick_] { tick->cancel(); });
-}
-
-Task<void> DynamicQuotaUpdater::run() {
-  const auto tick = tick_;
-  for (;;) {
-    tick->expires_after(std::chrono::seconds(1));
-    if (auto [ec] = co_await tick->async_wait(kAsTuple); ec) co_return;
+  loop_.start(executor, std::chrono::seconds(1), [this]() -> Task<void> {
     update(quota::Clock::now(), std::chrono::system_clock::now());
-  }
+    co_return;
+  });
 }
+
+void DynamicQuotaUpdater::stop() { loop_.stop(); }
 
 }  // namespace arbiter

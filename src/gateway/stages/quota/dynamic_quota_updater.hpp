@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gateway/gateway_metrics.hpp"
+#include "gateway/periodic.hpp"
 #include "gateway/observers/usage/usage_book.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
 
@@ -28,13 +29,11 @@ class DynamicQuotaUpdater {
     const quota::TeamConfig* config;
     quota::TimePoint next{};
   };
-  Task<void> run();
-
   QuotaBook& quotas_;
   const UsageBook& usage_;
   GatewayMetrics& metrics_;
   std::vector<Team> teams_;
-  std::shared_ptr<net::steady_timer> tick_;
+  Periodic loop_;
 };
 
 }  // namespace arbiter

@@ -193,72 +193,69 @@ bool QuotaBook::store_up() const {
 }
 
 void QuotaBook::start() {
-  if (!store_) return;
-  tick_ = std::make_shared<net::steady_timer>(store_executor_);
-  net::co_spawn(store_executor_, maintain(), net::detached);
+  // Often enough that an idle lease goes back about on time.
+  if (store_) {
+    maintenance_.start(store_executor_,
+                       std::max<quota::Duration>(store_config_.lease_idle / 4, std::chrono::milliseconds(50)),
+                       [this] { return maintain(); });
+  }
 }
 
-void QuotaBook::stop() {
-  if (tick_) net::post(tick_->get_executor(), [tick = tick_] { tick->cancel(); });
-}
+void QuotaBook::stop() { maintenance_.stop(); }
 
 Task<void> QuotaBook::maintain() {
-  const auto tick = tick_;
-  // Often enough that an idle lease goes back about on time.
-  const auto period = std::max<quota::Duration>(store_config_.lease_idle / 4, std::chrono::milliseconds(50));
-  for (;;) {
-    tick->expires_after(period);
-    if (auto [ec] = co_await tick->async_wait(kAsTuple); ec) co_return;  // stopped
-    std::vector<quota::StoreCharge> charges;
-    bool probe = false;
-    {
-      std::lock_guard lock(mu_);
-      const auto now = quota::Clock::now();
-      if (breaker_.up()) {
-        charges = ledger_.settle_with_store(now, store_config_.lease_idle);
-      } else {
-        probe = breaker_.probe_due(now);
-      }
+  // One round: probe a down store, or hand back idle leases and debt.
+  std::vector<quota::StoreCharge> charges;
+  bool probe = false, up = false;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = quota::Clock::now();
+    up = breaker_.up();
+    if (up) {
+      charges = ledger_.settle_with_store(now, store_config_.lease_idle);
+    } else {
+      probe = breaker_.probe_due(now);
     }
-    if (probe) {
-      store_calls_.fetch_add(1, std::memory_order_relaxed);
-      const auto pong = co_await store_->ping();
-      std::lock_guard lock(mu_);
-      if (pong) {
-        breaker_.succeeded();
-        ledger_.set_store_up(true);
-        log_store("up", "reachable again: counts reconcile");
-      } else {
-        store_failed(quota::Clock::now());
-      }
-      continue;
-    }
-    // Keeps this replica's slots counted (max_concurrent shared).
+  }
+  if (probe) {
     store_calls_.fetch_add(1, std::memory_order_relaxed);
-    if (!co_await store_->heartbeat()) {
-      std::lock_guard lock(mu_);
-      for (const quota::StoreCharge& c : charges) ledger_.restore(c);
+    const auto pong = co_await store_->ping();
+    std::lock_guard lock(mu_);
+    if (pong) {
+      breaker_.succeeded();
+      ledger_.set_store_up(true);
+      log_store("up", "reachable again: counts reconcile");
+    } else {
       store_failed(quota::Clock::now());
-      log_store("down", "a heartbeat failed");
-      continue;
     }
-    for (std::size_t i = 0; i < charges.size(); ++i) {
-      const quota::QuotaLimit& limit = ledger_.limit_at(charges[i].ref);
-      store_calls_.fetch_add(1, std::memory_order_relaxed);
-      std::expected<void, std::string> done;
-      if (limit.counts_slots()) {
-        done = co_await store_->release_slots(key(charges[i].ref), charges[i].units);
-      } else {
-        done = co_await store_->adjust(key(charges[i].ref), charges[i].units, limit.limit(), limit.period());
-      }
-      if (done) continue;
-      // Kept for the next round: nothing is lost while the store is down.
-      std::lock_guard lock(mu_);
-      for (std::size_t k = i; k < charges.size(); ++k) ledger_.restore(charges[k]);
-      store_failed(quota::Clock::now());
-      log_store("down", "a lease hand-back failed");
-      break;
+    co_return;
+  }
+  if (!up) co_return;  // down, and no probe due yet
+  // Keeps this replica's slots counted (max_concurrent shared).
+  store_calls_.fetch_add(1, std::memory_order_relaxed);
+  if (!co_await store_->heartbeat()) {
+    std::lock_guard lock(mu_);
+    for (const quota::StoreCharge& c : charges) ledger_.restore(c);
+    store_failed(quota::Clock::now());
+    log_store("down", "a heartbeat failed");
+    co_return;
+  }
+  for (std::size_t i = 0; i < charges.size(); ++i) {
+    const quota::QuotaLimit& limit = ledger_.limit_at(charges[i].ref);
+    store_calls_.fetch_add(1, std::memory_order_relaxed);
+    std::expected<void, std::string> done;
+    if (limit.counts_slots()) {
+      done = co_await store_->release_slots(key(charges[i].ref), charges[i].units);
+    } else {
+      done = co_await store_->adjust(key(charges[i].ref), charges[i].units, limit.limit(), limit.period());
     }
+    if (done) continue;
+    // Kept for the next round: nothing is lost while the store is down.
+    std::lock_guard lock(mu_);
+    for (std::size_t k = i; k < charges.size(); ++k) ledger_.restore(charges[k]);
+    store_failed(quota::Clock::now());
+    log_store("down", "a lease hand-back failed");
+    break;
   }
 }
 

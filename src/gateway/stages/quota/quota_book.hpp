@@ -18,6 +18,7 @@
 #include "core/quota/quota_ledger.hpp"
 #include "core/quota/store_breaker.hpp"
 #include "core/quota/traffic_breaker.hpp"
+#include "gateway/periodic.hpp"
 #include "gateway/stages/quota/redis_quota_store.hpp"
 
 namespace arbiter {
@@ -72,7 +73,7 @@ class QuotaBook {
   struct Waiter;
   void add_breakers(const Config& config);
   Task<void> refill(quota::LeaseNeed need);
-  Task<void> maintain();
+  Task<void> maintain();  // one round of the maintenance loop
   void store_failed(quota::TimePoint now);  // under mu_
   void wake(quota::LimitRef ref);           // under mu_
   std::string key(quota::LimitRef ref) const;
@@ -84,7 +85,7 @@ class QuotaBook {
   quota::StoreBreaker breaker_;
   std::unique_ptr<RedisQuotaStore> store_;
   std::vector<std::pair<quota::LimitRef, std::shared_ptr<Waiter>>> waiters_;
-  std::shared_ptr<net::steady_timer> tick_;  // the maintenance loop's; null when not running
+  Periodic maintenance_;  // maintain() every lease_idle / 4 (shared mode)
   struct Breaker {
     quota::TrafficBreaker breaker;
     bool by_tokens;  // demand in tokens (tokens_per_minute), else in requests
