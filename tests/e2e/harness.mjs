@@ -5,10 +5,8 @@
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 
@@ -53,14 +51,14 @@ export function toYaml(v, indent = '') {
   return indent + scalar(v);
 }
 
-/** A loopback port that nothing listens on (bound, then closed). */
+/**
+ * A loopback port that nothing listens on: 1 (tcpmux). An ephemeral port
+ * bound and closed again could be handed to another test's server running
+ * in parallel before the request (CI saw a "down" backend answer); the
+ * kernel never hands out ports below 1024 for port 0, and no test binds one.
+ */
 export async function closedPort() {
-  const srv = net.createServer();
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const { port } = srv.address();
-  await new Promise((r) => srv.close(r));
-  return port;
+  return 1;
 }
 
 export function gatewayConfig({ models, extra = {} }) {

@@ -45,19 +45,28 @@ bool accepts(uint16_t port) {
 
 }  // namespace
 
-RedisServer::RedisServer() : dir_("redis"), port_(free_port()) { start(); }
+RedisServer::RedisServer() : dir_("redis"), port_(0) {
+  // The port may be taken by another test's server between free_port() and
+  // redis-server's bind: then it exits, and a new port is tried.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    port_ = free_port();
+    if (start()) return;
+  }
+  throw std::runtime_error("redis-server exited: " + read_file(dir_.file("stdout")));
+}
 
-void RedisServer::start() {
+bool RedisServer::start() {
   child_ = std::make_unique<ChildProcess>(
       std::vector<std::string>{"/usr/bin/redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "",
                                "--appendonly", "no", "--dir", dir_.path()},
       dir_.file("stdout"), dir_.file("stderr"));
   const auto deadline = Clock::now() + Millis(10'000);
   while (!accepts(port_)) {
-    if (child_->poll()) throw std::runtime_error("redis-server exited: " + read_file(dir_.file("stdout")));
+    if (child_->poll()) return false;
     if (Clock::now() > deadline) throw std::runtime_error("redis-server does not accept connections");
     std::this_thread::sleep_for(Millis(10));
   }
+  return true;
 }
 
 void RedisServer::kill() {
@@ -67,7 +76,7 @@ void RedisServer::kill() {
 
 void RedisServer::restart() {
   kill();
-  start();
+  if (!start()) throw std::runtime_error("redis-server did not restart: " + read_file(dir_.file("stdout")));
 }
 
 void RedisServer::pause() { child_->signal(SIGSTOP); }

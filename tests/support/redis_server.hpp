@@ -25,7 +25,7 @@ class RedisServer {
   void resume();
 
  private:
-  void start();
+  bool start();  // false when redis-server exits (its port was taken)
   TempDir dir_;
   uint16_t port_;
   std::unique_ptr<ChildProcess> child_;
