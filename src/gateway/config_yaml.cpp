@@ -417,24 +417,32 @@ std::vector<std::string> pool_key(const BackendConfig& b) {
   return list;
 }
 
+// Whether `items` (anything with a `name`) holds one named `name`.
+template <class Items>
+bool has_named(const Items& items, const std::string& name) {
+  return std::any_of(items.begin(), items.end(), [&](const auto& x) { return x.name == name; });
+}
+
+// Each of `names` (the list at `path`) names one of `items`; `what` says
+// what they are ("class", "model", "tenant").
+template <class Items>
+void check_names(Reader& r, const std::vector<std::string>& names, const std::string& path, const Items& items,
+                 const char* what) {
+  for (std::size_t j = 0; j < names.size(); ++j) {
+    if (!has_named(items, names[j])) {
+      r.error(Reader::index(path, j), std::string("names no ") + what + ": '" + names[j] + "'");
+    }
+  }
+}
+
 // Quota scopes name classes and models that exist; a team's quotas apply
 // to some tenant (one whose `team` it is).
 void check_quota_references(Reader& r, const Config& c) {
   auto check_scopes = [&](const std::string& owner, const std::vector<quota::QuotaLimits>& quotas) {
     for (std::size_t i = 0; i < quotas.size(); ++i) {
       const auto path = Reader::index(owner + ".quotas", i);
-      for (std::size_t j = 0; j < quotas[i].classes.size(); ++j) {
-        const auto& name = quotas[i].classes[j];
-        if (std::none_of(c.classes.begin(), c.classes.end(), [&](auto& x) { return x.name == name; })) {
-          r.error(Reader::index(path + ".classes", j), "names no class: '" + name + "'");
-        }
-      }
-      for (std::size_t j = 0; j < quotas[i].models.size(); ++j) {
-        const auto& name = quotas[i].models[j];
-        if (std::none_of(c.models.begin(), c.models.end(), [&](auto& m) { return m.name == name; })) {
-          r.error(Reader::index(path + ".models", j), "names no model: '" + name + "'");
-        }
-      }
+      check_names(r, quotas[i].classes, path + ".classes", c.classes, "class");
+      check_names(r, quotas[i].models, path + ".models", c.models, "model");
     }
   };
   for (std::size_t i = 0; i < c.tenants.size(); ++i) check_scopes(Reader::index("tenants", i), c.tenants[i].quotas);
@@ -466,7 +474,7 @@ void check_prices(Reader& r, const Config& c, const std::vector<ModelPrice>& pri
     const std::string& name = prices[i].model;
     const auto path = Reader::index("prices", i) + ".model";
     if (name.empty()) continue;  // already an error: required
-    if (std::none_of(c.models.begin(), c.models.end(), [&](auto& m) { return m.name == name; })) {
+    if (!has_named(c.models, name)) {
       r.error(path, "names no model: '" + name + "'");
     } else if (!seen.insert(name).second) {
       r.error(path, "model '" + name + "' is priced twice");
@@ -482,9 +490,7 @@ void check_references(Reader& r, Config& c) {
     check_unique(r, c.models[i].backends, Reader::index("models", i) + ".backends",
                  [](const BackendConfig& b) -> const std::string& { return b.name; });
   }
-  auto has_class = [&](const std::string& name) {
-    return std::any_of(c.classes.begin(), c.classes.end(), [&](auto& x) { return x.name == name; });
-  };
+  auto has_class = [&](const std::string& name) { return has_named(c.classes, name); };
   if (c.default_class.empty()) {
     c.default_class = has_class(kDefaultClassName) || c.classes.empty() ? kDefaultClassName
                                                                          : c.classes.back().name;
@@ -495,12 +501,7 @@ void check_references(Reader& r, Config& c) {
   std::set<std::string> key_hashes;
   for (std::size_t i = 0; i < c.tenants.size(); ++i) {
     const auto& t = c.tenants[i];
-    for (std::size_t j = 0; j < t.allowed_classes.size(); ++j) {
-      if (!has_class(t.allowed_classes[j])) {
-        r.error(Reader::index(Reader::index("tenants", i) + ".allowed_classes", j),
-                "names no class: '" + t.allowed_classes[j] + "'");
-      }
-    }
+    check_names(r, t.allowed_classes, Reader::index("tenants", i) + ".allowed_classes", c.classes, "class");
     for (const auto& h : t.key_sha256) {
       if (!key_hashes.insert(h).second) {
         r.error(Reader::index("tenants", i), "an API key is shared with another tenant");
@@ -510,18 +511,8 @@ void check_references(Reader& r, Config& c) {
   for (std::size_t i = 0; i < c.classes.size(); ++i) {
     if (!c.classes[i].match) continue;
     const auto path = Reader::index("classes", i) + ".match";
-    for (std::size_t j = 0; j < c.classes[i].match->tenants.size(); ++j) {
-      const auto& name = c.classes[i].match->tenants[j];
-      if (std::none_of(c.tenants.begin(), c.tenants.end(), [&](auto& t) { return t.name == name; })) {
-        r.error(Reader::index(path + ".tenants", j), "names no tenant: '" + name + "'");
-      }
-    }
-    for (std::size_t j = 0; j < c.classes[i].match->models.size(); ++j) {
-      const auto& name = c.classes[i].match->models[j];
-      if (std::none_of(c.models.begin(), c.models.end(), [&](auto& m) { return m.name == name; })) {
-        r.error(Reader::index(path + ".models", j), "names no model: '" + name + "'");
-      }
-    }
+    check_names(r, c.classes[i].match->tenants, path + ".tenants", c.tenants, "tenant");
+    check_names(r, c.classes[i].match->models, path + ".models", c.models, "model");
   }
   check_quota_references(r, c);
   check_quota_store(r, c.quota_store);
