@@ -1,10 +1,9 @@
 #include "gateway/dispatch/service_exchange.hpp"
 
-#include <random>
-
 #include <fmt/format.h>
 
 #include "core/tenants.hpp"
+#include "gateway/redis/replica_name.hpp"
 
 namespace arbiter {
 
@@ -44,11 +43,6 @@ end
 return out
 )lua";
 
-std::string random_name() {
-  std::random_device rd;
-  return fmt::format("{:016x}", (uint64_t{rd()} << 32) | rd());
-}
-
 std::string_view next_part(std::string_view& rest) {
   const auto at = rest.find(kSep);
   const std::string_view part = rest.substr(0, at);
@@ -62,9 +56,7 @@ ServiceExchange::ServiceExchange(const Config& config, Dispatcher& dispatcher, n
     : config_(config),
       dispatcher_(dispatcher),
       executor_(executor),
-      redis_(executor, config.quota_store.redis.substr(0, config.quota_store.redis.rfind(':')),
-             static_cast<uint16_t>(std::stoi(config.quota_store.redis.substr(config.quota_store.redis.rfind(':') + 1)))),
-      replica_(random_name()) {
+      redis_(executor, config.quota_store.redis) {
   for (std::size_t i = 0; i < config.tenants.size(); ++i) {
     tenant_ids_.emplace(config.tenants[i].name, static_cast<sched::TenantId>(i));
   }
@@ -108,7 +100,7 @@ Task<void> ServiceExchange::exchange() {
   const std::string prefix = config_.quota_store.key_prefix + ":svc:";
   std::vector<sched::ServiceRate> local;
   dispatcher_.inspect([&](const sched::Scheduler& s) { local = s.local_service(sched::Clock::now()); });
-  std::vector<std::string> argv{"EVAL",  kExchangeScript, "2", prefix + replica_, prefix + "replicas", replica_,
+  std::vector<std::string> argv{"EVAL",  kExchangeScript, "2", prefix + replica_name(), prefix + "replicas", replica_name(),
                                 std::to_string(kTtl.count()), prefix};
   for (const sched::ServiceRate& r : local) {
     argv.push_back(field(r));

@@ -37,7 +37,6 @@ class ServiceExchange {
   Dispatcher& dispatcher_;
   net::any_io_executor executor_;
   RedisConnection redis_;
-  std::string replica_;  // random: this process's name in Redis
   std::unordered_map<std::string, sched::TenantId> tenant_ids_;
   Periodic loop_;
   std::atomic<uint64_t> exchanges_{0};

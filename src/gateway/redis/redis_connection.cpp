@@ -47,8 +47,10 @@ RedisReply convert(const redisReply* r) {
 
 }  // namespace
 
-RedisConnection::RedisConnection(net::any_io_executor executor, std::string host, uint16_t port)
-    : executor_(executor), host_(std::move(host)), port_(port) {}
+RedisConnection::RedisConnection(net::any_io_executor executor, const std::string& host_port)
+    : executor_(executor),
+      host_(host_port.substr(0, host_port.rfind(':'))),
+      port_(static_cast<uint16_t>(std::stoi(host_port.substr(host_port.rfind(':') + 1)))) {}
 
 RedisConnection::~RedisConnection() {
   // Pending calls get their callbacks (null replies) from the free.

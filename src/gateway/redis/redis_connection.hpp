@@ -29,7 +29,8 @@ struct RedisReply {
 
 class RedisConnection {
  public:
-  RedisConnection(net::any_io_executor executor, std::string host, uint16_t port);
+  // `host_port`: "host:port", as quota_store.redis (checked by the config loader).
+  RedisConnection(net::any_io_executor executor, const std::string& host_port);
   ~RedisConnection();
   RedisConnection(const RedisConnection&) = delete;
   RedisConnection& operator=(const RedisConnection&) = delete;

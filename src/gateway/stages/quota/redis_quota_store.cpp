@@ -1,6 +1,6 @@
 #include "gateway/stages/quota/redis_quota_store.hpp"
 
-#include <random>
+#include "gateway/redis/replica_name.hpp"
 
 #include <fmt/format.h>
 
@@ -77,11 +77,6 @@ if left <= 0 then redis.call('HDEL', KEYS[1], ARGV[1]) end
 return 1
 )lua";
 
-std::string random_name() {
-  std::random_device rd;
-  return fmt::format("{:016x}", (uint64_t{rd()} << 32) | rd());
-}
-
 std::string number(double v) { return fmt::format("{:.6f}", v); }
 std::string ms(quota::Duration d) { return number(std::chrono::duration<double, std::milli>(d).count()); }
 quota::Duration from_ms(double v) {
@@ -117,10 +112,8 @@ std::expected<LeaseAnswer, std::string> lease_answer(const std::expected<RedisRe
 }  // namespace
 
 RedisQuotaStore::RedisQuotaStore(net::any_io_executor executor, const quota::QuotaStoreConfig& config)
-    : connection_(executor, config.redis.substr(0, config.redis.rfind(':')),
-                  static_cast<uint16_t>(std::stoi(config.redis.substr(config.redis.rfind(':') + 1)))),
+    : connection_(executor, config.redis),
       timeout_(config.timeout),
-      replica_(random_name()),
       live_prefix_(config.key_prefix + ":live:"),
       // Several heartbeats' worth (the maintenance loop's period is a
       // quarter of lease_idle): a live replica never lapses between two.
@@ -142,18 +135,18 @@ Task<std::expected<void, std::string>> RedisQuotaStore::adjust(const std::string
 Task<std::expected<LeaseAnswer, std::string>> RedisQuotaStore::take_slots(const std::string& key, double need,
                                                                           double want, double max) {
   std::vector<std::string> argv{"EVAL",       kTakeSlotsScript, "1",          key,
-                                replica_,     number(need),     number(want), number(max),
+                                replica_name(), number(need),     number(want), number(max),
                                 live_prefix_, std::to_string(live_ttl_.count())};
   co_return lease_answer(co_await connection_.call(std::move(argv), timeout_));
 }
 
 Task<std::expected<void, std::string>> RedisQuotaStore::release_slots(const std::string& key, double n) {
-  std::vector<std::string> argv{"EVAL", kReleaseSlotsScript, "1", key, replica_, number(n)};
+  std::vector<std::string> argv{"EVAL", kReleaseSlotsScript, "1", key, replica_name(), number(n)};
   co_return checked(co_await connection_.call(std::move(argv), timeout_));
 }
 
 Task<std::expected<void, std::string>> RedisQuotaStore::heartbeat() {
-  std::vector<std::string> argv{"SET", live_prefix_ + replica_, "1", "PX", std::to_string(live_ttl_.count())};
+  std::vector<std::string> argv{"SET", live_prefix_ + replica_name(), "1", "PX", std::to_string(live_ttl_.count())};
   co_return checked(co_await connection_.call(std::move(argv), timeout_));
 }
 

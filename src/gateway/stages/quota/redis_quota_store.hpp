@@ -49,7 +49,6 @@ class RedisQuotaStore {
  private:
   RedisConnection connection_;
   std::chrono::milliseconds timeout_;
-  std::string replica_;      // random: this process's field in the slot hashes
   std::string live_prefix_;  // PREFIX:live:
   std::chrono::milliseconds live_ttl_;
 };
