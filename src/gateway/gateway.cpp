@@ -51,7 +51,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
   dynamic_quotas_ = std::make_unique<DynamicQuotaUpdater>(config_, quotas_, usage_, metrics_);
   dynamic_quotas_->start(timer_executor);
   if (!config_.quota_store.redis.empty()) {
-    service_exchange_ = std::make_unique<ServiceExchange>(config_, *dispatcher_, timer_executor);
+    service_exchange_ = std::make_unique<ServiceExchange>(config_, pool_index_, *dispatcher_, timer_executor);
     service_exchange_->start();
   }
   admin_ = std::make_unique<AdminRoutes>(config_, tenants_, metrics_, usage_, [this] { refresh_metrics(); });

@@ -4,6 +4,7 @@
 
 #include "core/tenants.hpp"
 #include "gateway/redis/replica_name.hpp"
+#include "gateway/stages/route/route_stage.hpp"
 
 namespace arbiter {
 
@@ -52,8 +53,10 @@ std::string_view next_part(std::string_view& rest) {
 
 }  // namespace
 
-ServiceExchange::ServiceExchange(const Config& config, Dispatcher& dispatcher, net::any_io_executor executor)
+ServiceExchange::ServiceExchange(const Config& config, const PoolIndex& pool_index, Dispatcher& dispatcher,
+                                 net::any_io_executor executor)
     : config_(config),
+      pool_index_(pool_index),
       dispatcher_(dispatcher),
       executor_(executor),
       redis_(executor, config.quota_store.redis) {
@@ -77,17 +80,11 @@ std::optional<sched::ServiceRate> ServiceExchange::parse(std::string_view f, dou
   }
   const auto t = tenant_ids_.find(std::string(tenant));
   if (!class_id || t == tenant_ids_.end()) return std::nullopt;  // another replica's config has it, ours not
-  // The model's pool for the class: the one listing it, else the general one.
-  std::optional<sched::PoolId> pool;
-  for (std::size_t p = 0; p < config_.models.size(); ++p) {
-    const ModelConfig& m = config_.models[p];
-    if (m.name != model) continue;
-    const bool listed = std::find(m.classes.begin(), m.classes.end(), klass) != m.classes.end();
-    if (listed || (m.classes.empty() && !pool)) pool = static_cast<sched::PoolId>(p);
-    if (listed) break;
-  }
-  if (!pool) return std::nullopt;
-  return sched::ServiceRate{.pool = *pool, .klass = *class_id, .tenant = t->second, .per_second = per_second};
+  // The model's pool for the class, as the route stage picks it.
+  const auto pools = pool_index_.find(std::string(model));
+  if (pools == pool_index_.end()) return std::nullopt;
+  const auto pool = static_cast<sched::PoolId>(class_pool(config_, pools->second, *class_id));
+  return sched::ServiceRate{.pool = pool, .klass = *class_id, .tenant = t->second, .per_second = per_second};
 }
 
 void ServiceExchange::start() {

@@ -22,7 +22,10 @@ namespace arbiter {
 
 class ServiceExchange {
  public:
-  ServiceExchange(const Config& config, Dispatcher& dispatcher, net::any_io_executor executor);
+  // Model name -> its pools (config indexes), as the gateway routes by.
+  using PoolIndex = std::unordered_map<std::string, std::vector<std::size_t>>;
+  ServiceExchange(const Config& config, const PoolIndex& pool_index, Dispatcher& dispatcher,
+                  net::any_io_executor executor);
   void start();
   void stop();
   uint64_t exchanges() const { return exchanges_; }  // successful ones
@@ -34,6 +37,7 @@ class ServiceExchange {
   std::optional<sched::ServiceRate> parse(std::string_view field, double per_second) const;
 
   const Config& config_;
+  const PoolIndex& pool_index_;
   Dispatcher& dispatcher_;
   net::any_io_executor executor_;
   RedisConnection redis_;
