@@ -25,6 +25,7 @@
 
 #include "core/config.hpp"
 #include "core/quota/quota_limit.hpp"
+#include "core/string_map.hpp"
 
 namespace arbiter::quota {
 
@@ -166,14 +167,9 @@ class QuotaLedger {
 
   std::optional<Sharing> sharing_;
   bool store_up_ = true;
-  // Looked up by string_view: no allocation on the request path.
-  struct NameHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   std::vector<Entry> entries_;
-  std::unordered_map<std::string, std::vector<uint32_t>, NameHash, std::equal_to<>> by_tenant_;  // its entries, then its team's
-  std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> dynamic_;  // team -> its dynamic entry
+  StringMap<std::vector<uint32_t>> by_tenant_;  // its entries, then its team's
+  StringMap<uint32_t> dynamic_;                 // team -> its dynamic entry
 };
 
 }  // namespace arbiter::quota

@@ -78,7 +78,7 @@ std::optional<sched::ServiceRate> ServiceExchange::parse(std::string_view f, dou
   for (std::size_t c = 0; c < config_.classes.size(); ++c) {
     if (config_.classes[c].name == klass) class_id = static_cast<sched::ClassId>(c);
   }
-  const auto t = tenant_ids_.find(std::string(tenant));
+  const auto t = tenant_ids_.find(tenant);
   if (!class_id || t == tenant_ids_.end()) return std::nullopt;  // another replica's config has it, ours not
   // The model's pool for the class, as the route stage picks it.
   const auto pools = pool_index_.find(std::string(model));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/string_map.hpp"
 #include "gateway/dispatch/dispatcher.hpp"
 #include "gateway/periodic.hpp"
 #include "gateway/redis/redis_connection.hpp"
@@ -41,7 +42,7 @@ class ServiceExchange {
   Dispatcher& dispatcher_;
   net::any_io_executor executor_;
   RedisConnection redis_;
-  std::unordered_map<std::string, sched::TenantId> tenant_ids_;
+  StringMap<sched::TenantId> tenant_ids_;
   Periodic loop_;
   std::atomic<uint64_t> exchanges_{0};
   int failures_in_a_row_ = 0;

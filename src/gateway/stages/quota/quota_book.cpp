@@ -72,7 +72,7 @@ void QuotaBook::add_breakers(const Config& config) {
 
 QuotaBook::Traffic QuotaBook::traffic(std::string_view tenant, quota::TimePoint now, int64_t tokens) {
   Traffic t;
-  const auto it = breakers_.find(std::string(tenant));
+  const auto it = breakers_.find(tenant);
   if (it == breakers_.end()) return t;
   std::lock_guard lock(mu_);
   t.verdict = it->second.breaker.on_request(now, it->second.by_tokens ? static_cast<double>(tokens) : 1.0);

@@ -90,7 +90,7 @@ class QuotaBook {
     quota::TrafficBreaker breaker;
     bool by_tokens;  // demand in tokens (tokens_per_minute), else in requests
   };
-  std::unordered_map<std::string, Breaker> breakers_;  // by tenant
+  StringMap<Breaker> breakers_;  // by tenant
   std::atomic<uint64_t> store_calls_{0}, store_failures_{0};
 };
 
