@@ -40,10 +40,10 @@ Task<void> drive(QuotaBook& book, const Flags& f, std::vector<double>& latencies
     pace.expires_at(next);
     (void)co_await pace.async_wait(kAsTuple);
     const auto t = quota::Clock::now();
-    auto r = book.try_reserve(who, t, f.tokens);
-    if (!r && r.error().lease_short) r = co_await book.reserve(who, f.tokens);
+    auto a = book.try_reserve(who, t, f.tokens);
+    if (!a.result && a.result.error().lease_short) a = co_await book.reserve(who, f.tokens);
     latencies_us.push_back(std::chrono::duration<double, std::micro>(quota::Clock::now() - t).count());
-    if (r) book.settle(*r, quota::Clock::now(), f.tokens);
+    if (a.result) book.settle(*a.result, quota::Clock::now(), f.tokens);
   }
 }
 

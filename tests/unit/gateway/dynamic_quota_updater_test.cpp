@@ -23,9 +23,9 @@ models:
 int admitted(QuotaBook& book, quota::TimePoint now, int asked) {
   int n = 0;
   for (int i = 0; i < asked; ++i) {
-    if (auto r = book.try_reserve({.tenant = "a", .klass = "chat", .model = "m1"}, now, 0)) {
+    if (auto a = book.try_reserve({.tenant = "a", .klass = "chat", .model = "m1"}, now, 0); a.result) {
       ++n;
-      book.release(*r);
+      book.release(*a.result);
     }
   }
   return n;

@@ -93,13 +93,18 @@ std::string QuotaBook::key(quota::LimitRef ref) const {
                      quota::limit_name(ref.kind));
 }
 
-std::expected<quota::Reservation, quota::Refusal> QuotaBook::try_reserve(const quota::Subject& who,
-                                                                         quota::TimePoint now, int64_t tokens) {
-  std::lock_guard lock(mu_);
-  return ledger_.reserve(who, now, tokens);
+QuotaBook::Admission QuotaBook::admit(const quota::Subject& who, quota::TimePoint now, int64_t tokens) {
+  Admission a{.result = ledger_.reserve(who, now, tokens), .status = {}};
+  if (a.result || !a.result.error().lease_short) a.status = ledger_.status(who, now);
+  return a;
 }
 
-Task<std::expected<quota::Reservation, quota::Refusal>> QuotaBook::reserve(const quota::Subject& who, int64_t tokens) {
+QuotaBook::Admission QuotaBook::try_reserve(const quota::Subject& who, quota::TimePoint now, int64_t tokens) {
+  std::lock_guard lock(mu_);
+  return admit(who, now, tokens);
+}
+
+Task<QuotaBook::Admission> QuotaBook::reserve(const quota::Subject& who, int64_t tokens) {
   const auto executor = co_await net::this_coro::executor;
   std::optional<quota::Refusal> last;
   for (int attempt = 0; attempt < kReserveAttempts; ++attempt) {
@@ -107,9 +112,9 @@ Task<std::expected<quota::Reservation, quota::Refusal>> QuotaBook::reserve(const
     std::vector<std::shared_ptr<Waiter>> waiting;
     {
       std::lock_guard lock(mu_);
-      auto r = ledger_.reserve(who, quota::Clock::now(), tokens);
-      if (r || !r.error().lease_short || !store_) co_return r;
-      last = r.error();
+      Admission a = admit(who, quota::Clock::now(), tokens);
+      if (a.result || !a.result.error().lease_short || !store_) co_return a;
+      last = a.result.error();
       for (const quota::LeaseNeed& need : ledger_.lease_needs(who, quota::Clock::now(), tokens)) {
         if (!need.in_flight) {
           mine.push_back(need);
@@ -127,7 +132,8 @@ Task<std::expected<quota::Reservation, quota::Refusal>> QuotaBook::reserve(const
   }
   last->retry_after = kRetryShortLease;
   last->lease_short = false;
-  co_return std::unexpected(*last);
+  std::lock_guard lock(mu_);
+  co_return Admission{.result = std::unexpected(*last), .status = ledger_.status(who, quota::Clock::now())};
 }
 
 Task<void> QuotaBook::refill(quota::LeaseNeed need) {

@@ -34,12 +34,17 @@ class QuotaBook {
   bool limits(std::string_view tenant) const { return ledger_.limits(tenant); }
   bool shared() const { return store_ != nullptr; }
 
+  // A reservation or a refusal, and the x-ratelimit-* figures after it
+  // (taken under the same lock).
+  struct Admission {
+    std::expected<quota::Reservation, quota::Refusal> result;
+    quota::RateStatus status;  // none when the result is lease_short
+  };
   // Decided at once, or lease_short: reserve() must ask the store.
-  std::expected<quota::Reservation, quota::Refusal> try_reserve(const quota::Subject& who, quota::TimePoint now,
-                                                                int64_t tokens);
+  Admission try_reserve(const quota::Subject& who, quota::TimePoint now, int64_t tokens);
   // Refills short leases from the store (bounded by its timeout) and
   // reserves; a store failure falls back to the local stand-in.
-  Task<std::expected<quota::Reservation, quota::Refusal>> reserve(const quota::Subject& who, int64_t tokens);
+  Task<Admission> reserve(const quota::Subject& who, int64_t tokens);
 
   // The tenant's traffic breaker (when it has a tenant-wide requests or
   // tokens per minute quota and traffic_breaker is on): counts this request
@@ -75,6 +80,8 @@ class QuotaBook {
   Task<void> refill(quota::LeaseNeed need);
   Task<void> maintain();  // one round of the maintenance loop
   void store_failed(quota::TimePoint now);  // under mu_
+  // The ledger's answer and, unless its lease is short, the status after it. Under mu_.
+  Admission admit(const quota::Subject& who, quota::TimePoint now, int64_t tokens);
   void wake(quota::LimitRef ref);           // under mu_
   std::string key(quota::LimitRef ref) const;
 

@@ -120,9 +120,9 @@ void QuotaStage::degrade(RequestContext& ctx) {
 Verdict QuotaStage::admit(RequestContext& ctx) {
   if (!ctx.tenant || !book_.limits(ctx.tenant->name)) return Verdict::go();
   if (auto refused = traffic(ctx, quota::Clock::now())) return Verdict::refuse(std::move(*refused));
-  auto reserved = book_.try_reserve(subject(ctx), quota::Clock::now(), ctx.parsed.info.cost_estimate());
-  if (!reserved && reserved.error().lease_short) return Verdict::wait();  // a lease refill from the store
-  if (auto refused = decide(ctx, std::move(reserved))) return Verdict::refuse(std::move(*refused));
+  auto admission = book_.try_reserve(subject(ctx), quota::Clock::now(), ctx.parsed.info.cost_estimate());
+  if (!admission.result && admission.result.error().lease_short) return Verdict::wait();  // a refill from the store
+  if (auto refused = decide(ctx, std::move(admission))) return Verdict::refuse(std::move(*refused));
   return Verdict::go();
 }
 
@@ -130,9 +130,9 @@ Task<std::optional<ApiError>> QuotaStage::admit_async(RequestContext& ctx) {
   co_return decide(ctx, co_await book_.reserve(subject(ctx), ctx.parsed.info.cost_estimate()));
 }
 
-std::optional<ApiError> QuotaStage::decide(RequestContext& ctx,
-                                           std::expected<quota::Reservation, quota::Refusal> reserved) {
-  add_rate_headers(ctx.response_headers, book_.status(subject(ctx), quota::Clock::now()));
+std::optional<ApiError> QuotaStage::decide(RequestContext& ctx, QuotaBook::Admission admission) {
+  add_rate_headers(ctx.response_headers, admission.status);
+  auto& reserved = admission.result;
   if (!reserved) {
     const std::string limit(reserved.error().store_down ? "store_down" : quota::limit_name(reserved.error().limit));
     metrics_.quota_refused.with({ctx.tenant->name, limit}).inc();

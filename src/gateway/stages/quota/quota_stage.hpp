@@ -34,7 +34,7 @@ class QuotaStage final : public AdmissionStage {
   // Orange: max_tokens capped, and the request moved to degrade_class.
   void degrade(RequestContext& ctx);
   // Headers, metrics, and the permit or the refusal.
-  std::optional<ApiError> decide(RequestContext& ctx, std::expected<quota::Reservation, quota::Refusal> reserved);
+  std::optional<ApiError> decide(RequestContext& ctx, QuotaBook::Admission admission);
 
   const Config& config_;
   QuotaBook& book_;
