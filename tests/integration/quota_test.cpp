@@ -58,8 +58,7 @@ TEST(Quota, AHammeredTenantIsAdmittedItsTokenQuotaAndNoMore) {
         const HttpResponse r = http_call(gateway.port(), alpha_chat(), Millis(30'000));
         std::lock_guard lock(mu);
         if (r.status == 200) {
-          const auto usage = r.json().at("usage").as_object();
-          const int64_t used = usage.at("prompt_tokens").as_int64() + usage.at("completion_tokens").as_int64();
+          const int64_t used = usage_tokens(r.json().at("usage"));
           admitted_tokens += static_cast<double>(used);
           max_request_tokens = std::max(max_request_tokens, used);
           ++admitted;
@@ -259,8 +258,7 @@ TEST(Quota, StreamsAreChargedWhatTheyGeneratedNotWhatTheyReserved) {
       gateway_post("/v1/chat/completions", sim_chat(R"("max_tokens":1000,"min_tokens":10,"stream":true)", "Hi.", "m1"),
                    kAlphaKey, "chat"));
   ASSERT_EQ(plain.status, 200);
-  std::size_t data_events = 0;
-  for (const std::string& e : split_sse_events(plain.body)) data_events += e.find("[DONE]") == std::string::npos;
+  const std::size_t data_events = sse_payloads(plain.body).size();
   ASSERT_GE(data_events, 11u);
   ASSERT_LT(data_events, 900u) << "the test needs a stream well under its reservation";
   const double charged = 100'000 - gauge(gateway.port(), "arbiter_quota_remaining", tokens_left);
@@ -276,12 +274,7 @@ TEST(Quota, StreamsAreChargedWhatTheyGeneratedNotWhatTheyReserved) {
                             "Hi.", "m1"),
                    kAlphaKey, "chat"));
   ASSERT_EQ(counted.status, 200);
-  int64_t used = -1;
-  for (const std::string& e : split_sse_events(counted.body)) {
-    if (e.find("\"usage\":{") == std::string::npos) continue;
-    const auto chunk = boost::json::parse(e.substr(e.find('{')));
-    used = chunk.at("usage").at("prompt_tokens").as_int64() + chunk.at("usage").at("completion_tokens").as_int64();
-  }
+  const int64_t used = stream_usage_tokens(counted.body);
   ASSERT_GT(used, 0);
   const double after_counted = gauge(gateway.port(), "arbiter_quota_remaining", tokens_left);
   EXPECT_NEAR(after_plain - after_counted, static_cast<double>(used), 3);

@@ -57,21 +57,6 @@ HttpRequest stream(const char* key, int max_tokens) {
   return gateway_post("/v1/chat/completions", sim_chat(extra, "Say hello.", "m1"), key, "chat");
 }
 
-// Prompt + completion tokens from a stream's usage chunk; -1 without one.
-int64_t stream_tokens(const HttpResponse& r) {
-  for (const std::string& e : split_sse_events(r.body)) {
-    if (e.find("\"usage\":{") == std::string::npos) continue;
-    const auto usage = boost::json::parse(e.substr(e.find('{'))).at("usage").as_object();
-    return usage.at("prompt_tokens").as_int64() + usage.at("completion_tokens").as_int64();
-  }
-  return -1;
-}
-
-int64_t used_tokens(const HttpResponse& r) {
-  const auto usage = r.json().at("usage").as_object();
-  return usage.at("prompt_tokens").as_int64() + usage.at("completion_tokens").as_int64();
-}
-
 TEST(SharedQuota, ThreeReplicasAdmitOneTokenQuotaBetweenThem) {
   RedisServer redis;
   SimProcess sim({"--profile", "tiny", "--model", "m1", "--max-num-seqs", "256"});
@@ -101,7 +86,7 @@ TEST(SharedQuota, ThreeReplicasAdmitOneTokenQuotaBetweenThem) {
         const HttpResponse r = http_call(port, stream(kAlphaKey, 100), Millis(30'000));
         std::lock_guard lock(mu);
         if (r.status == 200) {
-          const int64_t used = stream_tokens(r);
+          const int64_t used = stream_usage_tokens(r.body);
           EXPECT_GT(used, 0) << r.body;
           admitted_tokens += static_cast<double>(used);
           ++admitted;

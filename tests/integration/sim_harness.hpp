@@ -130,6 +130,20 @@ inline std::vector<boost::json::object> sse_payloads(const std::string& body) {
   return out;
 }
 
+// Prompt + completion tokens of an answer's `usage` object.
+inline int64_t usage_tokens(const boost::json::value& usage) {
+  return usage.at("prompt_tokens").as_int64() + usage.at("completion_tokens").as_int64();
+}
+
+// The same of a stream's usage chunk (stream_options.include_usage); -1
+// when it has none.
+inline int64_t stream_usage_tokens(const std::string& body) {
+  for (const auto& p : sse_payloads(body)) {
+    if (const auto* usage = p.if_contains("usage"); usage && usage->is_object()) return usage_tokens(*usage);
+  }
+  return -1;
+}
+
 // The generated text of a chat stream's payloads.
 inline std::string stream_text(const std::vector<boost::json::object>& payloads) {
   std::string out;
