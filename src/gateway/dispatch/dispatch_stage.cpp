@@ -36,16 +36,14 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
   ctx.rec.engine_ms = 0;
   ctx.outcome = co_await run_upstream(ctx, *slot);
   // Fairness and shares are charged with what the request really cost:
-  // the engine's usage, or for a resumable stream without it the tokens
-  // counted from its events (prompt still estimated).
+  // the engine's usage, or for a stream without it the tokens counted from
+  // its events (prompt still estimated).
   const Usage usage = ctx.outcome.usage.value_or(Usage{});
+  if (const auto used = ctx.outcome.used_tokens(info.prompt_tokens_estimate)) slot->set_actual_tokens(*used);
   if (ctx.outcome.usage) {
-    slot->set_actual_tokens(usage.prompt_tokens + usage.completion_tokens);
     ctx.rec.prompt_tokens = usage.prompt_tokens;
     ctx.rec.completion_tokens = usage.completion_tokens;
     ctx.rec.cached_tokens = usage.cached_tokens;
-  } else if (ctx.outcome.generated >= 0) {
-    slot->set_actual_tokens(info.prompt_tokens_estimate + ctx.outcome.generated);
   }
   // The bill: the tokens the engine reported (none: no token cost) and the
   // time the request held an engine.

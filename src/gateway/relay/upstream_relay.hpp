@@ -79,6 +79,15 @@ struct RelayOutcome {
   double upstream_ms = -1;      // request sent -> response header received
   std::optional<Usage> usage;   // the engine's token counts, when the answer (or a stream's usage chunk) carried them
   int64_t generated = -1;       // streams: tokens counted from events (resumable: all runs; plain: data events)
+
+  // What the request really used, prompt and output: the engine's usage,
+  // else the prompt's estimate plus the tokens counted from the stream;
+  // nullopt when neither is known (an answer without usage).
+  std::optional<int64_t> used_tokens(int64_t prompt_estimate) const {
+    if (usage) return usage->prompt_tokens + usage->completion_tokens;
+    if (generated >= 0) return prompt_estimate + generated;
+    return std::nullopt;
+  }
 };
 
 Task<RelayOutcome> relay(const RelayRequest& r);

@@ -148,10 +148,8 @@ void QuotaObserver::on_complete(const RequestContext& ctx) {
   const auto now = quota::Clock::now();
   if (!ctx.admitted || !ctx.dispatch_queue_ms) {
     ctx.quota->release();  // never reached an engine
-  } else if (o.usage) {
-    ctx.quota->settle(now, o.usage->prompt_tokens + o.usage->completion_tokens);
-  } else if (o.generated >= 0) {
-    ctx.quota->settle(now, ctx.parsed.info.prompt_tokens_estimate + o.generated);
+  } else if (const auto used = o.used_tokens(ctx.parsed.info.prompt_tokens_estimate)) {
+    ctx.quota->settle(now, *used);
   } else if (o.status == 200 || (o.status == 499 && ctx.conn.body_bytes_sent() > 0)) {
     // A whole answer without usage (the engine gave none; or the client
     // left while it was being sent): at most what was reserved.
