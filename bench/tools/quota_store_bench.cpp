@@ -70,6 +70,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!f.redis.empty() && !parse_redis_address(f.redis)) {
+    std::fprintf(stderr, "quota_store_bench: --redis must be host:port\n");
+    return 2;
+  }
   Config config;
   TenantConfig t;
   t.name = "t";

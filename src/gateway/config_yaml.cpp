@@ -14,6 +14,7 @@
 #include "core/quota/traffic_breaker.hpp"
 #include "core/tenants.hpp"
 #include "engine/profile.hpp"
+#include "gateway/redis/redis_connection.hpp"
 #include "gateway/scheduler_setup.hpp"
 #include "yaml/setting_keys.hpp"
 #include "yaml/yaml_reader.hpp"
@@ -458,13 +459,9 @@ void check_quota_references(Reader& r, const Config& c) {
 
 // quota_store.redis is host:port.
 void check_quota_store(Reader& r, const quota::QuotaStoreConfig& store) {
-  if (store.redis.empty()) return;
-  const auto colon = store.redis.rfind(':');
-  int port = 0;
-  const char* end = store.redis.data() + store.redis.size();
-  const bool ok = colon != std::string::npos && colon > 0 &&
-                  std::from_chars(store.redis.data() + colon + 1, end, port).ptr == end && port > 0 && port < 65536;
-  if (!ok) r.error("quota_store.redis", "must be host:port, e.g. 127.0.0.1:6379");
+  if (!store.redis.empty() && !parse_redis_address(store.redis)) {
+    r.error("quota_store.redis", "must be host:port, e.g. 127.0.0.1:6379");
+  }
 }
 
 // Each price names a configured model, once.

@@ -59,7 +59,7 @@ ServiceExchange::ServiceExchange(const Config& config, const PoolIndex& pool_ind
       pool_index_(pool_index),
       dispatcher_(dispatcher),
       executor_(executor),
-      redis_(executor, config.quota_store.redis) {
+      redis_(executor, *parse_redis_address(config.quota_store.redis)) {  // checked by the config loader
   for (std::size_t i = 0; i < config.tenants.size(); ++i) {
     tenant_ids_.emplace(config.tenants[i].name, static_cast<sched::TenantId>(i));
   }

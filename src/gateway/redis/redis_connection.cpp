@@ -1,5 +1,6 @@
 #include "gateway/redis/redis_connection.hpp"
 
+#include <charconv>
 #include <mutex>
 
 #include <hiredis/async.h>
@@ -47,10 +48,19 @@ RedisReply convert(const redisReply* r) {
 
 }  // namespace
 
-RedisConnection::RedisConnection(net::any_io_executor executor, const std::string& host_port)
-    : executor_(executor),
-      host_(host_port.substr(0, host_port.rfind(':'))),
-      port_(static_cast<uint16_t>(std::stoi(host_port.substr(host_port.rfind(':') + 1)))) {}
+std::optional<RedisAddress> parse_redis_address(std::string_view host_port) {
+  const auto colon = host_port.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+  int port = 0;
+  const char* end = host_port.data() + host_port.size();
+  if (std::from_chars(host_port.data() + colon + 1, end, port).ptr != end || port < 1 || port > 65535) {
+    return std::nullopt;
+  }
+  return RedisAddress{.host = std::string(host_port.substr(0, colon)), .port = static_cast<uint16_t>(port)};
+}
+
+RedisConnection::RedisConnection(net::any_io_executor executor, RedisAddress address)
+    : executor_(executor), host_(std::move(address.host)), port_(address.port) {}
 
 RedisConnection::~RedisConnection() {
   // Pending calls get their callbacks (null replies) from the free.

@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <expected>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "http/asio.hpp"
@@ -27,10 +29,16 @@ struct RedisReply {
   std::vector<RedisReply> elements;
 };
 
+// "host:port" split; nullopt unless both are there and the port is 1-65535.
+struct RedisAddress {
+  std::string host;
+  uint16_t port = 0;
+};
+std::optional<RedisAddress> parse_redis_address(std::string_view host_port);
+
 class RedisConnection {
  public:
-  // `host_port`: "host:port", as quota_store.redis (checked by the config loader).
-  RedisConnection(net::any_io_executor executor, const std::string& host_port);
+  RedisConnection(net::any_io_executor executor, RedisAddress address);
   ~RedisConnection();
   RedisConnection(const RedisConnection&) = delete;
   RedisConnection& operator=(const RedisConnection&) = delete;

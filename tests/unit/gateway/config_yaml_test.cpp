@@ -363,6 +363,12 @@ tenants:
 )");
   EXPECT_THAT(refs, Contains(HasSubstr("tenants[0].quotas[0].classes[0]: names no class: 'gold'")));
   EXPECT_THAT(refs, Contains(HasSubstr("tenants[0].quotas[0].models[0]: names no model: 'm9'")));
+  for (const char* bad : {"localhost", ":6379", "h:0", "h:70000", "h:63x9"}) {
+    EXPECT_THAT(errors_of(std::string(kMinimal) + "quota_store: {redis: \"" + bad + "\"}\n"),
+                Contains(HasSubstr("quota_store.redis: must be host:port")))
+        << bad;
+  }
+  EXPECT_TRUE(errors_of(std::string(kMinimal) + "quota_store: {redis: \"127.0.0.1:6379\"}\n").empty());
   EXPECT_THAT(errors_of(std::string(kMinimal) + "traffic_breaker: {degrade_class: gold}\n"),
               Contains(HasSubstr("traffic_breaker.degrade_class: names no class: 'gold'")));
   EXPECT_THAT(errors_of(std::string(kMinimal) + "traffic_breaker: {degrade_at: 4, block_at: 3}\n"),

@@ -112,7 +112,7 @@ std::expected<LeaseAnswer, std::string> lease_answer(const std::expected<RedisRe
 }  // namespace
 
 RedisQuotaStore::RedisQuotaStore(net::any_io_executor executor, const quota::QuotaStoreConfig& config)
-    : connection_(executor, config.redis),
+    : connection_(executor, *parse_redis_address(config.redis)),  // checked by the config loader
       timeout_(config.timeout),
       live_prefix_(config.key_prefix + ":live:"),
       // Several heartbeats' worth (the maintenance loop's period is a
