@@ -15,6 +15,7 @@
 namespace arbiter::sched::detail {
 
 inline constexpr uint32_t kNil = UINT32_MAX;  // "no node / no tenant queue"
+inline constexpr uint16_t kNoAvoid = UINT16_MAX;  // Node::avoid: no backend to avoid
 
 // Time constant of the recent service shares of tenants in a class: long
 // enough to smooth single dispatches, short enough that a flood is noticed
@@ -71,7 +72,8 @@ struct Node {
   uint32_t urgent_pos = kNoPos;  // position in its class's urgency heap (own deadline, hybrid)
   uint32_t prev = kNil;          // list link: arrival list while queued, victim list while running
   uint32_t next = kNil;          // list link (also the free-list link)
-  uint32_t preemptions = 0;      // times preempted so far
+  uint16_t preemptions = 0;      // times preempted so far (saturates)
+  uint16_t avoid = kNoAvoid;     // a backend of its own pool whose run failed: a retry goes elsewhere if it can
   uint32_t prompt = 0;           // estimated prompt tokens: prefill backlog at dispatch
   uint32_t prefix_len = 0;       // prefix blocks
   bool expires = false;          // false once requeued: a started request is never 503'd
@@ -140,7 +142,8 @@ struct ClassQueue {
 
 // One backend.
 struct Backend {
-  uint32_t limit = 0;       // max_concurrency
+  uint32_t configured = 0;  // max_concurrency
+  uint32_t limit = 0;       // slots it takes now: configured, or less in slow start (signal.max_in_flight)
   uint32_t in_flight = 0;   // slots held
   BackendSignal signal;     // latest load-monitor verdict
   double prefill_rate = 0;  // prompt tokens prefilled per second; 0: backlog not limited

@@ -12,6 +12,7 @@ namespace arbiter::sched {
 
 using detail::kEarlyAnswerMinQueued;
 using detail::kNil;
+using detail::kNoAvoid;
 
 namespace {
 
@@ -47,6 +48,8 @@ ClassCounters Counters::total() const {
     sum.superseded_in_flight += c.superseded_in_flight;
     sum.preempted += c.preempted;
     sum.expired += c.expired;
+    sum.rejected_no_backend += c.rejected_no_backend;
+    sum.no_backend += c.no_backend;
     sum.borrowed += c.borrowed;
     sum.reclaimed += c.reclaimed;
   }
@@ -78,7 +81,8 @@ Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {
     const double backlog_s = std::chrono::duration<double>(config_.max_prefill_backlog).count();
     for (std::size_t i = 0; i < spec.max_concurrency.size(); ++i) {
       const double rate = i < spec.prefill_tokens_per_s.size() ? spec.prefill_tokens_per_s[i] : 0;
-      pool.backends.push_back({.limit = spec.max_concurrency[i],
+      pool.backends.push_back({.configured = spec.max_concurrency[i],
+                               .limit = spec.max_concurrency[i],
                                .in_flight = 0,
                                .signal = {},
                                .prefill_rate = rate,
@@ -128,6 +132,10 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
     if (auto it = keys_.find(key); it != keys_.end()) victim = it->second;
   }
 
+  if (stranded(request.pool)) {
+    ++counters.rejected_no_backend;
+    return std::unexpected(no_backend_error(std::max(config_.min_retry_after, kNoBackendRetryAfter)));
+  }
   // Limits, not counting a queued request this one replaces in the same queue.
   const ClassQueue& cq = pools_[request.pool].classes[request.klass];
   const uint32_t existing = find_tenant_queue(request.pool, request.klass, request.tenant);
@@ -192,6 +200,7 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
   n.order_pos = n.expiry_pos = n.urgent_pos = kNoPos;
   n.prev = n.next = kNil;
   n.preemptions = 0;
+  n.avoid = kNoAvoid;
   n.prefilling = false;
   n.prompt = static_cast<uint32_t>(std::clamp<int64_t>(request.prompt_tokens, 0, UINT32_MAX));
   n.expires = n.deadline != TimePoint::max();
@@ -326,6 +335,24 @@ bool Scheduler::first_token(Handle handle, TimePoint /*now*/) {
 bool Scheduler::requeue_preempted(Handle handle, int64_t remaining_cost, TimePoint now) {
   const uint32_t id = resolve(handle);
   if (id == kNil || nodes_[id].state != NodeState::kPreempting) return false;
+  Node& n = nodes_[id];
+  if (n.preemptions < UINT16_MAX) ++n.preemptions;
+  requeue(id, remaining_cost, now);
+  return true;
+}
+
+bool Scheduler::requeue_failed(Handle handle, int64_t remaining_cost, TimePoint now) {
+  const uint32_t id = resolve(handle);
+  if (id == kNil) return false;
+  Node& n = nodes_[id];
+  if (n.state != NodeState::kInFlight && n.state != NodeState::kPreempting) return false;
+  // A run on a lender's backend avoids nothing at home.
+  n.avoid = n.run_pool == n.pool ? static_cast<uint16_t>(n.backend) : kNoAvoid;
+  requeue(id, remaining_cost, now);
+  return true;
+}
+
+void Scheduler::requeue(uint32_t id, int64_t remaining_cost, TimePoint now) {
   release_slot(id);
   Node& n = nodes_[id];
   const int64_t cost = std::max<int64_t>(remaining_cost, 1);
@@ -336,7 +363,6 @@ bool Scheduler::requeue_preempted(Handle handle, int64_t remaining_cost, TimePoi
   }
   n.cost = cost;
   n.charged = 0;
-  ++n.preemptions;
   n.expires = false;  // its client already has a response under way
   n.queued_since = now;
   ClassQueue& cq = pools_[n.pool].classes[n.klass];
@@ -347,7 +373,6 @@ bool Scheduler::requeue_preempted(Handle handle, int64_t remaining_cost, TimePoi
   tq.queued_cost += cost;
   ++queued_;
   make_ready(id);  // EDF key is still its original deadline: first in its tenant queue
-  return true;
 }
 
 bool Scheduler::set_backend_state(PoolId pool, BackendId backend, BackendSignal signal) {
@@ -361,7 +386,10 @@ bool Scheduler::set_backend_state(PoolId pool, BackendId backend, BackendSignal 
   // it comes back): what the prefix index says about it no longer holds.
   if (went_down) p.prefix.forget(backend);
   changed.signal = signal;
-  if (went_down || came_up) {
+  const uint32_t limit =
+      signal.max_in_flight > 0 ? std::min(signal.max_in_flight, changed.configured) : changed.configured;
+  if (went_down || came_up || limit != changed.limit) {
+    changed.limit = limit;
     p.capacity = 0;
     for (const detail::Backend& b : p.backends) {
       if (!b.signal.down) p.capacity += b.limit;
@@ -489,6 +517,13 @@ ApiError deadline_error(std::chrono::milliseconds retry_after, WaitReason waited
   }
   return ApiError{.code = ErrorCode::kNoBackend,
                   .message = std::move(message),
+                  .param = std::nullopt,
+                  .retry_after = retry_after};
+}
+
+ApiError no_backend_error(std::chrono::milliseconds retry_after) {
+  return ApiError{.code = ErrorCode::kNoBackend,
+                  .message = "no live backend serves this model now (every one is down)",
                   .param = std::nullopt,
                   .retry_after = retry_after};
 }

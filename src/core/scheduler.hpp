@@ -49,6 +49,12 @@ namespace arbiter::sched {
 ApiError deadline_error(std::chrono::milliseconds retry_after,
                         WaitReason waited_for = WaitReason::kNone);
 
+// The 503 of a request whose pool has no live backend (every one down by
+// its engine signals): answered at once rather than after its queue time.
+ApiError no_backend_error(std::chrono::milliseconds retry_after);
+// Its Retry-After: a down backend is scraped again within a second.
+inline constexpr std::chrono::milliseconds kNoBackendRetryAfter{1000};
+
 // The 429 of an early answer: the request would wait about `wait_s` where
 // its deadline allows `allowed_s`; Retry-After is the difference, within
 // [min_retry, max_retry] (a prediction from a near-zero rate can be huge).
@@ -86,6 +92,14 @@ class Scheduler {
   // requeued request never expires and ignores queue limits. Returns false
   // unless the handle names a request being preempted. O(log n).
   bool requeue_preempted(Handle handle, int64_t remaining_cost, TimePoint now);
+
+  // A running request's upstream run failed before it finished (a retry of
+  // a request the client has seen nothing of yet, or a resumable one's
+  // failover mid-stream): frees its slot and queues it again as
+  // requeue_preempted() does, to run on another backend of its pool when
+  // one has room (the failed one only when no other has). Returns false
+  // unless the handle names a running request. O(log n).
+  bool requeue_failed(Handle handle, int64_t remaining_cost, TimePoint now);
 
   // Expires overdue requests, starts debounced ones, dispatches everything
   // that can start now and (hybrid) chooses preemption victims. Appends to
@@ -205,14 +219,23 @@ class Scheduler {
   std::optional<double> predicted_wait_s(uint32_t pool, uint32_t klass, const TenantQueue* tq,
                                          TimePoint now) const;
 
+  // requeue_preempted / requeue_failed: the slot back, the request first in its tenant queue.
+  void requeue(uint32_t id, int64_t remaining_cost, TimePoint now);
+
   // Decisions (scheduler_dispatch.cpp).
   void expire_due(TimePoint now, Actions& out);
   void expire(uint32_t id, TimePoint now, Actions& out);
+  // Fail fast: a pool with no live backend (and none lent to it) serves
+  // nothing; its queued requests are answered at once. O(P), and O(nodes)
+  // for a pool that just lost its last backend.
+  bool stranded(uint32_t pool) const;
+  void expire_stranded(TimePoint now, Actions& out);
   void promote_held(TimePoint now);
   void note_blocked(uint32_t pool, TimePoint now);  // ClassQueue::blocked after dispatching
   void dispatch_pool(uint32_t pool, TimePoint now, Actions& out);
   // kNil when no backend has room; `fraction` of the prefill backlog limit applies.
-  uint32_t pick_backend(const Pool& pool, TimePoint now, double fraction) const;
+  // `exclude`: a backend not to pick (kNil: none).
+  uint32_t pick_backend(const Pool& pool, TimePoint now, double fraction, uint32_t exclude = detail::kNil) const;
   // The backend for request `n`: prefix affinity within bounded loads when
   // the pool has it and the request has prefix blocks, else pick_backend.
   // `least`: pick_backend(pool, now, fraction) when the caller has it

@@ -12,6 +12,7 @@
 namespace arbiter::sched {
 
 using detail::kNil;
+using detail::kNoAvoid;
 using detail::kLowerTierBacklog;
 using detail::kOveruse;
 
@@ -52,6 +53,8 @@ void Scheduler::poll(TimePoint now, Actions& out) {
   // Expire first, so nothing past its deadline is ever dispatched; preempt
   // last, so nothing is preempted for a class that a free slot could serve.
   expire_due(now, out);
+  expire_stranded(now, out);
+  if (queued_ == 0) return;
   promote_held(now);
   for (uint32_t p = 0; p < pools_.size(); ++p) dispatch_pool(p, now, out);
   // A lender dispatched after its borrower may have been left with nothing
@@ -190,6 +193,41 @@ void Scheduler::expire(uint32_t id, TimePoint now, Actions& out) {
   out.expired.push_back(expired);
 }
 
+bool Scheduler::stranded(uint32_t pool) const {
+  const Pool& p = pools_[pool];
+  if (p.capacity > 0) return false;
+  for (const uint32_t l : p.lenders) {
+    if (pools_[l].capacity > 0) return false;
+  }
+  return true;
+}
+
+void Scheduler::expire_stranded(TimePoint now, Actions& out) {
+  for (uint32_t pool = 0; pool < pools_.size(); ++pool) {
+    const Pool& p = pools_[pool];
+    bool queued = false;
+    for (const ClassQueue& cq : p.classes) queued |= cq.queued > 0;
+    if (!queued || !stranded(pool)) continue;
+    // Requeued ones too (preempted or failed over): their streams end with
+    // an error event rather than waiting for an engine that may not return.
+    for (uint32_t id = 0; id < nodes_.size(); ++id) {
+      const Node& n = nodes_[id];
+      if (n.pool != pool || (n.state != NodeState::kQueued && n.state != NodeState::kHeld)) continue;
+      Expired expired{.handle = handle_of(id),
+                      .user = n.user,
+                      .pool = n.pool,
+                      .klass = n.klass,
+                      .waited = now - n.queued_since,
+                      .retry_after = std::max(config_.min_retry_after, kNoBackendRetryAfter),
+                      .waited_for = WaitReason::kSaturated,
+                      .no_backend = true};
+      ++counters_.classes[n.klass].no_backend;
+      drop_queued(id);
+      out.expired.push_back(expired);
+    }
+  }
+}
+
 void Scheduler::promote_held(TimePoint now) {
   while (!held_.empty() && held_.top().key.primary <= ticks(now)) {
     const uint32_t id = held_.top().id;
@@ -288,14 +326,14 @@ bool Scheduler::backlog_full(const detail::Backend& b, TimePoint now, double fra
   return b.max_backlog > 0 && backlog(b, now) >= b.max_backlog * fraction - 1e-6;
 }
 
-uint32_t Scheduler::pick_backend(const Pool& pool, TimePoint now, double fraction) const {
+uint32_t Scheduler::pick_backend(const Pool& pool, TimePoint now, double fraction, uint32_t exclude) const {
   // Least in-flight relative to its limit among backends with room; the scan
   // starts after the last pick so ties rotate. O(B), and B is small.
   const auto n = static_cast<uint32_t>(pool.backends.size());
   uint32_t best = kNil;
   for (uint32_t k = 0, i = pool.next_backend; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
     const detail::Backend& b = pool.backends[i];
-    if (!open_to(b, now, fraction)) continue;
+    if (i == exclude || !open_to(b, now, fraction)) continue;
     if (best == kNil || uint64_t{b.in_flight} * pool.backends[best].limit <
                             uint64_t{pool.backends[best].in_flight} * b.limit) {
       best = i;
@@ -311,6 +349,12 @@ bool Scheduler::open_to(const detail::Backend& b, TimePoint now, double fraction
 uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double fraction,
                           uint32_t least) const {
   if (least == kNil) least = pick_backend(pool, now, fraction);
+  // A retry after a failed run goes to another backend when one has room
+  // (its prefix, if cached anywhere, was most likely on the failed one).
+  if (n.avoid != kNoAvoid && least != kNil && &pool == &pools_[n.pool]) {
+    const uint32_t other = pick_backend(pool, now, fraction, n.avoid);
+    if (other != kNil) return other;
+  }
   if (least == kNil || n.prefix_len == 0 || !pool.prefix.enabled()) return least;
   // Bounded loads: a backend may take the request while its share of slots
   // in use, with it, stays within (1 + slack) x the pool's, plus an eighth

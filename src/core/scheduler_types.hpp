@@ -48,12 +48,16 @@ struct BackendSignal {
   // replicas' too); 0 when unknown or stale. Prefix affinity bounds a
   // backend's load by the larger of this and its own in-flight count.
   uint32_t engine_running = 0;
+  // A lower slot limit than max_concurrency while the backend ramps up after
+  // an ejection (slow start); 0: max_concurrency.
+  uint32_t max_in_flight = 0;
 };
 
-// The same verdict (saturated, stale, down): only a new verdict can let
+// The same verdict (saturated, stale, down, slot limit): only a new verdict can let
 // work start or stop; a new running count only informs routing.
 inline bool same_verdict(const BackendSignal& a, const BackendSignal& b) {
-  return a.saturated == b.saturated && a.stale == b.stale && a.down == b.down;
+  return a.saturated == b.saturated && a.stale == b.stale && a.down == b.down &&
+         a.max_in_flight == b.max_in_flight;
 }
 
 // An older request with the same supersede key that a new one replaced.
@@ -116,6 +120,7 @@ struct Expired {
   Duration waited;                        // time it spent queued
   std::chrono::milliseconds retry_after;  // expected drain time of its class queue
   WaitReason waited_for;                  // why its class's work was waiting
+  bool no_backend = false;                // its pool lost every backend: not a deadline
 };
 
 // Abort this in-flight request upstream, keep its output, and call
@@ -161,6 +166,8 @@ struct ClassCounters {
   uint64_t superseded_in_flight = 0;  // replaced while running (aborted upstream)
   uint64_t preempted = 0;             // chosen as preemption victims (reclaimed included)
   uint64_t expired = 0;               // deadline passed in the queue (503)
+  uint64_t rejected_no_backend = 0;   // 503 at enqueue: its pool had no live backend
+  uint64_t no_backend = 0;            // 503 while queued: its pool lost its last live backend
   uint64_t borrowed = 0;              // dispatches onto a lending pool's backend
   uint64_t reclaimed = 0;             // borrowed work preempted for the lender's own
 };

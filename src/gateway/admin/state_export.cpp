@@ -54,6 +54,8 @@ void export_scheduler_state(const sched::Scheduler& s, const Config& config,
         {"superseded_in_flight", k.superseded_in_flight},
         {"preempted", k.preempted},
         {"expired", k.expired},
+        {"rejected_no_backend", k.rejected_no_backend},
+        {"no_backend", k.no_backend},
         {"borrowed", k.borrowed},
         {"reclaimed", k.reclaimed},
     };

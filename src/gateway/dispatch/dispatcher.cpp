@@ -18,6 +18,7 @@ struct Dispatcher::Waiter {
   std::optional<sched::Dispatch> dispatch;  // kRunning
   std::chrono::milliseconds retry_after{0}; // kExpired
   sched::WaitReason waited_for = sched::WaitReason::kNone;  // kExpired: what it waited for
+  bool no_backend = false;                 // kExpired: its pool lost every backend
   bool superseded_in_flight = false;
   bool preempted = false;  // chosen as a preemption victim in its current run
   std::function<void()> interrupt_hook;
@@ -95,7 +96,8 @@ void Dispatcher::poll_locked(Clock::time_point now, Decisions& out) {
       out.deliveries.push_back({.kind = Delivery::Kind::kExpire,
                                 .waiter = std::move(w),
                                 .retry_after = e.retry_after,
-                                .waited_for = e.waited_for});
+                                .waited_for = e.waited_for,
+                                .no_backend = e.no_backend});
     }
   }
   for (const auto& p : actions_.preemptions) {
@@ -130,6 +132,7 @@ void Dispatcher::apply(Delivery& d) {
       w.state = decltype(w.state)::kExpired;
       w.retry_after = d.retry_after;
       w.waited_for = d.waited_for;
+      w.no_backend = d.no_backend;
       if (w.wake) w.wake->cancel();
       break;
     case Kind::kSupersedeQueued:
@@ -201,7 +204,8 @@ Task<std::expected<void, ApiError>> Dispatcher::wait_turn(std::shared_ptr<Waiter
       }
       break;  // the caller's Slot gives the slot straight back
     case Waiter::State::kExpired: {
-      ApiError expired = sched::deadline_error(w->retry_after, w->waited_for);
+      ApiError expired = w->no_backend ? sched::no_backend_error(w->retry_after)
+                                       : sched::deadline_error(w->retry_after, w->waited_for);
       co_return std::unexpected(std::move(expired));
     }
     case Waiter::State::kSuperseded: {
@@ -217,7 +221,7 @@ Task<std::expected<void, ApiError>> Dispatcher::wait_turn(std::shared_ptr<Waiter
 }
 
 Task<std::expected<void, ApiError>> Dispatcher::requeue(std::shared_ptr<Waiter> w, int64_t remaining_cost,
-                                                         ResponseSink& conn) {
+                                                         ResponseSink& conn, bool failed) {
   Decisions decisions;
   {
     std::lock_guard lock(mu_);
@@ -225,9 +229,12 @@ Task<std::expected<void, ApiError>> Dispatcher::requeue(std::shared_ptr<Waiter> 
     w->preempted = false;
     w->interrupt_hook = nullptr;
     w->dispatch.reset();
-    if (!scheduler_.requeue_preempted(w->handle, remaining_cost, Clock::now())) {
-      // Not a preemption victim (a bug in the caller): nothing to wait for.
-      ApiError error{ErrorCode::kInternal, "requeue of a request that was not preempted", {}, {}};
+    const auto now = Clock::now();
+    const bool requeued = failed ? scheduler_.requeue_failed(w->handle, remaining_cost, now)
+                                 : scheduler_.requeue_preempted(w->handle, remaining_cost, now);
+    if (!requeued) {
+      // Not running, or not a preemption victim (a bug in the caller): nothing to wait for.
+      ApiError error{ErrorCode::kInternal, "requeue of a request that was not running or preempted", {}, {}};
       co_return std::unexpected(std::move(error));
     }
     poll_locked(Clock::now(), decisions);
@@ -309,7 +316,10 @@ void Dispatcher::Slot::set_interrupt_hook(std::function<void()> hook) {
 }
 bool Dispatcher::Slot::preempted() const { return waiter_->preempted && !waiter_->superseded_in_flight; }
 Task<std::expected<void, ApiError>> Dispatcher::Slot::requeue(int64_t remaining_cost, ResponseSink& conn) {
-  return dispatcher_->requeue(waiter_, remaining_cost, conn);
+  return dispatcher_->requeue(waiter_, remaining_cost, conn, false);
+}
+Task<std::expected<void, ApiError>> Dispatcher::Slot::retry(int64_t remaining_cost, ResponseSink& conn) {
+  return dispatcher_->requeue(waiter_, remaining_cost, conn, true);
 }
 
 }  // namespace arbiter

@@ -74,6 +74,11 @@ class Dispatcher {
     // next dispatch, as acquire() does. On success the slot is held again
     // (backend() may differ); on failure (client gone, superseded) it is not.
     Task<std::expected<void, ApiError>> requeue(int64_t remaining_cost, ResponseSink& conn);
+    // The run failed (retry before the first byte, or failover of a
+    // resumable request): gives the slot back and queues the request again
+    // first in its tenant queue, for another backend of its pool when one
+    // has room; then as requeue().
+    Task<std::expected<void, ApiError>> retry(int64_t remaining_cost, ResponseSink& conn);
 
    private:
     Dispatcher* dispatcher_;
@@ -119,6 +124,7 @@ class Dispatcher {
     sched::Dispatch dispatch{};
     std::chrono::milliseconds retry_after{0};
     sched::WaitReason waited_for = sched::WaitReason::kNone;  // kExpire
+    bool no_backend = false;                                  // kExpire: its pool lost every backend
   };
   using Clock = sched::Clock;
   // What one poll decided, and when the scheduler next wants a poll.
@@ -139,8 +145,9 @@ class Dispatcher {
   // Waits (on the request's executor) until `w` is dispatched, expires, is
   // superseded or its client leaves (then it is dequeued).
   Task<std::expected<void, ApiError>> wait_turn(std::shared_ptr<Waiter> w, ResponseSink& conn);
+  // `failed`: Scheduler::requeue_failed, else requeue_preempted.
   Task<std::expected<void, ApiError>> requeue(std::shared_ptr<Waiter> w, int64_t remaining_cost,
-                                              ResponseSink& conn);
+                                              ResponseSink& conn, bool failed);
   void complete(const std::shared_ptr<Waiter>& w, std::optional<int64_t> actual_tokens);
   void first_token(const std::shared_ptr<Waiter>& w);  // Slot::first_token
   void cancel(const std::shared_ptr<Waiter>& w);

@@ -142,7 +142,8 @@ struct ShareWindow {
 struct SimResult {
   std::vector<std::vector<ShareWindow>> windows;  // [class][window index], pool 0
   uint64_t dispatches = 0;                        // seen by the simulated network layer
-  uint64_t expiries = 0;                          // 503s
+  uint64_t expiries = 0;                          // 503s at the deadline
+  uint64_t no_backend = 0;                        // 503s at once: every backend of the pool down
   uint64_t preemptions = 0;                       // victims aborted
   uint64_t rejections = 0;                        // 429s
   uint64_t borrowed = 0;                          // dispatches onto a lender's backend
@@ -375,7 +376,11 @@ class Simulation {
     r.deadline = std::min(now + scheduler_.config().classes[a.klass].max_queue_wait,
                           a.deadline.value_or(TimePoint::max()));
     if (!admitted) {
-      EXPECT_EQ(admitted.error().status(), 429);
+      if (admitted.error().code == ErrorCode::kNoBackend) {
+        for (const BackendSignal& s : signals_[a.pool]) EXPECT_TRUE(s.down) << "refused 'no backend' with one up";
+      } else {
+        EXPECT_EQ(admitted.error().status(), 429);
+      }
       EXPECT_TRUE(admitted.error().retry_after.has_value());
       r.state = SimState::kDone;
       ++result_.rejections;
@@ -400,10 +405,16 @@ class Simulation {
     for (const Expired& e : actions_.expired) {
       SimRequest& r = requests_[e.user];
       EXPECT_EQ(r.state, SimState::kQueued);
-      EXPECT_FALSE(r.resumed);
-      EXPECT_EQ(now, r.deadline) << "expired late or early";
+      if (e.no_backend) {
+        // Fail-fast: only when every backend of its pool is down.
+        for (const BackendSignal& s : signals_[e.pool]) EXPECT_TRUE(s.down) << "answered 'no backend' with one up";
+        ++result_.no_backend;
+      } else {
+        EXPECT_FALSE(r.resumed);
+        EXPECT_EQ(now, r.deadline) << "expired late or early";
+        ++result_.expiries;
+      }
       r.state = SimState::kDone;
-      ++result_.expiries;
     }
     for (const Dispatch& d : actions_.dispatches) {
       SimRequest& r = requests_[d.user];
@@ -586,12 +597,14 @@ class Simulation {
     for (const SimRequest& r : requests_) EXPECT_EQ(r.state, SimState::kDone);
     const ClassCounters t = scheduler_.counters().total();
     EXPECT_EQ(t.enqueued, t.completed + t.cancelled_queued + t.cancelled_in_flight +
-                              t.superseded_queued + t.superseded_in_flight + t.expired)
+                              t.superseded_queued + t.superseded_in_flight + t.expired + t.no_backend)
         << "every admitted request ends exactly once";
-    EXPECT_EQ(t.enqueued + t.rejected_class_full + t.rejected_tenant_full + t.rejected_predicted,
+    EXPECT_EQ(t.enqueued + t.rejected_class_full + t.rejected_tenant_full + t.rejected_predicted +
+                  t.rejected_no_backend,
               requests_.size());
-    EXPECT_EQ(t.rejected_class_full + t.rejected_tenant_full + t.rejected_predicted,
+    EXPECT_EQ(t.rejected_class_full + t.rejected_tenant_full + t.rejected_predicted + t.rejected_no_backend,
               result_.rejections);
+    EXPECT_EQ(t.no_backend, result_.no_backend);
     EXPECT_EQ(t.dispatched, result_.dispatches);
     EXPECT_EQ(t.expired, result_.expiries);
     EXPECT_EQ(t.preempted, result_.preemptions);
@@ -645,6 +658,7 @@ TEST(SchedulerProperty, HybridHonoursMinShareDeadlinesAndDrainsToZero) {
     EXPECT_GT(result.events, 40'000u);
     EXPECT_GT(result.preemptions, 0u);
     EXPECT_GT(result.expiries, 0u);
+    EXPECT_GT(result.no_backend, 0u) << "pool 1's backends all down at times: fail-fast is exercised";
     EXPECT_GT(result.rejections, 0u);
     expect_guarantees(result, 20);
   }
