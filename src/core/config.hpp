@@ -11,6 +11,7 @@
 
 #include "core/pricing.hpp"
 #include "core/quota/quota_config.hpp"
+#include "core/resilience/resilience_config.hpp"
 #include "core/request.hpp"
 #include "core/scheduler_config.hpp"
 
@@ -151,6 +152,11 @@ struct ModelConfig {
   // After loading: the model's entry of `prices` (every pool of the model
   // has it), or none: its requests cost nothing.
   std::optional<ModelPrice> price;
+  // Where the model breaker sends its requests (docs/resilience.md): at
+  // degrade_at errors the degraded variant (e.g. a quantised pool), at
+  // fallback_at the fallback model; names of other models, or empty.
+  std::string degraded;
+  std::string fallback;
   // The pool's name in metrics: the model's, with its classes when it has
   // them ("m1/completion").
   std::string pool_name() const;
@@ -194,6 +200,10 @@ struct Config {
   std::vector<ModelConfig> models;
   SchedulerSettings scheduler;
   EngineSignalsConfig engine_signals;
+  resilience::OutlierDetectionConfig outlier_detection;
+  resilience::RetriesConfig retries;
+  resilience::HealthProbesConfig health_probes;
+  resilience::ModelBreakerSectionConfig model_breaker;
   LogConfig log;
   // Classes the file listed under a built-in class's name: they started from
   // its scheduling settings and cap (what `--check` reports).

@@ -160,7 +160,10 @@ std::string config_to_yaml(const Config& c) {
     bool first = true;
     for (std::size_t j = 0; j < i; ++j) first = first && c.models[j].name != c.models[i].name;
     if (!first) continue;
-    y << "  - name: \"" << c.models[i].name << "\"\n    backends:\n";
+    y << "  - name: \"" << c.models[i].name << "\"\n";
+    if (!c.models[i].degraded.empty()) y << "    degraded: \"" << c.models[i].degraded << "\"\n";
+    if (!c.models[i].fallback.empty()) y << "    fallback: \"" << c.models[i].fallback << "\"\n";
+    y << "    backends:\n";
     for (std::size_t j = i; j < c.models.size(); ++j) {
       if (c.models[j].name != c.models[i].name) continue;
       for (const BackendConfig& b : c.models[j].backends) print_backend(y, b);
@@ -169,6 +172,10 @@ std::string config_to_yaml(const Config& c) {
   print_prices(y, c.models);
   y << "scheduler: {" << write_settings(scheduler_keys(), c.scheduler, ", ") << "}\n";
   y << "engine_signals: {" << write_settings(engine_signals_keys(), c.engine_signals, ", ") << "}\n"
+    << "outlier_detection: {" << write_settings(outlier_detection_keys(), c.outlier_detection, ", ") << "}\n"
+    << "retries: {" << write_settings(retries_keys(), c.retries, ", ") << "}\n"
+    << "health_probes: {" << write_settings(health_probes_keys(), c.health_probes, ", ") << "}\n"
+    << "model_breaker: {" << write_settings(model_breaker_keys(), c.model_breaker, ", ") << "}\n"
     << "log: {" << write_settings(log_keys(), c.log, ", ") << "}\n";
   return y.str();
 }

@@ -354,6 +354,8 @@ void read_models(Reader& r, const YAML::Node& n, std::vector<ModelConfig>& out) 
     if (!r.map(m, path, std::vector<std::string_view>(std::begin(kModelKeys), std::end(kModelKeys)))) continue;
     ModelConfig mc;
     r.read(m, path, "name", mc.name, /*required=*/true);
+    r.read(m, path, "degraded", mc.degraded);
+    r.read(m, path, "fallback", mc.fallback);
     const auto bpath = Reader::join(path, "backends");
     const YAML::Node backends = m["backends"];
     if (!backends) {
@@ -479,6 +481,30 @@ void check_prices(Reader& r, const Config& c, const std::vector<ModelPrice>& pri
   }
 }
 
+// A model's degraded variant and fallback name other models.
+void check_model_variants(Reader& r, const Config& c) {
+  for (std::size_t i = 0; i < c.models.size(); ++i) {
+    const ModelConfig& m = c.models[i];
+    for (const auto& [key, target] : {std::pair{"degraded", &m.degraded}, std::pair{"fallback", &m.fallback}}) {
+      if (target->empty()) continue;
+      const auto path = Reader::join(Reader::index("models", i), key);
+      if (*target == m.name) {
+        r.error(path, "names the model itself");
+      } else if (!has_named(c.models, *target)) {
+        r.error(path, "names no model: '" + *target + "'");
+      }
+    }
+  }
+  const auto& b = c.model_breaker;
+  if (!(b.degrade_at <= b.fallback_at && b.fallback_at <= b.isolate_at)) {
+    r.error("model_breaker", "needs degrade_at <= fallback_at <= isolate_at");
+  }
+  if (b.max_open < b.base_open) r.error("model_breaker.max_open_ms", "must be >= base_open_ms");
+  if (c.outlier_detection.max_ejection < c.outlier_detection.base_ejection) {
+    r.error("outlier_detection.max_ejection_ms", "must be >= base_ejection_ms");
+  }
+}
+
 void check_references(Reader& r, Config& c) {
   check_unique(r, c.models, "models", [](const ModelConfig& m) -> const std::string& { return m.name; });
   check_unique(r, c.classes, "classes", [](const ClassConfig& x) -> const std::string& { return x.name; });
@@ -513,6 +539,7 @@ void check_references(Reader& r, Config& c) {
   }
   check_quota_references(r, c);
   check_quota_store(r, c.quota_store);
+  check_model_variants(r, c);
   if (!c.traffic_breaker.degrade_class.empty() && !has_class(c.traffic_breaker.degrade_class)) {
     r.error("traffic_breaker.degrade_class", "names no class: '" + c.traffic_breaker.degrade_class + "'");
   }
@@ -564,7 +591,13 @@ void split_class_pools(Config& c) {
       const std::vector<std::string> list = pool_key(b);
       auto it = std::find_if(groups.begin(), groups.end(), [&](const ModelConfig& g) { return g.classes == list; });
       if (it == groups.end()) {
-        groups.push_back(ModelConfig{.name = m.name, .backends = {}, .classes = list, .lends = b.lend});
+        groups.push_back(ModelConfig{.name = m.name,
+                                     .backends = {},
+                                     .classes = list,
+                                     .lends = b.lend,
+                                     .price = std::nullopt,
+                                     .degraded = m.degraded,
+                                     .fallback = m.fallback});
         it = groups.end() - 1;
       }
       it->backends.push_back(std::move(b));
@@ -589,7 +622,8 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   Config c;
   if (!r.map(root, "(top level)", {"listener", "limits", "timeouts", "auth", "tenants", "teams",
                                     "quota_store", "traffic_breaker", "classes", "default_class", "models", "prices",
-                                    "scheduler", "engine_signals", "log"})) {
+                                    "scheduler", "engine_signals", "outlier_detection", "retries",
+                                    "health_probes", "model_breaker", "log"})) {
     return std::unexpected(errors);
   }
   read_section(listener_keys(), r, root["listener"], "listener", c.listener);
@@ -608,6 +642,11 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   read_prices(r, root["prices"], prices);
   read_section(scheduler_keys(), r, root["scheduler"], "scheduler", c.scheduler);
   read_section(engine_signals_keys(), r, root["engine_signals"], "engine_signals", c.engine_signals);
+  read_section(outlier_detection_keys(), r, root["outlier_detection"], "outlier_detection", c.outlier_detection);
+  read_section(retries_keys(), r, root["retries"], "retries", c.retries);
+  if (c.retries.backoff_max < c.retries.backoff_base) r.error("retries.backoff_max_ms", "must be >= backoff_base_ms");
+  read_section(health_probes_keys(), r, root["health_probes"], "health_probes", c.health_probes);
+  read_section(model_breaker_keys(), r, root["model_breaker"], "model_breaker", c.model_breaker);
   read_section(log_keys(), r, root["log"], "log", c.log);
   check_references(r, c);
   check_prices(r, c, prices);

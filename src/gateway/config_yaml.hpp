@@ -21,7 +21,7 @@ inline constexpr std::string_view kDynamicQuotaKeys[] = {"members", "per_member"
                                                           "recompute_s"};
 inline constexpr std::string_view kQuotaKeys[] = {"requests_per_minute", "tokens_per_minute", "tokens_per_day",
                                                    "max_concurrent", "classes", "models"};
-inline constexpr std::string_view kModelKeys[] = {"name", "backends"};
+inline constexpr std::string_view kModelKeys[] = {"name", "backends", "degraded", "fallback"};
 inline constexpr std::string_view kPriceKeys[] = {"model", "input_per_million", "output_per_million",
                                                    "cached_input_per_million", "per_gpu_second"};
 inline constexpr std::string_view kBackendKeys[] = {

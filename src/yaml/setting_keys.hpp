@@ -47,6 +47,10 @@ std::span<const SettingKey<EngineSignalsConfig>> engine_signals_keys();
 std::span<const SettingKey<LogConfig>> log_keys();
 std::span<const SettingKey<quota::QuotaStoreConfig>> quota_store_keys();
 std::span<const SettingKey<quota::TrafficBreakerConfig>> traffic_breaker_keys();
+std::span<const SettingKey<resilience::OutlierDetectionConfig>> outlier_detection_keys();
+std::span<const SettingKey<resilience::RetriesConfig>> retries_keys();
+std::span<const SettingKey<resilience::HealthProbesConfig>> health_probes_keys();
+std::span<const SettingKey<resilience::ModelBreakerSectionConfig>> model_breaker_keys();
 
 // Every key's name, less `except`: the known keys of a mapping.
 template <class Settings>

@@ -3,6 +3,7 @@
 #include "core/usage.hpp"
 
 #include <array>
+#include <charconv>
 
 #include "core/sse.hpp"
 #include "http/http_head.hpp"
@@ -120,6 +121,7 @@ class Exchange {
       }
       outcome_.upstream_ms =
           std::chrono::duration<double, std::milli>(Clock::now() - sent_at).count();
+      note_status(parser);
 
       const bool sse = parser.status() == 200 && parser.content_type().starts_with("text/event-stream");
       // if/else, not ?: around co_await (GCC 12, see docs/architecture.md).
@@ -129,6 +131,14 @@ class Exchange {
       } else if (sse) {
         reusable = co_await relay_stream(socket, buffer, parser);
       } else if (r_.resume && r_.resume->client_stream_started) {
+        if (r_.hold_failures && is_server_failure(parser.status())) {
+          // The stream stays open: another backend may continue it.
+          outcome_.status = 200;
+          outcome_.stream_open = true;
+          fail("status", upstream_failed("the backend refused to continue the stream: HTTP " +
+                                         std::to_string(parser.status())));
+          co_return outcome_;
+        }
         co_await refuse_continuation(parser.status());
       } else {
         reusable = co_await relay_whole(socket, buffer, parser);
@@ -160,6 +170,19 @@ class Exchange {
     outcome_.interrupted = true;
     outcome_.error = ApiError{ErrorCode::kSuperseded, "superseded by a newer request with the same key", {}, {}};
     return outcome_;
+  }
+
+  static bool is_server_failure(unsigned status) { return status == 429 || status >= 500; }
+
+  void note_status(const UpstreamResponseParser& parser) {
+    outcome_.upstream_status = parser.status();
+    if (parser.status() != 429 && parser.status() != 503) return;
+    std::string_view seconds, millis;
+    for (const auto& [name, value] : parser.forwarded()) {
+      if (name == "retry-after") seconds = value;
+      if (name == "retry-after-ms") millis = value;
+    }
+    outcome_.upstream_retry_after = parse_retry_after(seconds, millis);
   }
 
   // Records a failure. Before anything reached the client, the caller
@@ -270,8 +293,14 @@ class Exchange {
       if (parser.is_done()) break;
       const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle);
       if (const ReadEnd end = after_read(read); end != ReadEnd::kData) {
-        // A preempted run leaves the stream open: the next run continues it.
-        if (end == ReadEnd::kStopped && !outcome_.preempted) co_await end_stream_with_error(*outcome_.error);
+        // A preempted run leaves the stream open: the next run continues it;
+        // so does a broken resumable one that the caller may fail over.
+        if (end == ReadEnd::kStopped && !outcome_.preempted && !outcome_.interrupted && r_.resume &&
+            r_.hold_failures) {
+          outcome_.stream_open = true;
+        } else if (end == ReadEnd::kStopped && !outcome_.preempted) {
+          co_await end_stream_with_error(*outcome_.error);
+        }
         co_return false;
       }
     }
@@ -410,6 +439,13 @@ class Exchange {
       const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle);
       if (after_read(read) != ReadEnd::kData) co_return false;
     }
+    if (r_.hold_failures && is_server_failure(parser.status())) {
+      outcome_.held = HeldResponse{.status = parser.status(),
+                                   .content_type = std::string(parser.content_type()),
+                                   .body = std::string(whole),
+                                   .headers = parser.forwarded()};
+      co_return parser.keep_alive();
+    }
     const ResponseHead head{.status = parser.status(),
                             .content_type = parser.content_type(),
                             .cache_control = {},
@@ -433,6 +469,18 @@ class Exchange {
 };
 
 }  // namespace
+
+std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view seconds, std::string_view millis) {
+  const auto number = [](std::string_view text) -> std::optional<double> {
+    double v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size() || !(v >= 0) || v > 1e9) return std::nullopt;
+    return v;
+  };
+  if (const auto ms = number(millis)) return std::chrono::milliseconds(static_cast<int64_t>(*ms));
+  if (const auto s = number(seconds)) return std::chrono::milliseconds(static_cast<int64_t>(*s * 1000));
+  return std::nullopt;
+}
 
 Task<RelayOutcome> relay(const RelayRequest& r) {
   Exchange exchange(r);

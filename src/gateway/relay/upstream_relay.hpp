@@ -66,6 +66,20 @@ struct RelayRequest {
   // Called once per run at the first SSE event from the engine: its prompt
   // is prefilled (the scheduler's prefill backlog). Empty: not needed.
   std::function<void()> on_first_event = {};
+  // The caller may still run the request elsewhere (a retry or a failover
+  // is left): an upstream 429 or 5xx answer is kept (RelayOutcome::held)
+  // instead of sent, and a resumable stream that breaks stays open
+  // (RelayOutcome::stream_open). The caller sends or ends them if it does
+  // not run the request again.
+  bool hold_failures = false;
+};
+
+// An upstream error answer kept back (RelayRequest::hold_failures).
+struct HeldResponse {
+  unsigned status = 0;
+  std::string content_type;
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // the backend's, passed on
 };
 
 struct RelayOutcome {
@@ -77,6 +91,11 @@ struct RelayOutcome {
   bool interrupted = false;     // stopped by Interrupt (superseded)
   bool preempted = false;       // stopped by a preemption: requeue and run again
   double upstream_ms = -1;      // request sent -> response header received
+  unsigned upstream_status = 0; // the backend's HTTP status; 0: no answer
+  // The backend's Retry-After (or retry-after-ms) on a 429 or 503.
+  std::optional<std::chrono::milliseconds> upstream_retry_after;
+  std::optional<HeldResponse> held;  // hold_failures: its 429/5xx answer, not sent yet
+  bool stream_open = false;          // hold_failures: a resumable stream broke, the client's is still open
   std::optional<Usage> usage;   // the engine's token counts, when the answer (or a stream's usage chunk) carried them
   int64_t generated = -1;       // streams: tokens counted from events (resumable: all runs; plain: data events)
 
@@ -91,6 +110,10 @@ struct RelayOutcome {
 };
 
 Task<RelayOutcome> relay(const RelayRequest& r);
+
+// A Retry-After (delta seconds) or retry-after-ms value, or none when it is
+// neither (an HTTP date is not honoured: engines send seconds).
+std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view seconds, std::string_view millis);
 
 
 }  // namespace arbiter

@@ -95,6 +95,10 @@ TEST(SettingKeys, EveryFlatSectionIsDocumentedExactly) {
   expect_documented("## `log`", log_keys());
   expect_documented("## `quota_store`", quota_store_keys());
   expect_documented("## `traffic_breaker`", traffic_breaker_keys());
+  expect_documented("## `outlier_detection`", outlier_detection_keys());
+  expect_documented("## `retries`", retries_keys());
+  expect_documented("## `health_probes`", health_probes_keys());
+  expect_documented("## `model_breaker`", model_breaker_keys());
 }
 
 // The list entries read by hand (tenants, models, backends): their known
