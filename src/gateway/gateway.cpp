@@ -46,6 +46,8 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
   }
   dispatcher_ = std::make_unique<Dispatcher>(std::move(*scheduler), timer_executor);
   dispatcher_->start();
+  health_ = std::make_unique<BackendHealth>(config_, *dispatcher_, timer_executor, metrics_);
+  health_->start();
   if (config_.engine_signals.enabled) start_monitor(timer_executor);
   quotas_.start();
   dynamic_quotas_ = std::make_unique<DynamicQuotaUpdater>(config_, quotas_, usage_, metrics_);
@@ -60,6 +62,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
 
 Gateway::~Gateway() {
   if (monitor_) monitor_->stop();
+  health_->stop();
   dispatcher_->stop();
   quotas_.stop();
   dynamic_quotas_->stop();
@@ -76,7 +79,7 @@ void Gateway::assemble_pipeline() {
   pipeline_.add_stage(std::make_unique<CapsStage>(config_, pools_, metrics_));
   pipeline_.add_stage(std::make_unique<QuotaStage>(config_, quotas_, metrics_));
   pipeline_.add_stage(std::make_unique<SupersedeStage>(config_));
-  pipeline_.set_handler(std::make_unique<DispatchStage>(config_, *dispatcher_, pools_));
+  pipeline_.set_handler(std::make_unique<DispatchStage>(config_, *dispatcher_, pools_, *health_, metrics_));
   pipeline_.add_observer(std::make_unique<RequestMetrics>(config_, metrics_));
   pipeline_.add_observer(std::make_unique<AccessLogObserver>(config_.log.access_log));
   pipeline_.add_observer(std::make_unique<QuotaObserver>());
@@ -99,12 +102,13 @@ void Gateway::start_monitor(net::any_io_executor executor) {
   options.interval = config_.engine_signals.interval;
   options.rules.stale_after = config_.engine_signals.stale_after;
   options.rules.kv_threshold = config_.engine_signals.kv_saturation;
-  // Verdict changes go straight to the scheduler: a saturated backend takes
-  // no new dispatch, a stale one falls back to its concurrency limit.
+  // Verdicts go to the scheduler through BackendHealth (which adds outlier
+  // ejection): a saturated backend takes no new dispatch, a stale one falls
+  // back to its concurrency limit.
   monitor_ = std::make_unique<BackendMonitor>(
       executor, std::move(targets), options,
       [this](uint32_t pool, uint32_t backend, const sched::BackendSignal& signal, const EngineLoad& load) {
-        dispatcher_->set_backend_state(pool, backend, signal);
+        health_->on_signal(pool, backend, signal);
         // prefix_cache_tokens: auto takes the engine's KV size when it reports one.
         if (load.kv_cache_tokens && config_.models[pool].backends[backend].prefix_cache_from_engine) {
           dispatcher_->set_prefix_cache(pool, backend, *load.kv_cache_tokens);
@@ -116,6 +120,7 @@ void Gateway::start_monitor(net::any_io_executor executor) {
 void Gateway::refresh_metrics() {
   dispatcher_->inspect([this](const sched::Scheduler& s) { export_scheduler_state(s, config_, pool_index_, metrics_); });
   if (monitor_) export_monitor_state(*monitor_, config_, metrics_);
+  health_->export_state();
   export_quota_state(quotas_, metrics_);
   if (service_exchange_) metrics_.service_exchanges.set(service_exchange_->exchanges());
 }

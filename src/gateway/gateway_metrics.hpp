@@ -162,6 +162,40 @@ struct GatewayMetrics {
   metrics::Family<metrics::Counter>& upstream_retries = registry.counter(
       "arbiter_upstream_retries_total",
       "Requests resent on a new connection after a pooled one turned out closed.", {"backend"});
+  // Backend failures (docs/resilience.md).
+  metrics::Family<metrics::Gauge>& backend_health = registry.gauge(
+      "arbiter_backend_health",
+      "1 for the backend's outlier-detection state (healthy, ejected, probing, slow_start), 0 for the others.",
+      {"model", "backend", "state"});
+  metrics::Family<metrics::Counter>& backend_ejections = registry.counter(
+      "arbiter_backend_ejections_total",
+      "Backends taken out of rotation by outlier detection, by reason (consecutive_failures, failure_rate, "
+      "probe_failed, retry_after).",
+      {"model", "backend", "reason"});
+  metrics::Family<metrics::Gauge>& pool_panic = registry.gauge(
+      "arbiter_pool_panic",
+      "1 while every backend of a pool is ejected or down, so the ejected ones serve anyway (panic mode).",
+      {"pool"});
+  metrics::Family<metrics::Counter>& retries = registry.counter(
+      "arbiter_retries_total",
+      "Runs of a request after a failed one, by pool and kind: retry (nothing had reached the client), "
+      "failover (a resumable stream continued on another backend), refused_budget (the pool's retry budget "
+      "was spent), exhausted (max_retries reached).",
+      {"pool", "kind"});
+  metrics::Family<metrics::Counter>& health_probes = registry.counter(
+      "arbiter_health_probes_total", "Active health probes (a 1-token completion) by backend and result (ok, failed).",
+      {"model", "backend", "result"});
+  metrics::Family<metrics::Gauge>& model_breaker_stage = registry.gauge(
+      "arbiter_model_breaker_stage",
+      "1 for the model breaker's stage (closed, degraded, fallback, isolated), 0 for the others.",
+      {"model", "stage"});
+  metrics::Family<metrics::Counter>& model_breaker_transitions = registry.counter(
+      "arbiter_model_breaker_transitions_total", "Model breaker stage changes, by model, from and to.",
+      {"model", "from", "to"});
+  metrics::Family<metrics::Counter>& model_rerouted = registry.counter(
+      "arbiter_model_rerouted_total",
+      "Requests the model breaker sent to another model (degraded variant or fallback) or refused (isolated).",
+      {"model", "target"});
 };
 
 }  // namespace arbiter

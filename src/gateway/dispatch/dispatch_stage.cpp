@@ -4,6 +4,7 @@
 
 #include "core/pricing.hpp"
 #include "gateway/scheduler_setup.hpp"
+#include "gateway/resilience/run_verdict.hpp"
 
 namespace arbiter {
 
@@ -34,6 +35,7 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
   }
   ctx.dispatch_queue_ms = ctx.rec.queue_ms;  // observed after the response: not on its path
   ctx.rec.engine_ms = 0;
+  health_.on_request(ctx.pool);
   ctx.outcome = co_await run_upstream(ctx, *slot);
   // Fairness and shares are charged with what the request really cost:
   // the engine's usage, or for a stream without it the tokens counted from
@@ -69,6 +71,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
   // engine with every run; views into the request.
   std::vector<std::pair<std::string_view, std::string_view>> forwarded;
   ctx.req.end_to_end(forwarded);
+  uint32_t retries = 0;  // runs after failed ones
   for (;;) {
     ModelPool& pool = *pools_[slot.pool()];  // its own, or a pool lending it a slot
     const BackendConfig& backend = pool.backend(slot.backend());
@@ -79,6 +82,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
     headers.emplace_back("x-arbiter-queue-ms", std::to_string(static_cast<int64_t>(rec.queue_ms)));
     if (!rec.wait_reason.empty()) headers.emplace_back("x-arbiter-wait-reason", std::string(rec.wait_reason));
     headers.emplace_back("x-arbiter-preemptions", std::to_string(rec.preemptions));
+    if (retries > 0) headers.emplace_back("x-arbiter-retries", std::to_string(retries));
 
     UpstreamRequest up{.target = route_path(route),
                        .host = pool.upstream(slot.backend()).host_header(),
@@ -119,11 +123,32 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
                                      .resume = resume ? &*resume : nullptr,
                                      .on_first_event = backend.prefill_tokens_per_s > 0
                                                            ? std::function<void()>([&slot] { slot.first_token(); })
-                                                           : std::function<void()>()};
+                                                           : std::function<void()>(),
+                                     .hold_failures = retries < health_.max_retries()};
     const auto sent = std::chrono::steady_clock::now();
     RelayOutcome outcome = co_await relay(relay_request);
     rec.engine_ms += RequestContext::millis(std::chrono::steady_clock::now() - sent);
     slot.set_interrupt_hook(nullptr);
+    const RunVerdict verdict = judge(outcome);
+    health_.record(slot.pool(), slot.backend(), verdict, outcome.upstream_retry_after);
+    // Nothing reached the client (or a resumable stream is still open): the
+    // request may run again elsewhere.
+    const bool unsent = outcome.held || outcome.stream_open ||
+                        (outcome.status == 0 && outcome.error && !(resume && resume->client_stream_started));
+    if (!outcome.preempted && unsent && (verdict == RunVerdict::kFailure || verdict == RunVerdict::kOverloaded)) {
+      if (co_await may_run_again(ctx, outcome, retries)) {
+        const int64_t generated = resume ? resume->checkpoint.tokens : 0;
+        const int64_t left = std::max<int64_t>(info.max_tokens.value_or(kDefaultOutputEstimate) - generated, 1);
+        auto requeued = co_await slot.retry(info.prompt_tokens_estimate + generated + left, sink);
+        if (requeued) {
+          rec.queue_ms += RequestContext::millis(slot.queue_wait());
+          continue;
+        }
+        outcome.error = std::move(requeued.error());
+        outcome.held.reset();
+      }
+      co_await give_up(ctx, outcome, resume ? &*resume : nullptr);
+    }
     if (!outcome.preempted) {
       // A resumable request's usage is counted over all its runs.
       if (resume) {
@@ -152,6 +177,52 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
       co_return failed;
     }
     rec.queue_ms += RequestContext::millis(slot.queue_wait());
+  }
+}
+
+Task<bool> DispatchStage::may_run_again(RequestContext& ctx, const RelayOutcome& outcome, uint32_t& retries) {
+  const std::string& pool = config_.models[ctx.pool].pool_name();
+  if (retries >= health_.max_retries()) {
+    metrics_.retries.with({pool, "exhausted"}).inc();
+    co_return false;
+  }
+  if (!health_.try_retry(ctx.pool)) {
+    metrics_.retries.with({pool, "refused_budget"}).inc();
+    co_return false;
+  }
+  ++retries;
+  metrics_.retries.with({pool, outcome.stream_open ? "failover" : "retry"}).inc();
+  net::steady_timer backoff(co_await net::this_coro::executor);
+  backoff.expires_after(health_.backoff(retries));
+  co_await backoff.async_wait(kAsTuple);
+  co_return !ctx.sink->client_gone();
+}
+
+Task<void> DispatchStage::give_up(RequestContext& ctx, RelayOutcome& outcome, const RelayResume* resume) {
+  ResponseSink& sink = *ctx.sink;
+  if (sink.client_gone()) {
+    outcome.status = 499;
+    co_return;
+  }
+  if (outcome.held) {
+    // The engine's own answer, as it would have gone without retries.
+    const HeldResponse held = std::move(*outcome.held);
+    outcome.held.reset();
+    outcome.error.reset();
+    const ResponseHead head{.status = held.status,
+                            .content_type = held.content_type,
+                            .cache_control = {},
+                            .upstream = held.headers,
+                            .gateway = ctx.response_headers};
+    outcome.status = co_await sink.send(head, held.body) ? static_cast<int>(held.status) : 499;
+    co_return;
+  }
+  if (outcome.stream_open || (resume && resume->client_stream_started)) {
+    // The client has a stream: it ends with the error event.
+    outcome.stream_open = false;
+    co_await end_stream_with_error(sink, *outcome.error);
+    outcome.status = sink.client_gone() ? 499 : 200;
+    outcome.stream = true;
   }
 }
 

@@ -1,6 +1,11 @@
 // The pipeline's handler: an admitted request waits in the scheduler's
 // queues (Dispatcher) until a backend has room, then runs there through the
-// relay, and again from its checkpoint after each preemption. Sets
+// relay, and again from its checkpoint after each preemption. A run that
+// fails before the client saw a byte is retried on another backend, and a
+// resumable one whose stream breaks fails over to another backend from its
+// checkpoint, within max_retries and the pool's retry budget
+// (BackendHealth, docs/resilience.md); every run's outcome goes to the
+// backend's outlier detection. Sets
 // ctx.outcome, the record's backend, queue time, wait reason, preemptions,
 // token counts, engine time and cost (at the model's price), and charges
 // the scheduler what the request really cost.
@@ -12,23 +17,34 @@
 #include "gateway/dispatch/dispatcher.hpp"
 #include "gateway/model_pool.hpp"
 #include "gateway/pipeline/stage.hpp"
+#include "gateway/resilience/backend_health.hpp"
 
 namespace arbiter {
 
 class DispatchStage final : public AdmittedHandler {
  public:
-  DispatchStage(const Config& config, Dispatcher& dispatcher, const std::vector<std::unique_ptr<ModelPool>>& pools)
-      : config_(config), dispatcher_(dispatcher), pools_(pools) {}
+  DispatchStage(const Config& config, Dispatcher& dispatcher, const std::vector<std::unique_ptr<ModelPool>>& pools,
+                BackendHealth& health, GatewayMetrics& metrics)
+      : config_(config), dispatcher_(dispatcher), pools_(pools), health_(health), metrics_(metrics) {}
   Task<void> run(RequestContext& ctx) override;
 
  private:
   // Runs a dispatched request on its slot until it ends: several upstream
   // runs when it is preempted and resumed from its checkpoint.
   Task<RelayOutcome> run_upstream(RequestContext& ctx, Dispatcher::Slot& slot);
+  // A run failed in a way another backend might not: whether to run it
+  // again (attempts left, the pool's budget, the client still there), after
+  // a jittered back-off. Counts the decision.
+  Task<bool> may_run_again(RequestContext& ctx, const RelayOutcome& outcome, uint32_t& retries);
+  // The failed run's answer when it is not run again: the held upstream
+  // error, or the end of a stream left open.
+  Task<void> give_up(RequestContext& ctx, RelayOutcome& outcome, const RelayResume* resume);
 
   const Config& config_;
   Dispatcher& dispatcher_;
   const std::vector<std::unique_ptr<ModelPool>>& pools_;
+  BackendHealth& health_;
+  GatewayMetrics& metrics_;
 };
 
 }  // namespace arbiter

@@ -1,0 +1,215 @@
+#include "gateway/resilience/backend_health.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/resilience/resilience_settings.hpp"
+#include "gateway/resilience/health_probe.hpp"
+
+namespace arbiter {
+
+namespace {
+
+// The loop's longest sleep: what falls due is applied at most this late.
+constexpr std::chrono::milliseconds kLoopTick{100};
+
+void log_transition(const ModelConfig& model, const BackendConfig& backend,
+                    const resilience::OutlierTransition& t) {
+  std::fprintf(stderr,
+               "{\"level\":\"warn\",\"event\":\"backend_health\",\"pool\":\"%s\",\"backend\":\"%s\","
+               "\"from\":\"%.*s\",\"to\":\"%.*s\",\"reason\":\"%.*s\",\"ejection_s\":%.3f}\n",
+               model.pool_name().c_str(), backend.name.c_str(),
+               static_cast<int>(resilience::state_name(t.from).size()), resilience::state_name(t.from).data(),
+               static_cast<int>(resilience::state_name(t.to).size()), resilience::state_name(t.to).data(),
+               static_cast<int>(t.reason.size()), t.reason.data(),
+               std::chrono::duration<double>(t.ejection).count());
+}
+
+}  // namespace
+
+BackendHealth::BackendHealth(const Config& config, Dispatcher& dispatcher, net::any_io_executor executor,
+                             GatewayMetrics& metrics)
+    : config_(config),
+      dispatcher_(dispatcher),
+      strand_(net::make_strand(executor)),
+      metrics_(metrics),
+      random_(static_cast<uint64_t>(Clock::now().time_since_epoch().count()) | 1),
+      timer_(strand_) {
+  const auto outlier = resilience::outlier_settings(config.outlier_detection, config.health_probes.enabled);
+  const auto retry = resilience::retry_settings(config.retries);
+  for (const ModelConfig& m : config.models) {
+    const auto n = static_cast<uint32_t>(m.backends.size());
+    pools_.emplace_back(resilience::OutlierDetector(outlier, n), resilience::RetryBudget(retry), n);
+  }
+}
+
+BackendHealth::~BackendHealth() { stop(); }
+
+void BackendHealth::start() {
+  net::co_spawn(strand_, loop(), net::detached);
+}
+
+void BackendHealth::stop() {
+  if (stopped_.exchange(true)) return;
+  net::post(strand_, [this] { timer_.cancel(); });
+}
+
+void BackendHealth::on_signal(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal) {
+  std::vector<Update> updates;
+  {
+    std::lock_guard lock(mu_);
+    pools_[pool].monitor[backend] = signal;
+    settle_locked(pool, Clock::now(), updates);
+  }
+  tell(updates);
+}
+
+void BackendHealth::record(uint32_t pool, uint32_t backend, RunVerdict verdict,
+                           std::optional<std::chrono::milliseconds> retry_after) {
+  if (!config_.outlier_detection.enabled || verdict == RunVerdict::kNeutral) return;
+  std::vector<Update> updates;
+  {
+    std::lock_guard lock(mu_);
+    PoolHealth& p = pools_[pool];
+    const auto now = Clock::now();
+    const auto cap = config_.outlier_detection.max_retry_after;
+    if (retry_after && cap.count() > 0 && retry_after->count() > 0) {
+      p.detector.hold(backend, now + std::min(*retry_after, cap), now);
+    }
+    if (verdict != RunVerdict::kOverloaded) p.detector.record(backend, verdict == RunVerdict::kFailure, now);
+    settle_locked(pool, now, updates);
+  }
+  tell(updates);
+}
+
+void BackendHealth::on_request(uint32_t pool) {
+  std::lock_guard lock(mu_);
+  pools_[pool].budget.on_request(Clock::now());
+}
+
+bool BackendHealth::try_retry(uint32_t pool) {
+  std::lock_guard lock(mu_);
+  return pools_[pool].budget.try_retry(Clock::now());
+}
+
+std::chrono::milliseconds BackendHealth::backoff(uint32_t attempt) {
+  std::lock_guard lock(mu_);
+  random_ ^= random_ << 13;
+  random_ ^= random_ >> 7;
+  random_ ^= random_ << 17;
+  return std::chrono::ceil<std::chrono::milliseconds>(pools_.front().budget.backoff(attempt, random_));
+}
+
+void BackendHealth::settle_locked(uint32_t p, Clock::time_point now, std::vector<Update>& out) {
+  PoolHealth& pool = pools_[p];
+  const ModelConfig& model = config_.models[p];
+  pool.detector.advance(now);
+  for (const resilience::OutlierTransition& t : pool.detector.take_transitions()) {
+    const BackendConfig& b = model.backends[t.backend];
+    if (t.to == resilience::BackendHealthState::kEjected) {
+      metrics_.backend_ejections.with({model.name, b.name, std::string(t.reason)}).inc();
+    }
+    log_transition(model, b, t);
+  }
+  // Panic mode: nothing left to serve but ejected backends; they serve.
+  bool usable = false, excluded = false;
+  for (uint32_t b = 0; b < pool.monitor.size(); ++b) {
+    const bool out_now = pool.detector.excluded(b);
+    usable |= !pool.monitor[b].down && !out_now;
+    excluded |= out_now && !pool.monitor[b].down;
+  }
+  pool.panic = !usable && excluded;
+  for (uint32_t b = 0; b < pool.monitor.size(); ++b) {
+    sched::BackendSignal signal = pool.monitor[b];
+    if (pool.detector.excluded(b)) {
+      signal.down = signal.down || !pool.panic;
+    } else if (const double share = pool.detector.capacity_fraction(b, now); share < 1) {
+      const unsigned limit = model.backends[b].max_concurrency;
+      signal.max_in_flight = std::max(1u, static_cast<unsigned>(std::ceil(share * limit)));
+    }
+    const sched::BackendSignal& before = pool.published[b];
+    if (!sched::same_verdict(signal, before) || signal.engine_running != before.engine_running) {
+      pool.published[b] = signal;
+      out.push_back({p, b, signal});
+    }
+  }
+}
+
+void BackendHealth::tell(const std::vector<Update>& updates) {
+  for (const Update& u : updates) dispatcher_.set_backend_state(u.pool, u.backend, u.signal);
+}
+
+Task<void> BackendHealth::loop() {
+  next_periodic_ = Clock::now() + config_.health_probes.interval;
+  while (!stopped_) {
+    std::vector<Update> updates;
+    std::vector<Probe> probes;
+    const auto now = Clock::now();
+    const bool periodic = config_.health_probes.enabled && now >= next_periodic_;
+    if (periodic) next_periodic_ = now + config_.health_probes.interval;
+    {
+      std::lock_guard lock(mu_);
+      for (uint32_t p = 0; p < pools_.size(); ++p) {
+        settle_locked(p, now, updates);
+        for (const uint32_t b : pools_[p].detector.take_probe_requests()) probes.push_back({p, b, true});
+        if (!periodic) continue;
+        for (uint32_t b = 0; b < pools_[p].monitor.size(); ++b) {
+          if (!pools_[p].detector.excluded(b)) probes.push_back({p, b, false});
+        }
+      }
+    }
+    tell(updates);
+    for (const Probe& probe : probes) net::co_spawn(strand_, run_probe(probe), net::detached);
+    timer_.expires_after(kLoopTick);
+    co_await timer_.async_wait(kAsTuple);
+  }
+}
+
+Task<void> BackendHealth::run_probe(Probe probe) {
+  const ModelConfig& model = config_.models[probe.pool];
+  const BackendConfig& backend = model.backends[probe.backend];
+  std::string failure;
+  if (config_.health_probes.enabled) {
+    const ProbeTarget target{.host = backend.host,
+                             .port = backend.port,
+                             .model = model.name,
+                             .authorization = backend.authorization};
+    failure = co_await probe_backend(target, config_.health_probes.timeout);
+  }
+  // Without probes an ejection's end needs no verdict: it is ok.
+  metrics_.health_probes.with({model.name, backend.name, failure.empty() ? "ok" : "failed"}).inc();
+  if (!failure.empty()) {
+    std::fprintf(stderr,
+                 "{\"level\":\"warn\",\"event\":\"health_probe_failed\",\"backend\":\"%s\",\"why\":\"%s\"}\n",
+                 backend.name.c_str(), failure.c_str());
+  }
+  if (stopped_) co_return;
+  std::vector<Update> updates;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = Clock::now();
+    pools_[probe.pool].detector.probe_result(probe.backend, failure.empty(), now);
+    settle_locked(probe.pool, now, updates);
+  }
+  tell(updates);
+}
+
+void BackendHealth::export_state() {
+  std::lock_guard lock(mu_);
+  for (uint32_t p = 0; p < pools_.size(); ++p) {
+    const ModelConfig& model = config_.models[p];
+    PoolHealth& pool = pools_[p];
+    metrics_.pool_panic.with({model.pool_name()}).set(pool.panic ? 1 : 0);
+    for (uint32_t b = 0; b < model.backends.size(); ++b) {
+      const auto state = pool.detector.state(b);
+      for (const auto s : {resilience::BackendHealthState::kHealthy, resilience::BackendHealthState::kEjected,
+                           resilience::BackendHealthState::kProbing, resilience::BackendHealthState::kSlowStart}) {
+        metrics_.backend_health.with({model.name, model.backends[b].name, std::string(resilience::state_name(s))})
+            .set(s == state ? 1 : 0);
+      }
+    }
+  }
+}
+
+}  // namespace arbiter

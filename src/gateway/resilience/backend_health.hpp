@@ -1,0 +1,103 @@
+// Per-backend health as the scheduler sees it: the engine-signal monitor's
+// verdict combined with outlier detection (core/resilience/
+// outlier_detector.hpp), and each pool's retry budget. A backend ejected for
+// failing is reported down to the scheduler, unless every backend of its
+// pool is ejected or down (panic mode: the ejected ones serve, as Envoy
+// does, rather than nothing); a backend back from an ejection ramps up its
+// slots (slow start, BackendSignal::max_in_flight). Active health probes
+// (health_probe.hpp) decide an ejected backend's return and check every
+// backend periodically.
+//
+// Threading: record(), on_signal() and the retry calls come from any thread
+// (one mutex); the dispatcher is told outside it. A loop on its own strand
+// applies what falls due with time (an ejection's end, slow-start steps,
+// periodic probes) and runs the probes.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/resilience/outlier_detector.hpp"
+#include "core/resilience/retry_budget.hpp"
+#include "core/scheduler_types.hpp"
+#include "gateway/dispatch/dispatcher.hpp"
+#include "gateway/gateway_metrics.hpp"
+#include "gateway/resilience/run_verdict.hpp"
+#include "http/asio.hpp"
+
+namespace arbiter {
+
+class BackendHealth {
+ public:
+  // `config` outlives it; models[p] is scheduler pool p.
+  BackendHealth(const Config& config, Dispatcher& dispatcher, net::any_io_executor executor,
+                GatewayMetrics& metrics);
+  ~BackendHealth();
+  BackendHealth(const BackendHealth&) = delete;
+  BackendHealth& operator=(const BackendHealth&) = delete;
+
+  void start();
+  void stop();  // idempotent; the loop ends when the io_context next runs it
+
+  // The engine-signal monitor's verdict for a backend (BackendMonitor's callback).
+  void on_signal(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal);
+  // How a run on a backend ended; `retry_after`: the engine's, on a 429/503.
+  void record(uint32_t pool, uint32_t backend, RunVerdict verdict,
+              std::optional<std::chrono::milliseconds> retry_after);
+
+  // Retry budget of a pool: a client request arrived; may one retry go?
+  void on_request(uint32_t pool);
+  bool try_retry(uint32_t pool);
+  uint32_t max_retries() const { return config_.retries.max_retries; }
+  // Jittered back-off before retry `attempt` (1-based).
+  std::chrono::milliseconds backoff(uint32_t attempt);
+
+  // Gauges for a metrics scrape.
+  void export_state();
+
+ private:
+  using Clock = sched::Clock;
+  struct PoolHealth {
+    PoolHealth(resilience::OutlierDetector d, resilience::RetryBudget b, std::size_t backends)
+        : detector(std::move(d)), budget(std::move(b)), monitor(backends), published(backends) {}
+    resilience::OutlierDetector detector;
+    resilience::RetryBudget budget;
+    std::vector<sched::BackendSignal> monitor;    // the monitor's last verdict per backend
+    std::vector<sched::BackendSignal> published;  // what the scheduler was last told
+    bool panic = false;
+  };
+  struct Update {
+    uint32_t pool, backend;
+    sched::BackendSignal signal;
+  };
+  struct Probe {
+    uint32_t pool, backend;
+    bool on_return;  // decides an ejected backend's return
+  };
+
+  // Applies what fell due by `now` in pool `p`, notes transitions, and
+  // collects the signals that changed. Lock held.
+  void settle_locked(uint32_t p, Clock::time_point now, std::vector<Update>& out);
+  void tell(const std::vector<Update>& updates);  // outside the lock
+  Task<void> loop();
+  Task<void> run_probe(Probe probe);
+
+  const Config& config_;
+  Dispatcher& dispatcher_;
+  net::strand<net::any_io_executor> strand_;
+  GatewayMetrics& metrics_;
+  std::mutex mu_;
+  std::vector<PoolHealth> pools_;  // guarded by mu_
+  uint64_t random_;                // guarded: back-off jitter (xorshift)
+  net::steady_timer timer_;        // strand
+  std::atomic<bool> stopped_{false};
+  Clock::time_point next_periodic_{};  // strand: the next round of periodic probes
+};
+
+}  // namespace arbiter
