@@ -234,7 +234,9 @@ TEST(OutlierDetector, AProbeDecidesTheReturn) {
     EXPECT_EQ(xs[i].to, to[i]) << i;
     EXPECT_EQ(xs[i].reason, why[i]) << i;
     EXPECT_EQ(xs[i].at, at[i]) << i;
-    if (i > 0) EXPECT_EQ(xs[i].from, to[i - 1]) << i;
+    if (i > 0) {
+      EXPECT_EQ(xs[i].from, to[i - 1]) << i;
+    }
   }
   EXPECT_EQ(xs[2].ejection, seconds(10));
 }
@@ -495,7 +497,9 @@ TEST(OutlierDetector, RandomFailuresKeepTheInvariants) {
                   std::min(c.base_ejection * d.ejection_count(x.backend), c.max_ejection))
             << seed;
       }
-      if (!with_holds) ASSERT_LE(excluded_count(d, n), cap) << seed << " step " << step;
+      if (!with_holds) {
+        ASSERT_LE(excluded_count(d, n), cap) << seed << " step " << step;
+      }
       // An ejection ends when due (then a probe or a return): none is left
       // past its end, and none is longer than the cap plus any hold.
       for (uint32_t i = 0; i < n; ++i) {
