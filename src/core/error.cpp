@@ -20,6 +20,8 @@ ErrorMapping map_error(ErrorCode code) {
     case ErrorCode::kInternal: return {500, "server_error", "internal_error", true};
     case ErrorCode::kUpstreamFailed: return {502, "server_error", "upstream_error", true};
     case ErrorCode::kNoBackend: return {503, "server_error", "no_backend_available", true};
+    case ErrorCode::kBackendsDown: return {503, "server_error", "no_backend_available", true};
+    case ErrorCode::kModelIsolated: return {503, "server_error", "model_unavailable", true};
     case ErrorCode::kShuttingDown: return {503, "server_error", "shutting_down", true};
     case ErrorCode::kUpstreamTimeout: return {504, "server_error", "upstream_timeout", true};
   }

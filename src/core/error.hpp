@@ -23,7 +23,9 @@ enum class ErrorCode {
   kRateLimited,        // 429: queue or quota full
   kInternal,           // 500: a bug; never expected
   kUpstreamFailed,     // 502: engine refused, reset or sent garbage
-  kNoBackend,          // 503: no backend can take the request
+  kNoBackend,          // 503: no backend could take the request in time
+  kBackendsDown,       // 503: every backend of its pool is down (fail-fast)
+  kModelIsolated,      // 503: the model's breaker isolates it for a back-off
   kShuttingDown,       // 503: gateway is draining
   kUpstreamTimeout,    // 504: engine did not answer in time
 };

@@ -152,4 +152,10 @@ bool apply_max_tokens_cap(ParsedRequest& request, int64_t cap) {
   return true;
 }
 
+void rewrite_model(ParsedRequest& request, std::string_view model) {
+  request.body()["model"] = model;
+  request.document_changed_ = true;
+  request.info.model = std::string(model);
+}
+
 }  // namespace arbiter

@@ -38,6 +38,12 @@ class ParsedRequest {
   friend std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string body);
   friend bool apply_max_tokens_cap(ParsedRequest& request, int64_t cap);
 
+// Sends the request to another model (the model breaker's degraded variant
+// or fallback): `model` in the body and in `info`. The body then goes out
+// serialised from its document.
+void rewrite_model(ParsedRequest& request, std::string_view model);
+  friend void rewrite_model(ParsedRequest& request, std::string_view model);
+
   mutable std::optional<boost::json::object> body_;
   bool document_changed_ = false;  // set by a change to body() that `text` lacks
   // The budget fields as scanned, for a cap written into `text`.
@@ -59,5 +65,10 @@ int64_t estimate_tokens(std::size_t chars);
 // goes out without a JSON document; a null budget or a document already
 // changed takes the document's way.
 bool apply_max_tokens_cap(ParsedRequest& request, int64_t cap);
+
+// Sends the request to another model (the model breaker's degraded variant
+// or fallback): `model` in the body and in `info`. The body then goes out
+// serialised from its document.
+void rewrite_model(ParsedRequest& request, std::string_view model);
 
 }  // namespace arbiter

@@ -522,7 +522,7 @@ ApiError deadline_error(std::chrono::milliseconds retry_after, WaitReason waited
 }
 
 ApiError no_backend_error(std::chrono::milliseconds retry_after) {
-  return ApiError{.code = ErrorCode::kNoBackend,
+  return ApiError{.code = ErrorCode::kBackendsDown,
                   .message = "no live backend serves this model now (every one is down)",
                   .param = std::nullopt,
                   .retry_after = retry_after};

@@ -5,12 +5,14 @@
 #include "gateway/admin/state_export.hpp"
 #include "gateway/dispatch/dispatch_stage.hpp"
 #include "gateway/observers/access_log/access_log_observer.hpp"
+#include "gateway/observers/breaker/breaker_observer.hpp"
 #include "gateway/observers/metrics/request_metrics.hpp"
 #include "gateway/observers/usage/usage_observer.hpp"
 #include "gateway/relay/upstream_relay.hpp"
 #include "gateway/request_id.hpp"
 #include "gateway/scheduler_setup.hpp"
 #include "gateway/stages/auth/auth_stage.hpp"
+#include "gateway/stages/breaker/breaker_stage.hpp"
 #include "gateway/stages/caps/caps_stage.hpp"
 #include "gateway/stages/parse/parse_stage.hpp"
 #include "gateway/stages/quota/quota_export.hpp"
@@ -48,6 +50,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
   dispatcher_->start();
   health_ = std::make_unique<BackendHealth>(config_, *dispatcher_, timer_executor, metrics_);
   health_->start();
+  breakers_ = std::make_unique<ModelBreakers>(config_, metrics_);
   if (config_.engine_signals.enabled) start_monitor(timer_executor);
   quotas_.start();
   dynamic_quotas_ = std::make_unique<DynamicQuotaUpdater>(config_, quotas_, usage_, metrics_);
@@ -76,6 +79,7 @@ void Gateway::assemble_pipeline() {
   pipeline_.add_stage(std::make_unique<AuthStage>(tenants_));
   pipeline_.add_stage(std::make_unique<ParseStage>());
   pipeline_.add_stage(std::make_unique<RouteStage>(config_, classifier_, pool_index_, pools_));
+  pipeline_.add_stage(std::make_unique<BreakerStage>(config_, *breakers_, pool_index_, metrics_));
   pipeline_.add_stage(std::make_unique<CapsStage>(config_, pools_, metrics_));
   pipeline_.add_stage(std::make_unique<QuotaStage>(config_, quotas_, metrics_));
   pipeline_.add_stage(std::make_unique<SupersedeStage>(config_));
@@ -84,6 +88,7 @@ void Gateway::assemble_pipeline() {
   pipeline_.add_observer(std::make_unique<AccessLogObserver>(config_.log.access_log));
   pipeline_.add_observer(std::make_unique<QuotaObserver>());
   pipeline_.add_observer(std::make_unique<UsageObserver>(config_, usage_));
+  pipeline_.add_observer(std::make_unique<BreakerObserver>(*breakers_));
 }
 
 void Gateway::start_monitor(net::any_io_executor executor) {
@@ -121,6 +126,7 @@ void Gateway::refresh_metrics() {
   dispatcher_->inspect([this](const sched::Scheduler& s) { export_scheduler_state(s, config_, pool_index_, metrics_); });
   if (monitor_) export_monitor_state(*monitor_, config_, metrics_);
   health_->export_state();
+  breakers_->export_state(sched::Clock::now());
   export_quota_state(quotas_, metrics_);
   if (service_exchange_) metrics_.service_exchanges.set(service_exchange_->exchanges());
 }

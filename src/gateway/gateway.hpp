@@ -24,6 +24,7 @@
 #include "gateway/stages/quota/dynamic_quota_updater.hpp"
 #include "gateway/pipeline/pipeline.hpp"
 #include "gateway/resilience/backend_health.hpp"
+#include "gateway/stages/breaker/model_breakers.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
 #include "http/server.hpp"
 
@@ -62,6 +63,7 @@ class Gateway {
   std::unordered_map<std::string, std::vector<std::size_t>> pool_index_;
   std::unique_ptr<Dispatcher> dispatcher_;     // queues and the scheduler
   std::unique_ptr<BackendHealth> health_;      // engine signals + outlier ejection -> scheduler
+  std::unique_ptr<ModelBreakers> breakers_;    // per model: staged fallbacks
   std::unique_ptr<BackendMonitor> monitor_;    // engine signals; null if disabled
   std::unique_ptr<AdminRoutes> admin_;
   std::unique_ptr<DynamicQuotaUpdater> dynamic_quotas_;  // teams' dynamic quotas from usage_

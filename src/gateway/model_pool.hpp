@@ -19,6 +19,7 @@ class ModelPool {
 
   const BackendConfig& backend(std::size_t i) const { return config_.backends[i]; }
   UpstreamPool& upstream(std::size_t i) { return *upstreams_[i]; }
+  std::size_t backend_count() const { return config_.backends.size(); }
   // Its requests may also run on `lender`'s backends (borrowing): the two
   // answers below then cover those backends too.
   void also_runs_on(const ModelConfig& lender);

@@ -54,6 +54,7 @@ TEST(UpstreamFailure, CrashMidStreamEndsWithErrorEvent) {
 TEST(UpstreamFailure, NoResponseHeaderInTimeGives504) {
   GatewayConfig cfg;
   cfg.upstream_first_byte_ms = 500;
+  cfg.extra = "retries: {max_retries: 0}\n";  // the one backend's time-out itself, not a retry's answer
   Harness h(cfg);
   Respond late;
   late.header_delay = Millis(4'000);  // long after the gateway's 500 ms
@@ -73,6 +74,7 @@ TEST(UpstreamFailure, NoResponseHeaderInTimeGives504) {
 TEST(UpstreamFailure, HangingUpstreamGives504) {
   GatewayConfig cfg;
   cfg.upstream_first_byte_ms = 500;
+  cfg.extra = "retries: {max_retries: 0}\n";
   Harness h(cfg);
   h.upstream().push(Hang{});
   HttpConnection conn(h.port());

@@ -135,7 +135,11 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
     // request may run again elsewhere.
     const bool unsent = outcome.held || outcome.stream_open ||
                         (outcome.status == 0 && outcome.error && !(resume && resume->client_stream_started));
-    if (!outcome.preempted && unsent && (verdict == RunVerdict::kFailure || verdict == RunVerdict::kOverloaded)) {
+    // An engine's 429 goes to another backend, never back to the one that
+    // refused for load: with one backend it is the client's answer.
+    const bool retryable = verdict == RunVerdict::kFailure ||
+                           (verdict == RunVerdict::kOverloaded && pool.backend_count() > 1);
+    if (!outcome.preempted && unsent && retryable) {
       if (co_await may_run_again(ctx, outcome, retries)) {
         const int64_t generated = resume ? resume->checkpoint.tokens : 0;
         const int64_t left = std::max<int64_t>(info.max_tokens.value_or(kDefaultOutputEstimate) - generated, 1);

@@ -17,6 +17,7 @@
 #include "core/resume.hpp"
 #include "gateway/relay/upstream_relay.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
+#include "core/resilience/model_breaker.hpp"
 #include "http/client_connection.hpp"
 #include "http/server.hpp"
 #include "observability/access_log.hpp"
@@ -46,6 +47,10 @@ struct RequestContext {
   std::size_t pool = 0;                                 // route: the pool for its class
   std::size_t cls = 0;                                  // route: its class
   std::vector<uint64_t> prefix;                         // route: prompt prefix blocks (affinity)
+  // breaker: where the requested model's breaker sent it, for its outcome
+  // to be recorded (BreakerObserver); none without a breaker.
+  std::optional<resilience::BreakerRoute> breaker;
+  std::size_t breaker_model = 0;                        // breaker: ModelBreakers index of the requested model
   ResumeMethod resume = ResumeMethod::kNone;            // caps: how a preempted run continues
   std::string supersede_key;                            // supersede: empty when none
   // quota: the reservation, for tenants with quotas. Mutable: QuotaObserver

@@ -204,3 +204,23 @@ TEST(RequestParser, TheDocumentIsBuiltFromTheTextOnlyWhenAsked) {
 
 }  // namespace
 }  // namespace arbiter
+
+namespace arbiter {
+namespace {
+
+TEST(RewriteModel, TheBodyAndInfoNameTheNewModelAndACapStillApplies) {
+  auto parsed = parse_request(Route::kChatCompletions,
+                              R"({"model":"m1","messages":[{"role":"user","content":"hi"}],"max_tokens":500})");
+  ASSERT_TRUE(parsed);
+  rewrite_model(*parsed, "m1-awq");
+  EXPECT_TRUE(parsed->document_changed());
+  EXPECT_EQ(parsed->info.model, "m1-awq");
+  EXPECT_TRUE(apply_max_tokens_cap(*parsed, 100));
+  const auto sent = boost::json::parse(boost::json::serialize(parsed->body())).as_object();
+  EXPECT_EQ(sent.at("model").as_string(), "m1-awq");
+  EXPECT_EQ(sent.at("max_tokens").as_int64(), 100);
+  EXPECT_EQ(sent.at("messages").as_array().size(), 1u);
+}
+
+}  // namespace
+}  // namespace arbiter

@@ -93,7 +93,7 @@ TEST(SchedulerFailure, APoolWithNoLiveBackendAnswersAtOnce) {
   EXPECT_EQ(s.queued(), 0u);
   const auto refused = s.enqueue(Request{.user = 9, .pool = 0, .klass = 0, .tenant = 0, .cost_tokens = 10}, at_ms(3));
   ASSERT_FALSE(refused.has_value());
-  EXPECT_EQ(refused.error().code, ErrorCode::kNoBackend);
+  EXPECT_EQ(refused.error().code, ErrorCode::kBackendsDown);
   EXPECT_EQ(refused.error().retry_after, kNoBackendRetryAfter);
   EXPECT_EQ(s.counters().classes[0].no_backend, 3u);
   EXPECT_EQ(s.counters().classes[0].rejected_no_backend, 1u);

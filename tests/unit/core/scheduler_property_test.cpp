@@ -376,7 +376,7 @@ class Simulation {
     r.deadline = std::min(now + scheduler_.config().classes[a.klass].max_queue_wait,
                           a.deadline.value_or(TimePoint::max()));
     if (!admitted) {
-      if (admitted.error().code == ErrorCode::kNoBackend) {
+      if (admitted.error().code == ErrorCode::kBackendsDown) {
         for (const BackendSignal& s : signals_[a.pool]) EXPECT_TRUE(s.down) << "refused 'no backend' with one up";
       } else {
         EXPECT_EQ(admitted.error().status(), 429);

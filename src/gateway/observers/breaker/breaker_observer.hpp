@@ -1,0 +1,25 @@
+// Completion observer: how a request ended, as its client saw it (after
+// retries), goes to its model's breaker. A failure is the backends' fault:
+// an upstream error or time-out, a 5xx answer passed through, or no live
+// backend; never a 4xx, a full queue, a deadline spent waiting for
+// capacity or a client that left.
+#pragma once
+
+#include "gateway/pipeline/stage.hpp"
+#include "gateway/stages/breaker/model_breakers.hpp"
+
+namespace arbiter {
+
+// Whether the backends failed the request (the breaker's error).
+bool backends_failed(const RelayOutcome& outcome);
+
+class BreakerObserver final : public CompletionObserver {
+ public:
+  explicit BreakerObserver(ModelBreakers& breakers) : breakers_(breakers) {}
+  void on_complete(const RequestContext& ctx) override;
+
+ private:
+  ModelBreakers& breakers_;
+};
+
+}  // namespace arbiter

@@ -1,0 +1,45 @@
+#include "gateway/stages/breaker/breaker_stage.hpp"
+
+#include <fmt/format.h>
+
+#include "gateway/stages/route/route_stage.hpp"
+
+namespace arbiter {
+
+Verdict BreakerStage::admit(RequestContext& ctx) {
+  const auto index = breakers_.index(ctx.parsed.info.model);
+  if (!config_.model_breaker.enabled || !index) return Verdict::go();
+  const resilience::BreakerRoute route = breakers_.route(*index, sched::Clock::now());
+  const std::string& model = breakers_.model(*index);
+  if (route.target == resilience::BreakerTarget::kRefuse) {
+    metrics_.model_rerouted.with({model, "isolated"}).inc();
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(route.retry_after);
+    return Verdict::refuse(ApiError{ErrorCode::kModelIsolated,
+                                    fmt::format("the model '{}' is failing and isolated by its breaker; retry after "
+                                                "{:.1f} s",
+                                                model, std::chrono::duration<double>(wait).count()),
+                                    std::nullopt, wait});
+  }
+  ctx.breaker = route;
+  ctx.breaker_model = *index;
+  if (route.target == resilience::BreakerTarget::kPrimary) return Verdict::go();
+  // The config checked both name models it serves.
+  const ModelConfig& requested = config_.models[ctx.pool];
+  const std::string& target = route.target == resilience::BreakerTarget::kDegraded ? requested.degraded
+                                                                                   : requested.fallback;
+  const auto it = pool_index_.find(target);
+  if (it == pool_index_.end()) return Verdict::go();
+  metrics_.model_rerouted.with({model, target}).inc();
+  rewrite_model(ctx.parsed, target);
+  ctx.model_pools = &it->second;
+  ctx.pool = class_pool(config_, it->second, ctx.cls);
+  ctx.prefix.clear();  // hashed for the requested model's pool; a cold start for the other is fine
+  ctx.response_headers.emplace_back("x-arbiter-model", target);
+  ctx.response_headers.emplace_back("x-arbiter-breaker",
+                                    std::string(resilience::stage_name(route.target == resilience::BreakerTarget::kDegraded
+                                                                           ? resilience::BreakerStage::kDegraded
+                                                                           : resilience::BreakerStage::kFallback)));
+  return Verdict::go();
+}
+
+}  // namespace arbiter

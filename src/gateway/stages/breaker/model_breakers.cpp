@@ -1,0 +1,64 @@
+#include "gateway/stages/breaker/model_breakers.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/resilience/resilience_settings.hpp"
+
+namespace arbiter {
+
+ModelBreakers::ModelBreakers(const Config& config, GatewayMetrics& metrics) : metrics_(metrics) {
+  // A model split into per-class pools appears once per pool: one breaker.
+  for (const ModelConfig& m : config.models) {
+    if (std::find(names_.begin(), names_.end(), m.name) != names_.end()) continue;
+    names_.push_back(m.name);
+    breakers_.emplace_back(
+        resilience::breaker_settings(config.model_breaker, !m.degraded.empty(), !m.fallback.empty()));
+  }
+}
+
+std::optional<std::size_t> ModelBreakers::index(std::string_view model) const {
+  const auto it = std::find(names_.begin(), names_.end(), model);
+  if (it == names_.end()) return std::nullopt;
+  return static_cast<std::size_t>(it - names_.begin());
+}
+
+resilience::BreakerRoute ModelBreakers::route(std::size_t index, TimePoint now) {
+  std::lock_guard lock(mu_);
+  const resilience::BreakerRoute r = breakers_[index].route(now);
+  note_transitions_locked(index);
+  return r;
+}
+
+void ModelBreakers::record(std::size_t index, const resilience::BreakerRoute& route, bool failure,
+                           TimePoint now) {
+  std::lock_guard lock(mu_);
+  breakers_[index].record(route, failure, now);
+  note_transitions_locked(index);
+}
+
+void ModelBreakers::note_transitions_locked(std::size_t index) {
+  for (const resilience::BreakerTransition& t : breakers_[index].take_transitions()) {
+    const std::string from(resilience::stage_name(t.from)), to(resilience::stage_name(t.to));
+    if (!t.half_open) metrics_.model_breaker_transitions.with({names_[index], from, to}).inc();
+    std::fprintf(stderr,
+                 "{\"level\":\"warn\",\"event\":\"model_breaker\",\"model\":\"%s\",\"from\":\"%s\",\"to\":\"%s\","
+                 "\"half_open\":%s,\"error_rate\":%.4f,\"open_s\":%.3f}\n",
+                 names_[index].c_str(), from.c_str(), to.c_str(), t.half_open ? "true" : "false", t.error_rate,
+                 std::chrono::duration<double>(t.open_for).count());
+  }
+}
+
+void ModelBreakers::export_state(TimePoint now) {
+  std::lock_guard lock(mu_);
+  for (std::size_t i = 0; i < breakers_.size(); ++i) {
+    const resilience::BreakerStage stage = breakers_[i].stage(now);
+    note_transitions_locked(i);
+    for (const auto s : {resilience::BreakerStage::kClosed, resilience::BreakerStage::kDegraded,
+                         resilience::BreakerStage::kFallback, resilience::BreakerStage::kIsolated}) {
+      metrics_.model_breaker_stage.with({names_[i], std::string(resilience::stage_name(s))}).set(s == stage ? 1 : 0);
+    }
+  }
+}
+
+}  // namespace arbiter
