@@ -10,6 +10,8 @@
 #include <ostream>
 #include <random>
 
+#include "config_error.hpp"
+
 namespace arbiter::resilience {
 
 // States print by name in failures.
@@ -52,11 +54,7 @@ std::size_t excluded_count(const OutlierDetector& d, uint32_t backends) {
 
 TEST(OutlierDetector, ConfigIsValidated) {
   EXPECT_EQ(validate(OutlierConfig{}), std::nullopt);
-  auto error = [](auto edit) {
-    OutlierConfig c;
-    edit(c);
-    return validate(c).value_or("");
-  };
+  auto error = [](auto edit) { return config_error<OutlierConfig>(edit); };
   EXPECT_NE(error([](auto& c) { c.failure_rate = 0; }).find("failure_rate"), std::string::npos);
   EXPECT_NE(error([](auto& c) { c.failure_rate = 0.0 / 0.0; }).find("failure_rate"),
             std::string::npos);

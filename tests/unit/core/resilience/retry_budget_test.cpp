@@ -12,6 +12,8 @@
 #include <deque>
 #include <random>
 
+#include "config_error.hpp"
+
 namespace arbiter::resilience {
 namespace {
 
@@ -33,11 +35,7 @@ int retries(RetryBudget& r, int n, TimePoint at) {
 
 TEST(RetryBudget, ConfigIsValidated) {
   EXPECT_EQ(validate(RetryConfig{}), std::nullopt);
-  auto error = [](auto edit) {
-    RetryConfig c;
-    edit(c);
-    return validate(c).value_or("");
-  };
+  auto error = [](auto edit) { return config_error<RetryConfig>(edit); };
   EXPECT_NE(error([](auto& c) { c.budget = -0.1; }).find("budget"), std::string::npos);
   EXPECT_NE(error([](auto& c) { c.budget = 1.1; }).find("budget"), std::string::npos);
   EXPECT_NE(error([](auto& c) { c.budget = 0.0 / 0.0; }).find("budget"), std::string::npos);
