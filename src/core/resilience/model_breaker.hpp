@@ -37,9 +37,10 @@
 namespace arbiter::resilience {
 
 struct ModelBreakerConfig {
-  Duration window = std::chrono::seconds(30);
-  uint32_t min_requests = 20;  // in the window before any stage trips
-  double degrade_at = 0.05, fallback_at = 0.10, isolate_at = 0.20;
+  Duration window = std::chrono::seconds(30);  // the error rate's measure
+  uint32_t min_requests = 20;                  // in the window before any stage trips
+  double degrade_at = 0.05, fallback_at = 0.10, isolate_at = 0.20;  // error rates, each a stage
+  // An opening lasts base_open x 2^(consecutive openings - 1), up to max_open.
   Duration base_open = std::chrono::seconds(5), max_open = std::chrono::seconds(300);
   uint32_t probe_requests = 3;  // half-open: trial requests to the primary, all must succeed
   bool has_degraded = false, has_fallback = false;  // whether the model declares them
@@ -49,7 +50,8 @@ struct ModelBreakerConfig {
 std::optional<std::string> validate(const ModelBreakerConfig& c);
 
 enum class BreakerStage : uint8_t { kClosed, kDegraded, kFallback, kIsolated };
-std::string_view stage_name(BreakerStage stage);  // "closed", "degraded", "fallback", "isolated"
+// "closed", "degraded", "fallback", "isolated"
+std::string_view stage_name(BreakerStage stage);
 
 enum class BreakerTarget : uint8_t { kPrimary, kDegraded, kFallback, kRefuse };
 
@@ -62,8 +64,8 @@ struct BreakerRoute {
 
 struct BreakerTransition {
   BreakerStage from, to;
-  TimePoint at;
-  double error_rate;  // over the window, at that moment
+  TimePoint at;       // when it fell due
+  double error_rate;  // over the window, when the change was applied
   Duration open_for;  // into an open stage (or opened again): its length; otherwise zero
   bool half_open;     // the opening ended: trials begin (from == to)
 };

@@ -36,21 +36,22 @@ struct OutlierConfig {
   uint32_t consecutive_failures = 5;  // in a row eject; 0: rule off
   double failure_rate = 0.5;          // share of failures over `window` that ejects; off when > 1
   uint32_t min_requests = 10;         // volume within the window before the rate rule applies
-  Duration window = std::chrono::seconds(10);
+  Duration window = std::chrono::seconds(10);         // the rate's measure; the count's decay step
   Duration base_ejection = std::chrono::seconds(5);   // ejection time = base x ejection count ...
   Duration max_ejection = std::chrono::seconds(300);  // ... capped here
-  double max_ejected_share = 0.5;  // of a pool's backends excluded at once; one may always be
-  Duration slow_start =
-      std::chrono::seconds(10);  // after returning, capacity ramps over this; 0: off
-  bool probe_on_return = true;   // an ejection's end waits for an active health probe's verdict
+  // Of a pool's backends excluded at once; one may always be.
+  double max_ejected_share = 0.5;
+  // After returning, capacity ramps up over this; 0: off.
+  Duration slow_start = std::chrono::seconds(10);
+  bool probe_on_return = true;  // an ejection's end waits for an active health probe's verdict
 };
 
 // What is wrong with the config, if anything.
 std::optional<std::string> validate(const OutlierConfig& c);
 
 enum class BackendHealthState : uint8_t { kHealthy, kEjected, kProbing, kSlowStart };
-std::string_view state_name(
-    BackendHealthState state);  // "healthy", "ejected", "probing", "slow_start"
+// "healthy", "ejected", "probing", "slow_start"
+std::string_view state_name(BackendHealthState state);
 
 // Why a transition happened (OutlierTransition::reason).
 namespace outlier_reason {
@@ -66,7 +67,7 @@ inline constexpr std::string_view kSlowStartEnded = "slow_start_ended";
 struct OutlierTransition {
   uint32_t backend;
   BackendHealthState from, to;
-  TimePoint at;
+  TimePoint at;             // when it fell due
   Duration ejection;        // into kEjected: its length; otherwise zero
   std::string_view reason;  // one of outlier_reason's
 };
@@ -128,14 +129,14 @@ class OutlierDetector {
     BackendHealthState state = BackendHealthState::kHealthy;
     uint32_t consecutive = 0;  // failures in a row
     SlidingCount requests, failures;
-    uint32_t ejections = 0;  // the multiplier
-    uint64_t ejections_total = 0;
-    TimePoint until{};          // kEjected: its end; kSlowStart: its end
-    TimePoint since{};          // kSlowStart: its start
-    TimePoint decay_from{};     // in service: the count's next step counts from here
-    bool held = false;          // kEjected by a Retry-After, not by failures
-    bool owes_probe = false;    // kEjected: its end waits for a probe
-    bool probe_wanted = false;  // kProbing: not yet handed out
+    uint32_t ejections = 0;        // the multiplier
+    uint64_t ejections_total = 0;  // for metrics
+    TimePoint until{};             // kEjected: its end; kSlowStart: its end
+    TimePoint since{};             // kSlowStart: its start
+    TimePoint decay_from{};        // in service: the count's next step counts from here
+    bool held = false;             // kEjected by a Retry-After, not by failures
+    bool owes_probe = false;       // kEjected: its end waits for a probe
+    bool probe_wanted = false;     // kProbing: not yet handed out
   };
 
   // One exchange's outcome at last_ (record(), or a probe of a backend in

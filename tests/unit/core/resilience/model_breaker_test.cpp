@@ -12,6 +12,8 @@
 #include <ostream>
 #include <random>
 
+#include "config_error.hpp"
+
 namespace arbiter::resilience {
 
 // Stages and targets print by name in failures.
@@ -52,11 +54,7 @@ void pass_trials(ModelBreaker& b, TimePoint at, uint32_t trials = 3) {
 
 TEST(ModelBreaker, ConfigIsValidated) {
   EXPECT_EQ(validate(ModelBreakerConfig{}), std::nullopt);
-  auto error = [](auto edit) {
-    ModelBreakerConfig c;
-    edit(c);
-    return validate(c).value_or("");
-  };
+  auto error = [](auto edit) { return config_error<ModelBreakerConfig>(edit); };
   EXPECT_NE(error([](auto& c) { c.window = milliseconds(0); }).find("window"), std::string::npos);
   EXPECT_NE(error([](auto& c) { c.min_requests = 0; }).find("min_requests"), std::string::npos);
   for (auto edit : {+[](ModelBreakerConfig& c) { c.degrade_at = 0; },

@@ -10,6 +10,8 @@
 #include <ostream>
 #include <random>
 
+#include "config_error.hpp"
+
 namespace arbiter::resilience {
 
 // States print by name in failures.
@@ -52,11 +54,7 @@ std::size_t excluded_count(const OutlierDetector& d, uint32_t backends) {
 
 TEST(OutlierDetector, ConfigIsValidated) {
   EXPECT_EQ(validate(OutlierConfig{}), std::nullopt);
-  auto error = [](auto edit) {
-    OutlierConfig c;
-    edit(c);
-    return validate(c).value_or("");
-  };
+  auto error = [](auto edit) { return config_error<OutlierConfig>(edit); };
   EXPECT_NE(error([](auto& c) { c.failure_rate = 0; }).find("failure_rate"), std::string::npos);
   EXPECT_NE(error([](auto& c) { c.failure_rate = 0.0 / 0.0; }).find("failure_rate"),
             std::string::npos);
@@ -252,7 +250,9 @@ TEST(OutlierDetector, WithoutProbesAnEjectionEndsByItself) {
 }
 
 TEST(OutlierDetector, ProbesAndRecordsOfABackendInService) {
-  OutlierDetector d(consecutive_only(), 2);
+  OutlierConfig c = consecutive_only();
+  c.max_ejected_share = 1;
+  OutlierDetector d(c, 2);
   // A periodic probe of a healthy backend counts as an exchange.
   for (int i = 0; i < 4; ++i) d.probe_result(0, false, t0);
   EXPECT_EQ(d.state(0), S::kHealthy);
@@ -266,6 +266,18 @@ TEST(OutlierDetector, ProbesAndRecordsOfABackendInService) {
   // Back, with a clean slate: four failures do not eject it.
   d.advance(t0 + seconds(5));
   fail(d, 0, 4, t0 + seconds(5));
+  EXPECT_EQ(d.state(0), S::kHealthy);
+}
+
+TEST(OutlierDetector, TheWindowStartsAfreshOnReturn) {
+  OutlierDetector d(
+      {.consecutive_failures = 0, .slow_start = Duration::zero(), .probe_on_return = false}, 2);
+  fail(d, 0, 10, t0);
+  EXPECT_EQ(d.state(0), S::kEjected);
+  d.advance(t0 + seconds(5));
+  // Had the window kept its 10 failures, 11 in 20 would eject it again.
+  for (int i = 0; i < 9; ++i) d.record(0, false, t0 + seconds(5));
+  d.record(0, true, t0 + seconds(5));
   EXPECT_EQ(d.state(0), S::kHealthy);
 }
 
@@ -348,6 +360,16 @@ TEST(OutlierDetector, TheCountDecaysOneStepPerWindowInService) {
   EXPECT_EQ(e.ejection_count(0), 2u);
   e.advance(back + seconds(105));
   EXPECT_EQ(e.ejection_count(0), 1u);
+}
+
+TEST(OutlierDetector, AHoldDoesNotHaltTheCountsDecay) {
+  OutlierDetector d({.slow_start = Duration::zero()}, 1);
+  const TimePoint back = eject_and_return(d, 0, t0);
+  d.hold(0, back + seconds(8), back + seconds(5));
+  d.advance(back + seconds(8));
+  EXPECT_EQ(d.state(0), S::kHealthy);
+  d.advance(back + seconds(10));  // one window since the return, hold included
+  EXPECT_EQ(d.ejection_count(0), 0u);
 }
 
 // With every backend failing in turn, how many are out at once.
