@@ -42,7 +42,7 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 
 # Phases of a drill, in seconds: steady load before the fault, the fault,
 # load after it. The short form keeps every drill to a few seconds.
-if ((short)); then PRE=1 FAULT=2 POST=2 FORM=short; else PRE=5 FAULT=10 POST=10 FORM=full; fi
+if ((short)); then PRE=1 FAULT=2 POST=1.5 FORM=short; else PRE=5 FAULT=10 POST=10 FORM=full; fi
 ENGINES=3
 # The gateway gives a backend this long for a response header, and a stream
 # this long between two pieces: a hung backend costs each request a bounded
@@ -86,6 +86,7 @@ start_sim() {
   "$SIM" --port "$port" --port-file "$D/sim$i.port" --engines 1 --profile "$PROFILE" \
     --model arbiter-bench --num-blocks "$NUM_BLOCKS" --seed "$i" --drain-s 4 "$@" >> "$D/sim$i.log" 2>&1 &
   SIM_PID[$i]=$!
+  disown "${SIM_PID[$i]}"  # bash still reaps it, without a "Killed" line when a drill kills it
   PIDS+=("${SIM_PID[$i]}")
   wait_file "$D/sim$i.port" 10 "${SIM_PID[$i]}" || { echo "chaos: sim $i did not start" >&2; cat "$D/sim$i.log" >&2; return 1; }
   SIM_PORT[$i]=$(head -1 "$D/sim$i.port")
@@ -98,14 +99,16 @@ fault() {  # I JSON
   curl -s --max-time 2 -d "$2" "$(sim_url "$1")/admin/faults" > /dev/null
   event fault "sim$1" "$2"
 }
+stop_pid() {  # PID SIGNAL: signals PID and waits (at most 10 s) until it is gone
+  kill "-$2" "$1" 2>/dev/null || true
+  local i
+  for ((i = 0; i < 200; ++i)); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
+  forget "$1"
+}
 kill_sim() {  # I SIGNAL: stops engine I (its metrics scraped just before)
   scrape_sim "$1"
   event "kill-$2" "sim$1"
-  kill "-$2" "${SIM_PID[$1]}"
-  local i
-  for ((i = 0; i < 200; ++i)); do kill -0 "${SIM_PID[$1]}" 2>/dev/null || break; sleep 0.05; done
-  { wait "${SIM_PID[$1]}"; } 2>/dev/null || true
-  forget "${SIM_PID[$1]}"
+  stop_pid "${SIM_PID[$1]}" "$2"
   event exited "sim$1"
 }
 restart_sim() {  # I [FLAGS...]: on the same port
@@ -167,7 +170,8 @@ finish_drill() {
     echo down > "$D/gateway.state"
   fi
   for ((i = 0; i < ENGINES; ++i)); do kill -0 "${SIM_PID[$i]}" 2>/dev/null && scrape_sim "$i"; done
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for ((i = 0; i < ENGINES; ++i)); do stop_pid "${SIM_PID[$i]}" KILL; done
+  stop_pid "$GATEWAY_PID" TERM
   wait 2>/dev/null || true
   PIDS=()
 }
@@ -219,6 +223,12 @@ steps_all_fail() {
   for ((i = 0; i < ENGINES; ++i)); do fault "$i" '{"error_rate":0}'; done
   snapshot fault-end
 }
+steps_all_down() {
+  at "$PRE"
+  for ((i = 0; i < ENGINES; ++i)); do kill_sim "$i" KILL; done
+  at "$PRE + $FAULT"
+  for ((i = 0; i < ENGINES; ++i)); do restart_sim "$i"; done
+}
 steps_surge() { at "$PRE"; event surge "x5"; at "$PRE + $FAULT"; event surge-end ""; }
 steps_cancel_storm() { :; }
 # 90% of every engine's KV blocks taken away (the BRIEF's "VRAM at 90%").
@@ -241,6 +251,7 @@ run_drill crash "one of three engines SIGKILLed mid-stream, restarted on its por
 run_drill slow_start "one of three engines restarted (SIGTERM) with slow_start_s" "$MIXED" \
   "$(awk -v l="$LENGTH" 'BEGIN { print l + 4 }')"
 run_drill all_fail "every engine answers 503, then recovers" "$MIXED" "$LENGTH"
+((short)) || run_drill all_down "every engine SIGKILLed, restarted on its port" "$MIXED" "$LENGTH"
 run_drill surge "arrivals at 5x the base rate" "$WORK/surge.yaml" "$LENGTH"
 run_drill cancel_storm "IDE keystrokes superseding completions, chat clients leaving" \
   "$ROOT/bench/chaos/cancel-storm.yaml" "$LENGTH"
