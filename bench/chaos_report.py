@@ -220,9 +220,13 @@ class Drill:
                            for r in during if r["ended"] >= 0)
             out["fault_answer_p99_s"] = waits[min(len(waits) - 1, int(0.99 * len(waits)))] if waits else 0
         if self.name == "all_fail" and start is not None and end is not None:
+            # Upstream attempts between the two snapshots, against client
+            # requests sent between the first's start and the second's end.
             before, after = self.snapshot("fault-start"), self.snapshot("fault-end")
             out["fault_upstream_attempts"] = total(after, "arbiter_sim_requests_received_total") - \
                 total(before, "arbiter_sim_requests_received_total")
+            lo, hi = self.event_time("snapshot", "fault-start"), self.event_time("snapshot-done", "fault-end")
+            out["fault_window_requests"] = sum(lo <= r["arrival"] < hi for r in reqs) if None not in (lo, hi) else 0
         if self.name == "vram_90":
             g = self.gateway
             out["gateway_preemptions"] = total(g, "arbiter_scheduler_events_total", 'event="preempted"')
@@ -270,7 +274,7 @@ class Drill:
         if n == "all_fail":
             c.append(("errors stop within 2 s of the fault's end", "report", rec is not None and rec <= 2))
             c.append(("upstream attempts <= 1.1x client requests during the fault (retry budget)", "report",
-                      s.get("fault_upstream_attempts", 0) <= 1.1 * s.get("fault_requests", 0)))
+                      s.get("fault_upstream_attempts", 0) <= 1.1 * s.get("fault_window_requests", 0)))
             c.append(("requests sent during the fault answered within 1 s (P99: first token or error)", "report",
                       s.get("fault_answer_p99_s", 0) <= 1))
         if n == "all_down":
@@ -313,7 +317,8 @@ def notes(s):
     if n in ("crash", "slow_start") and "served_by_victim_after" in s:
         out.append(f"{s['served_by_victim_after']} served by the restarted engine after it was back")
     if n in ("all_fail", "all_down") and "fault_requests" in s:
-        attempts = f", {s['fault_upstream_attempts']:.0f} upstream attempts" if "fault_upstream_attempts" in s else ""
+        attempts = (f"; {s['fault_upstream_attempts']:.0f} upstream attempts for {s['fault_window_requests']} "
+                    "client requests" if "fault_upstream_attempts" in s else "")
         out.append(f"during the fault: {s['fault_requests']} requests{attempts}, answered (first token or error) "
                    f"in {s['fault_answer_p99_s']:.2f} s at P99")
     if n == "vram_90":
