@@ -6,7 +6,7 @@ BUILD_TYPE ?= Release
 CONFIG ?= examples/demo.yaml
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test bench clean
+.PHONY: all deps configure build run test bench chaos clean
 
 # ccache: paths relative to the checkout, so a fresh clone elsewhere (CI)
 # still hits the cache. (No precompiled headers: ccache cannot cache the
@@ -41,6 +41,12 @@ test: build
 
 bench: build
 	bash bench/run_all.sh $(BUILD_DIR)
+
+# The chaos drills of issue 15 at full length (~5 minutes): faults injected
+# into real arbiter-sim processes behind the gateway; the table goes into
+# docs/benchmarks.md. `make test` runs a short form (ctest arbiter_chaos_short).
+chaos: build
+	bash bench/chaos.sh --doc $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR)

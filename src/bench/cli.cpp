@@ -33,8 +33,9 @@ constexpr const char* kUsage =
     "      --jobs N: N policies at a time, one thread each (default 1)\n"
     "  arbiter-bench live --scenario FILE --target http://HOST:PORT --out DIR [--seed N]\n"
     "                [--label NAME] [--max-s S] [--gateway-config FILE] [--model NAME]\n"
-    "                [--exact-lengths on|off] [--max-connections N] [--direct]\n"
+    "                [--exact-lengths on|off] [--max-connections N] [--direct] [--requests-out FILE]\n"
     "      open-loop HTTP load in real time; tenant T authenticates as sk-bench-T\n"
+    "      --requests-out FILE: one JSON line per request (times, outcome, status, backend)\n"
     "      --direct: the target is an engine (no x-arbiter-* headers; the client\n"
     "                aborts its previous request with the same supersede key)\n"
     "  arbiter-bench gateway-config --scenario FILE --out FILE [--sim | --engines-url URL,...]\n"
@@ -124,7 +125,8 @@ int run_live_command(int argc, char** argv) {
   int status = 0;
   if (!parse_flags(argc, argv,
                    {"--scenario", "--target", "--out", "--seed", "--label", "--max-s",
-                    "--gateway-config", "--model", "--exact-lengths", "--max-connections"},
+                    "--gateway-config", "--model", "--exact-lengths", "--max-connections",
+                    "--requests-out"},
                    {"--direct"}, f, status)) {
     return status;
   }
@@ -148,6 +150,7 @@ int run_live_command(int argc, char** argv) {
   o.request.gateway_headers = !o.client_supersede;
   if (f.contains("--label")) o.label = f["--label"];
   if (f.contains("--model")) o.request.model = f["--model"];
+  if (f.contains("--requests-out")) o.requests_out = f["--requests-out"];
   if (f.contains("--seed") && !parse_number(f["--seed"], results.info.seed))
     return usage("--seed must be an integer");
   if (f.contains("--max-s") && !(parse_number(f["--max-s"], o.max_s) && o.max_s > 0))

@@ -100,6 +100,9 @@ Task<ExchangeResult> Exchange::run(tcp::endpoint target, std::string request) {
       auto [header_ec, n] = co_await http::async_read_header(socket_, buffer, parser, kAsTuple);
       if (!header_ec && !stopped_) {
         const unsigned status = parser.get().result_int();
+        result_.status = status;
+        if (const auto backend = parser.get().find("x-arbiter-backend"); backend != parser.get().end())
+          result_.backend = std::string(backend->value());
         if (status == 200) {
           co_await read_stream(buffer, parser);
           if (!ended_) {
@@ -125,6 +128,7 @@ Task<ExchangeResult> Exchange::run(tcp::endpoint target, std::string request) {
     result_.note = "connect: " + connect_ec.message();
   }
   over_ = true;
+  result_.ended = now();
   abort_timer_.cancel();
   beast::error_code ignored;
   socket_.close(ignored);

@@ -25,7 +25,10 @@ struct ExchangeResult {
   Outcome outcome = Outcome::kDropped;
   double first_token = -1;  // seconds from the run's start; -1: none
   double last_token = -1;   // seconds from the run's start; -1: none
+  double ended = -1;        // seconds from the run's start: when the exchange ended
   uint32_t tokens = 0;      // content events received
+  unsigned status = 0;      // HTTP status; 0: no response header
+  std::string backend;      // the gateway's x-arbiter-backend header, if any
   std::string note;         // an answer the scenario does not expect (e.g. "HTTP 400")
 };
 

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
 #include <unordered_map>
 
 #include "bench/live_client.hpp"
+#include "bench/request_log.hpp"
 #include "bench/workload.hpp"
 
 namespace arbiter::bench {
@@ -55,8 +57,22 @@ class LiveRun {
         sample_timer_(ioc_),
         cut_timer_(ioc_) {}
 
+  // Opens the per-request log, if asked for; false when it cannot be written.
+  bool open_log() {
+    if (o_.requests_out.empty()) return true;
+    log_.open(o_.requests_out, std::ios::trunc);
+    return static_cast<bool>(log_);
+  }
+
   LiveResult run() {
     start_ = LiveClock::now() + std::chrono::milliseconds(20);
+    if (log_.is_open()) {
+      // The start in wall-clock time, so others (the chaos drills' faults) line up with it.
+      const auto unix_start = std::chrono::system_clock::now() + (start_ - LiveClock::now());
+      log_ << request_log_header(s_, o_.label,
+                                 std::chrono::duration<double>(unix_start.time_since_epoch()).count())
+           << '\n';
+    }
     net::co_spawn(ioc_, generate(), net::detached);
     net::co_spawn(ioc_, sample(), net::detached);
     cut_timer_.expires_at(start_ + seconds(s_.duration_s + s_.drain_s));
@@ -137,6 +153,7 @@ class LiveRun {
   }
 
   void record(const RequestSpec& spec, const ExchangeResult& r) {
+    if (log_.is_open()) log_ << request_log_line(s_, spec, r, o_.request.exact_lengths) << '\n';
     const bool completed = r.outcome == Outcome::kCompleted;
     // Times count from the scheduled send (the arrival), so a late client
     // shows as latency, never as a lighter load.
@@ -193,6 +210,7 @@ class LiveRun {
   std::unordered_map<uint64_t, uint64_t> newest_;     // supersede key -> newest spec id
   std::map<std::string, uint64_t> notes_;
   std::vector<Sample> series_;
+  std::ofstream log_;  // --requests-out
   bool generating_ = true;
   bool cut_ = false;
 };
@@ -219,7 +237,9 @@ std::expected<LiveResult, std::string> run_live(const Scenario& scenario, uint64
   o.request.text_salt = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
   Scenario s = scenario;
   if (options.max_s > 0) s.duration_s = std::min(s.duration_s, options.max_s);
-  return LiveRun(s, seed, o, endpoints.begin()->endpoint()).run();
+  LiveRun run(s, seed, o, endpoints.begin()->endpoint());
+  if (!run.open_log()) return std::unexpected("cannot write " + options.requests_out);
+  return run.run();
 }
 
 }  // namespace arbiter::bench

@@ -27,6 +27,8 @@ struct LiveOptions {
   // The target is an engine: the client itself aborts its previous request
   // with the same supersede key (an IDE does), as virtual mode's `direct`.
   bool client_supersede = false;
+  // Non-empty: one JSON line per request into this file (request_log.hpp).
+  std::string requests_out;
 };
 
 struct LiveResult {
@@ -35,7 +37,7 @@ struct LiveResult {
 };
 
 // Runs until every request ended or duration (or max_s) + drain_s passed;
-// an error when the target cannot be resolved.
+// an error when the target cannot be resolved or requests_out cannot be written.
 std::expected<LiveResult, std::string> run_live(const Scenario& scenario, uint64_t seed,
                                                 const LiveOptions& options);
 

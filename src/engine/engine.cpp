@@ -98,6 +98,15 @@ EngineStats Engine::stats() const {
   return s;
 }
 
+std::uint64_t Engine::in_flight_work_tokens() const {
+  std::uint64_t total = 0;
+  for (const auto& [id, slot] : live_) {
+    const Request& r = slots_[slot];
+    total += r.past_prefill + r.attempt_prefill() + r.past_decode + r.attempt_decode();  // as abort()
+  }
+  return total;
+}
+
 const StepResult& Engine::step(double now) {
   result_.start = now;
   result_.duration = 0;

@@ -116,6 +116,11 @@ class Engine {
 
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   EngineStats stats() const;
+  // Prefill and decode tokens computed so far for the requests in the
+  // engine now (earlier preempted attempts included): what aborting them
+  // all would add to the wasted totals, e.g. when the process dies.
+  // O(requests in the engine); not part of stats(), which runs per abort.
+  std::uint64_t in_flight_work_tokens() const;
   const EngineConfig& config() const { return config_; }
 
   // Fault hook: usable KV blocks (another tenant took the rest). Clamped to

@@ -129,9 +129,11 @@ void EngineDriver::set_kv_blocks(std::uint32_t blocks) {
   });
 }
 
-Task<engine::EngineStats> EngineDriver::stats_on_strand() { co_return engine_.stats(); }
+Task<EngineDriver::Stats> EngineDriver::stats_on_strand() {
+  co_return Stats{.engine = engine_.stats(), .in_flight_work_tokens = engine_.in_flight_work_tokens()};
+}
 
-Task<engine::EngineStats> EngineDriver::stats() {
+Task<EngineDriver::Stats> EngineDriver::stats() {
   co_return co_await net::co_spawn(strand_, stats_on_strand(), net::use_awaitable);
 }
 

@@ -47,13 +47,17 @@ class EngineDriver {
   void set_kv_blocks(std::uint32_t blocks);
 
   // Engine counters and gauges, read on the strand.
-  Task<engine::EngineStats> stats();
+  struct Stats {
+    engine::EngineStats engine;
+    std::uint64_t in_flight_work_tokens = 0;  // Engine::in_flight_work_tokens()
+  };
+  Task<Stats> stats();
 
   const engine::EngineConfig& config() const { return config_; }
 
  private:
   Task<void> run();
-  Task<engine::EngineStats> stats_on_strand();
+  Task<Stats> stats_on_strand();
   Task<void> stop_on_strand();
   void deliver(const std::vector<engine::RequestEvent>& events);
   void poke();  // the loop may have something to do now

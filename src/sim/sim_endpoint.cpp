@@ -115,8 +115,8 @@ Task<void> SimEndpoint::handle(HttpRequest& req, ClientConnection& conn) {
     co_return;
   }
   if (path == "/metrics" && get) {
-    const engine::EngineStats stats = co_await driver_.stats();
-    std::string text = metrics_.render(stats);
+    const EngineDriver::Stats stats = co_await driver_.stats();
+    std::string text = metrics_.render(stats.engine, stats.in_flight_work_tokens);
     co_await send_body(conn, http::status::ok, std::move(text), kPrometheus);
     co_return;
   }

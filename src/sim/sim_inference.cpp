@@ -29,6 +29,7 @@ std::string_view finish_reason(const SimRequest& r) { return r.finish_length ? "
 
 Task<void> SimEndpoint::inference(Route route, HttpRequest& req, ClientConnection& conn) {
   const std::uint64_t n = requests_.fetch_add(1, std::memory_order_relaxed);
+  metrics_.count_request();
   if (starting()) {
     metrics_.count_fault(InjectedFault::kSlowStart);
     SimError err{503, "the engine is starting (slow_start fault)", {}};

@@ -73,6 +73,11 @@ SimMetrics::SimMetrics(std::string model, const engine::EngineConfig& config)
 
   kv_blocks_usable_ = gauge("arbiter_sim_kv_blocks_usable",
                             "KV blocks usable now (fewer than num_gpu_blocks under the kv_blocks fault).");
+  in_flight_work_ = gauge("arbiter_sim_in_flight_work_tokens",
+                          "Prefill and decode tokens computed for the requests in the engine now: "
+                          "lost if the process dies.");
+  requests_received_ = counter("arbiter_sim_requests_received_total",
+                               "Inference requests received, before faults and validation.");
   aborted_ = counter("arbiter_sim_requests_aborted_total",
                      "Requests aborted in the engine (client gone or crash fault).");
   auto& wasted = registry_.counter("arbiter_sim_wasted_tokens_total",
@@ -102,11 +107,14 @@ void SimMetrics::observe_finished(const engine::RequestTiming& t, bool finish_le
 
 void SimMetrics::count_fault(InjectedFault kind) { faults_[static_cast<int>(kind)]->inc(); }
 
-void SimMetrics::sample(const engine::EngineStats& s) {
+void SimMetrics::count_request() { requests_received_->inc(); }
+
+void SimMetrics::sample(const engine::EngineStats& s, std::uint64_t in_flight_work_tokens) {
   running_->set(s.num_requests_running);
   waiting_->set(s.num_requests_waiting);
   kv_usage_->set(s.kv_cache_usage_perc);
   kv_blocks_usable_->set(s.num_blocks);
+  in_flight_work_->set(static_cast<double>(in_flight_work_tokens));
   catch_up(prefix_queries_, s.prefix_cache_queries_total);
   catch_up(prefix_hits_, s.prefix_cache_hits_total);
   catch_up(preemptions_, s.num_preemptions_total);
@@ -120,9 +128,9 @@ void SimMetrics::sample(const engine::EngineStats& s) {
   catch_up(steps_, s.steps_total);
 }
 
-std::string SimMetrics::render(const engine::EngineStats& stats) {
+std::string SimMetrics::render(const engine::EngineStats& stats, std::uint64_t in_flight_work_tokens) {
   std::lock_guard lock(render_mu_);
-  sample(stats);
+  sample(stats, in_flight_work_tokens);
   std::string out = registry_.render();
   // Fractional, and the registry's counters are integers: rendered here.
   fmt::format_to(std::back_inserter(out),

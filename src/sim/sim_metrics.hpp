@@ -25,12 +25,17 @@ class SimMetrics {
   // request_success_total by finish reason.
   void observe_finished(const engine::RequestTiming& timing, bool finish_length);
   void count_fault(InjectedFault kind);
+  // An inference request arrived (before any fault or validation): with
+  // the gateway's own request count, how many upstream attempts each
+  // client request cost (retries).
+  void count_request();
 
-  // The whole exposition, with `stats` sampled by the caller on the engine's strand.
-  std::string render(const engine::EngineStats& stats);
+  // The whole exposition, with `stats` and `in_flight_work_tokens`
+  // (Engine::in_flight_work_tokens()) sampled by the caller on the engine's strand.
+  std::string render(const engine::EngineStats& stats, std::uint64_t in_flight_work_tokens);
 
  private:
-  void sample(const engine::EngineStats& stats);
+  void sample(const engine::EngineStats& stats, std::uint64_t in_flight_work_tokens);
 
   std::string model_;   // model_name label value
   std::string labels_;  // model_name="...",engine="0" for the lines rendered by hand
@@ -41,6 +46,8 @@ class SimMetrics {
   metrics::Gauge* waiting_;
   metrics::Gauge* kv_usage_;
   metrics::Gauge* kv_blocks_usable_;
+  metrics::Gauge* in_flight_work_;
+  metrics::Counter* requests_received_;
   metrics::Counter* prefix_queries_;
   metrics::Counter* prefix_hits_;
   metrics::Counter* preemptions_;

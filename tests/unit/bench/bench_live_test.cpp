@@ -9,6 +9,7 @@
 #include "bench/live_client.hpp"
 #include "bench/live_request.hpp"
 #include "bench/prompt_text.hpp"
+#include "bench/request_log.hpp"
 #include "bench/scenario_yaml.hpp"
 #include "core/tenants.hpp"
 #include "gateway/config_yaml.hpp"
@@ -97,6 +98,46 @@ TEST(BenchLiveRequest, TypingIsACompletionWithItsSupersedeKey) {
             std::string::npos);
   options.gateway_headers = false;
   EXPECT_EQ(raw_request(s, spec, options).find("x-arbiter-"), std::string::npos);
+}
+
+TEST(BenchRequestLog, OneJsonLinePerRequestWithTimesOutcomeAndBackend) {
+  const Scenario s = smoke();
+  const json::object header = json::parse(request_log_header(s, "hybrid", 1700000000.25)).as_object();
+  EXPECT_DOUBLE_EQ(header.at("run_start_unix").as_double(), 1700000000.25);
+  EXPECT_EQ(header.at("scenario").as_string(), "smoke");
+  EXPECT_EQ(header.at("label").as_string(), "hybrid");
+
+  RequestSpec spec = spec_with(42, 0, 0, 0, 0, 10);
+  spec.klass = 2;  // chat
+  spec.tenant = 1;
+  spec.arrival = 1.5;
+  spec.output_tokens = 30;
+  ExchangeResult r{.outcome = Outcome::kDropped,
+                   .first_token = 1.6,
+                   .last_token = 1.9,
+                   .ended = 2.0,
+                   .tokens = 12,
+                   .status = 200,
+                   .backend = "b1",
+                   .note = "stream ended without [DONE]"};
+  const std::string line = request_log_line(s, spec, r, true);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  const json::object o = json::parse(line).as_object();
+  EXPECT_EQ(o.at("id").to_number<uint64_t>(), 42u);
+  EXPECT_EQ(o.at("class").as_string(), "chat");
+  EXPECT_EQ(o.at("tenant").as_string(), "team-b");
+  EXPECT_DOUBLE_EQ(o.at("arrival").as_double(), 1.5);
+  EXPECT_DOUBLE_EQ(o.at("first_token").as_double(), 1.6);
+  EXPECT_DOUBLE_EQ(o.at("last_token").as_double(), 1.9);
+  EXPECT_DOUBLE_EQ(o.at("ended").as_double(), 2.0);
+  EXPECT_EQ(o.at("outcome").as_string(), "dropped");
+  EXPECT_EQ(o.at("status").to_number<uint64_t>(), 200u);
+  EXPECT_EQ(o.at("tokens").to_number<uint64_t>(), 12u);
+  EXPECT_EQ(o.at("expected_tokens").to_number<uint64_t>(), 30u);
+  EXPECT_EQ(o.at("backend").as_string(), "b1");
+  EXPECT_EQ(o.at("note").as_string(), "stream ended without [DONE]");
+  // Without exact lengths the target decides how long the answer is.
+  EXPECT_EQ(json::parse(request_log_line(s, spec, r, false)).at("expected_tokens").to_number<uint64_t>(), 0u);
 }
 
 TEST(BenchLiveClient, RefusalsMapToOutcomes) {

@@ -119,7 +119,10 @@ TEST(EngineScheduling, AllWorkForAbortedRequestsIsWastedEvenAcrossPreemptions) {
     now = step.end();
   }
   ASSERT_GT(engine.stats().num_preemptions_total, 0u);
+  // What a process dying now would lose: exactly what the aborts count.
+  EXPECT_EQ(engine.in_flight_work_tokens(), prefill + decode);
   for (RequestId id = 0; id < 6; ++id) ASSERT_TRUE(engine.abort(id));
+  EXPECT_EQ(engine.in_flight_work_tokens(), 0u);
   EXPECT_EQ(engine.stats().wasted_prefill_tokens_total, prefill);
   EXPECT_EQ(engine.stats().wasted_decode_tokens_total, decode);
   EXPECT_EQ(engine.stats().kv_cache_usage_perc, 0.0);

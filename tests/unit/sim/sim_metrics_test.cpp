@@ -33,7 +33,9 @@ TEST(SimMetrics, RendersVllmNamesFromStats) {
   s.num_blocks = 100;
   metrics.observe_finished({.arrival = 1, .first_scheduled = 1.5, .first_token = 2, .finished = 4}, true);
   metrics.count_fault(InjectedFault::kHang);
-  const std::string text = metrics.render(s);
+  metrics.count_request();
+  metrics.count_request();
+  const std::string text = metrics.render(s, 321);
   const std::string l = R"({model_name="m1",engine="0"})";
   EXPECT_TRUE(has_line(text, "vllm:num_requests_running" + l + " 3")) << text;
   EXPECT_TRUE(has_line(text, "vllm:num_requests_waiting" + l + " 2"));
@@ -52,6 +54,8 @@ TEST(SimMetrics, RendersVllmNamesFromStats) {
   EXPECT_TRUE(has_line(text, R"(vllm:e2e_request_latency_seconds_bucket{model_name="m1",engine="0",le="5"} 1)"));
   EXPECT_TRUE(has_line(text, "arbiter_sim_kv_blocks_usable" + l + " 100"));
   EXPECT_TRUE(has_line(text, "arbiter_sim_requests_aborted_total" + l + " 4"));
+  EXPECT_TRUE(has_line(text, "arbiter_sim_requests_received_total" + l + " 2"));
+  EXPECT_TRUE(has_line(text, "arbiter_sim_in_flight_work_tokens" + l + " 321"));
   EXPECT_TRUE(has_line(text, R"(arbiter_sim_wasted_tokens_total{model_name="m1",engine="0",kind="prefill"} 11)"));
   EXPECT_TRUE(has_line(text, R"(arbiter_sim_wasted_tokens_total{model_name="m1",engine="0",kind="decode"} 12)"));
   EXPECT_TRUE(has_line(text, "arbiter_sim_wasted_tokens_reused_total" + l + " 7"));
@@ -62,7 +66,7 @@ TEST(SimMetrics, RendersVllmNamesFromStats) {
 
   // Counters follow the engine's totals on the next scrape.
   s.generation_tokens_total = 75;
-  EXPECT_TRUE(has_line(metrics.render(s), "vllm:generation_tokens_total" + l + " 75"));
+  EXPECT_TRUE(has_line(metrics.render(s, 0), "vllm:generation_tokens_total" + l + " 75"));
 }
 
 }  // namespace
