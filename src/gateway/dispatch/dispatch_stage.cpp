@@ -133,14 +133,15 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
     health_.record(slot.pool(), slot.backend(), verdict, outcome.upstream_retry_after);
     // Nothing reached the client (or a resumable stream is still open): the
     // request may run again elsewhere.
-    const bool unsent = outcome.held || outcome.stream_open ||
-                        (outcome.status == 0 && outcome.error && !(resume && resume->client_stream_started));
+    // (A resumed run that failed before its first byte leaves its stream open too.)
+    const bool unsent = outcome.held || outcome.stream_open || (outcome.status == 0 && outcome.error);
     // An engine's 429 goes to another backend, never back to the one that
     // refused for load: with one backend it is the client's answer.
     const bool retryable = verdict == RunVerdict::kFailure ||
                            (verdict == RunVerdict::kOverloaded && pool.backend_count() > 1);
-    if (!outcome.preempted && unsent && retryable) {
-      if (co_await may_run_again(ctx, outcome, retries)) {
+    if (!outcome.preempted && unsent) {
+      const bool failover = resume && resume->client_stream_started;
+      if (retryable && co_await may_run_again(ctx, failover, retries)) {
         const int64_t generated = resume ? resume->checkpoint.tokens : 0;
         const int64_t left = std::max<int64_t>(info.max_tokens.value_or(kDefaultOutputEstimate) - generated, 1);
         auto requeued = co_await slot.retry(info.prompt_tokens_estimate + generated + left, sink);
@@ -184,7 +185,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
   }
 }
 
-Task<bool> DispatchStage::may_run_again(RequestContext& ctx, const RelayOutcome& outcome, uint32_t& retries) {
+Task<bool> DispatchStage::may_run_again(RequestContext& ctx, bool failover, uint32_t& retries) {
   const std::string& pool = config_.models[ctx.pool].pool_name();
   if (retries >= health_.max_retries()) {
     metrics_.retries.with({pool, "exhausted"}).inc();
@@ -195,7 +196,7 @@ Task<bool> DispatchStage::may_run_again(RequestContext& ctx, const RelayOutcome&
     co_return false;
   }
   ++retries;
-  metrics_.retries.with({pool, outcome.stream_open ? "failover" : "retry"}).inc();
+  metrics_.retries.with({pool, failover ? "failover" : "retry"}).inc();
   net::steady_timer backoff(co_await net::this_coro::executor);
   backoff.expires_after(health_.backoff(retries));
   co_await backoff.async_wait(kAsTuple);

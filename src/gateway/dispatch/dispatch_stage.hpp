@@ -34,8 +34,9 @@ class DispatchStage final : public AdmittedHandler {
   Task<RelayOutcome> run_upstream(RequestContext& ctx, Dispatcher::Slot& slot);
   // A run failed in a way another backend might not: whether to run it
   // again (attempts left, the pool's budget, the client still there), after
-  // a jittered back-off. Counts the decision.
-  Task<bool> may_run_again(RequestContext& ctx, const RelayOutcome& outcome, uint32_t& retries);
+  // a jittered back-off. Counts the decision (`failover`: the client's
+  // stream is open, the next run continues it).
+  Task<bool> may_run_again(RequestContext& ctx, bool failover, uint32_t& retries);
   // The failed run's answer when it is not run again: the held upstream
   // error, or the end of a stream left open.
   Task<void> give_up(RequestContext& ctx, RelayOutcome& outcome, const RelayResume* resume);
