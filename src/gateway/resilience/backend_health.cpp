@@ -73,12 +73,15 @@ void BackendHealth::record(uint32_t pool, uint32_t backend, RunVerdict verdict,
     std::lock_guard lock(mu_);
     PoolHealth& p = pools_[pool];
     const auto now = Clock::now();
+    const auto before = p.detector.state(backend);
     const auto cap = config_.outlier_detection.max_retry_after;
     if (retry_after && cap.count() > 0 && retry_after->count() > 0) {
       p.detector.hold(backend, now + std::min(*retry_after, cap), now);
     }
     if (verdict != RunVerdict::kOverloaded) p.detector.record(backend, verdict == RunVerdict::kFailure, now);
-    settle_locked(pool, now, updates);
+    // The usual run changes no state: no walk over the pool's backends on
+    // the request path (what falls due with time is the loop's).
+    if (p.detector.state(backend) != before) settle_locked(pool, now, updates);
   }
   tell(updates);
 }
@@ -169,15 +172,9 @@ Task<void> BackendHealth::loop() {
 Task<void> BackendHealth::run_probe(Probe probe) {
   const ModelConfig& model = config_.models[probe.pool];
   const BackendConfig& backend = model.backends[probe.backend];
-  std::string failure;
-  if (config_.health_probes.enabled) {
-    const ProbeTarget target{.host = backend.host,
-                             .port = backend.port,
-                             .model = model.name,
-                             .authorization = backend.authorization};
-    failure = co_await probe_backend(target, config_.health_probes.timeout);
-  }
-  // Without probes an ejection's end needs no verdict: it is ok.
+  const ProbeTarget target{
+      .host = backend.host, .port = backend.port, .model = model.name, .authorization = backend.authorization};
+  const std::string failure = co_await probe_backend(target, config_.health_probes.timeout);
   metrics_.health_probes.with({model.name, backend.name, failure.empty() ? "ok" : "failed"}).inc();
   if (!failure.empty()) {
     std::fprintf(stderr,
