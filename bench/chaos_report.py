@@ -255,7 +255,7 @@ class Drill:
         n = self.name
         routed_around = s["recovered_during_fault"]
         if n in ("5xx_30", "5xx_100"):
-            c.append(("client errors < 0.5%", "report", s["error_pct"] < 0.5))
+            c.append(("client errors < 0.5%", "hard", s["error_pct"] < 0.5))
             c.append(("errors stop within 2 s of the fault's start (ejection)", "report",
                       routed_around and rec is not None and rec <= 2))
         if n == "hang":
@@ -263,17 +263,17 @@ class Drill:
             c.append(("errors stop within 5 s of the fault's start (3 s first-byte time-out + 2 s)", "report",
                       routed_around and rec is not None and rec <= 5))
         if n == "crash":
-            c.append(("resumable streams cut by the kill complete in full elsewhere", "report",
+            c.append(("resumable streams cut by the kill complete in full elsewhere", "hard",
                       s.get("resumable_on_victim", 0) == s.get("resumable_completed_in_full", 0)))
             c.append(("errors stop within 1 s of the kill", "report", routed_around and rec is not None and rec <= 1))
             c.append(("the restarted engine serves again", "report", s.get("served_by_victim_after", 0) > 0))
         if n == "slow_start":
-            c.append(("client errors < 0.5%", "report", s["error_pct"] < 0.5))
+            c.append(("client errors < 0.5%", "hard", s["error_pct"] < 0.5))
             c.append(("the restarted engine serves again after its slow start", "report",
                       s.get("served_by_victim_after", 0) > 0))
         if n == "all_fail":
             c.append(("errors stop within 2 s of the fault's end", "report", rec is not None and rec <= 2))
-            c.append(("upstream attempts <= 1.1x client requests during the fault (retry budget)", "report",
+            c.append(("upstream attempts <= 1.1x client requests during the fault (retry budget)", "hard",
                       s.get("fault_upstream_attempts", 0) <= 1.1 * s.get("fault_window_requests", 0)))
             c.append(("requests sent during the fault answered within 1 s (P99: first token or error)", "report",
                       s.get("fault_answer_p99_s", 0) <= 1))

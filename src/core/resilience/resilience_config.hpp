@@ -30,7 +30,7 @@ struct OutlierDetectionConfig {
 struct RetriesConfig {
   uint32_t max_retries = 2;  // per request; 0: no retries and no failover
   double budget = 0.1;       // retries <= max(min_retries, budget x requests) per pool over window_ms
-  uint32_t min_retries = 3;
+  uint32_t min_retries = 10;
   Millis window{10'000};
   Millis backoff_base{25};
   Millis backoff_max{250};

@@ -33,7 +33,7 @@ namespace arbiter::resilience {
 struct RetryConfig {
   uint32_t max_retries = 2;  // per request, after its first attempt (the caller counts)
   double budget = 0.1;       // retries <= max(min_retries, budget x requests), over the window
-  uint32_t min_retries = 3;  // a floor, so a quiet pool can still retry
+  uint32_t min_retries = 10;  // a floor, so a quiet pool can still retry
   Duration window = std::chrono::seconds(10);
   Duration backoff_base = std::chrono::milliseconds(25),
            backoff_max = std::chrono::milliseconds(250);

@@ -54,7 +54,7 @@ TEST(RetryBudget, ConfigIsValidated) {
 }
 
 TEST(RetryBudget, TheFloorLetsAQuietPoolRetry) {
-  RetryBudget r({});
+  RetryBudget r({.min_retries = 3});
   requests(r, 1, t0);
   EXPECT_EQ(retries(r, 5, t0), 3);
   EXPECT_EQ(r.retries_total(), 3u);
@@ -82,7 +82,7 @@ TEST(RetryBudget, AboveTheFloorRetriesAreAShareOfRequests) {
 }
 
 TEST(RetryBudget, TheWindowForgetsOldRequestsAndRetries) {
-  RetryBudget r({});
+  RetryBudget r({.min_retries = 3});
   requests(r, 1000, t0);
   EXPECT_EQ(retries(r, 10, t0), 10);
   // 10 s on, the old requests have left the window: a burst of failures
