@@ -34,21 +34,31 @@ class SlidingCount {
   void add(TimePoint now, uint32_t n = 1) {
     const int64_t slot = slot_of(now);
     // Slots skipped since the last add hold counts of earlier windows.
-    for (int64_t i = std::max(head_ + 1, slot - kSlices + 1); i <= slot; ++i)
+    for (int64_t i = std::max(head_ + 1, slot - kSlices + 1); i <= slot; ++i) {
+      total_ -= slots_[i % kSlices];
       slots_[i % kSlices] = 0;
+    }
     head_ = std::max(head_, slot);
     slots_[slot % kSlices] += n;
+    total_ += n;
   }
 
-  // Events in the window ending at `now` (at or after the latest add).
+  // Events in the window ending at `now` (at or after the latest add). The
+  // usual call, within the latest add's slice, reads the running total.
   uint64_t count(TimePoint now) const {
     const int64_t slot = slot_of(now);
-    uint64_t total = 0;
-    for (int64_t i = slot - kSlices + 1; i <= head_; ++i) total += slots_[i % kSlices];
+    if (slot <= head_) return total_;
+    if (slot - head_ >= kSlices) return 0;
+    uint64_t total = total_;
+    // The slots that left the window since the latest add.
+    for (int64_t i = head_ + 1; i <= slot; ++i) total -= slots_[i % kSlices];
     return total;
   }
 
-  void clear() { slots_.fill(0); }
+  void clear() {
+    slots_.fill(0);
+    total_ = 0;
+  }
 
  private:
   int64_t slot_of(TimePoint t) const { return t.time_since_epoch() / slice_; }
@@ -56,6 +66,7 @@ class SlidingCount {
   Duration slice_;
   std::array<uint32_t, kSlices> slots_{};
   int64_t head_ = 0;  // slot of the latest add: the newest with a count
+  uint64_t total_ = 0;  // the slots' sum: the count within head_'s slice
 };
 
 }  // namespace arbiter::resilience

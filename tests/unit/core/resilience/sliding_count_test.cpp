@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <vector>
+
 namespace arbiter::resilience {
 namespace {
 
@@ -48,7 +51,38 @@ TEST(SlidingCount, ClearEmptiesIt) {
   EXPECT_EQ(c.count(t0 + seconds(1)), 1u);
 }
 
-TEST(SlidingCount, IsSmall) { EXPECT_LE(sizeof(SlidingCount), 64u); }
+TEST(SlidingCount, IsSmall) { EXPECT_LE(sizeof(SlidingCount), 72u); }
+
+// The running total against a plain recount of every add still in the
+// window, over random gaps (within a slice, across some, past the window).
+TEST(SlidingCount, TheRunningTotalIsAPlainRecount) {
+  std::mt19937_64 rng(7);
+  const Duration window = std::chrono::seconds(10), slice = window / SlidingCount::kSlices;
+  SlidingCount c(window);
+  std::vector<std::pair<int64_t, uint32_t>> adds;  // (slice, n)
+  TimePoint now = TimePoint(std::chrono::hours(1));
+  for (int i = 0; i < 20'000; ++i) {
+    const int gap = static_cast<int>(rng() % 100);
+    now += gap < 70 ? std::chrono::milliseconds(rng() % 50) : gap < 97 ? std::chrono::milliseconds(rng() % 3000)
+                                                                      : std::chrono::milliseconds(rng() % 30'000);
+    const int64_t slot = now.time_since_epoch() / slice;
+    if (rng() % 3 != 0) {
+      const auto n = static_cast<uint32_t>(1 + rng() % 3);
+      c.add(now, n);
+      adds.emplace_back(slot, n);
+    }
+    uint64_t expected = 0;
+    for (const auto& [s, n] : adds) expected += s > slot - SlidingCount::kSlices ? n : 0;
+    ASSERT_EQ(c.count(now), expected) << "step " << i;
+    // Later times without adds: what is left once slices leave the window.
+    const TimePoint later = now + slice * static_cast<int64_t>(rng() % 12);
+    const int64_t later_slot = later.time_since_epoch() / slice;
+    uint64_t left = 0;
+    for (const auto& [s, n] : adds) left += s > later_slot - SlidingCount::kSlices ? n : 0;
+    ASSERT_EQ(c.count(later), left) << "step " << i;
+    if (adds.size() > 400) adds.erase(adds.begin(), adds.begin() + 200);
+  }
+}
 
 }  // namespace
 }  // namespace arbiter::resilience

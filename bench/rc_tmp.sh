@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Deterministic cost of one proxied request, for comparing builds on a noisy
+# machine (bench/overhead.sh's wall-clock figures move 10-20% with the
+# neighbours; these do not):
+#   - user-space instructions per request (callgrind, closed loop, counters
+#     zeroed after a warm-up), for arbiter and for the nginx proxy baseline;
+#   - syscalls per request at 1,000 req/s (strace -c), for both.
+# Same ~1 KB chat request and fixed nginx upstream as bench/overhead.sh.
+#
+# usage: bash bench/request_cost.sh [BUILD_DIR]     (default: build)
+# Environment: SECONDS_MEASURED [3] per figure, NGINX [/usr/sbin/nginx].
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${1:-build}
+[[ $BUILD_DIR = /* ]] || BUILD_DIR=$ROOT/$BUILD_DIR
+MEASURE_S=${SECONDS_MEASURED:-3}
+NGINX=${NGINX:-/usr/sbin/nginx}
+LOADGEN=$BUILD_DIR/bench/loadgen
+ARBITER=$BUILD_DIR/arbiter
+for tool in valgrind callgrind_control strace; do
+  command -v "$tool" >/dev/null || { echo "request_cost.sh: $tool not found (scripts/install-deps.sh)" >&2; exit 1; }
+done
+[[ -x $LOADGEN && -x $ARBITER ]] || { echo "request_cost.sh: build $LOADGEN and $ARBITER first" >&2; exit 1; }
+
+TMP=$(mktemp -d /tmp/arbiter-cost.XXXXXX)
+PIDS=()
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  true
+}
+true
+
+read -r UP_PORT PROXY_PORT < <("$LOADGEN" free-port 2)
+sed -e "s|@PORT@|$UP_PORT|g" -e "s|@TMP@|$TMP|g" "$ROOT/bench/nginx/upstream.conf.in" >"$TMP/upstream.conf"
+"$NGINX" -p "$TMP" -c "$TMP/upstream.conf" -e "$TMP/upstream.err" & PIDS+=($!)
+sed -e "s|@UPSTREAM_PORT@|$UP_PORT|g" -e "s|@THREADS@|1|g" "$ROOT/bench/overhead-gateway.yaml.in" >"$TMP/arbiter.yaml"
+# The nginx proxy in the foreground without a master, so that valgrind and
+# strace see the process that does the work.
+sed -e "s|@PORT@|$PROXY_PORT|g" -e "s|@UPSTREAM_PORT@|$UP_PORT|g" -e "s|@WORKERS@|1|g" -e "s|@TMP@|$TMP|g" \
+  "$ROOT/bench/nginx/proxy.conf.in" | { echo "master_process off;"; cat; } >"$TMP/proxy.conf"
+
+wait_listening() {  # port pid
+  for _ in $(seq 200); do
+    kill -0 "$2" 2>/dev/null || { echo "request_cost.sh: a process exited at start" >&2; exit 1; }
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "request_cost.sh: nothing listens on $1" >&2; exit 1
+}
+
+start_proxy() {  # name [wrapper...]: sets PID and PORT
+  local name=$1; shift
+  if [[ $name = arbiter ]]; then
+    rm -f "$TMP/arbiter.port"
+    "$@" "$ARBITER" --config "$TMP/arbiter.yaml" --port-file "$TMP/arbiter.port" >"$TMP/$name.log" 2>&1 &
+    PID=$!
+    for _ in $(seq 200); do [[ -s $TMP/arbiter.port ]] && break; sleep 0.1; done
+    PORT=$(tr -dc 0-9 <"$TMP/arbiter.port")
+  else
+    "$@" "$NGINX" -p "$TMP" -c "$TMP/proxy.conf" -e "$TMP/proxy.err" >"$TMP/$name.log" 2>&1 &
+    PID=$!
+    PORT=$PROXY_PORT
+  fi
+  PIDS+=("$PID")
+  wait_listening "$PORT" "$PID"
+}
+stop_proxy() { kill -TERM "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; }
+url() { echo "http://127.0.0.1:$PORT/v1/chat/completions"; }
+completed() { python3 -c 'import json,sys; print(json.load(sys.stdin)["completed"])'; }
+
+echo "| proxy | instructions/request | syscalls/request at 1000 req/s |"
+echo "|---|---:|---:|"
+for name in arbiter; do
+  start_proxy "$name" valgrind --tool=callgrind --callgrind-out-file="$TMP/$name.cg"
+  "$LOADGEN" closed --url "$(url)" --concurrency 8 --duration 1 --warmup 0.5 >/dev/null
+  callgrind_control -z "$PID" >/dev/null 2>&1
+  n=$("$LOADGEN" closed --url "$(url)" --concurrency 8 --duration "$MEASURE_S" --warmup 0 | completed)
+  callgrind_control -d "$PID" >/dev/null 2>&1
+  sleep 0.5
+  ir=$(grep -h -m1 '^summary:\|^totals:' "$(ls -t "$TMP/$name".cg* | head -1)" | awk '{print $2}')
+  stop_proxy
+
+  start_proxy "$name"
+  "$LOADGEN" open --url "$(url)" --rate 1000 --connections 16 --duration 0.5 --warmup 0.2 >/dev/null
+  strace -f -c -o "$TMP/$name.strace" -p "$PID" 2>/dev/null &
+  tracer=$!
+  sleep 0.5
+  m=$("$LOADGEN" open --url "$(url)" --rate 1000 --connections 16 --duration "$MEASURE_S" --warmup 0 | completed)
+  kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true
+  calls=$(awk '$NF == "total" {print $4}' "$TMP/$name.strace")
+  stop_proxy
+  awk -v name="$name" -v ir="$ir" -v n="$n" -v calls="$calls" -v m="$m" \
+    'BEGIN { printf "| %s | %.1fk | %.1f |\n", name, ir / n / 1000, calls / m }'
+done
