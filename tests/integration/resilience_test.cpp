@@ -16,6 +16,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -72,10 +73,10 @@ double sims_metric(Sims& sims, const std::string& name) {
 
 // A chat request of `cls` to the gateway: exactly `tokens` tokens asked for.
 HttpRequest chat(const std::string& cls, int tokens, bool stream, const std::string& content = "Say hello.",
-                 const std::string& model = "m1") {
+                 const std::string& model = "m1", const char* key = kAlphaKey) {
   std::string extra = "\"max_tokens\":" + std::to_string(tokens) + ",\"min_tokens\":" + std::to_string(tokens);
   if (stream) extra += ",\"stream\":true";
-  return gateway_post("/v1/chat/completions", sim_chat(extra, content, model), kAlphaKey, cls);
+  return gateway_post("/v1/chat/completions", sim_chat(extra, content, model), key, cls);
 }
 
 struct Answer {
@@ -643,6 +644,141 @@ TEST(Resilience, EveryBackendKilledRequestsFailFastWith503AndRetryAfter) {
   }
   EXPECT_GT(late, 5);
   EXPECT_GE(no_backend, 3) << "fail-fast answers before the breaker isolated the model";
+}
+
+// ---------------------------------------------------------------------------
+// 6. An ejected backend returns only through a probe, and ramps up: ejected
+// for failing every request, its probe at the ejection's end fails (still
+// failing: ejected again, twice as long), the next succeeds (faults
+// cleared), then slow start, then healthy; no client request reaches it
+// while it is out.
+TEST(Resilience, EjectedBackendReturnsThroughAProbeAndSlowStart) {
+  Sims sims = start_sims(3, "m1", "tiny");
+  GatewayConfig config;
+  config.backend_ports = ports_of(sims);
+  config.engine_signals = true;
+  config.backend_extras = names(3);
+  config.extra = "outlier_detection: {base_ejection_ms: 500, slow_start_ms: 1000}\n";
+  GatewayProcess gateway(config.to_yaml());
+  const auto events = [&] { return stderr_lines(gateway, "\"event\":\"backend_health\""); };
+  const auto wait_for_event = [&](const std::string& needle, Millis timeout) {
+    const auto until = Clock::now() + timeout;
+    for (;;) {
+      for (const auto& l : events())
+        if (l.find("\"backend\":\"sim0\"") != std::string::npos && l.find(needle) != std::string::npos) return true;
+      if (Clock::now() >= until) return false;
+      std::this_thread::sleep_for(Millis(20));
+    }
+  };
+  // A steady trickle of requests from two clients while it all happens.
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<Answer> answers;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 2; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; !stop && i < 2'000; ++i) {
+        Answer a = call(gateway.port(), chat("chat", 2, false, "Client " + std::to_string(c) + " asks " +
+                                                                   std::to_string(i)),
+                        Millis(5'000));
+        std::lock_guard lock(mu);
+        answers.push_back(std::move(a));
+        std::this_thread::sleep_for(Millis(5));
+      }
+    });
+  }
+  const auto stop_clients = [&] {
+    stop = true;
+    for (auto& t : clients) t.join();
+  };
+
+  ASSERT_EQ(sims[0]->set_faults(R"({"error_rate":1,"error_status":500})"), 200);
+  const bool ejected = wait_for_event("\"to\":\"ejected\",\"reason\":\"consecutive_failures\"", Millis(2'000));
+  const double received_at_ejection = sims[0]->metric("arbiter_sim_requests_received_total").value_or(-1);
+  // Its first probe fails: ejected again, for 2 x 0.5 s.
+  const bool probe_failed = wait_for_event("\"reason\":\"probe_failed\",\"ejection_s\":1.000", Millis(2'000));
+  // Out all along: only the probe reached it (one request).
+  const double received_while_out = sims[0]->metric("arbiter_sim_requests_received_total").value_or(-1);
+  ASSERT_EQ(sims[0]->set_faults(R"({"error_rate":0})"), 200);
+  const bool probe_ok = wait_for_event("\"reason\":\"probe_ok\"", Millis(3'000));
+  const bool healthy = wait_for_event("\"reason\":\"slow_start_ended\"", Millis(3'000));
+  // Once healthy, it serves clients again.
+  const double received_back = sims[0]->metric("arbiter_sim_requests_received_total").value_or(-1);
+  std::this_thread::sleep_for(Millis(300));
+  const double received_later = sims[0]->metric("arbiter_sim_requests_received_total").value_or(-1);
+  stop_clients();
+
+  const std::string metrics = gateway_metrics(gateway.port());
+  const std::string facts = joined(events()) + summary(answers) + "sim0 received: at ejection " +
+                            std::to_string(received_at_ejection) + ", after the failed probe " +
+                            std::to_string(received_while_out) + ", healthy " + std::to_string(received_back) +
+                            ", 300 ms later " + std::to_string(received_later);
+  if (std::getenv("RES_VERBOSE")) std::cout << facts << "\n";
+  EXPECT_TRUE(ejected) << facts;
+  EXPECT_TRUE(probe_failed) << facts;
+  EXPECT_TRUE(probe_ok) << facts;
+  EXPECT_TRUE(healthy) << facts;
+  EXPECT_EQ(received_while_out, received_at_ejection + 1) << "only the probe while ejected\n" << facts;
+  EXPECT_GT(received_later, received_back) << facts;
+  EXPECT_EQ(metric_value(metrics, "arbiter_health_probes_total", {{"backend", "sim0"}, {"result", "failed"}}), 1)
+      << facts;
+  EXPECT_EQ(metric_value(metrics, "arbiter_health_probes_total", {{"backend", "sim0"}, {"result", "ok"}}), 1)
+      << facts;
+  EXPECT_EQ(metric_value(metrics, "arbiter_backend_health", {{"backend", "sim0"}, {"state", "healthy"}}), 1) << facts;
+  // The order of the transitions.
+  std::vector<std::string> path;
+  for (const auto& l : events()) {
+    if (l.find("\"backend\":\"sim0\"") == std::string::npos) continue;
+    const auto at = l.find("\"to\":\"");
+    path.push_back(l.substr(at + 6, l.find('"', at + 6) - at - 6));
+  }
+  EXPECT_EQ(path, (std::vector<std::string>{"ejected", "probing", "ejected", "probing", "slow_start", "healthy"}))
+      << facts;
+}
+
+// ---------------------------------------------------------------------------
+// 7. Half-open trials that a later admission stage refuses (here a tenant
+// over its quota: 429) never reach the model, so they cannot be its trials:
+// the breaker must still test the model with later requests and close once
+// it is well, not stay half-open with its trials "out" for ever.
+TEST(Resilience, HalfOpenTrialsRefusedByAQuotaDoNotWedgeTheBreaker) {
+  Sims m1 = start_sims(1, "m1", "tiny");
+  GatewayConfig config;
+  config.backend_ports = ports_of(m1);
+  config.engine_signals = true;
+  config.alpha_extra = ", quotas: [{requests_per_minute: 1}]";
+  config.extra =
+      "model_breaker: {window_ms: 2000, min_requests: 5, base_open_ms: 300, max_open_ms: 300}\n"
+      "traffic_breaker: {enabled: false}\n";
+  GatewayProcess gateway(config.to_yaml());
+  const uint16_t port = gateway.port();
+  const auto as = [&](const char* key) { return call(port, chat("chat", 2, false, "Hi", "m1", key), Millis(5'000)); };
+  const auto log = [&] { return joined(stderr_lines(gateway, "\"event\":\"model_breaker\"")); };
+
+  ASSERT_EQ(as(kAlphaKey).status, 200);  // alpha's one request this minute
+  ASSERT_EQ(m1[0]->set_faults(R"({"error_rate":1,"error_status":500})"), 200);
+  // beta's failures isolate the model (alpha's success is in the window: 4 of 5).
+  for (int i = 0; i < 10 && as(kBetaKey).status == 500; ++i) {
+  }
+  ASSERT_EQ(gw_metric(port, "arbiter_model_breaker_stage", {{"model", "m1"}, {"stage", "isolated"}}), 1) << log();
+  std::this_thread::sleep_for(Millis(400));  // the opening is over: half-open
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(as(kAlphaKey).status, 429);  // refused by alpha's quota
+  ASSERT_EQ(m1[0]->set_faults(R"({"error_rate":0})"), 200);
+
+  // beta's requests: trials once the model is tested again, then served.
+  const auto start = Clock::now();
+  Answer a;
+  std::map<int, int> seen;
+  while (ms_between(start, Clock::now()) < 2'000) {
+    a = as(kBetaKey);
+    ++seen[a.status];
+    if (a.status == 200) break;
+    std::this_thread::sleep_for(Millis(100));
+  }
+  std::string statuses;
+  for (const auto& [status, n] : seen) statuses += std::to_string(status) + " x" + std::to_string(n) + " ";
+  EXPECT_EQ(a.status, 200) << "beta got " << statuses << "for 2 s after the faults cleared; last: " << a.body << "\n"
+                           << log();
 }
 
 }  // namespace
