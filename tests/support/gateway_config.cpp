@@ -23,7 +23,7 @@ std::string GatewayConfig::to_yaml() const {
     y << "      - {url: \"http://127.0.0.1:" << backend_ports[i] << "\", max_concurrency: " << max_concurrency
       << backend_extra << (i < backend_extras.size() ? backend_extras[i] : "") << "}\n";
   }
-  y << extra;
+  y << models_extra << extra;
   return y.str();
 }
 

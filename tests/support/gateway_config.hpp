@@ -35,6 +35,9 @@ struct GatewayConfig {
   std::string extra;          // appended verbatim (top-level keys)
   std::string backend_extra;  // added to every backend's map, e.g. ", continue_final_message: true"
   std::vector<std::string> backend_extras;  // then to backend i's map, when given
+  // YAML lines right after m1's backends: m1's own keys (4 spaces, e.g.
+  // "    degraded: m1-awq\n") or more models ("  - name: small\n    backends: ...").
+  std::string models_extra;
 
   std::string to_yaml() const;
 };

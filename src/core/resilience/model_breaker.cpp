@@ -70,6 +70,11 @@ void ModelBreaker::record(const BreakerRoute& route, bool failure, TimePoint now
   }
 }
 
+void ModelBreaker::release(const BreakerRoute& route, TimePoint now) {
+  advance(now);
+  if (route.trial && half_open_ && route.epoch == epoch_ && trials_out_ > 0) --trials_out_;
+}
+
 BreakerStage ModelBreaker::stage(TimePoint now) {
   advance(now);
   return stage_;

@@ -82,6 +82,12 @@ class ModelBreaker {
   // backend; never 4xx or a client's cancel). `route` is what route()
   // returned for it.
   void record(const BreakerRoute& route, bool failure, TimePoint now);
+  // A request routed by route() that never reached a model: refused by a
+  // later admission stage (a quota, say), so it is not recorded. A trial of
+  // the current half-open goes back: the next request is sent as the trial
+  // instead, or the breaker would wait for ever for an outcome that never
+  // comes. Anything else is a no-op.
+  void release(const BreakerRoute& route, TimePoint now);
   // The stage at `now`, once what fell due is applied.
   BreakerStage stage(TimePoint now);
   // Failures / requests over the window, among requests routed since the

@@ -17,8 +17,14 @@ bool backends_failed(const RelayOutcome& outcome) {
 }
 
 void BreakerObserver::on_complete(const RequestContext& ctx) {
-  // Refused before dispatch (no breaker route) or by the breaker itself.
-  if (!ctx.breaker || !ctx.admitted) return;
+  // Refused before the breaker stage or by the breaker itself: not routed.
+  if (!ctx.breaker) return;
+  // Routed, then refused by a later admission stage (a quota): it reached
+  // no model, so it says nothing; a half-open trial it was goes back.
+  if (!ctx.admitted) {
+    breakers_.release(ctx.breaker_model, *ctx.breaker, sched::Clock::now());
+    return;
+  }
   breakers_.record(ctx.breaker_model, *ctx.breaker, backends_failed(ctx.outcome), sched::Clock::now());
 }
 

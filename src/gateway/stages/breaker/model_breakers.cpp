@@ -37,6 +37,12 @@ void ModelBreakers::record(std::size_t index, const resilience::BreakerRoute& ro
   note_transitions_locked(index);
 }
 
+void ModelBreakers::release(std::size_t index, const resilience::BreakerRoute& route, TimePoint now) {
+  std::lock_guard lock(mu_);
+  breakers_[index].release(route, now);
+  note_transitions_locked(index);
+}
+
 void ModelBreakers::note_transitions_locked(std::size_t index) {
   for (const resilience::BreakerTransition& t : breakers_[index].take_transitions()) {
     const std::string from(resilience::stage_name(t.from)), to(resilience::stage_name(t.to));

@@ -27,6 +27,8 @@ class ModelBreakers {
 
   resilience::BreakerRoute route(std::size_t index, TimePoint now);
   void record(std::size_t index, const resilience::BreakerRoute& route, bool failure, TimePoint now);
+  // A routed request refused by a later admission stage (ModelBreaker::release).
+  void release(std::size_t index, const resilience::BreakerRoute& route, TimePoint now);
 
   // Gauges for a metrics scrape.
   void export_state(TimePoint now);

@@ -209,6 +209,51 @@ TEST(ModelBreaker, ATrialOfAnEarlierHalfOpenDecidesNothing) {
   EXPECT_EQ(b.stage(t0 + seconds(16)), Stage::kClosed);
 }
 
+TEST(ModelBreaker, AReleasedTrialGoesBackToTheNextRequest) {
+  ModelBreaker b(with_variants());
+  feed(b, 19, 1, t0);
+  const TimePoint at = t0 + seconds(5);
+  std::vector<BreakerRoute> trials;
+  for (int i = 0; i < 3; ++i) trials.push_back(b.route(at));
+  EXPECT_FALSE(b.route(at).trial);  // all three out
+  // Two never reach the model (refused by a later stage): two more trials.
+  b.release(trials[1], at);
+  b.release(trials[2], at);
+  const BreakerRoute again1 = b.route(at), again2 = b.route(at);
+  EXPECT_TRUE(again1.trial);
+  EXPECT_TRUE(again2.trial);
+  EXPECT_EQ(again1.target, Target::kPrimary);
+  EXPECT_FALSE(b.route(at).trial);
+  for (const BreakerRoute& r : {trials[0], again1}) b.record(r, false, at);
+  EXPECT_EQ(b.stage(at), Stage::kDegraded);
+  b.record(again2, false, at);
+  EXPECT_EQ(b.stage(at), Stage::kClosed);
+}
+
+TEST(ModelBreaker, ReleasingAnythingButACurrentTrialChangesNothing) {
+  ModelBreaker b(with_variants());
+  feed(b, 19, 1, t0);
+  const BreakerRoute degraded = b.route(t0 + seconds(1));  // not a trial
+  const TimePoint at = t0 + seconds(5);
+  const BreakerRoute first = b.route(at);
+  const BreakerRoute late = b.route(at);
+  b.release(degraded, at);
+  b.route(at);  // the third trial
+  EXPECT_FALSE(b.route(at).trial) << "a non-trial's release gave nothing back";
+  b.record(first, true, t0 + seconds(6));  // opened again for 10 s
+  const TimePoint next = t0 + seconds(16);
+  EXPECT_EQ(b.stage(next), Stage::kDegraded);  // half-open again
+  b.release(late, next);                        // a trial of the first round
+  std::vector<BreakerRoute> round;
+  for (int i = 0; i < 3; ++i) round.push_back(b.route(next));
+  EXPECT_FALSE(b.route(next).trial) << "a stale trial's release gave nothing back";
+  for (const BreakerRoute& r : round) {
+    EXPECT_TRUE(r.trial);
+    b.record(r, false, next);
+  }
+  EXPECT_EQ(b.stage(next), Stage::kClosed);
+}
+
 TEST(ModelBreaker, TheBackOffResetsAfterStayingClosedLongEnough) {
   struct Case {
     int failed_trials;    // after the first trip: its last opening is 5 x 2^this
