@@ -349,11 +349,16 @@ bool Scheduler::open_to(const detail::Backend& b, TimePoint now, double fraction
 uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double fraction,
                           uint32_t least) const {
   if (least == kNil) least = pick_backend(pool, now, fraction);
-  // A retry after a failed run goes to another backend when one has room
-  // (its prefix, if cached anywhere, was most likely on the failed one).
+  // A retry after a failed run goes to another backend (its prefix, if
+  // cached anywhere, was most likely on the failed one): it waits for one
+  // while another is up, full or saturated for now; only a pool with no
+  // other live backend sends it back to the one that failed.
   if (n.avoid != kNoAvoid && least != kNil && &pool == &pools_[n.pool]) {
     const uint32_t other = pick_backend(pool, now, fraction, n.avoid);
     if (other != kNil) return other;
+    for (uint32_t b = 0; b < pool.backends.size(); ++b) {
+      if (b != n.avoid && !pool.backends[b].signal.down) return kNil;
+    }
   }
   if (least == kNil || n.prefix_len == 0 || !pool.prefix.enabled()) return least;
   // Bounded loads: a backend may take the request while its share of slots

@@ -217,11 +217,22 @@ std::optional<std::string_view> OutlierDetector::broken_rule(const Backend& b) c
   const uint64_t requests = b.requests.count(last_);
   // A quotient, not failure_rate x requests: 3 / 10 is the double 0.3 is,
   // where 0.3 * 10 is a hair over 3.
-  if (requests >= config_.min_requests &&
-      static_cast<double>(b.failures.count(last_)) / static_cast<double>(requests) >=
-          config_.failure_rate)
-    return outlier_reason::kFailureRate;
-  return std::nullopt;
+  if (requests < config_.min_requests) return std::nullopt;
+  const double rate = static_cast<double>(b.failures.count(last_)) / static_cast<double>(requests);
+  if (rate < config_.failure_rate) return std::nullopt;
+  // An outlier, not the pool's weather: a rate its peers share (every
+  // engine failing the same prompts) is the model breaker's to act on, and
+  // ejecting would only shrink the pool.
+  uint64_t peer_requests = 0, peer_failures = 0;
+  for (const Backend& other : backends_) {
+    if (&other == &b || other.state != BackendHealthState::kHealthy) continue;
+    peer_requests += other.requests.count(last_);
+    peer_failures += other.failures.count(last_);
+  }
+  if (peer_requests >= config_.min_requests &&
+      rate < kPeerFactor * static_cast<double>(peer_failures) / static_cast<double>(peer_requests))
+    return std::nullopt;
+  return outlier_reason::kFailureRate;
 }
 
 bool OutlierDetector::may_eject() const {

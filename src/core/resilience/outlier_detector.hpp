@@ -32,9 +32,13 @@
 
 namespace arbiter::resilience {
 
+// The failure-rate rule ejects only a backend failing at least this many
+// times as often as its healthy peers together (when they have the volume).
+inline constexpr double kPeerFactor = 2.0;
+
 struct OutlierConfig {
   uint32_t consecutive_failures = 5;  // in a row eject; 0: rule off
-  double failure_rate = 0.5;          // share of failures over `window` that ejects; off when > 1
+  double failure_rate = 0.1;          // share of failures over `window` that ejects; off when > 1
   uint32_t min_requests = 10;         // volume within the window before the rate rule applies
   Duration window = std::chrono::seconds(10);         // the rate's measure; the count's decay step
   Duration base_ejection = std::chrono::seconds(5);   // ejection time = base x ejection count ...

@@ -15,9 +15,9 @@ using Millis = std::chrono::milliseconds;
 struct OutlierDetectionConfig {
   bool enabled = true;
   uint32_t consecutive_failures = 5;  // 0: rule off
-  double failure_rate = 0.5;          // over window_ms; above 1: rule off
+  double failure_rate = 0.1;          // over window_ms, and 2x its healthy peers'; above 1: rule off
   uint32_t min_requests = 10;         // in the window before the rate counts
-  Millis window{10'000};
+  Millis window{5'000};
   Millis base_ejection{5'000};        // x ejection count ...
   Millis max_ejection{300'000};       // ... capped here
   double max_ejected_share = 0.5;     // of a pool at once (at least one backend)

@@ -191,7 +191,11 @@ Task<bool> DispatchStage::may_run_again(RequestContext& ctx, bool failover, uint
     metrics_.retries.with({pool, "exhausted"}).inc();
     co_return false;
   }
-  if (!health_.try_retry(ctx.pool)) {
+  // A failover continues a stream the client already has, at most
+  // max_retries times: outside the budget, which bounds the extra load of
+  // retrying requests that have nothing yet. (With the budget, a crash of
+  // an engine holding over a tenth of a pool's streams cut the rest.)
+  if (!failover && !health_.try_retry(ctx.pool)) {
     metrics_.retries.with({pool, "refused_budget"}).inc();
     co_return false;
   }

@@ -13,6 +13,8 @@ namespace {
 
 // The loop's longest sleep: what falls due is applied at most this late.
 constexpr std::chrono::milliseconds kLoopTick{100};
+// How long an engine's 429 without Retry-After holds it.
+constexpr std::chrono::milliseconds kOverloadHold{1000};
 
 void log_transition(const ModelConfig& model, const BackendConfig& backend,
                     const resilience::OutlierTransition& t) {
@@ -75,6 +77,9 @@ void BackendHealth::record(uint32_t pool, uint32_t backend, RunVerdict verdict,
     const auto now = Clock::now();
     const auto before = p.detector.state(backend);
     const auto cap = config_.outlier_detection.max_retry_after;
+    // A 429 without Retry-After still says the engine is full: a short hold,
+    // or one answering 429 to everything looks least loaded and gets more.
+    if (verdict == RunVerdict::kOverloaded && !retry_after) retry_after = kOverloadHold;
     if (retry_after && cap.count() > 0 && retry_after->count() > 0) {
       p.detector.hold(backend, now + std::min(*retry_after, cap), now);
     }

@@ -33,15 +33,32 @@ TEST(SchedulerFailure, AFailedRunIsRetriedOnAnotherBackendWithRoom) {
   }
 }
 
-TEST(SchedulerFailure, ARetryUsesTheFailedBackendWhenNoOtherHasRoom) {
+TEST(SchedulerFailure, ARetryWaitsForAnotherLiveBackendAndReturnsOnlyWhenNoneIsLeft) {
   Harness h(one_pool({named("c")}, {1, 1}));
   h.add(1, 0, 0, 10, at_ms(0));
   h.add(2, 0, 0, 10, at_ms(0));
   h.poll(at_ms(0));
-  const BackendId first = backend_of(h, 1);
+  const BackendId failed = backend_of(h, 1);
   ASSERT_TRUE(h.scheduler().requeue_failed(h.handle(1), 10, at_ms(1)));
-  ASSERT_EQ(h.poll(at_ms(2)), std::vector<uint64_t>{1});  // the other is full: no wait
-  EXPECT_EQ(backend_of(h, 1), first);
+  // The other backend is full (or saturated): the retry waits for it rather
+  // than going back to the one that just failed it.
+  EXPECT_TRUE(h.poll(at_ms(2)).empty());
+  h.scheduler().set_backend_state(0, failed == 0 ? 1 : 0, {.saturated = true});
+  EXPECT_TRUE(h.poll(at_ms(3)).empty());
+  h.scheduler().set_backend_state(0, failed == 0 ? 1 : 0, {});
+  EXPECT_TRUE(h.complete(2, at_ms(4)));
+  ASSERT_EQ(h.poll(at_ms(5)), std::vector<uint64_t>{1});
+  EXPECT_NE(backend_of(h, 1), failed);
+
+  // The other one down: back to the failed one, rather than no answer.
+  Harness alone(one_pool({named("c")}, {1, 1}));
+  alone.add(1, 0, 0, 10, at_ms(0));
+  alone.poll(at_ms(0));
+  const BackendId first = backend_of(alone, 1);
+  alone.scheduler().set_backend_state(0, first == 0 ? 1 : 0, {.down = true});
+  ASSERT_TRUE(alone.scheduler().requeue_failed(alone.handle(1), 10, at_ms(1)));
+  ASSERT_EQ(alone.poll(at_ms(2)), std::vector<uint64_t>{1});
+  EXPECT_EQ(backend_of(alone, 1), first);
 }
 
 TEST(SchedulerFailure, ARetriedRequestGoesFirstAndIsChargedOnce) {

@@ -61,6 +61,10 @@ TEST(BreakerFailure, OnlyTheBackendsFaultsCount) {
   down.error = ApiError{ErrorCode::kBackendsDown, "x", {}, {}};
   EXPECT_TRUE(backends_failed(down));
   EXPECT_FALSE(backends_failed(answered(200)));
+  RelayOutcome cut = failed("reset", ErrorCode::kUpstreamFailed);  // a stream cut after it began
+  cut.stream = true;
+  cut.status = 200;
+  EXPECT_FALSE(backends_failed(cut)) << "its backend's failure, not the model's";
   EXPECT_FALSE(backends_failed(answered(429)));
   EXPECT_FALSE(backends_failed(answered(404)));
   RelayOutcome waited;  // a deadline spent waiting for capacity: load, not failure

@@ -3,6 +3,11 @@
 namespace arbiter {
 
 bool backends_failed(const RelayOutcome& outcome) {
+  // A stream cut after its answer began is its backend's failure (outlier
+  // detection's); the model served it. Counting those here made one crashed
+  // engine of three isolate its model: its cut streams all end within
+  // milliseconds while the others' successes are still streaming.
+  if (outcome.stream && outcome.status == 200) return false;
   if (outcome.error) {
     switch (outcome.error->code) {
       case ErrorCode::kUpstreamFailed:

@@ -1,8 +1,9 @@
 // Completion observer: how a request ended, as its client saw it (after
-// retries), goes to its model's breaker. A failure is the backends' fault:
-// an upstream error or time-out, a 5xx answer passed through, or no live
-// backend; never a 4xx, a full queue, a deadline spent waiting for
-// capacity or a client that left.
+// retries), goes to its model's breaker. A failure is a request the model
+// could not answer: an upstream error or time-out before any answer, a 5xx
+// answer passed through, or no live backend; never a 4xx, a full queue, a
+// deadline spent waiting for capacity, a client that left, or a stream cut
+// after it began (that is its backend's failure, outlier detection's).
 #pragma once
 
 #include "gateway/pipeline/stage.hpp"

@@ -270,8 +270,11 @@ TEST(OutlierDetector, ProbesAndRecordsOfABackendInService) {
 }
 
 TEST(OutlierDetector, TheWindowStartsAfreshOnReturn) {
-  OutlierDetector d(
-      {.consecutive_failures = 0, .slow_start = Duration::zero(), .probe_on_return = false}, 2);
+  OutlierDetector d({.consecutive_failures = 0,
+                     .failure_rate = 0.5,
+                     .slow_start = Duration::zero(),
+                     .probe_on_return = false},
+                    2);
   fail(d, 0, 10, t0);
   EXPECT_EQ(d.state(0), S::kEjected);
   d.advance(t0 + seconds(5));
@@ -544,6 +547,30 @@ TEST(OutlierDetector, RandomFailuresKeepTheInvariants) {
   }
   EXPECT_GT(ejections, 1000u);
   EXPECT_GT(refused, 100u);
+}
+
+TEST(OutlierDetector, TheRateRuleEjectsAnOutlierNotAPoolFailingAsAWhole) {
+  const OutlierConfig rate_only{.consecutive_failures = 0, .failure_rate = 0.1, .min_requests = 10};
+  // Backend 0 fails 3 in 10, its peers none: an outlier.
+  OutlierDetector outlier(rate_only, 3);
+  for (uint32_t b = 1; b < 3; ++b) {
+    for (int i = 0; i < 10; ++i) outlier.record(b, false, t0);
+  }
+  for (int i = 0; i < 7; ++i) outlier.record(0, false, t0);
+  for (int i = 0; i < 3; ++i) outlier.record(0, true, t0);
+  EXPECT_EQ(outlier.state(0), S::kEjected);
+  // Every backend fails 3 in 10: the pool's weather, nobody is ejected.
+  OutlierDetector weather(rate_only, 3);
+  for (int i = 0; i < 10; ++i) {
+    for (uint32_t b = 0; b < 3; ++b) weather.record(b, i >= 7, t0);  // judged once the volume is there
+  }
+  for (uint32_t b = 0; b < 3; ++b) EXPECT_EQ(weather.state(b), S::kHealthy) << b;
+  // Peers without the volume to compare with: the rate alone decides.
+  OutlierDetector quiet(rate_only, 2);
+  quiet.record(1, true, t0);
+  for (int i = 0; i < 7; ++i) quiet.record(0, false, t0);
+  for (int i = 0; i < 3; ++i) quiet.record(0, true, t0);
+  EXPECT_EQ(quiet.state(0), S::kEjected);
 }
 
 }  // namespace
