@@ -30,7 +30,15 @@ void BreakerObserver::on_complete(const RequestContext& ctx) {
     breakers_.release(ctx.breaker_model, *ctx.breaker, sched::Clock::now());
     return;
   }
-  breakers_.record(ctx.breaker_model, *ctx.breaker, backends_failed(ctx.outcome), sched::Clock::now());
+  const bool failed = backends_failed(ctx.outcome);
+  // Ended without reaching a backend (a full queue, a deadline spent
+  // waiting, a client that left while queued): it tested nothing, so a
+  // half-open trial goes back instead of counting as a success.
+  if (!failed && ctx.rec.backend.empty()) {
+    breakers_.release(ctx.breaker_model, *ctx.breaker, sched::Clock::now());
+    return;
+  }
+  breakers_.record(ctx.breaker_model, *ctx.breaker, failed, sched::Clock::now());
 }
 
 }  // namespace arbiter
