@@ -17,9 +17,10 @@ namespace {
 using testing::RecordingCopy;
 using testing::RecordingSink;
 
-// Relays one /v1/chat/completions request to `pool`'s upstream into `sink`.
-RelayOutcome relay_through(UpstreamPool& pool, ResponseSink& sink) {
-  net::io_context ioc;
+// Relays one /v1/chat/completions request to `pool`'s upstream into `sink`,
+// on `ioc`, which outlives the pool: a connection the relay keeps for reuse
+// is a socket of that io_context (AddressSanitizer caught the reverse).
+RelayOutcome relay_through(net::io_context& ioc, UpstreamPool& pool, ResponseSink& sink) {
   Deadline deadline;
   Interrupt interrupt;
   const TimeoutsConfig timeouts;
@@ -37,8 +38,9 @@ RelayOutcome relay_through(UpstreamPool& pool, ResponseSink& sink) {
 }
 
 RelayOutcome relay_to(test::FakeUpstream& upstream, ResponseSink& sink) {
+  net::io_context ioc;
   UpstreamPool pool("127.0.0.1", upstream.port(), 4);
-  return relay_through(pool, sink);
+  return relay_through(ioc, pool, sink);
 }
 
 TEST(Relay, AStreamReachesTheSinkByteExact) {
@@ -97,8 +99,9 @@ TEST(Relay, AConsumerLeavingMidStreamClosesTheUpstream) {
   upstream.push(test::Stream{.payloads = test::chat_chunks(50), .interval = std::chrono::milliseconds(20)});
   RecordingSink sink;
   sink.leave_after_writes = 2;
+  net::io_context ioc;
   UpstreamPool pool("127.0.0.1", upstream.port(), 4);  // alive: a connection kept for reuse stays open
-  const RelayOutcome outcome = relay_through(pool, sink);
+  const RelayOutcome outcome = relay_through(ioc, pool, sink);
   EXPECT_EQ(outcome.status, 499);
   EXPECT_TRUE(upstream.wait_for_peer_close(0, std::chrono::milliseconds(500)).has_value())
       << "the stream goes on for a second unless the relay closes it: " << upstream.describe();
