@@ -218,7 +218,13 @@ void five_hundreds_on_one_of_three(const std::string& extra) {
   if (std::getenv("RES_VERBOSE")) std::cout << "ejected after " << ejected_ms.load() << " ms\n" << facts;
   EXPECT_LT(static_cast<double>(errors) / kRequests, 0.005) << errors << " client errors\n" << facts;
   EXPECT_GE(ejected_ms.load(), 0) << "sim0 never ejected\n" << facts;
-  EXPECT_LE(ejected_ms.load(), 2'000) << "sim0 ejected " << ejected_ms.load() << " ms after the fault\n" << facts;
+  // How soon, as a count and not a time (a shared 2-core machine cannot
+  // hold a timing bound: 2.1 s was seen under a parallel ctest, 0.2-1.7 s
+  // alone; `make chaos` reports the time): ejected after few of its
+  // requests failed, so clients were spared the rest of its 30%.
+  const double failed_on_sim0 =
+      sims[0]->metric("arbiter_sim_faults_injected_total", {{"kind", "error"}}).value_or(1e9);
+  EXPECT_LE(failed_on_sim0, 20) << "sim0 ejected " << ejected_ms.load() << " ms after the fault\n" << facts;
   // A retried answer comes from another backend, and says how often it was retried.
   int retried = 0;
   for (const auto& a : answers) {
