@@ -72,6 +72,13 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
   std::vector<std::pair<std::string_view, std::string_view>> forwarded;
   ctx.req.end_to_end(forwarded);
   uint32_t retries = 0;  // runs after failed ones
+  // What a run again costs the scheduler: the prompt, the output so far (a
+  // continuation reads it again) and what is left of the token budget.
+  const auto remaining_cost = [&] {
+    const int64_t generated = resume ? resume->checkpoint.tokens : 0;
+    const int64_t left = std::max<int64_t>(info.max_tokens.value_or(kDefaultOutputEstimate) - generated, 1);
+    return info.prompt_tokens_estimate + generated + left;
+  };
   for (;;) {
     ModelPool& pool = *pools_[slot.pool()];  // its own, or a pool lending it a slot
     const BackendConfig& backend = pool.backend(slot.backend());
@@ -142,9 +149,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
     if (!outcome.preempted && unsent) {
       const bool failover = resume && resume->client_stream_started;
       if (retryable && co_await may_run_again(ctx, failover, retries)) {
-        const int64_t generated = resume ? resume->checkpoint.tokens : 0;
-        const int64_t left = std::max<int64_t>(info.max_tokens.value_or(kDefaultOutputEstimate) - generated, 1);
-        auto requeued = co_await slot.retry(info.prompt_tokens_estimate + generated + left, sink);
+        auto requeued = co_await slot.retry(remaining_cost(), sink);
         if (requeued) {
           rec.queue_ms += RequestContext::millis(slot.queue_wait());
           continue;
@@ -166,9 +171,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
     // Preempted: queue again, charged for what is left, and continue from
     // the checkpoint when dispatched.
     ++rec.preemptions;
-    const int64_t generated = resume->checkpoint.tokens;
-    const int64_t left = std::max<int64_t>(info.max_tokens.value_or(kDefaultOutputEstimate) - generated, 1);
-    auto requeued = co_await slot.requeue(info.prompt_tokens_estimate + generated + left, sink);
+    auto requeued = co_await slot.requeue(remaining_cost(), sink);
     if (!requeued) {
       RelayOutcome failed;
       failed.error = std::move(requeued.error());
@@ -202,7 +205,7 @@ Task<bool> DispatchStage::may_run_again(RequestContext& ctx, bool failover, uint
   ++retries;
   metrics_.retries.with({pool, failover ? "failover" : "retry"}).inc();
   net::steady_timer backoff(co_await net::this_coro::executor);
-  backoff.expires_after(health_.backoff(retries));
+  backoff.expires_after(health_.backoff(ctx.pool, retries));
   co_await backoff.async_wait(kAsTuple);
   co_return !ctx.sink->client_gone();
 }

@@ -101,12 +101,12 @@ bool BackendHealth::try_retry(uint32_t pool) {
   return pools_[pool].budget.try_retry(Clock::now());
 }
 
-std::chrono::milliseconds BackendHealth::backoff(uint32_t attempt) {
+std::chrono::milliseconds BackendHealth::backoff(uint32_t pool, uint32_t attempt) {
   std::lock_guard lock(mu_);
   random_ ^= random_ << 13;
   random_ ^= random_ >> 7;
   random_ ^= random_ << 17;
-  return std::chrono::ceil<std::chrono::milliseconds>(pools_.front().budget.backoff(attempt, random_));
+  return std::chrono::ceil<std::chrono::milliseconds>(pools_[pool].budget.backoff(attempt, random_));
 }
 
 void BackendHealth::settle_locked(uint32_t p, Clock::time_point now, std::vector<Update>& out) {

@@ -55,8 +55,8 @@ class BackendHealth {
   void on_request(uint32_t pool);
   bool try_retry(uint32_t pool);
   uint32_t max_retries() const { return config_.retries.max_retries; }
-  // Jittered back-off before retry `attempt` (1-based).
-  std::chrono::milliseconds backoff(uint32_t attempt);
+  // Jittered back-off before retry `attempt` (1-based) in a pool.
+  std::chrono::milliseconds backoff(uint32_t pool, uint32_t attempt);
 
   // Gauges for a metrics scrape.
   void export_state();
