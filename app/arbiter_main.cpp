@@ -20,16 +20,19 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: arbiter --config FILE [--check | --print-config] [--port-file PATH]\n"
+    "               [--admin-port-file PATH]\n"
     "  --config FILE     YAML configuration (see docs/configuration.md)\n"
     "  --check           validate the configuration and exit (0 ok, 2 errors); says\n"
     "                    which listed classes inherit a built-in class's settings\n"
     "  --print-config    validate, then print the effective configuration (every\n"
     "                    default filled in) as YAML and exit\n"
-    "  --port-file PATH  write the bound port to PATH once listening\n";
+    "  --port-file PATH  write the bound port to PATH once listening\n"
+    "  --admin-port-file PATH  the same for the admin listener (admin.enabled)\n";
 
 struct Flags {
   std::string config;
   std::string port_file;
+  std::string admin_port_file;
   bool check = false;
   bool print_config = false;
 };
@@ -42,8 +45,8 @@ std::optional<Flags> parse_flags(int argc, char** argv) {
       f.check = true;
     } else if (a == "--print-config") {
       f.print_config = true;
-    } else if ((a == "--config" || a == "--port-file") && i + 1 < argc) {
-      (a == "--config" ? f.config : f.port_file) = argv[++i];
+    } else if ((a == "--config" || a == "--port-file" || a == "--admin-port-file") && i + 1 < argc) {
+      (a == "--config" ? f.config : a == "--port-file" ? f.port_file : f.admin_port_file) = argv[++i];
     } else if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -73,11 +76,29 @@ bool write_port_file(const std::string& path, uint16_t port) {
 }
 
 // The gateway's connections first (their streams still need the engines),
-// then the simulated engines.
-arbiter::Task<void> drain_all(arbiter::HttpServer& server, arbiter::EmbeddedSims& sims,
+// then the admin listener (its /readyz says "not ready" meanwhile), then
+// the simulated engines.
+arbiter::Task<void> drain_all(arbiter::HttpServer& server, arbiter::HttpServer* admin, arbiter::EmbeddedSims& sims,
                               std::chrono::milliseconds deadline) {
   co_await server.drain(deadline);
+  if (admin) co_await admin->drain(std::chrono::milliseconds(1000));
   co_await sims.stop(std::chrono::milliseconds(1000));
+}
+
+// Binds a listener and writes its port file; false (reported) on failure.
+bool open_listener(arbiter::HttpServer& server, const std::string& port_file, const char* what) {
+  const auto port = server.listen();
+  if (!port) {
+    std::fprintf(stderr, "arbiter: %s listener: %s\n", what, port.error().c_str());
+    return false;
+  }
+  if (!port_file.empty() && !write_port_file(port_file, *port)) {
+    std::fprintf(stderr, "arbiter: cannot write port file %s\n", port_file.c_str());
+    return false;
+  }
+  std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"listening\",\"listener\":\"%s\",\"port\":%u}\n", what,
+               static_cast<unsigned>(*port));
+  return true;
 }
 
 }  // namespace
@@ -130,35 +151,44 @@ int main(int argc, char** argv) {
   }
   Gateway gateway(std::move(*config), threads, net::make_strand(ioc));
   const Config& cfg = gateway.config();
-  HttpServer server(ioc,
-                    ServerOptions{.address = cfg.listener.address,
-                                  .port = cfg.listener.port,
-                                  .max_header_bytes = cfg.limits.max_header_bytes,
-                                  .max_body_bytes = cfg.limits.max_body_bytes,
-                                  .header_timeout = cfg.timeouts.client_header,
-                                  .body_timeout = cfg.timeouts.client_body,
-                                  .keepalive_idle = cfg.timeouts.keepalive_idle,
-                                  .write_timeout = cfg.timeouts.client_write},
+  const ServerOptions server_options{.address = cfg.listener.address,
+                                     .port = cfg.listener.port,
+                                     .max_header_bytes = cfg.limits.max_header_bytes,
+                                     .max_body_bytes = cfg.limits.max_body_bytes,
+                                     .header_timeout = cfg.timeouts.client_header,
+                                     .body_timeout = cfg.timeouts.client_body,
+                                     .keepalive_idle = cfg.timeouts.keepalive_idle,
+                                     .write_timeout = cfg.timeouts.client_write};
+  HttpServer server(ioc, server_options,
                     [&gateway](HttpRequest& req, ClientConnection& conn) {
                       return gateway.handle(req, conn);
                     },
                     &io);
-  const auto port = server.listen();
-  if (!port) {
-    std::fprintf(stderr, "arbiter: %s\n", port.error().c_str());
-    return 1;
+  // The admin listener: the same limits and timeouts; its own handler.
+  std::unique_ptr<HttpServer> admin;
+  if (cfg.admin.enabled) {
+    ServerOptions options = server_options;
+    options.address = cfg.admin.address;
+    options.port = cfg.admin.port;
+    admin = std::make_unique<HttpServer>(
+        ioc, options, [&gateway](HttpRequest& req, ClientConnection& conn) { return gateway.handle_admin(req, conn); },
+        &io);
+    if (!open_listener(*admin, flags->admin_port_file, "admin")) return 1;
+  } else if (cfg.admin.token.empty() && cfg.listener.address != "127.0.0.1") {
+    std::fprintf(stderr,
+                 "{\"level\":\"warn\",\"event\":\"/metrics and /admin/usage are served on %s:%u without a "
+                 "token: they show tenant names and traffic; set admin.enabled or admin.token_env "
+                 "(docs/security.md)\"}\n",
+                 cfg.listener.address.c_str(), static_cast<unsigned>(cfg.listener.port));
   }
-  if (!flags->port_file.empty() && !write_port_file(flags->port_file, *port)) {
-    std::fprintf(stderr, "arbiter: cannot write port file %s\n", flags->port_file.c_str());
-    return 1;
-  }
+  if (!open_listener(server, flags->port_file, "api")) return 1;
   server.start();
+  if (admin) admin->start();
   gateway.set_ready(true);
   std::fprintf(stderr,
-               "{\"level\":\"info\",\"event\":\"listening\",\"address\":\"%s\",\"port\":%u,"
-               "\"threads\":%u,\"models\":%zu,\"simulated_engines\":%zu}\n",
-               cfg.listener.address.c_str(), static_cast<unsigned>(*port), threads, cfg.models.size(),
-               (*sims)->size());
+               "{\"level\":\"info\",\"event\":\"started\",\"address\":\"%s\","
+               "\"threads\":%u,\"models\":%zu,\"simulated_engines\":%zu,\"admin_listener\":%s}\n",
+               cfg.listener.address.c_str(), threads, cfg.models.size(), (*sims)->size(), admin ? "true" : "false");
 
   // First signal: drain. A second one: stop at once. SIGHUP (what
   // operators send to reload) is logged and ignored: reload is not built,
@@ -182,7 +212,7 @@ int main(int argc, char** argv) {
     gateway.set_ready(false);
     std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"draining\",\"signal\":%d,\"deadline_ms\":%lld}\n",
                  sig, static_cast<long long>(cfg.timeouts.drain.count()));
-    net::co_spawn(ioc, drain_all(server, **sims, cfg.timeouts.drain), [&](std::exception_ptr) {
+    net::co_spawn(ioc, drain_all(server, admin.get(), **sims, cfg.timeouts.drain), [&](std::exception_ptr) {
       std::fputs("{\"level\":\"info\",\"event\":\"stopped\"}\n", stderr);
       io.stop();
     });

@@ -1,11 +1,36 @@
 #include "app/embedded_sims.hpp"
 
+#include <openssl/rand.h>
+
+#include <array>
+
 namespace arbiter {
+
+namespace {
+
+// A key only this process knows: the simulated engines listen on loopback
+// ports any local user can reach, and their inference and /admin/faults
+// would otherwise be open (fault injection turned gateway answers into 500s).
+std::expected<std::string, std::string> random_key() {
+  std::array<unsigned char, 24> bytes{};
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) return std::unexpected("no random bytes");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string key;
+  for (unsigned char b : bytes) {
+    key += kHex[b >> 4];
+    key += kHex[b & 15];
+  }
+  return key;
+}
+
+}  // namespace
 
 std::expected<std::unique_ptr<EmbeddedSims>, std::string> EmbeddedSims::start(Config& config,
                                                                              net::io_context& ioc,
                                                                              IoPool& io) {
   auto sims = std::make_unique<EmbeddedSims>();
+  const auto key = random_key();
+  if (!key) return std::unexpected(key.error());
   for (auto& model : config.models) {
     for (std::size_t i = 0; i < model.backends.size(); ++i) {
       BackendConfig& b = model.backends[i];
@@ -16,12 +41,14 @@ std::expected<std::unique_ptr<EmbeddedSims>, std::string> EmbeddedSims::start(Co
       options.max_num_seqs = b.sim_max_num_seqs;
       options.seed = sims->servers_.size() + 1;
       if (b.priority_scheduling) options.policy = engine::SchedulingPolicy::kPriority;
+      options.api_key = *key;
       auto server = sim::SimServer::create(ioc, options, &io);
       if (!server) return std::unexpected(b.name + ": " + server.error());
       auto ports = (*server)->start();
       if (!ports) return std::unexpected(b.name + ": " + ports.error());
       b.host = "127.0.0.1";
       b.port = ports->front();
+      b.authorization = "Bearer " + *key;
       sims->servers_.push_back(std::move(*server));
     }
   }

@@ -18,7 +18,8 @@ namespace arbiter {
 class EmbeddedSims {
  public:
   // Starts one engine per sim backend in `config` and points the backend at
-  // it (host 127.0.0.1, its port).
+  // it (host 127.0.0.1, its port), with a random API key that the backend's
+  // `authorization` carries.
   static std::expected<std::unique_ptr<EmbeddedSims>, std::string> start(Config& config,
                                                                          net::io_context& ioc,
                                                                          IoPool& io);

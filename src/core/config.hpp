@@ -25,6 +25,19 @@ struct ListenerConfig {
   unsigned threads = 0;               // I/O threads; 0 = one per core
 };
 
+// A second listener for the gateway's own endpoints (docs/security.md,
+// "Admin listener"): /metrics and /admin/* leave the public port, which
+// then answers them 404. The token guards /metrics and /admin/* wherever
+// they are served; /healthz and /readyz never ask for it.
+struct AdminConfig {
+  bool enabled = false;                // false: admin endpoints on the main listener
+  std::string address = "127.0.0.1";   // interface to bind
+  uint16_t port = 9090;                // 0 picks a free one (--admin-port-file)
+  std::string token_env;               // bearer token: an environment variable's name
+  std::string token_file;              // ... or a file (its first line)
+  std::string token;                   // read at load; empty: no token asked
+};
+
 struct LimitsConfig {
   std::size_t max_body_bytes = 4u << 20;               // request body
   std::size_t max_header_bytes = 16u << 10;            // request header block
@@ -188,6 +201,7 @@ struct LogConfig {
 
 struct Config {
   ListenerConfig listener;
+  AdminConfig admin;
   LimitsConfig limits;
   TimeoutsConfig timeouts;
   AuthConfig auth;

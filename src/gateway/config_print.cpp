@@ -123,6 +123,7 @@ std::string quotas(const std::vector<quota::QuotaLimits>& list) {
 std::string config_to_yaml(const Config& c) {
   std::ostringstream y;
   y << "listener: {" << write_settings(listener_keys(), c.listener, ", ") << "}\n"
+    << "admin: {" << write_settings(admin_keys(), c.admin, ", ") << "}\n"
     << "limits: {" << write_settings(limits_keys(), c.limits, ", ") << "}\n"
     << "timeouts: {" << write_settings(timeouts_keys(), c.timeouts, ", ") << "}\n"
     << "auth: {" << write_settings(auth_keys(), c.auth, ", ") << "}\n";

@@ -230,32 +230,62 @@ void read_classes(Reader& r, const YAML::Node& n, std::vector<ClassConfig>& out,
   }
 }
 
-// api_key_env / api_key_file: the engine's key, read now so a missing one
-// is a config error at start-up, not a 401 per request.
+// A secret named by an environment variable or a file (its first line),
+// read now so a missing one is a config error at start-up, not a 401 per
+// request. Empty when neither is given or on error (reported).
+std::string read_secret(Reader& r, const std::string& path, std::string_view env_key, const std::string& env,
+                        std::string_view file_key, const std::string& file) {
+  std::string secret;
+  if (!env.empty() && !file.empty()) {
+    r.error(Reader::join(path, std::string(env_key)),
+            "give " + std::string(env_key) + " or " + std::string(file_key) + ", not both");
+    return secret;
+  }
+  if (!env.empty()) {
+    const char* value = std::getenv(env.c_str());
+    if (value == nullptr || *value == '\0') {
+      r.error(Reader::join(path, std::string(env_key)), "environment variable " + env + " is not set");
+      return secret;
+    }
+    secret = value;
+  } else if (!file.empty()) {
+    std::ifstream in(file);
+    if (!in || !std::getline(in, secret) || secret.empty()) {
+      r.error(Reader::join(path, std::string(file_key)), "cannot read a key from " + file);
+      return {};
+    }
+    while (!secret.empty() && (secret.back() == '\r' || secret.back() == ' ')) secret.pop_back();
+  }
+  return secret;
+}
+
+// api_key_env / api_key_file: the engine's key.
 void read_backend_key(Reader& r, const YAML::Node& b, const std::string& path, BackendConfig& out) {
   r.read(b, path, "api_key_env", out.api_key_env);
   r.read(b, path, "api_key_file", out.api_key_file);
-  std::string key;
-  if (!out.api_key_env.empty() && !out.api_key_file.empty()) {
-    r.error(Reader::join(path, "api_key_env"), "give api_key_env or api_key_file, not both");
-    return;
-  }
-  if (!out.api_key_env.empty()) {
-    const char* value = std::getenv(out.api_key_env.c_str());
-    if (value == nullptr || *value == '\0') {
-      r.error(Reader::join(path, "api_key_env"), "environment variable " + out.api_key_env + " is not set");
-      return;
-    }
-    key = value;
-  } else if (!out.api_key_file.empty()) {
-    std::ifstream in(out.api_key_file);
-    if (!in || !std::getline(in, key) || key.empty()) {
-      r.error(Reader::join(path, "api_key_file"), "cannot read a key from " + out.api_key_file);
-      return;
-    }
-    while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();
-  }
+  const std::string key = read_secret(r, path, "api_key_env", out.api_key_env, "api_key_file", out.api_key_file);
   if (!key.empty()) out.authorization = "Bearer " + key;
+}
+
+bool is_loopback(const std::string& address) {
+  return address == "127.0.0.1" || address == "::1" || address == "localhost" || address.starts_with("127.");
+}
+
+// The admin listener: its token, and the rules that keep it from
+// exposing what it guards.
+void read_admin(Reader& r, const YAML::Node& n, Config& c) {
+  read_section(admin_keys(), r, n, "admin", c.admin);
+  AdminConfig& a = c.admin;
+  a.token = read_secret(r, "admin", "token_env", a.token_env, "token_file", a.token_file);
+  if (!a.enabled) return;
+  if (a.port != 0 && a.port == c.listener.port) {
+    r.error("admin.port", "must differ from listener.port (" + std::to_string(c.listener.port) + ")");
+  }
+  if (a.token_env.empty() && a.token_file.empty() && !is_loopback(a.address)) {
+    r.error("admin.address", "binding " + a.address +
+                                 " exposes /metrics and /admin/* beyond this host: set token_env or "
+                                 "token_file, or bind to 127.0.0.1");
+  }
 }
 
 void read_backend(Reader& r, const YAML::Node& b, const std::string& path, BackendConfig& out) {
@@ -620,13 +650,14 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   Reader r;
   ConfigErrors& errors = r.errors;
   Config c;
-  if (!r.map(root, "(top level)", {"listener", "limits", "timeouts", "auth", "tenants", "teams",
+  if (!r.map(root, "(top level)", {"listener", "admin", "limits", "timeouts", "auth", "tenants", "teams",
                                     "quota_store", "traffic_breaker", "classes", "default_class", "models", "prices",
                                     "scheduler", "engine_signals", "outlier_detection", "retries",
                                     "health_probes", "model_breaker", "log"})) {
     return std::unexpected(errors);
   }
   read_section(listener_keys(), r, root["listener"], "listener", c.listener);
+  read_admin(r, root["admin"], c);
   read_section(limits_keys(), r, root["limits"], "limits", c.limits);
   read_section(timeouts_keys(), r, root["timeouts"], "timeouts", c.timeouts);
   read_section(auth_keys(), r, root["auth"], "auth", c.auth);

@@ -138,17 +138,29 @@ Task<void> Gateway::handle(HttpRequest& req, ClientConnection& conn) {
     co_await pipeline_.run(*route, req, conn);
     co_return;
   }
-  // Everything else answers with the request's id too.
+  // With an admin listener, the public port does not know its routes.
+  const bool admin = AdminRoutes::serves(path) && !(config_.admin.enabled && AdminRoutes::operator_only(path));
+  co_await answer_get(req, conn, path, route.has_value(), admin);
+}
+
+Task<void> Gateway::handle_admin(HttpRequest& req, ClientConnection& conn) {
+  const std::string_view path = path_of(req.target());
+  const bool admin = AdminRoutes::operator_only(path) || path == "/healthz" || path == "/readyz";
+  co_await answer_get(req, conn, path, false, admin);
+}
+
+Task<void> Gateway::answer_get(HttpRequest& req, ClientConnection& conn, std::string_view path, bool inference,
+                               bool admin) {
+  // Everything but inference answers with the request's id too.
   std::vector<std::pair<std::string, std::string>> headers{{"x-request-id", choose_request_id(req["x-request-id"])}};
-  const bool admin = AdminRoutes::serves(path);
   if (admin && req.method() == http::verb::get) {
     co_await admin_->handle(path, req, conn, headers);
     co_return;
   }
-  if (route || admin) {
+  if (inference || admin) {
     // Named locals, not braced temporaries, in co_await expressions: GCC 12
     // miscompiles some of those ("array used as initializer").
-    const std::string_view allowed = route ? "POST" : "GET";
+    const std::string_view allowed = inference ? "POST" : "GET";
     const ApiError err{ErrorCode::kMethodNotAllowed, "use " + std::string(allowed) + " for " + std::string(path), {}, {}};
     headers.emplace_back("allow", allowed);
     co_await send_error(conn, err, headers);

@@ -36,7 +36,11 @@ class Gateway {
   Gateway(Config config, std::size_t io_threads, net::any_io_executor timer_executor);
   ~Gateway();
 
+  // The public listener: inference routes, /v1/models, /healthz, /readyz,
+  // and /metrics and /admin/* unless the admin listener serves them.
   Task<void> handle(HttpRequest& req, ClientConnection& conn);
+  // The admin listener (admin.enabled): /healthz, /readyz, /metrics, /admin/*.
+  Task<void> handle_admin(HttpRequest& req, ClientConnection& conn);
 
   // /readyz answers 200 only while ready (listener up, not draining).
   void set_ready(bool ready) { admin_->set_ready(ready); }
@@ -47,6 +51,10 @@ class Gateway {
 
  private:
   void assemble_pipeline();
+  // A request that is not an inference POST: an admin route (`admin`), a
+  // wrong method for a known route, or 404.
+  Task<void> answer_get(HttpRequest& req, ClientConnection& conn, std::string_view path, bool inference,
+                        bool admin);
   // Copies the scheduler's and the monitor's state into the registry.
   void refresh_metrics();
   void start_monitor(net::any_io_executor executor);

@@ -27,6 +27,9 @@ struct GatewayMetrics {
       "Failed upstream exchanges by backend and kind (connect, timeout, reset, protocol, "
       "too_large).",
       {"backend", "kind"});
+  metrics::Counter& admin_unauthorized = registry.counter(
+      "arbiter_admin_unauthorized_total",
+      "Requests to /metrics or /admin/* refused for a missing or wrong admin token.", {}).with({});
   metrics::Family<metrics::Counter>& cancelled = registry.counter(
       "arbiter_requests_cancelled_total",
       "Requests whose client went away before the answer was complete.", {"model", "class"});

@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "http/bearer_token.hpp"
+
 namespace arbiter::sim {
 
 namespace {
@@ -17,6 +19,7 @@ SimEndpoint::SimEndpoint(net::io_context& ioc, const SimOptions& options, const 
                          unsigned index, IoPool* workers)
     : index_(index),
       model_(served_model(options)),
+      api_key_(options.api_key),
       seed_(options.seed),
       wanted_port_(options.port == 0 ? 0 : static_cast<std::uint16_t>(options.port + index)),
       metrics_(model_, config),
@@ -95,6 +98,12 @@ Task<void> SimEndpoint::send_error(ClientConnection& conn, const SimError& error
 Task<void> SimEndpoint::handle(HttpRequest& req, ClientConnection& conn) {
   const std::string_view path = path_of(req.target());
   const bool get = req.method() == http::verb::get;
+  const bool guarded = route_from_path(path) || path.starts_with("/admin/");
+  if (guarded && !api_key_.empty() && !bearer_matches(req["authorization"], api_key_)) {
+    SimError err{401, "invalid or missing API key", {}};
+    co_await send_error(conn, err);
+    co_return;
+  }
   if (const auto route = route_from_path(path)) {
     if (req.method() != http::verb::post) {
       SimError err{405, "use POST", {}};

@@ -59,6 +59,7 @@ class SimEndpoint {
 
   const unsigned index_;               // engine number within the SimServer
   const std::string model_;            // served model name
+  const std::string api_key_;          // empty: inference and /admin/* are open
   const std::uint64_t seed_;           // fault draws and text
   const std::uint16_t wanted_port_;    // 0: ephemeral
   SimMetrics metrics_;                 // this engine's /metrics

@@ -26,6 +26,7 @@ const std::string_view kSimUsage =
     "  --step-time-scale X        multiply every step cost by X (0: as fast as the CPU allows)\n"
     "  --output-mean-tokens N     mean natural answer length (default 128; 0: always max_tokens)\n"
     "  --seed S                   generated text and fault draws (default 0)\n"
+    "  --api-key KEY              inference and /admin/faults need Authorization: Bearer KEY\n"
     "  --threads N                I/O threads (default 1)\n"
     "  --drain-s S                on SIGTERM, let requests in progress run S seconds (default 5)\n"
     "Faults (also at run time: POST /admin/faults with a JSON object of the same names, _ for -):\n"
@@ -114,6 +115,7 @@ const std::map<std::string_view, Setter>& setters() {
       {"--engines", set_int<unsigned>([](SimFlags& f) -> auto& { return f.options.engines; }, 1, 1024)},
       {"--profile", set_string([](SimFlags& f) -> auto& { return f.options.profile; })},
       {"--model", set_string([](SimFlags& f) -> auto& { return f.options.model; })},
+      {"--api-key", set_string([](SimFlags& f) -> auto& { return f.options.api_key; })},
       {"--served-model-name", set_string([](SimFlags& f) -> auto& { return f.options.model; })},
       {"--max-num-seqs", set_int<U32>([](SimFlags& f) -> auto& { return f.options.max_num_seqs.emplace(); }, 1, kMax)},
       {"--num-blocks", set_int<U32>([](SimFlags& f) -> auto& { return f.options.num_blocks.emplace(); }, 1, kMax)},

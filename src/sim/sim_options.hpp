@@ -29,6 +29,9 @@ struct SimOptions {
   std::uint32_t output_mean_tokens = 128;  // mean natural answer length; 0: always max_tokens
   std::uint64_t seed = 0;                  // generated text and fault draws
   Faults faults;                           // initial faults of every engine
+  // As vLLM's --api-key: inference and /admin/* need `Authorization: Bearer
+  // <key>` (/health and /metrics stay open); empty: no key asked.
+  std::string api_key;
 };
 
 // The engine configuration the options describe, or what is wrong with them.

@@ -160,6 +160,15 @@ constexpr SettingKey<L> kListenerKeys[] = {
     {"threads", "integer in [0, 1024]", read_integer<L, &L::threads, 0, 1024>, write_integer<L, &L::threads>},
 };
 
+using A = AdminConfig;
+constexpr SettingKey<A> kAdminKeys[] = {
+    {"enabled", "true or false", read_bool<A, &A::enabled>, write_bool<A, &A::enabled>},
+    {"address", "an address to bind", read_text<A, &A::address>, write_text<A, &A::address>},
+    {"port", "integer in [0, 65535]", read_integer<A, &A::port, 0, 65535>, write_integer<A, &A::port>},
+    {"token_env", "an environment variable's name", read_text<A, &A::token_env>, write_text<A, &A::token_env>},
+    {"token_file", "a file path", read_text<A, &A::token_file>, write_text<A, &A::token_file>},
+};
+
 using Lim = LimitsConfig;
 constexpr SettingKey<Lim> kLimitsKeys[] = {
     {"max_body_bytes", "bytes (KiB, MiB, GiB)", read_size<Lim, &Lim::max_body_bytes>,
@@ -319,6 +328,7 @@ std::span<const SettingKey<quota::TrafficBreakerConfig>> traffic_breaker_keys() 
 std::span<const SettingKey<quota::QuotaStoreConfig>> quota_store_keys() { return kQuotaStoreKeys; }
 std::span<const SchedulerKey> scheduler_keys() { return kSchedulerKeys; }
 std::span<const SettingKey<ListenerConfig>> listener_keys() { return kListenerKeys; }
+std::span<const SettingKey<AdminConfig>> admin_keys() { return kAdminKeys; }
 std::span<const SettingKey<LimitsConfig>> limits_keys() { return kLimitsKeys; }
 std::span<const SettingKey<TimeoutsConfig>> timeouts_keys() { return kTimeoutKeys; }
 std::span<const SettingKey<AuthConfig>> auth_keys() { return kAuthKeys; }

@@ -40,6 +40,7 @@ using SchedulerKey = SettingKey<SchedulerSettings>;
 std::span<const ClassPolicyKey> class_policy_keys();
 std::span<const SchedulerKey> scheduler_keys();
 std::span<const SettingKey<ListenerConfig>> listener_keys();
+std::span<const SettingKey<AdminConfig>> admin_keys();
 std::span<const SettingKey<LimitsConfig>> limits_keys();
 std::span<const SettingKey<TimeoutsConfig>> timeouts_keys();
 std::span<const SettingKey<AuthConfig>> auth_keys();

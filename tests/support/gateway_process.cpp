@@ -40,13 +40,16 @@ GatewayProcess::GatewayProcess(const std::string& config_yaml, Millis start_time
   dir_.write("config.yaml", config_yaml);
   const std::string port_file = dir_.file("port");
   child_ = std::make_unique<ChildProcess>(
-      std::vector<std::string>{arbiter_binary(), "--config", config_path(), "--port-file", port_file},
+      std::vector<std::string>{arbiter_binary(), "--config", config_path(), "--port-file", port_file,
+                               "--admin-port-file", dir_.file("admin_port")},
       dir_.file("stdout"), dir_.file("stderr"));
   const auto deadline = Clock::now() + start_timeout;
   std::string last_seen;
   for (;;) {
     if (auto port = read_port_file(port_file, last_seen)) {
       port_ = *port;
+      std::string admin_seen;
+      admin_port_ = read_port_file(dir_.file("admin_port"), admin_seen).value_or(0);
       return;
     }
     if (auto code = child_->poll()) {

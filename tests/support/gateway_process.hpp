@@ -1,5 +1,6 @@
 // Runs build/arbiter as a child process against a YAML config written to a
-// private temp dir: `arbiter --config FILE --port-file PORTFILE`. The
+// private temp dir: `arbiter --config FILE --port-file PORTFILE
+// --admin-port-file ADMINPORTFILE`. The
 // constructor returns once the gateway has written its bound port (it is
 // listening then). stdout (the JSON access log) and stderr go to files.
 #pragma once
@@ -32,6 +33,9 @@ class GatewayProcess {
   GatewayProcess& operator=(const GatewayProcess&) = delete;
 
   uint16_t port() const { return port_; }
+  // The admin listener's port (admin.enabled), 0 without one: it is bound
+  // before the main port file is written.
+  uint16_t admin_port() const { return admin_port_; }
   pid_t pid() const { return child_->pid(); }
 
   void terminate();  // SIGTERM
@@ -55,6 +59,7 @@ class GatewayProcess {
   TempDir dir_;
   std::unique_ptr<ChildProcess> child_;
   uint16_t port_ = 0;
+  uint16_t admin_port_ = 0;
 };
 
 // `arbiter --config <yaml in a temp file> --check`: exit code and output.

@@ -7,6 +7,7 @@
 
 #include "gateway/admin/usage_report.hpp"
 #include "gateway/error_response.hpp"
+#include "http/bearer_token.hpp"
 
 namespace arbiter {
 
@@ -36,8 +37,24 @@ bool AdminRoutes::serves(std::string_view path) {
          path == "/v1/models";
 }
 
+bool AdminRoutes::operator_only(std::string_view path) {
+  return path == "/metrics" || path.starts_with("/admin/");
+}
+
+bool AdminRoutes::authorized(const HttpRequest& req) const {
+  return config_.admin.token.empty() || bearer_matches(req["authorization"], config_.admin.token);
+}
+
 Task<void> AdminRoutes::handle(std::string_view path, HttpRequest& req, ClientConnection& conn,
                                const Headers& headers) {
+  if (operator_only(path) && !authorized(req)) {
+    metrics_.admin_unauthorized.inc();
+    Headers with_challenge = headers;
+    with_challenge.emplace_back("www-authenticate", "Bearer");
+    const ApiError err{ErrorCode::kUnauthorized, std::string(path) + " needs the admin token (admin.token_env or admin.token_file)", {}, {}};
+    co_await send_error(conn, err, with_challenge);
+    co_return;
+  }
   if (path == "/healthz") {
     std::string body = R"({"status":"ok"})";
     co_await send_json(conn, headers, http::status::ok, std::move(body));

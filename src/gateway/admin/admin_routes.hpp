@@ -2,7 +2,9 @@
 // /healthz (alive), /readyz (listener up and not draining), /metrics
 // (Prometheus text, the scheduler's and monitor's state copied in first),
 // /admin/usage (the usage report, docs/usage.md) and /v1/models
-// (authenticated like inference).
+// (authenticated like inference). /metrics and /admin/* ask for the admin
+// token when one is configured, and move to the admin listener when it is
+// enabled (docs/security.md, "Admin listener").
 #pragma once
 
 #include <atomic>
@@ -27,6 +29,9 @@ class AdminRoutes {
 
   // Whether `path` is one of these routes for GET.
   static bool serves(std::string_view path);
+  // Whether `path` is one that shows tenants and traffic (/metrics,
+  // /admin/*): the admin listener's alone when it is enabled.
+  static bool operator_only(std::string_view path);
   // Answers a GET of a path serves() accepted, with `headers` (x-request-id).
   Task<void> handle(std::string_view path, HttpRequest& req, ClientConnection& conn,
                     const std::vector<std::pair<std::string, std::string>>& headers);
@@ -35,6 +40,8 @@ class AdminRoutes {
 
  private:
   std::string models_body() const;
+  // Whether the request carries the admin token (or none is configured).
+  bool authorized(const HttpRequest& req) const;
   // GET /admin/usage: the report for the target's query, or 400.
   Task<void> usage_report(HttpRequest& req, ClientConnection& conn,
                           const std::vector<std::pair<std::string, std::string>>& headers);

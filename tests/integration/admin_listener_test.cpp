@@ -1,0 +1,144 @@
+// The admin listener and its token (issue 16, defect 5): /metrics and
+// /admin/* leave the public port, ask for the admin token, and the
+// embedded simulated engines answer only the gateway.
+#include <dirent.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "support/harness.hpp"
+#include "support/http_client.hpp"
+#include "support/requests.hpp"
+
+namespace arbiter::test {
+namespace {
+
+constexpr const char* kAdminToken = "adm-3c1f9e7a55d2";
+
+std::string admin_section(const TempDir& dir, bool enabled) {
+  dir.write("admin_token", std::string(kAdminToken) + "\n");
+  return std::string("admin: {enabled: ") + (enabled ? "true" : "false") + ", port: 0, token_file: " +
+         dir.file("admin_token") + "}\n";
+}
+
+TEST(AdminListener, TakesMetricsAndUsageOffThePublicPortBehindTheToken) {
+  TempDir dir("arbiter-admin");
+  GatewayConfig config;
+  config.extra = admin_section(dir, true);
+  Harness h(config);
+  const uint16_t admin = h.gateway().admin_port();
+  ASSERT_NE(admin, 0) << describe_output(h.gateway());
+  ASSERT_NE(admin, h.port());
+
+  // Public port: inference and probes, nothing that shows tenants.
+  EXPECT_EQ(http_call(h.port(), chat_request(chat_body())).status, 200);
+  EXPECT_EQ(http_get(h.port(), "/healthz").status, 200);
+  EXPECT_EQ(http_get(h.port(), "/readyz").status, 200);
+  EXPECT_EQ(http_get(h.port(), "/metrics", {bearer(kAdminToken)}).status, 404);
+  EXPECT_EQ(http_get(h.port(), "/admin/usage", {bearer(kAdminToken)}).status, 404);
+
+  // Admin port: probes open; the rest needs the token, scheme in any case.
+  EXPECT_EQ(http_get(admin, "/healthz").status, 200);
+  EXPECT_EQ(http_get(admin, "/readyz").status, 200);
+  const auto no_token = http_get(admin, "/metrics");
+  EXPECT_EQ(no_token.status, 401) << no_token.body;
+  EXPECT_EQ(no_token.header("www-authenticate").value_or(""), "Bearer");
+  EXPECT_EQ(http_get(admin, "/admin/usage", {bearer("wrong")}).status, 401);
+  EXPECT_EQ(http_get(admin, "/admin/usage", {{"authorization", std::string("Bearer ") + kAdminToken + "x"}}).status,
+            401);
+  const auto metrics = http_get(admin, "/metrics", {{"authorization", std::string("bearer ") + kAdminToken}});
+  ASSERT_EQ(metrics.status, 200) << metrics.body;
+  EXPECT_EQ(metric_value(metrics.body, "arbiter_admin_unauthorized_total"), 3.0);
+  EXPECT_EQ(metric_value(metrics.body, "arbiter_requests_total", {{"tenant", "alpha"}}), 1.0);
+  EXPECT_EQ(http_get(admin, "/admin/usage", {bearer(kAdminToken)}).status, 200);
+  // No inference on the admin port.
+  EXPECT_EQ(http_call(admin, chat_request(chat_body())).status, 404);
+  EXPECT_EQ(http_get(admin, "/v1/models", {bearer(kAlphaKey)}).status, 404);
+}
+
+TEST(AdminListener, ATokenAloneGuardsTheAdminRoutesOnThePublicPort) {
+  TempDir dir("arbiter-admin");
+  GatewayConfig config;
+  config.extra = admin_section(dir, false);
+  Harness h(config);
+  EXPECT_EQ(h.gateway().admin_port(), 0);
+  EXPECT_EQ(http_get(h.port(), "/metrics").status, 401);
+  EXPECT_EQ(http_get(h.port(), "/admin/usage").status, 401);
+  EXPECT_EQ(http_get(h.port(), "/metrics", {bearer(kAdminToken)}).status, 200);
+  EXPECT_EQ(http_get(h.port(), "/healthz").status, 200);
+}
+
+TEST(AdminListener, ConfigRefusesWhatWouldExposeIt) {
+  const std::string base = "listener: {port: 8080}\nmodels: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n";
+  const auto same_port = run_arbiter_check(base + "admin: {enabled: true, port: 8080}\n");
+  EXPECT_EQ(same_port.exit_code, 2);
+  EXPECT_NE(same_port.err.find("admin.port: must differ from listener.port"), std::string::npos) << same_port.err;
+  const auto open_to_all = run_arbiter_check(base + "admin: {enabled: true, address: 0.0.0.0}\n");
+  EXPECT_EQ(open_to_all.exit_code, 2);
+  EXPECT_NE(open_to_all.err.find("admin.address"), std::string::npos) << open_to_all.err;
+  const auto unset = run_arbiter_check(base + "admin: {enabled: true, token_env: ARBITER_TEST_UNSET_TOKEN}\n");
+  EXPECT_EQ(unset.exit_code, 2);
+  EXPECT_NE(unset.err.find("ARBITER_TEST_UNSET_TOKEN is not set"), std::string::npos) << unset.err;
+  EXPECT_EQ(run_arbiter_check(base + "admin: {enabled: true}\n").exit_code, 0);
+}
+
+// TCP ports `pid` listens on, from /proc (its socket inodes, then the
+// LISTEN rows of /proc/net/tcp).
+std::set<uint16_t> listening_ports(pid_t pid) {
+  std::set<std::string> inodes;
+  const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
+  if (DIR* d = opendir(fd_dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      char target[256];
+      const std::string link = fd_dir + "/" + e->d_name;
+      const ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+      if (n <= 0) continue;
+      const std::string text(target, static_cast<std::size_t>(n));
+      if (text.starts_with("socket:[")) inodes.insert(text.substr(8, text.size() - 9));
+    }
+    closedir(d);
+  }
+  std::set<uint16_t> ports;
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line;
+  std::getline(tcp, line);  // header
+  while (std::getline(tcp, line)) {
+    std::istringstream in(line);
+    std::string slot, local, remote, state, queues, timer, retr, uid, timeout, inode;
+    in >> slot >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
+    if (state != "0A" || !inodes.contains(inode)) continue;
+    ports.insert(static_cast<uint16_t>(std::stoul(local.substr(local.find(':') + 1), nullptr, 16)));
+  }
+  return ports;
+}
+
+TEST(AdminListener, EmbeddedSimulatedEnginesAnswerOnlyTheGateway) {
+  GatewayProcess gw("listener: {port: 0, threads: 1}\n"
+                    "models: [{name: m1, backends: [{type: sim, profile: tiny}]}]\n");
+  std::set<uint16_t> sims = listening_ports(gw.pid());
+  sims.erase(gw.port());
+  ASSERT_EQ(sims.size(), 1u) << "expected one simulated engine's port";
+  const uint16_t sim = *sims.begin();
+
+  // Through the gateway: served.
+  const auto answer = http_call(gw.port(), chat_request(chat_body(false, 4)));
+  EXPECT_EQ(answer.status, 200) << answer.body;
+  // Straight to the engine: neither inference nor fault injection.
+  const auto direct = http_post(sim, "/v1/chat/completions", chat_body(false, 4), {{"content-type", "application/json"}});
+  EXPECT_EQ(direct.status, 401) << direct.body;
+  const auto faults = http_post(sim, "/admin/faults", R"({"error_rate":1})", {{"content-type", "application/json"}});
+  EXPECT_EQ(faults.status, 401) << faults.body;
+  EXPECT_EQ(http_get(sim, "/admin/faults").status, 401);
+  // Health and engine metrics stay open, as on vLLM.
+  EXPECT_EQ(http_get(sim, "/health").status, 200);
+  EXPECT_EQ(http_get(sim, "/metrics").status, 200);
+  EXPECT_EQ(http_call(gw.port(), chat_request(chat_body(false, 4))).status, 200);
+}
+
+}  // namespace
+}  // namespace arbiter::test
