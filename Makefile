@@ -6,7 +6,7 @@ BUILD_TYPE ?= Release
 CONFIG ?= examples/demo.yaml
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test test-asan bench chaos clean
+.PHONY: all deps configure build run test test-asan test-tsan bench chaos clean
 
 # ccache: paths relative to the checkout, so a fresh clone elsewhere (CI)
 # still hits the cache. (No precompiled headers: ccache cannot cache the
@@ -52,6 +52,20 @@ test-asan: deps
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS) -LE timing \
+	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke'
+
+# ThreadSanitizer over the same suites (issue 16; docs/security.md): the
+# gateway runs several I/O threads, the dispatcher's mutex and the metrics
+# registry's atomics; a build tree of its own, without tcmalloc.
+TSAN_DIR ?= build-tsan
+test-tsan: deps
+	cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARBITER_TCMALLOC=OFF \
+	  -DCMAKE_CXX_COMPILER_LAUNCHER=$$(command -v ccache || true) \
+	  "-DCMAKE_CXX_FLAGS=-fsanitize=thread -fno-omit-frame-pointer" \
+	  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread"
+	cmake --build $(TSAN_DIR) -j $(JOBS)
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest --test-dir $(TSAN_DIR) --output-on-failure -j $(JOBS) -LE timing \
 	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke'
 
 bench: build
