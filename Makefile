@@ -6,7 +6,7 @@ BUILD_TYPE ?= Release
 CONFIG ?= examples/demo.yaml
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test test-asan bench chaos clean
+.PHONY: all deps configure build run test test-asan bench chaos package clean
 
 # ccache: paths relative to the checkout, so a fresh clone elsewhere (CI)
 # still hits the cache. (No precompiled headers: ccache cannot cache the
@@ -53,6 +53,12 @@ test-asan: deps
 	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS) -LE timing \
 	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke'
+
+# The Debian package (CPack; deploy/package/, docs/deployment.md):
+# build/arbiter_<version>_<arch>.deb. `make test` builds one in a temp dir
+# and runs it (ctest deploy_debian_package).
+package: build
+	cd $(BUILD_DIR) && cpack -G DEB
 
 bench: build
 	bash bench/run_all.sh $(BUILD_DIR)
