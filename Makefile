@@ -42,7 +42,8 @@ test: build
 # AddressSanitizer + UndefinedBehaviorSanitizer over the unit and integration
 # suites and the e2e client (issue 16; docs/security.md): a build tree of its
 # own, without tcmalloc. The chaos drills and the live smoke are left out:
-# they check latencies a sanitized build does not keep.
+# they check latencies a sanitized build does not keep; so is the Debian
+# package, which ships the Release build.
 ASAN_DIR ?= build-asan
 test-asan: deps
 	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARBITER_TCMALLOC=OFF \
@@ -52,7 +53,7 @@ test-asan: deps
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS) -LE timing \
-	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke'
+	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke|deploy_debian_package'
 
 # The Debian package (CPack; deploy/package/, docs/deployment.md):
 # build/arbiter_<version>_<arch>.deb. `make test` builds one in a temp dir
