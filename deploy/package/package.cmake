@@ -7,7 +7,11 @@ include(GNUInstallDirs)
 install(TARGETS arbiter arbiter-sim RUNTIME DESTINATION bin)
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/arbiter.service DESTINATION /lib/systemd/system)
 install(FILES ${CMAKE_CURRENT_LIST_DIR}/arbiter.yaml DESTINATION /etc/arbiter)
-install(FILES ${CMAKE_SOURCE_DIR}/README.md ${CMAKE_CURRENT_LIST_DIR}/copyright
+# A native package's changelog, as Debian wants it: gzip -9n'd.
+configure_file(${CMAKE_CURRENT_LIST_DIR}/changelog.in ${CMAKE_BINARY_DIR}/package/changelog @ONLY)
+execute_process(COMMAND gzip -9nc ${CMAKE_BINARY_DIR}/package/changelog
+                OUTPUT_FILE ${CMAKE_BINARY_DIR}/package/changelog.gz COMMAND_ERROR_IS_FATAL ANY)
+install(FILES ${CMAKE_SOURCE_DIR}/README.md ${CMAKE_CURRENT_LIST_DIR}/copyright ${CMAKE_BINARY_DIR}/package/changelog.gz
               ${CMAKE_SOURCE_DIR}/docs/deployment.md ${CMAKE_SOURCE_DIR}/docs/configuration.md
               ${CMAKE_SOURCE_DIR}/docs/security.md ${CMAKE_SOURCE_DIR}/docs/quotas.md
         DESTINATION share/doc/arbiter)
@@ -18,7 +22,7 @@ install(FILES ${CMAKE_SOURCE_DIR}/examples/minimal.yaml ${CMAKE_SOURCE_DIR}/exam
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME arbiter)
 set(CPACK_PACKAGE_VENDOR "Arbiter")
-set(CPACK_PACKAGE_CONTACT "Arbiter maintainers <arbiter@localhost>")
+set(CPACK_PACKAGE_CONTACT "Arbiter maintainers <arbiter-maintainers@example.org>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "LLM inference arbitration gateway")
 set(CPACK_PACKAGE_DESCRIPTION
     "An OpenAI-compatible gateway in front of vLLM, SGLang and llama.cpp engines:\n\
