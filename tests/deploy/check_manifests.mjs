@@ -279,6 +279,12 @@ async function check(files, binary) {
   }
   for (const v of pod.volumes ?? []) {
     if (!v.secret) continue;
+    // Root owns the files: the (non-root) gateway reads them through the
+    // pod's fsGroup, and no one else may.
+    const mode = v.secret.defaultMode ?? 0o644;
+    if (mode & 0o004) errors.push(`${dep.where}: volume ${v.name}: Secret files readable by everyone (defaultMode)`);
+    else if (!(mode & 0o040) || pod.securityContext?.fsGroup === undefined)
+      errors.push(`${dep.where}: volume ${v.name}: the gateway cannot read its files (needs a group-readable defaultMode and a pod fsGroup)`);
     for (const item of v.secret.items ?? []) {
       if (!(item.key in (secrets.get(v.secret.secretName) ?? {}))) errors.push(`${dep.where}: volume ${v.name} reads missing key ${item.key}`);
     }
@@ -312,6 +318,8 @@ const MUTATIONS = [
   ["a config the gateway refuses", "configmap.yaml", "max_tokens_cap: 128", "max_token_cap: 128", "arbiter --check failed"],
   ["an engine key the Deployment does not set", "deployment.yaml", "name: ENGINE_API_KEY", "name: ENGINE_KEY", "ENGINE_API_KEY is not set"],
   ["a writable root filesystem", "deployment.yaml", "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false", "readOnlyRootFilesystem is not true"],
+  ["a Secret whose files only root can read", "deployment.yaml", "fsGroup: 65532", "supplementalGroups: [65532]", "the gateway cannot read its files"],
+  ["Secret files readable by everyone", "deployment.yaml", "defaultMode: 0440", "defaultMode: 0444", "readable by everyone"],
   ["a Service targeting a missing port", "service.yaml", "targetPort: http", "targetPort: web", "which no container exposes"],
   ["a key repeated in a mapping", "poddisruptionbudget.yaml", "maxUnavailable: 1", "maxUnavailable: 1\n  maxUnavailable: 2", "Map keys must be unique"],
   ["a file left out of kustomization.yaml", "kustomization.yaml", "  - redis.yaml\n", "", "redis.yaml: not listed"],
