@@ -6,7 +6,7 @@ BUILD_TYPE ?= Release
 CONFIG ?= examples/demo.yaml
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test test-asan test-tsan bench chaos clean
+.PHONY: all deps configure build run test test-asan test-tsan bench chaos package clean
 
 # ccache: paths relative to the checkout, so a fresh clone elsewhere (CI)
 # still hits the cache. (No precompiled headers: ccache cannot cache the
@@ -42,7 +42,8 @@ test: build
 # AddressSanitizer + UndefinedBehaviorSanitizer over the unit and integration
 # suites and the e2e client (issue 16; docs/security.md): a build tree of its
 # own, without tcmalloc. The chaos drills and the live smoke are left out:
-# they check latencies a sanitized build does not keep.
+# they check latencies a sanitized build does not keep; so is the Debian
+# package, which ships the Release build.
 ASAN_DIR ?= build-asan
 test-asan: deps
 	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARBITER_TCMALLOC=OFF \
@@ -52,7 +53,13 @@ test-asan: deps
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS) -LE timing \
-	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke'
+	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke|deploy_debian_package'
+
+# The Debian package (CPack; deploy/package/, docs/deployment.md):
+# build/arbiter_<version>_<arch>.deb. `make test` builds one in a temp dir
+# and runs it (ctest deploy_debian_package).
+package: build
+	cd $(BUILD_DIR) && cpack -G DEB
 
 # ThreadSanitizer over the same suites (issue 16; docs/security.md): the
 # gateway runs several I/O threads, the dispatcher's mutex and the metrics
@@ -66,7 +73,7 @@ test-tsan: deps
 	cmake --build $(TSAN_DIR) -j $(JOBS)
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --test-dir $(TSAN_DIR) --output-on-failure -j $(JOBS) -LE timing \
-	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke'
+	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke|deploy_debian_package'
 
 bench: build
 	bash bench/run_all.sh $(BUILD_DIR)

@@ -2,7 +2,8 @@
 # Installs every Debian 12 package Arbiter needs to build, test and benchmark.
 # Idempotent: installs only what is missing, so `make run` / `make test` can
 # call it every time. Node packages (the openai client for e2e tests) come
-# from the npm registry, pinned by tests/e2e/package-lock.json.
+# from the npm registry, pinned by tests/e2e/package-lock.json and (the
+# Kubernetes schemas) tests/deploy/package-lock.json.
 set -euo pipefail
 
 packages=(
@@ -17,6 +18,8 @@ packages=(
   nginx-light curl procps
   valgrind strace  # bench/request_cost.sh: instructions and syscalls per request
   python3  # bench scripts: report tables and the live-vs-virtual comparison
+  systemd  # systemd-analyze verify of deploy/systemd/arbiter.service (tests/deploy)
+  dpkg-dev # dpkg-shlibdeps: `make package`'s library dependencies (CPack)
 )
 # Node.js may already come with its own npm (e.g. a nodesource build, which
 # conflicts with Debian's npm package): only ask apt for what is absent.
