@@ -130,6 +130,15 @@ int main(int argc, char** argv) {
   }
   Gateway gateway(std::move(*config), threads, net::make_strand(ioc));
   const Config& cfg = gateway.config();
+  std::shared_ptr<ServerTls> tls;
+  if (cfg.listener.tls.enabled()) {
+    auto loaded = ServerTls::load(cfg.listener.tls);
+    if (!loaded) {
+      std::fprintf(stderr, "arbiter: listener.tls: %s\n", loaded.error().c_str());
+      return 1;
+    }
+    tls = std::move(*loaded);
+  }
   HttpServer server(ioc,
                     ServerOptions{.address = cfg.listener.address,
                                   .port = cfg.listener.port,
@@ -138,7 +147,8 @@ int main(int argc, char** argv) {
                                   .header_timeout = cfg.timeouts.client_header,
                                   .body_timeout = cfg.timeouts.client_body,
                                   .keepalive_idle = cfg.timeouts.keepalive_idle,
-                                  .write_timeout = cfg.timeouts.client_write},
+                                  .write_timeout = cfg.timeouts.client_write,
+                                  .tls = tls},
                     [&gateway](HttpRequest& req, ClientConnection& conn) {
                       return gateway.handle(req, conn);
                     },
@@ -156,8 +166,9 @@ int main(int argc, char** argv) {
   gateway.set_ready(true);
   std::fprintf(stderr,
                "{\"level\":\"info\",\"event\":\"listening\",\"address\":\"%s\",\"port\":%u,"
-               "\"threads\":%u,\"models\":%zu,\"simulated_engines\":%zu}\n",
-               cfg.listener.address.c_str(), static_cast<unsigned>(*port), threads, cfg.models.size(),
+               "\"tls\":%s,\"threads\":%u,\"models\":%zu,\"simulated_engines\":%zu}\n",
+               cfg.listener.address.c_str(), static_cast<unsigned>(*port), tls ? "true" : "false", threads,
+               cfg.models.size(),
                (*sims)->size());
 
   // First signal: drain. A second one: stop at once. SIGHUP (what
