@@ -81,7 +81,7 @@ void ClientConnection::read() {
                                                                             std::size_t n) {
     // A TLS client that closes without close_notify has left all the same.
     beast::error_code read_ec = ec;
-    if (read_ec == ssl::error::stream_truncated) read_ec = net::error::eof;
+    if (read_ec && read_ec == ssl::error::stream_truncated) read_ec = net::error::eof;
     on_read(read_ec, n);
   });
 }

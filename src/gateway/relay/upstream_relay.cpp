@@ -231,7 +231,7 @@ class Exchange {
     beast::error_code parsed;
     // A TLS backend that closes without close_notify ends a close-delimited
     // body as EOF would; Beast still tells a cut body from a complete one.
-    if (ec == net::error::eof || ec == ssl::error::stream_truncated) {
+    if (ec && (ec == net::error::eof || ec == ssl::error::stream_truncated)) {
       parsed = parser.parse_eof();
     } else if (ec) {
       co_return std::unexpected(ec);
