@@ -345,7 +345,6 @@ void read_backend(Reader& r, const YAML::Node& b, const std::string& path, Backe
   for (const char* key : {"profile", "max_num_seqs"}) {
     if (b[key]) r.error(Reader::join(path, key), "applies only to type sim");
   }
-
   std::string url;
   r.read(b, path, "url", url, /*required=*/true);
   if (url.empty()) return;
@@ -574,6 +573,10 @@ void check_references(Reader& r, Config& c) {
       if (!key_hashes.insert(h).second) {
         r.error(Reader::index("tenants", i), "an API key is shared with another tenant");
       }
+    }
+    if (!t.client_cert_names.empty() && c.listener.tls.client_cert == "off") {
+      r.error(Reader::index("tenants", i) + ".client_cert_names",
+              "no client certificate is asked for: set listener.tls.client_cert to optional or required");
     }
     for (const auto& name : t.client_cert_names) {
       if (!cert_names.insert(name).second) {

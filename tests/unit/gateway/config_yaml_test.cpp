@@ -245,6 +245,11 @@ models:
   EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[0].ca_file: applies only to an https:// url")));
   EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[1].key_file: cert_file and key_file go together")));
   EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[2].ca_file: is not used by type sim")));
+  const auto unasked = errors_of(R"(
+tenants: [{name: svc, client_cert_names: [svc.internal]}]
+models: [{name: m1, backends: [{url: "http://127.0.0.1:9"}]}]
+)");
+  EXPECT_THAT(unasked, Contains(HasSubstr("tenants[0].client_cert_names: no client certificate is asked for")));
   const auto ca = errors_of(R"(
 listener: {tls: {cert_file: a.pem, key_file: a.key, client_cert: required}}
 models: [{name: m1, backends: [{url: "https://127.0.0.1:9", ca_file: /nonexistent-ca.pem}]}]
