@@ -151,6 +151,15 @@ int main(int argc, char** argv) {
   }
   Gateway gateway(std::move(*config), threads, net::make_strand(ioc));
   const Config& cfg = gateway.config();
+  std::shared_ptr<ServerTls> tls;
+  if (cfg.listener.tls.enabled()) {
+    auto loaded = ServerTls::load(cfg.listener.tls);
+    if (!loaded) {
+      std::fprintf(stderr, "arbiter: listener.tls: %s\n", loaded.error().c_str());
+      return 1;
+    }
+    tls = std::move(*loaded);
+  }
   const ServerOptions server_options{.address = cfg.listener.address,
                                      .port = cfg.listener.port,
                                      .max_header_bytes = cfg.limits.max_header_bytes,
@@ -158,7 +167,8 @@ int main(int argc, char** argv) {
                                      .header_timeout = cfg.timeouts.client_header,
                                      .body_timeout = cfg.timeouts.client_body,
                                      .keepalive_idle = cfg.timeouts.keepalive_idle,
-                                     .write_timeout = cfg.timeouts.client_write};
+                                     .write_timeout = cfg.timeouts.client_write,
+                                     .tls = tls};
   HttpServer server(ioc, server_options,
                     [&gateway](HttpRequest& req, ClientConnection& conn) {
                       return gateway.handle(req, conn);
@@ -170,6 +180,7 @@ int main(int argc, char** argv) {
     ServerOptions options = server_options;
     options.address = cfg.admin.address;
     options.port = cfg.admin.port;
+    options.tls = nullptr;  // plain HTTP: loopback, or a pod network with the token
     admin = std::make_unique<HttpServer>(
         ioc, options, [&gateway](HttpRequest& req, ClientConnection& conn) { return gateway.handle_admin(req, conn); },
         &io);
@@ -186,9 +197,10 @@ int main(int argc, char** argv) {
   if (admin) admin->start();
   gateway.set_ready(true);
   std::fprintf(stderr,
-               "{\"level\":\"info\",\"event\":\"started\",\"address\":\"%s\","
+               "{\"level\":\"info\",\"event\":\"started\",\"address\":\"%s\",\"tls\":%s,"
                "\"threads\":%u,\"models\":%zu,\"simulated_engines\":%zu,\"admin_listener\":%s}\n",
-               cfg.listener.address.c_str(), threads, cfg.models.size(), (*sims)->size(), admin ? "true" : "false");
+               cfg.listener.address.c_str(), tls ? "true" : "false", threads, cfg.models.size(), (*sims)->size(),
+               admin ? "true" : "false");
 
   // First signal: drain. A second one: stop at once. SIGHUP (what
   // operators send to reload) is logged and ignored: reload is not built,

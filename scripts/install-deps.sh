@@ -16,6 +16,7 @@ packages=(
   libhiredis-dev  # Redis client for quotas shared across replicas (docs/quotas.md)
   redis-server    # the integration tests start a real one on a free loopback port
   nginx-light curl procps
+  openssl  # scripts/make_test_certs.sh: certificates for the TLS benchmark and e2e run
   valgrind strace  # bench/request_cost.sh: instructions and syscalls per request
   python3  # bench scripts: report tables and the live-vs-virtual comparison
   systemd  # systemd-analyze verify of deploy/systemd/arbiter.service (tests/deploy)

@@ -3,6 +3,8 @@
 //
 //   loadgen open   --url URL [--rate 1000] [--duration 10] [--warmup 1] [--connections 16]
 //   loadgen closed --url URL [--concurrency 32] [--duration 10] [--warmup 1]
+//   (URL http:// or https://; --ca FILE: the CA an https:// server's
+//   certificate must chain to; TLS 1.3, certificate verified)
 //   loadgen free-port [N]        print N distinct free loopback TCP ports
 //   loadgen merge FILE           pool runs of the same label and mode (JSON lines)
 //   loadgen report FILE          Markdown tables from a file of run results
@@ -42,6 +44,8 @@ constexpr double kMaxRate = 1e6;
 struct Options {
   Mode mode = Mode::kOpen;
   std::string url;
+  bool tls = false;
+  std::string ca_file;
   std::string host;
   uint16_t port = 0;
   std::string path;
@@ -86,9 +90,10 @@ double parse_number(const std::string& flag, const std::string& s, double min, d
 
 // Only loopback targets: this tool must never load anything but this machine.
 void parse_url(Options& o) {
-  constexpr std::string_view kScheme = "http://";
-  if (!o.url.starts_with(kScheme)) usage("--url must start with http://");
-  const std::string rest = o.url.substr(kScheme.size());
+  o.tls = o.url.starts_with("https://");
+  const std::string_view scheme = o.tls ? "https://" : "http://";
+  if (!o.url.starts_with(scheme)) usage("--url must start with http:// or https://");
+  const std::string rest = o.url.substr(scheme.size());
   const auto slash = rest.find('/');
   const std::string authority = rest.substr(0, slash);
   o.path = slash == std::string::npos ? "/" : rest.substr(slash);
@@ -115,6 +120,7 @@ Options parse_args(int argc, char** argv) {
     const std::string value = argv[++i];
     if (flag == "--url") o.url = value;
     else if (flag == "--label") o.label = value;
+    else if (flag == "--ca") o.ca_file = value;
     else if (flag == "--model") o.model = value;
     else if (flag == "--header") o.headers.push_back(value);
     else if (flag == "--samples") o.samples_path = value;
@@ -169,6 +175,14 @@ int run(const Options& o) {
   Plan base;
   base.mode = o.mode;
   base.endpoint = tcp::endpoint(boost::asio::ip::make_address(o.host), o.port);
+  std::optional<ssl::context> tls;
+  if (o.tls) {
+    tls.emplace(ssl::context::tls_client);
+    SSL_CTX_set_min_proto_version(tls->native_handle(), TLS1_3_VERSION);
+    if (!o.ca_file.empty()) tls->load_verify_file(o.ca_file);
+    tls->set_verify_mode(ssl::verify_peer);
+    base.tls = &*tls;
+  }
   base.request = &request;
   base.start = start;
   base.measure = start + seconds(o.warmup_s);

@@ -19,10 +19,22 @@ namespace arbiter {
 
 using Millis = std::chrono::milliseconds;
 
+// listener.tls: TLS on the listener (docs/security.md). Off while cert_file
+// is empty.
+struct ListenerTlsConfig {
+  std::string cert_file;       // PEM certificate chain
+  std::string key_file;        // PEM private key
+  std::string min_version = "1.3";  // "1.3", or "1.2" to also allow TLS 1.2
+  std::string client_ca_file;  // CA bundle that client certificates must chain to
+  std::string client_cert = "off";  // off | optional | required
+  bool enabled() const { return !cert_file.empty(); }
+};
+
 struct ListenerConfig {
   std::string address = "127.0.0.1";  // interface to bind
   uint16_t port = 8080;               // 0 picks a free port (tests)
   unsigned threads = 0;               // I/O threads; 0 = one per core
+  ListenerTlsConfig tls;
 };
 
 // A second listener for the gateway's own endpoints (docs/security.md,
@@ -64,6 +76,9 @@ struct TenantConfig {
   std::string team;                          // cost allocation; defaults to name
   double weight = 1;                         // share against other tenants of a class
   std::vector<std::string> key_sha256;       // lower-case hex SHA-256 of each key
+  // Verified client certificates (listener.tls) whose subject CN or a DNS
+  // SAN is one of these name this tenant, without an API key.
+  std::vector<std::string> client_cert_names;
   std::vector<std::string> allowed_classes;  // empty: every class
   std::vector<quota::QuotaLimits> quotas;    // none: unlimited (docs/quotas.md)
   quota::StoreDownPolicy quota_store_down = quota::StoreDownPolicy::kLocal;
@@ -120,6 +135,13 @@ struct BackendConfig {
   BackendType type = BackendType::kHttp;
   std::string host;          // from url (type http)
   uint16_t port = 0;         // from url (type http)
+  // url https://: TLS to the engine, its certificate verified against
+  // ca_file (empty: the system's store) and the host; cert_file/key_file:
+  // the gateway's client certificate (upstream mTLS).
+  bool tls = false;
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
   std::string sim_profile;   // type sim: engine profile name (src/engine/profile.hpp)
   std::optional<uint32_t> sim_max_num_seqs;  // type sim: overrides the profile
   unsigned max_concurrency = 64;  // in-flight requests this backend takes

@@ -24,11 +24,12 @@ TenantDirectory::TenantDirectory(const std::vector<TenantConfig>& tenants, bool 
     : auth_enabled_(auth_enabled) {
   for (const auto& t : tenants) {
     for (const auto& h : t.key_sha256) by_key_hash_.emplace(h, &t);
+    for (const auto& name : t.client_cert_names) by_cert_name_.emplace(name, &t);
   }
 }
 
 std::expected<const TenantConfig*, ApiError> TenantDirectory::authenticate(
-    std::string_view authorization) const {
+    std::string_view authorization, std::span<const std::string> cert_names) const {
   constexpr std::string_view kBearer = "Bearer ";
   std::string_view key;
   if (authorization.size() > kBearer.size() &&
@@ -37,6 +38,9 @@ std::expected<const TenantConfig*, ApiError> TenantDirectory::authenticate(
   }
   if (!key.empty()) {
     if (auto it = by_key_hash_.find(sha256_hex(key)); it != by_key_hash_.end()) return it->second;
+  }
+  for (const std::string& name : cert_names) {
+    if (auto it = by_cert_name_.find(name); it != by_cert_name_.end()) return it->second;
   }
   if (!auth_enabled_) return nullptr;
   return std::unexpected(ApiError{

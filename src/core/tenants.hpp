@@ -1,9 +1,12 @@
-// API-key authentication: maps the SHA-256 of a bearer key to its tenant.
-// Only hashes are kept in memory, so a heap dump or a log line never holds a
-// usable key.
+// Authentication: maps the SHA-256 of a bearer key to its tenant (only
+// hashes are kept in memory, so a heap dump or a log line never holds a
+// usable key), or a verified client certificate's name to its tenant
+// (tenants[].client_cert_names, with listener.tls client certificates).
+// An API key that names a tenant comes first; then the certificate.
 #pragma once
 
 #include <expected>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -21,14 +24,18 @@ class TenantDirectory {
  public:
   TenantDirectory(const std::vector<TenantConfig>& tenants, bool auth_enabled);
 
-  // The tenant an Authorization header value belongs to; nullptr means the
-  // anonymous tenant (auth disabled and no recognised key).
-  std::expected<const TenantConfig*, ApiError> authenticate(std::string_view authorization) const;
+  // The tenant an Authorization header value belongs to, else the tenant
+  // one of `cert_names` (the connection's verified client certificate's
+  // names) maps to; nullptr means the anonymous tenant (auth disabled and
+  // neither recognised).
+  std::expected<const TenantConfig*, ApiError> authenticate(std::string_view authorization,
+                                                            std::span<const std::string> cert_names = {}) const;
 
   bool auth_enabled() const { return auth_enabled_; }
 
  private:
   std::unordered_map<std::string, const TenantConfig*> by_key_hash_;  // hex sha256 -> tenant
+  std::unordered_map<std::string, const TenantConfig*> by_cert_name_;
   bool auth_enabled_;
 };
 

@@ -43,13 +43,14 @@ struct ScrapeConnection {
   // Ends every pending operation of the loop (stop()).
   void close() {
     beast::error_code ignored;
-    socket.close(ignored);
+    socket.close(ignored);  // a TLS layer over it fails with it
     resolver.cancel();
     deadline.cancel();
     pacer.cancel();
   }
 
   tcp::socket socket;                     // the keep-alive connection; closed between failures
+  std::unique_ptr<ssl::stream<tcp::socket&>> tls;  // over `socket`, for an https:// backend; new per connection
   tcp::resolver resolver;                 // for host names; cancelled by the deadline
   net::steady_timer deadline;             // closes the socket when a scrape overruns
   net::steady_timer pacer;                // waits for the next scrape
@@ -182,6 +183,19 @@ namespace {
 
 using Shared = BackendMonitor::Shared;
 
+// The TLS handshake of a new connection to an https:// backend, within the
+// scrape's deadline. Fills `out` on failure.
+Task<bool> handshake(const MonitorTarget& target, ScrapeConnection& c, Attempt& out) {
+  c.tls = std::make_unique<ssl::stream<tcp::socket&>>(c.socket, *target.tls);
+  prepare_client_handshake(c.tls->native_handle(), target.host);
+  auto [ec] = co_await c.tls->async_handshake(ssl::stream_base::client, kAsTuple);
+  if (!ec) co_return true;
+  beast::error_code ignored;
+  c.socket.close(ignored);
+  out.problem = c.timed_out ? "timeout" : "tls";
+  co_return false;
+}
+
 // Opens the connection within the scrape's deadline. Fills `out` on failure.
 Task<bool> open_connection(const Shared& sh, const MonitorTarget& target, ScrapeConnection& c,
                    Attempt& out) {
@@ -207,7 +221,9 @@ Task<bool> open_connection(const Shared& sh, const MonitorTarget& target, Scrape
       c.socket.set_option(tcp::no_delay(true), ignored);
       c.buffer.clear();
       out.connected = true;
-      co_return true;
+      if (!target.tls) co_return true;
+      const bool secured = co_await handshake(target, c, out);
+      co_return secured;
     }
     beast::error_code ignored;
     c.socket.close(ignored);
@@ -225,11 +241,21 @@ Task<void> exchange(const Shared& sh, const MonitorTarget& target, ScrapeConnect
     const bool reused = c.socket.is_open();
     if (!reused && !co_await open_connection(sh, target, c, out)) co_return;
     if (sh.stopped.load()) break;
-    auto [write_ec, written] = co_await http::async_write(c.socket, c.request, kAsTuple);
+    beast::error_code write_ec;
+    if (c.tls) {
+      auto [ec, written] = co_await http::async_write(*c.tls, c.request, kAsTuple);
+      write_ec = ec;
+    } else {
+      auto [ec, written] = co_await http::async_write(c.socket, c.request, kAsTuple);
+      write_ec = ec;
+    }
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxBodyBytes);
     beast::error_code read_ec = write_ec;
-    if (!write_ec) {
+    if (!write_ec && c.tls) {
+      auto [ec, read] = co_await http::async_read(*c.tls, c.buffer, parser, kAsTuple);
+      read_ec = ec;
+    } else if (!write_ec) {
       auto [ec, read] = co_await http::async_read(c.socket, c.buffer, parser, kAsTuple);
       read_ec = ec;
     }

@@ -1,5 +1,5 @@
 // Scrapes every backend's GET /metrics on a fixed period, each over its own
-// keep-alive HTTP/1.1 connection, and reports the scheduler's signal for the
+// keep-alive HTTP/1.1 connection (over TLS for an https:// backend), and reports the scheduler's signal for the
 // backend (saturated / stale / down, rules in core/engine_metrics.hpp) when
 // it changes. It only reports: what to do with a signal is the scheduler's.
 //
@@ -27,6 +27,7 @@
 #include "core/engine_metrics.hpp"
 #include "core/scheduler_types.hpp"
 #include "http/asio.hpp"
+#include "http/tls_context.hpp"
 
 namespace arbiter {
 
@@ -37,6 +38,7 @@ struct MonitorTarget {
   std::string host;      // IP literal or name (resolved at each connect)
   uint16_t port = 0;     // engine's HTTP port
   std::string name;      // for logs and metric labels (e.g. "host:port")
+  TlsContext tls;        // an https:// backend's (http/tls_context.hpp); null: plain HTTP
 };
 
 struct MonitorOptions {

@@ -58,7 +58,10 @@ void print_backend(std::ostringstream& y, const BackendConfig& b) {
     y << "        type: sim\n        profile: \"" << b.sim_profile << "\"\n";
     if (b.sim_max_num_seqs) y << "        max_num_seqs: " << *b.sim_max_num_seqs << "\n";
   } else {
-    y << "        url: \"http://" << b.host << ":" << b.port << "\"\n";
+    y << "        url: \"" << (b.tls ? "https" : "http") << "://" << b.host << ":" << b.port << "\"\n";
+    if (!b.ca_file.empty()) y << "        ca_file: \"" << b.ca_file << "\"\n";
+    if (!b.cert_file.empty()) y << "        cert_file: \"" << b.cert_file << "\"\n";
+    if (!b.key_file.empty()) y << "        key_file: \"" << b.key_file << "\"\n";
   }
   y << "        engine: " << engine_name(b.engine) << "\n"
     << "        priority_scheduling: " << yes_no(b.priority_scheduling) << "\n"
@@ -122,7 +125,9 @@ std::string quotas(const std::vector<quota::QuotaLimits>& list) {
 
 std::string config_to_yaml(const Config& c) {
   std::ostringstream y;
-  y << "listener: {" << write_settings(listener_keys(), c.listener, ", ") << "}\n"
+  y << "listener: {" << write_settings(listener_keys(), c.listener, ", ");
+  if (c.listener.tls.enabled()) y << ", tls: {" << write_settings(listener_tls_keys(), c.listener.tls, ", ") << "}";
+  y << "}\n"
     << "admin: {" << write_settings(admin_keys(), c.admin, ", ") << "}\n"
     << "limits: {" << write_settings(limits_keys(), c.limits, ", ") << "}\n"
     << "timeouts: {" << write_settings(timeouts_keys(), c.timeouts, ", ") << "}\n"
@@ -133,7 +138,7 @@ std::string config_to_yaml(const Config& c) {
       y << "  - {name: \"" << tc.name << "\", team: \"" << tc.team << "\", weight: " << num(tc.weight)
         << ", api_key_sha256: " << strings(tc.key_sha256) << ", allowed_classes: " << strings(tc.allowed_classes)
         << ", quotas: " << quotas(tc.quotas) << ", quota_store_down: " << store_down_name(tc.quota_store_down)
-        << "}\n";
+        << ", client_cert_names: " << strings(tc.client_cert_names) << "}\n";
     }
   }
   if (!c.teams.empty()) {

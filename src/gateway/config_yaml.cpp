@@ -16,6 +16,7 @@
 #include "engine/profile.hpp"
 #include "gateway/redis/redis_connection.hpp"
 #include "gateway/scheduler_setup.hpp"
+#include "http/tls_context.hpp"
 #include "yaml/setting_keys.hpp"
 #include "yaml/yaml_reader.hpp"
 
@@ -127,6 +128,30 @@ void read_teams(Reader& r, const YAML::Node& n, std::vector<quota::TeamConfig>& 
   }
 }
 
+// listener: its flat keys and the tls mapping, whose files are loaded now
+// so that a bad certificate or key is a config error, not a failed start.
+void read_listener(Reader& r, const YAML::Node& n, ListenerConfig& out) {
+  std::vector<std::string_view> known = key_names(listener_keys());
+  known.push_back("tls");
+  if (!n || !r.map(n, "listener", known)) return;
+  read_settings(listener_keys(), r, n, "listener", out);
+  const YAML::Node tls = n["tls"];
+  if (!tls) return;
+  const std::size_t errors_before = r.errors.size();
+  read_section(listener_tls_keys(), r, tls, "listener.tls", out.tls);
+  for (const auto* key : {"cert_file", "key_file"}) {
+    if (!tls[key]) r.error("listener.tls", std::string("needs ") + key);
+  }
+  if (out.tls.client_cert != "off" && out.tls.client_ca_file.empty()) {
+    r.error("listener.tls.client_ca_file", "is needed when client_cert is " + out.tls.client_cert);
+  }
+  if (out.tls.client_cert == "off" && !out.tls.client_ca_file.empty()) {
+    r.error("listener.tls.client_cert", "is off: set it to optional or required to use client_ca_file");
+  }
+  if (r.errors.size() != errors_before) return;
+  if (auto ctx = make_server_tls(out.tls); !ctx) r.error("listener.tls", ctx.error());
+}
+
 void read_tenants(Reader& r, const YAML::Node& n, std::vector<TenantConfig>& out) {
   if (!n || !r.sequence(n, "tenants")) return;
   for (std::size_t i = 0; i < n.size(); ++i) {
@@ -152,7 +177,10 @@ void read_tenants(Reader& r, const YAML::Node& n, std::vector<TenantConfig>& out
         tc.key_sha256.push_back(h);
       }
     }
-    if (tc.key_sha256.empty()) r.error(path, "needs at least one of api_keys or api_key_sha256");
+    r.read_list(t, path, "client_cert_names", tc.client_cert_names);
+    if (tc.key_sha256.empty() && tc.client_cert_names.empty()) {
+      r.error(path, "needs at least one of api_keys, api_key_sha256 or client_cert_names");
+    }
     r.read_list(t, path, "allowed_classes", tc.allowed_classes);
     read_quotas(r, t, path, tc.quotas);
     if (const YAML::Node down = t["quota_store_down"]) {
@@ -335,7 +363,9 @@ void read_backend(Reader& r, const YAML::Node& b, const std::string& path, Backe
         out.prefix_cache_tokens = engine::kv_cache_tokens(p->config);
       }
     }
-    if (b["url"]) r.error(Reader::join(path, "url"), "is not used by type sim");
+    for (const char* key : {"url", "ca_file", "cert_file", "key_file"}) {
+      if (b[key]) r.error(Reader::join(path, key), "is not used by type sim");
+    }
     return;
   }
   if (type != "http") {
@@ -354,13 +384,27 @@ void read_backend(Reader& r, const YAML::Node& b, const std::string& path, Backe
     r.error(upath, "is not a valid URL: '" + url + "'");
     return;
   }
-  if (parsed->scheme() != "http") {
-    r.error(upath, "scheme must be http (https upstreams are not supported yet)");
+  if (parsed->scheme() != "http" && parsed->scheme() != "https") {
+    r.error(upath, "scheme must be http or https");
     return;
   }
   if (!parsed->has_port() || parsed->port_number() == 0) {
     r.error(upath, "must name a port, e.g. http://127.0.0.1:8000");
     return;
+  }
+  out.tls = parsed->scheme() == "https";
+  r.read(b, path, "ca_file", out.ca_file);
+  r.read(b, path, "cert_file", out.cert_file);
+  r.read(b, path, "key_file", out.key_file);
+  if (!out.tls) {
+    for (const char* key : {"ca_file", "cert_file", "key_file"}) {
+      if (b[key]) r.error(Reader::join(path, key), "applies only to an https:// url");
+    }
+  } else if (out.cert_file.empty() != out.key_file.empty()) {
+    r.error(Reader::join(path, out.cert_file.empty() ? "cert_file" : "key_file"),
+            "cert_file and key_file go together (the gateway's client certificate)");
+  } else if (auto ctx = make_client_tls(out); !ctx) {
+    r.error(upath, ctx.error());
   }
   if (!parsed->encoded_path().empty() && parsed->encoded_path() != "/") {
     r.error(upath, "must not have a path: the gateway appends /v1/... itself");
@@ -551,13 +595,22 @@ void check_references(Reader& r, Config& c) {
   if (!c.classes.empty() && !has_class(c.default_class)) {
     r.error("default_class", "names no class: '" + c.default_class + "'");
   }
-  std::set<std::string> key_hashes;
+  std::set<std::string> key_hashes, cert_names;
   for (std::size_t i = 0; i < c.tenants.size(); ++i) {
     const auto& t = c.tenants[i];
     check_names(r, t.allowed_classes, Reader::index("tenants", i) + ".allowed_classes", c.classes, "class");
     for (const auto& h : t.key_sha256) {
       if (!key_hashes.insert(h).second) {
         r.error(Reader::index("tenants", i), "an API key is shared with another tenant");
+      }
+    }
+    if (!t.client_cert_names.empty() && c.listener.tls.client_cert == "off") {
+      r.error(Reader::index("tenants", i) + ".client_cert_names",
+              "no client certificate is asked for: set listener.tls.client_cert to optional or required");
+    }
+    for (const auto& name : t.client_cert_names) {
+      if (!cert_names.insert(name).second) {
+        r.error(Reader::index("tenants", i) + ".client_cert_names", "'" + name + "' names another tenant too");
       }
     }
   }
@@ -656,7 +709,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
                                     "health_probes", "model_breaker", "log"})) {
     return std::unexpected(errors);
   }
-  read_section(listener_keys(), r, root["listener"], "listener", c.listener);
+  read_listener(r, root["listener"], c.listener);
   read_admin(r, root["admin"], c);
   read_section(limits_keys(), r, root["limits"], "limits", c.limits);
   read_section(timeouts_keys(), r, root["timeouts"], "timeouts", c.timeouts);

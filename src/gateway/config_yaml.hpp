@@ -15,7 +15,8 @@ namespace arbiter {
 // The keys of the list entries read by hand (the flat sections are tables:
 // yaml/setting_keys.hpp): a test checks them against docs/configuration.md.
 inline constexpr std::string_view kTenantKeys[] = {"name", "team", "weight", "api_keys", "api_key_sha256",
-                                                    "allowed_classes", "quotas", "quota_store_down"};
+                                                    "allowed_classes", "quotas", "quota_store_down",
+                                                    "client_cert_names"};
 inline constexpr std::string_view kTeamKeys[] = {"name", "quotas", "dynamic_quota"};
 inline constexpr std::string_view kDynamicQuotaKeys[] = {"members", "per_member", "complexity", "limit",
                                                           "recompute_s"};
@@ -27,7 +28,7 @@ inline constexpr std::string_view kPriceKeys[] = {"model", "input_per_million", 
 inline constexpr std::string_view kBackendKeys[] = {
     "name", "type", "url", "profile", "max_num_seqs", "max_concurrency", "priority_scheduling",
     "continue_final_message", "engine", "prefill_tokens_per_s", "prefix_cache_tokens", "classes", "lend",
-    "api_key_env", "api_key_file"};
+    "api_key_env", "api_key_file", "ca_file", "cert_file", "key_file"};
 
 using ConfigErrors = std::vector<std::string>;
 

@@ -100,7 +100,8 @@ void Gateway::start_monitor(net::any_io_executor executor) {
                          .backend = static_cast<uint32_t>(b),
                          .host = backends[b].host,
                          .port = backends[b].port,
-                         .name = backends[b].name});
+                         .name = backends[b].name,
+                         .tls = client_tls_for(backends[b])});
     }
   }
   MonitorOptions options;

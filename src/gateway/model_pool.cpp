@@ -7,7 +7,8 @@ ModelPool::ModelPool(const ModelConfig& config, std::size_t io_threads) : config
     // Keep as many idle connections as the backend may have requests in
     // flight: a burst never has to reconnect.
     upstreams_.push_back(
-        std::make_unique<UpstreamPool>(b.host, b.port, b.max_concurrency, io_threads));
+        std::make_unique<UpstreamPool>(b.host, b.port, b.max_concurrency, io_threads,
+                                       std::chrono::seconds(30), client_tls_for(b)));
   }
   also_runs_on(config_);
 }

@@ -14,10 +14,10 @@ namespace {
 constexpr std::size_t kMaxPipelinedBytes = 64 * 1024;
 }  // namespace
 
-ClientConnection::ClientConnection(tcp::socket& socket, beast::flat_buffer& buffer,
+ClientConnection::ClientConnection(Stream& stream, beast::flat_buffer& buffer,
                                    Deadline& deadline, std::chrono::milliseconds write_timeout,
                                    const std::atomic<bool>& draining)
-    : socket_(socket),
+    : stream_(stream),
       buffer_(buffer),
       deadline_(deadline),
       write_timeout_(write_timeout),
@@ -43,7 +43,7 @@ void ClientConnection::end_request() {
 const std::string& ClientConnection::remote_address() {
   if (!remote_address_) {
     beast::error_code ec;
-    const tcp::endpoint peer = socket_.remote_endpoint(ec);
+    const tcp::endpoint peer = stream_.socket().remote_endpoint(ec);
     remote_address_ = ec ? std::string() : peer.address().to_string();
   }
   return *remote_address_;
@@ -77,9 +77,12 @@ void ClientConnection::read() {
     return;
   }
   reading_ = true;
-  socket_.async_read_some(net::buffer(chunk_), [this, owner = owner_.lock()](const beast::error_code& ec,
+  stream_.async_read_some(net::buffer(chunk_), [this, owner = owner_.lock()](const beast::error_code& ec,
                                                                             std::size_t n) {
-    on_read(ec, n);
+    // A TLS client that closes without close_notify has left all the same.
+    beast::error_code read_ec = ec;
+    if (read_ec && read_ec == ssl::error::stream_truncated) read_ec = net::error::eof;
+    on_read(read_ec, n);
   });
 }
 
@@ -106,7 +109,7 @@ void ClientConnection::on_read(const beast::error_code& ec, std::size_t n) {
 void ClientConnection::watch_errors() {
   if (watching_errors_) return;
   watching_errors_ = true;
-  socket_.async_wait(tcp::socket::wait_error, [this, owner = owner_.lock()](const beast::error_code& ec) {
+  stream_.socket().async_wait(tcp::socket::wait_error, [this, owner = owner_.lock()](const beast::error_code& ec) {
     watching_errors_ = false;
     if (!ec && in_request_) mark_gone();
   });
@@ -115,7 +118,7 @@ void ClientConnection::watch_errors() {
 bool ClientConnection::write_at_once(std::span<const net::const_buffer> buffers, std::size_t& written) {
   if (gone_ || failed_) return false;
   beast::error_code ec;
-  written = arbiter::write_at_once(socket_, buffers, ec);
+  written = arbiter::write_at_once(stream_, buffers, ec);
   if (ec) {
     write_failed();
     return false;
@@ -124,7 +127,7 @@ bool ClientConnection::write_at_once(std::span<const net::const_buffer> buffers,
 }
 
 Task<bool> ClientConnection::write_rest(std::span<const net::const_buffer> buffers, std::size_t written) {
-  const WriteResult result = co_await arbiter::write_rest(socket_, buffers, written, deadline_, write_timeout_);
+  const WriteResult result = co_await arbiter::write_rest(stream_, buffers, written, deadline_, write_timeout_);
   if (!result) write_failed();
   co_return static_cast<bool>(result);
 }

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/asio/any_completion_handler.hpp>
 
@@ -24,12 +25,13 @@
 #include "http/deadline.hpp"
 #include "http/http_head.hpp"
 #include "http/response_sink.hpp"
+#include "http/stream.hpp"
 
 namespace arbiter {
 
 class ClientConnection final : public ResponseSink {
  public:
-  ClientConnection(tcp::socket& socket, beast::flat_buffer& buffer, Deadline& deadline,
+  ClientConnection(Stream& stream, beast::flat_buffer& buffer, Deadline& deadline,
                    std::chrono::milliseconds write_timeout, const std::atomic<bool>& draining);
 
   // The connection's I/O deadline: the request path arms it around upstream
@@ -55,6 +57,10 @@ class ClientConnection final : public ResponseSink {
   // The client's IP address as text (cached: one getpeername per connection);
   // empty when the socket cannot tell.
   const std::string& remote_address();
+  // The names of the client's verified TLS certificate (subject CN, DNS and
+  // URI SANs; http/tls_context.hpp); empty without one.
+  const std::vector<std::string>& peer_names() const { return peer_names_; }
+  void set_peer_names(std::vector<std::string> names) { peer_names_ = std::move(names); }
   // Bytes of response body written so far for this request.
   std::size_t body_bytes_sent() const { return body_bytes_; }
   // Time the first body byte was written, if any.
@@ -90,7 +96,7 @@ class ClientConnection final : public ResponseSink {
   bool response_keep_alive();
   void note_body(std::size_t n);
 
-  tcp::socket& socket_;
+  Stream& stream_;
   beast::flat_buffer& buffer_;  // the request parser's: read bytes land here
   Deadline& deadline_;
   std::chrono::milliseconds write_timeout_;
@@ -112,6 +118,7 @@ class ClientConnection final : public ResponseSink {
   std::function<void()> abort_hook_;
   std::string head_;  // the response head being written (reused across requests)
   std::optional<std::string> remote_address_;  // remote_address(), once asked
+  std::vector<std::string> peer_names_;
   // The pending read's target: the parser's buffer is consumed between
   // requests while a read is pending, so reads land here and are copied in.
   std::array<char, 4096> chunk_;

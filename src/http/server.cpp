@@ -2,6 +2,9 @@
 
 #include <cstdio>
 
+#include <boost/json/serialize.hpp>
+#include <boost/json/string_view.hpp>
+
 #include "core/error.hpp"
 #include "http/head_scan.hpp"
 #include "http/parse_buffered.hpp"
@@ -30,13 +33,15 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
  public:
   using RequestParser = http::request_parser<http::string_body>;
 
-  Session(HttpServer& server, tcp::socket socket)
+  // `tls`: the listener's TLS context for this connection, or null.
+  Session(HttpServer& server, tcp::socket socket, TlsContext tls)
       : server_(server),
-        socket_(std::move(socket)),
-        conn_(socket_, buffer_, deadline_, server.options_.write_timeout, server.draining_) {
+        tls_(std::move(tls)),
+        stream_(tls_ ? Stream(std::move(socket), *tls_) : Stream(std::move(socket))),
+        conn_(stream_, buffer_, deadline_, server.options_.write_timeout, server.draining_) {
     buffer_.reserve(kReadBufferBytes);
     beast::error_code ignored;
-    socket_.non_blocking(true, ignored);  // writes are tried at once (ClientConnection)
+    stream_.socket().non_blocking(true, ignored);  // writes are tried at once (ClientConnection)
   }
 
   Task<void> run();
@@ -44,10 +49,9 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   // Runs on the session's strand.
   void close(bool idle_only) {
     if (idle_only && !idle_) return;
-    beast::error_code ignored;
-    socket_.close(ignored);
+    stream_.close();
   }
-  net::any_io_executor executor() { return socket_.get_executor(); }
+  net::any_io_executor executor() { return stream_.get_executor(); }
   Deadline& deadline() { return deadline_; }
 
  private:
@@ -60,9 +64,12 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   // Takes the request at the front of the buffer into `req` when the strict
   // scan (http/head_scan) accepts it whole; false leaves it to Beast.
   bool take_scanned_request(HttpRequest& req);
+  // The TLS handshake, within header_timeout; false: the connection ends.
+  Task<bool> handshake();
 
   HttpServer& server_;
-  tcp::socket socket_;
+  TlsContext tls_;  // kept while the connection lives (a reload replaces the listener's)
+  Stream stream_;
   beast::flat_buffer buffer_;
   Deadline deadline_;
   ClientConnection conn_;
@@ -102,13 +109,29 @@ bool HttpServer::Session::take_scanned_request(HttpRequest& req) {
   return true;
 }
 
+Task<bool> HttpServer::Session::handshake() {
+  TlsStream& tls = *stream_.tls();
+  deadline_.arm(stream_.socket(), server_.options_.header_timeout);
+  auto [ec] = co_await tls.async_handshake(ssl::stream_base::server, kAsTuple);
+  if (deadline_.disarm() || ec) co_return false;
+  conn_.set_peer_names(verified_peer_names(tls));
+  co_return true;
+}
+
 Task<void> HttpServer::Session::run() {
   const ServerOptions& opt = server_.options_;
   conn_.start(weak_from_this());
   bool first = true;
+  if (stream_.tls()) {
+    const bool secured = co_await handshake();
+    if (!secured) {
+      stream_.close();
+      co_return;
+    }
+  }
   while (!server_.draining()) {
     idle_ = true;
-    deadline_.arm(socket_, first ? opt.header_timeout : opt.keepalive_idle);
+    deadline_.arm(stream_.socket(), first ? opt.header_timeout : opt.keepalive_idle);
     // The common request comes whole in one read and is taken by the scan;
     // anything else is parsed by Beast from the same bytes.
     beast::error_code header_ec;
@@ -143,11 +166,11 @@ Task<void> HttpServer::Session::run() {
     if (parser && !parser->is_done()) {
       if (parser->get()[http::field::expect] == "100-continue") {
         static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-        deadline_.arm(socket_, opt.write_timeout);
-        auto [ec, n] = co_await net::async_write(socket_, net::buffer(kContinue), kAsTuple);
+        deadline_.arm(stream_.socket(), opt.write_timeout);
+        auto [ec, n] = co_await net::async_write(stream_, net::buffer(kContinue), kAsTuple);
         if (deadline_.disarm() || ec) break;
       }
-      deadline_.arm(socket_, opt.body_timeout);
+      deadline_.arm(stream_.socket(), opt.body_timeout);
       const beast::error_code body_ec = co_await read_request(*parser, /*whole=*/true);
       if (deadline_.disarm()) break;
       if (auto ec = body_ec; ec) {
@@ -179,8 +202,8 @@ Task<void> HttpServer::Session::run() {
     first = false;
   }
   beast::error_code ignored;
-  socket_.shutdown(tcp::socket::shutdown_send, ignored);
-  socket_.close(ignored);
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream_.close();
 }
 
 HttpServer::HttpServer(net::io_context& ioc, ServerOptions options, RequestHandler handler,
@@ -215,11 +238,30 @@ void HttpServer::start() {
   net::co_spawn(sweep_timer_.get_executor(), sweep_loop(), net::detached);
 }
 
+void HttpServer::reload_tls() {
+  const std::optional<std::string> reloaded = options_.tls->reload_if_changed();
+  if (!reloaded) return;
+  if (reloaded->empty()) {
+    std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"tls_reloaded\",\"cert_file\":\"%s\"}\n",
+                 options_.tls->cert_file().c_str());
+  } else {
+    std::fprintf(stderr,
+                 "{\"level\":\"error\",\"event\":\"tls_reload_failed\",\"what\":%s,"
+                 "\"note\":\"the previous certificate stays in use\"}\n",
+                 boost::json::serialize(boost::json::string_view(*reloaded)).c_str());
+  }
+}
+
 Task<void> HttpServer::sweep_loop() {
+  auto next_tls_check = Deadline::Clock::now() + ServerTls::kCheckEvery;
   while (!stopped_) {
     sweep_timer_.expires_after(kDeadlineTick);
     co_await sweep_timer_.async_wait(kAsTuple);
     const auto now = Deadline::Clock::now();
+    if (options_.tls && now >= next_tls_check) {
+      next_tls_check = now + ServerTls::kCheckEvery;
+      reload_tls();
+    }
     std::lock_guard lock(sessions_mu_);
     for (const auto& s : sessions_) {
       if (s->deadline().due(now)) {
@@ -240,7 +282,9 @@ Task<void> HttpServer::accept_loop() {
     }
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    auto session = std::make_shared<Session>(*this, std::move(socket));
+    TlsContext tls;
+    if (options_.tls) tls = options_.tls->current();
+    auto session = std::make_shared<Session>(*this, std::move(socket), std::move(tls));
     {
       std::lock_guard lock(sessions_mu_);
       sessions_.insert(session);

@@ -18,6 +18,7 @@
 #include "http/deadline.hpp"
 #include "http/io_pool.hpp"
 #include "http/server_request.hpp"
+#include "http/server_tls.hpp"
 
 namespace arbiter {
 
@@ -30,6 +31,9 @@ struct ServerOptions {
   std::chrono::milliseconds body_timeout{30'000};
   std::chrono::milliseconds keepalive_idle{60'000};
   std::chrono::milliseconds write_timeout{30'000};
+  // TLS on every connection (the handshake within header_timeout); null:
+  // plain TCP.
+  std::shared_ptr<ServerTls> tls;
 };
 
 using HttpRequest = ServerRequest;
@@ -63,8 +67,10 @@ class HttpServer {
  private:
   class Session;
   Task<void> accept_loop();
-  // Closes sockets whose Deadline passed; ticks every kDeadlineTick.
+  // Closes sockets whose Deadline passed; ticks every kDeadlineTick. Also
+  // reloads the TLS certificate when its files changed.
   Task<void> sweep_loop();
+  void reload_tls();
   void close_all(bool idle_only);
 
   net::io_context& ioc_;

@@ -22,12 +22,13 @@ bool looks_alive(tcp::socket& s) {
 }  // namespace
 
 UpstreamPool::UpstreamPool(std::string host, uint16_t port, std::size_t max_idle,
-                           std::size_t threads, std::chrono::milliseconds idle_ttl)
+                           std::size_t threads, std::chrono::milliseconds idle_ttl, TlsContext tls)
     : host_(std::move(host)),
       port_(port),
       host_header_(host_ + ":" + std::to_string(port)),
       max_idle_(max_idle),
       idle_ttl_(idle_ttl),
+      tls_(std::move(tls)),
       lists_(std::max<std::size_t>(threads, 1)) {
   beast::error_code ec;
   const auto addr = net::ip::make_address(host_, ec);
@@ -46,17 +47,16 @@ PooledConnection UpstreamPool::take_idle() {
     Idle idle = std::move(list.idle.back());
     list.idle.pop_back();
     const auto idle_for = now - idle.since;
-    if (idle_for < idle_ttl_ && (idle_for < kPeekAfterIdle || looks_alive(idle.conn->socket))) {
+    if (idle_for < idle_ttl_ && (idle_for < kPeekAfterIdle || looks_alive(idle.conn->stream.socket()))) {
       idle.conn->reused = true;
       return std::move(idle.conn);
     }
-    beast::error_code ignored;
-    idle.conn->socket.close(ignored);
+    idle.conn->stream.close();
   }
   return nullptr;
 }
 
-Task<std::expected<PooledConnection, ConnectFailure>> UpstreamPool::connect(Deadline& deadline,
+Task<std::expected<PooledConnection, ConnectError>> UpstreamPool::connect(Deadline& deadline,
                                                                             std::chrono::milliseconds connect_timeout) {
   auto executor = co_await net::this_coro::executor;
   tcp::socket socket(executor);
@@ -66,17 +66,26 @@ Task<std::expected<PooledConnection, ConnectFailure>> UpstreamPool::connect(Dead
   } else {
     tcp::resolver resolver(executor);
     auto [ec, results] = co_await resolver.async_resolve(host_, std::to_string(port_), kAsTuple);
-    if (ec) co_return std::unexpected(ConnectFailure::kResolve);
+    if (ec) co_return std::unexpected(ConnectError{ConnectFailure::kResolve, {}});
     for (const auto& r : results) endpoints.push_back(r.endpoint());
   }
   deadline.arm(socket, connect_timeout);
   auto [ec, endpoint] = co_await net::async_connect(socket, endpoints, kAsTuple);
-  if (deadline.disarm()) co_return std::unexpected(ConnectFailure::kTimeout);
-  if (ec) co_return std::unexpected(ConnectFailure::kRefused);
+  if (deadline.disarm()) co_return std::unexpected(ConnectError{ConnectFailure::kTimeout, {}});
+  if (ec) co_return std::unexpected(ConnectError{ConnectFailure::kRefused, {}});
   beast::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
   socket.non_blocking(true, ignored);  // the relay writes at once (write_now)
-  co_return std::make_unique<UpstreamConnection>(UpstreamConnection{std::move(socket), {}, {}, false});
+  if (!tls_) co_return std::make_unique<UpstreamConnection>(Stream(std::move(socket)));
+  auto conn = std::make_unique<UpstreamConnection>(Stream(std::move(socket), *tls_));
+  TlsStream& tls = *conn->stream.tls();
+  prepare_client_handshake(tls.native_handle(), host_);
+  // The handshake shares the connect deadline: it is part of opening.
+  deadline.arm(conn->stream.socket(), connect_timeout);
+  auto [handshake_ec] = co_await tls.async_handshake(ssl::stream_base::client, kAsTuple);
+  if (deadline.disarm()) co_return std::unexpected(ConnectError{ConnectFailure::kTimeout, {}});
+  if (handshake_ec) co_return std::unexpected(ConnectError{ConnectFailure::kTls, handshake_failure(tls.native_handle(), handshake_ec)});
+  co_return std::move(conn);
 }
 
 void UpstreamPool::release(PooledConnection conn) {

@@ -1,6 +1,7 @@
 // Keep-alive connections to one backend. Idle connections are reused LIFO
 // (the warmest first) and checked for a peer close before reuse; new ones are
-// opened with a connect deadline. A connection is owned by exactly one
+// opened with a connect deadline (and, for an HTTPS backend, the TLS
+// handshake within the same deadline). A connection is owned by exactly one
 // request between acquire() and release().
 #pragma once
 
@@ -14,11 +15,13 @@
 
 #include "http/asio.hpp"
 #include "http/deadline.hpp"
+#include "http/stream.hpp"
+#include "http/tls_context.hpp"
 
 namespace arbiter {
 
 struct UpstreamConnection {
-  tcp::socket socket;
+  Stream stream;
   beast::flat_buffer buffer;  // read buffer, kept with the connection (empty between responses)
   std::string head;           // the request head being written, reused
   bool reused = false;        // came from the idle list (may have been closed by the peer)
@@ -28,21 +31,27 @@ struct UpstreamConnection {
 // and its buffers.
 using PooledConnection = std::unique_ptr<UpstreamConnection>;
 
-enum class ConnectFailure { kRefused, kTimeout, kResolve };
+enum class ConnectFailure { kRefused, kTimeout, kResolve, kTls };
+
+struct ConnectError {
+  ConnectFailure kind;
+  std::string detail;  // kTls: why the handshake failed
+};
 
 class UpstreamPool {
  public:
   // `threads`: I/O threads of the IoPool (idle connections are kept per
   // thread: a connection is only used by the thread whose reactor owns it).
+  // `tls`: the backend's TLS context (https://), or null for plain HTTP.
   UpstreamPool(std::string host, uint16_t port, std::size_t max_idle, std::size_t threads = 1,
-               std::chrono::milliseconds idle_ttl = std::chrono::seconds(30));
+               std::chrono::milliseconds idle_ttl = std::chrono::seconds(30), TlsContext tls = nullptr);
 
   // An idle connection of this thread that still looks open, or null. No
   // waiting: the usual case costs no coroutine.
   PooledConnection take_idle();
   // A new connection, opened within `connect_timeout` (guarded by the
   // caller's connection deadline).
-  Task<std::expected<PooledConnection, ConnectFailure>> connect(Deadline& deadline,
+  Task<std::expected<PooledConnection, ConnectError>> connect(Deadline& deadline,
                                                                 std::chrono::milliseconds connect_timeout);
 
   // Returns a connection whose last response was fully read and allowed
@@ -66,6 +75,7 @@ class UpstreamPool {
   std::optional<tcp::endpoint> endpoint_;  // set when host is an IP literal
   std::size_t max_idle_;
   std::chrono::milliseconds idle_ttl_;
+  TlsContext tls_;
   struct IdleList {
     mutable std::mutex mu;
     std::vector<Idle> idle;  // LIFO

@@ -6,12 +6,15 @@
 //
 // Two calls, so that the usual case costs no coroutine: callers try
 // write_at_once in line and co_await write_rest only when it left bytes.
+// A TLS stream is always written by write_rest: OpenSSL takes the bytes into
+// its record layer whole, so there is no partial write to resume in line.
 #pragma once
 
 #include <span>
 
 #include "http/asio.hpp"
 #include "http/deadline.hpp"
+#include "http/stream.hpp"
 
 namespace arbiter {
 
@@ -21,14 +24,14 @@ struct WriteResult {
   explicit operator bool() const { return !ec && !timed_out; }
 };
 
-// Writes what the kernel takes now; returns the bytes written. `ec` is a
-// failure, never would_block. `socket` must be non-blocking
+// Writes what the kernel takes now; returns the bytes written (0 for TLS).
+// `ec` is a failure, never would_block. The socket must be non-blocking
 // (socket.non_blocking(true)).
-std::size_t write_at_once(tcp::socket& socket, std::span<const net::const_buffer> buffers, beast::error_code& ec);
+std::size_t write_at_once(Stream& stream, std::span<const net::const_buffer> buffers, beast::error_code& ec);
 
 // Writes `buffers` from byte `written` on (what write_at_once left), within
 // `limit`.
-Task<WriteResult> write_rest(tcp::socket& socket, std::span<const net::const_buffer> buffers, std::size_t written,
+Task<WriteResult> write_rest(Stream& stream, std::span<const net::const_buffer> buffers, std::size_t written,
                              Deadline& deadline, Deadline::Clock::duration limit);
 
 }  // namespace arbiter

@@ -169,6 +169,33 @@ constexpr SettingKey<A> kAdminKeys[] = {
     {"token_file", "a file path", read_text<A, &A::token_file>, write_text<A, &A::token_file>},
 };
 
+template <auto Member, std::string_view const* Choices, std::size_t N>
+void read_choice(YamlReader& r, const YAML::Node& v, const std::string& path, ListenerTlsConfig& s) {
+  const auto text = r.scalar(v, path);
+  if (!text) return;
+  std::string allowed;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (*text == Choices[i]) {
+      s.*Member = *text;
+      return;
+    }
+    allowed += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string(Choices[i]);
+  }
+  r.error(path, "must be " + allowed + ", not '" + *text + "'");
+}
+constexpr std::string_view kTlsVersions[] = {"1.3", "1.2"};
+constexpr std::string_view kClientCertModes[] = {"off", "optional", "required"};
+
+using LT = ListenerTlsConfig;
+constexpr SettingKey<LT> kListenerTlsKeys[] = {
+    {"cert_file", "a PEM file", read_text<LT, &LT::cert_file>, write_text<LT, &LT::cert_file>},
+    {"key_file", "a PEM file", read_text<LT, &LT::key_file>, write_text<LT, &LT::key_file>},
+    {"min_version", "1.3 or 1.2", read_choice<&LT::min_version, kTlsVersions, 2>, write_text<LT, &LT::min_version>},
+    {"client_ca_file", "a PEM file", read_text<LT, &LT::client_ca_file>, write_text<LT, &LT::client_ca_file>},
+    {"client_cert", "off, optional or required", read_choice<&LT::client_cert, kClientCertModes, 3>,
+     write_text<LT, &LT::client_cert>},
+};
+
 using Lim = LimitsConfig;
 constexpr SettingKey<Lim> kLimitsKeys[] = {
     {"max_body_bytes", "bytes (KiB, MiB, GiB)", read_size<Lim, &Lim::max_body_bytes>,
@@ -329,6 +356,7 @@ std::span<const SettingKey<quota::QuotaStoreConfig>> quota_store_keys() { return
 std::span<const SchedulerKey> scheduler_keys() { return kSchedulerKeys; }
 std::span<const SettingKey<ListenerConfig>> listener_keys() { return kListenerKeys; }
 std::span<const SettingKey<AdminConfig>> admin_keys() { return kAdminKeys; }
+std::span<const SettingKey<ListenerTlsConfig>> listener_tls_keys() { return kListenerTlsKeys; }
 std::span<const SettingKey<LimitsConfig>> limits_keys() { return kLimitsKeys; }
 std::span<const SettingKey<TimeoutsConfig>> timeouts_keys() { return kTimeoutKeys; }
 std::span<const SettingKey<AuthConfig>> auth_keys() { return kAuthKeys; }

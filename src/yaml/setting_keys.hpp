@@ -41,6 +41,8 @@ std::span<const ClassPolicyKey> class_policy_keys();
 std::span<const SchedulerKey> scheduler_keys();
 std::span<const SettingKey<ListenerConfig>> listener_keys();
 std::span<const SettingKey<AdminConfig>> admin_keys();
+// listener.tls, a mapping inside listener (listener_keys() leaves it out).
+std::span<const SettingKey<ListenerTlsConfig>> listener_tls_keys();
 std::span<const SettingKey<LimitsConfig>> limits_keys();
 std::span<const SettingKey<TimeoutsConfig>> timeouts_keys();
 std::span<const SettingKey<AuthConfig>> auth_keys();

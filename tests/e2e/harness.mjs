@@ -14,6 +14,11 @@ import { startFakeEngine } from './fake_engine.mjs';
 
 export const API_KEY = 'sk-alpha';
 
+// run.sh --tls: the gateway listens with TLS 1.3 (certificate and key from
+// this directory, made by scripts/make_test_certs.sh) and clients use
+// https://, trusting its CA through NODE_EXTRA_CA_CERTS.
+const TLS_DIR = process.env.ARBITER_E2E_TLS_DIR;
+
 // ---- a tiny YAML emitter (block style; strings double-quoted, which YAML
 // reads exactly as JSON does) -------------------------------------------------
 function scalar(v) {
@@ -63,7 +68,12 @@ export async function closedPort() {
 
 export function gatewayConfig({ models, extra = {} }) {
   return {
-    listener: { address: '127.0.0.1', port: 0, threads: 2 },
+    listener: {
+      address: '127.0.0.1',
+      port: 0,
+      threads: 2,
+      ...(TLS_DIR ? { tls: { cert_file: path.join(TLS_DIR, 'server.pem'), key_file: path.join(TLS_DIR, 'server.key') } } : {}),
+    },
     timeouts: { drain_ms: 2000 },
     auth: { enabled: true },
     // The fake engine serves no /metrics: no scrapes mixed into its records.
@@ -168,7 +178,7 @@ export async function startGateway(config, { startTimeoutMs = 15_000 } = {}) {
     }
     await sleep(20);
   }
-  gw.baseURL = `http://127.0.0.1:${gw.port}/v1`;
+  gw.baseURL = `${TLS_DIR ? 'https' : 'http'}://127.0.0.1:${gw.port}/v1`;
   return gw;
 }
 

@@ -3,10 +3,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -56,9 +58,14 @@ struct Outcome {
   std::string error;  // empty on a 2xx
 };
 
+namespace ssl = boost::asio::ssl;
+
 class Connection {
  public:
-  Connection(net::io_context& ctx, tcp::endpoint endpoint) : socket_(ctx), endpoint_(endpoint) {}
+  // `tls`: an https:// target's context (the handshake is part of the first
+  // request's time); null: plain HTTP.
+  Connection(net::io_context& ctx, tcp::endpoint endpoint, ssl::context* tls = nullptr)
+      : socket_(ctx), endpoint_(endpoint), tls_ctx_(tls) {}
 
   // Sends the request and reads the full response; connects first when needed.
   Task<Outcome> exchange(const std::string& request) {
@@ -70,12 +77,25 @@ class Connection {
       if (ec) co_return fail(out, "connect: " + ec.message());
       socket_.set_option(tcp::no_delay(true), ec);
       buffer_.clear();
+      if (tls_ctx_) {
+        tls_ = std::make_unique<ssl::stream<tcp::socket&>>(socket_, *tls_ctx_);
+        co_await tls_->async_handshake(ssl::stream_base::client, net::redirect_error(net::use_awaitable, ec));
+        if (ec) co_return fail(out, "tls: " + ec.message());
+      }
     }
-    co_await net::async_write(socket_, net::buffer(request), net::redirect_error(net::use_awaitable, ec));
+    if (tls_) {
+      co_await net::async_write(*tls_, net::buffer(request), net::redirect_error(net::use_awaitable, ec));
+    } else {
+      co_await net::async_write(socket_, net::buffer(request), net::redirect_error(net::use_awaitable, ec));
+    }
     if (ec) co_return fail(out, "write: " + ec.message());
     http::response_parser<http::string_body> parser;
     parser.body_limit(64 * 1024 * 1024);
-    co_await http::async_read(socket_, buffer_, parser, net::redirect_error(net::use_awaitable, ec));
+    if (tls_) {
+      co_await http::async_read(*tls_, buffer_, parser, net::redirect_error(net::use_awaitable, ec));
+    } else {
+      co_await http::async_read(socket_, buffer_, parser, net::redirect_error(net::use_awaitable, ec));
+    }
     if (ec) co_return fail(out, "read: " + ec.message());
     out.done = Clock::now();
     const auto& res = parser.get();
@@ -101,6 +121,8 @@ class Connection {
 
   tcp::socket socket_;
   tcp::endpoint endpoint_;
+  ssl::context* tls_ctx_;
+  std::unique_ptr<ssl::stream<tcp::socket&>> tls_;  // over socket_, new per connection
   beast::flat_buffer buffer_;
 };
 

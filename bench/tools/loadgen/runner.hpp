@@ -22,6 +22,7 @@ enum class Mode { kOpen, kClosed };
 struct Plan {
   Mode mode = Mode::kOpen;
   tcp::endpoint endpoint;
+  ssl::context* tls = nullptr;  // https://: the context connections share
   const std::string* request = nullptr;
   Clock::time_point start;    // first send (warm-up begins)
   Clock::time_point measure;  // window opens: samples count from here
@@ -37,7 +38,7 @@ class Runner {
  public:
   explicit Runner(Plan plan) : plan_(plan), kill_timer_(ctx_) {
     for (int i = 0; i < plan_.connections; ++i) {
-      connections_.push_back(std::make_unique<Connection>(ctx_, plan_.endpoint));
+      connections_.push_back(std::make_unique<Connection>(ctx_, plan_.endpoint, plan_.tls));
     }
   }
 

@@ -35,7 +35,7 @@ struct AbortHookGuard {
 bool is_stale_connection_error(const beast::error_code& ec) {
   return ec == net::error::eof || ec == http::error::end_of_stream ||
          ec == net::error::connection_reset || ec == net::error::broken_pipe ||
-         ec == http::error::partial_message;
+         ec == http::error::partial_message || ec == ssl::error::stream_truncated;
 }
 
 ApiError upstream_failed(std::string message) {
@@ -65,14 +65,11 @@ class Exchange {
         conn = std::move(*connected);
       }
       if (r_.sink.client_gone()) co_return cancelled();
-      tcp::socket& socket = conn->socket;
+      Stream& socket = conn->stream;
       write_request_head(r_.upstream_request, conn->head);
       const std::array<net::const_buffer, 2> request{net::buffer(conn->head),
                                                      net::buffer(r_.upstream_request.body)};
-      auto close_socket = [&socket] {
-        beast::error_code ignored;
-        socket.close(ignored);
-      };
+      auto close_socket = [&socket] { socket.close(); };
       r_.sink.set_abort_hook(close_socket);
       r_.interrupt.hook = close_socket;
       AbortHookGuard guard{r_.sink, r_.interrupt};
@@ -194,9 +191,13 @@ class Exchange {
     outcome_.error = std::move(error);
     return outcome_;
   }
-  RelayOutcome fail_connect(ConnectFailure f) {
-    if (f == ConnectFailure::kTimeout) {
+  RelayOutcome fail_connect(const ConnectError& e) {
+    if (e.kind == ConnectFailure::kTimeout) {
       return fail("timeout", upstream_timeout("connecting to the backend timed out"));
+    }
+    if (e.kind == ConnectFailure::kTls) {
+      // Never a plaintext fallback: the request does not go out.
+      return fail("tls", upstream_failed("TLS handshake with the backend failed: " + e.detail));
     }
     return fail("connect", upstream_failed("cannot connect to the backend"));
   }
@@ -221,14 +222,16 @@ class Exchange {
   // body bytes that came with it. The error is the failure, or none when
   // `limit` passed first.
   using Read = std::expected<void, std::optional<beast::error_code>>;
-  Task<Read> read_more(tcp::socket& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser,
+  Task<Read> read_more(Stream& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser,
                        Clock::duration limit) {
-    deadline_.arm(socket, limit);
+    deadline_.arm(socket.socket(), limit);
     auto [ec, n] = co_await socket.async_read_some(buffer.prepare(kUpstreamReadBytes), kAsTuple);
     if (deadline_.disarm()) co_return std::unexpected(std::nullopt);
     buffer.commit(n);
     beast::error_code parsed;
-    if (ec == net::error::eof) {
+    // A TLS backend that closes without close_notify ends a close-delimited
+    // body as EOF would; Beast still tells a cut body from a complete one.
+    if (ec && (ec == net::error::eof || ec == ssl::error::stream_truncated)) {
       parsed = parser.parse_eof();
     } else if (ec) {
       co_return std::unexpected(ec);
@@ -262,7 +265,7 @@ class Exchange {
   // Returns true when the upstream connection may be reused. Body bytes that
   // came with the header are in the parser already; each loop relays what
   // the last read brought, then reads more.
-  Task<bool> relay_stream(tcp::socket& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
+  Task<bool> relay_stream(Stream& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
     outcome_.stream = true;
     outcome_.status = 200;
     if (!r_.resume) outcome_.generated = 0;
@@ -376,7 +379,7 @@ class Exchange {
   // The client did not ask for a stream, but the upstream streams so that a
   // preempted run keeps its output: every run goes into the checkpoint, and
   // the client gets one whole response when the last run ends.
-  Task<bool> relay_aggregate(tcp::socket& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
+  Task<bool> relay_aggregate(Stream& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
     RelayResume& resume = *r_.resume;
     SseSplitter splitter;
     for (;;) {
@@ -408,7 +411,7 @@ class Exchange {
     co_return parser.keep_alive();
   }
 
-  Task<bool> relay_whole(tcp::socket& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
+  Task<bool> relay_whole(Stream& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
     const std::optional<uint64_t> len = parser.content_length();
     if (len && *len > r_.limits.max_upstream_response_bytes) {
       fail_too_large();

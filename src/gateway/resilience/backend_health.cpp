@@ -177,9 +177,16 @@ Task<void> BackendHealth::loop() {
 Task<void> BackendHealth::run_probe(Probe probe) {
   const ModelConfig& model = config_.models[probe.pool];
   const BackendConfig& backend = model.backends[probe.backend];
-  const ProbeTarget target{
+  ProbeTarget target{
       .host = backend.host, .port = backend.port, .model = model.name, .authorization = backend.authorization};
-  const std::string failure = co_await probe_backend(target, config_.health_probes.timeout);
+  std::string failure;
+  if (backend.tls) {
+    // Built per probe (probes are rare): its files are read again.
+    auto tls = make_client_tls(backend);
+    if (tls) target.tls = std::move(*tls);
+    else failure = "tls: " + tls.error();
+  }
+  if (failure.empty()) failure = co_await probe_backend(target, config_.health_probes.timeout);
   metrics_.health_probes.with({model.name, backend.name, failure.empty() ? "ok" : "failed"}).inc();
   if (!failure.empty()) {
     std::fprintf(stderr,

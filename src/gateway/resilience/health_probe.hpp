@@ -10,6 +10,7 @@
 
 #include "core/config.hpp"
 #include "http/asio.hpp"
+#include "http/tls_context.hpp"
 
 namespace arbiter {
 
@@ -18,6 +19,7 @@ struct ProbeTarget {
   uint16_t port = 0;
   std::string model;          // the model it serves, as the engine names it
   std::string authorization;  // BackendConfig::authorization ("" for none)
+  TlsContext tls;             // an https:// backend's; null: plain HTTP
 };
 
 // Runs on the caller's executor. Why it failed, or "" when it succeeded.

@@ -224,6 +224,45 @@ models:
   EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends: is required")));
 }
 
+// TLS settings (the files themselves are tests/integration/tls_test.cpp's).
+TEST(ConfigYaml, TlsSettingsAreChecked) {
+  const auto errs = errors_of(R"(
+listener: {tls: {min_version: "1.1", client_cert: sometimes}}
+tenants:
+  - {name: nobody}
+models:
+  - name: m1
+    backends:
+      - {url: "http://127.0.0.1:9", ca_file: /etc/ssl/certs/ca-certificates.crt}
+      - {url: "https://127.0.0.1:9", cert_file: /nonexistent.pem}
+      - {type: sim, ca_file: x.pem}
+)");
+  EXPECT_THAT(errs, Contains(HasSubstr("listener.tls.min_version: must be 1.3 or 1.2, not '1.1'")));
+  EXPECT_THAT(errs, Contains(HasSubstr("listener.tls.client_cert: must be off, optional or required")));
+  EXPECT_THAT(errs, Contains(HasSubstr("listener.tls: needs cert_file")));
+  EXPECT_THAT(errs, Contains(HasSubstr("listener.tls: needs key_file")));
+  EXPECT_THAT(errs, Contains(HasSubstr("tenants[0]: needs at least one of api_keys, api_key_sha256 or client_cert_names")));
+  EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[0].ca_file: applies only to an https:// url")));
+  EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[1].key_file: cert_file and key_file go together")));
+  EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[2].ca_file: is not used by type sim")));
+  const auto unasked = errors_of(R"(
+tenants: [{name: svc, client_cert_names: [svc.internal]}]
+models: [{name: m1, backends: [{url: "http://127.0.0.1:9"}]}]
+)");
+  EXPECT_THAT(unasked, Contains(HasSubstr("tenants[0].client_cert_names: no client certificate is asked for")));
+  const auto ca = errors_of(R"(
+listener: {tls: {cert_file: a.pem, key_file: a.key, client_cert: required}}
+models: [{name: m1, backends: [{url: "https://127.0.0.1:9", ca_file: /nonexistent-ca.pem}]}]
+)");
+  EXPECT_THAT(ca, Contains(HasSubstr("listener.tls.client_ca_file: is needed when client_cert is required")));
+  EXPECT_THAT(ca, Contains(HasSubstr("models[0].backends[0].url: cannot load the CA bundle from /nonexistent-ca.pem")));
+  // An https backend on the system's CA store needs no file.
+  const auto system_store = parse_config(R"(models: [{name: m1, backends: [{url: "https://engine.example:8443"}]}])");
+  ASSERT_TRUE(system_store.has_value()) << system_store.error().front();
+  EXPECT_TRUE(system_store->models[0].backends[0].tls);
+  EXPECT_EQ(system_store->models[0].backends[0].host, "engine.example");
+}
+
 TEST(ConfigYaml, EveryErrorIsListedNotJustTheFirst) {
   const auto errs = errors_of(R"(
 listener: {port: 70000, threads: -1}
@@ -232,7 +271,7 @@ limits: {max_body_bytes: 12XB}
 models:
   - name: m1
     backends:
-      - {url: "https://x:1"}
+      - {url: "ftp://x:1"}
       - {url: "http://127.0.0.1"}
       - {url: "http://127.0.0.1:9/v1"}
       - {url: "http://127.0.0.1:9", max_concurrency: 0}
@@ -241,7 +280,7 @@ models:
   EXPECT_THAT(errs, Contains(HasSubstr("listener.threads: must be between")));
   EXPECT_THAT(errs, Contains(HasSubstr("timeouts.upstream_connect_ms: must be an integer")));
   EXPECT_THAT(errs, Contains(HasSubstr("limits.max_body_bytes: must be a positive size")));
-  EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[0].url: scheme must be http")));
+  EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[0].url: scheme must be http or https")));
   EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[1].url: must name a port")));
   EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[2].url: must not have a path")));
   EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[3].max_concurrency: must be between")));

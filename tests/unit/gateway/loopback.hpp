@@ -15,10 +15,10 @@ namespace arbiter::testing {
 
 class Loopback {
  public:
-  explicit Loopback(net::io_context& ioc) : client_(ioc), server_(ioc) {
+  explicit Loopback(net::io_context& ioc) : client_(ioc), server_(tcp::socket(ioc)) {
     tcp::acceptor acceptor(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
     client_.connect(acceptor.local_endpoint());
-    acceptor.accept(server_);
+    acceptor.accept(server_.socket());
     conn_ = std::make_unique<ClientConnection>(server_, buffer_, deadline_, std::chrono::seconds(5), draining_);
     conn_->start(owner_);
     conn_->begin_request(true);
@@ -52,7 +52,7 @@ class Loopback {
 
  private:
   tcp::socket client_;
-  tcp::socket server_;
+  Stream server_;
   beast::flat_buffer buffer_;
   Deadline deadline_;
   std::atomic<bool> draining_{false};

@@ -89,6 +89,7 @@ void expect_documented(std::string_view heading, std::span<const SettingKey<Sett
 TEST(SettingKeys, EveryFlatSectionIsDocumentedExactly) {
   expect_documented("## `listener`", listener_keys());
   expect_documented("## `admin`", admin_keys());
+  expect_documented("## `listener.tls`", listener_tls_keys());
   expect_documented("## `limits`", limits_keys());
   expect_documented("## `timeouts`", timeouts_keys());
   expect_documented("## `auth`", auth_keys());

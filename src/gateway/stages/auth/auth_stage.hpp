@@ -1,5 +1,6 @@
 // Admission stage 1: who is calling. The API key (Authorization: Bearer)
-// names a tenant; with auth off an unknown or missing key is anonymous.
+// names a tenant, else the connection's verified client certificate
+// (tenants[].client_cert_names); with auth off anyone else is anonymous.
 // Runs before anything in the body is parsed.
 #pragma once
 
