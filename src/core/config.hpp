@@ -29,6 +29,7 @@ struct LimitsConfig {
   std::size_t max_body_bytes = 4u << 20;               // request body
   std::size_t max_header_bytes = 16u << 10;            // request header block
   std::size_t max_upstream_response_bytes = 64u << 20; // non-streaming answers
+  std::size_t max_json_depth = 128;                    // request body nesting (deep tool schemas)
 };
 
 struct TimeoutsConfig {

@@ -9,6 +9,10 @@
 namespace arbiter {
 
 namespace {
+// RFC 9112 3.2: an HTTP/1.1 request without Host is answered 400.
+const char* host_defect(unsigned version, bool has_host) {
+  return version >= 11 && !has_host ? "HTTP/1.1 request without a Host header" : nullptr;
+}
 void log_handler_failure(const std::exception_ptr& failure) {
   try {
     std::rethrow_exception(failure);
@@ -24,6 +28,25 @@ std::string body_too_large_message(const ServerOptions& opt) {
 }
 // Room for a typical request without growing the buffer.
 constexpr std::size_t kReadBufferBytes = 8 * 1024;
+
+// A head whose framing another hop could read differently (request
+// smuggling) or that RFC 9112 says to refuse: answered 400 and the
+// connection closed, since where its body ends is not known. Beast itself
+// refuses Transfer-Encoding: chunked with Content-Length, and a repeated
+// chunked; it takes any other Transfer-Encoding as "no body".
+const char* head_defect(const http::request_parser<http::string_body>& parser) {
+  const auto& head = parser.get();
+  if (head.find(http::field::transfer_encoding) != head.end()) {
+    // RFC 9112 6.1: with both, Transfer-Encoding would win; refused instead.
+    if (head.find(http::field::content_length) != head.end()) {
+      return "Transfer-Encoding together with Content-Length";
+    }
+    if (head.version() < 11) return "Transfer-Encoding in an HTTP/1.0 request";
+    // RFC 9112 6.3: the body's length cannot be determined.
+    if (!parser.chunked()) return "Transfer-Encoding whose final coding is not chunked";
+  }
+  return host_defect(head.version(), head.find(http::field::host) != head.end());
+}
 }  // namespace
 
 class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Session> {
@@ -138,6 +161,10 @@ Task<void> HttpServer::Session::run() {
         std::string message = "malformed HTTP request: " + ec.message();
         co_await reply_error(ErrorCode::kInvalidRequest, std::move(message));
       }
+      break;
+    }
+    if (const char* defect = parser ? head_defect(*parser) : host_defect(11, req.field("host").has_value())) {
+      co_await reply_error(ErrorCode::kInvalidRequest, std::string("malformed HTTP request: ") + defect);
       break;
     }
     if (parser && !parser->is_done()) {

@@ -168,6 +168,8 @@ constexpr SettingKey<Lim> kLimitsKeys[] = {
      write_size<Lim, &Lim::max_header_bytes>},
     {"max_upstream_response_bytes", "bytes (KiB, MiB, GiB)", read_size<Lim, &Lim::max_upstream_response_bytes>,
      write_size<Lim, &Lim::max_upstream_response_bytes>},
+    {"max_json_depth", "integer in [2, 10000]", read_integer<Lim, &Lim::max_json_depth, 2, 10'000>,
+     write_integer<Lim, &Lim::max_json_depth>},
 };
 
 using T = TimeoutsConfig;

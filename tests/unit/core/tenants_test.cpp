@@ -19,5 +19,18 @@ TEST(Tenants, AuthenticatesByKeyHashAndRejectsUnknownKeys) {
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
+// RFC 9110 11.1: the auth scheme is case-insensitive (issue 16, edge item 6).
+TEST(Tenants, BearerSchemeIsCaseInsensitive) {
+  std::vector<TenantConfig> tenants = {
+      {.name = "alpha", .team = "a", .key_sha256 = {sha256_hex("sk-alpha")}, .allowed_classes = {}}};
+  TenantDirectory on(tenants, true);
+  for (const char* header : {"bearer sk-alpha", "BEARER sk-alpha", "bEaReR sk-alpha"}) {
+    ASSERT_TRUE(on.authenticate(header).has_value()) << header;
+    EXPECT_EQ((*on.authenticate(header))->name, "alpha") << header;
+  }
+  EXPECT_FALSE(on.authenticate("bearerx sk-alpha").has_value());
+  EXPECT_FALSE(on.authenticate("bearer sk-ALPHA").has_value());  // the key itself is exact
+}
+
 }  // namespace
 }  // namespace arbiter
