@@ -1,6 +1,8 @@
 // arbiter: the gateway binary. Parses flags, loads the config, serves until
 // SIGTERM/SIGINT, then drains and exits 0.
 
+#include <sys/resource.h>
+
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -72,6 +74,21 @@ bool write_port_file(const std::string& path, uint16_t port) {
   return !ec;
 }
 
+// Each client and upstream connection is a descriptor: the soft limit
+// (often 1024) goes up to the hard one, logged either way.
+void raise_fd_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t before = limit.rlim_cur;
+  if (before < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) limit.rlim_cur = before;
+  }
+  std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"fd_limit\",\"soft_before\":%llu,\"soft\":%llu,\"hard\":%llu}\n",
+               static_cast<unsigned long long>(before), static_cast<unsigned long long>(limit.rlim_cur),
+               static_cast<unsigned long long>(limit.rlim_max));
+}
+
 // The gateway's connections first (their streams still need the engines),
 // then the simulated engines.
 arbiter::Task<void> drain_all(arbiter::HttpServer& server, arbiter::EmbeddedSims& sims,
@@ -113,6 +130,7 @@ int main(int argc, char** argv) {
   }
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGHUP, SIG_IGN);  // until the handler below is installed
+  raise_fd_limit();
 
   const unsigned threads =
       config->listener.threads ? config->listener.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -138,7 +156,8 @@ int main(int argc, char** argv) {
                                   .header_timeout = cfg.timeouts.client_header,
                                   .body_timeout = cfg.timeouts.client_body,
                                   .keepalive_idle = cfg.timeouts.keepalive_idle,
-                                  .write_timeout = cfg.timeouts.client_write},
+                                  .write_timeout = cfg.timeouts.client_write,
+                                  .max_connections = cfg.listener.max_connections},
                     [&gateway](HttpRequest& req, ClientConnection& conn) {
                       return gateway.handle(req, conn);
                     },

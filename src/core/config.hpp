@@ -23,6 +23,7 @@ struct ListenerConfig {
   std::string address = "127.0.0.1";  // interface to bind
   uint16_t port = 8080;               // 0 picks a free port (tests)
   unsigned threads = 0;               // I/O threads; 0 = one per core
+  unsigned max_connections = 0;       // open client connections; beyond: 503 and close. 0 = no limit
 };
 
 struct LimitsConfig {

@@ -1,5 +1,7 @@
 #include "http/server.hpp"
 
+#include <array>
+#include <cerrno>
 #include <cstdio>
 
 #include "core/error.hpp"
@@ -28,6 +30,10 @@ std::string body_too_large_message(const ServerOptions& opt) {
 }
 // Room for a typical request without growing the buffer.
 constexpr std::size_t kReadBufferBytes = 8 * 1024;
+// accept() out of file descriptors: how long until the next try.
+constexpr std::chrono::milliseconds kAcceptBackoff{100};
+// A refused connection (max_connections) is closed after this at the latest.
+constexpr std::chrono::milliseconds kRefuseLinger{1'000};
 
 // A head whose framing another hop could read differently (request
 // smuggling) or that RFC 9112 says to refuse: answered 400 and the
@@ -256,16 +262,68 @@ Task<void> HttpServer::sweep_loop() {
   }
 }
 
+Task<void> HttpServer::refuse(tcp::socket socket) {
+  const ApiError err{ErrorCode::kTooManyConnections, "too many open connections; retry shortly", {}, {}};
+  const std::string body = error_body(err);
+  const std::string response = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                               "Retry-After: " + retry_after_seconds(*err.effective_retry_after()) +
+                               "\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
+                               "\r\n\r\n" + body;
+  net::steady_timer limit(socket.get_executor());
+  limit.expires_after(kRefuseLinger);
+  limit.async_wait([&socket](const beast::error_code& ec) {
+    beast::error_code ignored;
+    if (!ec) socket.close(ignored);
+  });
+  auto [write_ec, written] = co_await net::async_write(socket, net::buffer(response), kAsTuple);
+  beast::error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_send, ignored);
+  // Read what the client sent until it closes: closing with its request
+  // unread would send a reset, which may destroy the 503 before it is read.
+  std::array<char, 1024> sink;
+  while (!write_ec) {
+    auto [ec, n] = co_await socket.async_read_some(net::buffer(sink), kAsTuple);
+    if (ec) break;
+  }
+  limit.cancel();
+  socket.close(ignored);
+}
+
 Task<void> HttpServer::accept_loop() {
+  bool starved = false;  // accept is failing for want of descriptors: logged once
+  net::steady_timer backoff(acceptor_.get_executor());
   while (!draining()) {
     net::any_io_executor home = net::make_strand(ioc_);
     if (workers_) home = workers_->next().get_executor();
     auto [ec, socket] = co_await acceptor_.async_accept(home, kAsTuple);
     if (ec) {
       if (ec == net::error::operation_aborted || !acceptor_.is_open()) break;
-      continue;  // e.g. EMFILE: keep serving the connections we have
+      if (ec == net::error::no_descriptors || ec.value() == ENFILE || ec == net::error::no_buffer_space ||
+          ec == net::error::no_memory) {
+        // Keep serving the connections we have; try again later, not at once.
+        if (!starved) {
+          std::fprintf(stderr,
+                       "{\"level\":\"error\",\"event\":\"accept_failed\",\"error\":\"%s\","
+                       "\"open_connections\":%zu,\"retry_ms\":%lld}\n",
+                       ec.message().c_str(), open_connections(),
+                       static_cast<long long>(kAcceptBackoff.count()));
+          starved = true;
+        }
+        backoff.expires_after(kAcceptBackoff);
+        co_await backoff.async_wait(kAsTuple);
+      }
+      continue;
+    }
+    if (starved) {
+      std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"accept_recovered\",\"open_connections\":%zu}\n",
+                   open_connections());
+      starved = false;
     }
     beast::error_code ignored;
+    if (options_.max_connections > 0 && open_connections() >= options_.max_connections) {
+      net::co_spawn(socket.get_executor(), refuse(std::move(socket)), net::detached);
+      continue;
+    }
     socket.set_option(tcp::no_delay(true), ignored);
     auto session = std::make_shared<Session>(*this, std::move(socket));
     {

@@ -30,6 +30,8 @@ struct ServerOptions {
   std::chrono::milliseconds body_timeout{30'000};
   std::chrono::milliseconds keepalive_idle{60'000};
   std::chrono::milliseconds write_timeout{30'000};
+  // Open connections at most (0: no limit); one beyond is answered 503 and closed.
+  std::size_t max_connections = 0;
 };
 
 using HttpRequest = ServerRequest;
@@ -62,7 +64,14 @@ class HttpServer {
 
  private:
   class Session;
+  // Accepts until draining. When accept fails for want of file descriptors
+  // (or kernel memory) it waits kAcceptBackoff before trying again, logging
+  // once per episode: retrying at once spins a core that also runs timers.
   Task<void> accept_loop();
+  // A connection beyond max_connections: 503 (too_many_connections) with
+  // Connection: close, then closed once the client has read it (or after
+  // a second).
+  static Task<void> refuse(tcp::socket socket);
   // Closes sockets whose Deadline passed; ticks every kDeadlineTick.
   Task<void> sweep_loop();
   void close_all(bool idle_only);

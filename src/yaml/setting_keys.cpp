@@ -158,6 +158,8 @@ constexpr SettingKey<L> kListenerKeys[] = {
     {"address", "an address to bind", read_text<L, &L::address>, write_text<L, &L::address>},
     {"port", "integer in [0, 65535]", read_integer<L, &L::port, 0, 65535>, write_integer<L, &L::port>},
     {"threads", "integer in [0, 1024]", read_integer<L, &L::threads, 0, 1024>, write_integer<L, &L::threads>},
+    {"max_connections", "integer in [0, 10000000]", read_integer<L, &L::max_connections, 0, 10'000'000>,
+     write_integer<L, &L::max_connections>},
 };
 
 using Lim = LimitsConfig;
