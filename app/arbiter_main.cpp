@@ -90,10 +90,13 @@ void raise_fd_limit() {
 }
 
 // The gateway's connections first (their streams still need the engines),
-// then the simulated engines.
-arbiter::Task<void> drain_all(arbiter::HttpServer& server, arbiter::EmbeddedSims& sims,
+// then the simulated engines. Queued requests are answered 503 at once;
+// running ones are stopped, with a final error event, just before the
+// deadline.
+arbiter::Task<void> drain_all(arbiter::Gateway& gateway, arbiter::HttpServer& server, arbiter::EmbeddedSims& sims,
                               std::chrono::milliseconds deadline) {
-  co_await server.drain(deadline);
+  gateway.begin_drain();
+  co_await server.drain(deadline, [&gateway] { gateway.stop_running(); });
   co_await sims.stop(std::chrono::milliseconds(1000));
 }
 
@@ -201,7 +204,7 @@ int main(int argc, char** argv) {
     gateway.set_ready(false);
     std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"draining\",\"signal\":%d,\"deadline_ms\":%lld}\n",
                  sig, static_cast<long long>(cfg.timeouts.drain.count()));
-    net::co_spawn(ioc, drain_all(server, **sims, cfg.timeouts.drain), [&](std::exception_ptr) {
+    net::co_spawn(ioc, drain_all(gateway, server, **sims, cfg.timeouts.drain), [&](std::exception_ptr) {
       std::fputs("{\"level\":\"info\",\"event\":\"stopped\"}\n", stderr);
       io.stop();
     });

@@ -1,8 +1,10 @@
 #include "http/server.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
+#include <utility>
 
 #include "core/error.hpp"
 #include "http/head_scan.hpp"
@@ -349,13 +351,16 @@ void HttpServer::close_all(bool idle_only) {
   }
 }
 
-Task<void> HttpServer::drain(std::chrono::milliseconds deadline) {
+Task<void> HttpServer::drain(std::chrono::milliseconds deadline, std::function<void()> stop_running) {
   draining_ = true;
   net::post(acceptor_.get_executor(), [this] {
     beast::error_code ignored;
     acceptor_.close(ignored);
   });
-  const auto until = std::chrono::steady_clock::now() + deadline;
+  const auto start = std::chrono::steady_clock::now();
+  const auto until = start + deadline;
+  // Time left at the end for requests told to stop to say so.
+  const auto stop_at = until - std::min<std::chrono::milliseconds>(deadline / 4, std::chrono::milliseconds(500));
   net::steady_timer timer(co_await net::this_coro::executor);
   // Idle keep-alive connections stay open while requests are in flight, so
   // a load balancer probing /readyz on one sees the 503 (answered with
@@ -363,6 +368,9 @@ Task<void> HttpServer::drain(std::chrono::milliseconds deadline) {
   // a connection may turn idle after its last response while we wait.
   while (open_connections() > 0 && std::chrono::steady_clock::now() < until) {
     if (active_requests() == 0) close_all(/*idle_only=*/true);
+    if (stop_running && active_requests() > 0 && std::chrono::steady_clock::now() >= stop_at) {
+      std::exchange(stop_running, nullptr)();
+    }
     timer.expires_after(std::chrono::milliseconds(20));
     co_await timer.async_wait(kAsTuple);
   }

@@ -54,9 +54,11 @@ class HttpServer {
   // Stops accepting; connections with a request in progress finish it
   // (answering with Connection: close); idle keep-alive connections may send
   // one more request (e.g. /readyz) until nothing is in flight, then are
-  // closed. After `deadline` whatever is still open is closed. Completes when
-  // every connection is gone.
-  Task<void> drain(std::chrono::milliseconds deadline);
+  // closed. Shortly before `deadline` (a quarter of it, at most 500 ms)
+  // `stop_running`, when given and requests are still in progress, tells
+  // them to end (a stream with a final error event); at `deadline` whatever
+  // is still open is closed. Completes when every connection is gone.
+  Task<void> drain(std::chrono::milliseconds deadline, std::function<void()> stop_running = {});
 
   bool draining() const { return draining_.load(); }
   std::size_t open_connections() const;

@@ -119,7 +119,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
     }
 
     Interrupt interrupt;
-    slot.set_interrupt_hook([&interrupt, &slot] { interrupt.fire(slot.preempted()); });
+    slot.set_interrupt_hook([&interrupt, &slot] { interrupt.fire(slot.preempted(), slot.interrupt_error()); });
     const RelayRequest relay_request{.pool = pool.upstream(slot.backend()),
                                      .upstream_request = up,
                                      .sink = sink,
