@@ -323,7 +323,8 @@ Task<void> HttpServer::accept_loop() {
     }
     beast::error_code ignored;
     if (options_.max_connections > 0 && open_connections() >= options_.max_connections) {
-      net::co_spawn(socket.get_executor(), refuse(std::move(socket)), net::detached);
+      const auto executor = socket.get_executor();  // before the socket moves
+      net::co_spawn(executor, refuse(std::move(socket)), net::detached);
       continue;
     }
     socket.set_option(tcp::no_delay(true), ignored);
