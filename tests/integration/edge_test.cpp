@@ -167,11 +167,13 @@ TEST(Edge, OutOfDescriptorsTheGatewayBacksOffAndServesNewClientsAfterwards) {
   const long ticks = cpu_ticks(h.gateway().pid()) - ticks_before;
   const double wall_ticks = ms_between(from, Clock::now()) / 1000.0 * static_cast<double>(::sysconf(_SC_CLK_TCK));
   EXPECT_LT(static_cast<double>(ticks), 0.15 * wall_ticks) << "the gateway spins while out of descriptors";
+  // One episode so far (the flood's backlog, accepted as descriptors come
+  // free, may start another after it).
+  EXPECT_EQ(count_of(h.gateway().stderr_text(), "accept_failed"), 1u) << "logged once per episode";
 
   flood.clear();
   EXPECT_EQ(http_get(h.port(), "/healthz", {}, Millis(10'000)).status, 200);
   const std::string err = h.gateway().stderr_text();
-  EXPECT_EQ(count_of(err, "accept_failed"), 1u) << "logged once per episode";
   EXPECT_NE(err.find("accept_recovered"), std::string::npos);
   EXPECT_NE(err.find("\"event\":\"fd_limit\""), std::string::npos);
 }
