@@ -1,6 +1,8 @@
 // arbiter: the gateway binary. Parses flags, loads the config, serves until
 // SIGTERM/SIGINT, then drains and exits 0.
 
+#include <sys/resource.h>
+
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -75,12 +77,29 @@ bool write_port_file(const std::string& path, uint16_t port) {
   return !ec;
 }
 
+// Each client and upstream connection is a descriptor: the soft limit
+// (often 1024) goes up to the hard one, logged either way.
+void raise_fd_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t before = limit.rlim_cur;
+  if (before < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) limit.rlim_cur = before;
+  }
+  std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"fd_limit\",\"soft_before\":%llu,\"soft\":%llu,\"hard\":%llu}\n",
+               static_cast<unsigned long long>(before), static_cast<unsigned long long>(limit.rlim_cur),
+               static_cast<unsigned long long>(limit.rlim_max));
+}
+
 // The gateway's connections first (their streams still need the engines),
 // then the admin listener (its /readyz says "not ready" meanwhile), then
-// the simulated engines.
-arbiter::Task<void> drain_all(arbiter::HttpServer& server, arbiter::HttpServer* admin, arbiter::EmbeddedSims& sims,
-                              std::chrono::milliseconds deadline) {
-  co_await server.drain(deadline);
+// the simulated engines. Queued requests are answered 503 at once; running
+// ones are stopped, with a final error event, just before the deadline.
+arbiter::Task<void> drain_all(arbiter::Gateway& gateway, arbiter::HttpServer& server, arbiter::HttpServer* admin,
+                              arbiter::EmbeddedSims& sims, std::chrono::milliseconds deadline) {
+  gateway.begin_drain();
+  co_await server.drain(deadline, [&gateway] { gateway.stop_running(); });
   if (admin) co_await admin->drain(std::chrono::milliseconds(1000));
   co_await sims.stop(std::chrono::milliseconds(1000));
 }
@@ -134,6 +153,7 @@ int main(int argc, char** argv) {
   }
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGHUP, SIG_IGN);  // until the handler below is installed
+  raise_fd_limit();
 
   const unsigned threads =
       config->listener.threads ? config->listener.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -168,7 +188,8 @@ int main(int argc, char** argv) {
                                      .body_timeout = cfg.timeouts.client_body,
                                      .keepalive_idle = cfg.timeouts.keepalive_idle,
                                      .write_timeout = cfg.timeouts.client_write,
-                                     .tls = tls};
+                                     .tls = tls,
+                                     .max_connections = cfg.listener.max_connections};
   HttpServer server(ioc, server_options,
                     [&gateway](HttpRequest& req, ClientConnection& conn) {
                       return gateway.handle(req, conn);
@@ -224,7 +245,7 @@ int main(int argc, char** argv) {
     gateway.set_ready(false);
     std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"draining\",\"signal\":%d,\"deadline_ms\":%lld}\n",
                  sig, static_cast<long long>(cfg.timeouts.drain.count()));
-    net::co_spawn(ioc, drain_all(server, admin.get(), **sims, cfg.timeouts.drain), [&](std::exception_ptr) {
+    net::co_spawn(ioc, drain_all(gateway, server, admin.get(), **sims, cfg.timeouts.drain), [&](std::exception_ptr) {
       std::fputs("{\"level\":\"info\",\"event\":\"stopped\"}\n", stderr);
       io.stop();
     });

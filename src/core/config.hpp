@@ -34,6 +34,7 @@ struct ListenerConfig {
   std::string address = "127.0.0.1";  // interface to bind
   uint16_t port = 8080;               // 0 picks a free port (tests)
   unsigned threads = 0;               // I/O threads; 0 = one per core
+  unsigned max_connections = 0;       // open client connections; beyond: 503 and close. 0 = no limit
   ListenerTlsConfig tls;
 };
 
@@ -54,6 +55,7 @@ struct LimitsConfig {
   std::size_t max_body_bytes = 4u << 20;               // request body
   std::size_t max_header_bytes = 16u << 10;            // request header block
   std::size_t max_upstream_response_bytes = 64u << 20; // non-streaming answers
+  std::size_t max_json_depth = 128;                    // request body nesting (deep tool schemas)
 };
 
 struct TimeoutsConfig {

@@ -23,6 +23,7 @@ ErrorMapping map_error(ErrorCode code) {
     case ErrorCode::kBackendsDown: return {503, "server_error", "no_backend_available", true};
     case ErrorCode::kModelIsolated: return {503, "server_error", "model_unavailable", true};
     case ErrorCode::kShuttingDown: return {503, "server_error", "shutting_down", true};
+    case ErrorCode::kTooManyConnections: return {503, "server_error", "too_many_connections", true};
     case ErrorCode::kUpstreamTimeout: return {504, "server_error", "upstream_timeout", true};
   }
   return {500, "server_error", "internal_error", true};

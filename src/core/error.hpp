@@ -27,6 +27,7 @@ enum class ErrorCode {
   kBackendsDown,       // 503: every backend of its pool is down (fail-fast)
   kModelIsolated,      // 503: the model's breaker isolates it for a back-off
   kShuttingDown,       // 503: gateway is draining
+  kTooManyConnections, // 503: listener.max_connections reached
   kUpstreamTimeout,    // 504: engine did not answer in time
 };
 

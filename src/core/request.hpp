@@ -32,7 +32,11 @@ struct RequestInfo {
   std::size_t prompt_at = std::string::npos;
 
   // Prompt estimate plus max_tokens (or kDefaultOutputEstimate).
-  int64_t cost_estimate() const { return prompt_tokens_estimate + max_tokens.value_or(kDefaultOutputEstimate); }
+  // Saturates: an uncapped class lets max_tokens reach 2^63 - 1.
+  int64_t cost_estimate() const {
+    const int64_t output = max_tokens.value_or(kDefaultOutputEstimate);
+    return output > INT64_MAX - prompt_tokens_estimate ? INT64_MAX : prompt_tokens_estimate + output;
+  }
 };
 
 }  // namespace arbiter

@@ -144,7 +144,8 @@ class Handler {
   bool on_comment(boost::json::string_view, error_code&) { return true; }
 
  private:
-  Role role() const { return roles_[depth_]; }
+  // Containers deeper than roles_ hold nothing the scan records.
+  Role role() const { return depth_ < roles_.size() ? roles_[depth_] : Role::kIgnored; }
   // Where a number's text lies: known when the parser handed it over whole
   // and from the scanned text (always, with the text given in one piece).
   TextSpan span_of(boost::json::string_view s) {
@@ -177,11 +178,7 @@ class Handler {
   // members are read in.
   bool open(JsonKind kind, error_code& ec) {
     const Role child = value(kind, {}, 0);
-    if (depth_ + 1 >= roles_.size()) {  // deeper than parse_options allow: not reached
-      ec = boost::json::error::too_deep;
-      return false;
-    }
-    roles_[++depth_] = child;
+    if (++depth_ < roles_.size()) roles_[depth_] = child;  // the parser bounds the depth
     return true;
   }
 
@@ -290,9 +287,9 @@ class Handler {
   std::string_view text_;
   RequestFields& out_;
   bool number_in_parts_ = false;
-  // Role of the container open at each depth; [0] is the document. Boost's
-  // default max_depth (32) keeps within it.
-  std::array<Role, 64> roles_{Role::kTop};
+  // Role of the container open at each depth; [0] is the document. The
+  // recorded fields lie within the first few levels: deeper ones are ignored.
+  std::array<Role, 16> roles_{Role::kTop};
   std::size_t depth_ = 0;
   Key key_ = Key::kOther;    // the last key read in a keyed role
   std::string key_buffer_;   // a key that came in parts
@@ -304,12 +301,69 @@ class Handler {
 
 }  // namespace
 
-error_code scan_request_fields(std::string_view text, RequestFields& out) {
-  boost::json::basic_parser<Handler> parser(boost::json::parse_options{}, text, out);
+namespace {
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+// The code unit of the \uXXXX escape at `at` (pointing at the backslash), or -1.
+int escaped_unit(std::string_view text, std::size_t at) {
+  if (at + 6 > text.size() || text[at] != '\\' || text[at + 1] != 'u') return -1;
+  int unit = 0;
+  for (std::size_t i = at + 2; i < at + 6; ++i) {
+    const int d = hex_value(text[i]);
+    if (d < 0) return -1;
+    unit = unit * 16 + d;
+  }
+  return unit;
+}
+bool is_leading(int unit) { return unit >= 0xd800 && unit <= 0xdbff; }
+bool is_trailing(int unit) { return unit >= 0xdc00 && unit <= 0xdfff; }
+
+error_code scan(std::string_view text, RequestFields& out, std::size_t max_depth) {
+  boost::json::parse_options options;
+  options.max_depth = max_depth;
+  boost::json::basic_parser<Handler> parser(options, text, out);
   error_code ec;
   const std::size_t used = parser.write_some(false, text.data(), text.size(), ec);
   if (!ec && used < text.size()) ec = boost::json::error::extra_data;
   return ec;
+}
+}  // namespace
+
+bool replace_lone_surrogates(std::string& text) {
+  bool replaced = false;
+  for (std::size_t at = text.find('\\'); at != std::string::npos && at + 1 < text.size();
+       at = text.find('\\', at)) {
+    const int unit = escaped_unit(text, at);
+    if (unit < 0) {
+      at += 2;  // another escape (\\, \", \n, ...), skipped whole
+      continue;
+    }
+    if (is_leading(unit) && is_trailing(escaped_unit(text, at + 6))) {
+      at += 12;  // a pair: a valid character
+      continue;
+    }
+    if (is_leading(unit) || is_trailing(unit)) {
+      text.replace(at + 2, 4, "fffd");
+      replaced = true;
+    }
+    at += 6;
+  }
+  return replaced;
+}
+
+error_code scan_request_fields(std::string_view text, RequestFields& out, std::size_t max_depth) {
+  const error_code ec = scan(text, out, max_depth);
+  if (!ec || text.find("\\u") == std::string_view::npos) return ec;
+  // Boost.JSON refuses a lone escaped surrogate; engines (Python's json)
+  // take it. Read as U+FFFD, an escape of the same length: offsets hold.
+  std::string clean(text);
+  if (!replace_lone_surrogates(clean)) return ec;
+  out = RequestFields{};
+  return scan(clean, out, max_depth);
 }
 
 }  // namespace arbiter

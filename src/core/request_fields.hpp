@@ -65,7 +65,18 @@ struct RequestFields {
   std::size_t prompt_at = TextSpan::kNone;
 };
 
-// Scans `text`; the error is the JSON parser's (syntax, depth, extra data).
-boost::system::error_code scan_request_fields(std::string_view text, RequestFields& out);
+// JSON nesting accepted by default (limits.max_json_depth): deep tool schemas
+// reach 32 levels.
+inline constexpr std::size_t kDefaultMaxJsonDepth = 128;
+
+// Scans `text`; the error is the JSON parser's (syntax, nesting deeper than
+// `max_depth`, extra data). A lone escaped surrogate ("\ud800"), which
+// engines accept, is read as U+FFFD.
+boost::system::error_code scan_request_fields(std::string_view text, RequestFields& out,
+                                              std::size_t max_depth = kDefaultMaxJsonDepth);
+
+// Rewrites each lone escaped surrogate in JSON text as \ufffd (the same
+// length); true when there was one.
+bool replace_lone_surrogates(std::string& text);
 
 }  // namespace arbiter

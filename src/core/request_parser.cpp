@@ -72,16 +72,25 @@ boost::json::object& ParsedRequest::body() {
 
 const boost::json::object& ParsedRequest::body() const {
   if (!body_) {
-    // parse_request checked that `text` is a JSON object.
-    json::value doc = json::parse(text);
+    // parse_request checked that `text` is a JSON object, within its depth
+    // and with lone surrogates read as U+FFFD.
+    json::parse_options options;
+    options.max_depth = max_json_depth_;
+    boost::system::error_code ec;
+    json::value doc = json::parse(text, ec, {}, options);
+    if (ec) {
+      std::string clean = text;
+      replace_lone_surrogates(clean);
+      doc = json::parse(clean, {}, options);
+    }
     body_.emplace(std::move(doc.as_object()));
   }
   return *body_;
 }
 
-std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string body) {
+std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string body, std::size_t max_json_depth) {
   RequestFields f;
-  if (const auto ec = scan_request_fields(body, f)) {
+  if (const auto ec = scan_request_fields(body, f, max_json_depth)) {
     return std::unexpected(
         ApiError{ErrorCode::kInvalidJson, "request body is not valid JSON: " + ec.message(), {}, {}});
   }
@@ -90,6 +99,7 @@ std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string bo
   }
   ParsedRequest out;
   out.info.route = route;
+  out.max_json_depth_ = max_json_depth;
 
   if (f.model == JsonKind::kAbsent) return std::unexpected(invalid("'model' is required", "model"));
   if (f.model != JsonKind::kString || f.model_name.empty()) {

@@ -35,7 +35,8 @@ class ParsedRequest {
   bool document_changed() const { return document_changed_; }
 
  private:
-  friend std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string body);
+  friend std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string body,
+                                                              std::size_t max_json_depth);
   friend bool apply_max_tokens_cap(ParsedRequest& request, int64_t cap);
 
 // Sends the request to another model (the model breaker's degraded variant
@@ -46,12 +47,15 @@ void rewrite_model(ParsedRequest& request, std::string_view model);
 
   mutable std::optional<boost::json::object> body_;
   bool document_changed_ = false;  // set by a change to body() that `text` lacks
+  std::size_t max_json_depth_ = kDefaultMaxJsonDepth;  // as parse_request read `text`
   // The budget fields as scanned, for a cap written into `text`.
   JsonScalar max_tokens_;
   JsonScalar max_completion_tokens_;
 };
 
-std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string body);
+// `max_json_depth`: deeper nesting is refused (400 invalid_json).
+std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string body,
+                                                     std::size_t max_json_depth = kDefaultMaxJsonDepth);
 
 // Characters per token used for estimates (the usual rule of thumb for
 // English text with BPE tokenizers).

@@ -179,7 +179,7 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
   const uint32_t tenant = victim == kNil && existing != kNil
                               ? existing
                               : tenant_queue(request.pool, request.klass, request.tenant);
-  const int64_t cost = std::max<int64_t>(request.cost_tokens, 1);
+  const int64_t cost = std::clamp<int64_t>(request.cost_tokens, 1, kMaxCostTokens);
   Node& n = nodes_[id];
   n.user = request.user;
   n.resumable = request.resumable;
@@ -355,7 +355,7 @@ bool Scheduler::requeue_failed(Handle handle, int64_t remaining_cost, TimePoint 
 void Scheduler::requeue(uint32_t id, int64_t remaining_cost, TimePoint now) {
   release_slot(id);
   Node& n = nodes_[id];
-  const int64_t cost = std::max<int64_t>(remaining_cost, 1);
+  const int64_t cost = std::clamp<int64_t>(remaining_cost, 1, kMaxCostTokens);
   // The continuation is charged again when it runs; refund that part now so
   // the class and tenant pay once for the whole request.
   if (config_.policy == Policy::kHybrid) {

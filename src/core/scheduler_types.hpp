@@ -22,12 +22,16 @@ struct Handle {
 };
 
 // The part of a request the scheduler needs; the body stays with the caller.
+// The most a request is charged: sums of queued costs stay far from int64's
+// end however large a max_tokens an uncapped class lets through.
+inline constexpr int64_t kMaxCostTokens = int64_t{1} << 40;
+
 struct Request {
   uint64_t user = 0;                  // caller's tag, echoed in every event about the request
   PoolId pool = 0;                    // model pool it may run on
   ClassId klass = 0;                  // class from the classifier
   TenantId tenant = 0;                // caller's dense tenant number
-  int64_t cost_tokens = 1;            // estimated tokens (prompt + max_tokens); clamped to >= 1
+  int64_t cost_tokens = 1;            // estimated tokens (prompt + max_tokens); clamped to [1, kMaxCostTokens]
   int64_t prompt_tokens = 0;          // estimated prompt (prefill) tokens; 0: not counted
   std::optional<TimePoint> deadline;  // the client's own queue deadline; the class's applies too
   std::string_view supersede_key;     // empty: none; only requests of the same tenant match

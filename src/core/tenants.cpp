@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <array>
 
 namespace arbiter {
@@ -30,10 +31,12 @@ TenantDirectory::TenantDirectory(const std::vector<TenantConfig>& tenants, bool 
 
 std::expected<const TenantConfig*, ApiError> TenantDirectory::authenticate(
     std::string_view authorization, std::span<const std::string> cert_names) const {
-  constexpr std::string_view kBearer = "Bearer ";
+  // The scheme is case-insensitive (RFC 9110 11.1): "bearer" is "Bearer".
+  constexpr std::string_view kBearer = "bearer ";
   std::string_view key;
   if (authorization.size() > kBearer.size() &&
-      authorization.substr(0, kBearer.size()) == kBearer) {
+      std::ranges::equal(authorization.substr(0, kBearer.size()), kBearer,
+                         [](char a, char b) { return (a | 0x20) == b; })) {
     key = authorization.substr(kBearer.size());
   }
   if (!key.empty()) {

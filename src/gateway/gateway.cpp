@@ -77,7 +77,7 @@ Gateway::~Gateway() {
 // which names the class); a new observer likewise.
 void Gateway::assemble_pipeline() {
   pipeline_.add_stage(std::make_unique<AuthStage>(tenants_));
-  pipeline_.add_stage(std::make_unique<ParseStage>());
+  pipeline_.add_stage(std::make_unique<ParseStage>(config_.limits.max_json_depth));
   pipeline_.add_stage(std::make_unique<RouteStage>(config_, classifier_, pool_index_, pools_));
   pipeline_.add_stage(std::make_unique<BreakerStage>(config_, *breakers_, pool_index_, metrics_));
   pipeline_.add_stage(std::make_unique<CapsStage>(config_, pools_, metrics_));
@@ -154,7 +154,10 @@ Task<void> Gateway::answer_get(HttpRequest& req, ClientConnection& conn, std::st
                                bool admin) {
   // Everything but inference answers with the request's id too.
   std::vector<std::pair<std::string, std::string>> headers{{"x-request-id", choose_request_id(req["x-request-id"])}};
-  if (admin && req.method() == http::verb::get) {
+  // HEAD of a probe (load balancers' health checks): its GET's head alone.
+  const bool head = req.method() == http::verb::head && (path == "/healthz" || path == "/readyz");
+  if (admin && (req.method() == http::verb::get || head)) {
+    if (head) conn.set_head_only();
     co_await admin_->handle(path, req, conn, headers);
     co_return;
   }

@@ -44,6 +44,12 @@ class Gateway {
 
   // /readyz answers 200 only while ready (listener up, not draining).
   void set_ready(bool ready) { admin_->set_ready(ready); }
+  // Draining starts: queued requests are answered 503 shutting_down at once
+  // (and new ones too); running ones continue (docs/operations: drain).
+  void begin_drain() { dispatcher_->shut_down_queue(); }
+  // The drain deadline: running requests stop, a stream with a final
+  // shutting_down error event.
+  void stop_running() { dispatcher_->interrupt_running(); }
   const Config& config() const { return config_; }
   GatewayMetrics& metrics() { return metrics_; }
   // The inference routes' pipeline (its admission stages, for inspection).

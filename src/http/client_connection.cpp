@@ -9,8 +9,11 @@
 namespace arbiter {
 
 namespace {
-// More pipelined bytes than this and the reader stops reading until the
-// request ends (it then only waits for a socket error).
+// More pipelined bytes than this during a request and the rest are read
+// and dropped: the connection then closes after the response (RFC 9112
+// 9.3.2 lets a server close with pipelined requests unanswered). The read
+// stays pending whatever was sent, so a client that leaves is seen at once
+// (its FIN lies behind the bytes; a wait for socket errors misses it).
 constexpr std::size_t kMaxPipelinedBytes = 64 * 1024;
 }  // namespace
 
@@ -25,6 +28,7 @@ ClientConnection::ClientConnection(Stream& stream, beast::flat_buffer& buffer,
 
 void ClientConnection::begin_request(bool keep_alive) {
   keep_alive_ = keep_alive;
+  head_only_ = false;
   failed_ = false;
   body_bytes_ = 0;
   first_body_byte_at_.reset();
@@ -72,10 +76,6 @@ Task<beast::error_code> ClientConnection::wait_for_bytes() {
 // and a handler holding the owner costs less than a coroutine frame.
 void ClientConnection::read() {
   if (reading_ || read_error_) return;
-  if (in_request_ && buffer_.size() >= kMaxPipelinedBytes) {
-    watch_errors();
-    return;
-  }
   reading_ = true;
   stream_.async_read_some(net::buffer(chunk_), [this, owner = owner_.lock()](const beast::error_code& ec,
                                                                             std::size_t n) {
@@ -91,6 +91,8 @@ void ClientConnection::on_read(const beast::error_code& ec, std::size_t n) {
   if (ec) {
     read_error_ = ec;
     if (in_request_) mark_gone();  // EOF, reset or closed by a deadline: the client is gone
+  } else if (in_request_ && buffer_.size() + n > kMaxPipelinedBytes) {
+    dropped_pipelined_ = true;  // the bytes are lost: no next request on this connection
   } else {
     buffer_.commit(net::buffer_copy(buffer_.prepare(n), net::buffer(chunk_.data(), n)));
   }
@@ -104,15 +106,6 @@ void ClientConnection::on_read(const beast::error_code& ec, std::size_t n) {
   in_read_handler_ = false;
   // A request in progress keeps a read pending: it sees the client leave.
   if (in_request_) read();
-}
-
-void ClientConnection::watch_errors() {
-  if (watching_errors_) return;
-  watching_errors_ = true;
-  stream_.socket().async_wait(tcp::socket::wait_error, [this, owner = owner_.lock()](const beast::error_code& ec) {
-    watching_errors_ = false;
-    if (!ec && in_request_) mark_gone();
-  });
 }
 
 bool ClientConnection::write_at_once(std::span<const net::const_buffer> buffers, std::size_t& written) {
@@ -138,7 +131,7 @@ void ClientConnection::write_failed() {
 }
 
 bool ClientConnection::response_keep_alive() {
-  keep_alive_ = keep_alive_ && !draining_.load(std::memory_order_relaxed);
+  keep_alive_ = keep_alive_ && !dropped_pipelined_ && !draining_.load(std::memory_order_relaxed);
   return keep_alive_;
 }
 
@@ -147,17 +140,19 @@ Task<bool> ClientConnection::send(http::response<http::string_body>& res) {
   res.keep_alive(response_keep_alive());
   res.prepare_payload();
   write_response_head(res, head_);
-  const std::array<net::const_buffer, 2> buffers{net::buffer(head_), net::buffer(res.body())};
+  const std::string_view body = head_only_ ? std::string_view() : std::string_view(res.body());
+  const std::array<net::const_buffer, 2> buffers{net::buffer(head_), net::buffer(body)};
   if (std::size_t written = 0; !write_at_once(buffers, written)) {
     if (gone_ || failed_ || !co_await write_rest(buffers, written)) co_return false;
   }
-  note_body(res.body().size());
+  note_body(body.size());
   co_return true;
 }
 
 Task<bool> ClientConnection::send(const ResponseHead& head, std::string_view body) {
   if (gone_ || failed_) co_return false;
   write_response_head(head, body.size(), response_keep_alive(), head_);
+  if (head_only_) body = {};
   const std::array<net::const_buffer, 2> buffers{net::buffer(head_), net::buffer(body)};
   if (std::size_t written = 0; !write_at_once(buffers, written)) {
     if (gone_ || failed_ || !co_await write_rest(buffers, written)) co_return false;

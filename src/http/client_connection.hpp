@@ -1,9 +1,10 @@
 // The client side of one HTTP/1.1 connection. It owns the connection's one
 // reader: a read stays pending on the client socket whenever the server
 // waits for a request or a request is in progress. Between requests its bytes
-// are the next request; during one they are pipelined bytes (kept) or the
-// client going away (EOF or reset), which runs the request's abort hook at
-// once so the engine stops work. One pending read for both jobs means no
+// are the next request; during one they are pipelined bytes (kept up to
+// 64 KiB, then dropped and the connection closed after the response) or the
+// client going away (EOF or reset, seen whatever was pipelined), which runs
+// the request's abort hook at once so the engine stops work. One pending read for both jobs means no
 // cancel-and-restart per request, and no syscall when a request starts.
 // Writes go out at once when the kernel takes them (no posted completion).
 #pragma once
@@ -49,8 +50,12 @@ class ClientConnection final : public ResponseSink {
   Task<bool> send_chunks(std::span<const std::string_view> pieces) override;
   Task<bool> end_stream() override;
 
+  // The request is a HEAD: whole responses go out as their head alone (with
+  // the Content-Length the body would have). Reset by begin_request.
+  void set_head_only() { head_only_ = true; }
+
   // True when the connection can serve another request afterwards.
-  bool keep_alive() const { return keep_alive_ && !failed_ && !gone_; }
+  bool keep_alive() const { return keep_alive_ && !failed_ && !gone_ && !dropped_pipelined_; }
   void set_keep_alive(bool v) override { keep_alive_ = v; }
   // The client closed its side (seen by the reader or a failed write).
   bool client_gone() const override { return gone_; }
@@ -83,7 +88,6 @@ class ClientConnection final : public ResponseSink {
  private:
   void read();             // starts the pending read unless there is one
   void on_read(const beast::error_code& ec, std::size_t n);
-  void watch_errors();     // pipelined-bytes limit reached: wait for an error only
   // A write in two steps, so that the usual one costs no coroutine frame:
   // write_at_once is true when the kernel took every byte; when it is
   // false and the write has not failed, write_rest sends what is left.
@@ -103,12 +107,13 @@ class ClientConnection final : public ResponseSink {
   const std::atomic<bool>& draining_;
   std::weak_ptr<void> owner_;
   bool keep_alive_ = true;
+  bool head_only_ = false;  // set_head_only()
   bool failed_ = false;  // a write failed or timed out
   bool gone_ = false;
   bool in_request_ = false;
   bool reading_ = false;          // a read is pending
   bool in_read_handler_ = false;  // on_read is running (it restarts the read itself)
-  bool watching_errors_ = false;
+  bool dropped_pipelined_ = false;  // pipelined bytes past the limit were dropped: close after the request
   beast::error_code read_error_;  // sticky: no read after it
   // wait_for_bytes. In an optional: Boost 1.81's move assignment of
   // any_completion_handler wraps the handler in itself, recursively.

@@ -1,6 +1,10 @@
 #include "http/server.hpp"
 
+#include <algorithm>
+#include <array>
+#include <cerrno>
 #include <cstdio>
+#include <utility>
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/string_view.hpp>
@@ -12,6 +16,10 @@
 namespace arbiter {
 
 namespace {
+// RFC 9112 3.2: an HTTP/1.1 request without Host is answered 400.
+const char* host_defect(unsigned version, bool has_host) {
+  return version >= 11 && !has_host ? "HTTP/1.1 request without a Host header" : nullptr;
+}
 void log_handler_failure(const std::exception_ptr& failure) {
   try {
     std::rethrow_exception(failure);
@@ -27,6 +35,29 @@ std::string body_too_large_message(const ServerOptions& opt) {
 }
 // Room for a typical request without growing the buffer.
 constexpr std::size_t kReadBufferBytes = 8 * 1024;
+// accept() out of file descriptors: how long until the next try.
+constexpr std::chrono::milliseconds kAcceptBackoff{100};
+// A refused connection (max_connections) is closed after this at the latest.
+constexpr std::chrono::milliseconds kRefuseLinger{1'000};
+
+// A head whose framing another hop could read differently (request
+// smuggling) or that RFC 9112 says to refuse: answered 400 and the
+// connection closed, since where its body ends is not known. Beast itself
+// refuses Transfer-Encoding: chunked with Content-Length, and a repeated
+// chunked; it takes any other Transfer-Encoding as "no body".
+const char* head_defect(const http::request_parser<http::string_body>& parser) {
+  const auto& head = parser.get();
+  if (head.find(http::field::transfer_encoding) != head.end()) {
+    // RFC 9112 6.1: with both, Transfer-Encoding would win; refused instead.
+    if (head.find(http::field::content_length) != head.end()) {
+      return "Transfer-Encoding together with Content-Length";
+    }
+    if (head.version() < 11) return "Transfer-Encoding in an HTTP/1.0 request";
+    // RFC 9112 6.3: the body's length cannot be determined.
+    if (!parser.chunked()) return "Transfer-Encoding whose final coding is not chunked";
+  }
+  return host_defect(head.version(), head.find(http::field::host) != head.end());
+}
 }  // namespace
 
 class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Session> {
@@ -163,6 +194,10 @@ Task<void> HttpServer::Session::run() {
       }
       break;
     }
+    if (const char* defect = parser ? head_defect(*parser) : host_defect(11, req.field("host").has_value())) {
+      co_await reply_error(ErrorCode::kInvalidRequest, std::string("malformed HTTP request: ") + defect);
+      break;
+    }
     if (parser && !parser->is_done()) {
       if (parser->get()[http::field::expect] == "100-continue") {
         static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -271,16 +306,69 @@ Task<void> HttpServer::sweep_loop() {
   }
 }
 
+Task<void> HttpServer::refuse(tcp::socket socket) {
+  const ApiError err{ErrorCode::kTooManyConnections, "too many open connections; retry shortly", {}, {}};
+  const std::string body = error_body(err);
+  const std::string response = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                               "Retry-After: " + retry_after_seconds(*err.effective_retry_after()) +
+                               "\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
+                               "\r\n\r\n" + body;
+  net::steady_timer limit(socket.get_executor());
+  limit.expires_after(kRefuseLinger);
+  limit.async_wait([&socket](const beast::error_code& ec) {
+    beast::error_code ignored;
+    if (!ec) socket.close(ignored);
+  });
+  auto [write_ec, written] = co_await net::async_write(socket, net::buffer(response), kAsTuple);
+  beast::error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_send, ignored);
+  // Read what the client sent until it closes: closing with its request
+  // unread would send a reset, which may destroy the 503 before it is read.
+  std::array<char, 1024> sink;
+  while (!write_ec) {
+    auto [ec, n] = co_await socket.async_read_some(net::buffer(sink), kAsTuple);
+    if (ec) break;
+  }
+  limit.cancel();
+  socket.close(ignored);
+}
+
 Task<void> HttpServer::accept_loop() {
+  bool starved = false;  // accept is failing for want of descriptors: logged once
+  net::steady_timer backoff(acceptor_.get_executor());
   while (!draining()) {
     net::any_io_executor home = net::make_strand(ioc_);
     if (workers_) home = workers_->next().get_executor();
     auto [ec, socket] = co_await acceptor_.async_accept(home, kAsTuple);
     if (ec) {
       if (ec == net::error::operation_aborted || !acceptor_.is_open()) break;
-      continue;  // e.g. EMFILE: keep serving the connections we have
+      if (ec == net::error::no_descriptors || ec.value() == ENFILE || ec == net::error::no_buffer_space ||
+          ec == net::error::no_memory) {
+        // Keep serving the connections we have; try again later, not at once.
+        if (!starved) {
+          std::fprintf(stderr,
+                       "{\"level\":\"error\",\"event\":\"accept_failed\",\"error\":\"%s\","
+                       "\"open_connections\":%zu,\"retry_ms\":%lld}\n",
+                       ec.message().c_str(), open_connections(),
+                       static_cast<long long>(kAcceptBackoff.count()));
+          starved = true;
+        }
+        backoff.expires_after(kAcceptBackoff);
+        co_await backoff.async_wait(kAsTuple);
+      }
+      continue;
+    }
+    if (starved) {
+      std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"accept_recovered\",\"open_connections\":%zu}\n",
+                   open_connections());
+      starved = false;
     }
     beast::error_code ignored;
+    if (options_.max_connections > 0 && open_connections() >= options_.max_connections) {
+      const auto executor = socket.get_executor();  // before the socket moves
+      net::co_spawn(executor, refuse(std::move(socket)), net::detached);
+      continue;
+    }
     socket.set_option(tcp::no_delay(true), ignored);
     TlsContext tls;
     if (options_.tls) tls = options_.tls->current();
@@ -308,13 +396,16 @@ void HttpServer::close_all(bool idle_only) {
   }
 }
 
-Task<void> HttpServer::drain(std::chrono::milliseconds deadline) {
+Task<void> HttpServer::drain(std::chrono::milliseconds deadline, std::function<void()> stop_running) {
   draining_ = true;
   net::post(acceptor_.get_executor(), [this] {
     beast::error_code ignored;
     acceptor_.close(ignored);
   });
-  const auto until = std::chrono::steady_clock::now() + deadline;
+  const auto start = std::chrono::steady_clock::now();
+  const auto until = start + deadline;
+  // Time left at the end for requests told to stop to say so.
+  const auto stop_at = until - std::min<std::chrono::milliseconds>(deadline / 4, std::chrono::milliseconds(500));
   net::steady_timer timer(co_await net::this_coro::executor);
   // Idle keep-alive connections stay open while requests are in flight, so
   // a load balancer probing /readyz on one sees the 503 (answered with
@@ -322,6 +413,9 @@ Task<void> HttpServer::drain(std::chrono::milliseconds deadline) {
   // a connection may turn idle after its last response while we wait.
   while (open_connections() > 0 && std::chrono::steady_clock::now() < until) {
     if (active_requests() == 0) close_all(/*idle_only=*/true);
+    if (stop_running && active_requests() > 0 && std::chrono::steady_clock::now() >= stop_at) {
+      std::exchange(stop_running, nullptr)();
+    }
     timer.expires_after(std::chrono::milliseconds(20));
     co_await timer.async_wait(kAsTuple);
   }

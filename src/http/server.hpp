@@ -34,6 +34,8 @@ struct ServerOptions {
   // TLS on every connection (the handshake within header_timeout); null:
   // plain TCP.
   std::shared_ptr<ServerTls> tls;
+  // Open connections at most (0: no limit); one beyond is answered 503 and closed.
+  std::size_t max_connections = 0;
 };
 
 using HttpRequest = ServerRequest;
@@ -56,9 +58,11 @@ class HttpServer {
   // Stops accepting; connections with a request in progress finish it
   // (answering with Connection: close); idle keep-alive connections may send
   // one more request (e.g. /readyz) until nothing is in flight, then are
-  // closed. After `deadline` whatever is still open is closed. Completes when
-  // every connection is gone.
-  Task<void> drain(std::chrono::milliseconds deadline);
+  // closed. Shortly before `deadline` (a quarter of it, at most 500 ms)
+  // `stop_running`, when given and requests are still in progress, tells
+  // them to end (a stream with a final error event); at `deadline` whatever
+  // is still open is closed. Completes when every connection is gone.
+  Task<void> drain(std::chrono::milliseconds deadline, std::function<void()> stop_running = {});
 
   bool draining() const { return draining_.load(); }
   std::size_t open_connections() const;
@@ -66,7 +70,14 @@ class HttpServer {
 
  private:
   class Session;
+  // Accepts until draining. When accept fails for want of file descriptors
+  // (or kernel memory) it waits kAcceptBackoff before trying again, logging
+  // once per episode: retrying at once spins a core that also runs timers.
   Task<void> accept_loop();
+  // A connection beyond max_connections: 503 (too_many_connections) with
+  // Connection: close, then closed once the client has read it (or after
+  // a second).
+  static Task<void> refuse(tcp::socket socket);
   // Closes sockets whose Deadline passed; ticks every kDeadlineTick. Also
   // reloads the TLS certificate when its files changed.
   Task<void> sweep_loop();

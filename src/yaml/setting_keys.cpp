@@ -158,6 +158,8 @@ constexpr SettingKey<L> kListenerKeys[] = {
     {"address", "an address to bind", read_text<L, &L::address>, write_text<L, &L::address>},
     {"port", "integer in [0, 65535]", read_integer<L, &L::port, 0, 65535>, write_integer<L, &L::port>},
     {"threads", "integer in [0, 1024]", read_integer<L, &L::threads, 0, 1024>, write_integer<L, &L::threads>},
+    {"max_connections", "integer in [0, 10000000]", read_integer<L, &L::max_connections, 0, 10'000'000>,
+     write_integer<L, &L::max_connections>},
 };
 
 using A = AdminConfig;
@@ -204,6 +206,8 @@ constexpr SettingKey<Lim> kLimitsKeys[] = {
      write_size<Lim, &Lim::max_header_bytes>},
     {"max_upstream_response_bytes", "bytes (KiB, MiB, GiB)", read_size<Lim, &Lim::max_upstream_response_bytes>,
      write_size<Lim, &Lim::max_upstream_response_bytes>},
+    {"max_json_depth", "integer in [2, 10000]", read_integer<Lim, &Lim::max_json_depth, 2, 10'000>,
+     write_integer<Lim, &Lim::max_json_depth>},
 };
 
 using T = TimeoutsConfig;

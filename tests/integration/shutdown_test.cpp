@@ -3,6 +3,7 @@
 #include <optional>
 #include <thread>
 
+#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
 #include "support/harness.hpp"
@@ -11,6 +12,11 @@
 
 namespace arbiter::test {
 namespace {
+
+bool has_status(const boost::json::object& line, int64_t status) {
+  const auto* s = line.if_contains("status");
+  return s && s->is_int64() && s->as_int64() == status;
+}
 
 // GET /readyz on an existing keep-alive connection, else a new one; the
 // status, or nullopt when neither could get an answer (both are fair ways
@@ -93,6 +99,78 @@ TEST(Shutdown, DrainDeadlineEndsStreamsThatRunTooLong) {
   ASSERT_TRUE(code.has_value()) << "still running 6 s after SIGTERM with drain_ms 1000";
   EXPECT_EQ(*code, 0);
   EXPECT_GT(ms_between(sent_at, Clock::now()), 500.0) << "exited without draining at all";
+}
+
+bool has_error(const boost::json::object& line, std::string_view code) {
+  const auto* e = line.if_contains("error");
+  return e && e->is_string() && e->as_string() == code;
+}
+
+// Issue 16, edge item 4: requests still queued when draining starts get 503
+// shutting_down with Retry-After at once (before, they waited and ran, or
+// got nothing at the deadline); the running stream is not disturbed.
+TEST(Shutdown, QueuedRequestsGet503ShuttingDownWhenDrainingStarts) {
+  GatewayConfig cfg;
+  cfg.drain_ms = 10'000;
+  cfg.max_concurrency = 1;
+  Harness h(cfg);
+  Stream s;
+  s.payloads = chat_chunks(20);
+  s.interval = Millis(100);  // ~2 s: the one slot stays busy
+  h.upstream().push(s);
+
+  HttpConnection stream(h.port());
+  stream.send(chat_request(chat_body(true)));
+  ASSERT_EQ(stream.read_head().status, 200);
+  ASSERT_GE(stream.read_events(1).size(), 1u);
+  HttpConnection queued(h.port());
+  queued.send(chat_request(chat_body()));
+  ASSERT_EQ(h.wait_for_metric("arbiter_queue_depth", 1, Millis(5'000), {{"class", "chat"}}), 1.0);
+
+  h.gateway().terminate();
+  const auto res = queued.read_head(Millis(5'000));
+  queued.read_rest();
+  EXPECT_EQ(res.status, 503) << queued.body();
+  EXPECT_NE(queued.body().find("shutting_down"), std::string::npos) << queued.body();
+  EXPECT_TRUE(res.header("retry-after").has_value());
+
+  EXPECT_EQ(stream.read_rest(Millis(10'000)), s.wire()) << "the live stream was cut by the drain";
+  EXPECT_EQ(h.gateway().wait_exit(Millis(10'000)), 0);
+  EXPECT_EQ(h.upstream().request_count(), 1u) << "the queued request ran during the drain";
+  const auto logged = h.gateway().wait_for_log(
+      [](const boost::json::object& l) { return has_status(l, 503) && has_error(l, "shutting_down"); }, Millis(1'000));
+  EXPECT_TRUE(logged.has_value()) << "no 503 shutting_down access-log line";
+}
+
+// Issue 16, edge item 4: a stream still running at the drain deadline ends
+// with a final error event (shutting_down) instead of being cut, and the
+// access log says so instead of 499.
+TEST(Shutdown, StreamsStillRunningAtTheDeadlineEndWithAnErrorEvent) {
+  GatewayConfig cfg;
+  cfg.drain_ms = 1'500;
+  Harness h(cfg);
+  Stream s;
+  s.payloads = chat_chunks(300);
+  s.interval = Millis(100);  // 30 s: far past the deadline
+  h.upstream().push(s);
+
+  HttpConnection stream(h.port());
+  stream.send(chat_request(chat_body(true)));
+  ASSERT_EQ(stream.read_head().status, 200);
+  ASSERT_GE(stream.read_events(1).size(), 1u);
+
+  h.gateway().terminate();
+  const std::string body = stream.read_rest(Millis(10'000));
+  EXPECT_TRUE(stream.complete()) << "the stream was cut: " << stream.error().value_or("");
+  const auto events = split_sse_events(body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_NE(events.back().find("\"error\""), std::string::npos) << events.back();
+  EXPECT_NE(events.back().find("shutting_down"), std::string::npos) << events.back();
+  EXPECT_EQ(h.gateway().wait_exit(Millis(10'000)), 0);
+  const auto logged = h.gateway().wait_for_log(
+      [](const boost::json::object& l) { return has_status(l, 200) && has_error(l, "shutting_down"); }, Millis(1'000));
+  EXPECT_TRUE(logged.has_value()) << "the access log does not record shutting_down";
+  for (const auto& line : h.gateway().access_log()) EXPECT_FALSE(has_status(line, 499));
 }
 
 }  // namespace

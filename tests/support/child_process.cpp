@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,7 +25,7 @@ int decode_status(int status) {
 }  // namespace
 
 ChildProcess::ChildProcess(std::vector<std::string> argv, const std::string& stdout_path,
-                           const std::string& stderr_path) {
+                           const std::string& stderr_path, std::optional<unsigned> fd_limit) {
   if (argv.empty()) throw std::invalid_argument("ChildProcess: empty argv");
   // Everything the child needs is prepared before fork: between fork and
   // exec a multi-threaded parent's child may only make async-signal-safe calls.
@@ -52,6 +53,10 @@ ChildProcess::ChildProcess(std::vector<std::string> argv, const std::string& std
     // Sockets of the test process (fake upstreams, clients) must not live on
     // in the child: a copy would keep a connection open after we close it.
     ::close_range(3, ~0U, 0);
+    if (fd_limit) {
+      const rlimit limit{.rlim_cur = *fd_limit, .rlim_max = *fd_limit};
+      if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(125);
+    }
     ::execv(args[0], args.data());
     ::_exit(127);
   }

@@ -17,8 +17,9 @@ namespace arbiter::test {
 
 class ChildProcess {
  public:
+  // `fd_limit`: RLIMIT_NOFILE (soft and hard) of the child, when given.
   ChildProcess(std::vector<std::string> argv, const std::string& stdout_path,
-               const std::string& stderr_path);
+               const std::string& stderr_path, std::optional<unsigned> fd_limit = std::nullopt);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct GatewayConfig {
   int stream_idle_ms = 5'000;
   int drain_ms = 5'000;
   std::size_t max_body_bytes = 1u << 20;
+  unsigned max_connections = 0;        // listener.max_connections; 0: not written
+  std::optional<unsigned> max_json_depth;  // limits.max_json_depth, when given
   bool auth = true;
   // Scrape the backends' /metrics (off by default: a fake upstream records
   // every request, and scrapes would mix in).
@@ -38,6 +41,8 @@ struct GatewayConfig {
   // YAML lines right after m1's backends: m1's own keys (4 spaces, e.g.
   // "    degraded: m1-awq\n") or more models ("  - name: small\n    backends: ...").
   std::string models_extra;
+  // Not YAML: the gateway process's RLIMIT_NOFILE, soft and hard (Harness).
+  std::optional<unsigned> fd_limit;
 
   std::string to_yaml() const;
 };

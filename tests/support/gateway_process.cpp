@@ -35,14 +35,15 @@ std::string arbiter_binary() {
   return ARBITER_BINARY;
 }
 
-GatewayProcess::GatewayProcess(const std::string& config_yaml, Millis start_timeout)
+GatewayProcess::GatewayProcess(const std::string& config_yaml, Millis start_timeout,
+                               std::optional<unsigned> fd_limit)
     : dir_("arbiter-gw") {
   dir_.write("config.yaml", config_yaml);
   const std::string port_file = dir_.file("port");
   child_ = std::make_unique<ChildProcess>(
       std::vector<std::string>{arbiter_binary(), "--config", config_path(), "--port-file", port_file,
                                "--admin-port-file", dir_.file("admin_port")},
-      dir_.file("stdout"), dir_.file("stderr"));
+      dir_.file("stdout"), dir_.file("stderr"), fd_limit);
   const auto deadline = Clock::now() + start_timeout;
   std::string last_seen;
   for (;;) {

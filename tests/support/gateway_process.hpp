@@ -27,7 +27,10 @@ class GatewayProcess {
  public:
   // Throws std::runtime_error (with the gateway's stderr) if the port file
   // does not appear within `start_timeout` or the process exits first.
-  explicit GatewayProcess(const std::string& config_yaml, Millis start_timeout = Millis(20'000));
+  // `fd_limit`: the process's RLIMIT_NOFILE, soft and hard (the gateway
+  // raises its soft limit to the hard one).
+  explicit GatewayProcess(const std::string& config_yaml, Millis start_timeout = Millis(20'000),
+                          std::optional<unsigned> fd_limit = std::nullopt);
   ~GatewayProcess();
   GatewayProcess(const GatewayProcess&) = delete;
   GatewayProcess& operator=(const GatewayProcess&) = delete;

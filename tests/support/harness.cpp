@@ -11,7 +11,7 @@ namespace arbiter::test {
 
 Harness::Harness(GatewayConfig config) : upstream_(2) {
   config.backend_ports.push_back(upstream_.port());
-  gateway_ = std::make_unique<GatewayProcess>(config.to_yaml());
+  gateway_ = std::make_unique<GatewayProcess>(config.to_yaml(), Millis(20'000), config.fd_limit);
 }
 
 Harness::~Harness() {

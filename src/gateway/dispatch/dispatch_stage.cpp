@@ -77,7 +77,8 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
   const auto remaining_cost = [&] {
     const int64_t generated = resume ? resume->checkpoint.tokens : 0;
     const int64_t left = std::max<int64_t>(info.max_tokens.value_or(kDefaultOutputEstimate) - generated, 1);
-    return info.prompt_tokens_estimate + generated + left;
+    const int64_t so_far = info.prompt_tokens_estimate + generated;
+    return left > INT64_MAX - so_far ? INT64_MAX : so_far + left;  // max_tokens may be 2^63 - 1
   };
   for (;;) {
     ModelPool& pool = *pools_[slot.pool()];  // its own, or a pool lending it a slot
@@ -118,7 +119,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
     }
 
     Interrupt interrupt;
-    slot.set_interrupt_hook([&interrupt, &slot] { interrupt.fire(slot.preempted()); });
+    slot.set_interrupt_hook([&interrupt, &slot] { interrupt.fire(slot.preempted(), slot.interrupt_error()); });
     const RelayRequest relay_request{.pool = pool.upstream(slot.backend()),
                                      .upstream_request = up,
                                      .sink = sink,

@@ -6,7 +6,7 @@ namespace arbiter {
 // Fields below `handle` are touched only on `executor`.
 struct Dispatcher::Waiter {
   explicit Waiter(net::any_io_executor ex) : executor(std::move(ex)) {}
-  enum class State { kQueued, kRunning, kExpired, kSuperseded };
+  enum class State { kQueued, kRunning, kExpired, kSuperseded, kShutDown };
 
   net::any_io_executor executor;  // the request's
   // Cancelled to wake the waiting coroutine. Made only when it has to wait:
@@ -20,13 +20,18 @@ struct Dispatcher::Waiter {
   sched::WaitReason waited_for = sched::WaitReason::kNone;  // kExpired: what it waited for
   bool no_backend = false;                 // kExpired: its pool lost every backend
   bool superseded_in_flight = false;
+  bool shut_down_in_flight = false;  // running at the drain deadline (interrupt_running)
   bool preempted = false;  // chosen as a preemption victim in its current run
+  bool dispatched = false;  // guarded by the dispatcher's mutex: running, or a dispatch on its way
   std::function<void()> interrupt_hook;
 };
 
 namespace {
 ApiError superseded_error() {
   return {ErrorCode::kSuperseded, "superseded by a newer request with the same key", {}, {}};
+}
+ApiError shutting_down() {
+  return {ErrorCode::kShuttingDown, "the gateway is shutting down; retry on another replica", {}, {}};
 }
 // Never sent (the client is gone); only logged.
 ApiError client_gone_error() { return {ErrorCode::kInternal, "client went away while queued", {}, {}}; }
@@ -87,6 +92,7 @@ void Dispatcher::poll_locked(Clock::time_point now, Decisions& out) {
   };
   for (const auto& d : actions_.dispatches) {
     if (auto w = waiter_of(d.user)) {
+      w->dispatched = true;
       out.deliveries.push_back({.kind = Delivery::Kind::kDispatch, .waiter = std::move(w), .dispatch = d});
     }
   }
@@ -147,6 +153,14 @@ void Dispatcher::apply(Delivery& d) {
       w.preempted = true;
       if (auto hook = std::move(w.interrupt_hook)) hook();
       break;
+    case Kind::kShutDownQueued:
+      w.state = decltype(w.state)::kShutDown;
+      if (w.wake) w.wake->cancel();
+      break;
+    case Kind::kShutDownRunning:
+      w.shut_down_in_flight = true;
+      if (auto hook = std::move(w.interrupt_hook)) hook();
+      break;
   }
 }
 
@@ -168,6 +182,10 @@ Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Reque
   Decisions decisions;
   {
     std::lock_guard lock(mu_);
+    if (shutting_down_) {
+      ApiError refused = shutting_down();
+      co_return std::unexpected(std::move(refused));
+    }
     w->tag = next_tag_++;
     request.user = w->tag;
     const auto now = Clock::now();
@@ -212,6 +230,10 @@ Task<std::expected<void, ApiError>> Dispatcher::wait_turn(std::shared_ptr<Waiter
       ApiError superseded = superseded_error();
       co_return std::unexpected(std::move(superseded));
     }
+    case Waiter::State::kShutDown: {
+      ApiError refused = shutting_down();
+      co_return std::unexpected(std::move(refused));
+    }
     case Waiter::State::kQueued:
       cancel(w);  // still queued: the client went away
       break;
@@ -225,6 +247,12 @@ Task<std::expected<void, ApiError>> Dispatcher::requeue(std::shared_ptr<Waiter> 
   Decisions decisions;
   {
     std::lock_guard lock(mu_);
+    if (shutting_down_) {
+      // Draining: it runs nowhere again; the caller's Slot frees its slot.
+      ApiError refused = shutting_down();
+      co_return std::unexpected(std::move(refused));
+    }
+    w->dispatched = false;
     w->state = Waiter::State::kQueued;
     w->preempted = false;
     w->interrupt_hook = nullptr;
@@ -241,6 +269,35 @@ Task<std::expected<void, ApiError>> Dispatcher::requeue(std::shared_ptr<Waiter> 
   }
   deliver(decisions, w.get());
   co_return co_await wait_turn(std::move(w), conn);
+}
+
+void Dispatcher::shut_down_queue() {
+  Decisions decisions;
+  {
+    std::lock_guard lock(mu_);
+    shutting_down_ = true;
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (it->second->dispatched) {
+        ++it;
+        continue;
+      }
+      scheduler_.cancel(it->second->handle);
+      decisions.deliveries.push_back({.kind = Delivery::Kind::kShutDownQueued, .waiter = it->second});
+      it = waiters_.erase(it);
+    }
+  }
+  deliver(decisions, nullptr);
+}
+
+void Dispatcher::interrupt_running() {
+  Decisions decisions;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [tag, w] : waiters_) {
+      if (w->dispatched) decisions.deliveries.push_back({.kind = Delivery::Kind::kShutDownRunning, .waiter = w});
+    }
+  }
+  deliver(decisions, nullptr);
 }
 
 void Dispatcher::cancel(const std::shared_ptr<Waiter>& w) {
@@ -308,13 +365,19 @@ int Dispatcher::Slot::engine_priority() const { return waiter_->dispatch->engine
 sched::Duration Dispatcher::Slot::queue_wait() const { return waiter_->dispatch->queue_wait; }
 sched::WaitReason Dispatcher::Slot::waited_for() const { return waiter_->dispatch->waited_for; }
 void Dispatcher::Slot::set_interrupt_hook(std::function<void()> hook) {
-  if (waiter_->superseded_in_flight || waiter_->preempted) {
+  if (waiter_->superseded_in_flight || waiter_->preempted || waiter_->shut_down_in_flight) {
     if (hook) hook();  // interrupted before the exchange even started
     return;
   }
   waiter_->interrupt_hook = std::move(hook);
 }
-bool Dispatcher::Slot::preempted() const { return waiter_->preempted && !waiter_->superseded_in_flight; }
+bool Dispatcher::Slot::preempted() const {
+  return waiter_->preempted && !waiter_->superseded_in_flight && !waiter_->shut_down_in_flight;
+}
+std::optional<ApiError> Dispatcher::Slot::interrupt_error() const {
+  if (waiter_->shut_down_in_flight) return shutting_down();
+  return std::nullopt;
+}
 Task<std::expected<void, ApiError>> Dispatcher::Slot::requeue(int64_t remaining_cost, ResponseSink& conn) {
   return dispatcher_->requeue(waiter_, remaining_cost, conn, false);
 }

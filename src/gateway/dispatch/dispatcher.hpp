@@ -5,7 +5,8 @@
 // a dispatch wakes the waiting coroutine with its backend, an expiry answers
 // 503, a supersede drops a queued request or interrupts a running one, a
 // preemption interrupts a running one, which then requeues (Slot::requeue)
-// and continues from its checkpoint when dispatched again.
+// and continues from its checkpoint when dispatched again. Draining answers
+// the queue 503 shutting_down, and at its deadline interrupts what runs.
 //
 // Requests queue here, not in the engines (late binding): a request leaves
 // its queue only when a backend of its pool has room.
@@ -67,8 +68,11 @@ class Dispatcher {
     // The engine produced the run's first token: its prompt no longer counts
     // in the backend's prefill backlog, which may let queued work start.
     void first_token();
-    // The interrupt was a preemption (not a supersede): requeue() next.
+    // The interrupt was a preemption (not a supersede or the drain deadline): requeue() next.
     bool preempted() const;
+    // What the client is told when an interrupt that is no preemption
+    // stops the run: shutting_down at the drain deadline; none (superseded).
+    std::optional<ApiError> interrupt_error() const;
     // Gives the slot back and queues the request again with `remaining_cost`
     // tokens (first in its tenant queue, never expiring), then waits for its
     // next dispatch, as acquire() does. On success the slot is held again
@@ -112,13 +116,29 @@ class Dispatcher {
     f(scheduler_);
   }
 
+  // Draining starts (SIGTERM): every queued request is answered 503
+  // shutting_down (Retry-After) at once, and so is any request enqueued or
+  // requeued from now on; running ones continue.
+  void shut_down_queue();
+  // The drain deadline: every running request is interrupted; the client is
+  // told shutting_down (a stream ends with it as its final error event).
+  void interrupt_running();
+
   void start();
   void stop();
 
  private:
   // One decision to hand to a request.
   struct Delivery {
-    enum class Kind { kDispatch, kExpire, kSupersedeQueued, kSupersedeRunning, kPreempt };
+    enum class Kind {
+      kDispatch,
+      kExpire,
+      kSupersedeQueued,
+      kSupersedeRunning,
+      kPreempt,
+      kShutDownQueued,
+      kShutDownRunning
+    };
     Kind kind;
     std::shared_ptr<Waiter> waiter;
     sched::Dispatch dispatch{};
@@ -159,6 +179,7 @@ class Dispatcher {
   sched::Scheduler scheduler_;                                  // guarded by mu_
   std::unordered_map<uint64_t, std::shared_ptr<Waiter>> waiters_;  // by user tag; guarded
   uint64_t next_tag_ = 1;                                       // guarded
+  bool shutting_down_ = false;                                  // guarded: shut_down_queue() was called
   sched::Actions actions_;                                      // scratch; guarded
   net::any_io_executor timer_executor_;                         // a strand
   net::steady_timer timer_;                                     // next deadline/debounce; timer strand

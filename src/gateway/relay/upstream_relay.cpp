@@ -157,15 +157,19 @@ class Exchange {
     outcome_.status = 499;
     return outcome_;
   }
-  // Preempted: the caller requeues and runs again. Superseded before any
-  // answer: the caller answers 409.
+  // Preempted: the caller requeues and runs again. Superseded (or stopped
+  // by the drain deadline) before any answer: the caller answers 409 (503).
   RelayOutcome interrupted() {
     if (r_.interrupt.preemption) {
       outcome_.preempted = true;
       return outcome_;
     }
     outcome_.interrupted = true;
-    outcome_.error = ApiError{ErrorCode::kSuperseded, "superseded by a newer request with the same key", {}, {}};
+    if (r_.interrupt.error) {
+      outcome_.error = *r_.interrupt.error;
+    } else {
+      outcome_.error = ApiError{ErrorCode::kSuperseded, "superseded by a newer request with the same key", {}, {}};
+    }
     return outcome_;
   }
 

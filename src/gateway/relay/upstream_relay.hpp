@@ -29,15 +29,17 @@
 namespace arbiter {
 
 // Lets the scheduler stop a running exchange (a newer request superseded
-// it, or it was preempted): fire() closes the upstream socket the relay
-// registered.
+// it, it was preempted, or the drain deadline came): fire() closes the
+// upstream socket the relay registered.
 struct Interrupt {
   bool requested = false;
   bool preemption = false;     // stop and keep the client's stream open for the next run
+  std::optional<ApiError> error;  // not a preemption: what the client is told (none: superseded)
   std::function<void()> hook;  // set by the relay while it holds a socket
-  void fire(bool preempt) {
+  void fire(bool preempt, std::optional<ApiError> why = std::nullopt) {
     requested = true;
     preemption = preempt;
+    error = std::move(why);
     if (auto h = std::move(hook)) h();
   }
 };
@@ -88,7 +90,7 @@ struct RelayOutcome {
   std::optional<ApiError> error;// the gateway-made error, if one was sent
   std::string upstream_error;   // failure kind for metrics: connect, timeout, reset, ...
   bool retried = false;         // resent after a pooled connection was found closed
-  bool interrupted = false;     // stopped by Interrupt (superseded)
+  bool interrupted = false;     // stopped by Interrupt (superseded, or the drain deadline)
   bool preempted = false;       // stopped by a preemption: requeue and run again
   double upstream_ms = -1;      // request sent -> response header received
   unsigned upstream_status = 0; // the backend's HTTP status; 0: no answer

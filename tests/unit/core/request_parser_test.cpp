@@ -177,7 +177,7 @@ TEST(RequestParser, RejectsWhatTheDocumentParserRejects) {
   EXPECT_TRUE(parse_ok(Route::kCompletions, "{\"model\":\"m\",\"prompt\":\"x\"} \n").info.model == "m");
   for (const std::string bad : {std::string(R"({"model":"m","prompt":"x"} x)"), std::string("{}{}"),
                                 std::string(R"({"model":"m","prompt":"\xff"})"),
-                                R"({"model":"m","prompt":"x","deep":)" + std::string(40, '[') + std::string(40, ']') + "}",
+                                R"({"model":"m","prompt":"x","deep":)" + std::string(200, '[') + std::string(200, ']') + "}",
                                 std::string(R"({"model":"m",})"), std::string("")}) {
     EXPECT_EQ(parse_err(Route::kCompletions, bad).code, ErrorCode::kInvalidJson) << bad;
   }
@@ -220,6 +220,60 @@ TEST(RewriteModel, TheBodyAndInfoNameTheNewModelAndACapStillApplies) {
   EXPECT_EQ(sent.at("model").as_string(), "m1-awq");
   EXPECT_EQ(sent.at("max_tokens").as_int64(), 100);
   EXPECT_EQ(sent.at("messages").as_array().size(), 1u);
+}
+
+// A body nested `levels` deep (the top object counts as one).
+std::string nested(int levels) {
+  return R"({"model":"m","prompt":"x","tools":)" + std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+}
+
+// Issue 16, edge item 6: deep tool schemas pass 32 levels; the limit is
+// limits.max_json_depth, 128 by default. Before, 33 levels were refused.
+TEST(RequestParser, NestingUpToTheConfiguredDepthIsAccepted) {
+  EXPECT_TRUE(parse_request(Route::kCompletions, nested(40)));
+  EXPECT_TRUE(parse_request(Route::kCompletions, nested(128)));
+  EXPECT_EQ(parse_err(Route::kCompletions, nested(129)).code, ErrorCode::kInvalidJson);
+  EXPECT_FALSE(parse_request(Route::kCompletions, nested(40), 32));
+  auto deep = parse_request(Route::kCompletions, nested(300), 1000);
+  ASSERT_TRUE(deep);
+  EXPECT_EQ(deep->body().at("model"), "m");  // the document is built within the same depth
+}
+
+// Engines (Python's json) accept a lone escaped surrogate; Boost.JSON does
+// not. It is read as U+FFFD, and the text goes out as the client sent it.
+TEST(RequestParser, LoneEscapedSurrogatesAreAccepted) {
+  for (const std::string prompt : {R"(\ud800)", R"(a\udbffb)", R"(\udc00 x)", R"(\ud800\ud800)",
+                                   R"(\ud800\u0041)", R"(x\ud83d)"}) {
+    const std::string body = R"({"model":"m","prompt":")" + prompt + R"(","max_tokens":5})";
+    auto p = parse_request(Route::kCompletions, body);
+    ASSERT_TRUE(p) << prompt << ": " << p.error().message;
+    EXPECT_EQ(p->text, body);
+    EXPECT_EQ(p->info.max_tokens, 5);
+    EXPECT_NE(p->body().at("prompt").as_string().find("\xef\xbf\xbd"), boost::json::string::npos) << prompt;
+  }
+  // A valid pair is a character, and an escaped backslash is no escape.
+  const auto pair = parse_ok(Route::kCompletions, R"({"model":"m","prompt":"\ud83d\ude00"})");
+  EXPECT_EQ(pair.body().at("prompt").as_string(), "\xf0\x9f\x98\x80");
+  const auto literal = parse_ok(Route::kCompletions, R"({"model":"m","prompt":"\\ud800"})");
+  EXPECT_EQ(literal.body().at("prompt").as_string(), "\\ud800");
+  // A cap is still written in place.
+  auto capped = parse_request(Route::kCompletions, R"({"model":"m","prompt":"\udc00","max_tokens":500})");
+  ASSERT_TRUE(capped);
+  ASSERT_TRUE(apply_max_tokens_cap(*capped, 7));
+  EXPECT_EQ(capped->text, R"({"model":"m","prompt":"\udc00","max_tokens":7})");
+  // Other broken escapes are still refused.
+  EXPECT_EQ(parse_err(Route::kCompletions, R"({"model":"m","prompt":"\ud80"})").code, ErrorCode::kInvalidJson);
+}
+
+// Issue 16, edge item 6: a max_tokens of 2^63 - 1 (or more, read as 2^63 - 1)
+// in an uncapped class must not overflow the estimate.
+TEST(RequestParser, CostEstimateSaturatesForAHugeMaxTokens) {
+  for (const std::string max : {"9223372036854775807", "18446744073709551615", "9223372036854775806"}) {
+    const auto p = parse_ok(Route::kCompletions, R"({"model":"m","prompt":"abcdefgh","max_tokens":)" + max + "}");
+    EXPECT_EQ(p.info.cost_estimate(), INT64_MAX) << max;
+  }
+  EXPECT_EQ(parse_ok(Route::kCompletions, R"({"model":"m","prompt":"abcdefgh","max_tokens":10})").info.cost_estimate(),
+            12);
 }
 
 }  // namespace

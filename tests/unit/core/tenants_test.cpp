@@ -37,5 +37,18 @@ TEST(Tenants, ClientCertificateNamesATenantAfterTheKey) {
   EXPECT_EQ((*off.authenticate("", svc_cert))->name, "svc");
 }
 
+// RFC 9110 11.1: the auth scheme is case-insensitive (issue 16, edge item 6).
+TEST(Tenants, BearerSchemeIsCaseInsensitive) {
+  std::vector<TenantConfig> tenants = {
+      {.name = "alpha", .team = "a", .key_sha256 = {sha256_hex("sk-alpha")}, .allowed_classes = {}}};
+  TenantDirectory on(tenants, true);
+  for (const char* header : {"bearer sk-alpha", "BEARER sk-alpha", "bEaReR sk-alpha"}) {
+    ASSERT_TRUE(on.authenticate(header).has_value()) << header;
+    EXPECT_EQ((*on.authenticate(header))->name, "alpha") << header;
+  }
+  EXPECT_FALSE(on.authenticate("bearerx sk-alpha").has_value());
+  EXPECT_FALSE(on.authenticate("bearer sk-ALPHA").has_value());  // the key itself is exact
+}
+
 }  // namespace
 }  // namespace arbiter

@@ -1,16 +1,24 @@
 // Admission stage 2: the body. One pass over the JSON (core/request_parser)
 // finds the model, the prompt, max_tokens, stream and the rest the later
-// stages need; a malformed or oversized request is refused here (400).
+// stages need; a malformed request, or one nested deeper than
+// limits.max_json_depth, is refused here (400).
 #pragma once
 
+#include <cstddef>
+
+#include "core/request_fields.hpp"
 #include "gateway/pipeline/stage.hpp"
 
 namespace arbiter {
 
 class ParseStage final : public AdmissionStage {
  public:
+  explicit ParseStage(std::size_t max_json_depth = kDefaultMaxJsonDepth) : max_json_depth_(max_json_depth) {}
   std::string_view name() const override { return "parse"; }
   Verdict admit(RequestContext& ctx) override;
+
+ private:
+  std::size_t max_json_depth_;
 };
 
 }  // namespace arbiter
