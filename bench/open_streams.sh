@@ -69,11 +69,16 @@ wait_file "$D/sim.ports" 20 || { echo "open_streams: sim did not start" >&2; cat
   done < "$D/sim.ports"
 } > "$D/gateway.yaml"
 "$ARBITER" --config "$D/gateway.yaml" --check > /dev/null
-"$ARBITER" --config "$D/gateway.yaml" --port-file "$D/gateway.port" > "$D/gateway.log" 2>&1 &
-GW=$!
-PIDS+=("$GW")
-wait_file "$D/gateway.port" 20 || { echo "open_streams: gateway did not start" >&2; cat "$D/gateway.log" >&2; exit 1; }
-PORT=$(cat "$D/gateway.port")
+# A fresh gateway for each measurement: memory one freed stays in tcmalloc's
+# caches and would be reused by the next.
+start_gateway() {  # MODE
+  rm -f "$D/gateway.port"
+  "$ARBITER" --config "$D/gateway.yaml" --port-file "$D/gateway.port" > "$D/gateway-$1.log" 2>&1 &
+  GW=$!
+  PIDS+=("$GW")
+  wait_file "$D/gateway.port" 20 || { echo "open_streams: gateway did not start" >&2; cat "$D/gateway-$1.log" >&2; exit 1; }
+  PORT=$(cat "$D/gateway.port")
+}
 
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$GW/status"; }
 fds() { ls "/proc/$GW/fd" | wc -l; }
@@ -82,6 +87,7 @@ printf 'mode\tn\topen\tfailed\trss_before_kb\tfds_before\trss_with_kb\tfds_with\
 # measure MODE N: one row of results.tsv.
 measure() {
   local mode=$1 n=$2 before_rss before_fds with_rss with_fds after_rss after_fds line open failed
+  start_gateway "$mode"
   # A few requests first, so that the baseline includes what any first
   # request allocates (thread-local buffers, the first upstream connection).
   "$HOLD" --port "$PORT" --connections 20 --mode "$mode" --model hold < /dev/null > /dev/null
@@ -106,7 +112,9 @@ measure() {
   after_rss=$(rss_kb) after_fds=$(fds)
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mode" "$n" "$open" "$failed" "$before_rss" "$before_fds" \
     "$with_rss" "$with_fds" "$after_rss" "$after_fds" >> "$D/results.tsv"
-  echo "open_streams: $mode x $n: open $open, failed $failed; RSS $before_rss -> $with_rss -> $after_rss KB; fds $before_fds -> $with_fds -> $after_fds" >&2
+  kill -TERM "$GW"
+  wait "$GW" || true
+  echo "open_streams: $(date -u +%T) $mode x $n: open $open, failed $failed; RSS $before_rss -> $with_rss -> $after_rss KB; fds $before_fds -> $with_fds -> $after_fds" >&2
 }
 
 measure stream "$streams"

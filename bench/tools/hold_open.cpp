@@ -3,7 +3,7 @@
 // docs/benchmarks.md, "Open streams and idle connections").
 //
 //   hold_open --port P --connections N --mode stream|idle [--model NAME]
-//             [--api-key KEY] [--max-tokens N] [--in-progress 256]
+//             [--api-key KEY] [--max-tokens 30000] [--in-progress 256]
 //
 // stream: each connection sends a streaming /v1/completions (ignore_eos,
 //   max_tokens tokens) and counts as open once its first SSE event arrived;
@@ -39,7 +39,7 @@ struct Options {
   bool stream = true;
   std::string model = "tiny";
   std::string api_key;
-  int max_tokens = 100000;
+  int max_tokens = 30000;  // within the llama-8b-a100 profile's 32k context
   int in_progress = 256;
 };
 
