@@ -6,7 +6,7 @@ BUILD_TYPE ?= Release
 CONFIG ?= examples/demo.yaml
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test test-asan test-tsan bench chaos package clean
+.PHONY: all deps configure build run test test-asan test-tsan bench chaos soak package clean
 
 # ccache: paths relative to the checkout, so a fresh clone elsewhere (CI)
 # still hits the cache. (No precompiled headers: ccache cannot cache the
@@ -83,6 +83,13 @@ bench: build
 # docs/benchmarks.md. `make test` runs a short form (ctest arbiter_chaos_short).
 chaos: build
 	bash bench/chaos.sh --doc $(BUILD_DIR)
+
+# Soak and leak check (issue 16; docs/benchmarks.md, "Soak"): 30 minutes of
+# mixed traffic with cycling upstream faults; the gateway's RSS, fds and
+# in-flight gauges must come back to the baseline. Not part of `make test`.
+SOAK_MINUTES ?= 30
+soak: build
+	nice -n 10 bash bench/soak.sh --minutes $(SOAK_MINUTES) $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -124,7 +124,7 @@ void Gateway::start_monitor(net::any_io_executor executor) {
 }
 
 void Gateway::refresh_metrics() {
-  dispatcher_->inspect([this](const sched::Scheduler& s) { export_scheduler_state(s, config_, pool_index_, metrics_); });
+  dispatcher_->inspect([this](const sched::Scheduler& s) { export_scheduler_state(s, config_, pool_index_, metrics_, shown_tenant_queues_); });
   if (monitor_) export_monitor_state(*monitor_, config_, metrics_);
   health_->export_state();
   breakers_->export_state(sched::Clock::now());

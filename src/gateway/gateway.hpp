@@ -15,6 +15,7 @@
 #include "core/config.hpp"
 #include "core/tenants.hpp"
 #include "gateway/admin/admin_routes.hpp"
+#include "gateway/admin/state_export.hpp"
 #include "gateway/backend_monitor.hpp"
 #include "gateway/dispatch/dispatcher.hpp"
 #include "gateway/dispatch/service_exchange.hpp"
@@ -75,6 +76,7 @@ class Gateway {
   // Model name -> its pools (pools_ indexes): one, or one per class list
   // when its backends name classes.
   std::unordered_map<std::string, std::vector<std::size_t>> pool_index_;
+  ShownTenantQueues shown_tenant_queues_;  // refresh_metrics: tenant queue gauges last set
   std::unique_ptr<Dispatcher> dispatcher_;     // queues and the scheduler
   std::unique_ptr<BackendHealth> health_;      // engine signals + outlier ejection -> scheduler
   std::unique_ptr<ModelBreakers> breakers_;    // per model: staged fallbacks

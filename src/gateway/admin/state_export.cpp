@@ -1,12 +1,14 @@
 #include "gateway/admin/state_export.hpp"
 
+#include <algorithm>
+
 #include "core/tenants.hpp"
 
 namespace arbiter {
 
 void export_scheduler_state(const sched::Scheduler& s, const Config& config,
                             const std::unordered_map<std::string, std::vector<std::size_t>>& pool_index,
-                            GatewayMetrics& metrics) {
+                            GatewayMetrics& metrics, ShownTenantQueues& shown) {
   const auto& counters = s.counters();
   // A model with per-class pools sums its pools per class (a class runs
   // in one of them).
@@ -31,13 +33,19 @@ void export_scheduler_state(const sched::Scheduler& s, const Config& config,
           .set(static_cast<double>(s.prefix_cache(static_cast<sched::PoolId>(p), static_cast<sched::BackendId>(b))));
     }
   }
+  ShownTenantQueues now;
   for (const auto& d : s.tenant_queue_depths()) {
     const std::string_view tenant =
         d.tenant < config.tenants.size() ? std::string_view(config.tenants[d.tenant].name) : kAnonymousTenant;
-    metrics.tenant_queue_depth
-        .with({config.models[d.pool].name, config.classes[d.klass].name, tenant})
-        .set(d.queued);
+    metrics::Gauge& g = metrics.tenant_queue_depth.with({config.models[d.pool].name, config.classes[d.klass].name, tenant});
+    g.set(d.queued);
+    now.push_back(&g);
   }
+  std::ranges::sort(now);
+  for (metrics::Gauge* g : shown) {
+    if (!std::ranges::binary_search(now, g)) g->set(0);  // its queue emptied since
+  }
+  shown = std::move(now);
   for (std::size_t c = 0; c < counters.classes.size() && c < config.classes.size(); ++c) {
     const auto& k = counters.classes[c];
     const std::string_view name = config.classes[c].name;

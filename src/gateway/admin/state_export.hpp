@@ -15,11 +15,17 @@
 
 namespace arbiter {
 
+// The tenant queue gauges the last export set: the scheduler lists only the
+// tenant queues it holds, and one that empties drops out, so the next export
+// sets its gauge back to 0 rather than leaving its last depth. Kept by the
+// caller, used under the scheduler's lock.
+using ShownTenantQueues = std::vector<metrics::Gauge*>;
+
 // `pool_index`: model name -> its pools (a model with per-class pools sums
 // them per class).
 void export_scheduler_state(const sched::Scheduler& scheduler, const Config& config,
                             const std::unordered_map<std::string, std::vector<std::size_t>>& pool_index,
-                            GatewayMetrics& metrics);
+                            GatewayMetrics& metrics, ShownTenantQueues& shown);
 void export_monitor_state(const BackendMonitor& monitor, const Config& config, GatewayMetrics& metrics);
 
 }  // namespace arbiter
