@@ -133,19 +133,25 @@ function checkWorkload({ where, doc }, errors) {
   }
 }
 
-// Starts the gateway on the config (on a free loopback port, without the
-// shared quota store, whose host only resolves in the cluster) and asks each
-// path; returns the statuses.
-async function askGateway(binary, configText, paths) {
+// Starts the gateway on the config (on free loopback ports, without the
+// shared quota store, whose host only resolves in the cluster; every
+// variable the container sets holds "test") and asks each probe path on the
+// API port and each scrape on its port (`admin`: the admin listener, with
+// the token when the ServiceMonitor sends one, and once without it, which
+// must be refused); returns the statuses.
+async function askGateway(binary, configText, envNames, probes, scrapes) {
   const dir = mkdtempSync(join(tmpdir(), "arbiter-deploy-"));
   const config = YAML.parse(configText);
   config.listener = { ...config.listener, address: "127.0.0.1", port: 0 };
+  if (config.admin) config.admin = { ...config.admin, address: "127.0.0.1", port: 0 };
   delete config.quota_store;
   writeFileSync(join(dir, "arbiter.yaml"), YAML.stringify(config));
   const portFile = join(dir, "port");
-  const child = spawn(binary, ["--config", join(dir, "arbiter.yaml"), "--port-file", portFile], {
+  const adminPortFile = join(dir, "admin_port");
+  const child = spawn(binary, ["--config", join(dir, "arbiter.yaml"), "--port-file", portFile,
+                               "--admin-port-file", adminPortFile], {
     stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, ENGINE_API_KEY: "test" },
+    env: { ...process.env, ...Object.fromEntries(envNames.map((n) => [n, "test"])) },
   });
   let stderr = "";
   child.stderr.on("data", (b) => (stderr += b));
@@ -154,9 +160,23 @@ async function askGateway(binary, configText, paths) {
       if (child.exitCode !== null) throw new Error(`gateway exited: ${stderr}`);
       await sleep(50);
     }
-    const port = readFileSync(portFile, "utf8").trim();
+    const ports = { http: readFileSync(portFile, "utf8").trim() };
+    if (existsSync(adminPortFile)) ports.admin = readFileSync(adminPortFile, "utf8").trim();
     const statuses = {};
-    for (const p of paths) statuses[p] = (await fetch(`http://127.0.0.1:${port}${p}`)).status;
+    for (const p of probes) statuses[`GET ${p}`] = (await fetch(`http://127.0.0.1:${ports.http}${p}`)).status;
+    for (const { port, path, token } of scrapes) {
+      const url = `http://127.0.0.1:${ports[port]}${path}`;
+      if (ports[port] === undefined) {
+        statuses[`GET ${path} on port ${port}`] = "no such listener";
+        continue;
+      }
+      const headers = token ? { authorization: `Bearer test` } : {};
+      statuses[`GET ${path} on port ${port}`] = (await fetch(url, { headers })).status;
+      if (token) {
+        const refused = (await fetch(url)).status;
+        if (refused !== 401) statuses[`GET ${path} on port ${port} without the token (expected 401)`] = refused;
+      }
+    }
     return statuses;
   } finally {
     child.kill("SIGKILL");
@@ -297,11 +317,16 @@ async function check(files, binary) {
   }
 
   // The probes' and the ServiceMonitor's paths answer on the gateway.
-  const paths = [...new Set([c.readinessProbe?.httpGet?.path, c.livenessProbe?.httpGet?.path,
-    ...byKind(docs, "ServiceMonitor").flatMap((s) => s.doc.spec.endpoints.map((e) => e.path ?? "/metrics"))])].filter(Boolean);
+  const probes = [...new Set([c.readinessProbe?.httpGet?.path, c.livenessProbe?.httpGet?.path])].filter(Boolean);
+  const scrapes = byKind(docs, "ServiceMonitor").flatMap((s) =>
+    s.doc.spec.endpoints.map((e) => ({ port: e.port, path: e.path ?? "/metrics", token: e.authorization?.credentials?.key })));
+  for (const s of scrapes) {
+    if (s.token && !(s.token in (secrets.get("arbiter-secrets") ?? {})))
+      errors.push(`servicemonitor: the scrape's token ${s.token} is not in the Secret`);
+  }
   if (!errors.length) {
-    const statuses = await askGateway(binary, configText, paths);
-    for (const [p, s] of Object.entries(statuses)) if (s !== 200) errors.push(`${at}: the gateway answers ${s} to GET ${p}`);
+    const statuses = await askGateway(binary, configText, (c.env ?? []).map((e) => e.name), probes, scrapes);
+    for (const [p, s] of Object.entries(statuses)) if (s !== 200) errors.push(`${at}: the gateway answers ${s} to ${p}`);
   }
   return errors;
 }
@@ -314,7 +339,10 @@ const MUTATIONS = [
   ["a container port that is not the listener's", "deployment.yaml", "containerPort: 8080", "containerPort: 8081", "the config's listener.port is 8080"],
   ["a grace period shorter than the drain", "deployment.yaml", "terminationGracePeriodSeconds: 75", "terminationGracePeriodSeconds: 60", "is not more than preStop"],
   ["a probe on a path the gateway does not serve", "deployment.yaml", "path: /healthz", "path: /health", "livenessProbe is not GET /healthz"],
-  ["a scrape path the gateway does not serve", "servicemonitor.yaml", "path: /metrics", "path: /stats", "the gateway answers 404 to GET /stats"],
+  ["a scrape path the gateway does not serve", "servicemonitor.yaml", "path: /metrics", "path: /stats", "the gateway answers 404 to GET /stats on port admin"],
+  ["a scrape on the API port, where the admin listener takes /metrics away", "servicemonitor.yaml", "port: admin", "port: http", "the gateway answers 404 to GET /metrics on port http"],
+  ["a scrape without the admin token", "servicemonitor.yaml", "      authorization:\n        type: Bearer\n        credentials:\n          name: arbiter-secrets\n          key: admin-token\n", "", "the gateway answers 401 to GET /metrics on port admin"],
+  ["an admin listener the pod does not expose", "deployment.yaml", "containerPort: 9090", "containerPort: 9091", "port 'admin' does not match the config's admin.port 9090"],
   ["a config the gateway refuses", "configmap.yaml", "max_tokens_cap: 128", "max_token_cap: 128", "arbiter --check failed"],
   ["an engine key the Deployment does not set", "deployment.yaml", "name: ENGINE_API_KEY", "name: ENGINE_KEY", "ENGINE_API_KEY is not set"],
   ["a writable root filesystem", "deployment.yaml", "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false", "readOnlyRootFilesystem is not true"],
