@@ -6,7 +6,7 @@ BUILD_TYPE ?= Release
 CONFIG ?= examples/demo.yaml
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test test-asan bench chaos clean
+.PHONY: all deps configure build run test test-asan fuzz fuzz-build bench chaos clean
 
 # ccache: paths relative to the checkout, so a fresh clone elsewhere (CI)
 # still hits the cache. (No precompiled headers: ccache cannot cache the
@@ -52,7 +52,20 @@ test-asan: deps
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS) -LE timing \
-	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke'
+	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke|fuzz_'
+
+# libFuzzer harnesses (fuzz/; docs/security.md, "Fuzzing"): a tree of their
+# own (build-fuzz, GCC with ASan, UBSan and coverage, Debian's libFuzzer),
+# each harness run for FUZZ_SECONDS in turn, FUZZ_NAMES to pick some.
+# `make test` runs each for 30 s (ctest fuzz_smoke_*).
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_NAMES ?=
+fuzz-build: deps
+	JOBS=$(JOBS) bash fuzz/run.sh build $(FUZZ_DIR)
+
+fuzz: fuzz-build
+	bash fuzz/run.sh run $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_NAMES)
 
 bench: build
 	bash bench/run_all.sh $(BUILD_DIR)

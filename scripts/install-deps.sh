@@ -17,6 +17,7 @@ packages=(
   nginx-light curl procps
   valgrind strace  # bench/request_cost.sh: instructions and syscalls per request
   python3  # bench scripts: report tables and the live-vs-virtual comparison
+  libclang-rt-14-dev  # libFuzzer (its archive only; the harnesses are built by GCC: fuzz/)
 )
 # Node.js may already come with its own npm (e.g. a nodesource build, which
 # conflicts with Debian's npm package): only ask apt for what is absent.
