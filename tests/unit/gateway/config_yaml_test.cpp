@@ -224,6 +224,21 @@ models:
   EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends: is required")));
 }
 
+// Found by fuzz/fuzz_config_yaml (docs/security.md, "Fuzzing"): a key that
+// is a list or a mapping threw YAML::TypedBadConversion out of parse_config.
+// The first case is the fuzzer's input cut down to the lines that matter.
+TEST(ConfigYaml, AKeyThatIsNotASingleValueIsAnErrorNotAnException) {
+  const auto top = errors_of(R"(
+auth: {enabled: true}
+tenants:
+? - name: ide-plugin
+    team: developer-productivity
+)");
+  EXPECT_THAT(top, Contains(HasSubstr("(top level): a key must be a single value")));
+  const auto nested = errors_of(std::string(kMinimal) + "listener: {[a, b]: 1, {c: d}: 2}\n");
+  EXPECT_THAT(nested, Contains(HasSubstr("listener: a key must be a single value")));
+}
+
 TEST(ConfigYaml, EveryErrorIsListedNotJustTheFirst) {
   const auto errs = errors_of(R"(
 listener: {port: 70000, threads: -1}
