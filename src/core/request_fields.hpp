@@ -63,6 +63,10 @@ struct RequestFields {
   // prompt's bytes for prefix affinity run from there (core/prefix_blocks.hpp).
   std::size_t messages_at = TextSpan::kNone;
   std::size_t prompt_at = TextSpan::kNone;
+
+  // A number anywhere in the body too large for a double (1e400): Boost.JSON
+  // reads it as infinity and writes that back as `Infinity`, not JSON.
+  bool number_out_of_range = false;
 };
 
 // Scans `text`; the error is the JSON parser's (syntax, depth, extra data).
