@@ -64,8 +64,9 @@ struct RequestFields {
   std::size_t messages_at = TextSpan::kNone;
   std::size_t prompt_at = TextSpan::kNone;
 
-  // A number anywhere in the body too large for a double (1e400): Boost.JSON
-  // reads it as infinity and writes that back as `Infinity`, not JSON.
+  // A number anywhere in the body that Boost.JSON 1.81 reads as no finite
+  // double: too large (1e400, infinity) or 0e615 (NaN), which it writes back
+  // as `Infinity` or `NaN`, not JSON.
   bool number_out_of_range = false;
 };
 

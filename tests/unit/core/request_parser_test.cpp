@@ -76,12 +76,13 @@ TEST(RequestParser, RejectsBadBodiesWithTheFieldNamed) {
 }
 
 // Found by fuzz/fuzz_request_body (docs/security.md, "Fuzzing"): Boost.JSON
-// reads 1e900000 as infinity and serialises it as `Infinity`, so a body the
-// gateway rewrote (resume, fallback model, null budget) went out as invalid
-// JSON. The second body is the fuzzer's input.
+// reads 1e900000 as infinity (and 0e615 as NaN) and serialises them as
+// `Infinity` (`NaN`), so a body the gateway rewrote (resume, fallback model,
+// null budget) went out as invalid JSON. The last body is the fuzzer's input.
 TEST(RequestParser, RejectsANumberBeyondTheRangeOfADouble) {
   for (const char* body : {
            R"({"model":"m","messages":[{"content":"x"}],"temperature":-1e400})",
+           R"({"model":"m","messages":[{"content":"x"}],"top_p":0e615})",  // read as NaN
            R"({"model":"a","mo+el":"b","max_tokens":5,"mamanskens":1e900000,"dm3\\messages":[],)"
            R"("messages":[{"content":"x"}]})",
        }) {
