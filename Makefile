@@ -6,7 +6,7 @@ BUILD_TYPE ?= Release
 CONFIG ?= examples/demo.yaml
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test test-asan test-tsan bench chaos soak package clean
+.PHONY: all deps configure build run test test-asan test-tsan fuzz fuzz-build bench chaos soak package clean
 
 # ccache: paths relative to the checkout, so a fresh clone elsewhere (CI)
 # still hits the cache. (No precompiled headers: ccache cannot cache the
@@ -53,7 +53,7 @@ test-asan: deps
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS) -LE timing \
-	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke|deploy_debian_package'
+	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke|deploy_debian_package|fuzz_'
 
 # The Debian package (CPack; deploy/package/, docs/deployment.md):
 # build/arbiter_<version>_<arch>.deb. `make test` builds one in a temp dir
@@ -73,7 +73,20 @@ test-tsan: deps
 	cmake --build $(TSAN_DIR) -j $(JOBS)
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --test-dir $(TSAN_DIR) --output-on-failure -j $(JOBS) -LE timing \
-	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke|deploy_debian_package'
+	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke|deploy_debian_package|fuzz_'
+
+# libFuzzer harnesses (fuzz/; docs/security.md, "Fuzzing"): a tree of their
+# own (build-fuzz, GCC with ASan, UBSan and coverage, Debian's libFuzzer),
+# each harness run for FUZZ_SECONDS in turn, FUZZ_NAMES to pick some.
+# `make test` runs each for 30 s (ctest fuzz_smoke_*).
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_NAMES ?=
+fuzz-build: deps
+	JOBS=$(JOBS) bash fuzz/run.sh build $(FUZZ_DIR)
+
+fuzz: fuzz-build
+	bash fuzz/run.sh run $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_NAMES)
 
 bench: build
 	bash bench/run_all.sh $(BUILD_DIR)

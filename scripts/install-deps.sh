@@ -21,6 +21,7 @@ packages=(
   python3  # bench scripts: report tables and the live-vs-virtual comparison
   systemd  # systemd-analyze verify of deploy/systemd/arbiter.service (tests/deploy)
   dpkg-dev # dpkg-shlibdeps: `make package`'s library dependencies (CPack)
+  libclang-rt-14-dev  # libFuzzer (its archive only; the harnesses are built by GCC: fuzz/)
 )
 # Node.js may already come with its own npm (e.g. a nodesource build, which
 # conflicts with Debian's npm package): only ask apt for what is absent.

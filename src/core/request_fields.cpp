@@ -1,6 +1,7 @@
 #include "core/request_fields.hpp"
 
 #include <array>
+#include <cmath>
 
 #include <boost/json/basic_parser_impl.hpp>
 
@@ -128,7 +129,8 @@ class Handler {
     value(JsonKind::kUint64, {.kind = JsonKind::kUint64, .span = span_of(s)}, 0);
     return true;
   }
-  bool on_double(double, boost::json::string_view s, error_code&) {
+  bool on_double(double d, boost::json::string_view s, error_code&) {
+    if (!std::isfinite(d)) out_.number_out_of_range = true;
     value(JsonKind::kDouble, {.kind = JsonKind::kDouble, .span = span_of(s)}, 0);
     return true;
   }

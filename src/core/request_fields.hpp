@@ -63,6 +63,11 @@ struct RequestFields {
   // prompt's bytes for prefix affinity run from there (core/prefix_blocks.hpp).
   std::size_t messages_at = TextSpan::kNone;
   std::size_t prompt_at = TextSpan::kNone;
+
+  // A number anywhere in the body that Boost.JSON 1.81 reads as no finite
+  // double: too large (1e400, infinity) or 0e615 (NaN), which it writes back
+  // as `Infinity` or `NaN`, not JSON.
+  bool number_out_of_range = false;
 };
 
 // JSON nesting accepted by default (limits.max_json_depth): deep tool schemas

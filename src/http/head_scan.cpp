@@ -201,7 +201,9 @@ bool scan_request(std::string_view bytes, std::size_t header_limit, std::size_t 
   constexpr std::string_view kVersion = " HTTP/1.1";
   if (!line.ends_with(kVersion)) return false;
   const std::size_t sp = line.find(' ');
-  if (sp == 0 || sp == std::string_view::npos) return false;
+  // The method's space must come before the version's: "POST HTTP/1.1" has
+  // one space only, and no target (found by fuzzing: fuzz/, docs/security.md).
+  if (sp == 0 || sp == std::string_view::npos || sp >= line.size() - kVersion.size()) return false;
   const std::string_view method = line.substr(0, sp);
   if (!all_token_chars(method)) return false;
   out.method = http::string_to_verb(method);

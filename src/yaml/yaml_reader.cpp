@@ -29,7 +29,13 @@ bool YamlReader::map(const YAML::Node& node, const std::string& path, const std:
   }
   std::vector<std::string> seen;
   for (const auto& kv : node) {
-    const auto key = kv.first.as<std::string>();
+    // A complex key (`? [a, b]`, `? - x`) has no name: as<std::string>()
+    // would throw out of the reader (found by fuzzing: fuzz/, docs/security.md).
+    if (!kv.first.IsScalar()) {
+      error(path.empty() ? "(top level)" : path, "a key must be a single value");
+      continue;
+    }
+    const auto key = kv.first.Scalar();
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       error(join(path, key), "unknown key");
     } else if (std::find(seen.begin(), seen.end(), key) != seen.end()) {

@@ -75,6 +75,24 @@ TEST(RequestParser, RejectsBadBodiesWithTheFieldNamed) {
             ErrorCode::kInvalidRequest);
 }
 
+// Found by fuzz/fuzz_request_body (docs/security.md, "Fuzzing"): Boost.JSON
+// reads 1e900000 as infinity (and 0e615 as NaN) and serialises them as
+// `Infinity` (`NaN`), so a body the gateway rewrote (resume, fallback model,
+// null budget) went out as invalid JSON. The last body is the fuzzer's input.
+TEST(RequestParser, RejectsANumberBeyondTheRangeOfADouble) {
+  for (const char* body : {
+           R"({"model":"m","messages":[{"content":"x"}],"temperature":-1e400})",
+           R"({"model":"m","messages":[{"content":"x"}],"top_p":0e615})",  // read as NaN
+           R"({"model":"a","mo+el":"b","max_tokens":5,"mamanskens":1e900000,"dm3\\messages":[],)"
+           R"("messages":[{"content":"x"}]})",
+       }) {
+    const ApiError err = parse_err(Route::kChatCompletions, body);
+    EXPECT_EQ(err.code, ErrorCode::kInvalidJson) << body;
+    EXPECT_NE(err.message.find("out of range"), std::string::npos) << err.message;
+  }
+  parse_ok(Route::kChatCompletions, R"({"model":"m","messages":[{"content":"x"}],"temperature":1e308})");
+}
+
 TEST(MaxTokensCap, RewritesWhenAboveOrAbsentOnly) {
   auto above = parse_ok(Route::kCompletions, R"({"model":"m","prompt":"x","max_tokens":1000})");
   EXPECT_TRUE(apply_max_tokens_cap(above, 128));

@@ -263,6 +263,21 @@ models: [{name: m1, backends: [{url: "https://127.0.0.1:9", ca_file: /nonexisten
   EXPECT_EQ(system_store->models[0].backends[0].host, "engine.example");
 }
 
+// Found by fuzz/fuzz_config_yaml (docs/security.md, "Fuzzing"): a key that
+// is a list or a mapping threw YAML::TypedBadConversion out of parse_config.
+// The first case is the fuzzer's input cut down to the lines that matter.
+TEST(ConfigYaml, AKeyThatIsNotASingleValueIsAnErrorNotAnException) {
+  const auto top = errors_of(R"(
+auth: {enabled: true}
+tenants:
+? - name: ide-plugin
+    team: developer-productivity
+)");
+  EXPECT_THAT(top, Contains(HasSubstr("(top level): a key must be a single value")));
+  const auto nested = errors_of(std::string(kMinimal) + "listener: {[a, b]: 1, {c: d}: 2}\n");
+  EXPECT_THAT(nested, Contains(HasSubstr("listener: a key must be a single value")));
+}
+
 TEST(ConfigYaml, EveryErrorIsListedNotJustTheFirst) {
   const auto errs = errors_of(R"(
 listener: {port: 70000, threads: -1}

@@ -128,6 +128,26 @@ TEST(HeadScan, DeclinesEverythingOutsideTheCommonForm) {
   }
 }
 
+// Found by fuzz/fuzz_http_request (docs/security.md, "Fuzzing"): a request
+// line with one space, the method's and the version's at once, was taken
+// with "HTTP/1.1" as its target; Beast answers it "bad target".
+TEST(HeadScan, DeclinesARequestLineWithoutATarget) {
+  const std::vector<std::string> no_target = {
+      "POST HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}",
+      "GET HTTP/1.1\r\n\r\n",
+      // The fuzzer's input, as it came.
+      "POST HTTP/1.1\r\nHost:enn: keep-alive, X-Hop\r\nX-Hop: 1\r\ntr-Iop: 1\r\n"
+      "traceparenn: keep-alive, X-Hop\r\nX-Hop: 1\r\ntraceparent: 00-1-2-01\r\n"
+      "Propy-Authorization: x\r\nx-arbiter-class: batch\r\nAccept: text/event-stream\r\n"
+      "TE: trailerr\r\nConteength: 58\r\n\r\n{\"model\":\"mi\"}]}",
+  };
+  for (const auto& wire : no_target) {
+    ScannedRequest s;
+    EXPECT_FALSE(scan_request(wire, kHeaderLimit, kBodyLimit, s)) << wire;
+    EXPECT_FALSE(beast_request(wire)) << wire;
+  }
+}
+
 TEST(HeadScan, DeclinesOverTheLimitsSoBeastReportsThem) {
   const std::string wire = request_with("X-Big: " + std::string(2000, 'x') + "\r\n");
   ScannedRequest s;
