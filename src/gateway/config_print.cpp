@@ -14,6 +14,7 @@ namespace {
 std::string_view yes_no(bool b) { return b ? "true" : "false"; }
 
 std::string num(double d) { return YamlReader::format_number(d); }
+std::string q(std::string_view text) { return YamlReader::quote(text); }
 
 // A flow list of strings: [a, b].
 template <class Range, class Text>
@@ -24,7 +25,7 @@ std::string list(const Range& items, const Text& text) {
 }
 
 std::string strings(const std::vector<std::string>& v) {
-  return list(v, [](const std::string& s) { return "\"" + s + "\""; });
+  return list(v, [](const std::string& s) { return q(s); });
 }
 
 std::string_view engine_name(EngineKind e) {
@@ -38,7 +39,7 @@ std::string_view engine_name(EngineKind e) {
 
 void print_class(std::ostringstream& y, const ClassConfig& c) {
   const sched::ClassPolicy& p = c.policy;
-  y << "  - name: \"" << c.name << "\"\n";
+  y << "  - name: " << q(c.name) << "\n";
   if (c.match) {
     const ClassMatch& m = *c.match;
     y << "    match: {routes: " << list(m.routes, [](Route r) { return route_path(r); })
@@ -53,15 +54,15 @@ void print_class(std::ostringstream& y, const ClassConfig& c) {
 }
 
 void print_backend(std::ostringstream& y, const BackendConfig& b) {
-  y << "      - name: \"" << b.name << "\"\n";
+  y << "      - name: " << q(b.name) << "\n";
   if (b.type == BackendType::kSim) {
-    y << "        type: sim\n        profile: \"" << b.sim_profile << "\"\n";
+    y << "        type: sim\n        profile: " << q(b.sim_profile) << "\n";
     if (b.sim_max_num_seqs) y << "        max_num_seqs: " << *b.sim_max_num_seqs << "\n";
   } else {
     y << "        url: \"" << (b.tls ? "https" : "http") << "://" << b.host << ":" << b.port << "\"\n";
-    if (!b.ca_file.empty()) y << "        ca_file: \"" << b.ca_file << "\"\n";
-    if (!b.cert_file.empty()) y << "        cert_file: \"" << b.cert_file << "\"\n";
-    if (!b.key_file.empty()) y << "        key_file: \"" << b.key_file << "\"\n";
+    if (!b.ca_file.empty()) y << "        ca_file: " << q(b.ca_file) << "\n";
+    if (!b.cert_file.empty()) y << "        cert_file: " << q(b.cert_file) << "\n";
+    if (!b.key_file.empty()) y << "        key_file: " << q(b.key_file) << "\n";
   }
   y << "        engine: " << engine_name(b.engine) << "\n"
     << "        priority_scheduling: " << yes_no(b.priority_scheduling) << "\n"
@@ -72,8 +73,8 @@ void print_backend(std::ostringstream& y, const BackendConfig& b) {
     << "        classes: " << strings(b.classes) << "\n"
     << "        lend: " << yes_no(b.lend) << "\n";
   // Where the engine's key comes from, never the key.
-  if (!b.api_key_env.empty()) y << "        api_key_env: \"" << b.api_key_env << "\"\n";
-  if (!b.api_key_file.empty()) y << "        api_key_file: \"" << b.api_key_file << "\"\n";
+  if (!b.api_key_env.empty()) y << "        api_key_env: " << q(b.api_key_env) << "\n";
+  if (!b.api_key_file.empty()) y << "        api_key_file: " << q(b.api_key_file) << "\n";
 }
 
 // Each priced model's price once, however many pools serve the model.
@@ -84,7 +85,7 @@ void print_prices(std::ostringstream& y, const std::vector<ModelConfig>& models)
     if (printed.empty()) y << "prices:\n";
     printed.push_back(m.name);
     const ModelPrice& p = *m.price;
-    y << "  - {model: \"" << p.model << "\", input_per_million: " << num(p.input_per_million)
+    y << "  - {model: " << q(p.model) << ", input_per_million: " << num(p.input_per_million)
       << ", output_per_million: " << num(p.output_per_million);
     if (p.cached_input_per_million) y << ", cached_input_per_million: " << num(*p.cached_input_per_million);
     y << ", per_gpu_second: " << num(p.per_gpu_second) << "}\n";
@@ -135,7 +136,7 @@ std::string config_to_yaml(const Config& c) {
   if (!c.tenants.empty()) {
     y << "tenants:\n";
     for (const TenantConfig& tc : c.tenants) {
-      y << "  - {name: \"" << tc.name << "\", team: \"" << tc.team << "\", weight: " << num(tc.weight)
+      y << "  - {name: " << q(tc.name) << ", team: " << q(tc.team) << ", weight: " << num(tc.weight)
         << ", api_key_sha256: " << strings(tc.key_sha256) << ", allowed_classes: " << strings(tc.allowed_classes)
         << ", quotas: " << quotas(tc.quotas) << ", quota_store_down: " << store_down_name(tc.quota_store_down)
         << ", client_cert_names: " << strings(tc.client_cert_names) << "}\n";
@@ -144,7 +145,7 @@ std::string config_to_yaml(const Config& c) {
   if (!c.teams.empty()) {
     y << "teams:\n";
     for (const quota::TeamConfig& team : c.teams) {
-      y << "  - {name: \"" << team.name << "\", quotas: " << quotas(team.quotas);
+      y << "  - {name: " << q(team.name) << ", quotas: " << quotas(team.quotas);
       if (const auto& d = team.dynamic_quota) {
         y << ", dynamic_quota: {members: " << num(d->members) << ", per_member: " << num(d->per_member)
           << ", complexity: " << num(d->complexity)
@@ -158,7 +159,7 @@ std::string config_to_yaml(const Config& c) {
   y << "traffic_breaker: {" << write_settings(traffic_breaker_keys(), c.traffic_breaker, ", ") << "}\n";
   y << "classes:\n";
   for (const ClassConfig& cls : c.classes) print_class(y, cls);
-  y << "default_class: \"" << c.default_class << "\"\n";
+  y << "default_class: " << q(c.default_class) << "\n";
   // A model split into per-class pools is one model again: its backends
   // carry their class lists.
   y << "models:\n";
@@ -166,9 +167,9 @@ std::string config_to_yaml(const Config& c) {
     bool first = true;
     for (std::size_t j = 0; j < i; ++j) first = first && c.models[j].name != c.models[i].name;
     if (!first) continue;
-    y << "  - name: \"" << c.models[i].name << "\"\n";
-    if (!c.models[i].degraded.empty()) y << "    degraded: \"" << c.models[i].degraded << "\"\n";
-    if (!c.models[i].fallback.empty()) y << "    fallback: \"" << c.models[i].fallback << "\"\n";
+    y << "  - name: " << q(c.models[i].name) << "\n";
+    if (!c.models[i].degraded.empty()) y << "    degraded: " << q(c.models[i].degraded) << "\n";
+    if (!c.models[i].fallback.empty()) y << "    fallback: " << q(c.models[i].fallback) << "\n";
     y << "    backends:\n";
     for (std::size_t j = i; j < c.models.size(); ++j) {
       if (c.models[j].name != c.models[i].name) continue;

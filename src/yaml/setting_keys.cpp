@@ -58,7 +58,7 @@ void read_text(YamlReader& r, const YAML::Node& v, const std::string& path, S& s
 }
 template <class S, auto Member>
 std::string write_text(const S& s) {
-  return "\"" + s.*Member + "\"";  // quoted: "::" or "a, b" stay one value
+  return YamlReader::quote(s.*Member);  // quoted: "::" or "a, b" stay one value
 }
 
 // Whole milliseconds into any std::chrono duration member.

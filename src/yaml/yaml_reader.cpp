@@ -131,6 +131,25 @@ void YamlReader::read_list(const YAML::Node& parent, const std::string& path, co
   }
 }
 
+std::string YamlReader::quote(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
 std::string YamlReader::format_number(double d) {
   char buf[32];
   const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);

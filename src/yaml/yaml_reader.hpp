@@ -47,6 +47,9 @@ class YamlReader {
   // The shortest text that reads back as the same double (0.1, not
   // 0.10000000000000001): for messages and for written YAML alike.
   static std::string format_number(double d);
+  // `text` as a double-quoted YAML scalar: `"` and `\` escaped, control
+  // characters as \xNN, so any name reads back as itself.
+  static std::string quote(std::string_view text);
 };
 
 }  // namespace arbiter

@@ -4,11 +4,13 @@
 #include "gateway/config_print.hpp"
 
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <fstream>
 #include <sstream>
 
 #include "gateway/config_yaml.hpp"
+#include "yaml/yaml_reader.hpp"
 
 namespace arbiter {
 namespace {
@@ -32,6 +34,34 @@ TEST(ConfigPrint, EveryExampleReadsBackToTheSameConfiguration) {
     EXPECT_EQ(again->models.size(), config->models.size());  // the same pools
     EXPECT_EQ(printed.find("api_keys"), std::string::npos);  // hashes only
   }
+}
+
+// Found by fuzz/fuzz_config_yaml in a clean clone's CI run: a name with a
+// double quote was printed between quotes unescaped, so --print-config wrote
+// YAML that does not parse.
+TEST(ConfigPrint, NamesWithQuotesAndBackslashesReadBack) {
+  // Single-quoted in the input: `"` and `\` are plain characters there.
+  auto config = parse_config(R"(models:
+  - name: 'demo "coder" \ o!":"Hello!"}]'
+    backends: [{type: sim, profile: tiny}]
+)");
+  ASSERT_TRUE(config.has_value()) << config.error().front();
+  EXPECT_EQ(config->models[0].name, R"(demo "coder" \ o!":"Hello!"}])");
+  const std::string printed = config_to_yaml(*config);
+  auto again = parse_config(printed);
+  ASSERT_TRUE(again.has_value()) << again.error().front() << "\n" << printed;
+  EXPECT_EQ(again->models[0].name, config->models[0].name);
+  EXPECT_EQ(again->models[0].backends[0].name, config->models[0].backends[0].name);
+  EXPECT_EQ(config_to_yaml(*again), printed);
+}
+
+TEST(ConfigPrint, QuotedTextEscapesWhatWouldEndOrBreakTheScalar) {
+  EXPECT_EQ(YamlReader::quote("plain"), "\"plain\"");
+  EXPECT_EQ(YamlReader::quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
+  EXPECT_EQ(YamlReader::quote(std::string("tab\tnul") + '\0'), "\"tab\\x09nul\\x00\"");
+  // What yaml-cpp reads back is the original text.
+  const std::string raw = std::string("x\"y\\z\x01\n") + '\0';
+  EXPECT_EQ(YAML::Load("k: " + YamlReader::quote(raw))["k"].as<std::string>(), raw);
 }
 
 TEST(ConfigPrint, AListedBuiltInClassKeepsItsSchedulingDefaults) {
