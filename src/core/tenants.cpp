@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 
+#include "core/bearer_token.hpp"
+
 namespace arbiter {
 
 std::string sha256_hex(std::string_view data) {
@@ -31,14 +33,7 @@ TenantDirectory::TenantDirectory(const std::vector<TenantConfig>& tenants, bool 
 
 std::expected<const TenantConfig*, ApiError> TenantDirectory::authenticate(
     std::string_view authorization, std::span<const std::string> cert_names) const {
-  // The scheme is case-insensitive (RFC 9110 11.1): "bearer" is "Bearer".
-  constexpr std::string_view kBearer = "bearer ";
-  std::string_view key;
-  if (authorization.size() > kBearer.size() &&
-      std::ranges::equal(authorization.substr(0, kBearer.size()), kBearer,
-                         [](char a, char b) { return (a | 0x20) == b; })) {
-    key = authorization.substr(kBearer.size());
-  }
+  const std::string_view key = bearer_credential(authorization);
   if (!key.empty()) {
     if (auto it = by_key_hash_.find(sha256_hex(key)); it != by_key_hash_.end()) return it->second;
   }

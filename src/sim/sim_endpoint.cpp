@@ -2,7 +2,7 @@
 
 #include <boost/json.hpp>
 
-#include "http/bearer_token.hpp"
+#include "core/bearer_token.hpp"
 
 namespace arbiter::sim {
 

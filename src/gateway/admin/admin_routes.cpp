@@ -7,7 +7,7 @@
 
 #include "gateway/admin/usage_report.hpp"
 #include "gateway/error_response.hpp"
-#include "http/bearer_token.hpp"
+#include "core/bearer_token.hpp"
 
 namespace arbiter {
 

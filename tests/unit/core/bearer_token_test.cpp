@@ -1,4 +1,4 @@
-#include "http/bearer_token.hpp"
+#include "core/bearer_token.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +9,14 @@ TEST(BearerToken, MatchesTheExactTokenWithTheSchemeInAnyCase) {
   EXPECT_TRUE(bearer_matches("Bearer s3cret", "s3cret"));
   EXPECT_TRUE(bearer_matches("bearer s3cret", "s3cret"));
   EXPECT_TRUE(bearer_matches("BEARER s3cret", "s3cret"));
+}
+
+TEST(BearerToken, CredentialIsWhatFollowsTheScheme) {
+  EXPECT_EQ(bearer_credential("Bearer sk-1"), "sk-1");
+  EXPECT_EQ(bearer_credential("bEaReR sk-1"), "sk-1");
+  EXPECT_EQ(bearer_credential("Bearer "), "");
+  EXPECT_EQ(bearer_credential("Basic sk-1"), "");
+  EXPECT_EQ(bearer_credential("Bearersk-1x"), "");
 }
 
 TEST(BearerToken, RefusesEverythingElse) {
