@@ -13,6 +13,7 @@ JOBS ?= $(shell nproc)
 # files that use one, and a warm cache beats a PCH on every rebuild.)
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_MAXSIZE ?= 5G
+comma := ,
 
 all: build
 
@@ -39,21 +40,27 @@ run: build
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -LE timing
 
-# AddressSanitizer + UndefinedBehaviorSanitizer over the unit and integration
-# suites and the e2e client (issue 16; docs/security.md): a build tree of its
-# own, without tcmalloc. The chaos drills and the live smoke are left out:
-# they check latencies a sanitized build does not keep; so is the Debian
-# package, which ships the Release build.
+# The suites of `make test` in a sanitized build tree of its own, without
+# tcmalloc: $(call sanitized_suites,DIR,SANITIZE,EXTRA_CXXFLAGS,RUNTIME_ENV).
+# The chaos drills and the live smoke are left out: they check latencies a
+# sanitized build does not keep; so are the Debian package, which ships the
+# Release build, and the fuzz smokes, whose tree has its own sanitizers.
+define sanitized_suites
+	cmake -S . -B $(1) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARBITER_TCMALLOC=OFF \
+	  -DCMAKE_CXX_COMPILER_LAUNCHER=$$(command -v ccache || true) \
+	  "-DCMAKE_CXX_FLAGS=$(strip $(2) -fno-omit-frame-pointer $(3))" \
+	  "-DCMAKE_EXE_LINKER_FLAGS=$(2)"
+	cmake --build $(1) -j $(JOBS)
+	$(4) ctest --test-dir $(1) --output-on-failure -j $(JOBS) -LE timing \
+	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke|deploy_debian_package|fuzz_'
+endef
+
+# AddressSanitizer + LeakSanitizer + UndefinedBehaviorSanitizer (issue 16;
+# docs/security.md).
 ASAN_DIR ?= build-asan
 test-asan: deps
-	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARBITER_TCMALLOC=OFF \
-	  -DCMAKE_CXX_COMPILER_LAUNCHER=$$(command -v ccache || true) \
-	  "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"
-	cmake --build $(ASAN_DIR) -j $(JOBS)
-	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS) -LE timing \
-	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke|deploy_debian_package|fuzz_'
+	$(call sanitized_suites,$(ASAN_DIR),-fsanitize=address$(comma)undefined,-fno-sanitize-recover=undefined,\
+	  ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1)
 
 # The Debian package (CPack; deploy/package/, docs/deployment.md):
 # build/arbiter_<version>_<arch>.deb. `make test` builds one in a temp dir
@@ -63,17 +70,10 @@ package: build
 
 # ThreadSanitizer over the same suites (issue 16; docs/security.md): the
 # gateway runs several I/O threads, the dispatcher's mutex and the metrics
-# registry's atomics; a build tree of its own, without tcmalloc.
+# registry's atomics.
 TSAN_DIR ?= build-tsan
 test-tsan: deps
-	cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARBITER_TCMALLOC=OFF \
-	  -DCMAKE_CXX_COMPILER_LAUNCHER=$$(command -v ccache || true) \
-	  "-DCMAKE_CXX_FLAGS=-fsanitize=thread -fno-omit-frame-pointer" \
-	  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread"
-	cmake --build $(TSAN_DIR) -j $(JOBS)
-	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-	  ctest --test-dir $(TSAN_DIR) --output-on-failure -j $(JOBS) -LE timing \
-	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke|deploy_debian_package|fuzz_'
+	$(call sanitized_suites,$(TSAN_DIR),-fsanitize=thread,,TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1)
 
 # libFuzzer harnesses (fuzz/; docs/security.md, "Fuzzing"): a tree of their
 # own (build-fuzz, GCC with ASan, UBSan and coverage, Debian's libFuzzer),
