@@ -8,9 +8,8 @@ namespace arbiter {
 
 namespace {
 
-// Attempts at reserving around lease refills: another request may spend a
-// fresh lease first; past these the request is refused for a moment.
-constexpr int kReserveAttempts = 4;
+// A request whose lease stays short past the store's timeout (others kept
+// spending the refills first) is refused for a moment.
 constexpr quota::Duration kRetryShortLease = std::chrono::milliseconds(100);
 
 std::optional<quota::Sharing> sharing(const quota::QuotaStoreConfig& store) {
@@ -107,15 +106,24 @@ QuotaBook::Admission QuotaBook::try_reserve(const quota::Subject& who, quota::Ti
 Task<QuotaBook::Admission> QuotaBook::reserve(const quota::Subject& who, int64_t tokens) {
   const auto executor = co_await net::this_coro::executor;
   std::optional<quota::Refusal> last;
-  for (int attempt = 0; attempt < kReserveAttempts; ++attempt) {
+  // Every round makes progress for someone: a refill's grant is spent by a
+  // request (this one admits again after its own refill, so a grant never
+  // sits idle here while other replicas are refused for want of it), a
+  // refusal refuses every request at once, a failure takes the store down.
+  // So rounds are bounded by time, not counted: a burst of N requests on one
+  // limit may need N refills one after the other.
+  const quota::TimePoint deadline = quota::Clock::now() + store_config_.timeout;
+  for (;;) {
     std::vector<quota::LeaseNeed> mine;
     std::vector<std::shared_ptr<Waiter>> waiting;
     {
       std::lock_guard lock(mu_);
-      Admission a = admit(who, quota::Clock::now(), tokens);
+      const quota::TimePoint now = quota::Clock::now();
+      Admission a = admit(who, now, tokens);
       if (a.result || !a.result.error().lease_short || !store_) co_return a;
       last = a.result.error();
-      for (const quota::LeaseNeed& need : ledger_.lease_needs(who, quota::Clock::now(), tokens)) {
+      if (now >= deadline) break;
+      for (const quota::LeaseNeed& need : ledger_.lease_needs(who, now, tokens)) {
         if (!need.in_flight) {
           mine.push_back(need);
           continue;
@@ -127,6 +135,7 @@ Task<QuotaBook::Admission> QuotaBook::reserve(const quota::Subject& who, int64_t
         waiting.push_back(std::move(w));
       }
     }
+    if (mine.empty() && waiting.empty()) break;  // nothing to refill: refused
     for (const quota::LeaseNeed& need : mine) co_await refill(need);
     for (const auto& w : waiting) (void)co_await w->timer.async_wait(kAsTuple);
   }
