@@ -428,7 +428,9 @@ TEST(Resilience, ModelBreakerWalksDegradedFallbackIsolatedAndBack) {
       return std::string("?");
     }
   };
-  const auto log = [&] { return joined(stderr_lines(gateway, "\"event\":\"model_breaker\"")); };
+  // The breaker's transitions and, to tell why a trial failed, the
+  // backends' health (ejections, probes) and the gateway's warnings.
+  const auto log = [&] { return joined(stderr_lines(gateway, "\"level\":\"warn\"")); };
 
   // Closed: 19 answers from m1 itself.
   for (int i = 0; i < 19; ++i) {
@@ -503,7 +505,18 @@ TEST(Resilience, ModelBreakerWalksDegradedFallbackIsolatedAndBack) {
     if (trial.status != 503) break;
     std::this_thread::sleep_for(Millis(100));
   }
-  ASSERT_EQ(trial.status, 200) << trial.body << "\n" << log();
+  const auto health_metrics = [&] {
+    std::string out;
+    std::istringstream all(gateway_metrics(port));
+    for (std::string line; std::getline(all, line);) {
+      if (line.find("backend_health") != std::string::npos || line.find("pool_panic") != std::string::npos ||
+          line.find("no_backend") != std::string::npos) {
+        out += line + "\n";
+      }
+    }
+    return out;
+  };
+  ASSERT_EQ(trial.status, 200) << trial.body << "\n" << log() << "\n" << health_metrics();
   EXPECT_EQ(served_by(trial), "m1");
   for (int i = 0; i < 2; ++i) {
     const Answer a = ask();
@@ -759,7 +772,9 @@ TEST(Resilience, HalfOpenTrialsRefusedByAQuotaDoNotWedgeTheBreaker) {
   GatewayProcess gateway(config.to_yaml());
   const uint16_t port = gateway.port();
   const auto as = [&](const char* key) { return call(port, chat("chat", 2, false, "Hi", "m1", key), Millis(5'000)); };
-  const auto log = [&] { return joined(stderr_lines(gateway, "\"event\":\"model_breaker\"")); };
+  // The breaker's transitions and, to tell why a trial failed, the
+  // backends' health (ejections, probes) and the gateway's warnings.
+  const auto log = [&] { return joined(stderr_lines(gateway, "\"level\":\"warn\"")); };
 
   ASSERT_EQ(as(kAlphaKey).status, 200);  // alpha's one request this minute
   ASSERT_EQ(m1[0]->set_faults(R"({"error_rate":1,"error_status":500})"), 200);
