@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <vector>
 
 #include <boost/json.hpp>
 #include <fmt/chrono.h>
@@ -102,6 +104,22 @@ TEST(AccessLog, TheLineIsTheFormatItReplacedByteForByte) {
       {.ts = system_clock::time_point{}, .status = 499},
   };
   for (const AccessRecord& r : records) EXPECT_EQ(text_of(r), reference_line(r));
+}
+
+// Milliseconds are written to 3 decimals by hand: the same digits as fmt's
+// "{:.3f}" (the exact value, ties to even) over the range and at the ties.
+TEST(AccessLog, MillisecondsHaveFmtsDigitsEverywhere) {
+  std::vector<double> values = {0, 0.0005, 0.0625, 0.1875, 1.0005, 2.5, 999.9995, 1e12 - 1, 1e12, 4.5e15, -0.0, -1.5};
+  for (int k = 0; k < 4096; ++k) values.push_back(k / 16.0 + 1.0 / 2048);  // halves of a thousandth, exactly
+  uint64_t x = 88172645463325252u;  // xorshift: values across magnitudes
+  for (int i = 0; i < 20000; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    values.push_back(static_cast<double>(x % 1'000'000'000) / std::pow(10.0, static_cast<double>(x % 13)));
+  }
+  for (const double v : values) {
+    const AccessRecord r{.queue_ms = v, .duration_ms = v * 3};
+    ASSERT_EQ(text_of(r), reference_line(r)) << v;
+  }
 }
 
 // The defect it fixes: `ts` carries a Z, but fmt wrote local time.
