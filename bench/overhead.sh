@@ -302,7 +302,9 @@ one \`write(2)\` per request on the worker), arbiter's \`log: {access_file: FILE
 JSON line, ~330 bytes, formatted without allocation into a per-thread buffer and written
 by one writer thread in batches of 64 KiB or every 100 ms). Target: the log adds <= 1 µs
 of arbiter's CPU per request (closed loop, proxy CPU µs/req, \"arbiter+log\" minus
-\"arbiter\"), and arbiter with its log reaches >= 0.9x the throughput of nginx with its log."
+\"arbiter\"), and arbiter with its log reaches >= 0.9x the throughput of nginx with its log.
+With BEFORE_ARBITER, \"before+log\" is that binary, an arbiter from before this
+access log (one \`write(2)\` per line on the request path), its stdout to a file."
 else
   INTRO="What a request pays for going through the gateway: a ~1 KB non-streaming
 \`POST /v1/chat/completions\` against a fixed fast upstream (nginx answering
