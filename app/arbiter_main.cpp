@@ -153,6 +153,7 @@ int main(int argc, char** argv) {
   }
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGHUP, SIG_IGN);  // until the handler below is installed
+  std::signal(SIGUSR1, SIG_IGN);  // likewise (its default action kills)
   raise_fd_limit();
 
   const unsigned threads =
@@ -163,13 +164,23 @@ int main(int argc, char** argv) {
   // set below (a SIGTERM or SIGHUP right after the port file appears) waits
   // for it instead of killing the process undrained.
   net::signal_set signals(ioc, SIGTERM, SIGINT, SIGHUP);
+  signals.add(SIGUSR1);
   // Simulated engines first: their ports become the sim backends' addresses.
   auto sims = EmbeddedSims::start(*config, ioc, io);
   if (!sims) {
     std::fprintf(stderr, "arbiter: cannot start simulated engine %s\n", sims.error().c_str());
     return 1;
   }
-  Gateway gateway(std::move(*config), threads, net::make_strand(ioc));
+  std::unique_ptr<BatchedLineWriter> access_log;
+  if (config->log.access_log) {
+    auto opened = BatchedLineWriter::open({.file = config->log.access_file, .flush_every = config->log.access_flush});
+    if (!opened) {
+      std::fprintf(stderr, "arbiter: log.access_file: %s\n", opened.error().c_str());
+      return 1;
+    }
+    access_log = std::move(*opened);
+  }
+  Gateway gateway(std::move(*config), threads, net::make_strand(ioc), std::move(access_log));
   const Config& cfg = gateway.config();
   std::shared_ptr<ServerTls> tls;
   if (cfg.listener.tls.enabled()) {
@@ -226,9 +237,16 @@ int main(int argc, char** argv) {
   // First signal: drain. A second one: stop at once. SIGHUP (what
   // operators send to reload) is logged and ignored: reload is not built,
   // and its default action would kill the gateway without draining.
+  // SIGUSR1 reopens the access log's file (logrotate). The access log's
+  // buffered lines are written when the gateway is destroyed, after io.run.
   bool draining = false;
   std::function<void(const beast::error_code&, int)> on_signal = [&](const beast::error_code& ec, int sig) {
     if (ec) return;
+    if (sig == SIGUSR1) {
+      gateway.reopen_access_log();
+      signals.async_wait(on_signal);
+      return;
+    }
     if (sig == SIGHUP) {
       std::fputs("{\"level\":\"warn\",\"event\":\"SIGHUP ignored: configuration reload is not built; "
                  "restart to apply a new config\"}\n",

@@ -11,6 +11,12 @@
 # TLS=1: nginx and arbiter terminate TLS 1.3 from the
 # load generator (a private CA made by scripts/make_test_certs.sh), the
 # upstream stays plain; the section is "TLS overhead".
+# ACCESS_LOG=1: also nginx and arbiter with their access logs on, to a file
+# (nginx's default: the combined format, one write(2) per request; arbiter's
+# log.access_file), as paths "nginx+log" and "arbiter+log" in the same
+# interleaved rounds; the section is "Access log overhead". BEFORE_ARBITER=PATH
+# adds "before+log": that arbiter binary (one built before issue 17: one
+# write(2) per line) with its log on, stdout to a file.
 #
 # usage: bash bench/overhead.sh [BUILD_DIR]      (default: build)
 # Environment knobs (defaults in brackets): RATE [1000] req/s, OPEN_S [10] and
@@ -18,7 +24,8 @@
 # rounds, WARMUP_S [0.5] unmeasured seconds before each round,
 # OPEN_CONNECTIONS [16], CONCURRENCY [32],
 # PROXY_THREADS [1] (nginx workers = arbiter listener threads),
-# LOADGEN_THREADS [1], UPDATE_DOCS [1], NGINX [/usr/sbin/nginx], TLS [0].
+# LOADGEN_THREADS [1], UPDATE_DOCS [1], NGINX [/usr/sbin/nginx], TLS [0],
+# ACCESS_LOG [0].
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,7 +44,11 @@ LOADGEN_THREADS=${LOADGEN_THREADS:-1}
 UPDATE_DOCS=${UPDATE_DOCS:-1}
 NGINX=${NGINX:-/usr/sbin/nginx}
 TLS=${TLS:-0}
-if ((TLS)); then NAME=tls-overhead; SECTION_TITLE="TLS overhead"; else NAME=overhead; SECTION_TITLE="Gateway overhead"; fi
+ACCESS_LOG=${ACCESS_LOG:-0}
+((TLS && ACCESS_LOG)) && { echo "overhead.sh: TLS=1 and ACCESS_LOG=1 are separate runs" >&2; exit 2; }
+if ((TLS)); then NAME=tls-overhead; SECTION_TITLE="TLS overhead"
+elif ((ACCESS_LOG)); then NAME=access-log-overhead; SECTION_TITLE="Access log overhead"
+else NAME=overhead; SECTION_TITLE="Gateway overhead"; fi
 
 LOADGEN=$BUILD_DIR/bench/loadgen
 ARBITER=$BUILD_DIR/arbiter
@@ -90,6 +101,20 @@ wait_port() {
   die "$name did not listen on 127.0.0.1:$port"
 }
 
+# Starts arbiter as NAME with $TMP/NAME.yaml; returns once $TMP/NAME.port
+# names a port it listens on.
+start_arbiter() {
+  local name=$1
+  start "$name" "$ARBITER" --config "$TMP/$name.yaml" --port-file "$TMP/$name.port"
+  for _ in $(seq 200); do
+    [[ -s $TMP/$name.port ]] && break
+    kill -0 "${PID_OF[$name]}" 2>/dev/null || { cat "$TMP/$name.log" >&2; die "$name exited at start"; }
+    sleep 0.05
+  done
+  [[ -s $TMP/$name.port ]] || die "$name wrote no port file"
+  wait_port "$name" "$(tr -dc 0-9 <"$TMP/$name.port")" "${PID_OF[$name]}"
+}
+
 render() {  # template output key=value...
   local in=$1 out=$2 expr=()
   shift 2
@@ -97,7 +122,7 @@ render() {  # template output key=value...
   sed "${expr[@]}" "$in" >"$out"
 }
 
-read -r UP_PORT PROXY_PORT < <("$LOADGEN" free-port 2)
+read -r UP_PORT PROXY_PORT LOG_PROXY_PORT < <("$LOADGEN" free-port 3)
 
 render "$ROOT/bench/nginx/upstream.conf.in" "$TMP/upstream.conf" PORT="$UP_PORT" TMP="$TMP"
 start upstream "$NGINX" -p "$TMP" -c "$TMP/upstream.conf" -e "$TMP/upstream.err"
@@ -114,6 +139,13 @@ ssl_certificate $CERTS/server.pem; ssl_certificate_key $CERTS/server.key; ssl_pr
 fi
 start proxy "$NGINX" -p "$TMP" -c "$TMP/proxy.conf" -e "$TMP/proxy.err"
 wait_port proxy "$PROXY_PORT" "${PID_OF[proxy]}"
+if ((ACCESS_LOG)); then
+  sed -e "s|listen 127.0.0.1:$PROXY_PORT |listen 127.0.0.1:$LOG_PROXY_PORT |" -e "s|pid $TMP/proxy.pid;|pid $TMP/proxy-log.pid;|" \
+    -e "s|access_log off;|access_log $TMP/nginx-access.log;|" "$TMP/proxy.conf" >"$TMP/proxy-log.conf"
+  grep -q "access_log $TMP/nginx-access.log;" "$TMP/proxy-log.conf" || die "nginx access log not configured"
+  start proxy_log "$NGINX" -p "$TMP" -c "$TMP/proxy-log.conf" -e "$TMP/proxy-log.err"
+  wait_port proxy_log "$LOG_PROXY_PORT" "${PID_OF[proxy_log]}"
+fi
 
 if ((HAVE_ARBITER)); then
   render "$ROOT/bench/overhead-gateway.yaml.in" "$TMP/arbiter.yaml" UPSTREAM_PORT="$UP_PORT" THREADS="$PROXY_THREADS"
@@ -122,15 +154,20 @@ if ((HAVE_ARBITER)); then
       "$TMP/arbiter.yaml"
     grep -q "tls: {cert_file" "$TMP/arbiter.yaml" || die "arbiter TLS listener not configured"
   fi
-  start arbiter "$ARBITER" --config "$TMP/arbiter.yaml" --port-file "$TMP/arbiter.port"
-  for _ in $(seq 200); do
-    [[ -s $TMP/arbiter.port ]] && break
-    kill -0 "${PID_OF[arbiter]}" 2>/dev/null || { cat "$TMP/arbiter.log" >&2; die "arbiter exited at start"; }
-    sleep 0.05
-  done
-  [[ -s $TMP/arbiter.port ]] || die "arbiter wrote no port file"
+  start_arbiter arbiter
   ARBITER_PORT=$(tr -dc 0-9 <"$TMP/arbiter.port")
-  wait_port arbiter "$ARBITER_PORT" "${PID_OF[arbiter]}"
+  if ((ACCESS_LOG)); then
+    sed "s|^log: {access_log: false}\$|log: {access_log: true, access_file: \"$TMP/arbiter-access.log\"}|" \
+      "$TMP/arbiter.yaml" >"$TMP/arbiter_log.yaml"
+    grep -q "access_file" "$TMP/arbiter_log.yaml" || die "arbiter access log not configured"
+    start_arbiter arbiter_log
+    LOG_ARBITER_PORT=$(tr -dc 0-9 <"$TMP/arbiter_log.port")
+    if [[ -n ${BEFORE_ARBITER:-} ]]; then
+      sed "s|^log: {access_log: false}\$|log: {access_log: true}|" "$TMP/arbiter.yaml" >"$TMP/arbiter_before.yaml"
+      ARBITER=$BEFORE_ARBITER start_arbiter arbiter_before
+      BEFORE_ARBITER_PORT=$(tr -dc 0-9 <"$TMP/arbiter_before.port")
+    fi
+  fi
 fi
 
 PATH_=/v1/chat/completions
@@ -149,6 +186,23 @@ if ((HAVE_ARBITER)); then
   URL[arbiter]="$PROXY_SCHEME://127.0.0.1:$ARBITER_PORT$PATH_"
   CPU[arbiter]="--cpu-pid proxy=${PID_OF[arbiter]} --cpu-pid upstream=${PID_OF[upstream]}"
   TARGETS+=(arbiter)
+fi
+if ((ACCESS_LOG)); then
+  EXTRA[nginx+log]="" EXTRA[arbiter+log]=""
+  URL[nginx+log]="http://127.0.0.1:$LOG_PROXY_PORT$PATH_"
+  CPU[nginx+log]="--cpu-pid proxy=${PID_OF[proxy_log]} --cpu-pid upstream=${PID_OF[upstream]}"
+  TARGETS=(direct nginx nginx+log)
+  if ((HAVE_ARBITER)); then
+    URL[arbiter+log]="http://127.0.0.1:$LOG_ARBITER_PORT$PATH_"
+    CPU[arbiter+log]="--cpu-pid proxy=${PID_OF[arbiter_log]} --cpu-pid upstream=${PID_OF[upstream]}"
+    TARGETS+=(arbiter arbiter+log)
+  fi
+  if [[ -n ${BEFORE_ARBITER_PORT:-} ]]; then
+    EXTRA[before+log]=""
+    URL[before+log]="http://127.0.0.1:$BEFORE_ARBITER_PORT$PATH_"
+    CPU[before+log]="--cpu-pid proxy=${PID_OF[arbiter_before]} --cpu-pid upstream=${PID_OF[upstream]}"
+    TARGETS+=(before+log)
+  fi
 fi
 
 # One request each first: a path that answers wrongly must not be measured.
@@ -193,6 +247,12 @@ measure closed
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 TABLES=$("$LOADGEN" report "$RESULTS")
+if ((ACCESS_LOG && HAVE_ARBITER)); then
+  DROPPED=$( (exec 3<>"/dev/tcp/127.0.0.1/$LOG_ARBITER_PORT" && printf 'GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >&3 &&
+    timeout 5 cat <&3) | awk '/^arbiter_access_log_dropped_total/ { print $2 }')
+  TABLES+=$'\n\n'$(python3 "$ROOT/bench/access_log_report.py" "$RESULTS" "$TMP/nginx-access.log" "$TMP/arbiter-access.log" \
+    "${DROPPED:--}" "$TMP/arbiter_before.log")
+fi
 cp "$RESULTS" "$OUT_DIR/$NAME-latest.jsonl"
 printf '%s\n' "$TABLES" >"$OUT_DIR/$NAME-$STAMP.md"
 cp "$OUT_DIR/$NAME-$STAMP.md" "$OUT_DIR/$NAME-latest.md"
@@ -204,10 +264,11 @@ echo "raw results: $RESULTS (load average before: $LOAD_BEFORE, after: $LOAD_AFT
 
 # The exact command, with any knob that differs from its default.
 COMMAND="bash bench/overhead.sh ${BUILD_DIR#"$ROOT"/}"  # relative when inside the checkout
-for knob in RATE OPEN_S CLOSED_S WARMUP_S ROUNDS OPEN_CONNECTIONS CONCURRENCY PROXY_THREADS LOADGEN_THREADS TLS; do
+for knob in RATE OPEN_S CLOSED_S WARMUP_S ROUNDS OPEN_CONNECTIONS CONCURRENCY PROXY_THREADS LOADGEN_THREADS TLS ACCESS_LOG \
+  BEFORE_ARBITER; do
   case "$knob=${!knob}" in
     RATE=1000 | OPEN_S=10 | CLOSED_S=10 | WARMUP_S=0.5 | ROUNDS=5 | OPEN_CONNECTIONS=16 | CONCURRENCY=32 | \
-      PROXY_THREADS=1 | LOADGEN_THREADS=1 | TLS=0) ;;
+      PROXY_THREADS=1 | LOADGEN_THREADS=1 | TLS=0 | ACCESS_LOG=0 | BEFORE_ARBITER=) ;;
     *) COMMAND="$knob=${!knob} $COMMAND" ;;
   esac
 done
@@ -233,6 +294,17 @@ where a plain response goes out in line with one \`sendmsg\` (write_now); nginx 
 next step if the gap matters. The plain path pays one branch per operation for the
 stream variant: \`bench/request_cost.sh\` counts 31.8k instructions per plain request after TLS
 against 31.4k before (the "Gateway overhead" section)."
+elif ((ACCESS_LOG)); then
+  INTRO="What the access log costs (issue 17): the gateway overhead run below with two more
+paths in the same interleaved rounds, nginx and arbiter each with its access log on and
+written to a file: nginx's default \`access_log FILE\` (the combined format, ~150 bytes,
+one \`write(2)\` per request on the worker), arbiter's \`log: {access_file: FILE}\` (its
+JSON line, ~330 bytes, formatted without allocation into a per-thread buffer and written
+by one writer thread in batches of 64 KiB or every 100 ms). Target: the log adds <= 1 µs
+of arbiter's CPU per request (closed loop, proxy CPU µs/req, \"arbiter+log\" minus
+\"arbiter\"), and arbiter with its log reaches >= 0.9x the throughput of nginx with its log.
+With BEFORE_ARBITER, \"before+log\" is that binary, an arbiter from before this
+access log (one \`write(2)\` per line on the request path), its stdout to a file."
 else
   INTRO="What a request pays for going through the gateway: a ~1 KB non-streaming
 \`POST /v1/chat/completions\` against a fixed fast upstream (nginx answering

@@ -8,7 +8,11 @@
 # Same ~1 KB chat request and fixed nginx upstream as bench/overhead.sh.
 #
 # usage: bash bench/request_cost.sh [BUILD_DIR]     (default: build)
-# Environment: SECONDS_MEASURED [3] per figure, NGINX [/usr/sbin/nginx].
+# Environment: SECONDS_MEASURED [3] per figure, NGINX [/usr/sbin/nginx],
+# ACCESS_LOG [0]: also "arbiter+log" (log.access_file) and "nginx+log"
+# (access_log FILE, combined), and with BEFORE_ARBITER=PATH "before+log":
+# that binary (an arbiter from before issue 17, one write(2) per line) with
+# its log on, stdout to a file.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,6 +20,7 @@ BUILD_DIR=${1:-build}
 [[ $BUILD_DIR = /* ]] || BUILD_DIR=$ROOT/$BUILD_DIR
 MEASURE_S=${SECONDS_MEASURED:-3}
 NGINX=${NGINX:-/usr/sbin/nginx}
+ACCESS_LOG=${ACCESS_LOG:-0}
 LOADGEN=$BUILD_DIR/bench/loadgen
 ARBITER=$BUILD_DIR/arbiter
 for tool in valgrind callgrind_control strace; do
@@ -40,7 +45,12 @@ sed -e "s|@UPSTREAM_PORT@|$UP_PORT|g" -e "s|@THREADS@|1|g" "$ROOT/bench/overhead
 # The nginx proxy in the foreground without a master, so that valgrind and
 # strace see the process that does the work.
 sed -e "s|@PORT@|$PROXY_PORT|g" -e "s|@UPSTREAM_PORT@|$UP_PORT|g" -e "s|@WORKERS@|1|g" -e "s|@TMP@|$TMP|g" \
-  "$ROOT/bench/nginx/proxy.conf.in" | { echo "master_process off;"; cat; } >"$TMP/proxy.conf"
+  "$ROOT/bench/nginx/proxy.conf.in" | { echo "master_process off;"; cat; } >"$TMP/nginx.conf"
+cp "$TMP/arbiter.yaml" "$TMP/before+log.yaml"
+sed -i "s|^log: {access_log: false}\$|log: {access_log: true}|" "$TMP/before+log.yaml"
+sed "s|^log: {access_log: false}\$|log: {access_log: true, access_file: \"$TMP/arbiter-access.log\"}|" \
+  "$TMP/arbiter.yaml" >"$TMP/arbiter+log.yaml"
+sed "s|access_log off;|access_log $TMP/nginx-access.log;|" "$TMP/nginx.conf" >"$TMP/nginx+log.conf"
 
 wait_listening() {  # port pid
   for _ in $(seq 200); do
@@ -53,14 +63,16 @@ wait_listening() {  # port pid
 
 start_proxy() {  # name [wrapper...]: sets PID and PORT
   local name=$1; shift
-  if [[ $name = arbiter ]]; then
+  if [[ $name != nginx* ]]; then
+    local binary=$ARBITER
+    [[ $name = before* ]] && binary=$BEFORE_ARBITER
     rm -f "$TMP/arbiter.port"
-    "$@" "$ARBITER" --config "$TMP/arbiter.yaml" --port-file "$TMP/arbiter.port" >"$TMP/$name.log" 2>&1 &
+    "$@" "$binary" --config "$TMP/$name.yaml" --port-file "$TMP/arbiter.port" >"$TMP/$name.log" 2>&1 &
     PID=$!
     for _ in $(seq 200); do [[ -s $TMP/arbiter.port ]] && break; sleep 0.1; done
     PORT=$(tr -dc 0-9 <"$TMP/arbiter.port")
   else
-    "$@" "$NGINX" -p "$TMP" -c "$TMP/proxy.conf" -e "$TMP/proxy.err" >"$TMP/$name.log" 2>&1 &
+    "$@" "$NGINX" -p "$TMP" -c "$TMP/$name.conf" -e "$TMP/proxy.err" >"$TMP/$name.log" 2>&1 &
     PID=$!
     PORT=$PROXY_PORT
   fi
@@ -73,7 +85,13 @@ completed() { python3 -c 'import json,sys; print(json.load(sys.stdin)["completed
 
 echo "| proxy | instructions/request | syscalls/request at 1000 req/s |"
 echo "|---|---:|---:|"
-for name in arbiter nginx; do
+NAMES=(arbiter nginx)
+if ((ACCESS_LOG)); then
+  NAMES=(arbiter arbiter+log)
+  [[ -n ${BEFORE_ARBITER:-} ]] && NAMES+=(before+log)
+  NAMES+=(nginx nginx+log)
+fi
+for name in "${NAMES[@]}"; do
   start_proxy "$name" valgrind --tool=callgrind --callgrind-out-file="$TMP/$name.cg"
   "$LOADGEN" closed --url "$(url)" --concurrency 8 --duration 1 --warmup 0.5 >/dev/null
   callgrind_control -z "$PID" >/dev/null 2>&1

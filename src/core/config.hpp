@@ -220,7 +220,9 @@ struct EngineSignalsConfig {
 };
 
 struct LogConfig {
-  bool access_log = true;  // one JSON line per request on stdout
+  bool access_log = true;  // one JSON line per request
+  std::string access_file;  // appended to, reopened on SIGUSR1; empty: stdout
+  Millis access_flush{100};  // buffered lines are written at least this often
 };
 
 struct Config {

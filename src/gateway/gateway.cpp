@@ -28,12 +28,14 @@ std::string_view path_of(std::string_view target) { return target.substr(0, targ
 
 }  // namespace
 
-Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor timer_executor)
+Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor timer_executor,
+                 std::unique_ptr<BatchedLineWriter> access_log)
     : config_(std::move(config)),
       tenants_(config_.tenants, config_.auth.enabled),
       quotas_(config_, timer_executor),
       usage_(config_),
-      classifier_(config_.classes, config_.default_class) {
+      classifier_(config_.classes, config_.default_class),
+      access_log_(std::move(access_log)) {
   for (std::size_t i = 0; i < config_.models.size(); ++i) {
     pools_.push_back(std::make_unique<ModelPool>(config_.models[i], io_threads));
     pool_index_[config_.models[i].name].push_back(i);
@@ -85,7 +87,7 @@ void Gateway::assemble_pipeline() {
   pipeline_.add_stage(std::make_unique<SupersedeStage>(config_));
   pipeline_.set_handler(std::make_unique<DispatchStage>(config_, *dispatcher_, pools_, *health_, metrics_));
   pipeline_.add_observer(std::make_unique<RequestMetrics>(config_, metrics_));
-  pipeline_.add_observer(std::make_unique<AccessLogObserver>(config_.log.access_log));
+  if (access_log_) pipeline_.add_observer(std::make_unique<AccessLogObserver>(*access_log_));
   pipeline_.add_observer(std::make_unique<QuotaObserver>());
   pipeline_.add_observer(std::make_unique<UsageObserver>(config_, usage_));
   pipeline_.add_observer(std::make_unique<BreakerObserver>(*breakers_));
@@ -130,6 +132,7 @@ void Gateway::refresh_metrics() {
   breakers_->export_state(sched::Clock::now());
   export_quota_state(quotas_, metrics_);
   if (service_exchange_) metrics_.service_exchanges.set(service_exchange_->exchanges());
+  if (access_log_) metrics_.access_log_dropped.set(access_log_->dropped());
 }
 
 Task<void> Gateway::handle(HttpRequest& req, ClientConnection& conn) {

@@ -28,13 +28,16 @@
 #include "gateway/stages/breaker/model_breakers.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
 #include "http/server.hpp"
+#include "observability/batched_line_writer.hpp"
 
 namespace arbiter {
 
 class Gateway {
  public:
-  // `timer_executor` runs the scheduler's deadline timer.
-  Gateway(Config config, std::size_t io_threads, net::any_io_executor timer_executor);
+  // `timer_executor` runs the scheduler's deadline timer. `access_log`:
+  // where the access log goes (null: log.access_log is off).
+  Gateway(Config config, std::size_t io_threads, net::any_io_executor timer_executor,
+          std::unique_ptr<BatchedLineWriter> access_log = nullptr);
   ~Gateway();
 
   // The public listener: inference routes, /v1/models, /healthz, /readyz,
@@ -51,6 +54,10 @@ class Gateway {
   // The drain deadline: running requests stop, a stream with a final
   // shutting_down error event.
   void stop_running() { dispatcher_->interrupt_running(); }
+  // SIGUSR1: the access log's file is reopened (logrotate renamed it).
+  void reopen_access_log() {
+    if (access_log_) access_log_->reopen();
+  }
   const Config& config() const { return config_; }
   GatewayMetrics& metrics() { return metrics_; }
   // The inference routes' pipeline (its admission stages, for inspection).
@@ -84,6 +91,9 @@ class Gateway {
   std::unique_ptr<AdminRoutes> admin_;
   std::unique_ptr<DynamicQuotaUpdater> dynamic_quotas_;  // teams' dynamic quotas from usage_
   std::unique_ptr<ServiceExchange> service_exchange_;    // tenant fairness across replicas; null without Redis
+  // Written to by the pipeline's AccessLogObserver, so it outlives pipeline_:
+  // its destructor writes what is still buffered.
+  std::unique_ptr<BatchedLineWriter> access_log_;
   Pipeline pipeline_;
 };
 

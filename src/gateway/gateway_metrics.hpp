@@ -162,6 +162,12 @@ struct GatewayMetrics {
                        "(tenant fairness across replicas; every 500 ms with quota_store.redis).",
                        {})
           .with({});
+  metrics::Counter& access_log_dropped =
+      registry.counter("arbiter_access_log_dropped_total",
+                       "Access-log lines dropped: the writer fell 4 MiB behind (a full pipe, a slow disk) or a "
+                       "write failed. The request path never waits for the log.",
+                       {})
+          .with({});
   metrics::Family<metrics::Counter>& upstream_retries = registry.counter(
       "arbiter_upstream_retries_total",
       "Requests resent on a new connection after a pooled one turned out closed.", {"backend"});

@@ -1,10 +1,16 @@
-// One structured JSON line per request on stdout. Never contains an API key:
-// the tenant name is logged, not the credential.
+// One structured JSON line per request. Never contains an API key: the
+// tenant name is logged, not the credential. The line is formatted into a
+// caller's reused buffer (no allocation once it has grown to a line's size)
+// and handed to a BatchedLineWriter (observability/batched_line_writer.hpp),
+// which writes it off the request path.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
+
+#include <fmt/format.h>
 
 namespace arbiter {
 
@@ -35,15 +41,9 @@ struct AccessRecord {
   std::string error;       // gateway-side error code, if any
 };
 
-class AccessLog {
- public:
-  explicit AccessLog(bool enabled) : enabled_(enabled) {}
-  void write(const AccessRecord& r) const;
-
- private:
-  bool enabled_;
-};
-
-std::string format_access_record(const AccessRecord& r);
+// Appends the record's line, '\n' included, to `out`. `ts` is UTC, to the
+// second ("2026-01-31T23:59:59Z"); strings are escaped as Boost.JSON's
+// serializer escapes them.
+void append_access_line(const AccessRecord& r, fmt::memory_buffer& out);
 
 }  // namespace arbiter

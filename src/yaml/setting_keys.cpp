@@ -247,6 +247,10 @@ constexpr SettingKey<E> kEngineSignalKeys[] = {
 constexpr SettingKey<LogConfig> kLogKeys[] = {
     {"access_log", "true or false", read_bool<LogConfig, &LogConfig::access_log>,
      write_bool<LogConfig, &LogConfig::access_log>},
+    {"access_file", "a file path (empty: stdout)", read_text<LogConfig, &LogConfig::access_file>,
+     write_text<LogConfig, &LogConfig::access_file>},
+    {"access_flush_ms", "milliseconds in [1, 60000]", read_ms<LogConfig, &LogConfig::access_flush, 1, 60'000>,
+     write_ms<LogConfig, &LogConfig::access_flush>},
 };
 
 using Q = quota::QuotaStoreConfig;

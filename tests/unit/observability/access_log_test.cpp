@@ -1,19 +1,63 @@
 // The access-log line: the tenant's team always; cached tokens with the
 // engine's usage; engine time and cost only for requests that reached an
-// engine (cost: of a priced model).
+// engine (cost: of a priced model). The hand-written line is byte for byte
+// what the fmt + Boost.JSON formatting it replaced wrote, with `ts` in UTC.
 #include "observability/access_log.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <vector>
+
 #include <boost/json.hpp>
+#include <fmt/chrono.h>
 
 namespace arbiter {
 namespace {
 
+using namespace std::chrono;
+
+std::string text_of(const AccessRecord& r) {
+  fmt::memory_buffer out;
+  append_access_line(r, out);
+  return fmt::to_string(out);
+}
+
 boost::json::object line(const AccessRecord& r) {
-  const std::string text = format_access_record(r);
+  const std::string text = text_of(r);
   EXPECT_TRUE(text.ends_with("}\n"));
   return boost::json::parse(text).as_object();
+}
+
+// The formatting before it was hand-written (fmt and boost::json::serialize),
+// `ts` taken as UTC.
+std::string reference_line(const AccessRecord& r) {
+  const auto quoted = [](std::string_view v) { return boost::json::serialize(boost::json::string_view(v)); };
+  std::string line;
+  auto out = std::back_inserter(line);
+  fmt::format_to(out,
+                 R"({{"ts":"{:%FT%T}Z","request_id":{},"tenant":{},"team":{},"class":{},"model":{},)"
+                 R"("backend":{},"route":{},"status":{},"stream":{},"bytes_in":{},"bytes_out":{},)"
+                 R"("queue_ms":{:.3f})",
+                 fmt::gmtime(system_clock::to_time_t(r.ts)), quoted(r.request_id), quoted(r.tenant),
+                 quoted(r.team), quoted(r.cls), quoted(r.model), quoted(r.backend), quoted(r.route), r.status,
+                 r.stream, r.bytes_in, r.bytes_out, r.queue_ms);
+  if (!r.wait_reason.empty()) fmt::format_to(out, R"(,"wait_reason":"{}")", r.wait_reason);
+  if (r.upstream_ms >= 0) fmt::format_to(out, R"(,"upstream_ms":{:.3f})", r.upstream_ms);
+  if (r.ttfb_ms >= 0) fmt::format_to(out, R"(,"ttfb_ms":{:.3f})", r.ttfb_ms);
+  if (r.preemptions > 0) fmt::format_to(out, R"(,"preemptions":{})", r.preemptions);
+  if (r.prompt_tokens >= 0) {
+    fmt::format_to(out, R"(,"prompt_tokens":{},"completion_tokens":{},"cached_tokens":{})", r.prompt_tokens,
+                   r.completion_tokens, r.cached_tokens);
+  }
+  if (r.engine_ms >= 0) fmt::format_to(out, R"(,"engine_ms":{:.3f})", r.engine_ms);
+  if (r.cost >= 0) fmt::format_to(out, R"(,"cost":{})", r.cost);
+  fmt::format_to(out, R"(,"duration_ms":{:.3f})", r.duration_ms);
+  if (!r.error.empty()) fmt::format_to(out, R"(,"error":{})", quoted(r.error));
+  line += "}\n";
+  return line;
 }
 
 TEST(AccessLog, ARequestThatRanCarriesItsTeamTokensEngineTimeAndCost) {
@@ -43,6 +87,56 @@ TEST(AccessLog, AnUnpricedModelHasEngineTimeButNoCost) {
   const auto o = line(r);
   EXPECT_TRUE(o.contains("engine_ms"));
   EXPECT_FALSE(o.contains("cost"));
+}
+
+TEST(AccessLog, TheLineIsTheFormatItReplacedByteForByte) {
+  std::string every_byte;
+  for (int c = 1; c < 256; ++c) every_byte.push_back(static_cast<char>(c));
+  const auto ts = sys_days{2026y / 3 / 7} + 4h + 5min + 6s + 789ms;
+  const AccessRecord records[] = {
+      {.ts = ts, .request_id = "r-1", .tenant = "alpha", .team = "ml", .cls = "chat", .model = "m1",
+       .backend = "b1", .route = "/v1/chat/completions", .status = 200, .stream = true, .bytes_in = 1024,
+       .bytes_out = 987654321, .queue_ms = 0.0004, .wait_reason = "capacity", .preemptions = 2,
+       .prompt_tokens = 40, .completion_tokens = 9, .cached_tokens = 32, .engine_ms = 12.3456, .cost = 1e6,
+       .upstream_ms = 1.0005, .ttfb_ms = 2.25, .duration_ms = 99999.9999},
+      {.ts = ts, .request_id = every_byte, .tenant = "t\"e\\n", .status = 503, .cost = 0.1 + 0.2,
+       .error = "shutting_down \"now\"\n"},
+      {.ts = system_clock::time_point{}, .status = 499},
+  };
+  for (const AccessRecord& r : records) EXPECT_EQ(text_of(r), reference_line(r));
+}
+
+// Milliseconds are written to 3 decimals by hand: the same digits as fmt's
+// "{:.3f}" (the exact value, ties to even) over the range and at the ties.
+TEST(AccessLog, MillisecondsHaveFmtsDigitsEverywhere) {
+  std::vector<double> values = {0, 0.0005, 0.0625, 0.1875, 1.0005, 2.5, 999.9995, 1e12 - 1, 1e12, 4.5e15, -0.0, -1.5};
+  for (int k = 0; k < 4096; ++k) values.push_back(k / 16.0 + 1.0 / 2048);  // halves of a thousandth, exactly
+  uint64_t x = 88172645463325252u;  // xorshift: values across magnitudes
+  for (int i = 0; i < 20000; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    values.push_back(static_cast<double>(x % 1'000'000'000) / std::pow(10.0, static_cast<double>(x % 13)));
+  }
+  for (const double v : values) {
+    const AccessRecord r{.queue_ms = v, .duration_ms = v * 3};
+    ASSERT_EQ(text_of(r), reference_line(r)) << v;
+  }
+}
+
+// The defect it fixes: `ts` carries a Z, but fmt wrote local time.
+TEST(AccessLog, TimestampIsUtcWhateverTheLocalZone) {
+  const char* before = std::getenv("TZ");
+  const std::string saved = before ? before : "";
+  ::setenv("TZ", "JST-9", 1);  // UTC+9, without tzdata
+  ::tzset();
+  const AccessRecord r{.ts = sys_days{2026y / 1 / 31} + 23h + 59min + 59s + 999ms};
+  const std::string ts(line(r).at("ts").as_string());
+  if (before) {
+    ::setenv("TZ", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TZ");
+  }
+  ::tzset();
+  EXPECT_EQ(ts, "2026-01-31T23:59:59Z");
 }
 
 }  // namespace

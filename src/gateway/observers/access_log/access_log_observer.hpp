@@ -1,19 +1,26 @@
-// Completion observer: writes the request's access-log line
-// (observability/access_log.hpp), once, after its end.
+// Completion observer: formats the request's access-log line
+// (observability/access_log.hpp), once, after its end, into this thread's
+// reused buffer, and hands it to the batched writer that the gateway owns.
 #pragma once
 
 #include "gateway/pipeline/stage.hpp"
 #include "observability/access_log.hpp"
+#include "observability/batched_line_writer.hpp"
 
 namespace arbiter {
 
 class AccessLogObserver final : public CompletionObserver {
  public:
-  explicit AccessLogObserver(bool enabled) : log_(enabled) {}
-  void on_complete(const RequestContext& ctx) override { log_.write(ctx.rec); }
+  explicit AccessLogObserver(BatchedLineWriter& log) : log_(log) {}
+  void on_complete(const RequestContext& ctx) override {
+    thread_local fmt::memory_buffer line;
+    line.clear();
+    append_access_line(ctx.rec, line);
+    log_.append({line.data(), line.size()});
+  }
 
  private:
-  AccessLog log_;
+  BatchedLineWriter& log_;
 };
 
 }  // namespace arbiter
