@@ -18,6 +18,8 @@
 # in one upstream write: throughput and CPU per event), then paced like an
 # engine decoding (STREAMS [100] concurrent streams of PACED_EVENTS [32]
 # events at TOKENS_PER_S [50] each: added TTFT and inter-token latency).
+# FRAMING [chunked]: length makes the unpaced answers one Content-Length
+# body instead (the events back to back, as an nginx `return` sends them).
 # COMPARE_ARBITER=PATH: a second gateway binary measured in the same rounds,
 # labelled COMPARE_LABEL [arbiter-compare] (an A/B of two builds).
 #
@@ -53,6 +55,7 @@ EVENTS=${EVENTS:-256}
 STREAMS=${STREAMS:-100}
 PACED_EVENTS=${PACED_EVENTS:-32}
 TOKENS_PER_S=${TOKENS_PER_S:-50}
+FRAMING=${FRAMING:-chunked}
 COMPARE_ARBITER=${COMPARE_ARBITER:-}
 COMPARE_LABEL=${COMPARE_LABEL:-arbiter-compare}
 if ((TLS && STREAM)); then echo "overhead.sh: TLS=1 and STREAM=1 together are not supported" >&2; exit 2; fi
@@ -177,7 +180,7 @@ if ((TLS)); then
   EXTRA[arbiter]="--ca $CERTS/ca.pem"
 fi
 STREAM_FLAGS=()
-((STREAM == 0)) || STREAM_FLAGS=(--stream 1)
+((STREAM == 0)) || STREAM_FLAGS=(--stream 1 --header "x-stream-framing: $FRAMING")
 declare -A URL=([direct]="http://127.0.0.1:$UP_PORT$PATH_" [nginx]="$PROXY_SCHEME://127.0.0.1:$PROXY_PORT$PATH_")
 declare -A CPU=([direct]="--cpu-pid upstream=${PID_OF[upstream]}"
                 [nginx]="--cpu-pid proxy=${PID_OF[proxy]} --cpu-pid upstream=${PID_OF[upstream]}")
@@ -266,11 +269,11 @@ echo "raw results: $RESULTS (load average before: $LOAD_BEFORE, after: $LOAD_AFT
 # The exact command, with any knob that differs from its default.
 COMMAND="bash bench/overhead.sh ${BUILD_DIR#"$ROOT"/}"  # relative when inside the checkout
 for knob in RATE OPEN_S CLOSED_S WARMUP_S ROUNDS OPEN_CONNECTIONS CONCURRENCY PROXY_THREADS LOADGEN_THREADS TLS \
-  STREAM EVENTS STREAMS PACED_EVENTS TOKENS_PER_S COMPARE_ARBITER; do
+  STREAM EVENTS STREAMS PACED_EVENTS TOKENS_PER_S FRAMING COMPARE_ARBITER; do
   case "$knob=${!knob}" in
     RATE=1000 | OPEN_S=10 | CLOSED_S=10 | WARMUP_S=0.5 | ROUNDS=5 | OPEN_CONNECTIONS=16 | "CONCURRENCY=$DEFAULT_CONCURRENCY" | \
       PROXY_THREADS=1 | LOADGEN_THREADS=1 | TLS=0 | STREAM=0 | EVENTS=256 | STREAMS=100 | PACED_EVENTS=32 | \
-      TOKENS_PER_S=50 | COMPARE_ARBITER=) ;;
+      TOKENS_PER_S=50 | FRAMING=chunked | COMPARE_ARBITER=) ;;
     *) COMMAND="$knob=${!knob} $COMMAND" ;;
   esac
 done
@@ -300,7 +303,8 @@ elif ((STREAM)); then
   INTRO="What a streamed answer pays for going through the gateway (issue 17): a ~1 KB
 \`POST /v1/chat/completions\` with \`\"stream\":true\` against a fast streaming
 upstream (\`build/bench/sse_upstream\`: $EVENTS \`chat.completion.chunk\` events of
-~150 bytes and \`data: [DONE]\`, one HTTP chunk each, as vLLM sends them), sent
+~150 bytes and \`data: [DONE]\`; FRAMING=$FRAMING: \`chunked\` is one HTTP chunk per event, as
+vLLM sends them, \`length\` one Content-Length body for the whole fast answer), sent
 directly, through nginx and through arbiter in the same run, closed loop only.
 First as fast as it goes (the upstream writes each whole answer at once): responses/s
 and the proxy's CPU per response and per relayed event (per response / events per

@@ -10,7 +10,9 @@
 // first event at once, then one every U µs on a fixed timetable (no drift).
 // Without it (or 0) the whole answer goes out in one write, as fast as the
 // socket takes it. `x-stream-events: K` sends K events instead (at most
-// --events). Anything else is answered 404. Loopback only; stops on
+// --events). `x-stream-framing: length` sends an unpaced answer with a
+// Content-Length instead of chunks (the events back to back, as an nginx
+// `return` would). Anything else is answered 404. Loopback only; stops on
 // SIGTERM or SIGINT.
 #include <algorithm>
 #include <array>
@@ -45,18 +47,21 @@ std::string chunk(std::string_view data) {
   return std::string(size, end) + "\r\n" + std::string(data) + "\r\n";
 }
 
-// Event i of a stream, as one HTTP chunk.
-std::string event_chunk(int i) {
-  return chunk(R"(data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,)"
-               R"("model":"m1","choices":[{"index":0,"delta":{"content":"tok)" +
-               std::to_string(i % 10) + R"( "},"finish_reason":null}]})"
-                                        "\n\n");
+// Event i of a stream.
+std::string event(int i) {
+  return R"(data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,)"
+         R"("model":"m1","choices":[{"index":0,"delta":{"content":"tok)" +
+         std::to_string(i % 10) + R"( "},"finish_reason":null}]})"
+                                  "\n\n";
 }
+constexpr std::string_view kDone = "data: [DONE]\n\n";
 
 struct Answer {
   std::string head_and_events;  // the head, then every event, each a chunk
   std::vector<std::size_t> ends;  // where event i ends in it
   std::string end;                // [DONE] and the last chunk
+  std::string events_only;        // the events and [DONE], unframed
+  std::vector<std::size_t> events_only_ends;  // where event i ends in it
   // The head and the first k events.
   std::string_view first(std::size_t k) const { return std::string_view(head_and_events).substr(0, ends[k - 1]); }
   // Event i alone.
@@ -69,10 +74,12 @@ Answer make_answer(int events) {
   Answer a;
   a.head_and_events = std::string(kHead);
   for (int i = 0; i < events; ++i) {
-    a.head_and_events += event_chunk(i);
+    a.head_and_events += chunk(event(i));
     a.ends.push_back(a.head_and_events.size());
+    a.events_only += event(i);
+    a.events_only_ends.push_back(a.events_only.size());
   }
-  a.end = chunk("data: [DONE]\n\n") + "0\r\n\r\n";
+  a.end = chunk(kDone) + "0\r\n\r\n";
   return a;
 }
 
@@ -102,7 +109,14 @@ net::awaitable<void> serve(tcp::socket socket, const Answer& answer) {
     const auto events = static_cast<std::size_t>(
         std::clamp<long>(header_number(req, "x-stream-events", static_cast<long>(answer.ends.size())), 1,
                          static_cast<long>(answer.ends.size())));
-    if (interval_us <= 0) {
+    if (interval_us <= 0 && req["x-stream-framing"] == "length") {
+      const std::string body = answer.events_only.substr(0, answer.events_only_ends[events - 1]) + std::string(kDone);
+      const std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                               "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+      const std::array<net::const_buffer, 2> whole{net::buffer(head), net::buffer(body)};
+      auto [wec, wn] = co_await net::async_write(socket, whole, kTuple);
+      if (wec) co_return;
+    } else if (interval_us <= 0) {
       const std::array<net::const_buffer, 2> whole{net::buffer(answer.first(events)), net::buffer(answer.end)};
       auto [wec, wn] = co_await net::async_write(socket, whole, kTuple);
       if (wec) co_return;

@@ -145,6 +145,13 @@ class Connection {
     const auto& res = parser.get();
     out.status = res.result_int();
     out.body_bytes += res.body().size();
+    // A stream with a Content-Length (no chunks) was kept whole: its events
+    // count as arriving with the end of the answer.
+    if (!res.body().empty()) {
+      on_chunk(0, res.body(), ec);
+      out.first_event = out.done;
+      gaps_.assign(out.events > 0 ? out.events - 1 : 0, 0);
+    }
     if (!res.keep_alive()) close();
     if (out.status < 200 || out.status > 299) out.error = "status " + std::to_string(out.status);
     co_return out;
