@@ -304,7 +304,9 @@ elif ((STREAM)); then
 \`POST /v1/chat/completions\` with \`\"stream\":true\` against a fast streaming
 upstream (\`build/bench/sse_upstream\`: $EVENTS \`chat.completion.chunk\` events of
 ~150 bytes and \`data: [DONE]\`; FRAMING=$FRAMING: \`chunked\` is one HTTP chunk per event, as
-vLLM sends them, \`length\` one Content-Length body for the whole fast answer), sent
+vLLM sends them, \`length\` one Content-Length body for the whole fast answer, which
+nginx passes on as it is and the client reads whole: then TTFT and ITL of the fast phase
+compare unlike things, only CPU and throughput do not), sent
 directly, through nginx and through arbiter in the same run, closed loop only.
 First as fast as it goes (the upstream writes each whole answer at once): responses/s
 and the proxy's CPU per response and per relayed event (per response / events per
