@@ -4,7 +4,8 @@
 # 1. bench/overhead.sh: gateway overhead, direct vs nginx vs arbiter (~1.5 min);
 #    it rewrites the "Gateway overhead" section of docs/benchmarks.md; then
 #    TLS=1 the same with nginx and arbiter terminating TLS 1.3 ("TLS overhead");
-#    ACCESS_LOG=1 with both proxies' access logs on too ("Access log overhead").
+#    ACCESS_LOG=1 with both proxies' access logs on too ("Access log overhead");
+#    STREAM=1 with streamed answers ("Streaming overhead", ~1 min).
 #    bench/request_cost.sh: instructions and syscalls per proxied request,
 #    arbiter and nginx (~25 s; deterministic, unlike the wall-clock figures).
 #    bench/scenarios.sh: the shipped scenarios; bench/sweep.sh: the regret
@@ -41,6 +42,7 @@ step() {  # name command...
 step "gateway overhead" bash "$ROOT/bench/overhead.sh" "$BUILD_DIR"
 step "TLS overhead" env TLS=1 bash "$ROOT/bench/overhead.sh" "$BUILD_DIR"
 step "access log overhead" env ACCESS_LOG=1 bash "$ROOT/bench/overhead.sh" "$BUILD_DIR"
+step "streaming overhead" env STREAM=1 bash "$ROOT/bench/overhead.sh" "$BUILD_DIR"
 step "request cost (instructions, syscalls)" bash "$ROOT/bench/request_cost.sh" "$BUILD_DIR"
 step "scenarios (virtual mode)" bash "$ROOT/bench/scenarios.sh" "$BUILD_DIR"
 step "regret sweep (virtual mode)" bash "$ROOT/bench/sweep.sh" "$BUILD_DIR"

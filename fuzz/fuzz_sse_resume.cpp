@@ -1,4 +1,4 @@
-// An engine's event stream as the relay reads it: the SSE splitter
+// An engine's event stream as the relay reads it: the SSE framer
 // (core/sse) over reads of sizes the fuzzer picks, each event into the
 // checkpoint of a resumable request (core/resume: track_event) over several
 // runs, and the response assembled for a client that did not stream.
@@ -23,23 +23,32 @@ namespace arbiter {
 namespace {
 namespace json = boost::json;
 
-std::vector<std::string> split(const std::vector<std::size_t>& reads, std::string_view stream, SseSplitter& s) {
+// Each read is a piece of its own (a copy, as a read buffer is reused), and
+// the events it completed are taken before the next: a view that outlived
+// its read would show the next read's bytes.
+std::vector<std::string> split(const std::vector<std::size_t>& reads, std::string_view stream, SseFramer& s) {
   std::vector<std::string> events;
   std::size_t at = 0;
+  std::string read;
   for (std::size_t i = 0; at < stream.size(); ++i) {
     const std::size_t n = std::min(i < reads.size() ? reads[i] : stream.size(), stream.size() - at);
-    for (const std::string_view e : s.feed(stream.substr(at, n))) events.emplace_back(e);
+    read.assign(stream.substr(at, n));
+    std::vector<std::string_view> views;
+    s.feed(read, [&views](std::string_view e) { views.push_back(e); });
+    for (const std::string_view e : views) events.emplace_back(e);
+    read.assign(read.size(), '\xff');
+    s.release();
     at += n;
   }
   return events;
 }
 
 void check_stream(uint8_t choices, const std::vector<std::size_t>& reads, std::string_view stream) {
-  SseSplitter pieces;
+  SseFramer pieces;
   const std::vector<std::string> events = split(reads, stream, pieces);
-  SseSplitter whole;
+  SseFramer whole;
   std::vector<std::string> at_once;
-  for (const std::string_view e : whole.feed(stream)) at_once.emplace_back(e);
+  whole.feed(stream, [&at_once](std::string_view e) { at_once.emplace_back(e); });
   FUZZ_CHECK(events == at_once);
   FUZZ_CHECK(pieces.pending() == whole.pending());
   FUZZ_CHECK(pieces.events() == events.size());

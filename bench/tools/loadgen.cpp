@@ -10,7 +10,9 @@
 //   loadgen report FILE          Markdown tables from a file of run results
 //
 // A run POSTs a ~1 KB OpenAI chat request over keep-alive connections and
-// prints one JSON object on stdout. Runs are bounded in time: in-flight
+// prints one JSON object on stdout. With --stream 1 the request asks for a
+// stream, and the run also reports events received, time to the first event
+// and the gaps between events (bench/overhead.sh STREAM=1). Runs are bounded in time: in-flight
 // requests are abandoned `--timeout` seconds after the window closes.
 #include <sys/prctl.h>
 
@@ -52,6 +54,7 @@ struct Options {
   std::string label;
   std::string model = "m1";
   std::size_t body_bytes = 1024;
+  bool stream = false;
   std::vector<std::string> headers;
   double rate = 1000;
   double duration_s = 10;
@@ -75,7 +78,8 @@ struct Options {
                "  loadgen report FILE.jsonl\n"
                "common options: --label NAME --threads T --body-bytes B --model M --timeout S\n"
                "                --header 'Name: value' (repeatable) --cpu-pid NAME=PID (repeatable)\n"
-               "                --samples FILE (raw latency samples, for merge)\n";
+               "                --samples FILE (raw latency samples, for merge)\n"
+               "                --stream 1 (ask for an SSE stream; time its events)\n";
   std::exit(2);
 }
 
@@ -124,6 +128,7 @@ Options parse_args(int argc, char** argv) {
     else if (flag == "--model") o.model = value;
     else if (flag == "--header") o.headers.push_back(value);
     else if (flag == "--samples") o.samples_path = value;
+    else if (flag == "--stream") o.stream = parse_number(flag, value, 0, 1) != 0;
     else if (flag == "--rate") o.rate = parse_number(flag, value, 1, kMaxRate);
     else if (flag == "--duration") o.duration_s = parse_number(flag, value, 0.1, kMaxDurationS);
     else if (flag == "--warmup") o.warmup_s = parse_number(flag, value, 0, kMaxDurationS);
@@ -167,7 +172,7 @@ int run(const Options& o) {
   // would show up in every open-loop sample.
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 
-  const std::string body = make_chat_body(o.model, o.body_bytes);
+  const std::string body = make_chat_body(o.model, o.body_bytes, o.stream);
   const std::string request = make_raw_request(o.host, o.port, o.path, body, o.headers);
   const auto start = Clock::now() + std::chrono::milliseconds(50);
   auto seconds = [](double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); };
@@ -239,7 +244,8 @@ int run(const Options& o) {
   out["response_body_bytes_mean"] =
       all.completed ? static_cast<double>(all.bytes_in) / static_cast<double>(all.completed) : 0.0;
   if (!o.samples_path.empty()) {
-    if (!all.latency.save(o.samples_path) || (o.mode == Mode::kOpen && !all.service.save(o.samples_path + ".service"))) {
+    if (!all.latency.save(o.samples_path) || (o.mode == Mode::kOpen && !all.service.save(o.samples_path + ".service")) ||
+        (o.stream && (!all.ttft.save(o.samples_path + ".ttft") || !all.itl.save(o.samples_path + ".itl")))) {
       std::cerr << "loadgen: cannot write " << o.samples_path << "\n";
       return 1;
     }
@@ -247,6 +253,11 @@ int run(const Options& o) {
   }
   out["latency_us"] = summarize(std::move(all.latency));
   if (o.mode == Mode::kOpen) out["service_us"] = summarize(std::move(all.service));
+  if (o.stream) {
+    out["events"] = all.events;
+    out["ttft_us"] = summarize(std::move(all.ttft));
+    out["itl_us"] = summarize(std::move(all.itl));
+  }
   boost::json::object cpu;
   cpu["loadgen"] = self_end - self_start;
   for (const auto& w : watches) cpu[w.name] = w.seconds();

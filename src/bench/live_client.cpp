@@ -83,7 +83,8 @@ Task<void> Exchange::read_stream(beast::flat_buffer& buffer,
     auto [ec, n] = co_await http::async_read_some(socket_, buffer, parser, kAsTuple);
     // The body so far, then cleared: the parser appends each new piece to it.
     std::string& body = parser.get().body();
-    for (std::string_view event : sse_.feed(body)) on_event(event);
+    sse_.feed(body, [this](std::string_view event) { on_event(event); });
+    sse_.release();
     body.clear();
     if (ec) co_return;
   }

@@ -58,7 +58,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   net::steady_timer abort_timer_;
   LiveClock::time_point run_start_;
   std::function<void(double)> on_gap_;
-  SseSplitter sse_;
+  SseFramer sse_;
   ExchangeResult result_;
   std::optional<Outcome> stopped_;  // set by stop()
   std::optional<Outcome> ended_;    // from the stream itself: an error event

@@ -116,8 +116,12 @@ EventResult track_event(std::string_view event, Route route, Checkpoint& checkpo
   EventResult out;
   const std::string_view payload = event_data(event);
   if (payload.empty() || payload == "[DONE]") return out;
+  // An engine's chunk is a few hundred bytes: its document is built in
+  // this buffer, not on the heap, once per event.
+  unsigned char arena[4096];
+  json::monotonic_resource memory(arena, sizeof arena);
   boost::system::error_code ec;
-  json::value parsed = json::parse(payload, ec);
+  json::value parsed = json::parse(payload, ec, &memory);
   if (ec || !parsed.is_object()) return out;
   json::object& chunk = parsed.get_object();
 

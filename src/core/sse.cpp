@@ -24,41 +24,34 @@ std::string_view event_data(std::string_view event) {
   return {};
 }
 
-const std::vector<std::string_view>& SseSplitter::feed(std::string_view bytes) {
-  ready_.clear();
-  // Drop what the previous call handed out before appending: the views it
-  // returned are no longer in use.
-  if (consumed_ > 0) {
-    buffer_.erase(0, consumed_);
-    scan_from_ -= consumed_;
-    consumed_ = 0;
+std::size_t SseFramer::find_end(std::string_view bytes, std::size_t from) {
+  // An event ends at a blank line: "\n\n", "\n\r\n" (so "\r\n\r\n" too).
+  // Only line ends are looked at, a memchr apart.
+  const char* const begin = bytes.data();
+  const char* const end = begin + bytes.size();
+  for (const char* p = begin + from; p < end;) {
+    const auto* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+    if (nl == nullptr) break;
+    const char* q = nl + 1;
+    if (q < end && *q == '\r') ++q;
+    if (q < end && *q == '\n') return static_cast<std::size_t>(q + 1 - begin);
+    p = nl + 1;
   }
-  buffer_.append(bytes);
-  std::size_t start = 0;
-  // An event ends at a blank line: "\n\n", "\r\n\r\n" or mixed forms. Only
-  // the terminator needs finding; field parsing is left to the consumer.
-  for (std::size_t i = scan_from_; i < buffer_.size(); ++i) {
-    if (buffer_[i] != '\n') continue;
-    std::size_t j = i + 1;
-    if (j < buffer_.size() && buffer_[j] == '\r') ++j;
-    if (j < buffer_.size() && buffer_[j] == '\n') {
-      std::string_view event(buffer_.data() + start, j + 1 - start);
-      ready_.push_back(event);
-      ++events_;
-      if (is_done_event(event)) saw_done_ = true;
-      start = j + 1;
-      i = j;
-    }
-  }
-  consumed_ = start;
-  // Resume two bytes early so a terminator split across reads ("\n" | "\n",
-  // "\n\r" | "\n") is still found.
-  scan_from_ = buffer_.size() >= start + 2 ? buffer_.size() - 2 : start;
-  return ready_;
+  return std::string_view::npos;
 }
 
-std::string_view SseSplitter::pending() const {
-  return std::string_view(buffer_).substr(consumed_);
+std::string_view SseFramer::complete_tail(std::string_view piece, std::size_t n) {
+  if (held_used_ == held_.size()) held_.emplace_back();
+  std::string& event = held_[held_used_++];
+  event.assign(tail_);
+  event.append(piece.substr(0, n));
+  tail_.clear();
+  return event;
+}
+
+void SseFramer::note(std::string_view event) {
+  ++events_;
+  if (is_done_event(event)) saw_done_ = true;
 }
 
 }  // namespace arbiter

@@ -1,34 +1,56 @@
-// Splits a byte stream of Server-Sent Events into whole events without
-// copying them into new strings: the relay writes each event out as soon as
-// its terminating blank line arrives, byte for byte as the engine sent it.
+// Finds where Server-Sent Events end in a byte stream that arrives in
+// pieces (one read of an engine's answer each), in place: an event that
+// lies whole in a piece is handed out as a view into that piece, so the
+// relay writes the bytes it read, unchanged and uncopied. Only the start of
+// an event that a read cut off is copied, and the event it begins is handed
+// out from the framer's own storage once its end arrives.
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
+#include <cstring>
+#include <deque>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace arbiter {
 
-class SseSplitter {
+class SseFramer {
  public:
-  // Appends bytes and returns the whole events now complete (views into an
-  // internal buffer, valid until the next call to feed()). Each view
-  // includes its terminating blank line.
-  const std::vector<std::string_view>& feed(std::string_view bytes);
+  // Calls on_event(event) for each event that `piece` completes, in order;
+  // each view includes its terminating blank line ("\n\n", "\r\n\r\n" or a
+  // mix). Views into `piece` are valid as long as the piece; an event that
+  // began in an earlier piece lies in the framer's storage, valid until
+  // release(). The bytes after the last complete event wait for the next
+  // piece (pending()).
+  template <class OnEvent>
+  void feed(std::string_view piece, OnEvent&& on_event);
+
+  // The views of completed events held by the framer may now be reused
+  // (call after their bytes were written).
+  void release() { held_used_ = 0; }
 
   // Bytes received that do not yet form a whole event.
-  std::string_view pending() const;
+  std::string_view pending() const { return tail_; }
 
   // True once an event `data: [DONE]` has been seen.
   bool saw_done() const { return saw_done_; }
   std::size_t events() const { return events_; }
 
  private:
-  std::string buffer_;       // unconsumed bytes, starting at consumed_
-  std::size_t consumed_ = 0; // bytes of buffer_ already returned as events
-  std::size_t scan_from_ = 0;// where the search for a blank line resumes
-  std::vector<std::string_view> ready_;
+  // One past the blank line that ends the event starting at `from`, or
+  // npos when `bytes` holds no end of it.
+  static std::size_t find_end(std::string_view bytes, std::size_t from);
+  // The event `tail_` began, completed by the first `n` bytes of a piece,
+  // copied into held storage.
+  std::string_view complete_tail(std::string_view piece, std::size_t n);
+  void note(std::string_view event);
+
+  std::string tail_;  // an event begun, not yet ended
+  // Completed events that were split across pieces; a deque, so a held
+  // string never moves while views into it are out.
+  std::deque<std::string> held_;
+  std::size_t held_used_ = 0;
   std::size_t events_ = 0;
   bool saw_done_ = false;
 };
@@ -40,5 +62,43 @@ bool is_done_event(std::string_view event);
 // after the colon and a trailing CR; empty when it has none. vLLM, SGLang and
 // llama.cpp send one data line per event.
 std::string_view event_data(std::string_view event);
+
+template <class OnEvent>
+void SseFramer::feed(std::string_view piece, OnEvent&& on_event) {
+  std::size_t start = 0;  // where the next event begins in `piece`
+  if (!tail_.empty()) {
+    // A terminator may begin in the last two bytes of the tail.
+    const std::size_t keep = std::min<std::size_t>(tail_.size(), 2);
+    char joint[4] = {};
+    std::memcpy(joint, tail_.data() + tail_.size() - keep, keep);
+    const std::size_t from_piece = std::min<std::size_t>(piece.size(), 4 - keep);
+    std::memcpy(joint + keep, piece.data(), from_piece);
+    // The tail holds no terminator of its own, so one found here ends
+    // inside the piece.
+    std::size_t end = find_end(std::string_view(joint, keep + from_piece), 0);
+    if (end != std::string_view::npos) {
+      end -= keep;
+    } else {
+      end = find_end(piece, 0);
+    }
+    if (end == std::string_view::npos) {
+      tail_.append(piece);
+      return;
+    }
+    const std::string_view event = complete_tail(piece, end);
+    note(event);
+    on_event(event);
+    start = end;
+  }
+  for (;;) {
+    const std::size_t end = find_end(piece, start);
+    if (end == std::string_view::npos) break;
+    const std::string_view event = piece.substr(start, end - start);
+    note(event);
+    on_event(event);
+    start = end;
+  }
+  tail_.assign(piece.substr(start));
+}
 
 }  // namespace arbiter

@@ -1,6 +1,7 @@
 #include "http/client_connection.hpp"
 
 #include <array>
+#include <charconv>
 #include <cstdio>
 
 #include "http/http_head.hpp"
@@ -210,6 +211,40 @@ Task<bool> ClientConnection::send_chunks(std::span<const std::string_view> piece
     note_body(bytes);
     done += n;
   }
+  co_return true;
+}
+
+Task<bool> ClientConnection::send_chunk(std::span<const std::string_view> parts) {
+  // Up to this many parts go out as they lie (one iovec each, within
+  // Asio's 64 per write); more are copied, which costs less than the
+  // kernel's walk over a long iovec array.
+  constexpr std::size_t kMaxGathered = 16;
+  std::size_t bytes = 0;
+  for (const std::string_view part : parts) bytes += part.size();
+  if (bytes == 0) co_return !gone_ && !failed_;  // an empty chunk would end the body
+  std::array<char, 20> size_line;
+  char* end = std::to_chars(size_line.data(), size_line.data() + 16, bytes, 16).ptr;
+  *end++ = '\r';
+  *end++ = '\n';
+  const std::string_view size(size_line.data(), static_cast<std::size_t>(end - size_line.data()));
+  static constexpr std::string_view kCrlf = "\r\n";
+  std::array<net::const_buffer, kMaxGathered + 2> gathered;
+  std::size_t count = 0;
+  if (parts.size() <= kMaxGathered && !stream_.tls()) {
+    gathered[count++] = net::buffer(size);
+    for (const std::string_view part : parts) gathered[count++] = net::buffer(part);
+    gathered[count++] = net::buffer(kCrlf);
+  } else {
+    chunk_copy_.assign(size);
+    for (const std::string_view part : parts) chunk_copy_.append(part);
+    chunk_copy_.append(kCrlf);
+    gathered[count++] = net::buffer(chunk_copy_);
+  }
+  const std::span<const net::const_buffer> buffers(gathered.data(), count);
+  if (std::size_t written = 0; !write_at_once(buffers, written)) {
+    if (gone_ || failed_ || !co_await write_rest(buffers, written)) co_return false;
+  }
+  note_body(bytes);
   co_return true;
 }
 

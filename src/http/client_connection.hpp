@@ -46,8 +46,13 @@ class ClientConnection final : public ResponseSink {
   // Chunked streaming response: the header, then events, then the end.
   Task<bool> start_stream(http::response<http::empty_body>& res);
   Task<bool> start_stream(const ResponseHead& head) override;
-  // Writes each piece as its own chunk, all in one write (no added delay).
-  Task<bool> send_chunks(std::span<const std::string_view> pieces) override;
+  // One chunk of `parts` back to back, in one write: gathered in place,
+  // or copied into one buffer when there are many parts or TLS makes a
+  // record of each buffer.
+  Task<bool> send_chunk(std::span<const std::string_view> parts) override;
+  // Each piece its own chunk, all in one write (the simulator's events, one
+  // chunk each as engines send them).
+  Task<bool> send_chunks(std::span<const std::string_view> pieces);
   Task<bool> end_stream() override;
 
   // The request is a HEAD: whole responses go out as their head alone (with
@@ -122,6 +127,7 @@ class ClientConnection final : public ResponseSink {
   std::optional<std::chrono::steady_clock::time_point> first_body_byte_at_;
   std::function<void()> abort_hook_;
   std::string head_;  // the response head being written (reused across requests)
+  std::string chunk_copy_;  // send_chunk's one buffer, when it copies (reused)
   std::optional<std::string> remote_address_;  // remote_address(), once asked
   std::vector<std::string> peer_names_;
   // The pending read's target: the parser's buffer is consumed between

@@ -21,8 +21,8 @@ Task<bool> DiscardSink::start_stream(const ResponseHead& head) {
   co_return !gone_;
 }
 
-Task<bool> DiscardSink::send_chunks(std::span<const std::string_view> pieces) {
-  for (const std::string_view piece : pieces) bytes_ += piece.size();
+Task<bool> DiscardSink::send_chunk(std::span<const std::string_view> parts) {
+  for (const std::string_view part : parts) bytes_ += part.size();
   co_return !gone_;
 }
 

@@ -14,7 +14,7 @@ class DiscardSink final : public ResponseSink {
   Task<bool> send(http::response<http::string_body>& res) override;
   Task<bool> send(const ResponseHead& head, std::string_view body) override;
   Task<bool> start_stream(const ResponseHead& head) override;
-  Task<bool> send_chunks(std::span<const std::string_view> pieces) override;
+  Task<bool> send_chunk(std::span<const std::string_view> parts) override;
   Task<bool> end_stream() override;
   bool client_gone() const override { return gone_; }
   void set_abort_hook(std::function<void()> hook) override { hook_ = std::move(hook); }

@@ -23,10 +23,11 @@ class ResponseSink {
   // False when the consumer is gone.
   virtual Task<bool> send(http::response<http::string_body>& res) = 0;
   virtual Task<bool> send(const ResponseHead& head, std::string_view body) = 0;
-  // A chunked stream: the head, pieces (each its own chunk, all in one
-  // write), the end.
+  // A chunked stream: the head, chunks, the end. One chunk holds `parts`
+  // back to back (what one upstream read brought: every event it
+  // completed), written at once.
   virtual Task<bool> start_stream(const ResponseHead& head) = 0;
-  virtual Task<bool> send_chunks(std::span<const std::string_view> pieces) = 0;
+  virtual Task<bool> send_chunk(std::span<const std::string_view> parts) = 0;
   virtual Task<bool> end_stream() = 0;
 
   // The consumer went away (a client that closed): work for it can stop.

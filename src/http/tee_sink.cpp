@@ -32,9 +32,9 @@ Task<bool> TeeSink::start_stream(const ResponseHead& head) {
   co_return sent;
 }
 
-Task<bool> TeeSink::send_chunks(std::span<const std::string_view> pieces) {
-  for (const std::string_view piece : pieces) copy_.body(piece);
-  const bool sent = co_await primary_.send_chunks(pieces);
+Task<bool> TeeSink::send_chunk(std::span<const std::string_view> parts) {
+  for (const std::string_view part : parts) copy_.body(part);
+  const bool sent = co_await primary_.send_chunk(parts);
   if (!sent) finish(false);
   co_return sent;
 }

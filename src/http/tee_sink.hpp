@@ -27,7 +27,7 @@ class TeeSink final : public ResponseSink {
   Task<bool> send(http::response<http::string_body>& res) override;
   Task<bool> send(const ResponseHead& head, std::string_view body) override;
   Task<bool> start_stream(const ResponseHead& head) override;
-  Task<bool> send_chunks(std::span<const std::string_view> pieces) override;
+  Task<bool> send_chunk(std::span<const std::string_view> parts) override;
   Task<bool> end_stream() override;
   bool client_gone() const override { return primary_.client_gone(); }
   void set_abort_hook(std::function<void()> hook) override { primary_.set_abort_hook(std::move(hook)); }

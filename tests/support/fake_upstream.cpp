@@ -47,6 +47,11 @@ std::string Stream::wire_prefix(std::size_t n) const {
 }
 
 std::string Stream::wire() const {
+  if (!raw.empty()) {
+    std::string out;
+    for (const auto& r : raw) out += r;
+    return out;
+  }
   std::string out = wire_prefix(payloads.size());
   if (send_done) out += "data: [DONE]\n\n";
   return out;
@@ -201,13 +206,17 @@ net::awaitable<int> run_stream(tcp::socket& sock, const Stream& s, bool keep_ali
   if (!keep_alive) head += "Connection: close\r\n";
   head += "\r\n";
   if (!co_await write_all(sock, head)) co_return kWriteFailed;
-  for (std::size_t i = 0; i < s.payloads.size(); ++i) {
+  for (std::size_t i = 0; i < s.raw.size(); ++i) {
+    if (i > 0) co_await sleep_for(s.interval);
+    if (!co_await write_all(sock, chunk(s.raw[i]))) co_return kWriteFailed;
+  }
+  for (std::size_t i = 0; s.raw.empty() && i < s.payloads.size(); ++i) {
     if (s.crash_after && i == *s.crash_after) co_return kClose;
     if (i > 0) co_await sleep_for(s.interval);
     if (!co_await write_all(sock, chunk("data: " + s.payloads[i] + "\n\n"))) co_return kWriteFailed;
   }
   if (s.crash_after && *s.crash_after >= s.payloads.size()) co_return kClose;
-  if (s.send_done) {
+  if (s.send_done && s.raw.empty()) {
     if (!s.payloads.empty()) co_await sleep_for(s.interval);
     if (!co_await write_all(sock, chunk("data: [DONE]\n\n"))) co_return kWriteFailed;
   }

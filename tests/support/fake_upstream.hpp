@@ -77,6 +77,9 @@ struct Stream {
   // chunk): a crashed engine.
   std::optional<std::size_t> crash_after;
   std::string content_type = "text/event-stream";
+  // Set: these bytes are sent instead of the payloads' events and [DONE],
+  // one chunk each, `interval` apart (events cut anywhere, CRLF, ...).
+  std::vector<std::string> raw;
 
   // The exact SSE bytes this stream sends in full (without crash_after).
   std::string wire() const;

@@ -3,7 +3,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,8 +26,10 @@ template <class T = void>
 using Task = boost::asio::awaitable<T>;
 
 // A ~N byte OpenAI chat request: the shape and size the gateway sees in production.
-inline std::string make_chat_body(const std::string& model, std::size_t target_bytes) {
-  const std::string head = R"({"model":")" + model + R"(","messages":[{"role":"user","content":")";
+// `stream`: the request asks for an SSE stream.
+inline std::string make_chat_body(const std::string& model, std::size_t target_bytes, bool stream = false) {
+  const std::string head = R"({"model":")" + model + (stream ? R"(","stream":true)" : R"(")") +
+                           R"(,"messages":[{"role":"user","content":")";
   const std::string tail = R"("}],"max_tokens":16})";
   constexpr std::string_view kFiller = "The quick brown fox jumps over the lazy dog. ";
   std::string content;
@@ -53,6 +57,11 @@ inline std::string make_raw_request(const std::string& host, uint16_t port, cons
 struct Outcome {
   Clock::time_point sent;  // before connect (if any) and write
   Clock::time_point done;
+  // A stream: events received, when the first arrived, and the gaps between
+  // consecutive events (events read together are 0 apart).
+  uint64_t events = 0;
+  Clock::time_point first_event;
+  std::vector<int64_t>* gaps_ns = nullptr;  // the connection's, reused; valid until its next exchange
   unsigned status = 0;
   std::size_t body_bytes = 0;
   std::string error;  // empty on a 2xx
@@ -91,6 +100,41 @@ class Connection {
     if (ec) co_return fail(out, "write: " + ec.message());
     http::response_parser<http::string_body> parser;
     parser.body_limit(64 * 1024 * 1024);
+    // A chunked (SSE) body is not kept: its events are counted and timed as
+    // each read is parsed. An event ends at a blank line ("\n\n").
+    gaps_.clear();
+    out.gaps_ns = &gaps_;
+    bool after_newline = false;
+    Clock::time_point last_event;
+    auto on_chunk = [&](std::uint64_t, std::string_view body, boost::system::error_code&) {
+      std::optional<Clock::time_point> now;
+      const char* const end = body.data() + body.size();
+      for (const char* p = body.data(); p < end;) {
+        // From line end to line end: the load generator must cost little
+        // next to the proxies on the same cores.
+        const auto* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+        if (nl == nullptr) {
+          after_newline = false;
+          break;
+        }
+        if (nl == p && after_newline) {
+          if (!now) now = Clock::now();
+          if (out.events++ == 0) {
+            out.first_event = *now;
+          } else {
+            gaps_.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(*now - last_event).count());
+          }
+          last_event = *now;
+          after_newline = false;
+        } else {
+          after_newline = true;
+        }
+        p = nl + 1;
+      }
+      out.body_bytes += body.size();
+      return body.size();
+    };
+    parser.on_chunk_body(on_chunk);
     if (tls_) {
       co_await http::async_read(*tls_, buffer_, parser, net::redirect_error(net::use_awaitable, ec));
     } else {
@@ -100,7 +144,14 @@ class Connection {
     out.done = Clock::now();
     const auto& res = parser.get();
     out.status = res.result_int();
-    out.body_bytes = res.body().size();
+    out.body_bytes += res.body().size();
+    // A stream with a Content-Length (no chunks) was kept whole: its events
+    // count as arriving with the end of the answer.
+    if (!res.body().empty()) {
+      on_chunk(0, res.body(), ec);
+      out.first_event = out.done;
+      gaps_.assign(out.events > 0 ? out.events - 1 : 0, 0);
+    }
     if (!res.keep_alive()) close();
     if (out.status < 200 || out.status > 299) out.error = "status " + std::to_string(out.status);
     co_return out;
@@ -124,6 +175,7 @@ class Connection {
   ssl::context* tls_ctx_;
   std::unique_ptr<ssl::stream<tcp::socket&>> tls_;  // over socket_, new per connection
   beast::flat_buffer buffer_;
+  std::vector<int64_t> gaps_;  // Outcome::gaps_ns
 };
 
 }  // namespace loadgen

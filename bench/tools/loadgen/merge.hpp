@@ -32,15 +32,17 @@ inline int merge(const std::string& path, std::ostream& out) {
   for (const auto& key : order) {
     const auto& group = groups[key];
     json::object m = *group.front();  // settings (url, rate, connections, ...) are the same
-    double duration = 0, requests = 0, completed = 0, errors = 0;
+    double duration = 0, requests = 0, completed = 0, errors = 0, events = 0;
     json::object kinds, cpu;
-    Samples latency, service;
+    Samples latency, service, ttft, itl;
+    const bool stream = group.front()->contains("events");
     bool have_samples = true;
     for (const json::object* r : group) {
       duration += field(*r, "duration_s");
       requests += field(*r, "requests");
       completed += field(*r, "completed");
       errors += field(*r, "errors");
+      if (stream) events += field(*r, "events");
       for (const char* obj : {"error_kinds", "cpu_s"}) {
         const json::value* v = r->if_contains(obj);
         if (v == nullptr || !v->is_object()) continue;
@@ -55,8 +57,12 @@ inline int merge(const std::string& path, std::ostream& out) {
       const json::value* s = r->if_contains("samples");
       if (s == nullptr || !s->is_string() || !latency.load_append(std::string(s->as_string()))) {
         have_samples = false;
-      } else if (key.second == "open") {
-        service.load_append(std::string(s->as_string()) + ".service");
+      } else {
+        if (key.second == "open") service.load_append(std::string(s->as_string()) + ".service");
+        if (stream) {
+          ttft.load_append(std::string(s->as_string()) + ".ttft");
+          itl.load_append(std::string(s->as_string()) + ".itl");
+        }
       }
     }
     m["rounds"] = group.size();
@@ -68,10 +74,15 @@ inline int merge(const std::string& path, std::ostream& out) {
     m["error_kinds"] = std::move(kinds);
     m["cpu_s"] = std::move(cpu);
     m["throughput_rps"] = duration > 0 ? round1(completed / duration) : 0.0;
+    if (stream) m["events"] = static_cast<uint64_t>(events);
     m.erase("samples");
     if (have_samples) {
       m["latency_us"] = summarize(std::move(latency));
       if (key.second == "open") m["service_us"] = summarize(std::move(service));
+      if (stream) {
+        m["ttft_us"] = summarize(std::move(ttft));
+        m["itl_us"] = summarize(std::move(itl));
+      }
     } else if (group.size() > 1) {
       std::cerr << "loadgen merge: " << key.first << " " << key.second
                 << ": raw samples missing, keeping the first round's percentiles\n";

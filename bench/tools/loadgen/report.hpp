@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <boost/json.hpp>
 
@@ -58,10 +59,88 @@ inline std::string window_text(const json::object& run) {
   return s;
 }
 
+// Streaming targets from issue 17.
+inline constexpr double kTargetCpuPerEventRatio = 1.2;
+inline constexpr double kTargetStreamThroughputRatio = 0.9;
+inline constexpr double kTargetAddedItlP99Us = 1000.0;
+
+// Streams (closed loop, one table): throughput, the proxy's CPU per
+// response and per event, time to first event and the gaps between events,
+// each against the direct path; then the verdict against issue 17's targets.
+inline void report_stream(const std::vector<json::object>& runs, std::ostream& out) {
+  std::map<std::string, json::object> by_label;
+  std::vector<std::string> order;
+  for (const auto& run : runs) {
+    const std::string label = text(run, "label");
+    if (!by_label.contains(label)) order.push_back(label);
+    by_label[label] = run;
+  }
+  const auto& any = runs.front();
+  const json::object* direct = by_label.contains("direct") ? &by_label["direct"] : nullptr;
+  const json::object* nginx = by_label.contains("nginx") ? &by_label["nginx"] : nullptr;
+  auto per_event = [](const json::object& r) -> std::optional<double> {
+    const auto per_response = cpu_us_per_req(r, "proxy");
+    const double events = field(r, "events"), completed = field(r, "completed");
+    if (!per_response || events <= 0) return std::nullopt;
+    return *per_response * completed / events;
+  };
+  auto added = [&](const json::object& r, std::string_view what, std::string_view p) {
+    if (direct == nullptr || &r == direct) return std::string("-");
+    return signed_fmt(field(r, what, p) - field(*direct, what, p));
+  };
+  out << fmt(field(any, "connections")) << " concurrent streams (closed loop, " << window_text(any) << "; "
+      << fmt(field(any, "events") / std::max(1.0, field(any, "completed")), 0)
+      << " events per response; TTFT from send to the first event, ITL the gaps between events "
+         "as the client reads them, µs):\n\n";
+  out << "| Path | responses/s | vs nginx | proxy CPU µs/response | µs/event | vs nginx | TTFT p50 | p99 | "
+         "added p50 | added p99 | ITL p50 | p99 | added p50 | added p99 | errors |\n";
+  out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& label : order) {
+    const auto& r = by_label[label];
+    std::string ratio = "-", cpu_ratio = "-";
+    if (nginx != nullptr && label != "direct" && field(*nginx, "throughput_rps") > 0) {
+      ratio = fmt(field(r, "throughput_rps") / field(*nginx, "throughput_rps"), 2) + "x";
+      if (const auto a = per_event(r), b = per_event(*nginx); a && b && *b > 0) cpu_ratio = fmt(*a / *b, 2) + "x";
+    }
+    const auto ev = per_event(r);
+    out << "| " << label << " | " << fmt(field(r, "throughput_rps")) << " | " << ratio << " | " << cpu_cell(r)
+        << " | " << (ev ? fmt(*ev, 2) : "-") << " | " << cpu_ratio << " | " << fmt(field(r, "ttft_us", "p50"))
+        << " | " << fmt(field(r, "ttft_us", "p99")) << " | " << added(r, "ttft_us", "p50") << " | "
+        << added(r, "ttft_us", "p99") << " | " << fmt(field(r, "itl_us", "p50")) << " | "
+        << fmt(field(r, "itl_us", "p99")) << " | " << added(r, "itl_us", "p50") << " | "
+        << added(r, "itl_us", "p99") << " | " << fmt(field(r, "errors")) << " |\n";
+  }
+  out << "\n";
+  if (nginx == nullptr || !by_label.contains("arbiter")) return;
+  const auto& arbiter = by_label["arbiter"];
+  auto yes = [](bool ok) { return ok ? "met" : "**missed**"; };
+  out << "| Target | arbiter | |\n|---|---:|---|\n";
+  if (const auto a = per_event(arbiter), b = per_event(*nginx); a && b && *b > 0) {
+    out << "| proxy CPU per event <= " << fmt(kTargetCpuPerEventRatio, 1) << "x nginx's | " << fmt(*a / *b, 2)
+        << "x | " << yes(*a / *b <= kTargetCpuPerEventRatio) << " |\n";
+  }
+  if (field(*nginx, "throughput_rps") > 0) {
+    const double ratio = field(arbiter, "throughput_rps") / field(*nginx, "throughput_rps");
+    out << "| streamed throughput >= " << fmt(kTargetStreamThroughputRatio, 1) << "x nginx's | " << fmt(ratio, 2)
+        << "x | " << yes(ratio >= kTargetStreamThroughputRatio) << " |\n";
+  }
+  if (direct != nullptr) {
+    const double itl = field(arbiter, "itl_us", "p99") - field(*direct, "itl_us", "p99");
+    out << "| added inter-token latency p99 <= " << fmt(kTargetAddedItlP99Us) << " µs | " << signed_fmt(itl)
+        << " µs | " << yes(itl <= kTargetAddedItlP99Us) << " |\n";
+  }
+  if (field(arbiter, "errors") > 0) out << "| no errors | see the JSON | **missed** |\n";
+  out << "\n";
+}
+
 // Reads runs (one JSON object per line) and prints the Markdown report.
 inline int report(const std::string& path, std::ostream& out) {
   const auto runs = read_runs(path);
   if (!runs) return 2;
+  if (!runs->empty() && runs->front().contains("events")) {
+    report_stream(*runs, out);
+    return 0;
+  }
   std::map<std::string, json::object> open, closed;  // by label
   std::vector<std::string> order;
   for (const auto& run : *runs) {

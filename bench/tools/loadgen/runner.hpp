@@ -116,6 +116,7 @@ class Runner {
         stats_.bytes_in += out.body_bytes;
         stats_.latency.add(out.done - job.scheduled);
         stats_.service.add(out.done - out.sent);
+        add_stream(out);
       } else {
         stats_.error(out.error);
       }
@@ -139,6 +140,7 @@ class Runner {
           ++stats_.completed;
           stats_.bytes_in += out.body_bytes;
           stats_.latency.add(out.done - out.sent);
+          add_stream(out);
         }
       } else {
         if (in_window) stats_.error(out.error);
@@ -159,6 +161,13 @@ class Runner {
     stopping_ = true;
     if (channel_ != nullptr) channel_->close();
     for (auto& c : connections_) c->close();
+  }
+
+  void add_stream(const Outcome& out) {
+    if (out.events == 0) return;
+    stats_.events += out.events;
+    stats_.ttft.add(out.first_event - out.sent);
+    stats_.itl.ns.insert(stats_.itl.ns.end(), out.gaps_ns->begin(), out.gaps_ns->end());
   }
 
   void done_one() {

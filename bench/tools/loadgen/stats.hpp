@@ -52,6 +52,11 @@ struct Stats {
   std::map<std::string, uint64_t> error_kinds;
   Samples latency;  // open loop: from the scheduled time; closed loop: from send start
   Samples service;  // open loop only: from the actual send start
+  // Streams: events received, time to the first event (from the send
+  // start), and the gaps between consecutive events.
+  uint64_t events = 0;
+  Samples ttft;
+  Samples itl;
 
   void error(const std::string& kind) {
     ++errors;
@@ -66,6 +71,9 @@ struct Stats {
     for (const auto& [k, v] : o.error_kinds) error_kinds[k] += v;
     latency.merge(o.latency);
     service.merge(o.service);
+    events += o.events;
+    ttft.merge(o.ttft);
+    itl.merge(o.itl);
   }
 };
 

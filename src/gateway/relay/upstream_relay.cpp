@@ -4,6 +4,8 @@
 
 #include <array>
 #include <charconv>
+#include <cstring>
+#include <deque>
 
 #include "core/sse.hpp"
 #include "http/http_head.hpp"
@@ -285,18 +287,23 @@ class Exchange {
       }
       if (r_.resume) r_.resume->client_stream_started = true;
     }
-    SseSplitter splitter;
+    // Every event one read completed goes out as one chunk, in one write:
+    // the events as they lie in the read buffer (a run of them is one
+    // part), an event a read cut off from the framer's storage, a resumed
+    // run's rewritten event from rewritten_.
+    SseFramer framer;
     for (;;) {
+      parts_.clear();
       for (const std::string_view piece : parser.body_pieces()) {
-        const auto& fed = splitter.feed(piece);
-        if (!fed.empty()) first_event();
-        if (!r_.resume) count(fed);
-        const std::span<const std::string_view> events = r_.resume ? track(fed) : std::span(fed);
-        if (!events.empty() && !co_await r_.sink.send_chunks(events)) {
-          outcome_.status = 499;
-          co_return false;
-        }
+        framer.feed(piece, [this](std::string_view event) { relay_event(event); });
       }
+      if (framer.events() > 0) first_event();
+      if (!parts_.empty() && !co_await r_.sink.send_chunk(parts_)) {
+        outcome_.status = 499;
+        co_return false;
+      }
+      framer.release();
+      rewritten_.clear();
       if (parser.is_done()) break;
       const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle);
       if (const ReadEnd end = after_read(read); end != ReadEnd::kData) {
@@ -312,8 +319,8 @@ class Exchange {
       }
     }
     // Bytes after the last blank line are relayed too: byte-exact.
-    if (const auto rest = splitter.pending(); !rest.empty()) {
-      if (!co_await r_.sink.send_chunks(std::span(&rest, 1))) {
+    if (const auto rest = framer.pending(); !rest.empty()) {
+      if (!co_await r_.sink.send_chunk(std::span(&rest, 1))) {
         outcome_.status = 499;
         co_return false;
       }
@@ -336,38 +343,46 @@ class Exchange {
     if (r_.sink.client_gone()) outcome_.status = 499;
   }
 
+  // One event of a stream: counted (a plain stream) or taken into the
+  // checkpoint (a resumable one), and added to the chunk being built.
+  void relay_event(std::string_view event) {
+    if (!r_.resume) {
+      count(event);
+      add_part(event);
+      return;
+    }
+    // Resumed runs are rewritten to look like the first (one id, usage
+    // over all runs).
+    EventResult result = track_event(event, r_.resume->route, r_.resume->checkpoint);
+    if (result.fate == EventFate::kForward) {
+      add_part(event);
+    } else if (result.fate == EventFate::kRewritten) {
+      add_part(rewritten_.emplace_back(std::move(result.rewritten)));
+    }
+  }
+
+  // An event that follows the previous part in memory extends it: the
+  // events of one read are one part.
+  void add_part(std::string_view event) {
+    if (!parts_.empty() && parts_.back().data() + parts_.back().size() == event.data()) {
+      parts_.back() = std::string_view(parts_.back().data(), parts_.back().size() + event.size());
+    } else {
+      parts_.push_back(event);
+    }
+  }
+
   // A plain stream's cost, without parsing its events: the engine's usage
   // chunk when the client asked for one (stream_options.include_usage),
   // else one token per data event (a bound: the role and finish chunks count
   // too). Quotas and the scheduler's charges settle with it.
-  void count(const std::vector<std::string_view>& events) {
-    for (const std::string_view event : events) {
-      const std::string_view data = event_data(event);
-      if (data.empty() || data == "[DONE]") continue;
-      ++outcome_.generated;
-      if (data.find("\"usage\":{") != std::string_view::npos) {
-        if (auto usage = find_usage(data)) outcome_.usage = usage;
-      }
+  void count(std::string_view event) {
+    static constexpr std::string_view kUsage = "\"usage\":{";
+    const std::string_view data = event_data(event);
+    if (data.empty() || data == "[DONE]") return;
+    ++outcome_.generated;
+    if (memmem(data.data(), data.size(), kUsage.data(), kUsage.size()) != nullptr) {
+      if (auto usage = find_usage(data)) outcome_.usage = usage;
     }
-  }
-
-  // A resumable stream's events go into the checkpoint; resumed runs are
-  // rewritten to look like the first (one id, usage over all runs). The
-  // views stay valid until the next call.
-  std::span<const std::string_view> track(const std::vector<std::string_view>& events) {
-    RelayResume& resume = *r_.resume;
-    tracked_.clear();
-    rewritten_.clear();
-    rewritten_.reserve(events.size());  // no reallocation: views into it stay valid
-    for (const std::string_view event : events) {
-      EventResult result = track_event(event, resume.route, resume.checkpoint);
-      if (result.fate == EventFate::kForward) {
-        tracked_.push_back(event);
-      } else if (result.fate == EventFate::kRewritten) {
-        tracked_.push_back(rewritten_.emplace_back(std::move(result.rewritten)));
-      }
-    }
-    return tracked_;
   }
 
   // A later run of a request whose stream the client already has got a
@@ -385,14 +400,13 @@ class Exchange {
   // the client gets one whole response when the last run ends.
   Task<bool> relay_aggregate(Stream& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
     RelayResume& resume = *r_.resume;
-    SseSplitter splitter;
+    SseFramer framer;
     for (;;) {
       for (const std::string_view piece : parser.body_pieces()) {
-        for (const std::string_view event : splitter.feed(piece)) {
-          first_event();
-          track_event(event, resume.route, resume.checkpoint);
-        }
+        framer.feed(piece, [&resume](std::string_view event) { track_event(event, resume.route, resume.checkpoint); });
       }
+      if (framer.events() > 0) first_event();
+      framer.release();
       if (resume.checkpoint.text.size() > r_.limits.max_upstream_response_bytes) {
         fail_too_large();
         co_return false;
@@ -471,8 +485,8 @@ class Exchange {
   bool first_event_seen_ = false;  // on_first_event ran for this run
   Deadline& deadline_;  // RelayRequest::deadline
   RelayOutcome outcome_;
-  std::vector<std::string_view> tracked_;  // track(): the events to send
-  std::vector<std::string> rewritten_;     // track(): storage of rewritten events
+  std::vector<std::string_view> parts_;  // relay_stream: the chunk one read makes
+  std::deque<std::string> rewritten_;    // relay_event: rewritten events in parts_ (a deque: they never move)
 };
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Sends one request to a backend and relays the answer to a ResponseSink
 // (the client, usually):
-// SSE streams event by event as they arrive (byte-exact, never buffered),
-// other answers whole and unchanged. Closes the upstream connection the
+// SSE streams as they arrive, every complete event of one read in one chunk
+// (byte-exact, never held back for a later read), other answers whole and
+// unchanged. Closes the upstream connection the
 // moment the client goes away, so the engine aborts the work.
 //
 // A resumable request (RelayRequest::resume) may take several runs: the

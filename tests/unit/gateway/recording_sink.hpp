@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "http/response_sink.hpp"
 #include "http/tee_sink.hpp"
@@ -31,9 +32,11 @@ class RecordingSink final : public ResponseSink {
     streamed = true;
     co_return !gone;
   }
-  Task<bool> send_chunks(std::span<const std::string_view> pieces) override {
+  Task<bool> send_chunk(std::span<const std::string_view> parts) override {
     if (gone) co_return false;
-    for (const std::string_view p : pieces) body += p;
+    std::string& chunk = chunks.emplace_back();
+    for (const std::string_view p : parts) chunk += p;
+    body += chunk;
     if (++writes == leave_after_writes) leave();
     co_return true;
   }
@@ -58,8 +61,9 @@ class RecordingSink final : public ResponseSink {
   bool ended = false;
   bool gone = false;
   bool keep_alive = true;
+  std::vector<std::string> chunks;  // each send_chunk call's bytes
   int writes = 0;
-  int leave_after_writes = -1;  // leave() after this many send_chunks calls
+  int leave_after_writes = -1;  // leave() after this many send_chunk calls
   std::function<void()> hook;
 };
 

@@ -20,7 +20,8 @@ using testing::RecordingSink;
 // Relays one /v1/chat/completions request to `pool`'s upstream into `sink`,
 // on `ioc`, which outlives the pool: a connection the relay keeps for reuse
 // is a socket of that io_context (AddressSanitizer caught the reverse).
-RelayOutcome relay_through(net::io_context& ioc, UpstreamPool& pool, ResponseSink& sink) {
+RelayOutcome relay_through(net::io_context& ioc, UpstreamPool& pool, ResponseSink& sink,
+                           RelayResume* resume = nullptr) {
   Deadline deadline;
   Interrupt interrupt;
   const TimeoutsConfig timeouts;
@@ -30,17 +31,35 @@ RelayOutcome relay_through(net::io_context& ioc, UpstreamPool& pool, ResponseSin
                            .accept = {}, .body = R"({"model":"m1"})"};
   const RelayRequest request{.pool = pool, .upstream_request = up, .sink = sink, .deadline = deadline,
                              .timeouts = timeouts, .limits = limits, .response_headers = headers,
-                             .interrupt = interrupt};
+                             .interrupt = interrupt, .resume = resume};
   RelayOutcome outcome;
   net::co_spawn(ioc, [&]() -> Task<void> { outcome = co_await relay(request); }, net::detached);
   ioc.run_for(std::chrono::seconds(10));
   return outcome;
 }
 
-RelayOutcome relay_to(test::FakeUpstream& upstream, ResponseSink& sink) {
+RelayOutcome relay_to(test::FakeUpstream& upstream, ResponseSink& sink, RelayResume* resume = nullptr) {
   net::io_context ioc;
   UpstreamPool pool("127.0.0.1", upstream.port(), 4);
-  return relay_through(ioc, pool, sink);
+  return relay_through(ioc, pool, sink, resume);
+}
+
+// A whole SSE stream in one upstream write (a Content-Length answer): the
+// relay reads it at once.
+test::Respond sse_in_one_write(const std::string& wire) {
+  return test::Respond{.body = wire, .content_type = "text/event-stream"};
+}
+
+std::string joined(const std::vector<std::string>& events) {
+  std::string out;
+  for (const auto& e : events) out += e;
+  return out;
+}
+
+std::string chat_event(std::string_view id, std::string_view delta, std::string_view eol = "\n") {
+  return "data: {\"id\":\"" + std::string(id) +
+         "\",\"object\":\"chat.completion.chunk\",\"created\":7,\"model\":\"m1\",\"choices\":[{\"index\":0,"
+         "\"delta\":" + std::string(delta) + ",\"finish_reason\":null}]}" + std::string(eol) + std::string(eol);
 }
 
 TEST(Relay, AStreamReachesTheSinkByteExact) {
@@ -105,6 +124,101 @@ TEST(Relay, AConsumerLeavingMidStreamClosesTheUpstream) {
   EXPECT_EQ(outcome.status, 499);
   EXPECT_TRUE(upstream.wait_for_peer_close(0, std::chrono::milliseconds(500)).has_value())
       << "the stream goes on for a second unless the relay closes it: " << upstream.describe();
+}
+
+TEST(Relay, TheEventsOfOneReadGoOutAsOneChunk) {
+  test::FakeUpstream upstream;
+  const test::Stream stream{.payloads = test::chat_chunks(20)};
+  upstream.push(sse_in_one_write(stream.wire()));
+  RecordingSink sink;
+  const RelayOutcome outcome = relay_to(upstream, sink);
+  EXPECT_EQ(outcome.status, 200);
+  EXPECT_EQ(sink.body, stream.wire());
+  ASSERT_EQ(sink.chunks.size(), 1u) << "one write for the read, not one per event";
+  EXPECT_EQ(outcome.generated, 20) << "every data event counted, [DONE] not";
+}
+
+TEST(Relay, AnEventCutAcrossReadsGoesOutWholeAndByteExact) {
+  test::FakeUpstream upstream;
+  const test::Stream stream{.interval = std::chrono::milliseconds(30),
+                            .raw = {"data: {\"a\":", "1}\r\n\r\ndata: 2\n\nda", "ta: 3\n", "\r\n: x\n\n", "data: [DONE]\n\n"}};
+  upstream.push(stream);
+  RecordingSink sink;
+  const RelayOutcome outcome = relay_to(upstream, sink);
+  EXPECT_EQ(outcome.status, 200);
+  EXPECT_EQ(sink.body, stream.wire());
+  for (const std::string& chunk : sink.chunks) {
+    EXPECT_TRUE(chunk.ends_with("\n\n") || chunk.ends_with("\n\r\n")) << "a chunk ends an event: " << chunk;
+  }
+  EXPECT_EQ(outcome.generated, 3);
+}
+
+TEST(Relay, UsageInACoalescedReadIsFound) {
+  test::FakeUpstream upstream;
+  const std::string usage =
+      "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":2,\"total_tokens\":13}}\n\n";
+  const std::string wire = chat_event("c", R"({"content":"a"})") + chat_event("c", R"({"content":"b"})") + usage +
+                           "data: [DONE]\n\n";
+  upstream.push(sse_in_one_write(wire));
+  RecordingSink sink;
+  const RelayOutcome outcome = relay_to(upstream, sink);
+  EXPECT_EQ(sink.body, wire);
+  ASSERT_TRUE(outcome.usage.has_value());
+  EXPECT_EQ(outcome.usage->prompt_tokens, 11);
+  EXPECT_EQ(outcome.usage->completion_tokens, 2);
+}
+
+TEST(Relay, TheCheckpointTakesEveryEventOfACoalescedRead) {
+  test::FakeUpstream upstream;
+  const test::Stream stream{.payloads = test::chat_chunks(12)};
+  upstream.push(sse_in_one_write(stream.wire()));
+  RecordingSink sink;
+  RelayResume resume;
+  resume.checkpoint.begin_run();
+  EXPECT_EQ(relay_to(upstream, sink, &resume).status, 200);
+  EXPECT_EQ(sink.body, stream.wire()) << "a first run is forwarded as it came";
+  EXPECT_EQ(sink.chunks.size(), 1u);
+  EXPECT_EQ(resume.checkpoint.tokens, 12);
+  std::string text;
+  for (int i = 0; i < 12; ++i) text += "tok" + std::to_string(i) + " ";
+  EXPECT_EQ(resume.checkpoint.text, text);
+  EXPECT_EQ(resume.checkpoint.finish_reason, "stop");
+  EXPECT_TRUE(resume.client_stream_started);
+}
+
+TEST(Relay, AResumedRunsRewrittenAndDroppedEventsKeepTheirPlaceInOneChunk) {
+  // The second run of a preempted chat stream: its role preamble is dropped,
+  // its events get the first run's id, [DONE] and a comment pass as they
+  // are; each event as if it came alone (track_event), all in one write.
+  const std::vector<std::string> events{chat_event("run2", R"({"role":"assistant"})", "\r\n"),
+                                        chat_event("run2", R"({"content":"c"})"), ": keep-alive\n\n",
+                                        chat_event("run2", R"({"content":"d"})", "\r\n"), "data: [DONE]\n\n"};
+  RelayResume resume;
+  resume.client_stream_started = true;
+  resume.checkpoint.begin_run();
+  for (const char* first : {R"({"role":"assistant"})", R"({"content":"a"})", R"({"content":"b"})"}) {
+    track_event(chat_event("run1", first), Route::kChatCompletions, resume.checkpoint);
+  }
+  resume.checkpoint.begin_run();
+  Checkpoint expected_checkpoint = resume.checkpoint;
+  std::string expected;
+  for (const auto& e : events) {
+    EventResult r = track_event(e, Route::kChatCompletions, expected_checkpoint);
+    if (r.fate == EventFate::kForward) expected += e;
+    if (r.fate == EventFate::kRewritten) expected += r.rewritten;
+  }
+  ASSERT_NE(expected.find("\"id\":\"run1\""), std::string::npos);
+  ASSERT_EQ(expected.find("run2"), std::string::npos);
+
+  test::FakeUpstream upstream;
+  upstream.push(sse_in_one_write(joined(events)));
+  RecordingSink sink;
+  EXPECT_EQ(relay_to(upstream, sink, &resume).status, 200);
+  EXPECT_EQ(sink.body, expected);
+  EXPECT_EQ(sink.chunks.size(), 1u);
+  EXPECT_EQ(resume.checkpoint.text, "abcd");
+  EXPECT_EQ(resume.checkpoint.tokens, 4);
+  EXPECT_EQ(resume.checkpoint.id, "run1");
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ Task<bool> stream_three(ResponseSink& sink) {
   const ResponseHead head{.status = 200, .content_type = "text/event-stream"};
   if (!co_await sink.start_stream(head)) co_return false;
   for (const std::string_view event : {"data: 1\n\n", "data: 2\n\n", "data: 3\n\n"}) {
-    if (!co_await sink.send_chunks(std::span(&event, 1))) co_return false;
+    if (!co_await sink.send_chunk(std::span(&event, 1))) co_return false;
   }
   co_return co_await sink.end_stream();
 }
