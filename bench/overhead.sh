@@ -18,7 +18,9 @@
 # rounds, WARMUP_S [0.5] unmeasured seconds before each round,
 # OPEN_CONNECTIONS [16], CONCURRENCY [32],
 # PROXY_THREADS [1] (nginx workers = arbiter listener threads),
-# LOADGEN_THREADS [1], UPDATE_DOCS [1], NGINX [/usr/sbin/nginx], TLS [0].
+# LOADGEN_THREADS [1], UPDATE_DOCS [1], NGINX [/usr/sbin/nginx], TLS [0],
+# BODY_BYTES [1024] (the request body's size, a prompt padded to it; nginx
+# then buffers bodies up to that size in memory, not in a temporary file).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,6 +39,7 @@ LOADGEN_THREADS=${LOADGEN_THREADS:-1}
 UPDATE_DOCS=${UPDATE_DOCS:-1}
 NGINX=${NGINX:-/usr/sbin/nginx}
 TLS=${TLS:-0}
+BODY_BYTES=${BODY_BYTES:-1024}
 if ((TLS)); then NAME=tls-overhead; SECTION_TITLE="TLS overhead"; else NAME=overhead; SECTION_TITLE="Gateway overhead"; fi
 
 LOADGEN=$BUILD_DIR/bench/loadgen
@@ -112,6 +115,8 @@ if ((TLS)); then
 ssl_certificate $CERTS/server.pem; ssl_certificate_key $CERTS/server.key; ssl_protocols TLSv1.3;|" "$TMP/proxy.conf"
   grep -q "ssl_protocols TLSv1.3" "$TMP/proxy.conf" || die "nginx TLS listener not configured"
 fi
+BODY_BUFFER_KIB=$(( (BODY_BYTES + 1023) / 1024 + 1 ))
+((BODY_BUFFER_KIB > 16)) && sed -i "s|client_body_buffer_size 16k;|client_body_buffer_size ${BODY_BUFFER_KIB}k;|" "$TMP/proxy.conf"
 start proxy "$NGINX" -p "$TMP" -c "$TMP/proxy.conf" -e "$TMP/proxy.err"
 wait_port proxy "$PROXY_PORT" "${PID_OF[proxy]}"
 
@@ -135,11 +140,11 @@ fi
 
 PATH_=/v1/chat/completions
 PROXY_SCHEME=http
-declare -A EXTRA=([direct]="" [nginx]="" [arbiter]="")
+declare -A EXTRA=([direct]="--body-bytes $BODY_BYTES" [nginx]="--body-bytes $BODY_BYTES" [arbiter]="--body-bytes $BODY_BYTES")
 if ((TLS)); then
   PROXY_SCHEME=https
-  EXTRA[nginx]="--ca $CERTS/ca.pem"
-  EXTRA[arbiter]="--ca $CERTS/ca.pem"
+  EXTRA[nginx]+=" --ca $CERTS/ca.pem"
+  EXTRA[arbiter]+=" --ca $CERTS/ca.pem"
 fi
 declare -A URL=([direct]="http://127.0.0.1:$UP_PORT$PATH_" [nginx]="$PROXY_SCHEME://127.0.0.1:$PROXY_PORT$PATH_")
 declare -A CPU=([direct]="--cpu-pid upstream=${PID_OF[upstream]}"
