@@ -119,9 +119,13 @@ void ClientConnection::read_ready(beast::error_code& ec) {
     return;
   }
   // A request's bytes: room for a typical one, or for what is known to be
-  // coming, read straight into the parser's buffer.
+  // coming, read straight into the parser's buffer. At most 256 KiB ahead
+  // of what arrived: a head announcing a large body that never comes must
+  // not make the connection hold that much.
   constexpr std::size_t kReadBytes = 8 * 1024;
-  const std::size_t n = socket.read_some(buffer_.prepare(std::max(kReadBytes, expected_)), ec);
+  constexpr std::size_t kMaxReadBytes = 256 * 1024;
+  const std::size_t room = std::clamp(expected_, kReadBytes, kMaxReadBytes);
+  const std::size_t n = socket.read_some(buffer_.prepare(room), ec);
   buffer_.commit(ec ? 0 : n);
 }
 

@@ -84,7 +84,7 @@ class ClientConnection final : public ResponseSink {
   void start(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
   // Until more bytes are in the buffer; the read error (EOF, reset, the
   // socket closed by a deadline) once there will be none. `expected`: bytes
-  // the caller knows are on their way (a body's rest), read in one go.
+  // the caller knows are on their way (a body's rest), up to 256 KiB a read.
   Task<beast::error_code> wait_for_bytes(std::size_t expected = 0);
   void begin_request(bool keep_alive);
   void end_request();
