@@ -36,7 +36,8 @@
 # OPEN_CONNECTIONS [16], CONCURRENCY [32],
 # PROXY_THREADS [1] (nginx workers = arbiter listener threads),
 # LOADGEN_THREADS [1], UPDATE_DOCS [1], NGINX [/usr/sbin/nginx], TLS [0],
-# ACCESS_LOG [0].
+# ACCESS_LOG [0], BODY_BYTES [1024] (the request body's size, a prompt padded to it; nginx
+# then buffers bodies up to that size in memory, not in a temporary file).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -58,6 +59,7 @@ UPDATE_DOCS=${UPDATE_DOCS:-1}
 NGINX=${NGINX:-/usr/sbin/nginx}
 TLS=${TLS:-0}
 ACCESS_LOG=${ACCESS_LOG:-0}
+BODY_BYTES=${BODY_BYTES:-1024}
 STREAM=${STREAM:-0}
 EVENTS=${EVENTS:-256}
 STREAMS=${STREAMS:-100}
@@ -166,6 +168,8 @@ if ((TLS)); then
 ssl_certificate $CERTS/server.pem; ssl_certificate_key $CERTS/server.key; ssl_protocols TLSv1.3;|" "$TMP/proxy.conf"
   grep -q "ssl_protocols TLSv1.3" "$TMP/proxy.conf" || die "nginx TLS listener not configured"
 fi
+BODY_BUFFER_KIB=$(( (BODY_BYTES + 1023) / 1024 + 1 ))
+((BODY_BUFFER_KIB > 16)) && sed -i "s|client_body_buffer_size 16k;|client_body_buffer_size ${BODY_BUFFER_KIB}k;|" "$TMP/proxy.conf"
 start proxy "$NGINX" -p "$TMP" -c "$TMP/proxy.conf" -e "$TMP/proxy.err"
 wait_port proxy "$PROXY_PORT" "${PID_OF[proxy]}"
 if ((ACCESS_LOG)); then
@@ -206,11 +210,11 @@ fi
 
 PATH_=/v1/chat/completions
 PROXY_SCHEME=http
-declare -A EXTRA=([direct]="" [nginx]="" [arbiter]="")
+declare -A EXTRA=([direct]="--body-bytes $BODY_BYTES" [nginx]="--body-bytes $BODY_BYTES" [arbiter]="--body-bytes $BODY_BYTES")
 if ((TLS)); then
   PROXY_SCHEME=https
-  EXTRA[nginx]="--ca $CERTS/ca.pem"
-  EXTRA[arbiter]="--ca $CERTS/ca.pem"
+  EXTRA[nginx]+=" --ca $CERTS/ca.pem"
+  EXTRA[arbiter]+=" --ca $CERTS/ca.pem"
 fi
 STREAM_FLAGS=()
 ((STREAM == 0)) || STREAM_FLAGS=(--stream 1 --header "x-stream-framing: $FRAMING")
@@ -230,7 +234,7 @@ if ((HAVE_ARBITER)); then
   fi
 fi
 if ((ACCESS_LOG)); then
-  EXTRA[nginx+log]="" EXTRA[arbiter+log]=""
+  EXTRA[nginx+log]=${EXTRA[nginx]} EXTRA[arbiter+log]=${EXTRA[arbiter]}
   URL[nginx+log]="http://127.0.0.1:$LOG_PROXY_PORT$PATH_"
   CPU[nginx+log]="--cpu-pid proxy=${PID_OF[proxy_log]} --cpu-pid upstream=${PID_OF[upstream]}"
   TARGETS=(direct nginx nginx+log)
@@ -240,7 +244,7 @@ if ((ACCESS_LOG)); then
     TARGETS+=(arbiter arbiter+log)
   fi
   if [[ -n ${BEFORE_ARBITER_PORT:-} ]]; then
-    EXTRA[before+log]=""
+    EXTRA[before+log]=${EXTRA[arbiter]}
     URL[before+log]="http://127.0.0.1:$BEFORE_ARBITER_PORT$PATH_"
     CPU[before+log]="--cpu-pid proxy=${PID_OF[arbiter_before]} --cpu-pid upstream=${PID_OF[upstream]}"
     TARGETS+=(before+log)
@@ -325,11 +329,11 @@ echo "raw results: $RESULTS (load average before: $LOAD_BEFORE, after: $LOAD_AFT
 # The exact command, with any knob that differs from its default.
 COMMAND="bash bench/overhead.sh ${BUILD_DIR#"$ROOT"/}"  # relative when inside the checkout
 for knob in RATE OPEN_S CLOSED_S WARMUP_S ROUNDS OPEN_CONNECTIONS CONCURRENCY PROXY_THREADS LOADGEN_THREADS TLS ACCESS_LOG \
-  BEFORE_ARBITER STREAM EVENTS STREAMS PACED_EVENTS TOKENS_PER_S FRAMING COMPARE_ARBITER; do
+  BEFORE_ARBITER STREAM EVENTS STREAMS PACED_EVENTS TOKENS_PER_S FRAMING COMPARE_ARBITER BODY_BYTES; do
   case "$knob=${!knob}" in
     RATE=1000 | OPEN_S=10 | CLOSED_S=10 | WARMUP_S=0.5 | ROUNDS=5 | OPEN_CONNECTIONS=16 | "CONCURRENCY=$DEFAULT_CONCURRENCY" | \
       PROXY_THREADS=1 | LOADGEN_THREADS=1 | TLS=0 | ACCESS_LOG=0 | BEFORE_ARBITER= | STREAM=0 | EVENTS=256 | STREAMS=100 | \
-      PACED_EVENTS=32 | TOKENS_PER_S=50 | FRAMING=chunked | COMPARE_ARBITER=) ;;
+      PACED_EVENTS=32 | TOKENS_PER_S=50 | FRAMING=chunked | COMPARE_ARBITER= | BODY_BYTES=1024) ;;
     *) COMMAND="$knob=${!knob} $COMMAND" ;;
   esac
 done

@@ -13,6 +13,8 @@
 # (access_log FILE, combined), and with BEFORE_ARBITER=PATH "before+log":
 # that binary (an arbiter from before issue 17, one write(2) per line) with
 # its log on, stdout to a file.
+# BODY_BYTES [1024] (the request body's size; nginx buffers it in memory),
+# ARBITER [BUILD_DIR/arbiter] (another build's binary, to compare).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,7 +24,8 @@ MEASURE_S=${SECONDS_MEASURED:-3}
 NGINX=${NGINX:-/usr/sbin/nginx}
 ACCESS_LOG=${ACCESS_LOG:-0}
 LOADGEN=$BUILD_DIR/bench/loadgen
-ARBITER=$BUILD_DIR/arbiter
+ARBITER=${ARBITER:-$BUILD_DIR/arbiter}
+BODY_BYTES=${BODY_BYTES:-1024}
 for tool in valgrind callgrind_control strace; do
   command -v "$tool" >/dev/null || { echo "request_cost.sh: $tool not found (scripts/install-deps.sh)" >&2; exit 1; }
 done
@@ -46,6 +49,8 @@ sed -e "s|@UPSTREAM_PORT@|$UP_PORT|g" -e "s|@THREADS@|1|g" "$ROOT/bench/overhead
 # strace see the process that does the work.
 sed -e "s|@PORT@|$PROXY_PORT|g" -e "s|@UPSTREAM_PORT@|$UP_PORT|g" -e "s|@WORKERS@|1|g" -e "s|@TMP@|$TMP|g" \
   "$ROOT/bench/nginx/proxy.conf.in" | { echo "master_process off;"; cat; } >"$TMP/nginx.conf"
+BODY_BUFFER_KIB=$(( (BODY_BYTES + 1023) / 1024 + 1 ))
+((BODY_BUFFER_KIB > 16)) && sed -i "s|client_body_buffer_size 16k;|client_body_buffer_size ${BODY_BUFFER_KIB}k;|" "$TMP/nginx.conf"
 cp "$TMP/arbiter.yaml" "$TMP/before+log.yaml"
 sed -i "s|^log: {access_log: false}\$|log: {access_log: true}|" "$TMP/before+log.yaml"
 sed "s|^log: {access_log: false}\$|log: {access_log: true, access_file: \"$TMP/arbiter-access.log\"}|" \
@@ -93,20 +98,20 @@ if ((ACCESS_LOG)); then
 fi
 for name in "${NAMES[@]}"; do
   start_proxy "$name" valgrind --tool=callgrind --callgrind-out-file="$TMP/$name.cg"
-  "$LOADGEN" closed --url "$(url)" --concurrency 8 --duration 1 --warmup 0.5 >/dev/null
+  "$LOADGEN" closed --body-bytes "$BODY_BYTES" --url "$(url)" --concurrency 8 --duration 1 --warmup 0.5 >/dev/null
   callgrind_control -z "$PID" >/dev/null 2>&1
-  n=$("$LOADGEN" closed --url "$(url)" --concurrency 8 --duration "$MEASURE_S" --warmup 0 | completed)
+  n=$("$LOADGEN" closed --body-bytes "$BODY_BYTES" --url "$(url)" --concurrency 8 --duration "$MEASURE_S" --warmup 0 | completed)
   callgrind_control -d "$PID" >/dev/null 2>&1
   sleep 0.5
   ir=$(grep -h -m1 '^summary:\|^totals:' "$(ls -t "$TMP/$name".cg* | head -1)" | awk '{print $2}')
   stop_proxy
 
   start_proxy "$name"
-  "$LOADGEN" open --url "$(url)" --rate 1000 --connections 16 --duration 0.5 --warmup 0.2 >/dev/null
+  "$LOADGEN" open --body-bytes "$BODY_BYTES" --url "$(url)" --rate 1000 --connections 16 --duration 0.5 --warmup 0.2 >/dev/null
   strace -f -c -o "$TMP/$name.strace" -p "$PID" 2>/dev/null &
   tracer=$!
   sleep 0.5
-  m=$("$LOADGEN" open --url "$(url)" --rate 1000 --connections 16 --duration "$MEASURE_S" --warmup 0 | completed)
+  m=$("$LOADGEN" open --body-bytes "$BODY_BYTES" --url "$(url)" --rate 1000 --connections 16 --duration "$MEASURE_S" --warmup 0 | completed)
   kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true
   calls=$(awk '$NF == "total" {print $4}' "$TMP/$name.strace")
   stop_proxy

@@ -5,6 +5,7 @@
 
 #include <boost/json/basic_parser_impl.hpp>
 
+#include "core/json_fast_scan.hpp"
 #include "core/request_parser.hpp"
 
 namespace arbiter {
@@ -144,6 +145,9 @@ class Handler {
   }
   bool on_comment_part(boost::json::string_view, error_code&) { return true; }
   bool on_comment(boost::json::string_view, error_code&) { return true; }
+  // For json_fast::scan: whether the next string value's text is read (it
+  // unescapes only those).
+  bool wants_text() const { return taking_string(); }
 
  private:
   // Containers deeper than roles_ hold nothing the scan records.
@@ -325,6 +329,11 @@ bool is_leading(int unit) { return unit >= 0xd800 && unit <= 0xdbff; }
 bool is_trailing(int unit) { return unit >= 0xdc00 && unit <= 0xdfff; }
 
 error_code scan(std::string_view text, RequestFields& out, std::size_t max_depth) {
+  // The common body at vector speed; whatever it declines (errors
+  // included) is read again by Boost.JSON, which has the last word.
+  Handler fast(text, out);
+  if (json_fast::scan(text, fast, max_depth)) return {};
+  out = RequestFields{};
   boost::json::parse_options options;
   options.max_depth = max_depth;
   boost::json::basic_parser<Handler> parser(options, text, out);

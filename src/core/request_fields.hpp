@@ -1,7 +1,7 @@
-// One pass over a request body's JSON (Boost.JSON's SAX parser, no
-// document) that records what parse_request checks: the kind and value of
-// the top-level fields it reads, and the prompt's size. The checks and
-// their order stay in request_parser.cpp.
+// One pass over a request body's JSON (core/json_fast_scan, or Boost.JSON's
+// SAX parser for what it declines; no document) that records what
+// parse_request checks: the kind and value of the top-level fields it reads,
+// and the prompt's size. The checks and their order stay in request_parser.cpp.
 //
 // Semantics follow the document parser's: the last of duplicate keys wins,
 // strings count their unescaped characters, numbers are int64, uint64 or

@@ -1,8 +1,10 @@
 #include "http/client_connection.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdio>
+#include <memory>
 
 #include "http/http_head.hpp"
 #include "http/write_now.hpp"
@@ -65,8 +67,9 @@ void ClientConnection::note_body(std::size_t n) {
   body_bytes_ += n;
 }
 
-Task<beast::error_code> ClientConnection::wait_for_bytes() {
+Task<beast::error_code> ClientConnection::wait_for_bytes(std::size_t expected) {
   if (read_error_) co_return read_error_;
+  expected_ = expected;
   read();
   auto [ec] = co_await net::async_initiate<decltype(kAsTuple), void(beast::error_code)>(
       [this](auto handler) { waiter_.emplace(std::move(handler)); }, kAsTuple);
@@ -78,24 +81,69 @@ Task<beast::error_code> ClientConnection::wait_for_bytes() {
 void ClientConnection::read() {
   if (reading_ || read_error_) return;
   reading_ = true;
-  stream_.async_read_some(net::buffer(chunk_), [this, owner = owner_.lock()](const beast::error_code& ec,
-                                                                            std::size_t n) {
-    // A TLS client that closes without close_notify has left all the same.
+  if (TlsStream* tls = stream_.tls()) {
+    if (!tls_chunk_) tls_chunk_ = std::make_unique<std::array<char, 4096>>();
+    tls->async_read_some(net::buffer(*tls_chunk_), [this, owner = owner_.lock()](const beast::error_code& ec,
+                                                                                std::size_t n) {
+      // A TLS client that closes without close_notify has left all the same.
+      beast::error_code read_ec = ec;
+      if (read_ec && read_ec == ssl::error::stream_truncated) read_ec = net::error::eof;
+      if (!read_ec) {
+        if (in_request_) {
+          take_pipelined(tls_chunk_->data(), n);
+        } else {
+          buffer_.commit(net::buffer_copy(buffer_.prepare(n), net::buffer(tls_chunk_->data(), n)));
+        }
+      }
+      on_read(read_ec);
+    });
+    return;
+  }
+  stream_.socket().async_wait(tcp::socket::wait_read, [this, owner = owner_.lock()](const beast::error_code& ec) {
     beast::error_code read_ec = ec;
-    if (read_ec && read_ec == ssl::error::stream_truncated) read_ec = net::error::eof;
-    on_read(read_ec, n);
+    if (!read_ec) read_ready(read_ec);
+    if (read_ec == net::error::would_block) {  // readiness that went away: wait again
+      reading_ = false;
+      read();
+      return;
+    }
+    on_read(read_ec);
   });
 }
 
-void ClientConnection::on_read(const beast::error_code& ec, std::size_t n) {
+void ClientConnection::read_ready(beast::error_code& ec) {
+  tcp::socket& socket = stream_.socket();  // non-blocking (the server sets it)
+  if (in_request_) {
+    std::array<char, 4096> scratch;
+    const std::size_t n = socket.read_some(net::buffer(scratch), ec);
+    if (!ec) take_pipelined(scratch.data(), n);
+    return;
+  }
+  // A request's bytes: room for a typical one, or for what is known to be
+  // coming, read straight into the parser's buffer. At most 256 KiB ahead
+  // of what arrived: a head announcing a large body that never comes must
+  // not make the connection hold that much.
+  constexpr std::size_t kReadBytes = 8 * 1024;
+  constexpr std::size_t kMaxReadBytes = 256 * 1024;
+  const std::size_t room = std::clamp(expected_, kReadBytes, kMaxReadBytes);
+  const std::size_t n = socket.read_some(buffer_.prepare(room), ec);
+  buffer_.commit(ec ? 0 : n);
+}
+
+void ClientConnection::take_pipelined(const char* data, std::size_t n) {
+  if (buffer_.size() + n > kMaxPipelinedBytes) {
+    dropped_pipelined_ = true;  // the bytes are lost: no next request on this connection
+    return;
+  }
+  buffer_.commit(net::buffer_copy(buffer_.prepare(n), net::buffer(data, n)));
+}
+
+void ClientConnection::on_read(const beast::error_code& ec) {
   reading_ = false;
+  expected_ = 0;
   if (ec) {
     read_error_ = ec;
     if (in_request_) mark_gone();  // EOF, reset or closed by a deadline: the client is gone
-  } else if (in_request_ && buffer_.size() + n > kMaxPipelinedBytes) {
-    dropped_pipelined_ = true;  // the bytes are lost: no next request on this connection
-  } else {
-    buffer_.commit(net::buffer_copy(buffer_.prepare(n), net::buffer(chunk_.data(), n)));
   }
   in_read_handler_ = true;
   if (waiter_) {

@@ -6,6 +6,9 @@
 // client going away (EOF or reset, seen whatever was pipelined), which runs
 // the request's abort hook at once so the engine stops work. One pending read for both jobs means no
 // cancel-and-restart per request, and no syscall when a request starts.
+// On plain TCP the pending read is a wait for readiness: the bytes are read
+// when they are there, into a buffer sized then, so an idle connection
+// holds no read buffer.
 // Writes go out at once when the kernel takes them (no posted completion).
 #pragma once
 
@@ -85,14 +88,19 @@ class ClientConnection final : public ResponseSink {
   // Used by the server. `owner` is kept alive while a read is pending.
   void start(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
   // Until more bytes are in the buffer; the read error (EOF, reset, the
-  // socket closed by a deadline) once there will be none.
-  Task<beast::error_code> wait_for_bytes();
+  // socket closed by a deadline) once there will be none. `expected`: bytes
+  // the caller knows are on their way (a body's rest), up to 256 KiB a read.
+  Task<beast::error_code> wait_for_bytes(std::size_t expected = 0);
   void begin_request(bool keep_alive);
   void end_request();
 
  private:
   void read();             // starts the pending read unless there is one
-  void on_read(const beast::error_code& ec, std::size_t n);
+  // Plain TCP: the socket is readable; reads what it holds (ec: the error).
+  void read_ready(beast::error_code& ec);
+  // Bytes read during a request: pipelined, kept within the limit.
+  void take_pipelined(const char* data, std::size_t n);
+  void on_read(const beast::error_code& ec);
   // A write in two steps, so that the usual one costs no coroutine frame:
   // write_at_once is true when the kernel took every byte; when it is
   // false and the write has not failed, write_rest sends what is left.
@@ -130,9 +138,12 @@ class ClientConnection final : public ResponseSink {
   std::string chunk_copy_;  // send_chunk's one buffer, when it copies (reused)
   std::optional<std::string> remote_address_;  // remote_address(), once asked
   std::vector<std::string> peer_names_;
-  // The pending read's target: the parser's buffer is consumed between
-  // requests while a read is pending, so reads land here and are copied in.
-  std::array<char, 4096> chunk_;
+  std::size_t expected_ = 0;  // wait_for_bytes's, for the next read
+  // Under TLS, the pending read's target (the parser's buffer is consumed
+  // between requests while a read is pending, so TLS reads land here and
+  // are copied in). Plain TCP waits for readiness instead and reads into
+  // the buffer when bytes are there: an idle connection holds no buffer.
+  std::unique_ptr<std::array<char, 4096>> tls_chunk_;
 };
 
 }  // namespace arbiter

@@ -50,7 +50,8 @@ struct ScannedHead {
 // form above. False: declined.
 bool scan_head(std::string_view bytes, std::size_t limit, ScannedHead& out);
 
-// A whole request: head and body within their limits and all in `bytes`.
+// A whole request: head and body within their limits and all in `bytes`
+// (else `awaiting` may say how many bytes it needs).
 struct ScannedRequest {
   ScannedHead head;
   http::verb method = http::verb::unknown;
@@ -58,6 +59,10 @@ struct ScannedRequest {
   std::string_view body;
   std::size_t size = 0;     // head and body
   bool keep_alive = true;   // no `Connection: close`
+  // Declined only because the body has not all arrived (the head is
+  // accepted and the length within the limit): the bytes the whole request
+  // takes, to read before scanning again. 0 otherwise.
+  std::size_t awaiting = 0;
 };
 bool scan_request(std::string_view bytes, std::size_t header_limit, std::size_t body_limit,
                   ScannedRequest& out);

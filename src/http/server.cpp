@@ -33,8 +33,6 @@ void log_handler_failure(const std::exception_ptr& failure) {
 std::string body_too_large_message(const ServerOptions& opt) {
   return "request body exceeds " + std::to_string(opt.max_body_bytes) + " bytes";
 }
-// Room for a typical request without growing the buffer.
-constexpr std::size_t kReadBufferBytes = 8 * 1024;
 // accept() out of file descriptors: how long until the next try.
 constexpr std::chrono::milliseconds kAcceptBackoff{100};
 // A refused connection (max_connections) is closed after this at the latest.
@@ -70,7 +68,6 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
         tls_(std::move(tls)),
         stream_(tls_ ? Stream(std::move(socket), *tls_) : Stream(std::move(socket))),
         conn_(stream_, buffer_, deadline_, server.options_.write_timeout, server.draining_) {
-    buffer_.reserve(kReadBufferBytes);
     beast::error_code ignored;
     stream_.socket().non_blocking(true, ignored);  // writes are tried at once (ClientConnection)
   }
@@ -93,8 +90,10 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   // further operation.
   Task<beast::error_code> read_request(RequestParser& parser, bool whole);
   // Takes the request at the front of the buffer into `req` when the strict
-  // scan (http/head_scan) accepts it whole; false leaves it to Beast.
-  bool take_scanned_request(HttpRequest& req);
+  // scan (http/head_scan) accepts it whole, reading the rest of a body that
+  // has not all arrived straight into the buffer first; false leaves it to
+  // Beast (or the connection ends: `ec`).
+  Task<bool> take_scanned_request(HttpRequest& req, beast::error_code& ec);
   // The TLS handshake, within header_timeout; false: the connection ends.
   Task<bool> handshake();
 
@@ -127,17 +126,30 @@ Task<beast::error_code> HttpServer::Session::read_request(RequestParser& parser,
   }
 }
 
-bool HttpServer::Session::take_scanned_request(HttpRequest& req) {
+Task<bool> HttpServer::Session::take_scanned_request(HttpRequest& req, beast::error_code& ec) {
   const ServerOptions& opt = server_.options_;
-  const auto data = buffer_.data();
   ScannedRequest scanned;
-  if (!scan_request({static_cast<const char*>(data.data()), data.size()}, opt.max_header_bytes,
-                    opt.max_body_bytes, scanned)) {
-    return false;
+  for (;;) {
+    const auto data = buffer_.data();
+    const std::string_view bytes(static_cast<const char*>(data.data()), data.size());
+    if (scan_request(bytes, opt.max_header_bytes, opt.max_body_bytes, scanned)) break;
+    if (scanned.awaiting == 0) co_return false;
+    // The head is taken: the body's rest, whatever its size, in as few
+    // reads as the kernel allows, within client_body_ms.
+    idle_ = false;
+    if (deadline_.disarm()) {  // the header's deadline passed: the connection is closed
+      ec = net::error::operation_aborted;
+      co_return false;
+    }
+    deadline_.arm(stream_.socket(), opt.body_timeout);
+    while (buffer_.size() < scanned.awaiting) {
+      ec = co_await conn_.wait_for_bytes(scanned.awaiting - buffer_.size());
+      if (ec) co_return false;
+    }
   }
   req = HttpRequest(scanned);
   buffer_.consume(scanned.size);
-  return true;
+  co_return true;
 }
 
 Task<bool> HttpServer::Session::handshake() {
@@ -163,16 +175,19 @@ Task<void> HttpServer::Session::run() {
   while (!server_.draining()) {
     idle_ = true;
     deadline_.arm(stream_.socket(), first ? opt.header_timeout : opt.keepalive_idle);
-    // The common request comes whole in one read and is taken by the scan;
+    // The common request (whatever its body's size) is taken by the scan;
     // anything else is parsed by Beast from the same bytes.
     beast::error_code header_ec;
     if (buffer_.size() == 0) {
+      // Idle between requests: no read buffer is held (ClientConnection
+      // reads into one sized when the next request's bytes arrive).
+      buffer_.shrink_to_fit();
       header_ec = co_await conn_.wait_for_bytes();
       if (header_ec == net::error::eof) header_ec = http::error::end_of_stream;  // nothing came
     }
     HttpRequest req;
     std::optional<RequestParser> parser;
-    if (!header_ec && !take_scanned_request(req)) {
+    if (!header_ec && !co_await take_scanned_request(req, header_ec) && !header_ec) {
       parser.emplace();
       parser->header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
       parser->body_limit(opt.max_body_bytes);
@@ -216,6 +231,9 @@ Task<void> HttpServer::Session::run() {
       }
     }
     if (parser) req = HttpRequest(parser->release());
+    // The request is copied out: a stream that runs for minutes holds no
+    // read buffer (nor a large body's) while it does.
+    if (buffer_.size() == 0) buffer_.shrink_to_fit();
 
     conn_.begin_request(req.keep_alive());
     ++server_.active_requests_;

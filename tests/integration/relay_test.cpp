@@ -194,5 +194,39 @@ TEST(Relay, PipelinedRequestArrivingMidRequestIsAnsweredNext) {
   EXPECT_EQ(h.upstream().request_count(), 2u);
 }
 
+// A body that arrives in pieces, and a 900 KiB prompt (larger than the socket
+// buffers, with escapes and multi-byte text), is read whole by the server's
+// own scan (read straight into its buffer, not handed to Beast) and reaches
+// the engine as sent; the connection then serves the next request.
+TEST(Relay, BodiesInPiecesAndLargePromptsReachTheEngineAsSent) {
+  Harness h;
+  std::string prompt;
+  while (prompt.size() < 900 * 1024) prompt += R"(Caf\u00e9 caf)" "\xc3\xa9" R"( \"quoted\" line\n )";
+  const std::vector<std::string> bodies = {
+      chat_body(), R"({"model":")" + std::string(kModel) + R"(","messages":[{"role":"user","content":")" + prompt + R"("}]})",
+      chat_body()};
+  HttpConnection conn(h.port());
+  for (std::size_t i = 0; i < bodies.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    const HttpRequest req = chat_request(bodies[i]);
+    std::string wire = "POST " + req.target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    for (const auto& [k, v] : req.headers) wire += k + ": " + v + "\r\n";
+    wire += "Content-Length: " + std::to_string(req.body.size()) + "\r\n\r\n";
+    const std::size_t head = wire.size();
+    wire += req.body;
+    // The head with a few body bytes, then the rest in two parts.
+    const std::size_t cuts[] = {0, head + 5, head + (wire.size() - head) / 2, wire.size()};
+    for (std::size_t c = 0; c + 1 < std::size(cuts); ++c) {
+      conn.send_raw(std::string_view(wire).substr(cuts[c], cuts[c + 1] - cuts[c]));
+      if (i < 2) std::this_thread::sleep_for(Millis(50));  // the last one whole, after the others
+    }
+    const auto res = conn.read_head();
+    ASSERT_EQ(res.status, 200);
+    conn.read_rest();
+    ASSERT_TRUE(h.upstream().wait_for_requests(i + 1, Millis(5'000)));
+    EXPECT_TRUE(h.upstream().requests()[i].body == req.body) << "the body reached the engine changed";
+  }
+}
+
 }  // namespace
 }  // namespace arbiter::test

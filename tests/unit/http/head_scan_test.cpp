@@ -148,6 +148,25 @@ TEST(HeadScan, DeclinesARequestLineWithoutATarget) {
   }
 }
 
+TEST(HeadScan, SaysHowManyBytesABodyStillToComeNeeds) {
+  const std::string wire = request_with("Host: a\r\n");
+  ScannedRequest s;
+  for (const std::size_t cut : {wire.size() - kBody.size(), wire.size() - 1}) {
+    EXPECT_FALSE(scan_request(wire.substr(0, cut), kHeaderLimit, kBodyLimit, s));
+    EXPECT_EQ(s.awaiting, wire.size());  // then read, and scanned again whole
+  }
+  ASSERT_TRUE(scan_request(wire, kHeaderLimit, kBodyLimit, s));
+  EXPECT_EQ(s.awaiting, 0u);
+  // Not for a body over the limit, a head not all there or one Beast decides.
+  EXPECT_FALSE(scan_request(wire.substr(0, wire.size() - 1), kHeaderLimit, kBody.size() - 1, s));
+  EXPECT_EQ(s.awaiting, 0u);
+  EXPECT_FALSE(scan_request(wire.substr(0, 20), kHeaderLimit, kBodyLimit, s));
+  EXPECT_EQ(s.awaiting, 0u);
+  const std::string expect = "POST /v1/chat/completions HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n";
+  EXPECT_FALSE(scan_request(expect, kHeaderLimit, kBodyLimit, s));
+  EXPECT_EQ(s.awaiting, 0u);
+}
+
 TEST(HeadScan, DeclinesOverTheLimitsSoBeastReportsThem) {
   const std::string wire = request_with("X-Big: " + std::string(2000, 'x') + "\r\n");
   ScannedRequest s;
