@@ -81,7 +81,7 @@ void Gateway::assemble_pipeline() {
   pipeline_.add_stage(std::make_unique<AuthStage>());
   pipeline_.add_stage(std::make_unique<ParseStage>(config_.limits.max_json_depth));
   pipeline_.add_stage(std::make_unique<RouteStage>(pools_));
-  pipeline_.add_stage(std::make_unique<BreakerStage>(config_, *breakers_, pool_index_, metrics_));
+  pipeline_.add_stage(std::make_unique<BreakerStage>(*breakers_, metrics_));
   pipeline_.add_stage(std::make_unique<CapsStage>(config_, pools_, metrics_));
   pipeline_.add_stage(std::make_unique<QuotaStage>(config_, quotas_, metrics_));
   pipeline_.add_stage(std::make_unique<SupersedeStage>(config_));

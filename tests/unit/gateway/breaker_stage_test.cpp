@@ -40,7 +40,6 @@ model_breaker: {window_ms: 60000, min_requests: 10, base_open_ms: 100, max_open_
 struct Rig {
   std::shared_ptr<const Runtime> runtime = std::make_shared<const Runtime>(breaker_config());
   const Config& config = runtime->config;
-  const PoolIndex& index = runtime->pool_index;
   GatewayMetrics metrics;
   std::vector<std::unique_ptr<ModelPool>> pools;
   ModelBreakers breakers{config, metrics};
@@ -64,7 +63,7 @@ struct Rig {
     ctx.runtime = runtime;  // as Pipeline::run does
     ParseStage parse;
     RouteStage route(pools);
-    BreakerStage breaker(config, breakers, index, metrics);
+    BreakerStage breaker(breakers, metrics);
     for (AdmissionStage* stage : std::initializer_list<AdmissionStage*>{&parse, &route, &breaker}) {
       Verdict v = stage->admit(ctx);
       if (v.kind == Verdict::Kind::kRefuse) return v.error;
