@@ -30,15 +30,16 @@ std::string_view path_of(std::string_view target) { return target.substr(0, targ
 
 Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor timer_executor,
                  std::unique_ptr<BatchedLineWriter> access_log)
-    : config_(std::move(config)),
-      tenants_(config_.tenants, config_.auth.enabled),
+    : startup_(std::make_shared<const Runtime>(std::move(config))),
+      runtime_(startup_),
+      config_(startup_->config),
+      tenants_(startup_->tenants),
       quotas_(config_, timer_executor),
       usage_(config_),
-      classifier_(config_.classes, config_.default_class),
+      pool_index_(startup_->pool_index),
       access_log_(std::move(access_log)) {
   for (std::size_t i = 0; i < config_.models.size(); ++i) {
     pools_.push_back(std::make_unique<ModelPool>(config_.models[i], io_threads));
-    pool_index_[config_.models[i].name].push_back(i);
   }
   auto scheduler = sched::Scheduler::create(to_scheduler_config(config_));
   // The config loader validated the same rules: failing here is a bug.
@@ -78,10 +79,11 @@ Gateway::~Gateway() {
 // order it must run (auth before anything is parsed; quotas after route,
 // which names the class); a new observer likewise.
 void Gateway::assemble_pipeline() {
-  pipeline_.add_stage(std::make_unique<AuthStage>(tenants_));
+  pipeline_.set_runtime(runtime_);
+  pipeline_.add_stage(std::make_unique<AuthStage>());
   pipeline_.add_stage(std::make_unique<ParseStage>(config_.limits.max_json_depth));
-  pipeline_.add_stage(std::make_unique<RouteStage>(config_, classifier_, pool_index_, pools_));
-  pipeline_.add_stage(std::make_unique<BreakerStage>(config_, *breakers_, pool_index_, metrics_));
+  pipeline_.add_stage(std::make_unique<RouteStage>(pools_));
+  pipeline_.add_stage(std::make_unique<BreakerStage>(*breakers_, metrics_));
   pipeline_.add_stage(std::make_unique<CapsStage>(config_, pools_, metrics_));
   pipeline_.add_stage(std::make_unique<QuotaStage>(config_, quotas_, metrics_));
   pipeline_.add_stage(std::make_unique<SupersedeStage>(config_));

@@ -1,9 +1,10 @@
 // The gateway's request handler: a router. The OpenAI routes run the request
 // pipeline (gateway/pipeline/: admission stages, dispatch and relay,
 // completion observers), assembled here once; the admin endpoints are
-// AdminRoutes. Holds the immutable config and the shared state the stages
-// use: tenants, classifier, model pools, the dispatcher (scheduler), the
-// backend monitor and the metrics.
+// AdminRoutes. Holds the config snapshot requests take (a Runtime: config,
+// tenants, classifier, a model's pools; gateway/runtime.hpp) and the shared
+// state the stages use: model pools, the dispatcher (scheduler), the backend
+// monitor and the metrics.
 #pragma once
 
 #include <memory>
@@ -25,6 +26,7 @@
 #include "gateway/stages/quota/dynamic_quota_updater.hpp"
 #include "gateway/pipeline/pipeline.hpp"
 #include "gateway/resilience/backend_health.hpp"
+#include "gateway/runtime.hpp"
 #include "gateway/stages/breaker/model_breakers.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
 #include "http/server.hpp"
@@ -73,16 +75,18 @@ class Gateway {
   void refresh_metrics();
   void start_monitor(net::any_io_executor executor);
 
-  const Config config_;
-  TenantDirectory tenants_;
+  // The start-up Runtime, which the long-lived parts below (quotas, pools,
+  // scheduler, breakers) are built from, and the slot each request takes its
+  // own from (a reload, a later issue, would store a new one there).
+  const std::shared_ptr<const Runtime> startup_;
+  RuntimeSlot runtime_;
+  const Config& config_;            // startup_'s
+  const TenantDirectory& tenants_;  // startup_'s (the admin routes')
   QuotaBook quotas_;  // tenant and team quotas (in-process or shared through Redis)
   UsageBook usage_;   // usage per tenant, model and class by the hour (/admin/usage)
-  Classifier classifier_;
   GatewayMetrics metrics_;
   std::vector<std::unique_ptr<ModelPool>> pools_;  // in config order (= PoolId)
-  // Model name -> its pools (pools_ indexes): one, or one per class list
-  // when its backends name classes.
-  std::unordered_map<std::string, std::vector<std::size_t>> pool_index_;
+  const PoolIndex& pool_index_;  // startup_'s: model name -> its pools (pools_ indexes)
   ShownTenantQueues shown_tenant_queues_;  // refresh_metrics: tenant queue gauges last set
   std::unique_ptr<Dispatcher> dispatcher_;     // queues and the scheduler
   std::unique_ptr<BackendHealth> health_;      // engine signals + outlier ejection -> scheduler

@@ -1,105 +1,13 @@
 #include "yaml/setting_keys.hpp"
 
-#include <charconv>
-#include <chrono>
+#include "yaml/setting_rows.hpp"
 
 namespace arbiter {
 
 namespace {
 
+using namespace setting_rows;
 using sched::ClassPolicy;
-using sched::Duration;
-using std::chrono::milliseconds;
-
-// The longest duration a key takes (30 days): a queue deadline beyond it
-// is written as it.
-constexpr int64_t kLongestMs = 30LL * 24 * 3600 * 1000;
-constexpr int64_t kDayMs = 24LL * 3600 * 1000;
-
-int64_t to_ms(Duration d) {
-  if (d >= std::chrono::duration_cast<Duration>(milliseconds(kLongestMs))) return kLongestMs;
-  return std::chrono::duration_cast<milliseconds>(d).count();
-}
-int64_t to_ms(milliseconds d) { return d.count(); }
-
-// Readers and writers of one member, by kind. A reader gets the key's value
-// node and its full path; the table's key names it.
-template <class S, auto Member, double Min, double Max>
-void read_number(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {
-  if (auto d = r.number(v, path, Min, Max)) s.*Member = *d;
-}
-template <class S, auto Member>
-std::string write_number(const S& s) {
-  return YamlReader::format_number(s.*Member);
-}
-
-template <class S, auto Member, int64_t Min, int64_t Max>
-void read_integer(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {
-  using Int = std::remove_reference_t<decltype(s.*Member)>;
-  if (auto i = r.integer(v, path, Min, Max)) s.*Member = static_cast<Int>(*i);
-}
-template <class S, auto Member>
-std::string write_integer(const S& s) {
-  return std::to_string(s.*Member);
-}
-
-template <class S, auto Member>
-void read_bool(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {
-  if (auto b = r.boolean(v, path)) s.*Member = *b;
-}
-template <class S, auto Member>
-std::string write_bool(const S& s) {
-  return s.*Member ? "true" : "false";
-}
-
-template <class S, auto Member>
-void read_text(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {
-  if (auto text = r.scalar(v, path)) s.*Member = *text;
-}
-template <class S, auto Member>
-std::string write_text(const S& s) {
-  return YamlReader::quote(s.*Member);  // quoted: "::" or "a, b" stay one value
-}
-
-// Whole milliseconds into any std::chrono duration member.
-template <class S, auto Member, int64_t Min, int64_t Max>
-void read_ms(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {
-  using D = std::remove_reference_t<decltype(s.*Member)>;
-  if (auto ms = r.integer(v, path, Min, Max)) s.*Member = std::chrono::duration_cast<D>(milliseconds(*ms));
-}
-template <class S, auto Member>
-std::string write_ms(const S& s) {
-  return std::to_string(to_ms(s.*Member));
-}
-
-// Bytes: an integer, or one with a KiB / MiB / GiB suffix.
-template <class S, auto Member>
-void read_size(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {
-  auto text = r.scalar(v, path);
-  if (!text) return;
-  uint64_t mult = 1;
-  for (auto [suffix, m] : {std::pair{"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}}) {
-    if (text->size() > 3 && text->ends_with(suffix)) {
-      mult = m;
-      text->resize(text->size() - 3);
-    }
-  }
-  uint64_t n = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
-  if (ec != std::errc{} || end != text->data() + text->size() || n == 0) {
-    r.error(path, "must be a positive size in bytes, optionally with KiB, MiB or GiB");
-    return;
-  }
-  s.*Member = static_cast<std::size_t>(n * mult);
-}
-template <class S, auto Member>
-std::string write_size(const S& s) {
-  const std::size_t n = s.*Member;
-  for (auto [suffix, m] : {std::pair{"GiB", 1ull << 30}, {"MiB", 1ull << 20}, {"KiB", 1ull << 10}}) {
-    if (n % m == 0) return std::to_string(n / m) + suffix;
-  }
-  return std::to_string(n);
-}
 
 void read_policy_name(YamlReader& r, const YAML::Node& v, const std::string& path, SchedulerSettings& s) {
   const auto text = r.scalar(v, path);

@@ -8,7 +8,8 @@
 //                        scenario classes[].scheduler)
 //   scheduler_keys():    the scheduler section (gateway and scenario `scheduler:`)
 //   listener_keys() ... log_keys(): the gateway's other flat sections
-// Lists of things (tenants, models and their backends) are read by hand.
+// The entries of lists (tenants, models and their backends, ...) are tables
+// of the same kind: gateway/config_entries.hpp.
 #pragma once
 
 #include <algorithm>
@@ -30,8 +31,11 @@ struct SettingKey {
   // Reads the key's value node (at `path`, the key's full path) into the
   // settings (bounds checked).
   void (*read)(YamlReader& r, const YAML::Node& value, const std::string& path, Settings& s);
-  // The setting's value as YAML text.
+  // The setting's value as YAML text; "" leaves the key out (an optional
+  // setting that is not set, or a key only ever read: api_keys).
   std::string (*write)(const Settings& s);
+  // Absent from its mapping: "is required" (a list entry's name).
+  bool required = false;
 };
 
 using ClassPolicyKey = SettingKey<sched::ClassPolicy>;
@@ -66,13 +70,18 @@ std::vector<std::string_view> key_names(std::span<const SettingKey<Settings>> ke
   return out;
 }
 
-// Reads every key of `keys` present in `node` into `s`.
+// Reads every key of `keys` present in `node` into `s`; a required one
+// that is absent is an error.
 template <class Settings>
 void read_settings(std::span<const SettingKey<Settings>> keys, YamlReader& r, const YAML::Node& node,
                    const std::string& path, Settings& s) {
   for (const auto& k : keys) {
     const std::string key(k.key);
-    if (const YAML::Node value = node[key]) k.read(r, value, YamlReader::join(path, key), s);
+    if (const YAML::Node value = node[key]) {
+      k.read(r, value, YamlReader::join(path, key), s);
+    } else if (k.required) {
+      r.error(YamlReader::join(path, key), "is required");
+    }
   }
 }
 
@@ -83,14 +92,27 @@ void read_section(std::span<const SettingKey<Settings>> keys, YamlReader& r, con
   if (node && r.map(node, path, key_names(keys))) read_settings(keys, r, node, path, s);
 }
 
-// "key: value" for every key, joined with `separator`.
+// A list entry: a mapping of exactly these keys; false when not a mapping.
+template <class Settings>
+bool read_entry(std::span<const SettingKey<Settings>> keys, YamlReader& r, const YAML::Node& node,
+                const std::string& path, Settings& s) {
+  if (!r.map(node, path, key_names(keys))) return false;
+  read_settings(keys, r, node, path, s);
+  return true;
+}
+
+// "key: value" for every key the writer does not leave out, joined with
+// `separator` (a value that starts on its own line, a block list, follows
+// the colon directly).
 template <class Settings>
 std::string write_settings(std::span<const SettingKey<Settings>> keys, const Settings& s,
                            std::string_view separator) {
   std::string out;
   for (const auto& k : keys) {
+    const std::string value = k.write(s);
+    if (value.empty()) continue;
     if (!out.empty()) out += separator;
-    out += std::string(k.key) + ": " + k.write(s);
+    out += std::string(k.key) + (value.front() == '\n' ? ":" : ": ") + value;
   }
   return out;
 }

@@ -31,6 +31,7 @@ RequestContext::RequestContext(Route r, HttpRequest& request, ClientConnection& 
 
 Task<void> Pipeline::run(Route route, HttpRequest& req, ClientConnection& conn) const {
   RequestContext ctx(route, req, conn);
+  if (runtime_) ctx.runtime = runtime_->load();  // the request's one atomic load of the config
   for (const auto& observer : observers_) observer->on_start(ctx);
 
   // Admission: the first refusal is the answer.

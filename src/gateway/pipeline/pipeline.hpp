@@ -2,13 +2,15 @@
 // without its weight: admission stages in order (auth, parse, route, caps;
 // later quotas, degradation, cache lookup), then the handler (dispatch and
 // relay), then the completion observers (metrics, access log). The gateway
-// assembles it once; it holds no per-request state.
+// assembles it once; it holds no per-request state. A request reads the
+// configuration through the Runtime it takes at its start (set_runtime).
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "gateway/pipeline/stage.hpp"
+#include "gateway/runtime.hpp"
 
 namespace arbiter {
 
@@ -17,6 +19,8 @@ class Pipeline {
   void add_stage(std::unique_ptr<AdmissionStage> stage) { stages_.push_back(std::move(stage)); }
   void set_handler(std::unique_ptr<AdmittedHandler> handler) { handler_ = std::move(handler); }
   void add_observer(std::unique_ptr<CompletionObserver> observer) { observers_.push_back(std::move(observer)); }
+  // Where each request takes its Runtime from, once, at its start.
+  void set_runtime(const RuntimeSlot& slot) { runtime_ = &slot; }
 
   // One request of `route`, start to finish: the answer goes out (or the
   // client left) and every observer has seen its end.
@@ -28,6 +32,7 @@ class Pipeline {
   std::vector<std::unique_ptr<AdmissionStage>> stages_;
   std::unique_ptr<AdmittedHandler> handler_;
   std::vector<std::unique_ptr<CompletionObserver>> observers_;
+  const RuntimeSlot* runtime_ = nullptr;
 };
 
 }  // namespace arbiter

@@ -16,6 +16,7 @@
 #include "core/request_parser.hpp"
 #include "core/resume.hpp"
 #include "gateway/relay/upstream_relay.hpp"
+#include "gateway/runtime.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
 #include "core/resilience/model_breaker.hpp"
 #include "http/client_connection.hpp"
@@ -32,6 +33,10 @@ struct RequestContext {
 
   // A duration in milliseconds, as the access log and metrics record them.
   static double millis(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+  // The configuration it started with (Pipeline::run), kept to its end:
+  // `tenant` and `model_pools` point into it.
+  std::shared_ptr<const Runtime> runtime;
 
   // As it arrived.
   Route route;

@@ -38,12 +38,10 @@ model_breaker: {window_ms: 60000, min_requests: 10, base_open_ms: 100, max_open_
 }
 
 struct Rig {
-  Config config = breaker_config();
-  TenantDirectory tenants{config.tenants, config.auth.enabled};
-  Classifier classifier{config.classes, config.default_class};
+  std::shared_ptr<const Runtime> runtime = std::make_shared<const Runtime>(breaker_config());
+  const Config& config = runtime->config;
   GatewayMetrics metrics;
   std::vector<std::unique_ptr<ModelPool>> pools;
-  std::unordered_map<std::string, std::vector<std::size_t>> index;
   ModelBreakers breakers{config, metrics};
   net::io_context ioc;
   testing::Loopback loop{ioc};
@@ -51,7 +49,6 @@ struct Rig {
   Rig() {
     for (std::size_t i = 0; i < config.models.size(); ++i) {
       pools.push_back(std::make_unique<ModelPool>(config.models[i], 1));
-      index[config.models[i].name].push_back(i);
     }
   }
 
@@ -63,9 +60,10 @@ struct Rig {
     r.body() = R"({"model":"m1","messages":[{"role":"user","content":"hi"}]})";
     HttpRequest req(std::move(r));
     RequestContext ctx(Route::kChatCompletions, req, loop.conn());
+    ctx.runtime = runtime;  // as Pipeline::run does
     ParseStage parse;
-    RouteStage route(config, classifier, index, pools);
-    BreakerStage breaker(config, breakers, index, metrics);
+    RouteStage route(pools);
+    BreakerStage breaker(breakers, metrics);
     for (AdmissionStage* stage : std::initializer_list<AdmissionStage*>{&parse, &route, &breaker}) {
       Verdict v = stage->admit(ctx);
       if (v.kind == Verdict::Kind::kRefuse) return v.error;

@@ -1,6 +1,7 @@
 // The request pipeline (gateway/pipeline/): stages in order, the first
 // refusal answered and nothing after it run, a stage that waits, the
-// handler only for admitted requests, observers exactly once each.
+// handler only for admitted requests, observers exactly once each, and a
+// request keeps the config snapshot it started with.
 #include "gateway/pipeline/pipeline.hpp"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gateway/config_yaml.hpp"
 #include "loopback.hpp"
 
 namespace arbiter {
@@ -164,6 +166,66 @@ TEST(Pipeline, ARefusalNobodyHearsIsCounted499) {
   run(chain(trace, std::move(stages)), /*client_leaves_first=*/true);
   EXPECT_EQ(trace.completes, 1);
   EXPECT_EQ(trace.last_status, 499);
+}
+
+// A reload puts a new Runtime in the slot while a request is in flight: the
+// request keeps the one it took at its start, to its end (and keeps it
+// alive), and the next request takes the new one.
+class Reload final : public AdmissionStage {
+ public:
+  Reload(RuntimeSlot& slot, std::shared_ptr<const Runtime> next) : slot_(slot), next_(std::move(next)) {}
+  std::string_view name() const override { return "reload"; }
+  Verdict admit(RequestContext&) override { return next_ ? Verdict::wait() : Verdict::go(); }
+  Task<std::optional<ApiError>> admit_async(RequestContext&) override {
+    slot_.store(std::move(next_));  // while this request waits here
+    co_return std::nullopt;
+  }
+
+ private:
+  RuntimeSlot& slot_;
+  std::shared_ptr<const Runtime> next_;
+};
+
+class SeenRuntime final : public CompletionObserver {
+ public:
+  explicit SeenRuntime(std::vector<const Runtime*>& seen) : seen_(seen) {}
+  void on_start(RequestContext& ctx) override { seen_.push_back(ctx.runtime.get()); }
+  void on_complete(const RequestContext& ctx) override { seen_.push_back(ctx.runtime.get()); }
+
+ private:
+  std::vector<const Runtime*>& seen_;
+};
+
+std::shared_ptr<const Runtime> runtime_with_model(const std::string& model) {
+  auto config = parse_config("models: [{name: " + model + ", backends: [{url: \"http://127.0.0.1:9000\"}]}]\n");
+  EXPECT_TRUE(config) << ::testing::PrintToString(config.error());
+  return std::make_shared<const Runtime>(std::move(*config));
+}
+
+TEST(Pipeline, ARequestKeepsTheRuntimeItStartedWithWhenTheSlotIsSwapped) {
+  auto first = runtime_with_model("old");
+  auto second = runtime_with_model("new");
+  const Runtime* first_at = first.get();
+  const Runtime* second_at = second.get();
+  RuntimeSlot slot(std::move(first));  // the slot holds the only reference
+  std::weak_ptr<const Runtime> first_alive = slot.load();
+
+  Trace trace;
+  std::vector<const Runtime*> seen;
+  Pipeline p;
+  p.add_stage(std::make_unique<Reload>(slot, std::move(second)));
+  p.set_handler(std::make_unique<Answer>(trace));
+  p.add_observer(std::make_unique<SeenRuntime>(seen));
+  p.set_runtime(slot);
+
+  run(p);  // swaps the slot to `second` between its start and its end
+  EXPECT_EQ(slot.load().get(), second_at);
+  EXPECT_EQ(seen, (std::vector<const Runtime*>{first_at, first_at}));  // start and end: the first
+  EXPECT_EQ(trace.steps, (std::vector<std::string>{"handler"}));
+  EXPECT_TRUE(first_alive.expired());  // released with the request that held it last
+
+  run(p);  // the next request starts after the swap
+  EXPECT_EQ(seen, (std::vector<const Runtime*>{first_at, first_at, second_at, second_at}));
 }
 
 }  // namespace

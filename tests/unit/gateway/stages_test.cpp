@@ -41,27 +41,25 @@ models:
 // One request through the stages in chain order, stopping at the first
 // refusal (as the pipeline does).
 struct Rig {
-  Config config = test_config();
-  TenantDirectory tenants{config.tenants, config.auth.enabled};
-  Classifier classifier{config.classes, config.default_class};
+  std::shared_ptr<const Runtime> runtime = std::make_shared<const Runtime>(test_config());
+  const Config& config = runtime->config;
   GatewayMetrics metrics;
   std::vector<std::unique_ptr<ModelPool>> pools;
-  std::unordered_map<std::string, std::vector<std::size_t>> index;
   net::io_context ioc;
   testing::Loopback loop{ioc};
 
   Rig() {
     for (std::size_t i = 0; i < config.models.size(); ++i) {
       pools.push_back(std::make_unique<ModelPool>(config.models[i], 1));
-      index[config.models[i].name].push_back(i);
     }
   }
 
   // Returns the refusal, or nullopt with `ctx` filled by every stage.
   std::optional<ApiError> admit(RequestContext& ctx) {
-    AuthStage auth(tenants);
+    ctx.runtime = runtime;  // as Pipeline::run does
+    AuthStage auth;
     ParseStage parse;
-    RouteStage route(config, classifier, index, pools);
+    RouteStage route(pools);
     CapsStage caps(config, pools, metrics);
     SupersedeStage supersede(config);
     for (AdmissionStage* stage : std::initializer_list<AdmissionStage*>{&auth, &parse, &route, &caps, &supersede}) {

@@ -5,37 +5,19 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "bench/scenario_yaml.hpp"
 #include "gateway/config_yaml.hpp"
+#include "config_docs.hpp"
 
 namespace arbiter {
 namespace {
 
 // The key table under docs/configuration.md's `heading`: key -> default column.
 std::map<std::string, std::string> documented_keys(std::string_view heading) {
-  std::ifstream in(ARBITER_SOURCE_DIR "/docs/configuration.md");
-  std::string line;
-  while (std::getline(in, line) && !line.starts_with(heading)) {
-  }
-  std::map<std::string, std::string> keys;
-  bool in_table = false;
-  while (std::getline(in, line)) {
-    if (line.starts_with("| `")) {
-      in_table = true;
-      const std::size_t key_end = line.find("` |");
-      const std::string key = line.substr(3, key_end - 3);
-      const std::size_t def_start = key_end + 4;
-      keys[key] = line.substr(def_start, line.find(" |", def_start) - def_start);
-    } else if (in_table) {
-      break;  // the table ended
-    }
-  }
-  return keys;
+  return test::documented_keys(test::configuration_md(), heading);
 }
 
 TEST(ClassPolicyKeys, TheDocsDocumentExactlyTheseKeysWithTheseDefaults) {
@@ -101,26 +83,6 @@ TEST(SettingKeys, EveryFlatSectionIsDocumentedExactly) {
   expect_documented("## `retries`", retries_keys());
   expect_documented("## `health_probes`", health_probes_keys());
   expect_documented("## `model_breaker`", model_breaker_keys());
-}
-
-// The list entries read by hand (tenants, models, backends): their known
-// keys against the docs' tables.
-void expect_documented_keys(std::string_view heading, std::span<const std::string_view> keys) {
-  SCOPED_TRACE(std::string(heading));
-  std::set<std::string> expected, in_docs;
-  for (const std::string_view k : keys) expected.insert(std::string(k));
-  for (const auto& [key, value] : documented_keys(heading)) in_docs.insert(key);
-  EXPECT_EQ(in_docs, expected) << "docs/configuration.md and gateway/config_yaml.hpp disagree";
-}
-
-TEST(SettingKeys, EveryListEntryIsDocumentedExactly) {
-  expect_documented_keys("## `tenants`", kTenantKeys);
-  expect_documented_keys("## `teams`", kTeamKeys);
-  expect_documented_keys("`dynamic_quota` (the BRIEF", kDynamicQuotaKeys);
-  expect_documented_keys("`quotas` entries", kQuotaKeys);
-  expect_documented_keys("## `models`", kModelKeys);
-  expect_documented_keys("`backends` entries:", kBackendKeys);
-  expect_documented_keys("## `prices`", kPriceKeys);
 }
 
 TEST(SchedulerKeys, GatewayAndScenarioTakeTheSameNamesAndBounds) {

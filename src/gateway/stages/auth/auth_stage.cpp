@@ -3,7 +3,7 @@
 namespace arbiter {
 
 Verdict AuthStage::admit(RequestContext& ctx) {
-  auto tenant = tenants_.authenticate(ctx.req["authorization"], ctx.conn.peer_names());
+  auto tenant = ctx.runtime->tenants.authenticate(ctx.req["authorization"], ctx.conn.peer_names());
   if (!tenant) return Verdict::refuse(std::move(tenant.error()));
   ctx.tenant = *tenant;
   if (ctx.tenant) {

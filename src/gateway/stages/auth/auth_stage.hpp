@@ -1,7 +1,8 @@
 // Admission stage 1: who is calling. The API key (Authorization: Bearer)
 // names a tenant, else the connection's verified client certificate
 // (tenants[].client_cert_names); with auth off anyone else is anonymous.
-// Runs before anything in the body is parsed.
+// Runs before anything in the body is parsed. The tenants are the
+// request's Runtime's.
 #pragma once
 
 #include "core/tenants.hpp"
@@ -11,12 +12,8 @@ namespace arbiter {
 
 class AuthStage final : public AdmissionStage {
  public:
-  explicit AuthStage(const TenantDirectory& tenants) : tenants_(tenants) {}
   std::string_view name() const override { return "auth"; }
   Verdict admit(RequestContext& ctx) override;
-
- private:
-  const TenantDirectory& tenants_;
 };
 
 }  // namespace arbiter

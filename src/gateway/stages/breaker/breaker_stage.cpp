@@ -7,8 +7,9 @@
 namespace arbiter {
 
 Verdict BreakerStage::admit(RequestContext& ctx) {
+  const Runtime& runtime = *ctx.runtime;
   const auto index = breakers_.index(ctx.parsed.info.model);
-  if (!config_.model_breaker.enabled || !index) return Verdict::go();
+  if (!runtime.config.model_breaker.enabled || !index) return Verdict::go();
   const resilience::BreakerRoute route = breakers_.route(*index, sched::Clock::now());
   const std::string& model = breakers_.model(*index);
   if (route.target == resilience::BreakerTarget::kRefuse) {
@@ -24,15 +25,15 @@ Verdict BreakerStage::admit(RequestContext& ctx) {
   ctx.breaker_model = *index;
   if (route.target == resilience::BreakerTarget::kPrimary) return Verdict::go();
   // The config checked both name models it serves.
-  const ModelConfig& requested = config_.models[ctx.pool];
+  const ModelConfig& requested = runtime.config.models[ctx.pool];
   const std::string& target = route.target == resilience::BreakerTarget::kDegraded ? requested.degraded
                                                                                    : requested.fallback;
-  const auto it = pool_index_.find(target);
-  if (it == pool_index_.end()) return Verdict::go();
+  const auto it = runtime.pool_index.find(target);
+  if (it == runtime.pool_index.end()) return Verdict::go();
   metrics_.model_rerouted.with({model, target}).inc();
   rewrite_model(ctx.parsed, target);
   ctx.model_pools = &it->second;
-  ctx.pool = class_pool(config_, it->second, ctx.cls);
+  ctx.pool = class_pool(runtime.config, it->second, ctx.cls);
   ctx.prefix.clear();  // hashed for the requested model's pool; a cold start for the other is fine
   ctx.response_headers.emplace_back("x-arbiter-model", target);
   ctx.response_headers.emplace_back("x-arbiter-breaker",

@@ -16,11 +16,9 @@ namespace arbiter {
 
 class RouteStage final : public AdmissionStage {
  public:
-  // `pool_index`: model name -> its pools (indexes of config.models and `pools`).
-  RouteStage(const Config& config, const Classifier& classifier,
-             const std::unordered_map<std::string, std::vector<std::size_t>>& pool_index,
-             const std::vector<std::unique_ptr<ModelPool>>& pools)
-      : config_(config), classifier_(classifier), pool_index_(pool_index), pools_(pools) {}
+  // `pools`: the pools of the request's Runtime's pool_index (indexes of
+  // its config.models).
+  explicit RouteStage(const std::vector<std::unique_ptr<ModelPool>>& pools) : pools_(pools) {}
   std::string_view name() const override { return "route"; }
   Verdict admit(RequestContext& ctx) override;
 
@@ -28,9 +26,6 @@ class RouteStage final : public AdmissionStage {
   // The pool of `pools` that serves class `cls`: the one naming it, else the
   // one without classes (config validation makes sure there is one).
 
-  const Config& config_;
-  const Classifier& classifier_;
-  const std::unordered_map<std::string, std::vector<std::size_t>>& pool_index_;
   const std::vector<std::unique_ptr<ModelPool>>& pools_;
 };
 

@@ -1,0 +1,20 @@
+#include "gateway/runtime.hpp"
+
+namespace arbiter {
+namespace {
+
+PoolIndex index_pools(const std::vector<ModelConfig>& models) {
+  PoolIndex index;
+  for (std::size_t i = 0; i < models.size(); ++i) index[models[i].name].push_back(i);
+  return index;
+}
+
+}  // namespace
+
+Runtime::Runtime(Config c)
+    : config(std::move(c)),
+      tenants(config.tenants, config.auth.enabled),
+      classifier(config.classes, config.default_class),
+      pool_index(index_pools(config.models)) {}
+
+}  // namespace arbiter
