@@ -84,9 +84,9 @@ void Gateway::assemble_pipeline() {
   pipeline_.add_stage(std::make_unique<ParseStage>(config_.limits.max_json_depth));
   pipeline_.add_stage(std::make_unique<RouteStage>(pools_));
   pipeline_.add_stage(std::make_unique<BreakerStage>(*breakers_, metrics_));
-  pipeline_.add_stage(std::make_unique<CapsStage>(config_, pools_, metrics_));
+  pipeline_.add_stage(std::make_unique<CapsStage>(pools_, metrics_));
   pipeline_.add_stage(std::make_unique<QuotaStage>(config_, quotas_, metrics_));
-  pipeline_.add_stage(std::make_unique<SupersedeStage>(config_));
+  pipeline_.add_stage(std::make_unique<SupersedeStage>());
   pipeline_.set_handler(std::make_unique<DispatchStage>(config_, *dispatcher_, pools_, *health_, metrics_));
   pipeline_.add_observer(std::make_unique<RequestMetrics>(config_, metrics_));
   if (access_log_) pipeline_.add_observer(std::make_unique<AccessLogObserver>(*access_log_));

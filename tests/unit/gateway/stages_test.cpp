@@ -60,8 +60,8 @@ struct Rig {
     AuthStage auth;
     ParseStage parse;
     RouteStage route(pools);
-    CapsStage caps(config, pools, metrics);
-    SupersedeStage supersede(config);
+    CapsStage caps(pools, metrics);
+    SupersedeStage supersede;
     for (AdmissionStage* stage : std::initializer_list<AdmissionStage*>{&auth, &parse, &route, &caps, &supersede}) {
       Verdict v = stage->admit(ctx);
       if (v.kind == Verdict::Kind::kRefuse) return v.error;

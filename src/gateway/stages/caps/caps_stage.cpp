@@ -3,14 +3,15 @@
 namespace arbiter {
 
 Verdict CapsStage::admit(RequestContext& ctx) {
-  const ClassConfig& cls = config_.classes[ctx.cls];
+  const Config& config = ctx.runtime->config;
+  const ClassConfig& cls = config.classes[ctx.cls];
   if (cls.max_tokens_cap && apply_max_tokens_cap(ctx.parsed, *cls.max_tokens_cap)) {
     metrics_.rewrites.with({ctx.rec.cls}).inc();
     // Not silent: the client learns its max_tokens was lowered, and to what.
     ctx.response_headers.emplace_back("x-arbiter-max-tokens-capped", std::to_string(*cls.max_tokens_cap));
   }
   // Only work the scheduler may preempt needs a way to resume.
-  if (config_.scheduler.preemption && (cls.policy.preemptible || cls.policy.background)) {
+  if (config.scheduler.preemption && (cls.policy.preemptible || cls.policy.background)) {
     ctx.resume = resume_method(ctx.parsed, pools_[ctx.pool]->continues_chat());
   }
   return Verdict::go();

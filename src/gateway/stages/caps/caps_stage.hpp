@@ -13,13 +13,13 @@ namespace arbiter {
 
 class CapsStage final : public AdmissionStage {
  public:
-  CapsStage(const Config& config, const std::vector<std::unique_ptr<ModelPool>>& pools, GatewayMetrics& metrics)
-      : config_(config), pools_(pools), metrics_(metrics) {}
+  // The class settings come from the request's config snapshot (ctx.runtime).
+  CapsStage(const std::vector<std::unique_ptr<ModelPool>>& pools, GatewayMetrics& metrics)
+      : pools_(pools), metrics_(metrics) {}
   std::string_view name() const override { return "caps"; }
   Verdict admit(RequestContext& ctx) override;
 
  private:
-  const Config& config_;
   const std::vector<std::unique_ptr<ModelPool>>& pools_;
   GatewayMetrics& metrics_;
 };

@@ -12,7 +12,7 @@ Verdict SupersedeStage::admit(RequestContext& ctx) {
     return Verdict::go();
   }
   const RequestInfo& info = ctx.parsed.info;
-  if (anonymous || !config_.classes[ctx.cls].supersede_by_user || !info.user) return Verdict::go();
+  if (anonymous || !ctx.runtime->config.classes[ctx.cls].supersede_by_user || !info.user) return Verdict::go();
   std::string_view prompt;
   if (info.prompt_at < ctx.parsed.text.size()) prompt = std::string_view(ctx.parsed.text).substr(info.prompt_at);
   const std::string_view start = prompt.substr(0, std::min(kUserKeyPromptBytes, (prompt.size() + 1) / 2));

@@ -12,7 +12,6 @@
 // a key for it.
 #pragma once
 
-#include "core/config.hpp"
 #include "gateway/pipeline/stage.hpp"
 
 namespace arbiter {
@@ -23,12 +22,9 @@ inline constexpr std::size_t kUserKeyPromptBytes = 256;
 
 class SupersedeStage final : public AdmissionStage {
  public:
-  explicit SupersedeStage(const Config& config) : config_(config) {}
+  // The class settings come from the request's config snapshot (ctx.runtime).
   std::string_view name() const override { return "supersede"; }
   Verdict admit(RequestContext& ctx) override;
-
- private:
-  const Config& config_;
 };
 
 }  // namespace arbiter
