@@ -129,8 +129,10 @@ Task<QuotaBook::Admission> QuotaBook::reserve(const quota::Subject& who, int64_t
           continue;
         }
         // Registered under the same lock as the check: its wake cannot be missed.
+        // It waits at most until the request's own deadline, not a whole
+        // timeout from now, so a late round cannot stretch the request's wait.
         auto w = std::make_shared<Waiter>(executor);
-        w->timer.expires_after(store_config_.timeout);
+        w->timer.expires_at(deadline);
         waiters_.emplace_back(need.ref, w);
         waiting.push_back(std::move(w));
       }
