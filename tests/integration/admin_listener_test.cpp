@@ -51,10 +51,13 @@ TEST(AdminListener, TakesMetricsAndUsageOffThePublicPortBehindTheToken) {
   EXPECT_EQ(http_get(admin, "/admin/usage", {bearer("wrong")}).status, 401);
   EXPECT_EQ(http_get(admin, "/admin/usage", {{"authorization", std::string("Bearer ") + kAdminToken + "x"}}).status,
             401);
-  const auto metrics = http_get(admin, "/metrics", {{"authorization", std::string("bearer ") + kAdminToken}});
+  const Headers lower_case_scheme{{"authorization", std::string("bearer ") + kAdminToken}};
+  const auto metrics = http_get(admin, "/metrics", lower_case_scheme);
   ASSERT_EQ(metrics.status, 200) << metrics.body;
   EXPECT_EQ(metric_value(metrics.body, "arbiter_admin_unauthorized_total"), 3.0);
-  EXPECT_EQ(metric_value(metrics.body, "arbiter_requests_total", {{"tenant", "alpha"}}), 1.0);
+  EXPECT_EQ(h.gateway().wait_for_metric("arbiter_requests_total", [](double v) { return v == 1; }, Millis(5'000),
+                                        {{"tenant", "alpha"}}, admin, lower_case_scheme),
+            1.0);
   EXPECT_EQ(http_get(admin, "/admin/usage", {bearer(kAdminToken)}).status, 200);
   // No inference on the admin port.
   EXPECT_EQ(http_call(admin, chat_request(chat_body())).status, 404);

@@ -415,8 +415,11 @@ TEST(Resilience, ModelBreakerWalksDegradedFallbackIsolatedAndBack) {
   GatewayProcess gateway(config.to_yaml());
   const uint16_t port = gateway.port();
   const auto ask = [&] { return call(port, chat("chat", 2, false), Millis(5'000)); };
+  // The breaker observer records an answer once it has gone out, so the
+  // stage is polled for (at most 2 s), not read once right after an answer.
   const auto stage_is = [&](const std::string& stage) {
-    return gw_metric(port, "arbiter_model_breaker_stage", {{"model", "m1"}, {"stage", stage}}) == 1;
+    return gateway.wait_for_metric("arbiter_model_breaker_stage", [](double v) { return v == 1; }, Millis(2'000),
+                                   {{"model", "m1"}, {"stage", stage}}) == 1;
   };
   const auto transitions = [&](const std::string& from, const std::string& to) {
     return gw_metric(port, "arbiter_model_breaker_transitions_total", {{"model", "m1"}, {"from", from}, {"to", to}});

@@ -92,7 +92,10 @@ TEST(UpstreamFailure, ResetBeforeHeaderGives502) {
   const auto res = http_call(h.port(), chat_request(chat_body()));
   expect_error_body(res, 502);
   expect_retry_after(res);
-  EXPECT_GE(h.metric("arbiter_upstream_errors_total").value_or(0), 1.0);
+  EXPECT_GE(h.gateway()
+                .wait_for_metric("arbiter_upstream_errors_total", [](double v) { return v >= 1; }, Millis(5'000))
+                .value_or(0),
+            1.0);
 }
 
 TEST(UpstreamFailure, ConnectionRefusedGives502) {

@@ -98,6 +98,19 @@ std::optional<boost::json::object> GatewayProcess::wait_for_log(
   }
 }
 
+std::optional<double> GatewayProcess::wait_for_metric(const std::string& name,
+                                                      const std::function<bool(double)>& pred, Millis timeout,
+                                                      const Labels& labels, uint16_t port,
+                                                      const Headers& headers) const {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    const HttpResponse res = http_get(port != 0 ? port : port_, "/metrics", headers);
+    const auto v = res.status == 200 ? metric_value(res.body, name, labels) : std::nullopt;
+    if ((v && pred(*v)) || Clock::now() >= deadline) return v;
+    std::this_thread::sleep_for(Millis(20));
+  }
+}
+
 CommandResult run_arbiter_check(const std::string& config_yaml, Millis timeout) {
   TempDir dir("arbiter-check");
   const auto path = dir.write("config.yaml", config_yaml);

@@ -15,6 +15,8 @@
 #include <boost/json/object.hpp>
 
 #include "support/child_process.hpp"
+#include "support/http_client.hpp"
+#include "support/metrics_text.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_clock.hpp"
 
@@ -54,6 +56,15 @@ class GatewayProcess {
   // Polls the access log until a line satisfies `pred`.
   std::optional<boost::json::object> wait_for_log(
       const std::function<bool(const boost::json::object&)>& pred, Millis timeout) const;
+
+  // Polls GET /metrics (on `port`, the main one by default; `headers` for the
+  // admin listener's token) until the named sample satisfies `pred`; the last
+  // value seen. For what the observers count once an answer has gone out
+  // (requests, durations, tokens, upstream errors, resumes, breaker stages):
+  // a client can read its whole answer before those move.
+  std::optional<double> wait_for_metric(const std::string& name, const std::function<bool(double)>& pred,
+                                        Millis timeout, const Labels& labels = {}, uint16_t port = 0,
+                                        const Headers& headers = {}) const;
 
   const TempDir& dir() const { return dir_; }
   std::string config_path() const { return dir_.file("config.yaml"); }

@@ -1,7 +1,6 @@
 #include "support/harness.hpp"
 
 #include <exception>
-#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -29,12 +28,7 @@ std::optional<double> Harness::metric(const std::string& name, const Labels& lab
 
 std::optional<double> Harness::wait_for_metric(const std::string& name, double value, Millis timeout,
                                                const Labels& labels) {
-  const auto deadline = Clock::now() + timeout;
-  for (;;) {
-    const auto v = metric(name, labels);
-    if ((v && *v == value) || Clock::now() >= deadline) return v;
-    std::this_thread::sleep_for(Millis(50));
-  }
+  return gateway_->wait_for_metric(name, [value](double v) { return v == value; }, timeout, labels);
 }
 
 std::string describe_output(const GatewayProcess& gateway, std::size_t max_bytes) {
