@@ -88,14 +88,11 @@ TEST(Overload, RealtimeWaitStaysLowWhileTheBatchBacklogCompletes) {
   EXPECT_GE(waited_for_capacity, kBatch - 4 - 1);
   // Counted by the metrics observer once the answer has gone out: the
   // client may read its last answer before the counter is updated.
-  double capacity_waits = 0;
-  for (const auto until = Clock::now() + Millis(5'000); Clock::now() < until;
-       std::this_thread::sleep_for(Millis(20))) {
-    const std::string text = http_get(gateway.port(), "/metrics").body;
-    capacity_waits =
-        metric_value(text, "arbiter_queue_waits_total", {{"class", "batch"}, {"reason", "capacity"}}).value_or(0);
-    if (capacity_waits >= waited_for_capacity) break;
-  }
+  const double capacity_waits =
+      gateway
+          .wait_for_metric("arbiter_queue_waits_total", [&](double v) { return v >= waited_for_capacity; },
+                           Millis(5'000), {{"class", "batch"}, {"reason", "capacity"}})
+          .value_or(0);
   EXPECT_GE(capacity_waits, waited_for_capacity);
   const double realtime_worst = percentile(realtime_waits, 100);
   const double batch_median = percentile(batch_waits, 50);
