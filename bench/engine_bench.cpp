@@ -1,15 +1,20 @@
 // Engine model speed: the cost of one step at 256 running sequences, and a
 // virtual-time run of many requests through 64 engines (discrete events:
 // arrivals and step ends), reported as simulated requests per wall second.
+// And the gateway's side of engine signals: parsing a busy vLLM server's
+// ~50 KB /metrics answer (docs/engine-signals.md).
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <cstdint>
 #include <functional>
 #include <queue>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "core/engine_metrics.hpp"
 #include "engine/engine.hpp"
 #include "engine/profile.hpp"
 #include "engine/prompt.hpp"
@@ -115,6 +120,27 @@ BENCHMARK(BM_VirtualTime64Engines)
     ->Arg(1'000'000)
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
+
+// Eight models' series, each a 50-bucket latency histogram around the three
+// gauges the gateway reads: what a vLLM server with several models exposes.
+void BM_ParseVllmMetrics50KB(benchmark::State& state) {
+  std::string body;
+  for (int model = 0; model < 8; ++model) {
+    const std::string labels = fmt::format(R"(engine="0",model_name="org/model-{}-70B-Instruct")", model);
+    body += "# TYPE vllm:e2e_request_latency_seconds histogram\n";
+    for (int le = 0; le < 50; ++le) {
+      body += fmt::format("vllm:e2e_request_latency_seconds_bucket{{{},le=\"{:.2f}\"}} {}.0\n", labels, le * 0.25,
+                          le * 17);
+    }
+    body += fmt::format("vllm:num_requests_waiting{{{}}} 1.0\nvllm:num_requests_running{{{}}} 8.0\n"
+                        "vllm:kv_cache_usage_perc{{{}}} 0.0{}\n",
+                        labels, labels, labels, model + 1);
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(parse_engine_load(body));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
+  state.counters["body_bytes"] = static_cast<double>(body.size());
+}
+BENCHMARK(BM_ParseVllmMetrics50KB);
 
 }  // namespace
 }  // namespace arbiter::engine

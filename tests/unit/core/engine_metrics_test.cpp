@@ -304,20 +304,12 @@ std::string large_vllm_body() {
   return body;
 }
 
-TEST(EngineMetrics, ParsesA50KbBodyWellUnderAMillisecond) {
+// Its speed is engine_bench's BM_ParseVllmMetrics50KB, not timed here.
+TEST(EngineMetrics, ReadsTheGaugesOutOfA50KbBody) {
   const std::string body = large_vllm_body();
   ASSERT_GT(body.size(), 40'000u);
-  constexpr int kRounds = 200;
-  double waiting = 0;
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < kRounds; ++i) waiting += parse_engine_load(body).waiting.value_or(0);
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  EXPECT_EQ(waiting, 8.0 * kRounds);
-  const double mean_us = std::chrono::duration<double, std::micro>(elapsed).count() / kRounds;
-  // Typically tens of microseconds; the bound leaves room for a loaded machine.
-  EXPECT_LT(mean_us, 1000.0) << body.size() << " bytes";
-
   const EngineLoad load = parse_engine_load(body);
+  EXPECT_EQ(load.waiting, 8.0);
   EXPECT_EQ(load.running, 64.0);
   EXPECT_EQ(load.kv_usage, 0.08);
 }

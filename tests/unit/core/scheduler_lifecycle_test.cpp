@@ -39,9 +39,9 @@ TEST(SchedulerLifecycle, CancelledWhileQueuedIsNeverDispatched) {
   EXPECT_EQ(s.tenant_queues(), 0u);
 }
 
-TEST(SchedulerLifecycle, CancelIsLogarithmicWith100kQueued) {
-  // An O(n) removal would take seconds here (50k cancels x 100k entries);
-  // heaps with positions take milliseconds.
+TEST(SchedulerLifecycle, CancellingHalfOf100kQueuedLeavesTheOtherHalfInOrder) {
+  // Removal is by position in the heaps; its cost at 100k queued is
+  // measured by scheduler_bench's BM_CancelRequeue, not timed here.
   std::vector<ClassPolicy> classes;
   for (int c = 0; c < 8; ++c) {
     std::string name = "c";
@@ -55,12 +55,9 @@ TEST(SchedulerLifecycle, CancelIsLogarithmicWith100kQueued) {
   for (uint64_t i = 0; i < 100'000; ++i) {
     h.add(i, static_cast<ClassId>(rng() % 8), static_cast<TenantId>(rng() % 1000), 100, at_ms(0));
   }
-  const auto begin = std::chrono::steady_clock::now();
   for (uint64_t i = 0; i < 100'000; i += 2) {
     ASSERT_EQ(h.scheduler().cancel(h.handle(i)), CancelOutcome::kDequeued);
   }
-  const auto elapsed = std::chrono::steady_clock::now() - begin;
-  EXPECT_LT(elapsed, 1s);
   EXPECT_EQ(h.scheduler().queued(), 50'000u);
   const auto order = h.drain_one_by_one(at_ms(1));
   EXPECT_EQ(order.size(), 50'000u);
