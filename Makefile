@@ -46,8 +46,9 @@ test: build
 # sanitized build does not keep; so are the Debian package, which ships the
 # Release build, the systemd unit's check, which traces the Release binary's
 # system calls with strace for the unit's filter (a sanitized binary makes
-# others, and LeakSanitizer aborts under ptrace), and the fuzz smokes, whose
-# tree has its own sanitizers.
+# others, and LeakSanitizer aborts under ptrace), and the fuzz smokes and
+# unit_tests_sanitized, whose tree has its own sanitizers (the whole unit
+# suite runs sanitized here anyway).
 define sanitized_suites
 	cmake -S . -B $(1) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARBITER_TCMALLOC=OFF \
 	  -DCMAKE_CXX_COMPILER_LAUNCHER=$$(command -v ccache || true) \
@@ -55,7 +56,7 @@ define sanitized_suites
 	  "-DCMAKE_EXE_LINKER_FLAGS=$(2)"
 	cmake --build $(1) -j $(JOBS)
 	$(4) ctest --test-dir $(1) --output-on-failure -j $(JOBS) -LE timing \
-	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke|deploy_debian_package|deploy_systemd_unit|fuzz_'
+	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke|deploy_debian_package|deploy_systemd_unit|fuzz_|unit_tests_sanitized'
 endef
 
 # AddressSanitizer + LeakSanitizer + UndefinedBehaviorSanitizer (issue 16;
