@@ -81,7 +81,8 @@ test-tsan: deps
 
 # libFuzzer harnesses (fuzz/; docs/security.md, "Fuzzing"): a tree of their
 # own (build-fuzz, GCC with ASan, UBSan and coverage, Debian's libFuzzer),
-# each harness run for FUZZ_SECONDS in turn, FUZZ_NAMES to pick some.
+# each harness run for FUZZ_SECONDS in turn (or FUZZ_RUNS executions if
+# that comes first), FUZZ_NAMES to pick some.
 # `make test` runs each for 30 s (ctest fuzz_smoke_*).
 FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60

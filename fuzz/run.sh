@@ -3,6 +3,7 @@
 #   fuzz/run.sh build FUZZ_DIR [LAUNCHER]      configure and build the fuzz tree
 #   fuzz/run.sh run FUZZ_DIR SECONDS [NAME...]  run each harness (all by default)
 #                                               for SECONDS, one after the other
+#                                               (FUZZ_RUNS=N: or until N executions)
 # A run starts from the committed seeds (fuzz/corpus/NAME) and the corpus
 # grown by earlier runs (FUZZ_DIR/corpus/NAME, where new inputs go); a crash
 # or a failed property is saved in FUZZ_DIR/artifacts/ and fails the run.
@@ -45,6 +46,7 @@ for name in "${names[@]}"; do
   # the same corpus, so a CI run fails on a finding reproducibly, not by
   # chance; `make fuzz` leaves it random.
   [ -n "${FUZZ_SEED:-}" ] && extra+=(-seed="$FUZZ_SEED")
+  [ -n "${FUZZ_RUNS:-}" ] && extra+=(-runs="$FUZZ_RUNS")
   # -timeout: an input slower than this (sanitized, on a busy machine) is a
   # finding too. -rss_limit_mb: libFuzzer's default.
   "$binary" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 "${extra[@]}" \
@@ -57,7 +59,7 @@ for name in "${names[@]}"; do
     echo "$name: FAILED (exit $status), log $log:"
     grep -E "ERROR|property failed|SUMMARY|Test unit written" "$log" | head -20
   else
-    echo "$name: ${runs:-?} executions in ${seconds} s (${speed:-?}/s), corpus $files inputs, no crash"
+    echo "$name: ${runs:-?} executions (${speed:-?}/s, at most ${seconds} s), corpus $files inputs, no crash"
   fi
 done
 exit $failed
