@@ -204,6 +204,7 @@ class Scheduler {
   void make_ready(uint32_t id);    // held/requeued -> kQueued in its policy's order heap
   void remove_ready(uint32_t id);  // kQueued -> out of every order heap
   void drop_queued(uint32_t id);   // held or queued -> gone (cancel, supersede, expiry)
+  void leave_queue(uint32_t id, TimePoint at);  // held or queued -> out of every queue and count (node kept)
   void release_slot(uint32_t id);  // running -> slot freed (node kept)
   void prefilled(Node& n);         // its prompt leaves its backend's pending prefill
   void retire(uint32_t id);        // running -> slot freed and node gone

@@ -20,20 +20,8 @@ bool Scheduler::inherit(Handle heir_handle, Handle old_handle, TimePoint now) {
     return false;
   }
   // The heir leaves the queue as if dispatched...
-  if (n.state == NodeState::kHeld) {
-    held_.erase(n.order_pos, order_pos());
-  } else {
-    remove_ready(id);
-  }
-  untrack_deadline(id);
+  leave_queue(id, now);
   ClassQueue& cq = pools_[n.pool].classes[n.klass];
-  TenantQueue& tq = tenants_[n.tenant];
-  --cq.queued;
-  cq.queued_cost -= n.cost;
-  --tq.queued;
-  tq.queued_cost -= n.cost;
-  --queued_;
-  cq.departed.add(now, 1);
   // ...onto the old request's slot, which stays counted where it is
   // (backend, class, tenant, borrowed): only its aborting mark goes.
   Pool& run = pools_[o.run_pool];
