@@ -1,7 +1,5 @@
 #include "core/typing_through.hpp"
 
-#include <algorithm>
-
 namespace arbiter::typing {
 
 bool compatible(const Shape& old, const Shape& successor) {
@@ -23,12 +21,6 @@ Verdict typing_through(const InFlight& old, const Successor& successor) {
     return {.inherit = std::nullopt, .refusal = Refusal::kShape};
   }
   return {.inherit = Inheritance{.skip = typed.size()}, .refusal = Refusal::kNotExtension};
-}
-
-std::string_view served_part(std::string_view piece, std::size_t& skip_left) {
-  const std::size_t cut = std::min(skip_left, piece.size());
-  skip_left -= cut;
-  return piece.substr(cut);
 }
 
 }  // namespace arbiter::typing

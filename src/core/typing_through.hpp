@@ -67,10 +67,4 @@ struct Verdict {
 };
 Verdict typing_through(const InFlight& old, const Successor& successor);
 
-// Serving the rest of a stream: each generated piece in order passes
-// through here; returns the part of `piece` the successor's client gets
-// (empty while the typed bytes are still being skipped). `skip_left`
-// starts at Inheritance::skip and counts down.
-std::string_view served_part(std::string_view piece, std::size_t& skip_left);
-
 }  // namespace arbiter::typing
