@@ -42,7 +42,8 @@ constexpr const char* kUsage =
     "                [--policy fifo|priority|hybrid] [--port N] [--model NAME]\n"
     "      an arbiter config running the scenario's gateway (default --sim)\n"
     "  arbiter-bench sweep [--count N] [--seed N] [--from K] [--duration S] [--engines N]\n"
-    "                [--jobs N] [--out DIR] [--max-losing N]\n"
+    "                [--jobs N] [--out DIR] [--max-losing N] [--type-along P]\n"
+    "                [--typing-through on|off]\n"
     "      generated scenarios under fifo, priority and hybrid; exit 1 when hybrid loses\n"
     "      by the regret yardstick on more than N of them (default 0; DIR: sweep.md and\n"
     "      each losing scenario's YAML)\n"
@@ -296,7 +297,7 @@ int run_sweep_command(int argc, char** argv) {
   int status = 0;
   if (!parse_flags(argc, argv,
                    {"--count", "--seed", "--from", "--duration", "--engines", "--jobs", "--out",
-                    "--max-losing"},
+                    "--max-losing", "--type-along", "--typing-through"},
                    {}, f, status)) {
     return status;
   }
@@ -319,6 +320,14 @@ int run_sweep_command(int argc, char** argv) {
   if (f.contains("--engines") &&
       !(parse_number(f["--engines"], shape.max_engines) && shape.max_engines > 0))
     return usage("--engines must be a positive integer");
+  if (f.contains("--type-along") &&
+      !(parse_number(f["--type-along"], shape.type_along) && shape.type_along >= 0 && shape.type_along <= 1))
+    return usage("--type-along must be a number from 0 to 1");
+  if (f.contains("--typing-through")) {
+    if (f["--typing-through"] != "on" && f["--typing-through"] != "off")
+      return usage("--typing-through is on or off");
+    shape.typing_through = f["--typing-through"] == "on";
+  }
   const auto cases = run_sweep(seed, first, count, shape, jobs);
   std::size_t losing = 0;
   for (const SweepCase& c : cases) {

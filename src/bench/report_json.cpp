@@ -83,7 +83,8 @@ json::object to_json(const PolicySummary& p) {
                           {"engine_preemptions", e.engine_preemptions},
                           {"gateway_preemptions", e.gateway_preemptions},
                           {"dispatches", e.dispatches},
-                          {"borrowed_dispatches", e.borrowed_dispatches}};
+                          {"borrowed_dispatches", e.borrowed_dispatches},
+                          {"typed_through", e.typed_through}};
   }
   return {{"policy", p.policy},
           {"all", to_json(p.all)},

@@ -1,5 +1,6 @@
 #include "bench/report_markdown.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -44,6 +45,12 @@ double deadline_rate(const GroupSummary& g) {
   return g.with_deadline
              ? static_cast<double>(g.met_deadline) / static_cast<double>(g.with_deadline)
              : 1;
+}
+
+// Some typing traffic types along its suggestions (TrafficSpec::type_along).
+bool types_along(const Scenario& scenario) {
+  return std::any_of(scenario.classes.begin(), scenario.classes.end(),
+                     [](const ClassSpec& c) { return c.traffic.type_along > 0; });
 }
 
 struct Row {
@@ -117,6 +124,11 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
                       return share_of(p.engine.borrowed_dispatches, p.engine.dispatches);
                     },
                     pct});
+  }
+  if (types_along(scenario)) {
+    rows.push_back({"running generations a newer keystroke inherited (typing through)",
+                    [](const PolicySummary& p) { return static_cast<double>(p.engine.typed_through); },
+                    [](double v) { return fmt(v, 0); }});
   }
   rows.push_back({"busiest engine's running requests over the mean (time average)",
                   [](const PolicySummary& p) { return p.engine_known ? p.engine.load_spread : NAN; },

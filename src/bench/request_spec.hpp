@@ -32,6 +32,13 @@ struct RequestSpec {
   uint32_t output_tokens = 1;  // tokens the model generates (<= max_tokens)
   uint32_t max_tokens = 1;     // the request's max_tokens
   uint64_t supersede_key = 0;  // 0: none; a newer request with the key replaces this one
+  // Typing: `text` names this prompt's text. A keystroke that types along
+  // the suggestion being generated for the previous one (`type_along`) has
+  // that one's prompt plus the first `typed_tokens` of its generation:
+  // `extends` is that prompt's `text` (0: none).
+  uint64_t text = 0;
+  uint64_t extends = 0;
+  uint32_t typed_tokens = 0;
   double abort_at = kNever;    // the client gives up then, unless finished
   double deadline = kNever;    // finished by then, or it missed its deadline
 

@@ -57,6 +57,7 @@ struct EngineTotals {
   uint64_t gateway_preemptions = 0;    // scheduler preemptions acted on
   uint64_t dispatches = 0;             // scheduler dispatches acted on (resumed runs included)
   uint64_t borrowed_dispatches = 0;    // of them, onto another pool's engine (borrowing)
+  uint64_t typed_through = 0;          // running generations a newer keystroke inherited
   // Dispatches whose prompt shared a prefix block with an earlier dispatch,
   // and of them those sent to the engine the deepest such block went to
   // (prefix affinity, across gateway replicas).

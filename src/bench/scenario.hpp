@@ -96,6 +96,11 @@ struct TrafficSpec {
   // further keystroke follows within this, and then this long after the
   // keystroke (0: every keystroke is sent at once, as today's plugins do).
   double client_debounce_ms = 0;
+  // Share of keystrokes (after a burst's first) that type exactly the start
+  // (one token) of the suggestion the previous keystroke's completion is
+  // generating: the developer types along, or the model predicted what they
+  // were typing anyway. The rest type something else (0: none do).
+  double type_along = 0;
   // chat
   LengthDist turns;               // turns per session
   LengthDist think_s;             // between the starts of two turns

@@ -125,7 +125,7 @@ void read_traffic(Reader& r, const YAML::Node& n, const std::string& path, Traff
                        "burstiness",  "prompt", "output",       "max_tokens",  "deadline_s",
                        "patience",    "prefix", "developers",   "keystrokes",  "keystroke_gap_ms",
                        "file_tokens", "turns",  "think_s",      "max_context", "jobs",
-                       "rhythm_spread", "client_debounce_ms"})) {
+                       "rhythm_spread", "client_debounce_ms", "type_along"})) {
     return;
   }
   std::string kind = "requests";
@@ -189,6 +189,7 @@ void read_traffic(Reader& r, const YAML::Node& n, const std::string& path, Traff
   read_length(r, n, path, "file_tokens", t.file_tokens);
   r.read(n, path, "rhythm_spread", t.rhythm_spread, 0, 3);
   r.read(n, path, "client_debounce_ms", t.client_debounce_ms, 0, 60'000);
+  r.read(n, path, "type_along", t.type_along, 0, 1);
   read_length(r, n, path, "turns", t.turns);
   read_length(r, n, path, "think_s", t.think_s);
   r.read(n, path, "max_context", t.max_context, 1, 1e7);

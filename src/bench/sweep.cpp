@@ -94,7 +94,8 @@ std::string random_scenario_yaml(uint64_t seed, uint32_t index, const SweepShape
                     ", prompt: {dist: uniform, min: 20, max: 100}, output: {dist: uniform, min: "
                     "8, max: 64}, keystroke_gap_ms: {dist: uniform, min: " +
                     std::to_string(d.integer(50, 120)) + ", max: " +
-                    std::to_string(d.integer(150, 300)) + "}",
+                    std::to_string(d.integer(150, 300)) + "}" +
+                    (shape.type_along > 0 ? ", type_along: " + num(shape.type_along) : ""),
          .cost_s = 1.5 * request_cost_s(c, file + prompt, output, batch)});
   }
   if (chat) {
@@ -168,6 +169,7 @@ std::string random_scenario_yaml(uint64_t seed, uint32_t index, const SweepShape
   for (const ClassDraft& cd : classes) {
     y += "  - name: " + cd.name + "\n    slo: " + cd.slo + "\n    tenants: " + cd.tenants +
          "\n    traffic: {" + cd.traffic + ", rate: " + num(cd.base_rate) + surge + "}\n";
+    if (shape.typing_through && cd.name == "completion") y += "    scheduler: {typing_through: true}\n";
   }
   return y;
 }

@@ -14,6 +14,12 @@ struct SweepShape {
   double duration_s = 60;  // arrivals per scenario
   double drain_s = 120;    // then unfinished work is cut
   uint32_t max_engines = 6;
+  // Typing through (issue 12): the completion class's keystrokes type along
+  // their suggestions this often (TrafficSpec::type_along), and its
+  // scheduler class has ClassPolicy::typing_through. Neither draws from the
+  // generator: a scenario is the same one with either.
+  double type_along = 0;
+  bool typing_through = false;
 };
 
 // The YAML of scenario `index` of the sweep seeded `seed`: 1-`max_engines`

@@ -13,6 +13,7 @@
 
 #include "bench/workload.hpp"
 #include "core/scheduler.hpp"
+#include "core/typing_through.hpp"
 #include "engine/engine.hpp"
 #include "core/mix.hpp"
 
@@ -231,6 +232,7 @@ class VirtualRun {
   }
 
   void finish(Live& l, Outcome outcome) {
+    forget_handover(l);
     collector_.record({.klass = l.spec.klass,
                        .tenant = l.spec.tenant,
                        .outcome = outcome,
@@ -274,6 +276,7 @@ class VirtualRun {
     const engine::EngineStats after = engine.stats();
     --in_engine_[l.engine];
     due_.push_back(l.engine);  // freed KV may let waiting work in
+    forget_handover(l);
     l.engine = kNone;
     return {after.wasted_prefill_tokens_total - before.wasted_prefill_tokens_total,
             after.wasted_decode_tokens_total - before.wasted_decode_tokens_total};
@@ -347,7 +350,10 @@ class VirtualRun {
     l.handle = admitted->handle;
     if (const auto& old = admitted->superseded) {
       if (Live* o = find(old->user)) {
-        if (old->in_flight) {
+        if (old->in_flight && types_through(*o, l) &&
+            scheds_[l.replica].inherit(l.handle, o->handle, time_point())) {
+          hand_over(*o, l);
+        } else if (old->in_flight) {
           if (o->engine != kNone) waste(*o);
           scheds_[o->replica].complete(o->handle, time_point());
         }
@@ -355,6 +361,44 @@ class VirtualRun {
       }
     }
     dirty_ = true;
+  }
+
+  // Typing through (core/typing_through.hpp), in tokens: `heir`'s prompt is
+  // `old`'s plus the first typed_tokens of its generation, and those have
+  // been generated already; the parameters agree (same class and budget).
+  bool types_through(const Live& old, const Live& heir) const {
+    const typing::Shape old_shape{.max_tokens = old.spec.max_tokens};
+    const typing::Shape heir_shape{.max_tokens = heir.spec.max_tokens};
+    return old.engine != kNone && old.replica == heir.replica && heir.spec.extends != 0 &&
+           heir.spec.extends == old.spec.text && old.spec.klass == heir.spec.klass &&
+           old.delivered >= heir.spec.typed_tokens && typing::compatible(old_shape, heir_shape);
+  }
+
+  // The heir takes over old's engine run: the tokens generated past what
+  // was typed reach its client at once, the rest as they come.
+  void hand_over(Live& old, Live& heir) {
+    heir.engine = old.engine;
+    heir.run_id = old.run_id;
+    heir.run_first_token = old.run_first_token;
+    heir.spec.output_tokens = old.spec.output_tokens - heir.spec.typed_tokens;
+    heir.delivered = old.delivered - heir.spec.typed_tokens;
+    if (heir.delivered > 0) heir.first_token = heir.last_token = now_;
+    heirs_[heir.run_id] = static_cast<uint32_t>(&heir - lives_.data());
+    old.engine = kNone;
+    ++typed_through_;
+  }
+
+  // The Live an engine event of run `id` belongs to now.
+  Live& owner(engine::RequestId id) {
+    const auto it = heirs_.find(id);
+    return lives_[it != heirs_.end() ? it->second : static_cast<uint32_t>(id)];
+  }
+
+  // A run handed over ends (or is aborted) with `l`: its forwarding goes.
+  void forget_handover(const Live& l) {
+    if (l.engine == kNone || heirs_.empty()) return;
+    const auto it = heirs_.find(l.run_id);
+    if (it != heirs_.end() && it->second == static_cast<uint32_t>(&l - lives_.data())) heirs_.erase(it);
   }
 
   void client_abort(Live& l) {
@@ -374,7 +418,7 @@ class VirtualRun {
     const engine::StepResult& step = *last_step_[e];
     for (const engine::RequestEvent& ev : step.events) {
       if (!ev.token) continue;
-      Live& l = lives_[static_cast<uint32_t>(ev.id)];
+      Live& l = owner(ev.id);
       // Tokens of a run aborted during this step never reach anyone.
       if (!l.active || l.run_id != ev.id) continue;
       if (l.first_token < 0) l.first_token = now_;
@@ -390,6 +434,7 @@ class VirtualRun {
       ++l.delivered;
       if (ev.finished) {
         --in_engine_[e];
+        forget_handover(l);
         l.engine = kNone;
         if (!scheds_.empty()) {
           scheds_[l.replica].complete(l.handle, time_point(),
@@ -516,6 +561,7 @@ class VirtualRun {
                      .gateway_preemptions = gateway_preemptions_,
                      .dispatches = dispatches_,
                      .borrowed_dispatches = borrowed_dispatches_,
+                     .typed_through = typed_through_,
                      .prefix_seen = prefix_seen_,
                      .prefix_followed = prefix_followed_};
     for (const engine::Engine& engine : engines_) {
@@ -560,6 +606,10 @@ class VirtualRun {
   std::vector<uint64_t> scratch_blocks_;  // a prompt's engine block hashes, for its affinity blocks
   std::vector<uint32_t> free_;
   std::unordered_map<uint64_t, uint64_t> newest_;  // direct: supersede key -> newest ref
+  // Runs handed over by typing through: engine run id -> the heir's slot
+  // (the run id names the slot it was submitted for).
+  std::unordered_map<engine::RequestId, uint32_t> heirs_;
+  uint64_t typed_through_ = 0;
   double now_ = 0;
   sched::TimePoint last_tp_{};
   bool dirty_ = false;  // scheduler state changed since the last poll

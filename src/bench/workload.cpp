@@ -37,6 +37,7 @@ class Workload::Source {
         spec_(s.classes[klass]),
         t_(spec_.traffic),
         rng_(seed),
+        along_rng_(splitmix64(seed + 2)),
         arrivals_(t_, s.duration_s, splitmix64(seed + 1)),
         tenants_(spec_.tenant_mix.begin(), spec_.tenant_mix.end()) {
     next_ = t_.kind == TrafficKind::kBacklog && t_.jobs > 0 ? 0 : arrivals_.next();
@@ -114,6 +115,7 @@ class Workload::Source {
     const uint64_t key = splitmix64((uint64_t{klass_} << 48) ^ (uint64_t{dev} + 1));
     const uint32_t n = draw_length(t_.keystrokes, rng_);
     const double debounce_s = t_.client_debounce_ms / 1000.0;
+    RequestSpec previous;
     for (uint32_t i = 0; i < n; ++i) {
       // Drawn in the same order whether or not it is sent: a scenario
       // without client debounce or rhythm spread keeps its requests.
@@ -121,6 +123,18 @@ class Workload::Source {
       r.prefix = {.key = key, .tokens = file_tokens};
       r.unique_tokens = draw_length(t_.prompt, rng_);
       r.supersede_key = key;
+      r.text = splitmix64(key ^ (++texts_ << 8));
+      // Typing along (its own random stream, so the share changes nothing
+      // else): the previous prompt plus the first token of its suggestion,
+      // and the rest of that suggestion is what the model generates now.
+      if (i > 0 && t_.type_along > 0 && previous.output_tokens >= 2 &&
+          std::uniform_real_distribution<>(0, 1)(along_rng_) < t_.type_along) {
+        r.unique_tokens = previous.unique_tokens + 1;
+        r.output_tokens = previous.output_tokens - 1;
+        r.extends = previous.text;
+        r.typed_tokens = 1;
+      }
+      previous = r;
       const double gap = pace * draw_length(t_.keystroke_gap_ms, rng_) / 1000.0;
       // A plugin that debounces sends nothing for a keystroke another one
       // follows within its debounce; the last of a burst goes out after it.
@@ -154,6 +168,8 @@ class Workload::Source {
   const ClassSpec& spec_;
   const TrafficSpec& t_;
   std::mt19937_64 rng_;
+  std::mt19937_64 along_rng_;  // typing along: drawn apart from rng_
+  uint64_t texts_ = 0;         // prompt texts named so far (RequestSpec::text)
   ArrivalProcess arrivals_;
   std::discrete_distribution<uint32_t> tenants_;
   double next_;

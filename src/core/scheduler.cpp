@@ -46,6 +46,7 @@ ClassCounters Counters::total() const {
     sum.cancelled_in_flight += c.cancelled_in_flight;
     sum.superseded_queued += c.superseded_queued;
     sum.superseded_in_flight += c.superseded_in_flight;
+    sum.typed_through += c.typed_through;
     sum.preempted += c.preempted;
     sum.expired += c.expired;
     sum.rejected_no_backend += c.rejected_no_backend;

@@ -80,6 +80,15 @@ class Scheduler {
   // false for a stale handle or a request that is not running. O(log n).
   bool complete(Handle handle, TimePoint now, std::optional<int64_t> actual_tokens = std::nullopt);
 
+  // Typing through (core/typing_through.hpp): `heir`, still held or queued,
+  // takes over the running generation of `old`, the request it superseded
+  // (aborting, same pool, class and tenant), instead of it being aborted:
+  // the heir holds old's slot on old's backend without a dispatch, and old
+  // is gone. The heir is never a preemption victim (its run is not its own
+  // to resume). False, with nothing changed, unless the class allows it
+  // (ClassPolicy::typing_through) and both handles are as described. O(log n).
+  bool inherit(Handle heir, Handle old, TimePoint now);
+
   // A running request's first output token arrived: its prompt is prefilled
   // and no longer counts in its backend's prefill backlog (optional: without
   // it the backlog drains by the estimate alone). False for a stale handle
@@ -195,6 +204,7 @@ class Scheduler {
   void make_ready(uint32_t id);    // held/requeued -> kQueued in its policy's order heap
   void remove_ready(uint32_t id);  // kQueued -> out of every order heap
   void drop_queued(uint32_t id);   // held or queued -> gone (cancel, supersede, expiry)
+  void leave_queue(uint32_t id, TimePoint at);  // held or queued -> out of every queue and count (node kept)
   void release_slot(uint32_t id);  // running -> slot freed (node kept)
   void prefilled(Node& n);         // its prompt leaves its backend's pending prefill
   void retire(uint32_t id);        // running -> slot freed and node gone

@@ -47,6 +47,10 @@ struct ClassPolicy {
   // is held, at most `debounce` and half its ttft_slo, only when the key's
   // requests are usually followed by another within that time.
   bool adaptive_debounce = false;
+  // A newer keystroke whose prompt extends a running request's by exactly
+  // the start of what it generated inherits that generation (inherit(),
+  // core/typing_through.hpp) instead of aborting it.
+  bool typing_through = false;
   int engine_priority = 0;                // vLLM `priority` (lower runs first); order for kPriority
   // Time-to-first-token target; zero: none. A queued request that can still
   // make it is served ahead of the weighted order and the tiers once less

@@ -206,7 +206,7 @@ void Scheduler::remove_ready(uint32_t id) {
   if (n.urgent_pos != kNoPos) cq.urgent.erase(n.urgent_pos, urgent_pos());
 }
 
-void Scheduler::drop_queued(uint32_t id) {
+void Scheduler::leave_queue(uint32_t id, TimePoint at) {
   Node& n = nodes_[id];
   if (n.state == NodeState::kHeld) {
     held_.erase(n.order_pos, order_pos());
@@ -221,9 +221,13 @@ void Scheduler::drop_queued(uint32_t id) {
   --tq.queued;
   tq.queued_cost -= n.cost;
   --queued_;
+  cq.departed.add(at, 1);
+}
+
+void Scheduler::drop_queued(uint32_t id) {
   // Cancels carry no time: the last poll's is close enough for a rate.
-  cq.departed.add(last_poll_, 1);
-  const uint32_t tenant = n.tenant;
+  leave_queue(id, last_poll_);
+  const uint32_t tenant = nodes_[id].tenant;
   free_node(id);
   maybe_free_tenant(tenant);
 }

@@ -168,6 +168,7 @@ struct ClassCounters {
   uint64_t cancelled_in_flight = 0;   // client cancels of running requests
   uint64_t superseded_queued = 0;     // replaced before dispatch
   uint64_t superseded_in_flight = 0;  // replaced while running (aborted upstream)
+  uint64_t typed_through = 0;         // superseded running requests whose generation a newer one inherited
   uint64_t preempted = 0;             // chosen as preemption victims (reclaimed included)
   uint64_t expired = 0;               // deadline passed in the queue (503)
   uint64_t rejected_no_backend = 0;   // 503 at enqueue: its pool had no live backend

@@ -35,6 +35,7 @@ constexpr ClassPolicyKey kClassKeys[] = {
      write_integer<C, &C::max_queue_per_tenant>},
     {"debounce_ms", "milliseconds, >= 0", read_ms<C, &C::debounce, 0, kLongestMs>, write_ms<C, &C::debounce>},
     {"adaptive_debounce", "true or false", read_bool<C, &C::adaptive_debounce>, write_bool<C, &C::adaptive_debounce>},
+    {"typing_through", "true or false", read_bool<C, &C::typing_through>, write_bool<C, &C::typing_through>},
     {"priority", "integer in [-1000000, 1000000]", read_integer<C, &C::engine_priority, -1'000'000, 1'000'000>,
      write_integer<C, &C::engine_priority>},
     {"ttft_slo_ms", "milliseconds, >= 0 (0: none)", read_ms<C, &C::ttft_slo, 0, kLongestMs>,

@@ -161,6 +161,47 @@ TEST(BenchWorkload, APluginThatDebouncesSendsOnlyTheLastKeystrokeOfABurst) {
   }
 }
 
+TEST(BenchWorkload, TypingAlongExtendsThePreviousKeystrokeByItsFirstToken) {
+  const auto specs = [](const std::string& extra) {
+    auto s = parse_scenario("name: t\nduration_s: 60\nclasses: [{name: completion, traffic: {kind: typing, "
+                            "developers: 40, rate: 4, keystrokes: 5, output: {dist: uniform, min: 8, max: 64}" +
+                            extra + "}}]\n");
+    EXPECT_TRUE(s) << s.error();
+    std::vector<RequestSpec> out;
+    if (s) {
+      for (Workload w(*s, 7); auto r = w.next();) out.push_back(*r);
+    }
+    return out;
+  };
+  const auto plain = specs("");
+  const auto along = specs(", type_along: 0.5");
+  ASSERT_EQ(plain.size(), along.size());
+  std::map<uint64_t, RequestSpec> by_text;
+  std::size_t extending = 0;
+  for (std::size_t i = 0; i < along.size(); ++i) {
+    const RequestSpec& r = along[i];
+    // The same arrivals, keys and files: only the typed-along prompts differ.
+    EXPECT_EQ(r.arrival, plain[i].arrival);
+    EXPECT_EQ(r.supersede_key, plain[i].supersede_key);
+    EXPECT_EQ(r.prefix.tokens, plain[i].prefix.tokens);
+    EXPECT_EQ(plain[i].extends, 0u);
+    ASSERT_TRUE(by_text.emplace(r.text, r).second) << "texts are unique";
+    if (r.extends == 0) continue;
+    ++extending;
+    // The previous keystroke of the same developer, plus one typed token.
+    const auto prev = by_text.find(r.extends);
+    ASSERT_NE(prev, by_text.end());
+    EXPECT_EQ(prev->second.supersede_key, r.supersede_key);
+    EXPECT_LE(prev->second.arrival, r.arrival);
+    EXPECT_EQ(r.unique_tokens, prev->second.unique_tokens + 1);
+    EXPECT_EQ(r.output_tokens, prev->second.output_tokens - 1);
+    EXPECT_EQ(r.typed_tokens, 1u);
+  }
+  // Four of a burst's five keystrokes have a previous one; half of them type along.
+  ASSERT_GT(along.size(), 1000u);
+  EXPECT_NEAR(static_cast<double>(extending) / static_cast<double>(along.size()), 0.4, 0.04);
+}
+
 TEST(BenchWorkload, DevelopersTypeAtTheirOwnPace) {
   // The median gap between a developer's keystrokes (within bursts, < 2 s)
   // varies across developers only when rhythm_spread says so.

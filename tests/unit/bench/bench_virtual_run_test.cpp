@@ -109,6 +109,49 @@ TEST(BenchVirtualRun, CountsAddUpForEveryPolicy) {
   }
 }
 
+// Typing through: keystrokes that type along the suggestion being generated
+// keep the running generation when the class allows it; every request still
+// ends exactly once, and less engine work is thrown away.
+TEST(BenchVirtualRun, TypingThroughInheritsRunningGenerationsAndWastesLess) {
+  const auto scenario = [](bool typing_through) {
+    auto s = parse_scenario(std::string(R"(
+name: t
+seed: 4
+duration_s: 30
+drain_s: 60
+engine: {profile: llama-8b-a100, count: 2}
+classes:
+  - name: completion
+    slo: {ttft_ms: 200}
+    traffic: {kind: typing, developers: 50, rate: 3, type_along: 0.8,
+              output: {dist: uniform, min: 8, max: 64}}
+)") + (typing_through ? "    scheduler: {typing_through: true}\n" : ""));
+    EXPECT_TRUE(s) << s.error();
+    return *s;
+  };
+  const Scenario on = scenario(true), off = scenario(false);
+  uint64_t generated = 0;
+  for (Workload w(on, on.seed); w.next();) ++generated;
+  const PolicySummary through = run_virtual(on, "hybrid", on.seed);
+  const PolicySummary aborting = run_virtual(off, "hybrid", off.seed);
+  const PolicySummary direct = run_virtual(on, "direct", on.seed);
+  for (const PolicySummary* p : {&through, &aborting, &direct}) {
+    uint64_t sum = 0;
+    for (std::size_t o = 0; o < kOutcomes; ++o) sum += p->all.outcomes[o];
+    EXPECT_EQ(sum, generated) << p->policy;
+    EXPECT_EQ(count(p->all, Outcome::kUnfinished), 0u) << p->policy;
+    EXPECT_EQ(p->all.ttft_ms.count, count(p->all, Outcome::kCompleted)) << p->policy;
+  }
+  EXPECT_GT(through.engine.typed_through, 50u);
+  EXPECT_EQ(aborting.engine.typed_through, 0u);
+  EXPECT_EQ(direct.engine.typed_through, 0u);  // no peer does this
+  // The same keystrokes; an heir has part of its answer already, so it
+  // finishes sooner and more keystrokes find their predecessor done.
+  EXPECT_LT(count(through.all, Outcome::kSuperseded), count(aborting.all, Outcome::kSuperseded));
+  EXPECT_LT(through.waste_share, 0.8 * aborting.waste_share);
+  EXPECT_LT(through.engine.work_tokens, aborting.engine.work_tokens);
+}
+
 TEST(BenchVirtualRun, SameSeedSameResultOtherSeedOtherResult) {
   const Scenario s = smoke();
   const PolicySummary a = run_virtual(s, "hybrid", 3);
