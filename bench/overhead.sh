@@ -170,7 +170,7 @@ render() {  # template output key=value...
   sed "${expr[@]}" "$in" >"$out"
 }
 
-read -r UP_PORT PROXY_PORT LOG_PROXY_PORT < <("$LOADGEN" free-port 3)
+read -r UP_PORT PROXY_PORT LOG_PROXY_PORT BIG_PROXY_PORT < <("$LOADGEN" free-port 4)
 
 if ((STREAM)); then
   start upstream "$SSE_UPSTREAM" --port "$UP_PORT" --events "$EVENTS"
@@ -189,11 +189,19 @@ if ((TLS)); then
 ssl_certificate $CERTS/server.pem; ssl_certificate_key $CERTS/server.key; ssl_protocols TLSv1.3;|" "$TMP/proxy.conf"
   grep -q "ssl_protocols TLSv1.3" "$TMP/proxy.conf" || die "nginx TLS listener not configured"
 fi
-# Room for the largest body of the run (nginx sizes a smaller body's buffer to the body).
-MAX_BODY_BYTES=$BODY_BYTES
-((WITH_EXTRAS && BIG_BODY_BYTES > MAX_BODY_BYTES)) && MAX_BODY_BYTES=$BIG_BODY_BYTES
-BODY_BUFFER_KIB=$(( (MAX_BODY_BYTES + 1023) / 1024 + 1 ))
-((BODY_BUFFER_KIB > 16)) && sed -i "s|client_body_buffer_size 16k;|client_body_buffer_size ${BODY_BUFFER_KIB}k;|" "$TMP/proxy.conf"
+# nginx holds a body of BYTES in memory, not in a temporary file.
+body_buffer_fits() {  # CONF BYTES
+  local kib=$(( ($2 + 1023) / 1024 + 1 ))
+  ((kib <= 16)) || sed -i "s|client_body_buffer_size 16k;|client_body_buffer_size ${kib}k;|" "$1"
+}
+if ((WITH_EXTRAS)); then  # the large prompts go to proxies of their own, so no path's process serves two kinds
+  sed -e "s|listen 127.0.0.1:$PROXY_PORT |listen 127.0.0.1:$BIG_PROXY_PORT |" -e "s|pid $TMP/proxy.pid;|pid $TMP/proxy-big.pid;|" \
+    "$TMP/proxy.conf" >"$TMP/proxy-big.conf"
+  body_buffer_fits "$TMP/proxy-big.conf" "$BIG_BODY_BYTES"
+  start proxy_big "$NGINX" -p "$TMP" -c "$TMP/proxy-big.conf" -e "$TMP/proxy-big.err"
+  wait_port proxy_big "$BIG_PROXY_PORT" "${PID_OF[proxy_big]}"
+fi
+body_buffer_fits "$TMP/proxy.conf" "$BODY_BYTES"
 start proxy "$NGINX" -p "$TMP" -c "$TMP/proxy.conf" -e "$TMP/proxy.err"
 wait_port proxy "$PROXY_PORT" "${PID_OF[proxy]}"
 if ((WITH_LOG)); then
@@ -229,6 +237,11 @@ if ((HAVE_ARBITER)); then
       ARBITER=$BEFORE_ARBITER start_arbiter arbiter_before
       BEFORE_ARBITER_PORT=$(tr -dc 0-9 <"$TMP/arbiter_before.port")
     fi
+  fi
+  if ((WITH_EXTRAS)); then
+    cp "$TMP/arbiter.yaml" "$TMP/arbiter_big.yaml"
+    start_arbiter arbiter_big
+    BIG_ARBITER_PORT=$(tr -dc 0-9 <"$TMP/arbiter_big.port")
   fi
 fi
 
@@ -279,12 +292,16 @@ if ((WITH_LOG)); then
   fi
   ((ACCESS_LOG)) && OPEN_TARGETS=("${TARGETS[@]}")
 fi
-if ((WITH_EXTRAS)); then  # the same proxies, a large prompt
-  for t in nginx arbiter; do
-    [[ -n ${URL[$t]:-} ]] || continue
-    URL[$t+64k]=${URL[$t]} CPU[$t+64k]=${CPU[$t]} EXTRA[$t+64k]="--body-bytes $BIG_BODY_BYTES"
-    TARGETS+=("$t+64k")
-  done
+if ((WITH_EXTRAS)); then  # the same configuration, a large prompt
+  EXTRA[nginx+64k]="--body-bytes $BIG_BODY_BYTES" EXTRA[arbiter+64k]="--body-bytes $BIG_BODY_BYTES"
+  URL[nginx+64k]="http://127.0.0.1:$BIG_PROXY_PORT$PATH_"
+  CPU[nginx+64k]="--cpu-pid proxy=${PID_OF[proxy_big]} --cpu-pid upstream=${PID_OF[upstream]}"
+  TARGETS+=(nginx+64k)
+  if ((HAVE_ARBITER)); then
+    URL[arbiter+64k]="http://127.0.0.1:$BIG_ARBITER_PORT$PATH_"
+    CPU[arbiter+64k]="--cpu-pid proxy=${PID_OF[arbiter_big]} --cpu-pid upstream=${PID_OF[upstream]}"
+    TARGETS+=(arbiter+64k)
+  fi
 fi
 if ((STREAM)); then  # plain requests and streams whose first event comes at once, side by side
   for t in "${OPEN_TARGETS[@]}"; do
@@ -479,9 +496,9 @@ The closed loop also measures, in the same interleaved rounds, what users run
 (issue 17): \"nginx+log\" and \"arbiter+log\" with their access logs on and written
 to a file (nginx's default \`access_log FILE\`, the combined format, one \`write(2)\`
 per request; arbiter's \`log: {access_file: FILE}\`, written by one writer thread in
-batches), and \"nginx+64k\" and \"arbiter+64k\", the same proxies as \"nginx\" and
+batches), and \"nginx+64k\" and \"arbiter+64k\", the configuration of \"nginx\" and
 \"arbiter\" with a $BIG_BODY_BYTES-byte prompt (nginx's \`client_body_buffer_size\`
-raised to hold it in memory). Targets (issue 17): the access log adds <= 1 µs of
+raised to hold it in memory). Every path has a process of its own. Targets (issue 17): the access log adds <= 1 µs of
 arbiter's CPU per request (set against what nginx's log adds to nginx); arbiter with
 its log >= 0.9x the throughput of nginx with its log; a 64 KiB prompt costs <= 1.5x
 nginx's CPU per request. In the closed-loop table, \"vs nginx\" sets each \"+log\" or
