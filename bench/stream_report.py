@@ -47,10 +47,12 @@ def spread(path):
     for label, runs in rounds.items():
         if label == "direct":
             continue
-        pairs = list(zip(runs, direct))
+        # A round that completed no stream (an overloaded machine) has no percentiles.
+        pairs = [(r, d) for r, d in zip(runs, direct) if r["completed"] and d["completed"]]
+        empty = f" ({len(runs) - len(pairs)} of {len(runs)} rounds without a completed stream)" if len(pairs) < len(runs) else ""
         added = lambda what, p: [r[what][p] - d[what][p] for r, d in pairs]
-        cpu = [c for c in (per_event(r) for r in runs) if c is not None]
-        out.append(f"| {label} | {span(added('ttft_us', 'p50'))} | {span(added('itl_us', 'p50'))} | "
+        cpu = [c for c in (per_event(r) for r, _ in pairs) if c is not None]
+        out.append(f"| {label}{empty} | {span(added('ttft_us', 'p50'))} | {span(added('itl_us', 'p50'))} | "
                    f"{span(added('itl_us', 'p99'))} | {span([d['itl_us']['p99'] for _, d in pairs], '{:.0f}')} | "
                    f"{span(cpu, '{:.1f}')} |")
     print("\n".join(out))

@@ -217,10 +217,10 @@ int run(const Options& o) {
 
   // CPU is sampled at the window's edges, from this otherwise idle thread.
   std::this_thread::sleep_until(base.measure);
-  for (auto& w : watches) w.start_ticks = w.ticks();
+  for (auto& w : watches) w.start_ns = w.now_ns();
   const double self_start = self_cpu_seconds();
   std::this_thread::sleep_until(base.end);
-  for (auto& w : watches) w.end_ticks = w.ticks();
+  for (auto& w : watches) w.end_ns = w.now_ns();
   const double self_end = self_cpu_seconds();
   for (auto& t : threads) t.join();
 
