@@ -92,7 +92,7 @@ if ((TLS)); then NAME=tls-overhead; SECTION_TITLE="TLS overhead"
 elif ((ACCESS_LOG)); then NAME=access-log-overhead; SECTION_TITLE="Access log overhead"
 elif ((STREAM)); then NAME=stream-overhead; SECTION_TITLE="Streaming overhead"
 else NAME=overhead; SECTION_TITLE="Gateway overhead"; fi
-# The default run's extra closed-loop paths: access logs on, and a large prompt.
+# The default run's extra paths: access logs on (open and closed loop), a large prompt (closed).
 WITH_EXTRAS=$((!TLS && !ACCESS_LOG && !STREAM && EXTRA_CASES))
 WITH_LOG=$((ACCESS_LOG || WITH_EXTRAS))
 
