@@ -498,17 +498,17 @@ nginx as a reverse proxy, and through arbiter, all in the same run. Targets
   ((WITH_EXTRAS)) && INTRO+="
 
 The run also measures, in the same interleaved rounds, what users run (issue 17):
-\"nginx+log\" and \"arbiter+log\" (open and closed loop) with their access logs on and written
-to a file (nginx's default \`access_log FILE\`, the combined format, one \`write(2)\`
-per request; arbiter's \`log: {access_file: FILE}\`, written by one writer thread in
-batches), and \"nginx+64k\" and \"arbiter+64k\", the configuration of \"nginx\" and
-\"arbiter\" with a $BIG_BODY_BYTES-byte prompt (nginx's \`client_body_buffer_size\`
-raised to hold it in memory). Every path has a process of its own. Targets (issue
-17): the access log adds <= 1 µs of arbiter's CPU per request (set against what
-nginx's log adds to nginx); arbiter with its log >= 0.9x the throughput of nginx with
-its log; a 64 KiB prompt costs <= 1.5x nginx's CPU per request (closed loop). In the closed-loop
-table, \"vs nginx\" sets each \"+log\" or \"+64k\" path against nginx's path of the
-same kind. EXTRA_CASES=0 leaves these paths out."
+\"nginx+log\" and \"arbiter+log\" (open and closed loop) with their access logs on
+and written to a file (nginx's default \`access_log FILE\`, the combined format, one
+\`write(2)\` per request; arbiter's \`log: {access_file: FILE}\`, written by one
+writer thread in batches), and \"nginx+64k\" and \"arbiter+64k\" (closed loop), the
+configuration of \"nginx\" and \"arbiter\" with a $BIG_BODY_BYTES-byte prompt (nginx's
+\`client_body_buffer_size\` raised to hold it in memory). Every path has a process of
+its own. Targets (issue 17): the access log adds <= 1 µs of arbiter's CPU per request
+(set against what nginx's log adds to nginx); arbiter with its log >= 0.9x the
+throughput of nginx with its log; a 64 KiB prompt costs <= 1.5x nginx's CPU per
+request. In the closed-loop table, \"vs nginx\" sets each \"+log\" or \"+64k\" path
+against nginx's path of the same kind. EXTRA_CASES=0 leaves these paths out."
 fi
 cat >"$SECTION" <<EOF
 ## $SECTION_TITLE
