@@ -2,7 +2,8 @@
 // benchmark (bench/overhead.sh).
 //
 //   loadgen open   --url URL [--rate 1000] [--duration 10] [--warmup 1] [--connections 16]
-//   loadgen closed --url URL [--concurrency 32] [--duration 10] [--warmup 1]
+//   loadgen closed --url URL [--concurrency 32] [--duration 10] [--warmup 1] [--ramp 0]
+//   (--ramp S: the connections' first requests spread evenly over S seconds)
 //   (URL http:// or https://; --ca FILE: the CA an https:// server's
 //   certificate must chain to; TLS 1.3, certificate verified)
 //   loadgen free-port [N]        print N distinct free loopback TCP ports
@@ -60,6 +61,7 @@ struct Options {
   double duration_s = 10;
   double warmup_s = 1;
   double timeout_s = 5;
+  double ramp_s = 0;
   int connections = 0;  // 0: the mode's default
   int threads = 1;
   std::vector<std::pair<std::string, int>> cpu_pids;  // name=PID: processes to charge CPU to
@@ -72,7 +74,7 @@ struct Options {
                "  loadgen open   --url http://127.0.0.1:PORT/PATH [--rate R] [--duration S] [--warmup S]\n"
                "                 [--connections N] [common options]\n"
                "  loadgen closed --url http://127.0.0.1:PORT/PATH [--concurrency C] [--duration S]\n"
-               "                 [--warmup S] [common options]\n"
+               "                 [--warmup S] [--ramp S] [common options]\n"
                "  loadgen free-port [N]\n"
                "  loadgen merge FILE.jsonl\n"
                "  loadgen report FILE.jsonl\n"
@@ -133,6 +135,7 @@ Options parse_args(int argc, char** argv) {
     else if (flag == "--duration") o.duration_s = parse_number(flag, value, 0.1, kMaxDurationS);
     else if (flag == "--warmup") o.warmup_s = parse_number(flag, value, 0, kMaxDurationS);
     else if (flag == "--timeout") o.timeout_s = parse_number(flag, value, 0.1, kMaxDurationS);
+    else if (flag == "--ramp") o.ramp_s = parse_number(flag, value, 0, kMaxDurationS);
     else if (flag == "--body-bytes") o.body_bytes = static_cast<std::size_t>(parse_number(flag, value, 64, 1 << 24));
     else if (flag == "--threads") o.threads = static_cast<int>(parse_number(flag, value, 1, kMaxThreads));
     else if (flag == "--connections" || flag == "--concurrency")
@@ -195,6 +198,8 @@ int run(const Options& o) {
   base.kill = base.end + seconds(o.timeout_s);
   base.rate = o.rate;
   base.threads = o.threads;
+  base.ramp = seconds(o.ramp_s);
+  base.total_connections = o.connections;
 
   std::vector<std::unique_ptr<Runner>> runners;
   for (int t = 0; t < o.threads; ++t) {
@@ -212,10 +217,10 @@ int run(const Options& o) {
 
   // CPU is sampled at the window's edges, from this otherwise idle thread.
   std::this_thread::sleep_until(base.measure);
-  for (auto& w : watches) w.start_ticks = w.ticks();
+  for (auto& w : watches) w.start_ns = w.now_ns();
   const double self_start = self_cpu_seconds();
   std::this_thread::sleep_until(base.end);
-  for (auto& w : watches) w.end_ticks = w.ticks();
+  for (auto& w : watches) w.end_ns = w.now_ns();
   const double self_end = self_cpu_seconds();
   for (auto& t : threads) t.join();
 
@@ -227,6 +232,7 @@ int run(const Options& o) {
   out["mode"] = o.mode == Mode::kOpen ? "open" : "closed";
   out["url"] = o.url;
   if (o.mode == Mode::kOpen) out["rate"] = o.rate;
+  if (o.ramp_s > 0) out["ramp_s"] = o.ramp_s;
   out["duration_s"] = o.duration_s;
   out["warmup_s"] = o.warmup_s;
   out["connections"] = o.connections;

@@ -12,8 +12,11 @@
 // socket takes it. `x-stream-events: K` sends K events instead (at most
 // --events). `x-stream-framing: length` sends an unpaced answer with a
 // Content-Length instead of chunks (the events back to back, as an nginx
-// `return` would). Anything else is answered 404. Loopback only; stops on
-// SIGTERM or SIGINT.
+// `return` would). A POST whose body does not ask for a stream
+// (`"stream":true`) gets the ~1 KB non-streaming chat completion of
+// bench/nginx/upstream.conf.in instead, so one run can compare a streamed
+// request's time to first event with a plain request's latency. Anything
+// else is answered 404. Loopback only; stops on SIGTERM or SIGINT.
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -41,6 +44,18 @@ constexpr std::string_view kHead =
     "Transfer-Encoding: chunked\r\n\r\n";
 constexpr std::string_view kNotFound = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
 
+// The non-streaming answer: the same ~1 KB completion as the nginx upstream's.
+std::string make_completion() {
+  std::string body =
+      R"({"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,"model":"m1","choices":[)"
+      R"({"index":0,"message":{"role":"assistant","content":")";
+  for (int i = 0; i < 13; ++i) body += "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ";
+  body += R"(Lorem ipsum dolor."},"logprobs":null,"finish_reason":"length"}],)"
+          R"("usage":{"prompt_tokens":230,"completion_tokens":16,"total_tokens":246}})";
+  return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
+}
+
 std::string chunk(std::string_view data) {
   char size[16];
   const auto end = std::to_chars(size, size + sizeof size, data.size(), 16).ptr;
@@ -62,6 +77,7 @@ struct Answer {
   std::string end;                // [DONE] and the last chunk
   std::string events_only;        // the events and [DONE], unframed
   std::vector<std::size_t> events_only_ends;  // where event i ends in it
+  std::string completion;         // the whole non-streaming answer
   // The head and the first k events.
   std::string_view first(std::size_t k) const { return std::string_view(head_and_events).substr(0, ends[k - 1]); }
   // Event i alone.
@@ -80,6 +96,7 @@ Answer make_answer(int events) {
     a.events_only_ends.push_back(a.events_only.size());
   }
   a.end = chunk(kDone) + "0\r\n\r\n";
+  a.completion = make_completion();
   return a;
 }
 
@@ -100,8 +117,9 @@ net::awaitable<void> serve(tcp::socket socket, const Answer& answer) {
     auto [ec, n] = co_await http::async_read(socket, buffer, parser, kTuple);
     if (ec) co_return;
     const auto& req = parser.get();
-    if (req.method() != http::verb::post) {
-      auto [wec, wn] = co_await net::async_write(socket, net::buffer(kNotFound), kTuple);
+    if (req.method() != http::verb::post || req.body().find(R"("stream":true)") == std::string::npos) {
+      const std::string_view whole = req.method() == http::verb::post ? answer.completion : kNotFound;
+      auto [wec, wn] = co_await net::async_write(socket, net::buffer(whole), kTuple);
       if (wec) co_return;
       continue;
     }

@@ -186,9 +186,13 @@ inline int report(const std::string& path, std::ostream& out) {
     for (const auto& label : order) {
       if (!closed.contains(label)) continue;
       const auto& r = closed[label];
+      // "arbiter+log" is set against "nginx+log" when the run has it, as "arbiter" against "nginx".
+      const auto plus = label.find('+');
+      const std::string peer = plus == std::string::npos ? "nginx" : "nginx" + label.substr(plus);
+      const json::object* base = closed.contains(peer) ? &closed[peer] : nginx_closed;
       std::string ratio = "-";
-      if (nginx_closed != nullptr && field(*nginx_closed, "throughput_rps") > 0 && label != "direct") {
-        ratio = fmt(field(r, "throughput_rps") / field(*nginx_closed, "throughput_rps"), 2) + "x";
+      if (base != nullptr && field(*base, "throughput_rps") > 0 && label != "direct") {
+        ratio = fmt(field(r, "throughput_rps") / field(*base, "throughput_rps"), 2) + "x";
       }
       out << "| " << label << " | " << fmt(field(r, "throughput_rps")) << " | " << ratio << " | "
           << fmt(field(r, "latency_us", "p50")) << " | " << fmt(field(r, "latency_us", "p99")) << " | "

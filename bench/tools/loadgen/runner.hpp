@@ -32,6 +32,11 @@ struct Plan {
   int connections = 1;        // this thread's share
   int thread_index = 0;
   int threads = 1;
+  // Closed loop: connection k of all threads' together sends its first
+  // request at start + k * ramp / connections, so paced streams do not all
+  // send their events in the same instant (0: all at once).
+  Clock::duration ramp{};
+  int total_connections = 1;
 };
 
 class Runner {
@@ -52,7 +57,11 @@ class Runner {
       for (auto& c : connections_) net::co_spawn(ctx_, open_worker(channel, *c), net::detached);
     } else {
       live_ = static_cast<int>(connections_.size());
-      for (auto& c : connections_) net::co_spawn(ctx_, closed_worker(*c), net::detached);
+      for (std::size_t i = 0; i < connections_.size(); ++i) {
+        const auto k = static_cast<int64_t>(i) * plan_.threads + plan_.thread_index;  // across threads
+        const auto first = plan_.start + plan_.ramp * k / std::max(1, plan_.total_connections);
+        net::co_spawn(ctx_, closed_worker(*connections_[i], first), net::detached);
+      }
     }
     ctx_.run();
     if (plan_.mode == Mode::kOpen) {
@@ -126,10 +135,10 @@ class Runner {
 
   // Closed loop: each connection sends its next request as soon as the last
   // answer is in, which measures the peak the server can sustain.
-  Task<> closed_worker(Connection& conn) {
+  Task<> closed_worker(Connection& conn, Clock::time_point first) {
     net::steady_timer timer(ctx_);
     boost::system::error_code ec;
-    timer.expires_at(plan_.start);
+    timer.expires_at(first);
     co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
     while (!stopping_ && Clock::now() < plan_.end) {
       Outcome out = co_await conn.exchange(*plan_.request);
