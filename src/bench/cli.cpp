@@ -42,10 +42,11 @@ constexpr const char* kUsage =
     "                [--policy fifo|priority|hybrid] [--port N] [--model NAME]\n"
     "      an arbiter config running the scenario's gateway (default --sim)\n"
     "  arbiter-bench sweep [--count N] [--seed N] [--from K] [--duration S] [--engines N]\n"
-    "                [--jobs N] [--out DIR] [--max-losing N]\n"
+    "                [--jobs N] [--out DIR] [--max-losing N] [--adaptive-capacity YAML]\n"
     "      generated scenarios under fifo, priority and hybrid; exit 1 when hybrid loses\n"
     "      by the regret yardstick on more than N of them (default 0; DIR: sweep.md and\n"
-    "      each losing scenario's YAML)\n"
+    "      each losing scenario's YAML); --adaptive-capacity: every scenario's\n"
+    "      engine.adaptive_capacity, a YAML flow mapping such as '{enabled: true}'\n"
     "  arbiter-bench check DIR\n"
     "      verify DIR/results.json (counts add up, percentiles ordered)\n";
 
@@ -296,7 +297,7 @@ int run_sweep_command(int argc, char** argv) {
   int status = 0;
   if (!parse_flags(argc, argv,
                    {"--count", "--seed", "--from", "--duration", "--engines", "--jobs", "--out",
-                    "--max-losing"},
+                    "--max-losing", "--adaptive-capacity"},
                    {}, f, status)) {
     return status;
   }
@@ -319,6 +320,7 @@ int run_sweep_command(int argc, char** argv) {
   if (f.contains("--engines") &&
       !(parse_number(f["--engines"], shape.max_engines) && shape.max_engines > 0))
     return usage("--engines must be a positive integer");
+  if (f.contains("--adaptive-capacity")) shape.adaptive_capacity = f["--adaptive-capacity"];
   const auto cases = run_sweep(seed, first, count, shape, jobs);
   std::size_t losing = 0;
   for (const SweepCase& c : cases) {

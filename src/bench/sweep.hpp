@@ -14,6 +14,7 @@ struct SweepShape {
   double duration_s = 60;  // arrivals per scenario
   double drain_s = 120;    // then unfinished work is cut
   uint32_t max_engines = 6;
+  std::string adaptive_capacity;  // YAML flow mapping: every scenario's engine.adaptive_capacity; empty: none
 };
 
 // The YAML of scenario `index` of the sweep seeded `seed`: 1-`max_engines`
