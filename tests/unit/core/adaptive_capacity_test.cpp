@@ -102,6 +102,14 @@ TEST(AdaptiveCapacity, ShrinksToItsStartWhenDecodeStepsAreSlowerThanTheTarget) {
   EXPECT_EQ(d.step({.gaps = 100, .within = 0}), 64u);
 }
 
+// Below the start (after a full KV cache) slow gaps neither shrink it
+// further nor lift it back to the start.
+TEST(AdaptiveCapacity, SlowGapsLeaveALimitBelowItsStartAlone) {
+  Driver d;
+  EXPECT_EQ(d.step({.kv = 0.95}), 57u);
+  EXPECT_EQ(d.step({.gaps = 100, .within = 10}), 57u);
+}
+
 TEST(AdaptiveCapacity, SlowGapsDoNotShrinkALimitNobodyReaches) {
   Driver d;
   d.step({});
