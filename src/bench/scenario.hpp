@@ -3,6 +3,8 @@
 // YAML (scenario_yaml.hpp); the key reference is docs/arbiter-bench.md.
 #pragma once
 
+#include "core/adaptive_capacity.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -152,6 +154,10 @@ struct EngineSpec {
   // The gateway routes by prefix affinity, its index sized from the engines'
   // KV cache (num_blocks x block_size tokens); false: least loaded.
   bool prefix_affinity = true;
+  // Adaptive capacity per engine (core/adaptive_capacity.hpp): the gateway's
+  // slot limit per engine starts at max_concurrency and follows the engine's
+  // signals; needs `signals`.
+  sched::AdaptiveCapacityConfig adaptive;
 };
 
 enum class DirectRouting { kLeastLoaded, kRoundRobin };

@@ -280,7 +280,7 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   if (!r.map(n, path,
              {"profile", "count", "max_concurrency", "scrape_ms", "max_waiting", "kv_threshold",
               "signals", "max_num_seqs", "num_blocks", "max_num_batched_tokens", "block_size",
-              "priority_scheduling", "prefix_affinity"})) {
+              "priority_scheduling", "prefix_affinity", "adaptive_capacity"})) {
     return;
   }
   EngineSpec& e = s.engine;
@@ -306,6 +306,8 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   r.read(n, path, "block_size", e.config.block_size, 1, 1024);
   r.read(n, path, "priority_scheduling", e.priority_scheduling);
   r.read(n, path, "prefix_affinity", e.prefix_affinity);
+  read_section(adaptive_capacity_keys(), r, n["adaptive_capacity"], "engine.adaptive_capacity", e.adaptive);
+  if (const char* why = sched::validate(e.adaptive)) r.error("engine.adaptive_capacity", why);
   if (e.priority_scheduling) e.config.policy = engine::SchedulingPolicy::kPriority;
 }
 

@@ -159,7 +159,8 @@ std::string random_scenario_yaml(uint64_t seed, uint32_t index, const SweepShape
   y += "seed: " + std::to_string(seed * 1000 + index) + "\n";
   y += "duration_s: " + num(shape.duration_s) + "\ndrain_s: " + num(shape.drain_s) + "\n";
   y += "engine: {profile: llama-8b-a100, count: " + std::to_string(engines) +
-       ", max_concurrency: " + std::to_string(slots) + "}\n";
+       ", max_concurrency: " + std::to_string(slots) +
+       (shape.adaptive_capacity.empty() ? "" : ", adaptive_capacity: " + shape.adaptive_capacity) + "}\n";
   y += "policies: [direct, fifo, priority, hybrid]\ntenants:\n";
   for (int t = 0; t < tenants; ++t) {
     y += "  - {name: t" + std::to_string(t) + ", weight: " +

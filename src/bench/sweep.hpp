@@ -20,6 +20,7 @@ struct SweepShape {
   // generator: a scenario is the same one with either.
   double type_along = 0;
   bool typing_through = false;
+  std::string adaptive_capacity;  // YAML flow mapping: every scenario's engine.adaptive_capacity; empty: none
 };
 
 // The YAML of scenario `index` of the sweep seeded `seed`: 1-`max_engines`

@@ -86,6 +86,7 @@ struct Live {
   uint32_t generation = 0;
   bool active = false;
   bool run_first_token = false;  // the current run has not produced a token yet
+  double run_last_token = -1;    // the current run's latest token (its gaps feed adaptive capacity)
 };
 
 class VirtualRun {
@@ -96,7 +97,9 @@ class VirtualRun {
         collector_(s),
         policy_(policy),
         sched_class_(scheduler_classes(s)),
-        layout_(pool_layout(s)) {
+        layout_(pool_layout(s)),
+        adaptive_(s.engine.adaptive),
+        itl_target_s_(std::chrono::duration<double>(adaptive_.itl_target).count()) {
     if (policy != "direct") {
       const bool no_preemption = policy == kHybridNoPreemption;
       const bool no_affinity = policy == kHybridNoAffinity;
@@ -119,10 +122,18 @@ class VirtualRun {
       if (no_affinity) {
         for (sched::PoolSpec& pool : config.pools) pool.prefix_cache_tokens.clear();
       }
+      if (adaptive_.enabled) {
+        // The scheduler's bound is the ceiling; the controller's limit is
+        // what applies (BackendSignal::max_in_flight), from the start.
+        for (sched::PoolSpec& pool : config.pools) {
+          for (uint32_t& slots : pool.max_concurrency) slots = std::max(slots, adaptive_.max_limit);
+        }
+      }
       for (uint32_t r = 0; r < s.gateways; ++r) scheds_.push_back(*sched::Scheduler::create(config));
     }
     engines_.reserve(s.engine.count);
     for (uint32_t e = 0; e < s.engine.count; ++e) engines_.emplace_back(s.engine.config);
+    if (!scheds_.empty() && adaptive_.enabled && s.engine.signals) start_adaptive();
     last_step_.assign(s.engine.count, nullptr);
     stepping_.assign(s.engine.count, false);
     in_engine_.assign(s.engine.count, 0);
@@ -261,6 +272,7 @@ class VirtualRun {
     l.run_id = (runs_ << 32) | static_cast<uint32_t>(&l - lives_.data());
     l.engine = e;
     l.run_first_token = true;
+    l.run_last_token = -1;
     ++in_engine_[e];
     due_.push_back(e);
     return true;
@@ -431,6 +443,8 @@ class VirtualRun {
       }
       if (l.last_token >= 0) collector_.token_gap(l.spec.klass, l.spec.tenant, now_ - l.last_token);
       l.last_token = now_;
+      if (l.run_last_token >= 0) count_gap(e, now_ - l.run_last_token);
+      l.run_last_token = now_;
       ++l.delivered;
       if (ev.finished) {
         --in_engine_[e];
@@ -514,18 +528,56 @@ class VirtualRun {
     due_.clear();
   }
 
+  // Adaptive capacity: one controller per replica and engine, each
+  // replica's limit from the start.
+  void start_adaptive() {
+    for (uint32_t r = 0; r < scheds_.size(); ++r) {
+      for (uint32_t e = 0; e < engines_.size(); ++e) {
+        capacity_.emplace_back(adaptive_, s_.engine.max_concurrency, time_point());
+        const uint32_t pool = layout_.pool_of_engine(e);
+        scheds_[r].set_backend_state(pool, e - layout_.first[pool],
+                                     {.max_in_flight = capacity_.back().limit()});
+      }
+    }
+    gaps_.assign(engines_.size(), {0, 0});
+  }
+
+  void count_gap(uint32_t e, double gap_s) {
+    if (gaps_.empty()) return;
+    ++gaps_[e].first;
+    gaps_[e].second += gap_s <= itl_target_s_;
+  }
+
+  // The limit the controller of replica r for engine e sets after this
+  // scrape; 0 (max_concurrency applies) without adaptive capacity.
+  uint32_t adapt(uint32_t r, uint32_t e, const engine::EngineStats& st) {
+    if (capacity_.empty()) return 0;
+    sched::CapacityController& c = capacity_[r * engines_.size() + e];
+    const uint32_t pool = layout_.pool_of_engine(e);
+    const sched::Scheduler& sc = scheds_[r];
+    bool waiting = false;
+    for (uint32_t k = 0; k < sc.config().classes.size() && !waiting; ++k) waiting = sc.ready_depth(pool, k) > 0;
+    c.engine(st.num_requests_waiting, st.kv_cache_usage_perc);
+    c.gaps(gaps_[e].first, gaps_[e].second);
+    c.occupancy(sc.backend_in_flight(pool, e - layout_.first[pool]), waiting);
+    c.update(time_point());
+    return c.limit();
+  }
+
   void scrape_signals() {
     bool changed = false;
     for (uint32_t e = 0; e < engines_.size(); ++e) {
       const engine::EngineStats st = engines_[e].stats();
       const bool saturated = st.num_requests_waiting > s_.engine.max_waiting ||
                              st.kv_cache_usage_perc > s_.engine.kv_threshold;
-      const sched::BackendSignal signal{.saturated = saturated,
-                                        .engine_running = st.num_requests_running};
       const uint32_t pool = layout_.pool_of_engine(e);
-      for (sched::Scheduler& sc : scheds_) {
-        changed = sc.set_backend_state(pool, e - layout_.first[pool], signal) || changed;
+      for (uint32_t r = 0; r < scheds_.size(); ++r) {
+        const sched::BackendSignal signal{.saturated = saturated,
+                                          .engine_running = st.num_requests_running,
+                                          .max_in_flight = adapt(r, e, st)};
+        changed = scheds_[r].set_backend_state(pool, e - layout_.first[pool], signal) || changed;
       }
+      if (!gaps_.empty()) gaps_[e] = {0, 0};
     }
     if (changed) {
       poll(time_point());
@@ -587,6 +639,10 @@ class VirtualRun {
   std::vector<uint16_t> sched_class_;      // scheduler class of each scenario class
   PoolLayout layout_;                      // engines and classes per pool
   std::vector<sched::Scheduler> scheds_;   // one per gateway replica; none: direct
+  sched::AdaptiveCapacityConfig adaptive_;  // the scenario's, enabled only for gateway policies
+  double itl_target_s_ = 0;
+  std::vector<sched::CapacityController> capacity_;  // replica-major, per engine; empty: off
+  std::vector<std::pair<uint64_t, uint64_t>> gaps_;  // per engine since the last scrape: gaps, within target
   // Prefix agreement: the engines (bit e % 64) each prefix block was sent
   // to, and of the dispatches whose prompt shared a block with an earlier
   // one, how many went to an engine the deepest such block had gone to.

@@ -153,6 +153,26 @@ constexpr SettingKey<E> kEngineSignalKeys[] = {
      write_number<E, &E::kv_saturation>},
 };
 
+using AC = sched::AdaptiveCapacityConfig;
+constexpr SettingKey<AC> kAdaptiveCapacityKeys[] = {
+    {"enabled", "true or false", read_bool<AC, &AC::enabled>, write_bool<AC, &AC::enabled>},
+    {"min", "integer in [1, 100000]", read_integer<AC, &AC::min_limit, 1, 100'000>, write_integer<AC, &AC::min_limit>},
+    {"max", "integer in [1, 100000]", read_integer<AC, &AC::max_limit, 1, 100'000>, write_integer<AC, &AC::max_limit>},
+    {"interval_ms", "milliseconds in [1, 60000]", read_ms<AC, &AC::interval, 1, 60'000>, write_ms<AC, &AC::interval>},
+    {"itl_target_ms", "milliseconds in [1, 60000]", read_ms<AC, &AC::itl_target, 1, 60'000>,
+     write_ms<AC, &AC::itl_target>},
+    {"itl_quantile", "number in [0.01, 1]", read_number<AC, &AC::itl_quantile, 0.01, 1.0>,
+     write_number<AC, &AC::itl_quantile>},
+    {"min_gaps", "integer in [1, 1000000]", read_integer<AC, &AC::min_gaps, 1, 1'000'000>,
+     write_integer<AC, &AC::min_gaps>},
+    {"kv_grow_below", "number in [0.01, 1]", read_number<AC, &AC::kv_grow_below, 0.01, 1.0>,
+     write_number<AC, &AC::kv_grow_below>},
+    {"kv_shrink_above", "number in [0.01, 1]", read_number<AC, &AC::kv_shrink_above, 0.01, 1.0>,
+     write_number<AC, &AC::kv_shrink_above>},
+    {"growth", "number in [0.001, 1]", read_number<AC, &AC::growth, 0.001, 1.0>, write_number<AC, &AC::growth>},
+    {"backoff", "number in [0.01, 0.99]", read_number<AC, &AC::backoff, 0.01, 0.99>, write_number<AC, &AC::backoff>},
+};
+
 constexpr SettingKey<LogConfig> kLogKeys[] = {
     {"access_log", "true or false", read_bool<LogConfig, &LogConfig::access_log>,
      write_bool<LogConfig, &LogConfig::access_log>},
@@ -279,6 +299,7 @@ std::span<const SettingKey<TimeoutsConfig>> timeouts_keys() { return kTimeoutKey
 std::span<const SettingKey<AuthConfig>> auth_keys() { return kAuthKeys; }
 std::span<const SettingKey<EngineSignalsConfig>> engine_signals_keys() { return kEngineSignalKeys; }
 std::span<const SettingKey<LogConfig>> log_keys() { return kLogKeys; }
+std::span<const SettingKey<sched::AdaptiveCapacityConfig>> adaptive_capacity_keys() { return kAdaptiveCapacityKeys; }
 std::span<const SettingKey<resilience::OutlierDetectionConfig>> outlier_detection_keys() { return kOutlierKeys; }
 std::span<const SettingKey<resilience::RetriesConfig>> retries_keys() { return kRetryKeys; }
 std::span<const SettingKey<resilience::HealthProbesConfig>> health_probes_keys() { return kProbeKeys; }

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/adaptive_capacity.hpp"
 #include "core/config.hpp"
 #include "core/scheduler_config.hpp"
 #include "yaml/yaml_reader.hpp"
@@ -52,6 +53,9 @@ std::span<const SettingKey<TimeoutsConfig>> timeouts_keys();
 std::span<const SettingKey<AuthConfig>> auth_keys();
 std::span<const SettingKey<EngineSignalsConfig>> engine_signals_keys();
 std::span<const SettingKey<LogConfig>> log_keys();
+// adaptive_capacity (core/adaptive_capacity.hpp): the gateway's section and
+// a scenario's engine.adaptive_capacity.
+std::span<const SettingKey<sched::AdaptiveCapacityConfig>> adaptive_capacity_keys();
 std::span<const SettingKey<quota::QuotaStoreConfig>> quota_store_keys();
 std::span<const SettingKey<quota::TrafficBreakerConfig>> traffic_breaker_keys();
 std::span<const SettingKey<resilience::OutlierDetectionConfig>> outlier_detection_keys();

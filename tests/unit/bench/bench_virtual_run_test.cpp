@@ -3,6 +3,7 @@
 // deterministic, and the results file passes (and a broken one fails) the check.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -72,6 +73,49 @@ TEST(BenchVirtualRun, BorrowingRunsOnTheLendersEnginesOnlyWhenItLends) {
     EXPECT_EQ(p->all.generated, lending.all.generated);
     EXPECT_EQ(count(p->all, Outcome::kUnfinished), 0u);
   }
+}
+
+// Adaptive capacity (core/adaptive_capacity.hpp) in virtual mode: the
+// sweep's scenario 176 (seed 1), one chat class on 2 engines of 32 slots,
+// where a fixed limit held every gateway policy to a fifth of direct's
+// goodput. With the controller the engines hold more than 32 sequences
+// each (docs/benchmarks.md has what that does to goodput); its ceiling
+// bounds it.
+Scenario one_chat_class_on_small_slots() {
+  auto s = parse_scenario(R"(name: adaptive
+seed: 1176
+duration_s: 60
+drain_s: 120
+engine: {profile: llama-8b-a100, count: 2, max_concurrency: 32}
+policies: [hybrid]
+tenants:
+  - {name: t0}
+classes:
+  - name: chat
+    slo: {ttft_ms: 2000, tpot_ms: 200}
+    traffic: {kind: requests, prompt: {dist: lognormal, mean: 2018, sigma: 0.5, max: 8000}, output: {dist: uniform, min: 78, max: 235}, max_tokens: 1024, prefix: {count: 4, tokens: 400, share: 1}, patience: {share: 1, after_s: 38.94}, rate: 9.602}
+)");
+  EXPECT_TRUE(s) << s.error();
+  return *s;
+}
+
+double most_running(const PolicySummary& p) {
+  double most = 0;
+  for (const Sample& x : p.series) most = std::max(most, x.running);
+  return most;
+}
+
+TEST(BenchVirtualRun, AdaptiveCapacityGrowsPastAFixedLimitTheEnginesCanCarry) {
+  Scenario s = one_chat_class_on_small_slots();
+  const PolicySummary fixed = run_virtual(s, "hybrid", s.seed);
+  EXPECT_LE(most_running(fixed), 64);
+  s.engine.adaptive.enabled = true;
+  const PolicySummary adaptive = run_virtual(s, "hybrid", s.seed);
+  EXPECT_GT(most_running(adaptive), 64);
+  EXPECT_EQ(count(adaptive.all, Outcome::kUnfinished), 0u);
+  // A tiny ceiling bounds it.
+  s.engine.adaptive.max_limit = 40;
+  EXPECT_LE(most_running(run_virtual(s, "hybrid", s.seed)), 80);
 }
 
 TEST(BenchVirtualRun, CountsAddUpForEveryPolicy) {

@@ -1,0 +1,76 @@
+#include "core/adaptive_capacity.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace arbiter::sched {
+
+const char* validate(const AdaptiveCapacityConfig& c) {
+  if (c.min_limit == 0) return "adaptive_capacity.min must be > 0";
+  if (c.max_limit < c.min_limit) return "adaptive_capacity.max must be >= min";
+  if (c.interval.count() <= 0) return "adaptive_capacity.interval_ms must be > 0";
+  if (c.itl_target.count() <= 0) return "adaptive_capacity.itl_target_ms must be > 0";
+  if (!(c.itl_quantile > 0 && c.itl_quantile <= 1)) return "adaptive_capacity.itl_quantile must be in (0, 1]";
+  if (!(c.kv_grow_below > 0 && c.kv_grow_below <= c.kv_shrink_above && c.kv_shrink_above <= 1))
+    return "adaptive_capacity: need 0 < kv_grow_below <= kv_shrink_above <= 1";
+  if (!(c.growth > 0 && c.growth <= 1)) return "adaptive_capacity.growth must be in (0, 1]";
+  if (!(c.backoff > 0 && c.backoff < 1)) return "adaptive_capacity.backoff must be in (0, 1)";
+  return nullptr;
+}
+
+CapacityController::CapacityController(const AdaptiveCapacityConfig& config, uint32_t start,
+                                       Clock::time_point now)
+    : config_(config),
+      start_(std::clamp(start, config.min_limit, config.max_limit)),
+      limit_(start_),
+      last_decision_(now) {}
+
+void CapacityController::engine(double waiting, double kv_usage) {
+  waiting_ = waiting;
+  kv_ = kv_usage;
+}
+
+void CapacityController::gaps(uint64_t total, uint64_t within_target) {
+  gaps_ += total;
+  gaps_within_ += std::min(within_target, total);
+}
+
+void CapacityController::occupancy(uint32_t in_flight, bool work_waiting) {
+  limited_ = limited_ || (work_waiting && in_flight >= limit_);
+  in_use_ = in_use_ || in_flight > static_cast<uint32_t>(std::floor(limit_ * config_.backoff));
+}
+
+CapacityController::Verdict CapacityController::judge() const {
+  const bool gap_evidence = gaps_ >= config_.min_gaps;
+  const bool decode_fast =
+      gap_evidence && static_cast<double>(gaps_within_) >= config_.itl_quantile * static_cast<double>(gaps_);
+  if (kv_ > config_.kv_shrink_above) return Verdict::kShrink;
+  if (in_use_ && gap_evidence && !decode_fast && limit_ > start_) return Verdict::kShrink;
+  if (limited_ && decode_fast && waiting_ <= 0 && kv_ < config_.kv_grow_below) return Verdict::kGrow;
+  return Verdict::kHold;
+}
+
+bool CapacityController::update(Clock::time_point now) {
+  if (now - last_decision_ < config_.interval) return false;
+  last_decision_ = now;
+  const uint32_t before = limit_;
+  switch (judge()) {
+    case Verdict::kShrink:
+      limit_ = std::max(kv_ > config_.kv_shrink_above ? config_.min_limit : start_,
+                        static_cast<uint32_t>(std::floor(limit_ * config_.backoff)));
+      break;
+    case Verdict::kGrow: {
+      const auto step = std::max(1u, static_cast<uint32_t>(limit_ * config_.growth));
+      limit_ = std::min(config_.max_limit, limit_ + step);
+      break;
+    }
+    case Verdict::kHold: break;
+  }
+  gaps_ = 0;
+  gaps_within_ = 0;
+  limited_ = false;
+  in_use_ = false;
+  return limit_ != before;
+}
+
+}  // namespace arbiter::sched
