@@ -31,6 +31,7 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
   out.preempt_after = settings.preempt_after;
   out.preempt_guard = settings.preempt_guard;
   out.max_prefill_backlog = settings.max_prefill_backlog;
+  out.affinity_cache_credit = settings.affinity_cache_credit;
   for (const ClassSpec& c : scenario.classes) {
     if (c.scheduler_class.empty()) out.classes.push_back(c.policy);
   }

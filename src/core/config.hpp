@@ -209,6 +209,7 @@ struct SchedulerSettings {
   std::chrono::milliseconds preempt_after{1000};  // how long such a class waits before it preempts
   std::chrono::milliseconds preempt_guard{10'000};  // a resumed victim is not preempted again sooner
   std::chrono::milliseconds max_prefill_backlog{250};  // per backend with a prefill rate; 0: off
+  bool affinity_cache_credit = false;  // prefix holders: backlog counts the uncached part; saturation does not turn them away
 };
 
 // Scraping each backend's /metrics for saturation (docs/engine-signals.md).

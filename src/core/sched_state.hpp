@@ -76,6 +76,7 @@ struct Node {
   uint16_t avoid = kNoAvoid;     // a backend of its own pool whose run failed: a retry goes elsewhere if it can
   uint32_t prompt = 0;           // estimated prompt tokens: prefill backlog at dispatch
   uint32_t prefix_len = 0;       // prefix blocks
+  uint16_t cached_blocks = 0;    // prefix blocks its backend held at dispatch: not in its prefill backlog
   bool expires = false;          // false once requeued: a started request is never 503'd
   bool resumable = true;         // may be a preemption victim (Request::resumable)
   bool linked = false;           // on its class's arrival list (queued) or victim list (running)

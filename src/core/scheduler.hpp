@@ -251,6 +251,12 @@ class Scheduler {
   // `least`: pick_backend(pool, now, fraction) when the caller has it
   // already, else kNil.
   uint32_t route(const Pool& pool, const Node& n, TimePoint now, double fraction, uint32_t least) const;
+  // Prefix cache credit (SchedulerConfig::affinity_cache_credit;
+  // scheduler_cache_credit.cpp).
+  static uint32_t affinity_load(const detail::Backend& b);
+  uint16_t cached_blocks(const Pool& pool, uint32_t backend, const Node& n) const;
+  static double uncached_prompt(const Node& n);
+  bool holder_despite_signal(const detail::Backend& b, TimePoint now, double fraction) const;
   // Room for one more: signal, max_concurrency, `fraction` of the backlog limit.
   static bool open_to(const detail::Backend& b, TimePoint now, double fraction);
   // A backend's prefill backlog (tokens) at `now`, drained at the pool's rate.

@@ -107,6 +107,12 @@ struct SchedulerConfig {
   // policy's order, instead of in the engine's FCFS prefill queue, where a
   // burst of long prompts delays every first token behind it. 0 disables.
   Duration max_prefill_backlog = std::chrono::milliseconds(250);
+  // Prefix cache credit (issue 12): a request sent to a backend that holds
+  // its prefix adds only the part it does not hold to that backend's
+  // prefill backlog, and a holder whose engine signal reads saturated (but
+  // that has slots, backlog room and is within the affinity load bound)
+  // still takes its prefix instead of sending it to a cold engine.
+  bool affinity_cache_credit = false;
   // SLO rescue (hybrid): a queued request of a class with a ttft_slo goes
   // ahead of the tiers and the weighted order once less than this fraction
   // of its ttft_slo is left, as long as its estimated prefill still fits in

@@ -367,17 +367,16 @@ uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double
   // pile onto one engine. A backend's load is the larger of its slots in use
   // here and what its engine reports running: other gateway replicas'
   // requests count too.
-  const auto load_of = [](const detail::Backend& b) {
-    return std::max(b.in_flight, b.signal.stale ? 0u : b.signal.engine_running);
-  };
   uint64_t used = 1;
-  for (const detail::Backend& b : pool.backends) used += b.signal.down ? 0 : load_of(b);
+  for (const detail::Backend& b : pool.backends) used += b.signal.down ? 0 : affinity_load(b);
   const double average = static_cast<double>(used) / std::max<uint32_t>(pool.capacity, 1);
   const double bound = (1 + config_.affinity_load_slack) * average + kAffinityMinSlack;
+  const auto under_bound = [&](const detail::Backend& b) {
+    return static_cast<double>(affinity_load(b) + 1) <= bound * b.limit + kEpsilon;
+  };
   const auto within = [&](uint32_t i) {
     const detail::Backend& b = pool.backends[i];
-    return open_to(b, now, fraction) &&
-           static_cast<double>(load_of(b) + 1) <= bound * b.limit + kEpsilon;
+    return open_to(b, now, fraction) && under_bound(b);
   };
   // Among those: the earliest expected first token, i.e. the backend's
   // prefill backlog plus the part of the prompt it does not hold, at its
@@ -390,10 +389,10 @@ uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double
   double best_cost = 0;
   uint64_t best_score = 0;
   for (uint32_t b = 0; b < pool.backends.size(); ++b) {
-    if (!within(b)) continue;
     const detail::Backend& x = pool.backends[b];
     const bool holder = std::find(match.backends.begin(), match.backends.begin() + match.count, b) !=
                         match.backends.begin() + match.count;
+    if (!within(b) && !(holder && holder_despite_signal(x, now, fraction) && under_bound(x))) continue;
     const double saved = holder ? static_cast<double>(match.depth) * kPrefixBlockTokens : 0;
     const double cost = x.prefill_rate > 0
                             ? (backlog(x, now) + std::max(0.0, n.prompt - saved)) / x.prefill_rate
@@ -648,15 +647,16 @@ void Scheduler::start(uint32_t id, uint32_t run_pool, uint32_t backend, TimePoin
   n.backend = backend;
   n.start_seq = next_start_seq_++;
   pool.next_backend = backend + 1 == pool.backends.size() ? 0 : backend + 1;
-  if (n.prefix_len > 0) pool.prefix.record(backend, {n.prefix, n.prefix_len});
   detail::Backend& b = pool.backends[backend];
-  ++b.in_flight;
   if (b.max_backlog > 0) {
-    b.backlog = drained_backlog(b, now) + n.prompt;
+    n.cached_blocks = config_.affinity_cache_credit ? cached_blocks(pool, backend, n) : 0;
+    b.backlog = drained_backlog(b, now) + uncached_prompt(n);
     b.backlog_at = now;
-    b.pending += n.prompt;
+    b.pending += uncached_prompt(n);
     n.prefilling = true;
   }
+  if (n.prefix_len > 0) pool.prefix.record(backend, {n.prefix, n.prefix_len});
+  ++b.in_flight;
   ++cq.in_flight;
   ++tq.in_flight;
   ++in_flight_;

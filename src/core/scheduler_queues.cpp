@@ -324,7 +324,7 @@ void Scheduler::prefilled(Node& n) {
   if (!n.prefilling) return;
   n.prefilling = false;
   detail::Backend& b = pools_[n.run_pool].backends[n.backend];
-  b.pending = std::max(0.0, b.pending - n.prompt);
+  b.pending = std::max(0.0, b.pending - uncached_prompt(n));
 }
 
 void Scheduler::retire(uint32_t id) {

@@ -13,6 +13,7 @@ sched::SchedulerConfig to_scheduler_config(const Config& config) {
   out.preempt_after = config.scheduler.preempt_after;
   out.preempt_guard = config.scheduler.preempt_guard;
   out.max_prefill_backlog = config.scheduler.max_prefill_backlog;
+  out.affinity_cache_credit = config.scheduler.affinity_cache_credit;
   for (const auto& c : config.classes) out.classes.push_back(c.policy);
   for (const auto& m : config.models) {
     sched::PoolSpec pool{.name = m.pool_name(), .max_concurrency = {}, .prefill_tokens_per_s = {}, .prefix_cache_tokens = {}};

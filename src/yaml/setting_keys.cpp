@@ -60,6 +60,8 @@ constexpr SchedulerKey kSchedulerKeys[] = {
      write_ms<Sch, &Sch::preempt_guard>},
     {"max_prefill_backlog_ms", "milliseconds in [0, 60000] (0: off)",
      read_ms<Sch, &Sch::max_prefill_backlog, 0, 60'000>, write_ms<Sch, &Sch::max_prefill_backlog>},
+    {"affinity_cache_credit", "true or false", read_bool<Sch, &Sch::affinity_cache_credit>,
+     write_bool<Sch, &Sch::affinity_cache_credit>},
 };
 
 using L = ListenerConfig;
