@@ -92,6 +92,7 @@ void UpstreamPool::release(PooledConnection conn) {
   IdleList& list = local();
   std::lock_guard lock(list.mu);
   if (list.idle.size() >= max_idle_) return;  // socket closes on destruction
+  conn->buffer.shrink_to_fit();  // empty between responses: an idle connection holds no read buffer
   list.idle.push_back({std::move(conn), std::chrono::steady_clock::now()});
 }
 

@@ -18,10 +18,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Upstream read buffer: a whole ~1 KB answer (or a burst of SSE events) per
-// recv. Kept with the pooled connection, so it is allocated once per
-// connection, not per request.
+// Upstream read size: a whole ~1 KB answer (or a burst of SSE events) per
+// recv. The buffer is the pooled connection's, released while it is idle
+// (UpstreamPool::release).
 constexpr std::size_t kUpstreamReadBytes = 16 * 1024;
+// A paced stream's read: a few events.
+constexpr std::size_t kStreamEventReadBytes = 2 * 1024;
 
 // Clears the client's abort hook when the exchange ends, before the socket
 // it points to goes away.
@@ -97,7 +99,6 @@ class Exchange {
       }
 
       beast::flat_buffer& buffer = conn->buffer;
-      if (buffer.capacity() < kUpstreamReadBytes) buffer.reserve(kUpstreamReadBytes);
       UpstreamResponseParser parser;
       Read header{};
       while (header && !parser.is_header_done()) {
@@ -231,7 +232,19 @@ class Exchange {
   Task<Read> read_more(Stream& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser,
                        Clock::duration limit) {
     deadline_.arm(socket.socket(), limit);
-    auto [ec, n] = co_await socket.async_read_some(buffer.prepare(kUpstreamReadBytes), kAsTuple);
+    // An engine decoding sends an event or two per read: after a read that
+    // did not fill its room a stream reads into a small buffer (an open
+    // stream between events holds little), and after one that did, full
+    // size again. Asio tries the read at once; on a drained socket that is
+    // an EAGAIN, which a readiness wait would trade for an epoll_ctl and a
+    // wake-up for writability (the connect left write interest on).
+    const bool small = stream_body_ && last_read_short_ && !socket.tls();
+    const std::size_t room = small ? kStreamEventReadBytes : kUpstreamReadBytes;
+    // Left over is at most a cut chunk header (Beast keeps a chunk's CRLF
+    // for the next one): moved into a buffer its size before the small one.
+    if (small && buffer.capacity() > buffer.size() + room) buffer.shrink_to_fit();
+    auto [ec, n] = co_await socket.async_read_some(buffer.prepare(room), kAsTuple);
+    last_read_short_ = n < room;
     if (deadline_.disarm()) co_return std::unexpected(std::nullopt);
     buffer.commit(n);
     beast::error_code parsed;
@@ -275,36 +288,40 @@ class Exchange {
     outcome_.stream = true;
     outcome_.status = 200;
     if (!r_.resume) outcome_.generated = 0;
-    if (!r_.resume || !r_.resume->client_stream_started) {
-      const ResponseHead head{.status = 200,
-                              .content_type = parser.content_type(),
-                              .cache_control = "no-cache",
-                              .upstream = parser.forwarded(),
-                              .gateway = r_.response_headers};
-      if (!co_await r_.sink.start_stream(head)) {
-        outcome_.status = 499;
-        co_return false;
-      }
-      if (r_.resume) r_.resume->client_stream_started = true;
-    }
+    const ResponseHead head{.status = 200,
+                            .content_type = parser.content_type(),
+                            .cache_control = "no-cache",
+                            .upstream = parser.forwarded(),
+                            .gateway = r_.response_headers};
+    // The client's stream starts with this run's first write, unless an
+    // earlier run started it.
+    const ResponseHead* unsent_head = r_.resume && r_.resume->client_stream_started ? nullptr : &head;
     // Every event one read completed goes out as one chunk, in one write:
     // the events as they lie in the read buffer (a run of them is one
     // part), an event a read cut off from the framer's storage, a resumed
-    // run's rewritten event from rewritten_.
+    // run's rewritten event from rewritten_. The first write carries the
+    // head too (with the events that came with it, if any: the head waits
+    // for nothing), the last one the end of the stream, and with it the
+    // bytes after the last blank line (byte-exact).
     SseFramer framer;
+    stream_body_ = true;
     for (;;) {
       parts_.clear();
       for (const std::string_view piece : parser.body_pieces()) {
         framer.feed(piece, [this](std::string_view event) { relay_event(event); });
       }
       if (framer.events() > 0) first_event();
-      if (!parts_.empty() && !co_await r_.sink.send_chunk(parts_)) {
+      const bool last = parser.is_done();
+      if (last && !framer.pending().empty()) add_part(framer.pending());
+      if ((unsent_head || last || !parts_.empty()) && !co_await r_.sink.write_stream(unsent_head, parts_, last)) {
         outcome_.status = 499;
         co_return false;
       }
+      if (unsent_head && r_.resume) r_.resume->client_stream_started = true;
+      unsent_head = nullptr;
       framer.release();
       rewritten_.clear();
-      if (parser.is_done()) break;
+      if (last) break;
       const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle);
       if (const ReadEnd end = after_read(read); end != ReadEnd::kData) {
         // A preempted run leaves the stream open: the next run continues it;
@@ -317,17 +334,6 @@ class Exchange {
         }
         co_return false;
       }
-    }
-    // Bytes after the last blank line are relayed too: byte-exact.
-    if (const auto rest = framer.pending(); !rest.empty()) {
-      if (!co_await r_.sink.send_chunk(std::span(&rest, 1))) {
-        outcome_.status = 499;
-        co_return false;
-      }
-    }
-    if (!co_await r_.sink.end_stream()) {
-      outcome_.status = 499;
-      co_return false;
     }
     co_return parser.keep_alive();
   }
@@ -483,6 +489,8 @@ class Exchange {
 
   const RelayRequest& r_;
   bool first_event_seen_ = false;  // on_first_event ran for this run
+  bool stream_body_ = false;      // relay_stream reads: small reads between events
+  bool last_read_short_ = false;  // the last read did not fill its room
   Deadline& deadline_;  // RelayRequest::deadline
   RelayOutcome outcome_;
   std::vector<std::string_view> parts_;  // relay_stream: the chunk one read makes
