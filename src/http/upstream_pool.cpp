@@ -74,6 +74,10 @@ Task<std::expected<PooledConnection, ConnectError>> UpstreamPool::connect(Deadli
   if (deadline.disarm()) co_return std::unexpected(ConnectError{ConnectFailure::kTimeout, {}});
   if (ec) co_return std::unexpected(ConnectError{ConnectFailure::kRefused, {}});
   beast::error_code ignored;
+  // Registered with the reactor anew: the connect left write interest on,
+  // and then every wait for readability (the relay's, between a stream's
+  // events) would also wake the loop because the socket is writable.
+  socket = tcp::socket(executor, endpoint.protocol(), socket.release());
   socket.set_option(tcp::no_delay(true), ignored);
   socket.non_blocking(true, ignored);  // the relay writes at once (write_now)
   if (!tls_) co_return std::make_unique<UpstreamConnection>(Stream(std::move(socket)));

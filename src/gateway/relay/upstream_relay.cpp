@@ -19,11 +19,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Upstream read size: a whole ~1 KB answer (or a burst of SSE events) per
-// recv. The buffer is the pooled connection's, released while it is idle
+// recv. The buffer is the pooled connection's; on plain TCP it is held only
+// while bytes are in flight (read_more), and an idle connection holds none
 // (UpstreamPool::release).
 constexpr std::size_t kUpstreamReadBytes = 16 * 1024;
-// A paced stream's read: a few events.
-constexpr std::size_t kStreamEventReadBytes = 2 * 1024;
 
 // Clears the client's abort hook when the exchange ends, before the socket
 // it points to goes away.
@@ -99,6 +98,7 @@ class Exchange {
       }
 
       beast::flat_buffer& buffer = conn->buffer;
+      drained_ = true;
       UpstreamResponseParser parser;
       Read header{};
       while (header && !parser.is_header_done()) {
@@ -232,19 +232,34 @@ class Exchange {
   Task<Read> read_more(Stream& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser,
                        Clock::duration limit) {
     deadline_.arm(socket.socket(), limit);
-    // An engine decoding sends an event or two per read: after a read that
-    // did not fill its room a stream reads into a small buffer (an open
-    // stream between events holds little), and after one that did, full
-    // size again. Asio tries the read at once; on a drained socket that is
-    // an EAGAIN, which a readiness wait would trade for an epoll_ctl and a
-    // wake-up for writability (the connect left write interest on).
-    const bool small = stream_body_ && last_read_short_ && !socket.tls();
-    const std::size_t room = small ? kStreamEventReadBytes : kUpstreamReadBytes;
-    // Left over is at most a cut chunk header (Beast keeps a chunk's CRLF
-    // for the next one): moved into a buffer its size before the small one.
-    if (small && buffer.capacity() > buffer.size() + room) buffer.shrink_to_fit();
-    auto [ec, n] = co_await socket.async_read_some(buffer.prepare(room), kAsTuple);
-    last_read_short_ = n < room;
+    beast::error_code ec;
+    std::size_t n = 0;
+    if (drained_ && !socket.tls()) {
+      // The request just went out, or the last read took all there was: a
+      // read now (Asio tries one at once) would only hear EAGAIN. Wait until
+      // the socket is readable, without a read buffer (an open stream
+      // between events, a backend still thinking), then read into one.
+      for (;;) {
+        // What is left is at most a cut chunk header (Beast keeps a chunk's
+        // CRLF for the next one): a few bytes, moved to a buffer their size.
+        buffer.shrink_to_fit();
+        auto [wait_ec] = co_await socket.socket().async_wait(tcp::socket::wait_read, kAsTuple);
+        if (wait_ec) {
+          ec = wait_ec;
+          break;
+        }
+        n = socket.socket().read_some(buffer.prepare(kUpstreamReadBytes), ec);  // non-blocking (UpstreamPool)
+        if (ec != net::error::would_block && ec != net::error::try_again) break;
+        n = 0;  // readiness that went away: wait again
+      }
+    } else {
+      // TLS reads at once: OpenSSL may hold decrypted bytes that the
+      // socket's readiness does not show.
+      auto [read_ec, read_n] = co_await socket.async_read_some(buffer.prepare(kUpstreamReadBytes), kAsTuple);
+      ec = read_ec;
+      n = read_n;
+    }
+    drained_ = n < kUpstreamReadBytes;
     if (deadline_.disarm()) co_return std::unexpected(std::nullopt);
     buffer.commit(n);
     beast::error_code parsed;
@@ -304,7 +319,6 @@ class Exchange {
     // for nothing), the last one the end of the stream, and with it the
     // bytes after the last blank line (byte-exact).
     SseFramer framer;
-    stream_body_ = true;
     for (;;) {
       parts_.clear();
       for (const std::string_view piece : parser.body_pieces()) {
@@ -489,8 +503,9 @@ class Exchange {
 
   const RelayRequest& r_;
   bool first_event_seen_ = false;  // on_first_event ran for this run
-  bool stream_body_ = false;      // relay_stream reads: small reads between events
-  bool last_read_short_ = false;  // the last read did not fill its room
+  // The upstream socket is probably empty (plain TCP): the request was just
+  // written, or the last read did not fill the buffer.
+  bool drained_ = true;
   Deadline& deadline_;  // RelayRequest::deadline
   RelayOutcome outcome_;
   std::vector<std::string_view> parts_;  // relay_stream: the chunk one read makes
