@@ -77,7 +77,8 @@ Task<std::expected<PooledConnection, ConnectError>> UpstreamPool::connect(Deadli
   // Registered with the reactor anew: the connect left write interest on,
   // and then every wait for readability (the relay's, between a stream's
   // events) would also wake the loop because the socket is writable.
-  socket = tcp::socket(executor, endpoint.protocol(), socket.release());
+  const tcp::socket::native_handle_type fd = socket.release(ignored);
+  if (!ignored) socket.assign(endpoint.protocol(), fd, ignored);
   socket.set_option(tcp::no_delay(true), ignored);
   socket.non_blocking(true, ignored);  // the relay writes at once (write_now)
   if (!tls_) co_return std::make_unique<UpstreamConnection>(Stream(std::move(socket)));
