@@ -30,7 +30,7 @@ Task<void> end_stream_with_error(ResponseSink& sink, const ApiError& error) {
   const std::string event = error_event(error);
   const std::string_view piece = event;
   sink.set_keep_alive(false);
-  if (co_await sink.send_chunk(std::span(&piece, 1))) co_await sink.end_stream();
+  co_await sink.write_stream(nullptr, std::span(&piece, 1), true);
 }
 
 }  // namespace arbiter

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cstdio>
 #include <memory>
 
+#include "http/chunk_write.hpp"
 #include "http/http_head.hpp"
 #include "http/write_now.hpp"
 
@@ -224,14 +224,7 @@ Task<bool> ClientConnection::start_stream(http::response<http::empty_body>& res)
 }
 
 Task<bool> ClientConnection::start_stream(const ResponseHead& head) {
-  if (gone_ || failed_) co_return false;
-  write_response_head(head, std::nullopt, response_keep_alive(), head_);
-  const net::const_buffer buffer = net::buffer(head_);
-  const std::span<const net::const_buffer> buffers(&buffer, 1);
-  if (std::size_t written = 0; !write_at_once(buffers, written)) {
-    if (gone_ || failed_ || !co_await write_rest(buffers, written)) co_return false;
-  }
-  co_return true;
+  co_return co_await write_stream(&head, {}, false);
 }
 
 Task<bool> ClientConnection::send_chunks(std::span<const std::string_view> pieces) {
@@ -263,46 +256,26 @@ Task<bool> ClientConnection::send_chunks(std::span<const std::string_view> piece
 }
 
 Task<bool> ClientConnection::send_chunk(std::span<const std::string_view> parts) {
-  // Up to this many parts go out as they lie (one iovec each, within
-  // Asio's 64 per write); more are copied, which costs less than the
-  // kernel's walk over a long iovec array.
-  constexpr std::size_t kMaxGathered = 16;
-  std::size_t bytes = 0;
-  for (const std::string_view part : parts) bytes += part.size();
-  if (bytes == 0) co_return !gone_ && !failed_;  // an empty chunk would end the body
-  std::array<char, 20> size_line;
-  char* end = std::to_chars(size_line.data(), size_line.data() + 16, bytes, 16).ptr;
-  *end++ = '\r';
-  *end++ = '\n';
-  const std::string_view size(size_line.data(), static_cast<std::size_t>(end - size_line.data()));
-  static constexpr std::string_view kCrlf = "\r\n";
-  std::array<net::const_buffer, kMaxGathered + 2> gathered;
-  std::size_t count = 0;
-  if (parts.size() <= kMaxGathered && !stream_.tls()) {
-    gathered[count++] = net::buffer(size);
-    for (const std::string_view part : parts) gathered[count++] = net::buffer(part);
-    gathered[count++] = net::buffer(kCrlf);
-  } else {
-    chunk_copy_.assign(size);
-    for (const std::string_view part : parts) chunk_copy_.append(part);
-    chunk_copy_.append(kCrlf);
-    gathered[count++] = net::buffer(chunk_copy_);
-  }
-  const std::span<const net::const_buffer> buffers(gathered.data(), count);
-  if (std::size_t written = 0; !write_at_once(buffers, written)) {
-    if (gone_ || failed_ || !co_await write_rest(buffers, written)) co_return false;
-  }
-  note_body(bytes);
-  co_return true;
+  co_return co_await write_stream(nullptr, parts, false);
 }
 
 Task<bool> ClientConnection::end_stream() {
-  static constexpr std::string_view kLastChunk = "0\r\n\r\n";
-  static const net::const_buffer kBuffer(kLastChunk.data(), kLastChunk.size());
-  const std::span<const net::const_buffer> buffers(&kBuffer, 1);
+  co_return co_await write_stream(nullptr, {}, true);
+}
+
+Task<bool> ClientConnection::write_stream(const ResponseHead* head, std::span<const std::string_view> parts,
+                                          bool last) {
+  if (gone_ || failed_) co_return false;
+  if (head) write_response_head(*head, std::nullopt, response_keep_alive(), head_);
+  ChunkWrite framed;
+  frame_chunk_write(head ? std::string_view(head_) : std::string_view(), parts, last, stream_.tls() != nullptr,
+                    chunk_copy_, framed);
+  const std::span<const net::const_buffer> buffers = framed.span();
+  if (buffers.empty()) co_return true;
   if (std::size_t written = 0; !write_at_once(buffers, written)) {
     if (gone_ || failed_ || !co_await write_rest(buffers, written)) co_return false;
   }
+  note_body(framed.body_bytes);
   co_return true;
 }
 

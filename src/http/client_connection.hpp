@@ -49,10 +49,10 @@ class ClientConnection final : public ResponseSink {
   // Chunked streaming response: the header, then events, then the end.
   Task<bool> start_stream(http::response<http::empty_body>& res);
   Task<bool> start_stream(const ResponseHead& head) override;
-  // One chunk of `parts` back to back, in one write: gathered in place,
-  // or copied into one buffer when there are many parts or TLS makes a
-  // record of each buffer.
+  // One chunk of `parts` back to back, in one write (http/chunk_write.hpp).
   Task<bool> send_chunk(std::span<const std::string_view> parts) override;
+  // The head, a chunk and the end, whichever are given, in one write.
+  Task<bool> write_stream(const ResponseHead* head, std::span<const std::string_view> parts, bool last) override;
   // Each piece its own chunk, all in one write (the simulator's events, one
   // chunk each as engines send them).
   Task<bool> send_chunks(std::span<const std::string_view> pieces);
@@ -135,7 +135,7 @@ class ClientConnection final : public ResponseSink {
   std::optional<std::chrono::steady_clock::time_point> first_body_byte_at_;
   std::function<void()> abort_hook_;
   std::string head_;  // the response head being written (reused across requests)
-  std::string chunk_copy_;  // send_chunk's one buffer, when it copies (reused)
+  std::string chunk_copy_;  // write_stream's one buffer, when it copies (reused)
   std::optional<std::string> remote_address_;  // remote_address(), once asked
   std::vector<std::string> peer_names_;
   std::size_t expected_ = 0;  // wait_for_bytes's, for the next read

@@ -29,6 +29,12 @@ class ResponseSink {
   virtual Task<bool> start_stream(const ResponseHead& head) = 0;
   virtual Task<bool> send_chunk(std::span<const std::string_view> parts) = 0;
   virtual Task<bool> end_stream() = 0;
+  // The three in one write where the sink can: the stream's head first when
+  // `head` is set, then one chunk of `parts` (none when they hold no bytes),
+  // then the stream's end when `last`. The relay sends the head with the
+  // events that came in the same read, and the last events with the end.
+  // By default the steps one after another.
+  virtual Task<bool> write_stream(const ResponseHead* head, std::span<const std::string_view> parts, bool last);
 
   // The consumer went away (a client that closed): work for it can stop.
   virtual bool client_gone() const = 0;

@@ -45,4 +45,12 @@ Task<bool> TeeSink::end_stream() {
   co_return sent;
 }
 
+Task<bool> TeeSink::write_stream(const ResponseHead* head, std::span<const std::string_view> parts, bool last) {
+  if (head) copy_.head(head->status, head->content_type);
+  for (const std::string_view part : parts) copy_.body(part);
+  const bool sent = co_await primary_.write_stream(head, parts, last);
+  if (last || !sent) finish(sent);
+  co_return sent;
+}
+
 }  // namespace arbiter

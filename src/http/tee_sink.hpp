@@ -29,6 +29,7 @@ class TeeSink final : public ResponseSink {
   Task<bool> start_stream(const ResponseHead& head) override;
   Task<bool> send_chunk(std::span<const std::string_view> parts) override;
   Task<bool> end_stream() override;
+  Task<bool> write_stream(const ResponseHead* head, std::span<const std::string_view> parts, bool last) override;
   bool client_gone() const override { return primary_.client_gone(); }
   void set_abort_hook(std::function<void()> hook) override { primary_.set_abort_hook(std::move(hook)); }
   void set_keep_alive(bool keep_alive) override { primary_.set_keep_alive(keep_alive); }

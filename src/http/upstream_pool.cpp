@@ -74,6 +74,11 @@ Task<std::expected<PooledConnection, ConnectError>> UpstreamPool::connect(Deadli
   if (deadline.disarm()) co_return std::unexpected(ConnectError{ConnectFailure::kTimeout, {}});
   if (ec) co_return std::unexpected(ConnectError{ConnectFailure::kRefused, {}});
   beast::error_code ignored;
+  // Registered with the reactor anew: the connect left write interest on,
+  // and then every wait for readability (the relay's, between a stream's
+  // events) would also wake the loop because the socket is writable.
+  const tcp::socket::native_handle_type fd = socket.release(ignored);
+  if (!ignored) socket.assign(endpoint.protocol(), fd, ignored);
   socket.set_option(tcp::no_delay(true), ignored);
   socket.non_blocking(true, ignored);  // the relay writes at once (write_now)
   if (!tls_) co_return std::make_unique<UpstreamConnection>(Stream(std::move(socket)));
@@ -92,6 +97,7 @@ void UpstreamPool::release(PooledConnection conn) {
   IdleList& list = local();
   std::lock_guard lock(list.mu);
   if (list.idle.size() >= max_idle_) return;  // socket closes on destruction
+  conn->buffer.shrink_to_fit();  // empty between responses: an idle connection holds no read buffer
   list.idle.push_back({std::move(conn), std::chrono::steady_clock::now()});
 }
 

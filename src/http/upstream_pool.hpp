@@ -22,7 +22,7 @@ namespace arbiter {
 
 struct UpstreamConnection {
   Stream stream;
-  beast::flat_buffer buffer;  // read buffer, kept with the connection (empty between responses)
+  beast::flat_buffer buffer;  // read buffer: allocated while a response is read, released in the idle list
   std::string head;           // the request head being written, reused
   bool reused = false;        // came from the idle list (may have been closed by the peer)
 };

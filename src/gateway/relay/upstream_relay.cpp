@@ -18,9 +18,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Upstream read buffer: a whole ~1 KB answer (or a burst of SSE events) per
-// recv. Kept with the pooled connection, so it is allocated once per
-// connection, not per request.
+// Upstream read size: a whole ~1 KB answer (or a burst of SSE events) per
+// recv. The buffer is the pooled connection's; on plain TCP it is held only
+// while bytes are in flight (read_more), and an idle connection holds none
+// (UpstreamPool::release).
 constexpr std::size_t kUpstreamReadBytes = 16 * 1024;
 
 // Clears the client's abort hook when the exchange ends, before the socket
@@ -97,7 +98,7 @@ class Exchange {
       }
 
       beast::flat_buffer& buffer = conn->buffer;
-      if (buffer.capacity() < kUpstreamReadBytes) buffer.reserve(kUpstreamReadBytes);
+      drained_ = true;
       UpstreamResponseParser parser;
       Read header{};
       while (header && !parser.is_header_done()) {
@@ -231,7 +232,34 @@ class Exchange {
   Task<Read> read_more(Stream& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser,
                        Clock::duration limit) {
     deadline_.arm(socket.socket(), limit);
-    auto [ec, n] = co_await socket.async_read_some(buffer.prepare(kUpstreamReadBytes), kAsTuple);
+    beast::error_code ec;
+    std::size_t n = 0;
+    if (drained_ && !socket.tls()) {
+      // The request just went out, or the last read took all there was: a
+      // read now (Asio tries one at once) would only hear EAGAIN. Wait until
+      // the socket is readable, without a read buffer (an open stream
+      // between events, a backend still thinking), then read into one.
+      for (;;) {
+        // What is left is at most a cut chunk header (Beast keeps a chunk's
+        // CRLF for the next one): a few bytes, moved to a buffer their size.
+        buffer.shrink_to_fit();
+        auto [wait_ec] = co_await socket.socket().async_wait(tcp::socket::wait_read, kAsTuple);
+        if (wait_ec) {
+          ec = wait_ec;
+          break;
+        }
+        n = socket.socket().read_some(buffer.prepare(kUpstreamReadBytes), ec);  // non-blocking (UpstreamPool)
+        if (ec != net::error::would_block && ec != net::error::try_again) break;
+        n = 0;  // readiness that went away: wait again
+      }
+    } else {
+      // TLS reads at once: OpenSSL may hold decrypted bytes that the
+      // socket's readiness does not show.
+      auto [read_ec, read_n] = co_await socket.async_read_some(buffer.prepare(kUpstreamReadBytes), kAsTuple);
+      ec = read_ec;
+      n = read_n;
+    }
+    drained_ = n < kUpstreamReadBytes;
     if (deadline_.disarm()) co_return std::unexpected(std::nullopt);
     buffer.commit(n);
     beast::error_code parsed;
@@ -275,22 +303,21 @@ class Exchange {
     outcome_.stream = true;
     outcome_.status = 200;
     if (!r_.resume) outcome_.generated = 0;
-    if (!r_.resume || !r_.resume->client_stream_started) {
-      const ResponseHead head{.status = 200,
-                              .content_type = parser.content_type(),
-                              .cache_control = "no-cache",
-                              .upstream = parser.forwarded(),
-                              .gateway = r_.response_headers};
-      if (!co_await r_.sink.start_stream(head)) {
-        outcome_.status = 499;
-        co_return false;
-      }
-      if (r_.resume) r_.resume->client_stream_started = true;
-    }
+    const ResponseHead head{.status = 200,
+                            .content_type = parser.content_type(),
+                            .cache_control = "no-cache",
+                            .upstream = parser.forwarded(),
+                            .gateway = r_.response_headers};
+    // The client's stream starts with this run's first write, unless an
+    // earlier run started it.
+    const ResponseHead* unsent_head = r_.resume && r_.resume->client_stream_started ? nullptr : &head;
     // Every event one read completed goes out as one chunk, in one write:
     // the events as they lie in the read buffer (a run of them is one
     // part), an event a read cut off from the framer's storage, a resumed
-    // run's rewritten event from rewritten_.
+    // run's rewritten event from rewritten_. The first write carries the
+    // head too (with the events that came with it, if any: the head waits
+    // for nothing), the last one the end of the stream, and with it the
+    // bytes after the last blank line (byte-exact).
     SseFramer framer;
     for (;;) {
       parts_.clear();
@@ -298,13 +325,17 @@ class Exchange {
         framer.feed(piece, [this](std::string_view event) { relay_event(event); });
       }
       if (framer.events() > 0) first_event();
-      if (!parts_.empty() && !co_await r_.sink.send_chunk(parts_)) {
+      const bool last = parser.is_done();
+      if (last && !framer.pending().empty()) add_part(framer.pending());
+      if ((unsent_head || last || !parts_.empty()) && !co_await r_.sink.write_stream(unsent_head, parts_, last)) {
         outcome_.status = 499;
         co_return false;
       }
+      if (unsent_head && r_.resume) r_.resume->client_stream_started = true;
+      unsent_head = nullptr;
       framer.release();
       rewritten_.clear();
-      if (parser.is_done()) break;
+      if (last) break;
       const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle);
       if (const ReadEnd end = after_read(read); end != ReadEnd::kData) {
         // A preempted run leaves the stream open: the next run continues it;
@@ -317,17 +348,6 @@ class Exchange {
         }
         co_return false;
       }
-    }
-    // Bytes after the last blank line are relayed too: byte-exact.
-    if (const auto rest = framer.pending(); !rest.empty()) {
-      if (!co_await r_.sink.send_chunk(std::span(&rest, 1))) {
-        outcome_.status = 499;
-        co_return false;
-      }
-    }
-    if (!co_await r_.sink.end_stream()) {
-      outcome_.status = 499;
-      co_return false;
     }
     co_return parser.keep_alive();
   }
@@ -483,6 +503,9 @@ class Exchange {
 
   const RelayRequest& r_;
   bool first_event_seen_ = false;  // on_first_event ran for this run
+  // The upstream socket is probably empty (plain TCP): the request was just
+  // written, or the last read did not fill the buffer.
+  bool drained_ = true;
   Deadline& deadline_;  // RelayRequest::deadline
   RelayOutcome outcome_;
   std::vector<std::string_view> parts_;  // relay_stream: the chunk one read makes

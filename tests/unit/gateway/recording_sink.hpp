@@ -27,26 +27,44 @@ class RecordingSink final : public ResponseSink {
     co_return !gone;
   }
   Task<bool> start_stream(const ResponseHead& head) override {
-    status = head.status;
-    content_type = head.content_type;
-    streamed = true;
+    ++stream_writes;
+    take_head(head);
     co_return !gone;
   }
   Task<bool> send_chunk(std::span<const std::string_view> parts) override {
-    if (gone) co_return false;
-    std::string& chunk = chunks.emplace_back();
-    for (const std::string_view p : parts) chunk += p;
-    body += chunk;
-    if (++writes == leave_after_writes) leave();
-    co_return true;
+    ++stream_writes;
+    co_return take_chunk(parts);
   }
   Task<bool> end_stream() override {
+    ++stream_writes;
     ended = true;
+    co_return !gone;
+  }
+  // One write, as ClientConnection makes it.
+  Task<bool> write_stream(const ResponseHead* head, std::span<const std::string_view> parts, bool last) override {
+    ++stream_writes;
+    if (head) take_head(*head);
+    if (!parts.empty() && !take_chunk(parts)) co_return false;
+    if (last) ended = true;
     co_return !gone;
   }
   bool client_gone() const override { return gone; }
   void set_abort_hook(std::function<void()> h) override { hook = std::move(h); }
   void set_keep_alive(bool k) override { keep_alive = k; }
+
+  void take_head(const ResponseHead& head) {
+    status = head.status;
+    content_type = head.content_type;
+    streamed = true;
+  }
+  bool take_chunk(std::span<const std::string_view> parts) {
+    if (gone) return false;
+    std::string& chunk = chunks.emplace_back();
+    for (const std::string_view p : parts) chunk += p;
+    body += chunk;
+    if (++writes == leave_after_writes) leave();
+    return true;
+  }
 
   // The consumer goes away: the hook runs, later writes fail.
   void leave() {
@@ -62,7 +80,8 @@ class RecordingSink final : public ResponseSink {
   bool gone = false;
   bool keep_alive = true;
   std::vector<std::string> chunks;  // each send_chunk call's bytes
-  int writes = 0;
+  int writes = 0;         // chunks
+  int stream_writes = 0;  // calls that would each be one write on a connection: head, chunks, end
   int leave_after_writes = -1;  // leave() after this many send_chunk calls
   std::function<void()> hook;
 };

@@ -138,6 +138,20 @@ TEST(Relay, TheEventsOfOneReadGoOutAsOneChunk) {
   EXPECT_EQ(outcome.generated, 20) << "every data event counted, [DONE] not";
 }
 
+TEST(Relay, AStreamThatCameInOneReadGoesOutInOneWrite) {
+  // The head with the events that came with it and the stream's end with
+  // the last of them: nothing is waited for, so one write.
+  test::FakeUpstream upstream;
+  const test::Stream stream{.payloads = test::chat_chunks(8)};
+  upstream.push(sse_in_one_write(stream.wire()));
+  RecordingSink sink;
+  EXPECT_EQ(relay_to(upstream, sink).status, 200);
+  EXPECT_EQ(sink.body, stream.wire());
+  EXPECT_TRUE(sink.streamed);
+  EXPECT_TRUE(sink.ended);
+  EXPECT_EQ(sink.stream_writes, 1) << "head, events and end in one write";
+}
+
 TEST(Relay, AnEventCutAcrossReadsGoesOutWholeAndByteExact) {
   test::FakeUpstream upstream;
   const test::Stream stream{.interval = std::chrono::milliseconds(30),
