@@ -89,6 +89,20 @@ TEST(SchedulerInherit, RefusedForARunningHeirOrAnOldRequestNotAborting) {
   EXPECT_TRUE(h.scheduler().inherit(fourth.handle, fourth.superseded->handle, at_ms(3)));
 }
 
+TEST(SchedulerInherit, RefusedAcrossClasses) {
+  // The slot is counted in its class's queue, and the tenant queue the
+  // check compares is per class: an heir of another class never inherits.
+  ClassPolicy other = completion();
+  other.name = "chat";
+  Harness h(one_pool({completion(), other}, {2}));
+  h.add(1, 0, 1, 100, at_ms(0), "k");
+  ASSERT_EQ(h.poll(at_ms(0)).size(), 1u);
+  const Admission second = h.add(2, 1, 1, 100, at_ms(1), "k");
+  ASSERT_TRUE(second.superseded && second.superseded->in_flight);
+  EXPECT_FALSE(h.scheduler().inherit(second.handle, second.superseded->handle, at_ms(1)));
+  EXPECT_EQ(h.scheduler().counters().total().typed_through, 0u);
+}
+
 // Random keystrokes on a few keys: each supersede of a running request is
 // inherited or completed (aborted) at random, runs finish at random; at the
 // end everything drains to zero and no backend ever exceeds its slots.
