@@ -134,6 +134,7 @@ struct Accumulator {
         kv_usage_old = std::max(kv_usage_old.value_or(value), value);
         break;
       case Figure::kNone:
+      case Figure::kCacheConfig:  // labels, not a sample: read apart (the KV size)
         break;
     }
   }

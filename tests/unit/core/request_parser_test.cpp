@@ -193,7 +193,7 @@ TEST(RequestParser, StreamOptionsAndMaxTokensForms) {
 
 TEST(RequestParser, RejectsWhatTheDocumentParserRejects) {
   EXPECT_TRUE(parse_ok(Route::kCompletions, "{\"model\":\"m\",\"prompt\":\"x\"} \n").info.model == "m");
-  for (const std::string bad : {std::string(R"({"model":"m","prompt":"x"} x)"), std::string("{}{}"),
+  for (const std::string& bad : {std::string(R"({"model":"m","prompt":"x"} x)"), std::string("{}{}"),
                                 std::string(R"({"model":"m","prompt":"\xff"})"),
                                 R"({"model":"m","prompt":"x","deep":)" + std::string(200, '[') + std::string(200, ']') + "}",
                                 std::string(R"({"model":"m",})"), std::string("")}) {

@@ -31,7 +31,9 @@ TEST(EngineBlockIndex, AgreesWithAMapOverRandomInsertsAndErases) {
     const auto it = model.find(probe);
     const auto found = index.find(probe);
     ASSERT_EQ(found.has_value(), it != model.end()) << "step " << step << " key " << probe;
-    if (found) ASSERT_EQ(*found, it->second);
+    if (found) {
+      ASSERT_EQ(*found, it->second);
+    }
   }
   for (const auto& [hash, block] : model) EXPECT_EQ(index.find(hash), block);
 }

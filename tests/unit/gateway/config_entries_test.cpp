@@ -204,7 +204,9 @@ void expect_round_trip(std::span<const SettingKey<Entry>> keys, const YAML::Node
     for (const auto& k : keys) {
       SCOPED_TRACE(std::string(k.key) + " of entry " + std::to_string(i));
       EXPECT_EQ(k.write(after[i]), k.write(before[i]));
-      if (list[i][std::string(k.key)] && !never_written.contains(k.key)) EXPECT_NE(k.write(before[i]), "");
+      if (list[i][std::string(k.key)] && !never_written.contains(k.key)) {
+        EXPECT_NE(k.write(before[i]), "");
+      }
     }
   }
 }

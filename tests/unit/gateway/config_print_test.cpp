@@ -75,8 +75,12 @@ TEST(ConfigPrint, AListedBuiltInClassKeepsItsSchedulingDefaults) {
       EXPECT_TRUE(c.policy.background);
       EXPECT_TRUE(c.policy.preemptible);
     }
-    if (c.name == "critical") EXPECT_DOUBLE_EQ(c.policy.min_share, 0.15);
-    if (c.name == "chat") EXPECT_EQ(c.max_tokens_cap, 4096);  // the file's own value wins
+    if (c.name == "critical") {
+      EXPECT_DOUBLE_EQ(c.policy.min_share, 0.15);
+    }
+    if (c.name == "chat") {
+      EXPECT_EQ(c.max_tokens_cap, 4096);  // the file's own value wins
+    }
   }
   // A class of its own starts from the plain defaults.
   auto own = parse_config(R"(

@@ -45,7 +45,9 @@ TEST(SchedulerKeys, TheDocsDocumentExactlyTheseKeysWithTheseDefaults) {
   const SchedulerSettings plain;
   for (const SchedulerKey& k : scheduler_keys()) {
     const auto it = documented.find(std::string(k.key));
-    if (it != documented.end()) EXPECT_EQ(it->second, "`" + k.write(plain) + "`") << k.key;
+    if (it != documented.end()) {
+      EXPECT_EQ(it->second, "`" + k.write(plain) + "`") << k.key;
+    }
   }
 }
 
@@ -64,7 +66,9 @@ void expect_documented(std::string_view heading, std::span<const SettingKey<Sett
     const auto it = documented.find(std::string(k.key));
     std::string written = k.write(plain);
     if (written.size() >= 2 && written.front() == '"') written = written.substr(1, written.size() - 2);  // text
-    if (it != documented.end()) EXPECT_EQ(it->second, "`" + written + "`") << k.key;
+    if (it != documented.end()) {
+      EXPECT_EQ(it->second, "`" + written + "`") << k.key;
+    }
   }
 }
 
