@@ -111,20 +111,26 @@ TEST(Overload, RealtimeWaitStaysLowWhileTheBatchBacklogCompletes) {
 }
 
 // Closed-loop clients of one tenant: `clients` requests outstanding at all
-// times until stopped; the gateway's queue wait of each answer is kept.
+// times until stopped. While measuring, each answer's gateway queue wait and
+// its service time (the rest of its round trip) are kept.
 class TenantLoad {
  public:
   TenantLoad(uint16_t port, std::string key, int clients) {
     for (int i = 0; i < clients; ++i) {
       threads_.emplace_back([this, port, key] {
         while (!stop_) {
+          const auto sent = Clock::now();
           const HttpResponse r = http_call(
               port, gateway_post("/v1/chat/completions", sim_chat(R"("max_tokens":40,"min_tokens":40)", "Draft a reply.", "m1"),
                                  key, "chat"),
               Millis(60'000));
+          const double round_trip_ms = std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
           std::lock_guard lock(mu_);
           if (r.status != 200) ++errors_;
-          if (measuring_) waits_.push_back(queue_ms(r));
+          if (measuring_) {
+            waits_.push_back(queue_ms(r));
+            service_.push_back(round_trip_ms - queue_ms(r));
+          }
         }
       });
     }
@@ -143,6 +149,10 @@ class TenantLoad {
     std::lock_guard lock(mu_);
     return waits_;
   }
+  std::vector<double> service_times() {
+    std::lock_guard lock(mu_);
+    return service_;
+  }
   int errors() {
     std::lock_guard lock(mu_);
     return errors_;
@@ -153,26 +163,10 @@ class TenantLoad {
   std::mutex mu_;
   bool measuring_ = false;
   std::vector<double> waits_;
+  std::vector<double> service_;
   int errors_ = 0;
   std::vector<std::thread> threads_;
 };
-
-// beta's P99 queue wait while alpha sends `alpha_clients` concurrent
-// requests and beta its own share (2 of the 4 slots), over `samples` answers.
-double beta_p99_wait(uint16_t port, int alpha_clients, std::size_t samples) {
-  TenantLoad alpha(port, kAlphaKey, alpha_clients);
-  TenantLoad beta(port, kBetaKey, 2);
-  std::this_thread::sleep_for(Millis(1'500));  // alpha's queue builds up
-  beta.measure(true);
-  const auto deadline = Clock::now() + Millis(60'000);
-  while (beta.waits().size() < samples && Clock::now() < deadline) std::this_thread::sleep_for(Millis(50));
-  beta.stop();
-  alpha.stop();
-  EXPECT_EQ(alpha.errors() + beta.errors(), 0);
-  const auto waits = beta.waits();
-  EXPECT_GE(waits.size(), samples);
-  return waits.empty() ? 0 : percentile(waits, 99);
-}
 
 TEST(Overload, ATenantSendingTenTimesItsShareDoesNotRaiseAnothersWait) {
   SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
@@ -186,18 +180,47 @@ TEST(Overload, ATenantSendingTenTimesItsShareDoesNotRaiseAnothersWait) {
       "default_class: chat\n";
   GatewayProcess gateway(config.to_yaml());
 
-  // Both phases overload the pool, so beta waits for a slot to free in both:
-  // alpha at twice its share, then at ten times. Fair queuing serves beta
-  // at the next free slot either way; FIFO would queue it behind alpha.
-  const double twice = beta_p99_wait(gateway.port(), 4, 16);
-  const double tenfold = beta_p99_wait(gateway.port(), 20, 16);
-  RecordProperty("beta_p99_queue_ms_alpha_2x", std::to_string(twice));
-  RecordProperty("beta_p99_queue_ms_alpha_10x", std::to_string(tenfold));
-  // Slots free up at engine-step boundaries (~13 ms on this profile at
-  // batch 4): one step of leeway for that granularity.
-  constexpr double kEngineStepMs = 13;
-  EXPECT_LE(tenfold, twice * 1.2 + kEngineStepMs)
-      << "beta's P99 wait went from " << twice << " ms (alpha at 2x) to " << tenfold << " ms (alpha at 10x)\n"
+  // alpha keeps 20 requests outstanding (ten times its share of the 4
+  // slots), beta its share (2). Fair queuing serves beta at the next slot to
+  // free, so beta never waits longer than one request takes to run; FIFO
+  // would queue it behind ~18 of alpha's, about 4-5 service times. The
+  // bound is a ratio to the service time measured in this run, so a slow
+  // machine moves both sides. (It compared two P99s of 16 waits before:
+  // beta's waits are bimodal, 0 or up to one service time, so which side
+  // caught a long one decided the verdict.)
+  TenantLoad alpha(gateway.port(), kAlphaKey, 20);
+  TenantLoad beta(gateway.port(), kBetaKey, 2);
+  std::this_thread::sleep_for(Millis(1'500));  // alpha's queue builds up
+  alpha.measure(true);
+  beta.measure(true);
+  constexpr std::size_t kSamples = 24;
+  const auto deadline = Clock::now() + Millis(60'000);
+  while (beta.waits().size() < kSamples && Clock::now() < deadline) std::this_thread::sleep_for(Millis(50));
+  beta.stop();
+  alpha.stop();
+  EXPECT_EQ(alpha.errors() + beta.errors(), 0);
+  const auto beta_waits = beta.waits();
+  ASSERT_GE(beta_waits.size(), kSamples);
+  const auto alpha_waits = alpha.waits();
+  ASSERT_FALSE(alpha_waits.empty());
+  auto service = alpha.service_times();
+  const auto beta_service = beta.service_times();
+  service.insert(service.end(), beta_service.begin(), beta_service.end());
+
+  const double beta_worst = percentile(beta_waits, 100);
+  const double service_median = percentile(service, 50);
+  const double alpha_median_wait = percentile(alpha_waits, 50);
+  RecordProperty("beta_max_queue_ms", std::to_string(beta_worst));
+  RecordProperty("service_median_ms", std::to_string(service_median));
+  RecordProperty("alpha_median_queue_ms", std::to_string(alpha_median_wait));
+  // The load is real: alpha's own requests queue for several service times.
+  EXPECT_GT(alpha_median_wait, 2 * service_median)
+      << "alpha median wait " << alpha_median_wait << " ms, service " << service_median << " ms";
+  // A whole service time of leeway for slots freeing at engine-step
+  // boundaries and CPU hiccups: still half of what FIFO would give.
+  EXPECT_LE(beta_worst, 2 * service_median)
+      << "beta's worst wait " << beta_worst << " ms against a median service time of " << service_median
+      << " ms (alpha's median wait " << alpha_median_wait << " ms)\n"
       << describe_output(gateway);
 }
 
