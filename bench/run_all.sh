@@ -18,6 +18,10 @@
 #    bench/live_waste.sh: cancel-storm's engine waste live against virtual (~2 min).
 # 2. Every Google Benchmark binary BUILD_DIR/bench/*_bench, briefly
 #    (BENCH_MIN_TIME seconds per benchmark, default 0.05), JSON to bench/out/.
+# 3. `make test-tsan`: ThreadSanitizer over the unit and integration suites
+#    (issue 16: CI runs the core's unit tests under ASan and UBSan, and a whole
+#    sanitized build does not fit its time budget, so TSan runs here; ~25 min
+#    cold on 2 cores, minutes with ccache warm). TSAN=0 skips it.
 # Add a new benchmark as another step below; a failing step is reported and
 # the others still run. Missing a performance target is not a failure: the
 # figures are for people to read (docs/benchmarks.md), not a timed test.
@@ -61,6 +65,10 @@ for bin in "$BUILD_DIR"/bench/*_bench; do
   step "$name" "$bin" --benchmark_min_time="$BENCH_MIN_TIME" \
     --benchmark_out="$OUT_DIR/$name.json" --benchmark_out_format=json
 done
+
+if [[ ${TSAN:-1} != 0 ]]; then
+  step "ThreadSanitizer over the suites (make test-tsan)" make -C "$ROOT" test-tsan
+fi
 
 echo
 if ((${#FAILED[@]})); then
