@@ -106,6 +106,44 @@ TEST(AccessLog, TheLineIsTheFormatItReplacedByteForByte) {
   for (const AccessRecord& r : records) EXPECT_EQ(text_of(r), reference_line(r));
 }
 
+// Clean strings are copied 8 bytes at a time, checked a word at a time: a
+// byte to escape is found at any position of a string of any length, and
+// bytes from 0x80 up (UTF-8) pass as they are.
+TEST(AccessLog, AByteToEscapeIsFoundWhereverItSits) {
+  for (std::size_t n = 0; n <= 40; ++n) {
+    const std::string clean(n, 'x');
+    const AccessRecord plain{.tenant = clean};
+    ASSERT_EQ(text_of(plain), reference_line(plain)) << n;
+    for (std::size_t at = 0; at < n; ++at) {
+      for (const char c : {'"', '\\', '\n', '\x01', '\x1f', '\x20', '\x7f', '\x80', '\xc3', '\xff'}) {
+        std::string text = clean;
+        text[at] = c;
+        const AccessRecord r{.request_id = text, .model = text};
+        ASSERT_EQ(text_of(r), reference_line(r)) << n << " " << at << " " << int{static_cast<unsigned char>(c)};
+      }
+    }
+  }
+}
+
+// The timestamp's text is kept per thread for the last second formatted:
+// every line still shows its own second, across minute, day and year ends,
+// back in time (a clock stepped back) and from one line to the next.
+TEST(AccessLog, EachLineShowsItsOwnSecondThroughTheCachedTimestamp) {
+  const auto new_year = sys_days{2027y / 1 / 1};
+  const system_clock::time_point times[] = {
+      new_year - 2s + 999ms, new_year - 1s, new_year - 1s + 999ms, new_year, new_year + 1ms,
+      new_year - 1s + 500ms,  // back across the year's end
+      new_year + 59s + 999ms, new_year + 1min, new_year + 24h - 1ns, new_year + 24h,
+      sys_days{2026y / 2 / 28} + 23h + 59min + 59s, sys_days{2026y / 3 / 1},
+      system_clock::time_point{}, system_clock::time_point{} - 1s,  // 1969-12-31T23:59:59
+      new_year + 1ms,
+  };
+  for (const auto ts : times) {
+    const AccessRecord r{.ts = ts};
+    ASSERT_EQ(text_of(r), reference_line(r)) << ts.time_since_epoch().count();
+  }
+}
+
 // Milliseconds are written to 3 decimals by hand: the same digits as fmt's
 // "{:.3f}" (the exact value, ties to even) over the range and at the ties.
 TEST(AccessLog, MillisecondsHaveFmtsDigitsEverywhere) {
