@@ -205,18 +205,37 @@ char* put_int(char* p, int64_t v) {
   return put_uint(p, -static_cast<uint64_t>(v));
 }
 
+// v x 1000 rounded to an integer, half to even, exactly, for 0 <= v < 1e12:
+// v's 53-bit significand times 1000 fits 63 bits, and v's binary exponent is
+// then at most -13 (v < 2^40), so the product is shifted down and the bits
+// shifted out decide the rounding. Integer work only.
+uint64_t rounded_thousandths(double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  const auto biased_exponent = static_cast<int>(bits >> 52);  // the sign bit is 0
+  uint64_t significand = bits & ((uint64_t{1} << 52) - 1);
+  int exponent = -1074;  // a subnormal's
+  if (biased_exponent != 0) {
+    significand |= uint64_t{1} << 52;
+    exponent = biased_exponent - 1075;
+  }
+  const uint64_t product = significand * 1000;
+  const int shift = -exponent;
+  if (shift >= 64) return 0;  // the product, under 2^63, is less than half of 2^shift
+  const uint64_t whole = product >> shift;
+  const uint64_t rest = product & ((uint64_t{1} << shift) - 1);
+  const uint64_t half = uint64_t{1} << (shift - 1);
+  return whole + static_cast<uint64_t>(rest > half || (rest == half && (whole & 1)));
+}
+
 // `v` to 3 decimals, exactly as fmt's "{:.3f}" writes it: the exact binary
-// value rounded half to even. For the usual range the product v x 1000 is
-// exact in long double (53 + 10 bits fit its 64), so plain integer digits
-// follow; anything else goes through std::to_chars, which rounds the same.
+// value rounded half to even. Outside the usual range, std::to_chars, which
+// rounds the same.
 char* put_ms(char* p, double v) {
   if (!(v >= 0 && v < 1e12) || std::signbit(v)) {
     return std::to_chars(p, p + kMaxNumber, v, std::chars_format::fixed, 3).ptr;
   }
-  const long double thousandths = static_cast<long double>(v) * 1000;
-  auto n = static_cast<uint64_t>(thousandths);
-  const long double rest = thousandths - static_cast<long double>(n);
-  if (rest > 0.5L || (rest == 0.5L && (n & 1))) ++n;
+  const uint64_t n = rounded_thousandths(v);
   p = put_uint(p, n / 1000);
   *p++ = '.';
   const auto frac = static_cast<unsigned>(n % 1000);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <limits>
 #include <vector>
 
 #include <boost/json.hpp>
@@ -147,7 +148,9 @@ TEST(AccessLog, EachLineShowsItsOwnSecondThroughTheCachedTimestamp) {
 // Milliseconds are written to 3 decimals by hand: the same digits as fmt's
 // "{:.3f}" (the exact value, ties to even) over the range and at the ties.
 TEST(AccessLog, MillisecondsHaveFmtsDigitsEverywhere) {
-  std::vector<double> values = {0, 0.0005, 0.0625, 0.1875, 1.0005, 2.5, 999.9995, 1e12 - 1, 1e12, 4.5e15, -0.0, -1.5};
+  std::vector<double> values = {0, 0.0005, 0.0625, 0.1875, 1.0005, 2.5, 999.9995, 1e12 - 1, 1e12, 4.5e15, -0.0, -1.5,
+                                std::numeric_limits<double>::denorm_min(), 1e-300, 0x1p-11, 0x1p-12, 0x1.0000000000001p-11,
+                                std::nextafter(1e12, 0.0), 0x1p39 + 0.0005};
   for (int k = 0; k < 4096; ++k) values.push_back(k / 16.0 + 1.0 / 2048);  // halves of a thousandth, exactly
   uint64_t x = 88172645463325252u;  // xorshift: values across magnitudes
   for (int i = 0; i < 20000; ++i) {
