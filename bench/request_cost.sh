@@ -16,7 +16,9 @@
 # BODY_BYTES [1024] (the request body's size; nginx buffers it in memory),
 # ARBITER [BUILD_DIR/arbiter] (another build's binary, to compare),
 # ROUNDS [1; 3 with ACCESS_LOG=1]: callgrind runs per proxy (median, and the
-# range when more than one).
+# range when more than one); CACHE_SIM [0]: 1 adds callgrind's cache
+# simulation and its cycle estimate (bench/request_cost_report.py), for a
+# machine whose perf has no cycles counter.
 # With ACCESS_LOG=1 a second table follows (PERF_ROUNDS [5] > 0): every proxy
 # kept running, log off and on, and `perf stat` on each proxy process over
 # one fixed-rate round of requests (PERF_RATE [2000] req/s, SECONDS_MEASURED
@@ -123,36 +125,46 @@ median_range() {  # values...: "median" or "median (min-max)", in thousands
     if (NR > 1) printf "%.1fk (%.1f-%.1fk)", m / 1000, v[1] / 1000, v[NR] / 1000; else printf "%.1fk", m / 1000 }'
 }
 
-# Instructions inside the access log's own functions, inclusive: the
-# observer's on_complete on the request thread (formatting, and the copy into
-# the writer's buffer under its mutex) and the writer thread's loop (its
-# write(2)s are kernel time: the syscall column). Exact, where the total per
-# request moves by +-0.6k between runs with how the requests interleave.
-log_instructions() {  # callgrind-file
-  callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null |
-    awk '/AccessLogObserver::on_complete|BatchedLineWriter::run\(\)/ { gsub(",", "", $1); sum += $1 } END { print sum + 0 }'
-}
+# Besides each run's instructions, those inside the access log's own
+# functions, inclusive: the observer's on_complete on the request thread
+# (formatting, and the copy into the writer's buffer under its mutex) and the
+# writer thread's loop (its write(2)s are kernel time: the syscall column).
+# Exact, where a whole request's total moves by +-0.6k between runs with how
+# the requests interleave. With CACHE_SIM=1 callgrind also simulates the
+# caches, and both figures get an estimated-cycles twin.
+CALLGRIND=(valgrind --tool=callgrind)
+((${CACHE_SIM:-0})) && CALLGRIND+=(--cache-sim=yes)
+per_request_of() { awk -v v="$1" -v n="$2" 'BEGIN { printf "%.0f", v / n }'; }
 
 for name in "${NAMES[@]}"; do
   per_request=()
   log_per_request=()
+  cycles_per_request=()
+  log_cycles_per_request=()
   for _ in $(seq "$ROUNDS"); do
-    start_proxy "$name" valgrind --tool=callgrind --callgrind-out-file="$TMP/$name.cg"
+    start_proxy "$name" "${CALLGRIND[@]}" --callgrind-out-file="$TMP/$name.cg"
     "$LOADGEN" closed --body-bytes "$BODY_BYTES" --url "$(url)" --concurrency 8 --duration 1 --warmup 0.5 >/dev/null
     callgrind_control -z "$PID" >/dev/null 2>&1
     n=$("$LOADGEN" closed --body-bytes "$BODY_BYTES" --url "$(url)" --concurrency 8 --duration "$MEASURE_S" --warmup 0 | completed)
     callgrind_control -d "$PID" >/dev/null 2>&1
     sleep 0.5
     dump=$(ls -t "$TMP/$name".cg* | head -1)
-    ir=$(grep -h -m1 '^summary:\|^totals:' "$dump" | awk '{print $2}')
-    log_ir=$(log_instructions "$dump")
+    read -r ir cycles log_ir log_cycles < <(python3 "$ROOT/bench/request_cost_report.py" callgrind "$dump")
     stop_proxy
     rm -f "$TMP/$name".cg*
-    per_request+=("$(awk -v ir="$ir" -v n="$n" 'BEGIN { printf "%.0f", ir / n }')")
-    log_per_request+=("$(awk -v ir="$log_ir" -v n="$n" 'BEGIN { printf "%.0f", ir / n }')")
+    per_request+=("$(per_request_of "$ir" "$n")")
+    cycles_per_request+=("$(per_request_of "$cycles" "$n")")
+    log_per_request+=("$(per_request_of "$log_ir" "$n")")
+    log_cycles_per_request+=("$(per_request_of "$log_cycles" "$n")")
   done
   log_column=-
   [[ $name = arbiter+log || $name = before+log ]] && log_column=$(median_range "${log_per_request[@]}")
+  if ((${CACHE_SIM:-0})); then
+    ir_column="$(median_range "${per_request[@]}"); ~$(median_range "${cycles_per_request[@]}") cycles"
+    [[ $log_column = - ]] || log_column="$log_column; ~$(median_range "${log_cycles_per_request[@]}") cycles"
+  else
+    ir_column=$(median_range "${per_request[@]}")
+  fi
 
   start_proxy "$name"
   "$LOADGEN" open --body-bytes "$BODY_BYTES" --url "$(url)" --rate 1000 --connections 16 --duration 0.5 --warmup 0.2 >/dev/null
@@ -163,7 +175,7 @@ for name in "${NAMES[@]}"; do
   kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true
   calls=$(awk '$NF == "total" {print $4}' "$TMP/$name.strace")
   stop_proxy
-  awk -v name="$name" -v ir="$(median_range "${per_request[@]}")" -v own="$log_column" -v calls="$calls" -v m="$m" \
+  awk -v name="$name" -v ir="$ir_column" -v own="$log_column" -v calls="$calls" -v m="$m" \
     'BEGIN { printf "| %s | %s | %s | %.1f |\n", name, ir, own, calls / m }'
 done
 ((ACCESS_LOG && PERF_ROUNDS > 0)) || exit 0

@@ -2,6 +2,14 @@
 """The perf-stat tables of `ACCESS_LOG=1 bench/request_cost.sh` (issue 17).
 
 usage: request_cost_report.py PERF.tsv
+       request_cost_report.py callgrind DUMP
+
+callgrind DUMP: from one callgrind dump, four numbers: instructions in all,
+the estimated cycles in all, and the same two inclusive in the access log's
+own functions (the observer's on_complete on the request thread, the writer
+thread's loop). The cycle estimate is callgrind's (KCachegrind's "CEst"):
+instructions + 10 per L1 miss + 100 per last-level miss, with no overlap, so
+pessimistic; it is the instructions again without --cache-sim=yes.
 
 PERF.tsv: one row per proxy and round (proxy, round, requests, instructions,
 cycles, task_clock_ms; a counter the machine lacks reads "<not supported>").
@@ -16,11 +24,40 @@ always.
 Prints Markdown.
 """
 import csv
+import re
 import statistics
+import subprocess
 import sys
 
 TARGET_ADDED_US = 1.0
 PAIRS = (("arbiter+log", "arbiter"), ("before+log", "arbiter"), ("nginx+log", "nginx"))
+LOG_FUNCTIONS = ("AccessLogObserver::on_complete(", "BatchedLineWriter::run()")
+
+
+def estimated_cycles(counts):
+    get = lambda *keys: sum(counts.get(k, 0) for k in keys)
+    return get("Ir") + 10 * get("I1mr", "D1mr", "D1mw") + 100 * get("ILmr", "DLmr", "DLmw")
+
+
+def callgrind_counts(dump):
+    """(instructions, estimated cycles) of the whole dump and of the log's functions, inclusive."""
+    text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", dump],
+                          capture_output=True, text=True, check=True).stdout
+    events, total, own = [], None, [0, 0]
+    for line in text.splitlines():
+        if line.startswith("Events shown:"):
+            events = line.split(":", 1)[1].split()
+        is_total = "PROGRAM TOTALS" in line
+        if not is_total and not any(f in line for f in LOG_FUNCTIONS):
+            continue
+        figures = re.sub(r"\([^)]*\)", "", line.split("PROGRAM TOTALS")[0].split("???:")[0]).split()
+        counts = dict(zip(events, (0 if f == "." else int(f.replace(",", "")) for f in figures)))
+        if is_total:
+            total = (counts.get("Ir", 0), estimated_cycles(counts))
+        else:
+            own[0] += counts.get("Ir", 0)
+            own[1] += estimated_cycles(counts)
+    return total + tuple(own)
 
 
 def number(text):
@@ -71,6 +108,9 @@ def micros(v):
 
 
 def main():
+    if sys.argv[1] == "callgrind":
+        print(*callgrind_counts(sys.argv[2]))
+        return
     rounds, ghz = read(sys.argv[1])
     out = ["| proxy | instructions/request | cycles/request | clock GHz | task-clock µs/request |",
            "|---|---:|---:|---:|---:|"]
