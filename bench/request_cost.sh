@@ -111,7 +111,11 @@ stop_proxy() { kill -TERM "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null ||
 url() { echo "http://127.0.0.1:$PORT/v1/chat/completions"; }
 completed() { python3 -c 'import json,sys; print(json.load(sys.stdin)["completed"])'; }
 
-echo "| proxy | instructions/request | of which arbiter's access log | syscalls/request at 1000 req/s |"
+if ((${CACHE_SIM:-0})); then
+  echo "| proxy | instructions/request; ~estimated cycles | of which arbiter's access log | syscalls/request at 1000 req/s |"
+else
+  echo "| proxy | instructions/request | of which arbiter's access log | syscalls/request at 1000 req/s |"
+fi
 echo "|---|---:|---:|---:|"
 NAMES=(arbiter nginx)
 if ((ACCESS_LOG)); then
@@ -119,10 +123,12 @@ if ((ACCESS_LOG)); then
   [[ -n ${BEFORE_ARBITER:-} ]] && NAMES+=(before+log)
   NAMES+=(nginx nginx+log)
 fi
-median_range() {  # values...: "median" or "median (min-max)", in thousands
-  printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END {
+median_range() {  # decimals values...: "median" or "median (min-max)", in thousands
+  local decimals=$1; shift
+  printf '%s\n' "$@" | sort -n | awk -v d="$decimals" '{ v[NR] = $1 } END {
     m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-    if (NR > 1) printf "%.1fk (%.1f-%.1fk)", m / 1000, v[1] / 1000, v[NR] / 1000; else printf "%.1fk", m / 1000 }'
+    f = "%." d "f"
+    if (NR > 1) printf f "k (" f "-" f "k)", m / 1000, v[1] / 1000, v[NR] / 1000; else printf f "k", m / 1000 }'
 }
 
 # Besides each run's instructions, those inside the access log's own
@@ -158,12 +164,12 @@ for name in "${NAMES[@]}"; do
     log_cycles_per_request+=("$(per_request_of "$log_cycles" "$n")")
   done
   log_column=-
-  [[ $name = arbiter+log || $name = before+log ]] && log_column=$(median_range "${log_per_request[@]}")
+  [[ $name = arbiter+log || $name = before+log ]] && log_column=$(median_range 2 "${log_per_request[@]}")
   if ((${CACHE_SIM:-0})); then
-    ir_column="$(median_range "${per_request[@]}"); ~$(median_range "${cycles_per_request[@]}") cycles"
-    [[ $log_column = - ]] || log_column="$log_column; ~$(median_range "${log_cycles_per_request[@]}") cycles"
+    ir_column="$(median_range 1 "${per_request[@]}"); ~$(median_range 1 "${cycles_per_request[@]}")"
+    [[ $log_column = - ]] || log_column="$log_column; ~$(median_range 2 "${log_cycles_per_request[@]}")"
   else
-    ir_column=$(median_range "${per_request[@]}")
+    ir_column=$(median_range 1 "${per_request[@]}")
   fi
 
   start_proxy "$name"
