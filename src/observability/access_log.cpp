@@ -1,8 +1,10 @@
 #include "observability/access_log.hpp"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include <fmt/compile.h>
 
@@ -27,9 +29,8 @@ char* put_two_digits(char* p, unsigned v) {
 }
 
 // "2026-01-31T23:59:59Z": the UTC calendar date and time of day.
-char* put_utc(char* p, std::chrono::system_clock::time_point ts) {
+char* put_utc(char* p, std::chrono::sys_seconds secs) {
   using namespace std::chrono;
-  const auto secs = floor<seconds>(ts);
   const auto day = floor<days>(secs);
   const year_month_day date(day);
   const hh_mm_ss time(secs - day);
@@ -50,12 +51,92 @@ char* put_utc(char* p, std::chrono::system_clock::time_point ts) {
   return p;
 }
 
-// `text` as a JSON string, quotes included, escaped as Boost.JSON's
-// serializer escapes it (the line's format before it was hand-written).
-// At most 6 bytes out per byte in, plus the quotes.
-char* put_json_string(char* p, std::string_view text) {
+// The last second this thread formatted and its text: consecutive lines
+// mostly fall in the same second, so the calendar arithmetic runs about once
+// a second rather than once a line.
+class UtcSecondText {
+ public:
+  std::string_view of(std::chrono::system_clock::time_point ts) {
+    const auto secs = std::chrono::floor<std::chrono::seconds>(ts);
+    if (secs.time_since_epoch().count() != second_) {
+      put_utc(text_, secs);
+      second_ = secs.time_since_epoch().count();
+    }
+    return {text_, sizeof text_};
+  }
+
+ private:
+  int64_t second_ = std::numeric_limits<int64_t>::min();  // no time_point floors to it
+  char text_[20] = {};
+};
+
+// Words of 8 bytes, for the check below.
+constexpr uint64_t kEveryByte = 0x0101010101010101;
+constexpr uint64_t kHighBits = 0x8080808080808080;
+
+// The high bit set in each byte of `w` that a JSON string escapes: below
+// 0x20, '"' or '\\' (bytes from 0x80 up are not); ORed over words, zero
+// means clean. Exact as a yes or no: a byte's borrow can only flag a byte
+// above one that is flagged anyway.
+uint64_t escape_bits(uint64_t w) {
+  const uint64_t quote = w ^ (kEveryByte * '"');
+  const uint64_t backslash = w ^ (kEveryByte * '\\');
+  return (((w - kEveryByte * 0x20) & ~w) | ((quote - kEveryByte) & ~quote) | ((backslash - kEveryByte) & ~backslash)) &
+         kHighBits;
+}
+
+uint64_t load8(const char* s) {
+  uint64_t w;
+  std::memcpy(&w, s, 8);
+  return w;
+}
+
+uint64_t load4(const char* s) {
+  uint32_t w;
+  std::memcpy(&w, s, 4);
+  return w;
+}
+
+// Copies `text` to `p` 8 bytes at a time (the last word overlapping the one
+// before it) while checking each word, with no call and no byte loop: the
+// common case of a clean name or id. Returns false, with `p` partly
+// written, if any byte needs escaping.
+bool put_clean(char* p, std::string_view text) {
+  const char* s = text.data();
+  const std::size_t n = text.size();
+  if (n >= 8) {
+    uint64_t flagged = 0;
+    for (std::size_t i = 0; i + 8 < n; i += 8) {
+      const uint64_t w = load8(s + i);
+      flagged |= escape_bits(w);
+      std::memcpy(p + i, &w, 8);
+    }
+    const uint64_t last = load8(s + n - 8);
+    std::memcpy(p + n - 8, &last, 8);
+    return (flagged | escape_bits(last)) == 0;
+  }
+  if (n >= 4) {
+    const auto lo = static_cast<uint32_t>(load4(s));
+    const auto hi = static_cast<uint32_t>(load4(s + n - 4));
+    std::memcpy(p, &lo, 4);
+    std::memcpy(p + n - 4, &hi, 4);
+    return escape_bits(lo | uint64_t{hi} << 32) == 0;
+  }
+  if (n == 0) return true;
+  p[0] = s[0];  // 1 to 3 bytes: the first, the middle and the last
+  p[n / 2] = s[n / 2];
+  p[n - 1] = s[n - 1];
+  const uint64_t w = static_cast<unsigned char>(s[0]) | uint64_t{static_cast<unsigned char>(s[n / 2])} << 8 |
+                     uint64_t{static_cast<unsigned char>(s[n - 1])} << 16 | 0x6161616161000000;  // 'a's: clean
+  return escape_bits(w) == 0;
+}
+
+// `text` escaped as Boost.JSON's serializer escapes it (the line's format
+// before it was hand-written), at most 6 bytes out per byte in: the rare
+// string that put_clean declines, kept out of line so that the common path
+// stays small.
+[[gnu::noinline]] char* put_escaped(char* p, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
-  *p++ = '"';
   const char* run = text.data();  // bytes copied as they are, in runs
   const char* const end = text.data() + text.size();
   for (const char* c = run; c != end; ++c) {
@@ -78,26 +159,89 @@ char* put_json_string(char* p, std::string_view text) {
       }
     }
   }
-  p = put(p, {run, static_cast<std::size_t>(end - run)});
+  return put(p, {run, static_cast<std::size_t>(end - run)});
+}
+
+// `text` as a JSON string, quotes included.
+char* put_json_string(char* p, std::string_view text) {
+  *p++ = '"';
+  if (put_clean(p, text)) [[likely]] {
+    p += text.size();
+  } else {
+    p = put_escaped(p, text);
+  }
   *p++ = '"';
   return p;
 }
 
-char* put_int(char* p, int64_t v) { return std::to_chars(p, p + 20, v).ptr; }
+// The decimal digits of `v`, two at a time from a table, written from the
+// end once their count is known: std::to_chars's method, inlined here.
+char* put_uint(char* p, uint64_t v) {
+  static constexpr char kPairs[] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
+  static constexpr auto kPowersOf10 = [] {
+    std::array<uint64_t, 20> powers{};
+    powers[0] = 1;
+    for (std::size_t i = 1; i < powers.size(); ++i) powers[i] = powers[i - 1] * 10;
+    return powers;
+  }();
+  std::size_t len = 1;
+  while (len < kPowersOf10.size() && v >= kPowersOf10[len]) ++len;
+  char* const end = p + len;
+  char* q = end;
+  while (v >= 100) {
+    q -= 2;
+    std::memcpy(q, kPairs + v % 100 * 2, 2);
+    v /= 100;
+  }
+  if (v >= 10) {
+    std::memcpy(q - 2, kPairs + v * 2, 2);
+  } else {
+    q[-1] = static_cast<char>('0' + v);
+  }
+  return end;
+}
+
+char* put_int(char* p, int64_t v) {
+  if (v >= 0) return put_uint(p, static_cast<uint64_t>(v));
+  *p++ = '-';
+  return put_uint(p, -static_cast<uint64_t>(v));
+}
+
+// v x 1000 rounded to an integer, half to even, exactly, for 0 <= v < 1e12:
+// v's 53-bit significand times 1000 fits 63 bits, and v's binary exponent is
+// then at most -13 (v < 2^40), so the product is shifted down and the bits
+// shifted out decide the rounding. Integer work only.
+uint64_t rounded_thousandths(double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  const auto biased_exponent = static_cast<int>(bits >> 52);  // the sign bit is 0
+  uint64_t significand = bits & ((uint64_t{1} << 52) - 1);
+  int exponent = -1074;  // a subnormal's
+  if (biased_exponent != 0) {
+    significand |= uint64_t{1} << 52;
+    exponent = biased_exponent - 1075;
+  }
+  const uint64_t product = significand * 1000;
+  const int shift = -exponent;
+  if (shift >= 64) return 0;  // the product, under 2^63, is less than half of 2^shift
+  const uint64_t whole = product >> shift;
+  const uint64_t rest = product & ((uint64_t{1} << shift) - 1);
+  const uint64_t half = uint64_t{1} << (shift - 1);
+  return whole + static_cast<uint64_t>(rest > half || (rest == half && (whole & 1)));
+}
 
 // `v` to 3 decimals, exactly as fmt's "{:.3f}" writes it: the exact binary
-// value rounded half to even. For the usual range the product v x 1000 is
-// exact in long double (53 + 10 bits fit its 64), so plain integer digits
-// follow; anything else goes through std::to_chars, which rounds the same.
+// value rounded half to even. Outside the usual range, std::to_chars, which
+// rounds the same.
 char* put_ms(char* p, double v) {
   if (!(v >= 0 && v < 1e12) || std::signbit(v)) {
     return std::to_chars(p, p + kMaxNumber, v, std::chars_format::fixed, 3).ptr;
   }
-  const long double thousandths = static_cast<long double>(v) * 1000;
-  auto n = static_cast<uint64_t>(thousandths);
-  const long double rest = thousandths - static_cast<long double>(n);
-  if (rest > 0.5L || (rest == 0.5L && (n & 1))) ++n;
-  p = std::to_chars(p, p + 20, n / 1000).ptr;
+  const uint64_t n = rounded_thousandths(v);
+  p = put_uint(p, n / 1000);
   *p++ = '.';
   const auto frac = static_cast<unsigned>(n % 1000);
   *p++ = static_cast<char>('0' + frac / 100);
@@ -119,8 +263,9 @@ void append_access_line(const AccessRecord& r, fmt::memory_buffer& out) {
   const std::size_t start = out.size();
   out.resize(start + room);  // no fill: the bytes are written below
   char* const begin = out.data() + start;
+  thread_local UtcSecondText utc;
   char* p = put(begin, R"({"ts":")");
-  p = put_utc(p, r.ts);
+  p = put(p, utc.of(r.ts));
   *p++ = '"';
   p = put_text(p, R"(,"request_id":)", r.request_id);
   p = put_text(p, R"(,"tenant":)", r.tenant);

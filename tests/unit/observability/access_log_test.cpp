@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <limits>
 #include <vector>
 
 #include <boost/json.hpp>
@@ -106,10 +107,50 @@ TEST(AccessLog, TheLineIsTheFormatItReplacedByteForByte) {
   for (const AccessRecord& r : records) EXPECT_EQ(text_of(r), reference_line(r));
 }
 
+// Clean strings are copied 8 bytes at a time, checked a word at a time: a
+// byte to escape is found at any position of a string of any length, and
+// bytes from 0x80 up (UTF-8) pass as they are.
+TEST(AccessLog, AByteToEscapeIsFoundWhereverItSits) {
+  for (std::size_t n = 0; n <= 40; ++n) {
+    const std::string clean(n, 'x');
+    const AccessRecord plain{.tenant = clean};
+    ASSERT_EQ(text_of(plain), reference_line(plain)) << n;
+    for (std::size_t at = 0; at < n; ++at) {
+      for (const char c : {'"', '\\', '\n', '\x01', '\x1f', '\x20', '\x7f', '\x80', '\xc3', '\xff'}) {
+        std::string text = clean;
+        text[at] = c;
+        const AccessRecord r{.request_id = text, .model = text};
+        ASSERT_EQ(text_of(r), reference_line(r)) << n << " " << at << " " << int{static_cast<unsigned char>(c)};
+      }
+    }
+  }
+}
+
+// The timestamp's text is kept per thread for the last second formatted:
+// every line still shows its own second, across minute, day and year ends,
+// back in time (a clock stepped back) and from one line to the next.
+TEST(AccessLog, EachLineShowsItsOwnSecondThroughTheCachedTimestamp) {
+  const auto new_year = sys_days{2027y / 1 / 1};
+  const system_clock::time_point times[] = {
+      new_year - 2s + 999ms, new_year - 1s, new_year - 1s + 999ms, new_year, new_year + 1ms,
+      new_year - 1s + 500ms,  // back across the year's end
+      new_year + 59s + 999ms, new_year + 1min, new_year + 24h - 1ns, new_year + 24h,
+      sys_days{2026y / 2 / 28} + 23h + 59min + 59s, sys_days{2026y / 3 / 1},
+      system_clock::time_point{}, system_clock::time_point{} - 1s,  // 1969-12-31T23:59:59
+      new_year + 1ms,
+  };
+  for (const auto ts : times) {
+    const AccessRecord r{.ts = ts};
+    ASSERT_EQ(text_of(r), reference_line(r)) << ts.time_since_epoch().count();
+  }
+}
+
 // Milliseconds are written to 3 decimals by hand: the same digits as fmt's
 // "{:.3f}" (the exact value, ties to even) over the range and at the ties.
 TEST(AccessLog, MillisecondsHaveFmtsDigitsEverywhere) {
-  std::vector<double> values = {0, 0.0005, 0.0625, 0.1875, 1.0005, 2.5, 999.9995, 1e12 - 1, 1e12, 4.5e15, -0.0, -1.5};
+  std::vector<double> values = {0, 0.0005, 0.0625, 0.1875, 1.0005, 2.5, 999.9995, 1e12 - 1, 1e12, 4.5e15, -0.0, -1.5,
+                                std::numeric_limits<double>::denorm_min(), 1e-300, 0x1p-11, 0x1p-12, 0x1.0000000000001p-11,
+                                std::nextafter(1e12, 0.0), 0x1p39 + 0.0005};
   for (int k = 0; k < 4096; ++k) values.push_back(k / 16.0 + 1.0 / 2048);  // halves of a thousandth, exactly
   uint64_t x = 88172645463325252u;  // xorshift: values across magnitudes
   for (int i = 0; i < 20000; ++i) {
