@@ -203,6 +203,7 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
   n.preemptions = 0;
   n.avoid = kNoAvoid;
   n.prefilling = false;
+  n.extra_slot = false;
   n.prompt = static_cast<uint32_t>(std::clamp<int64_t>(request.prompt_tokens, 0, UINT32_MAX));
   n.expires = n.deadline != TimePoint::max();
   n.linked = false;
