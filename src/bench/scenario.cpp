@@ -29,6 +29,23 @@ std::vector<std::string> scheduler_class_names(const Scenario& scenario) {
   return out;
 }
 
+std::vector<double> class_gap_bounds_s(const Scenario& scenario) {
+  const std::vector<uint16_t> klass = scheduler_classes(scenario);
+  std::vector<double> out(scheduler_class_names(scenario).size(), 0);
+  for (std::size_t i = 0; i < scenario.classes.size(); ++i) {
+    const SloSpec& slo = scenario.classes[i].slo;
+    double bound = 0;
+    if (slo.tpot_ms) {
+      bound = *slo.tpot_ms / 1000;
+    } else if (slo.e2e_ms && slo.ttft_ms && *slo.e2e_ms > *slo.ttft_ms) {
+      bound = (*slo.e2e_ms - *slo.ttft_ms) / 1000 / std::max<uint32_t>(1, scenario.classes[i].traffic.max_tokens);
+    }
+    double& to = out[klass[i]];
+    if (bound > 0) to = to > 0 ? std::min(to, bound) : bound;
+  }
+  return out;
+}
+
 uint32_t PoolLayout::pool_of_engine(std::size_t e) const {
   return static_cast<uint32_t>(std::upper_bound(first.begin(), first.end(), e) - first.begin() - 1);
 }

@@ -180,6 +180,12 @@ struct Scenario;
 // entries that are classes of their own), and those entries' names.
 std::vector<uint16_t> scheduler_classes(const Scenario& scenario);
 std::vector<std::string> scheduler_class_names(const Scenario& scenario);
+// Per scheduler class (as scheduler_classes numbers them): the gap between
+// tokens its SLO asks for, seconds; 0 when it declares none. Its tpot_ms,
+// or else what an e2e_ms leaves after its ttft_ms spread over max_tokens
+// (the pace that still meets it at the longest answer); the tightest of the
+// streams that join the class. Adaptive capacity's gap target.
+std::vector<double> class_gap_bounds_s(const Scenario& scenario);
 
 // Some of the scenario's engines as a pool of their own for some classes
 // (issue 12: the BRIEF deploys completion and chat apart); the gateway's

@@ -100,7 +100,7 @@ class VirtualRun {
         sched_class_(scheduler_classes(s)),
         layout_(pool_layout(s)),
         adaptive_(s.engine.adaptive),
-        itl_target_s_(std::chrono::duration<double>(adaptive_.itl_target).count()) {
+        gap_bound_s_(class_gap_bounds_s(s)) {
     if (policy != "direct") {
       const bool no_preemption = policy == kHybridNoPreemption;
       const bool no_affinity = policy == kHybridNoAffinity;
@@ -122,13 +122,6 @@ class VirtualRun {
       }
       if (no_affinity) {
         for (sched::PoolSpec& pool : config.pools) pool.prefix_cache_tokens.clear();
-      }
-      if (adaptive_.enabled) {
-        // The scheduler's bound is the ceiling; the controller's limit is
-        // what applies (BackendSignal::max_in_flight), from the start.
-        for (sched::PoolSpec& pool : config.pools) {
-          for (uint32_t& slots : pool.max_concurrency) slots = std::max(slots, adaptive_.max_limit);
-        }
       }
       for (uint32_t r = 0; r < s.gateways; ++r) scheds_.push_back(*sched::Scheduler::create(config));
     }
@@ -537,32 +530,55 @@ class VirtualRun {
         capacity_.emplace_back(adaptive_, s_.engine.max_concurrency, time_point());
         const uint32_t pool = layout_.pool_of_engine(e);
         scheds_[r].set_backend_state(pool, e - layout_.first[pool],
-                                     {.max_in_flight = capacity_.back().limit()});
+                                     {.max_in_flight = capacity_.back().base(),
+                                      .extra_slots = capacity_.back().extra()});
       }
     }
     gaps_.assign(engines_.size(), {0, 0});
+    gap_target_s_.assign(layout_.first.size(), std::chrono::duration<double>(adaptive_.itl_target).count());
   }
 
   void count_gap(uint32_t e, double gap_s) {
     if (gaps_.empty()) return;
     ++gaps_[e].first;
-    gaps_[e].second += gap_s <= itl_target_s_;
+    gaps_[e].second += gap_s <= gap_target_s_[layout_.pool_of_engine(e)];
   }
 
-  // The limit the controller of replica r for engine e sets after this
-  // scrape; 0 (max_concurrency applies) without adaptive capacity.
-  uint32_t adapt(uint32_t r, uint32_t e, const engine::EngineStats& st) {
-    if (capacity_.empty()) return 0;
+  // Each pool's gap target until the next scrape: the tightest bound of the
+  // non-background classes with work on it in any replica.
+  void set_gap_targets() {
+    const std::vector<sched::ClassPolicy>& classes = scheds_.front().config().classes;
+    for (uint32_t pool = 0; pool < gap_target_s_.size(); ++pool) {
+      std::vector<std::chrono::duration<double>> bounds;
+      for (uint32_t k = 0; k < classes.size(); ++k) {
+        bool active = false;
+        for (const sched::Scheduler& sc : scheds_) active |= sc.ready_depth(pool, k) + sc.class_in_flight(pool, k) > 0;
+        if (active && !classes[k].background) bounds.emplace_back(gap_bound_s_[k]);
+      }
+      gap_target_s_[pool] = sched::gap_target(adaptive_, bounds).count();
+    }
+  }
+
+  // What replica r's controller for engine e sets after this scrape: its
+  // slot limit and the extra slots for background work (none without
+  // adaptive capacity: max_concurrency applies).
+  void adapt(uint32_t r, uint32_t e, const engine::EngineStats& st, sched::BackendSignal& signal) {
+    if (capacity_.empty()) return;
     sched::CapacityController& c = capacity_[r * engines_.size() + e];
     const uint32_t pool = layout_.pool_of_engine(e);
     const sched::Scheduler& sc = scheds_[r];
-    bool waiting = false;
-    for (uint32_t k = 0; k < sc.config().classes.size() && !waiting; ++k) waiting = sc.ready_depth(pool, k) > 0;
+    sched::Occupancy seen{.in_flight = sc.backend_in_flight(pool, e - layout_.first[pool])};
+    for (uint32_t k = 0; k < sc.config().classes.size(); ++k) {
+      const bool background = sc.config().classes[k].background;
+      (background ? seen.background_waiting : seen.others_waiting) |= sc.ready_depth(pool, k) > 0;
+      if (!background) seen.others_running |= sc.class_in_flight(pool, k) > 0;
+    }
     c.engine(st.num_requests_waiting, st.kv_cache_usage_perc);
     c.gaps(gaps_[e].first, gaps_[e].second);
-    c.occupancy(sc.backend_in_flight(pool, e - layout_.first[pool]), waiting);
+    c.occupancy(seen);
     c.update(time_point());
-    return c.limit();
+    signal.max_in_flight = c.base();
+    signal.extra_slots = c.extra();
   }
 
   void scrape_signals() {
@@ -573,13 +589,13 @@ class VirtualRun {
                              st.kv_cache_usage_perc > s_.engine.kv_threshold;
       const uint32_t pool = layout_.pool_of_engine(e);
       for (uint32_t r = 0; r < scheds_.size(); ++r) {
-        const sched::BackendSignal signal{.saturated = saturated,
-                                          .engine_running = st.num_requests_running,
-                                          .max_in_flight = adapt(r, e, st)};
+        sched::BackendSignal signal{.saturated = saturated, .engine_running = st.num_requests_running};
+        adapt(r, e, st, signal);
         changed = scheds_[r].set_backend_state(pool, e - layout_.first[pool], signal) || changed;
       }
       if (!gaps_.empty()) gaps_[e] = {0, 0};
     }
+    if (!gap_target_s_.empty()) set_gap_targets();
     if (changed) {
       poll(time_point());
       start_due_engines();
@@ -641,7 +657,8 @@ class VirtualRun {
   PoolLayout layout_;                      // engines and classes per pool
   std::vector<sched::Scheduler> scheds_;   // one per gateway replica; none: direct
   sched::AdaptiveCapacityConfig adaptive_;  // the scenario's, enabled only for gateway policies
-  double itl_target_s_ = 0;
+  std::vector<double> gap_bound_s_;   // per scheduler class: its SLO's gap between tokens, 0: none
+  std::vector<double> gap_target_s_;  // per pool until the next scrape (adaptive capacity)
   std::vector<sched::CapacityController> capacity_;  // replica-major, per engine; empty: off
   std::vector<std::pair<uint64_t, uint64_t>> gaps_;  // per engine since the last scrape: gaps, within target
   // Prefix agreement: the engines (bit e % 64) each prefix block was sent

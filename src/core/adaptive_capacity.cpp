@@ -14,14 +14,27 @@ const char* validate(const AdaptiveCapacityConfig& c) {
   if (!(c.kv_grow_below > 0 && c.kv_grow_below <= c.kv_shrink_above && c.kv_shrink_above <= 1))
     return "adaptive_capacity: need 0 < kv_grow_below <= kv_shrink_above <= 1";
   if (!(c.growth > 0 && c.growth <= 1)) return "adaptive_capacity.growth must be in (0, 1]";
+  if (!(c.max_extra_share >= 0)) return "adaptive_capacity.max_extra_share must be >= 0";
   if (!(c.backoff > 0 && c.backoff < 1)) return "adaptive_capacity.backoff must be in (0, 1)";
   return nullptr;
+}
+
+std::chrono::duration<double> gap_target(const AdaptiveCapacityConfig& config,
+                                         std::span<const std::chrono::duration<double>> bounds) {
+  std::chrono::duration<double> target = std::chrono::duration<double>::max();
+  for (const auto bound : bounds) {
+    if (bound.count() > 0) target = std::min(target, bound);
+  }
+  return target == std::chrono::duration<double>::max() ? std::chrono::duration<double>(config.itl_target)
+                                                         : target;
 }
 
 CapacityController::CapacityController(const AdaptiveCapacityConfig& config, uint32_t start,
                                        Clock::time_point now)
     : config_(config),
       start_(std::clamp(start, config.min_limit, config.max_limit)),
+      ceiling_(static_cast<uint32_t>(
+          std::min<double>(config.max_limit, std::floor(start_ * (1 + config.max_extra_share))))),
       limit_(start_),
       last_decision_(now) {}
 
@@ -35,9 +48,11 @@ void CapacityController::gaps(uint64_t total, uint64_t within_target) {
   gaps_within_ += std::min(within_target, total);
 }
 
-void CapacityController::occupancy(uint32_t in_flight, bool work_waiting) {
-  limited_ = limited_ || (work_waiting && in_flight >= limit_);
-  in_use_ = in_use_ || in_flight > static_cast<uint32_t>(std::floor(limit_ * config_.backoff));
+void CapacityController::occupancy(const Occupancy& seen) {
+  limited_ = limited_ || (seen.background_waiting && seen.in_flight >= limit_);
+  in_use_ = in_use_ || seen.in_flight > static_cast<uint32_t>(std::floor(limit_ * config_.backoff));
+  others_waiting_ = others_waiting_ || seen.others_waiting;
+  others_active_ = others_active_ || seen.others_waiting || seen.others_running;
 }
 
 CapacityController::Verdict CapacityController::judge() const {
@@ -45,8 +60,10 @@ CapacityController::Verdict CapacityController::judge() const {
   const bool decode_fast =
       gap_evidence && static_cast<double>(gaps_within_) >= config_.itl_quantile * static_cast<double>(gaps_);
   if (kv_ > config_.kv_shrink_above) return Verdict::kShrink;
-  if (in_use_ && gap_evidence && !decode_fast && limit_ > start_) return Verdict::kShrink;
-  if (limited_ && decode_fast && waiting_ <= 0 && kv_ < config_.kv_grow_below) return Verdict::kGrow;
+  if (in_use_ && gap_evidence && !decode_fast && limit_ > start_)
+    return others_active_ ? Verdict::kHalveExtra : Verdict::kShrink;
+  if (limited_ && !others_waiting_ && decode_fast && waiting_ <= 0 && kv_ < config_.kv_grow_below)
+    return Verdict::kGrow;
   return Verdict::kHold;
 }
 
@@ -59,9 +76,14 @@ bool CapacityController::update(Clock::time_point now) {
       limit_ = std::max(kv_ > config_.kv_shrink_above ? config_.min_limit : start_,
                         static_cast<uint32_t>(std::floor(limit_ * config_.backoff)));
       break;
+    case Verdict::kHalveExtra:
+      // Whichever is smaller: half the slots above the start, or the backoff.
+      limit_ = std::max(start_, std::min(start_ + extra() / 2,
+                                         static_cast<uint32_t>(std::floor(limit_ * config_.backoff))));
+      break;
     case Verdict::kGrow: {
       const auto step = std::max(1u, static_cast<uint32_t>(limit_ * config_.growth));
-      limit_ = std::min(config_.max_limit, limit_ + step);
+      limit_ = std::min(ceiling_, limit_ + step);
       break;
     }
     case Verdict::kHold: break;
@@ -70,6 +92,8 @@ bool CapacityController::update(Clock::time_point now) {
   gaps_within_ = 0;
   limited_ = false;
   in_use_ = false;
+  others_waiting_ = false;
+  others_active_ = false;
   return limit_ != before;
 }
 

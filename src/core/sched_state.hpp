@@ -3,6 +3,7 @@
 // Scheduler class holds these by value (no pimpl indirection on the hot path).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -81,6 +82,7 @@ struct Node {
   bool resumable = true;         // may be a preemption victim (Request::resumable)
   bool linked = false;           // on its class's arrival list (queued) or victim list (running)
   bool prefilling = false;       // running, its prompt counted in its backend's pending prefill
+  bool extra_slot = false;       // running in one of its backend's extra slots (Backend::extra)
   NodeState state = NodeState::kFree;  // lifecycle state
 };
 
@@ -152,6 +154,15 @@ struct Backend {
   double backlog = 0;       // prompt tokens dispatched and not yet prefilled, as of backlog_at
   TimePoint backlog_at{};   // when `backlog` was last brought up to date
   double pending = 0;       // prompts of its running requests with no first token reported
+  uint32_t extra = 0;        // slots above `limit` for background work only (signal.extra_slots)
+  uint32_t extra_taken = 0;  // of in_flight, requests started in an extra slot (Node::extra_slot)
+
+  // Slots in use as work that may (with_extra) or may not take the extra
+  // slots sees them, and its slot count. Work started in an extra slot is
+  // never counted against the limit, also after the extra slots shrank
+  // under it (it drains; the others keep the whole limit meanwhile).
+  uint32_t used(bool with_extra) const { return with_extra ? in_flight : in_flight - extra_taken; }
+  uint32_t slots(bool with_extra) const { return with_extra ? limit + std::max(extra, extra_taken) : limit; }
 };
 
 // One model pool.
@@ -160,6 +171,7 @@ struct Pool {
   std::vector<Backend> backends;    // its backends
   std::vector<ClassQueue> classes;  // indexed by ClassId
   uint32_t capacity = 0;            // slots on backends not down: what shares are shares of
+  uint32_t extra = 0;               // extra slots on backends not down: background classes' too
   uint32_t next_backend = 0;        // rotating tie-break of the backend pick
   uint32_t preempting = 0;          // victims on its backends chosen but not yet requeued
   uint32_t aborting = 0;            // superseded requests on its backends not yet released

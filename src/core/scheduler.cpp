@@ -203,6 +203,7 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
   n.preemptions = 0;
   n.avoid = kNoAvoid;
   n.prefilling = false;
+  n.extra_slot = false;
   n.prompt = static_cast<uint32_t>(std::clamp<int64_t>(request.prompt_tokens, 0, UINT32_MAX));
   n.expires = n.deadline != TimePoint::max();
   n.linked = false;
@@ -389,11 +390,15 @@ bool Scheduler::set_backend_state(PoolId pool, BackendId backend, BackendSignal 
   changed.signal = signal;
   const uint32_t limit =
       signal.max_in_flight > 0 ? std::min(signal.max_in_flight, changed.configured) : changed.configured;
-  if (went_down || came_up || limit != changed.limit) {
+  if (went_down || came_up || limit != changed.limit || signal.extra_slots != changed.extra) {
     changed.limit = limit;
+    changed.extra = signal.extra_slots;
     p.capacity = 0;
+    p.extra = 0;
     for (const detail::Backend& b : p.backends) {
-      if (!b.signal.down) p.capacity += b.limit;
+      if (b.signal.down) continue;
+      p.capacity += b.limit;
+      p.extra += b.extra;
     }
   }
   return verdict;

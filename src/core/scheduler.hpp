@@ -242,23 +242,28 @@ class Scheduler {
   void expire_stranded(TimePoint now, Actions& out);
   void promote_held(TimePoint now);
   void note_blocked(uint32_t pool, TimePoint now);  // ClassQueue::blocked after dispatching
-  void dispatch_pool(uint32_t pool, TimePoint now, Actions& out);
+  // `extra`: only into the backends' extra slots (Backend::extra), for
+  // background work that is next in the policy's order.
+  void dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool extra = false);
   // kNil when no backend has room; `fraction` of the prefill backlog limit applies.
-  // `exclude`: a backend not to pick (kNil: none).
-  uint32_t pick_backend(const Pool& pool, TimePoint now, double fraction, uint32_t exclude = detail::kNil) const;
+  // `exclude`: a backend not to pick (kNil: none). `extra`: the extra slots count.
+  uint32_t pick_backend(const Pool& pool, TimePoint now, double fraction, uint32_t exclude = detail::kNil,
+                        bool extra = false) const;
   // The backend for request `n`: prefix affinity within bounded loads when
   // the pool has it and the request has prefix blocks, else pick_backend.
   // `least`: pick_backend(pool, now, fraction) when the caller has it
   // already, else kNil.
-  uint32_t route(const Pool& pool, const Node& n, TimePoint now, double fraction, uint32_t least) const;
+  uint32_t route(const Pool& pool, const Node& n, TimePoint now, double fraction, uint32_t least,
+                 bool extra = false) const;
   // Prefix cache credit (SchedulerConfig::affinity_cache_credit;
   // scheduler_cache_credit.cpp).
   static uint32_t affinity_load(const detail::Backend& b);
   uint16_t cached_blocks(const Pool& pool, uint32_t backend, const Node& n) const;
   static double uncached_prompt(const Node& n);
-  bool holder_despite_signal(const detail::Backend& b, TimePoint now, double fraction) const;
-  // Room for one more: signal, max_concurrency, `fraction` of the backlog limit.
-  static bool open_to(const detail::Backend& b, TimePoint now, double fraction);
+  bool holder_despite_signal(const detail::Backend& b, TimePoint now, double fraction, bool extra) const;
+  // Room for one more: signal, max_concurrency (and the extra slots when
+  // `extra`), `fraction` of the backlog limit.
+  static bool open_to(const detail::Backend& b, TimePoint now, double fraction, bool extra = false);
   // A backend's prefill backlog (tokens) at `now`, drained at the pool's rate.
   static bool signal_allows(const detail::Backend& b);  // not down, not saturated (unless stale)
   // Prompts dispatched and not yet prefilled, drained at the backend's rate.

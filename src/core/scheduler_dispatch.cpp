@@ -59,8 +59,11 @@ void Scheduler::poll(TimePoint now, Actions& out) {
   for (uint32_t p = 0; p < pools_.size(); ++p) dispatch_pool(p, now, out);
   // A lender dispatched after its borrower may have been left with nothing
   // of its own to dispatch and room to lend: borrowers try once more.
+  // Then background work that is next in the policy's order may take the
+  // backends' extra slots (adaptive capacity).
   for (uint32_t p = 0; p < pools_.size(); ++p) {
     if (!pools_[p].lenders.empty()) dispatch_pool(p, now, out);
+    if (pools_[p].extra > 0) dispatch_pool(p, now, out, true);
     note_blocked(p, now);
   }
   if (config_.policy != Policy::kHybrid) return;
@@ -130,7 +133,7 @@ TimePoint Scheduler::backlog_opens(const Pool& pool) const {
   if (pick_backend(pool, last_poll_, fraction) != kNil) return TimePoint::max();
   TimePoint opens = TimePoint::max();
   for (const detail::Backend& b : pool.backends) {
-    if (b.max_backlog <= 0 || !signal_allows(b) || b.in_flight >= b.limit) continue;
+    if (b.max_backlog <= 0 || !signal_allows(b) || b.used(false) >= b.limit) continue;
     const double excess = b.backlog - b.max_backlog * fraction;  // to drain from backlog_at
     const auto wait = std::chrono::duration_cast<Duration>(
         std::chrono::duration<double>(std::max(0.0, excess) / b.prefill_rate));
@@ -157,7 +160,7 @@ void Scheduler::note_blocked(uint32_t pool, TimePoint now) {
   WaitReason pool_reason = WaitReason::kCapacity;
   bool room = false;
   for (const detail::Backend& b : p.backends) {
-    if (b.signal.down || b.in_flight >= b.limit) continue;
+    if (b.signal.down || b.used(false) >= b.limit) continue;
     if (b.signal.saturated && !b.signal.stale) {
       if (pool_reason == WaitReason::kCapacity) pool_reason = WaitReason::kSaturated;
     } else if (backlog_full(b, now, 1.0)) {
@@ -236,7 +239,7 @@ void Scheduler::promote_held(TimePoint now) {
   }
 }
 
-void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
+void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool extra) {
   Pool& p = pools_[pool];
   // The best priority in use cannot change while dispatching: a dispatch
   // moves a class's work from ready to in flight, and it stays in use.
@@ -244,10 +247,13 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
   for (;;) {
     // Its own backends first; when none has room, a lender's idle ones.
     uint32_t run = pool;
-    uint32_t least = pick_backend(p, now, 1.0);
-    if (least == kNil && (run = lender_with_room(pool, now, least)) == kNil) return;
+    uint32_t least = pick_backend(p, now, 1.0, kNil, extra);
+    if (least == kNil && (extra || (run = lender_with_room(pool, now, least)) == kNil)) return;
     const uint32_t id = pick_request(pool, now, top);
     if (id == kNil) return;
+    // Other work next in line waits for a slot below the limit: the extra
+    // slots are not for it, and background does not go ahead of it.
+    if (extra && !config_.classes[nodes_[id].klass].background) return;
     if (run != pool) {
       if (!may_borrow(nodes_[id], now)) return;
       // Borrowed work is the lender's lowest tier: half its prefill
@@ -267,7 +273,7 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out) {
                           config_.classes[nodes_[id].klass].engine_priority != top &&
                           !slo_at_risk(nodes_[id], now);
     const uint32_t backend =
-        route(p, nodes_[id], now, headroom ? kLowerTierBacklog : 1.0, headroom ? kNil : least);
+        route(p, nodes_[id], now, headroom ? kLowerTierBacklog : 1.0, headroom ? kNil : least, extra);
     if (backend == kNil) return;
     start(id, pool, backend, now, out);
   }
@@ -326,35 +332,36 @@ bool Scheduler::backlog_full(const detail::Backend& b, TimePoint now, double fra
   return b.max_backlog > 0 && backlog(b, now) >= b.max_backlog * fraction - 1e-6;
 }
 
-uint32_t Scheduler::pick_backend(const Pool& pool, TimePoint now, double fraction, uint32_t exclude) const {
+uint32_t Scheduler::pick_backend(const Pool& pool, TimePoint now, double fraction, uint32_t exclude,
+                                 bool extra) const {
   // Least in-flight relative to its limit among backends with room; the scan
   // starts after the last pick so ties rotate. O(B), and B is small.
   const auto n = static_cast<uint32_t>(pool.backends.size());
   uint32_t best = kNil;
   for (uint32_t k = 0, i = pool.next_backend; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
     const detail::Backend& b = pool.backends[i];
-    if (i == exclude || !open_to(b, now, fraction)) continue;
-    if (best == kNil || uint64_t{b.in_flight} * pool.backends[best].limit <
-                            uint64_t{pool.backends[best].in_flight} * b.limit) {
+    if (i == exclude || !open_to(b, now, fraction, extra)) continue;
+    const detail::Backend& c = pool.backends[best == kNil ? i : best];
+    if (best == kNil || uint64_t{b.used(extra)} * c.slots(extra) < uint64_t{c.used(extra)} * b.slots(extra)) {
       best = i;
     }
   }
   return best;
 }
 
-bool Scheduler::open_to(const detail::Backend& b, TimePoint now, double fraction) {
-  return signal_allows(b) && b.in_flight < b.limit && !backlog_full(b, now, fraction);
+bool Scheduler::open_to(const detail::Backend& b, TimePoint now, double fraction, bool extra) {
+  return signal_allows(b) && b.used(extra) < b.slots(extra) && !backlog_full(b, now, fraction);
 }
 
-uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double fraction,
-                          uint32_t least) const {
-  if (least == kNil) least = pick_backend(pool, now, fraction);
+uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double fraction, uint32_t least,
+                          bool extra) const {
+  if (least == kNil) least = pick_backend(pool, now, fraction, kNil, extra);
   // A retry after a failed run goes to another backend (its prefix, if
   // cached anywhere, was most likely on the failed one): it waits for one
   // while another is up, full or saturated for now; only a pool with no
   // other live backend sends it back to the one that failed.
   if (n.avoid != kNoAvoid && least != kNil && &pool == &pools_[n.pool]) {
-    const uint32_t other = pick_backend(pool, now, fraction, n.avoid);
+    const uint32_t other = pick_backend(pool, now, fraction, n.avoid, extra);
     if (other != kNil) return other;
     for (uint32_t b = 0; b < pool.backends.size(); ++b) {
       if (b != n.avoid && !pool.backends[b].signal.down) return kNil;
@@ -369,14 +376,15 @@ uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double
   // requests count too.
   uint64_t used = 1;
   for (const detail::Backend& b : pool.backends) used += b.signal.down ? 0 : affinity_load(b);
-  const double average = static_cast<double>(used) / std::max<uint32_t>(pool.capacity, 1);
+  const uint32_t slots = pool.capacity + (extra ? pool.extra : 0);
+  const double average = static_cast<double>(used) / std::max<uint32_t>(slots, 1);
   const double bound = (1 + config_.affinity_load_slack) * average + kAffinityMinSlack;
   const auto under_bound = [&](const detail::Backend& b) {
-    return static_cast<double>(affinity_load(b) + 1) <= bound * b.limit + kEpsilon;
+    return static_cast<double>(affinity_load(b) + 1) <= bound * b.slots(extra) + kEpsilon;
   };
   const auto within = [&](uint32_t i) {
     const detail::Backend& b = pool.backends[i];
-    return open_to(b, now, fraction) && under_bound(b);
+    return open_to(b, now, fraction, extra) && under_bound(b);
   };
   // Among those: the earliest expected first token, i.e. the backend's
   // prefill backlog plus the part of the prompt it does not hold, at its
@@ -392,7 +400,7 @@ uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double
     const detail::Backend& x = pool.backends[b];
     const bool holder = std::find(match.backends.begin(), match.backends.begin() + match.count, b) !=
                         match.backends.begin() + match.count;
-    if (!within(b) && !(holder && holder_despite_signal(x, now, fraction) && under_bound(x))) continue;
+    if (!within(b) && !(holder && holder_despite_signal(x, now, fraction, extra) && under_bound(x))) continue;
     const double saved = holder ? static_cast<double>(match.depth) * kPrefixBlockTokens : 0;
     const double cost = x.prefill_rate > 0
                             ? (backlog(x, now) + std::max(0.0, n.prompt - saved)) / x.prefill_rate
@@ -428,8 +436,11 @@ uint32_t Scheduler::pick_request(uint32_t pool, TimePoint now, int top) {
 
 int64_t Scheduler::cap_room(const Pool& pool, uint32_t klass) const {
   // A class may always hold one slot: on a small pool (max_share * capacity
-  // < 1) a cap would otherwise starve it completely.
-  const double cap = std::max(1.0, config_.classes[klass].max_share * pool.capacity);
+  // < 1) a cap would otherwise starve it completely. Background classes'
+  // share is also of the extra slots, which only they may take.
+  const ClassPolicy& cls = config_.classes[klass];
+  const double slots = pool.capacity + (cls.background ? pool.extra : 0);
+  const double cap = std::max(1.0, cls.max_share * slots);
   return static_cast<int64_t>(std::floor(cap + kEpsilon)) - pool.classes[klass].own_in_flight();
 }
 
@@ -656,6 +667,10 @@ void Scheduler::start(uint32_t id, uint32_t run_pool, uint32_t backend, TimePoin
     n.prefilling = true;
   }
   if (n.prefix_len > 0) pool.prefix.record(backend, {n.prefix, n.prefix_len});
+  // With the limit's slots all taken, only background work gets here: it
+  // takes an extra slot.
+  n.extra_slot = b.used(false) >= b.limit;
+  b.extra_taken += n.extra_slot;
   ++b.in_flight;
   ++cq.in_flight;
   ++tq.in_flight;
@@ -722,6 +737,10 @@ void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
     if (deficit > 0) needy += std::min<int64_t>(static_cast<int64_t>(deficit), usable);
   }
   if (waiting == 0) return;
+  // Work in the backends' extra slots holds no slot the others could use:
+  // preempting it frees nothing for them.
+  for (const detail::Backend& b : p.backends) background_running -= b.extra_taken;
+  background_running = std::max<int64_t>(0, background_running);
   // Slots already on their way back (victims, superseded requests) count
   // against the need, so one shortage never preempts twice. Background goes
   // first, and the background part of the need never exceeds the background
@@ -791,7 +810,8 @@ uint32_t Scheduler::newest_useful_victim(const Pool& pool, uint32_t tail, TimePo
     const Node& n = nodes_[id];
     if (n.preemptions > 0 && now - n.queued_since < config_.preempt_guard) continue;
     const detail::Backend& b = pool.backends[n.backend];
-    if (signal_allows(b)) return id;
+    // In an extra slot: preempting it would free a slot others cannot take.
+    if (!n.extra_slot && signal_allows(b)) return id;
   }
   return kNil;
 }

@@ -33,6 +33,7 @@ bool Scheduler::inherit(Handle heir_handle, Handle old_handle, TimePoint now) {
   n.start_seq = next_start_seq_++;
   n.prompt = o.prompt;
   n.prefilling = o.prefilling;  // a prompt still prefilling stays in the backlog once
+  n.extra_slot = o.extra_slot;  // the slot it holds (heirs are of the old request's class)
   n.charged = o.charged;        // complete() corrects against what was charged
   n.expires = false;
   n.preemptions = o.preemptions;

@@ -296,6 +296,8 @@ void Scheduler::release_slot(uint32_t id) {
   ClassQueue& cq = pools_[n.pool].classes[n.klass];
   const bool borrowed = n.run_pool != n.pool;
   --run.backends[n.backend].in_flight;
+  if (n.extra_slot) --run.backends[n.backend].extra_taken;
+  n.extra_slot = false;
   prefilled(n);
   --cq.in_flight;
   --tenants_[n.tenant].in_flight;

@@ -55,13 +55,18 @@ struct BackendSignal {
   // A lower slot limit than max_concurrency while the backend ramps up after
   // an ejection (slow start); 0: max_concurrency.
   uint32_t max_in_flight = 0;
+  // Slots above that limit that only background classes' work may take
+  // (adaptive capacity, core/adaptive_capacity.hpp): background work in
+  // them is not counted against the other classes, which keep the whole
+  // limit as their headroom. 0: none.
+  uint32_t extra_slots = 0;
 };
 
-// The same verdict (saturated, stale, down, slot limit): only a new verdict can let
+// The same verdict (saturated, stale, down, slot limits): only a new verdict can let
 // work start or stop; a new running count only informs routing.
 inline bool same_verdict(const BackendSignal& a, const BackendSignal& b) {
   return a.saturated == b.saturated && a.stale == b.stale && a.down == b.down &&
-         a.max_in_flight == b.max_in_flight;
+         a.max_in_flight == b.max_in_flight && a.extra_slots == b.extra_slots;
 }
 
 // An older request with the same supersede key that a new one replaced.

@@ -160,6 +160,8 @@ constexpr SettingKey<AC> kAdaptiveCapacityKeys[] = {
     {"enabled", "true or false", read_bool<AC, &AC::enabled>, write_bool<AC, &AC::enabled>},
     {"min", "integer in [1, 100000]", read_integer<AC, &AC::min_limit, 1, 100'000>, write_integer<AC, &AC::min_limit>},
     {"max", "integer in [1, 100000]", read_integer<AC, &AC::max_limit, 1, 100'000>, write_integer<AC, &AC::max_limit>},
+    {"max_extra_share", "number in [0, 100]", read_number<AC, &AC::max_extra_share, 0.0, 100.0>,
+     write_number<AC, &AC::max_extra_share>},
     {"interval_ms", "milliseconds in [1, 60000]", read_ms<AC, &AC::interval, 1, 60'000>, write_ms<AC, &AC::interval>},
     {"itl_target_ms", "milliseconds in [1, 60000]", read_ms<AC, &AC::itl_target, 1, 60'000>,
      write_ms<AC, &AC::itl_target>},

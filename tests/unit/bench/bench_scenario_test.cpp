@@ -72,6 +72,36 @@ classes:
   EXPECT_NE(bad.error().find("phases[0].to_s: must be after from_s"), std::string::npos);
 }
 
+// Adaptive capacity's gap target per scheduler class: a tpot_ms as given,
+// an e2e_ms less the ttft_ms spread over max_tokens, none without either;
+// a joining stream's tighter bound applies to its class.
+TEST(BenchScenario, ClassGapBoundsComeFromTheSlos) {
+  auto s = parse_scenario(R"(
+name: t
+tenants: [{name: a}]
+classes:
+  - name: critical
+    slo: {ttft_ms: 300, e2e_ms: 1000}
+    traffic: {kind: requests, rate: 1, max_tokens: 16}
+  - name: chat
+    slo: {ttft_ms: 2000, tpot_ms: 200}
+    traffic: {kind: requests, rate: 1}
+  - name: completion
+    slo: {ttft_ms: 200}
+    traffic: {kind: requests, rate: 1}
+  - name: chat-fast
+    scheduler_class: chat
+    slo: {tpot_ms: 50}
+    traffic: {kind: requests, rate: 1}
+)");
+  ASSERT_TRUE(s) << s.error();
+  const std::vector<double> bounds = class_gap_bounds_s(*s);
+  ASSERT_EQ(bounds.size(), 3u);
+  EXPECT_DOUBLE_EQ(bounds[0], 0.7 / 16);
+  EXPECT_DOUBLE_EQ(bounds[1], 0.05);
+  EXPECT_DOUBLE_EQ(bounds[2], 0);
+}
+
 TEST(BenchScenario, PoolsSplitTheEnginesByClass) {
   const std::string head = R"(
 name: t

@@ -1,12 +1,15 @@
 // Adaptive capacity per backend: the controller grows the slot limit only
-// while the limit holds work back and the engine shows room, shrinks it on
-// each sign of overload, stays within its bounds and ignores noise.
+// while the limit holds background work back, no other work waits, and the
+// engine shows room; shrinks it on each sign of overload (at once when
+// other work is there to be slowed); stays within its bounds and ignores
+// noise. Slots above the start are background work's only (extra()).
 #include "core/adaptive_capacity.hpp"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <random>
+#include <vector>
 
 namespace arbiter::sched {
 namespace {
@@ -21,6 +24,7 @@ AdaptiveCapacityConfig config() {
   c.max_limit = 256;
   c.interval = 200ms;
   c.min_gaps = 32;
+  c.max_extra_share = 4;  // the ceiling is max_limit (256) in these tests, but in ExtraSlotsAtMostAShareOfTheStart
   return c;
 }
 
@@ -29,9 +33,11 @@ struct Interval {
   double waiting = 0;
   double kv = 0.3;
   uint64_t gaps = 100;
-  uint64_t within = 90;  // of `gaps`, within itl_target
-  bool work_waiting = true;
+  uint64_t within = 90;  // of `gaps`, within the gap target
+  bool background_waiting = true;
   int in_flight = -1;  // -1: at the limit
+  bool others_waiting = false;
+  bool others_running = false;
 };
 
 class Driver {
@@ -42,12 +48,16 @@ class Driver {
   uint32_t step(const Interval& i) {
     c_.engine(i.waiting, i.kv);
     c_.gaps(i.gaps, i.within);
-    c_.occupancy(i.in_flight < 0 ? c_.limit() : static_cast<uint32_t>(i.in_flight), i.work_waiting);
+    c_.occupancy({.in_flight = i.in_flight < 0 ? c_.limit() : static_cast<uint32_t>(i.in_flight),
+                  .background_waiting = i.background_waiting,
+                  .others_waiting = i.others_waiting,
+                  .others_running = i.others_running});
     now_ += 200ms;
     c_.update(now_);
     return c_.limit();
   }
   uint32_t limit() const { return c_.limit(); }
+  const CapacityController& controller() const { return c_; }
 
  private:
   Clock::time_point now_{};
@@ -69,7 +79,7 @@ TEST(AdaptiveCapacity, GrowsWhileTheLimitHoldsWorkBackAndTheEngineHasRoom) {
 TEST(AdaptiveCapacity, DecidesOncePerInterval) {
   CapacityController c(config(), 64, Clock::time_point{});
   c.gaps(100, 100);
-  c.occupancy(64, true);
+  c.occupancy({.in_flight = 64, .background_waiting = true});
   EXPECT_FALSE(c.update(Clock::time_point{} + 100ms));
   EXPECT_EQ(c.limit(), 64u);
   EXPECT_TRUE(c.update(Clock::time_point{} + 200ms));
@@ -77,7 +87,8 @@ TEST(AdaptiveCapacity, DecidesOncePerInterval) {
 }
 
 TEST(AdaptiveCapacity, DoesNotGrowWithoutEachCondition) {
-  EXPECT_EQ(Driver().step({.work_waiting = false}), 64u);  // nothing waits for a slot
+  EXPECT_EQ(Driver().step({.background_waiting = false}), 64u);  // no background work waits for a slot
+  EXPECT_EQ(Driver().step({.others_waiting = true}), 64u);  // other work waits: extra slots are not for it
   EXPECT_EQ(Driver().step({.in_flight = 40}), 64u);        // free slots: the limit is not the bottleneck
   EXPECT_EQ(Driver().step({.waiting = 2}), 64u);           // the engine queues itself
   EXPECT_EQ(Driver().step({.kv = 0.85}), 64u);             // between the KV thresholds: hold
@@ -88,7 +99,7 @@ TEST(AdaptiveCapacity, ShrinksOnAFullKvCache) {
   Driver d;
   EXPECT_EQ(d.step({.kv = 0.95}), 57u);  // x 0.9
   // Even with nothing waiting and few slots in use: KV near full is always overload.
-  EXPECT_EQ(d.step({.kv = 0.95, .gaps = 0, .within = 0, .work_waiting = false, .in_flight = 5}), 51u);
+  EXPECT_EQ(d.step({.kv = 0.95, .gaps = 0, .within = 0, .background_waiting = false, .in_flight = 5}), 51u);
 }
 
 // Slow decode steps take back what growth added, down to the start (below
@@ -150,8 +161,10 @@ TEST(AdaptiveCapacity, PropertyBoundedStepsAndGrowthOnlyWhenAllowed) {
     Interval in{.waiting = unit(rng) < 0.2 ? 1.0 : 0.0,
                 .kv = unit(rng),
                 .gaps = static_cast<uint64_t>(unit(rng) * 200),
-                .work_waiting = unit(rng) < 0.7,
-                .in_flight = static_cast<int>(unit(rng) * 300)};
+                .background_waiting = unit(rng) < 0.7,
+                .in_flight = static_cast<int>(unit(rng) * 300),
+                .others_waiting = unit(rng) < 0.3,
+                .others_running = unit(rng) < 0.5};
     in.within = static_cast<uint64_t>(unit(rng) * static_cast<double>(in.gaps));
     const uint32_t after = d.step(in);
     ASSERT_GE(after, c.min_limit);
@@ -160,18 +173,76 @@ TEST(AdaptiveCapacity, PropertyBoundedStepsAndGrowthOnlyWhenAllowed) {
       ASSERT_LE(after, before + std::max(1u, static_cast<uint32_t>(before * c.growth)));
       ASSERT_EQ(in.waiting, 0);
       ASSERT_LT(in.kv, c.kv_grow_below);
-      ASSERT_TRUE(in.work_waiting);
+      ASSERT_TRUE(in.background_waiting);
+      ASSERT_FALSE(in.others_waiting);
       ASSERT_GE(static_cast<uint32_t>(in.in_flight), before);
       ASSERT_GE(in.gaps, c.min_gaps);
       ASSERT_GE(static_cast<double>(in.within), c.itl_quantile * static_cast<double>(in.gaps));
     } else if (after < before) {
-      ASSERT_GE(after, static_cast<uint32_t>(before * c.backoff) - 1);
+      const auto backoff = static_cast<uint32_t>(before * c.backoff);
       if (in.kv <= c.kv_shrink_above) {  // slow gaps: only back towards the start
         ASSERT_LT(static_cast<double>(in.within), c.itl_quantile * static_cast<double>(in.gaps));
         ASSERT_GE(after, 64u);
+        // Other work there to be slowed: half the extra slots at once (or
+        // the backoff, if that is more).
+        if (in.others_waiting || in.others_running) {
+          ASSERT_EQ(after, std::max(64u, std::min(64 + (before - 64) / 2, backoff)));
+        } else {
+          ASSERT_GE(after, backoff - 1);
+        }
+      } else {
+        ASSERT_GE(after, backoff - 1);
       }
     }
+    // Slots above the start are background work's only.
+    ASSERT_EQ(d.controller().base(), std::min(after, 64u));
+    ASSERT_EQ(d.controller().base() + d.controller().extra(), after);
   }
+}
+
+// Slow gaps while other (interactive) work runs or waits give back half the
+// extra slots at once, not a tenth: that work pays for every extra sequence.
+TEST(AdaptiveCapacity, SlowGapsWithOtherWorkThereHalveTheExtraSlots) {
+  Driver d;
+  for (int i = 0; i < 100; ++i) d.step({});
+  ASSERT_EQ(d.limit(), 256u);
+  EXPECT_EQ(d.step({.within = 40, .others_running = true}), 160u);  // 64 + 192 / 2
+  EXPECT_EQ(d.step({.within = 40, .others_waiting = true}), 112u);
+  EXPECT_EQ(d.step({.within = 40}), 100u);  // background alone: x 0.9
+}
+
+TEST(AdaptiveCapacity, ExtraSlotsAreWhatGrowthAddedAboveTheStart) {
+  Driver d;
+  d.step({});
+  EXPECT_EQ(d.controller().base(), 64u);
+  EXPECT_EQ(d.controller().extra(), 8u);
+  d.step({.kv = 0.95});  // 72 x 0.9 = 64
+  d.step({.kv = 0.95});
+  EXPECT_EQ(d.controller().base(), 57u);
+  EXPECT_EQ(d.controller().extra(), 0u);
+}
+
+TEST(AdaptiveCapacity, ExtraSlotsAtMostAShareOfTheStart) {
+  AdaptiveCapacityConfig c = config();
+  c.max_extra_share = 0.25;
+  Driver d(c, 64);
+  for (int i = 0; i < 100; ++i) d.step({});
+  EXPECT_EQ(d.limit(), 80u);
+  EXPECT_EQ(d.controller().extra(), 16u);
+  c.max_extra_share = 0;
+  Driver none(c, 64);
+  EXPECT_EQ(none.step({}), 64u);
+  EXPECT_EQ(AdaptiveCapacityConfig{}.max_extra_share, 0.25);  // the default
+}
+
+TEST(AdaptiveCapacity, GapTargetIsTheTightestDeclaredBound) {
+  using Seconds = std::chrono::duration<double>;
+  const AdaptiveCapacityConfig c = config();
+  const std::vector<Seconds> bounds{Seconds(0.2), Seconds(0), Seconds(0.04375)};
+  EXPECT_DOUBLE_EQ(gap_target(c, bounds).count(), 0.04375);
+  const std::vector<Seconds> none{Seconds(0), Seconds(0)};
+  EXPECT_DOUBLE_EQ(gap_target(c, none).count(), 0.030);  // itl_target
+  EXPECT_DOUBLE_EQ(gap_target(c, {}).count(), 0.030);
 }
 
 TEST(AdaptiveCapacity, ValidateNamesWhatIsWrong) {
@@ -184,6 +255,9 @@ TEST(AdaptiveCapacity, ValidateNamesWhatIsWrong) {
   EXPECT_NE(validate(c), nullptr);
   c = config();
   c.backoff = 1;
+  EXPECT_NE(validate(c), nullptr);
+  c = config();
+  c.max_extra_share = -0.5;
   EXPECT_NE(validate(c), nullptr);
 }
 
