@@ -44,6 +44,9 @@ bool is_stale_connection_error(const beast::error_code& ec) {
 ApiError upstream_failed(std::string message) {
   return ApiError{ErrorCode::kUpstreamFailed, std::move(message), {}, {}};
 }
+ApiError superseded() {
+  return ApiError{ErrorCode::kSuperseded, "superseded by a newer request with the same key", {}, {}};
+}
 ApiError upstream_timeout(std::string message) {
   return ApiError{ErrorCode::kUpstreamTimeout, std::move(message), {}, {}};
 }
@@ -143,7 +146,7 @@ class Exchange {
       } else {
         reusable = co_await relay_whole(socket, buffer, parser);
       }
-      if (handing_) {
+      if (handed_) {
         co_await hand_over(std::move(conn), std::move(parser));
         co_return outcome_;
       }
@@ -185,7 +188,7 @@ class Exchange {
     if (r_.sink.client_gone()) co_return cancelled();
     if (r_.interrupt.requested) co_return interrupted();
     const bool reusable = co_await relay_stream(socket, conn->buffer, parser);
-    if (handing_) {
+    if (handed_) {
       co_await hand_over(std::move(conn), std::move(parser));
       co_return outcome_;
     }
@@ -225,7 +228,6 @@ class Exchange {
     heir.usage.reset();
     handed_ = Inherited{.framer = std::move(framer), .preamble = std::move(preamble), .last = last};
     heir_checkpoint_ = std::move(heir);
-    handing_ = true;
   }
 
   // Gives the upstream connection, mid-response, to the heir (re-homed on
@@ -257,7 +259,8 @@ class Exchange {
       conn.reset();
     }
     r_.typing->hand(std::move(stream));
-    interrupted();
+    outcome_.interrupted = true;
+    outcome_.error = superseded();
     co_await end_stream_with_error(*outcome_.error);
   }
 
@@ -280,7 +283,7 @@ class Exchange {
     if (r_.interrupt.error) {
       outcome_.error = *r_.interrupt.error;
     } else {
-      outcome_.error = ApiError{ErrorCode::kSuperseded, "superseded by a newer request with the same key", {}, {}};
+      outcome_.error = superseded();
     }
     return outcome_;
   }
@@ -649,8 +652,7 @@ class Exchange {
   Checkpoint typed_;
   std::size_t published_ = 0;
   std::optional<Inherited> inherited_;
-  bool handing_ = false;
-  std::optional<Inherited> handed_;
+  std::optional<Inherited> handed_;  // set when a heir claimed the stream: run() hands it over
   Checkpoint heir_checkpoint_;
 };
 
