@@ -1,11 +1,33 @@
 #include "core/typing_through.hpp"
 
+#include <algorithm>
+#include <vector>
+
+#include <boost/json/serialize.hpp>
+
 namespace arbiter::typing {
 
 bool compatible(const Shape& old, const Shape& successor) {
   return old.model == successor.model && old.n == 1 && successor.n == 1 &&
          old.stream == successor.stream && old.sampling == successor.sampling &&
          successor.max_tokens >= old.max_tokens;
+}
+
+std::string sampling_text(const boost::json::object& body) {
+  static constexpr std::string_view kNotSampling[] = {"prompt", "model",  "max_tokens", "max_completion_tokens",
+                                                      "stream", "n",      "user"};
+  std::vector<std::pair<std::string_view, std::string>> fields;
+  for (const auto& field : body) {
+    const std::string_view key(field.key().data(), field.key().size());
+    if (std::ranges::find(kNotSampling, key) != std::end(kNotSampling)) continue;
+    fields.emplace_back(key, boost::json::serialize(field.value()));
+  }
+  std::ranges::sort(fields);
+  std::string out;
+  for (const auto& [key, value] : fields) {
+    out.append(key).append("=").append(value).append("\n");
+  }
+  return out;
 }
 
 Verdict typing_through(const InFlight& old, const Successor& successor) {

@@ -12,7 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+
+#include <boost/json/object.hpp>
 
 namespace arbiter::typing {
 
@@ -59,6 +62,12 @@ enum class Refusal : uint8_t {
 // model, sampling and stream mode, one choice each, and a budget that holds
 // whatever the old generation may still produce (at least the old budget).
 bool compatible(const Shape& old, const Shape& successor);
+
+// Shape::sampling of a request body: every field but the prompt, model,
+// budget (max_tokens, max_completion_tokens), stream, n and user, as
+// "key=value" lines sorted by key, values serialised as JSON. Two bodies
+// that differ only in key order give the same text.
+std::string sampling_text(const boost::json::object& body);
 
 // The rule. Returns the inheritance, or why not.
 struct Verdict {

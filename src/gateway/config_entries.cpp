@@ -437,11 +437,6 @@ bool read_class(YamlReader& r, const YAML::Node& node, const std::string& path, 
   read_settings(class_keys(), r, node, path, out);
   out.policy.name = out.name;
   read_class_policy(r, node, path, out.policy);
-  // The scheduler and arbiter-bench's virtual mode have typing through; the
-  // relay cannot yet hand a running stream to another client.
-  if (out.policy.typing_through) {
-    r.error(YamlReader::join(path, "typing_through"), "is not built in the live gateway yet (arbiter-bench virtual mode only)");
-  }
   return true;
 }
 

@@ -185,6 +185,13 @@ struct GatewayMetrics {
       "arbiter_pool_panic",
       "1 while every backend of a pool is ejected or down, so the ejected ones serve anyway (panic mode).",
       {"pool"});
+  metrics::Family<metrics::Counter>& typing_through = registry.counter(
+      "arbiter_typing_through_total",
+      "Streaming completions of a typing_through class that superseded a running request, by what came "
+      "of it: handed_over (the running generation went on to the newer request), lost (claimed, but the "
+      "old run ended before handing it over: the newer one ran anew), or why not (not_extension, "
+      "not_generated, shape, not_eligible, tls_other_thread: the old one was aborted).",
+      {"class", "outcome"});
   metrics::Family<metrics::Counter>& retries = registry.counter(
       "arbiter_retries_total",
       "Runs of a request after a failed one, by pool and kind: retry (nothing had reached the client), "

@@ -40,7 +40,7 @@ bool is_forwarded(std::string_view name) {
 
 class UpstreamResponseParser::Fallback final : public http::basic_parser<false> {
  public:
-  explicit Fallback(UpstreamResponseParser& out) : out_(out) {
+  explicit Fallback(UpstreamResponseParser& out) : out_(&out) {
     header_limit(kHeaderLimit);
     body_limit(boost::none);  // streams are unbounded; the relay bounds whole bodies
     eager(true);              // header and body in one pass over what arrived
@@ -49,30 +49,46 @@ class UpstreamResponseParser::Fallback final : public http::basic_parser<false> 
  private:
   void on_request_impl(http::verb, beast::string_view, beast::string_view, int, beast::error_code&) override {}
   void on_response_impl(int code, beast::string_view, int, beast::error_code&) override {
-    out_.status_ = static_cast<unsigned>(code);
+    out_->status_ = static_cast<unsigned>(code);
   }
   void on_field_impl(http::field, beast::string_view name, beast::string_view value,
                      beast::error_code&) override {
-    out_.keep_field({name.data(), name.size()}, {value.data(), value.size()});
+    out_->keep_field({name.data(), name.size()}, {value.data(), value.size()});
   }
   void on_header_impl(beast::error_code&) override {}
   void on_body_init_impl(const boost::optional<std::uint64_t>&, beast::error_code&) override {}
   std::size_t on_body_impl(beast::string_view body, beast::error_code&) override {
-    out_.pieces_.emplace_back(body.data(), body.size());
+    out_->pieces_.emplace_back(body.data(), body.size());
     return body.size();
   }
   void on_chunk_header_impl(std::uint64_t, beast::string_view, beast::error_code&) override {}
   std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view body, beast::error_code&) override {
-    out_.pieces_.emplace_back(body.data(), body.size());
+    out_->pieces_.emplace_back(body.data(), body.size());
     return body.size();
   }
   void on_finish_impl(beast::error_code&) override {}
 
-  UpstreamResponseParser& out_;
+ public:
+  void rebind(UpstreamResponseParser& out) { out_ = &out; }
+
+ private:
+  UpstreamResponseParser* out_;
 };
 
 UpstreamResponseParser::UpstreamResponseParser() = default;
 UpstreamResponseParser::~UpstreamResponseParser() = default;
+UpstreamResponseParser::UpstreamResponseParser(UpstreamResponseParser&& o) noexcept
+    : fallback_(std::move(o.fallback_)),
+      header_done_(o.header_done_),
+      keep_alive_(o.keep_alive_),
+      content_length_(o.content_length_),
+      remaining_(o.remaining_),
+      status_(o.status_),
+      content_type_(std::move(o.content_type_)),
+      forwarded_(std::move(o.forwarded_)),
+      pieces_(std::move(o.pieces_)) {
+  if (fallback_) fallback_->rebind(*this);  // Beast's callbacks write here now
+}
 
 void UpstreamResponseParser::keep_field(std::string_view name, std::string_view value) {
   if (lower_equals(name, "content-type")) {

@@ -27,6 +27,9 @@ class UpstreamResponseParser {
   ~UpstreamResponseParser();
   UpstreamResponseParser(const UpstreamResponseParser&) = delete;
   UpstreamResponseParser& operator=(const UpstreamResponseParser&) = delete;
+  // Moved with its connection when typing through hands a stream on; the
+  // body pieces stay views into that connection's buffer.
+  UpstreamResponseParser(UpstreamResponseParser&&) noexcept;
 
   // Parses what `buffer` holds and consumes it. Body bytes parsed by this
   // call are in body_pieces() until the next call (views into the buffer:

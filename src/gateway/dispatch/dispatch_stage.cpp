@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "core/pricing.hpp"
+#include "core/typing_through.hpp"
 #include "gateway/scheduler_setup.hpp"
 #include "gateway/resilience/run_verdict.hpp"
 
@@ -21,7 +22,9 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
       .resumable = ctx.resume != ResumeMethod::kNone,
       .prefix_blocks = ctx.prefix};
   const auto enqueued = std::chrono::steady_clock::now();
-  auto slot = co_await dispatcher_.acquire(queued, *ctx.sink);
+  const std::shared_ptr<TypingOffer> offer = co_await typing_offer(ctx);
+  const TypingOfferClose offer_closed{offer.get()};  // whatever way its runs end
+  auto slot = co_await dispatcher_.acquire(queued, *ctx.sink, offer);
   // Queue time from enqueue, not from request start (auth and parsing
   // are not queueing); the scheduler's own figure once dispatched.
   ctx.rec.queue_ms = RequestContext::millis(slot ? slot->queue_wait() : std::chrono::steady_clock::now() - enqueued);
@@ -36,7 +39,17 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
   ctx.dispatch_queue_ms = ctx.rec.queue_ms;  // observed after the response: not on its path
   ctx.rec.engine_ms = 0;
   health_.on_request(ctx.pool);
-  ctx.outcome = co_await run_upstream(ctx, *slot);
+  std::optional<RelayOutcome> inherited;
+  if (slot->inherited_from()) {
+    inherited = co_await run_inherited(ctx, *slot, offer.get());
+  } else if (const auto typing = slot->typing_outcome()) {
+    count_typing(ctx, *typing);  // the older request was interrupted
+  }
+  if (inherited) {
+    ctx.outcome = std::move(*inherited);
+  } else {
+    ctx.outcome = co_await run_upstream(ctx, *slot, offer.get());
+  }
   // Fairness and shares are charged with what the request really cost:
   // the engine's usage, or for a stream without it the tokens counted from
   // its events (prompt still estimated).
@@ -54,7 +67,76 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
   }
 }
 
-Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::Slot& slot) {
+void DispatchStage::count_typing(const RequestContext& ctx, TypingOutcome outcome) {
+  metrics_.typing_through.with({config_.classes[ctx.cls].name, std::string(typing_outcome_name(outcome))}).inc();
+}
+
+Task<std::shared_ptr<TypingOffer>> DispatchStage::typing_offer(const RequestContext& ctx) {
+  const RequestInfo& info = ctx.parsed.info;
+  if (!config_.classes[ctx.cls].policy.typing_through || ctx.supersede_key.empty() || !info.stream ||
+      info.route != Route::kCompletions || resume_method(ctx.parsed, false) != ResumeMethod::kPromptAppend) {
+    co_return nullptr;
+  }
+  const boost::json::object& body = ctx.parsed.body();
+  const auto executor = co_await net::this_coro::executor;
+  co_return std::make_shared<TypingOffer>(std::string(body.at("prompt").as_string()), info.model,
+                                          info.max_tokens.value_or(-1), typing::sampling_text(body),
+                                          &net::query(executor, net::execution::context), executor);
+}
+
+void DispatchStage::set_run_headers(RequestContext& ctx, const BackendConfig& backend, std::size_t own_headers,
+                                    uint32_t retries) const {
+  const AccessRecord& rec = ctx.rec;
+  RequestContext::Headers& headers = ctx.response_headers;
+  headers.resize(own_headers);
+  headers.emplace_back("x-arbiter-class", rec.cls);
+  headers.emplace_back("x-arbiter-backend", backend.name);
+  headers.emplace_back("x-arbiter-queue-ms", std::to_string(static_cast<int64_t>(rec.queue_ms)));
+  if (!rec.wait_reason.empty()) headers.emplace_back("x-arbiter-wait-reason", std::string(rec.wait_reason));
+  headers.emplace_back("x-arbiter-preemptions", std::to_string(rec.preemptions));
+  if (retries > 0) headers.emplace_back("x-arbiter-retries", std::to_string(retries));
+}
+
+Task<std::optional<RelayOutcome>> DispatchStage::run_inherited(RequestContext& ctx, Dispatcher::Slot& slot,
+                                                               TypingOffer* offer) {
+  std::optional<HandedStream> handed = co_await slot.inherited_from()->receive(*ctx.sink);
+  count_typing(ctx, handed ? TypingOutcome::kHandedOver : TypingOutcome::kLost);
+  if (!handed) co_return std::nullopt;  // it runs anew on the slot it holds
+  ModelPool& pool = *pools_[slot.pool()];
+  const BackendConfig& backend = pool.backend(slot.backend());
+  ctx.rec.backend = backend.name;
+  set_run_headers(ctx, backend, ctx.response_headers.size(), 0);
+  // Nothing goes upstream: the request is the one already running there.
+  const UpstreamRequest up{.target = route_path(ctx.route),
+                           .host = pool.upstream(slot.backend()).host_header(),
+                           .request_id = ctx.rec.request_id,
+                           .accept = {},
+                           .body = {},
+                           .authorization = backend.authorization,
+                           .forwarded = {}};
+  Interrupt interrupt;
+  slot.set_interrupt_hook([&interrupt, &slot] { interrupt.fire(slot.preempted(), slot.interrupt_error()); });
+  const RelayRequest relay_request{.pool = pool.upstream(slot.backend()),
+                                   .upstream_request = up,
+                                   .sink = *ctx.sink,
+                                   .deadline = ctx.conn.deadline(),
+                                   .timeouts = config_.timeouts,
+                                   .limits = config_.limits,
+                                   .response_headers = ctx.response_headers,
+                                   .interrupt = interrupt,
+                                   .resume = nullptr,
+                                   .on_first_event = {},
+                                   .hold_failures = false,
+                                   .typing = offer};
+  const auto started = std::chrono::steady_clock::now();
+  RelayOutcome outcome = co_await relay_handed_over(relay_request, std::move(*handed));
+  ctx.rec.engine_ms += RequestContext::millis(std::chrono::steady_clock::now() - started);
+  slot.set_interrupt_hook(nullptr);
+  health_.record(slot.pool(), slot.backend(), judge(outcome), outcome.upstream_retry_after);
+  co_return outcome;
+}
+
+Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer) {
   const Route route = ctx.route;
   AccessRecord& rec = ctx.rec;
   RequestContext::Headers& headers = ctx.response_headers;
@@ -84,13 +166,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
     ModelPool& pool = *pools_[slot.pool()];  // its own, or a pool lending it a slot
     const BackendConfig& backend = pool.backend(slot.backend());
     rec.backend = backend.name;
-    headers.resize(own_headers);
-    headers.emplace_back("x-arbiter-class", rec.cls);
-    headers.emplace_back("x-arbiter-backend", backend.name);
-    headers.emplace_back("x-arbiter-queue-ms", std::to_string(static_cast<int64_t>(rec.queue_ms)));
-    if (!rec.wait_reason.empty()) headers.emplace_back("x-arbiter-wait-reason", std::string(rec.wait_reason));
-    headers.emplace_back("x-arbiter-preemptions", std::to_string(rec.preemptions));
-    if (retries > 0) headers.emplace_back("x-arbiter-retries", std::to_string(retries));
+    set_run_headers(ctx, backend, own_headers, retries);
 
     UpstreamRequest up{.target = route_path(route),
                        .host = pool.upstream(slot.backend()).host_header(),
@@ -132,7 +208,8 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
                                      .on_first_event = backend.prefill_tokens_per_s > 0
                                                            ? std::function<void()>([&slot] { slot.first_token(); })
                                                            : std::function<void()>(),
-                                     .hold_failures = retries < health_.max_retries()};
+                                     .hold_failures = retries < health_.max_retries(),
+                                     .typing = offer};
     const auto sent = std::chrono::steady_clock::now();
     RelayOutcome outcome = co_await relay(relay_request);
     rec.engine_ms += RequestContext::millis(std::chrono::steady_clock::now() - sent);

@@ -31,7 +31,19 @@ class DispatchStage final : public AdmittedHandler {
  private:
   // Runs a dispatched request on its slot until it ends: several upstream
   // runs when it is preempted and resumed from its checkpoint.
-  Task<RelayOutcome> run_upstream(RequestContext& ctx, Dispatcher::Slot& slot);
+  Task<RelayOutcome> run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer);
+  // Typing through: the request's offer of its generation to a newer
+  // keystroke (typing_handover.hpp), or null when it offers none (its class
+  // does not type through, or it is no streaming completion with one string
+  // prompt and a supersede key).
+  Task<std::shared_ptr<TypingOffer>> typing_offer(const RequestContext& ctx);
+  // The run of a request that took over another's slot: the rest of that
+  // stream, handed over; nothing when it never came (it then runs anew).
+  Task<std::optional<RelayOutcome>> run_inherited(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer);
+  void count_typing(const RequestContext& ctx, TypingOutcome outcome);
+  // The x-arbiter-* headers of one run on `backend`.
+  void set_run_headers(RequestContext& ctx, const BackendConfig& backend, std::size_t own_headers,
+                       uint32_t retries) const;
   // A run failed in a way another backend might not: whether to run it
   // again (attempts left, the pool's budget, the client still there), after
   // a jittered back-off. Counts the decision (`failover`: the client's

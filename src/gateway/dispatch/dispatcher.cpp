@@ -24,6 +24,12 @@ struct Dispatcher::Waiter {
   bool preempted = false;  // chosen as a preemption victim in its current run
   bool dispatched = false;  // guarded by the dispatcher's mutex: running, or a dispatch on its way
   std::function<void()> interrupt_hook;
+  // Typing through: set before enqueue, then read under the mutex by a
+  // newer request with the same key.
+  std::shared_ptr<TypingOffer> offer;
+  // Set at enqueue (on this request's own executor, under the mutex).
+  std::shared_ptr<TypingOffer> inherited_from;
+  std::optional<TypingOutcome> typing;
 };
 
 namespace {
@@ -125,6 +131,42 @@ void Dispatcher::collect_superseded_locked(const sched::Superseded& s, Decisions
   }
 }
 
+bool Dispatcher::inherit_locked(const sched::Superseded& s, Waiter& heir, const sched::Request& request,
+                                Clock::time_point now) {
+  if (!s.in_flight) return false;
+  const auto it = waiters_.find(s.user);
+  if (it == waiters_.end()) return false;
+  const std::shared_ptr<TypingOffer>& old = it->second->offer;
+  if (!old) {
+    heir.typing = TypingOutcome::kNotEligible;
+    return false;
+  }
+  heir.typing = old->try_claim(*heir.offer);
+  if (heir.typing != TypingOutcome::kHandedOver) return false;
+  if (!scheduler_.inherit(heir.handle, s.handle, now)) {
+    // Another class shares the key (or does not type through).
+    old->unclaim();
+    heir.typing = TypingOutcome::kNotEligible;
+    return false;
+  }
+  // The old request is not interrupted: its relay hands the stream over at
+  // its next event boundary. This one runs on its slot from now.
+  heir.state = Waiter::State::kRunning;
+  heir.dispatched = true;
+  heir.dispatch = sched::Dispatch{.handle = heir.handle,
+                                  .user = heir.tag,
+                                  .pool = s.pool,
+                                  .backend = s.backend,
+                                  .klass = request.klass,
+                                  .queue_wait = sched::Duration::zero(),
+                                  .engine_priority = scheduler_.config().classes[request.klass].engine_priority,
+                                  .preemptions = 0,
+                                  .cost_tokens = request.cost_tokens,
+                                  .waited_for = sched::WaitReason::kNone};
+  heir.inherited_from = old;
+  return true;
+}
+
 void Dispatcher::apply(Delivery& d) {
   using Kind = Delivery::Kind;
   auto& w = *d.waiter;
@@ -176,9 +218,10 @@ void Dispatcher::deliver(Decisions& decisions, const Waiter* self) {
   rearm_timer(decisions.next_wakeup);
 }
 
-Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Request request,
-                                                                     ResponseSink& conn) {
+Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Request request, ResponseSink& conn,
+                                                                     std::shared_ptr<TypingOffer> offer) {
   auto w = std::make_shared<Waiter>(co_await net::this_coro::executor);
+  w->offer = std::move(offer);
   Decisions decisions;
   {
     std::lock_guard lock(mu_);
@@ -193,7 +236,9 @@ Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Reque
     if (!admitted) co_return std::unexpected(admitted.error());
     w->handle = admitted->handle;
     waiters_.emplace(w->tag, w);
-    if (admitted->superseded) collect_superseded_locked(*admitted->superseded, decisions);
+    if (admitted->superseded && !(w->offer && inherit_locked(*admitted->superseded, *w, request, now))) {
+      collect_superseded_locked(*admitted->superseded, decisions);
+    }
     poll_locked(now, decisions);
   }
   deliver(decisions, w.get());
@@ -378,6 +423,8 @@ std::optional<ApiError> Dispatcher::Slot::interrupt_error() const {
   if (waiter_->shut_down_in_flight) return shutting_down();
   return std::nullopt;
 }
+const std::shared_ptr<TypingOffer>& Dispatcher::Slot::inherited_from() const { return waiter_->inherited_from; }
+std::optional<TypingOutcome> Dispatcher::Slot::typing_outcome() const { return waiter_->typing; }
 Task<std::expected<void, ApiError>> Dispatcher::Slot::requeue(int64_t remaining_cost, ResponseSink& conn) {
   return dispatcher_->requeue(waiter_, remaining_cost, conn, false);
 }

@@ -29,6 +29,7 @@
 #include "core/scheduler.hpp"
 #include "http/asio.hpp"
 #include "http/response_sink.hpp"
+#include "gateway/relay/typing_handover.hpp"
 
 namespace arbiter {
 
@@ -83,6 +84,11 @@ class Dispatcher {
     // first in its tenant queue, for another backend of its pool when one
     // has room; then as requeue().
     Task<std::expected<void, ApiError>> retry(int64_t remaining_cost, ResponseSink& conn);
+    // Typing through: the offer of the running request whose slot this one
+    // took over (null: it was dispatched as usual), and what came of trying
+    // (none: it superseded no running request, or its class does not type through).
+    const std::shared_ptr<TypingOffer>& inherited_from() const;
+    std::optional<TypingOutcome> typing_outcome() const;
 
    private:
     Dispatcher* dispatcher_;
@@ -94,7 +100,12 @@ class Dispatcher {
   // 503 (deadline passed), 409 (superseded while queued). When the client
   // goes away while queued the request is dequeued and an error returned
   // too: the caller checks conn.client_gone() and answers nothing.
-  Task<std::expected<Slot, ApiError>> acquire(sched::Request request, ResponseSink& conn);
+  // `offer`: the request's typing offer (typing_handover.hpp), when its
+  // class types through: a running request with the same supersede key
+  // whose offer it may claim hands it its slot and generation instead of
+  // being interrupted.
+  Task<std::expected<Slot, ApiError>> acquire(sched::Request request, ResponseSink& conn,
+                                               std::shared_ptr<TypingOffer> offer = nullptr);
 
   // Latest engine-signal verdict for one backend.
   void set_backend_state(sched::PoolId pool, sched::BackendId backend, sched::BackendSignal signal);
@@ -157,6 +168,11 @@ class Dispatcher {
   // Polls the scheduler (lock held) and collects what to deliver.
   void poll_locked(Clock::time_point now, Decisions& out);
   void collect_superseded_locked(const sched::Superseded& s, Decisions& out);
+  // Typing through: `heir` (just enqueued, with an offer) takes over the
+  // superseded running request's slot when its offer's rule holds; false
+  // (the outcome noted on `heir`) when the old one is to be interrupted.
+  bool inherit_locked(const sched::Superseded& s, Waiter& heir, const sched::Request& request,
+                      Clock::time_point now);
   // Delivers outside the lock; `self` (may be null) is the calling
   // request's waiter, handled inline instead of posted.
   void deliver(Decisions& decisions, const Waiter* self);

@@ -44,6 +44,9 @@ bool is_stale_connection_error(const beast::error_code& ec) {
 ApiError upstream_failed(std::string message) {
   return ApiError{ErrorCode::kUpstreamFailed, std::move(message), {}, {}};
 }
+ApiError superseded() {
+  return ApiError{ErrorCode::kSuperseded, "superseded by a newer request with the same key", {}, {}};
+}
 ApiError upstream_timeout(std::string message) {
   return ApiError{ErrorCode::kUpstreamTimeout, std::move(message), {}, {}};
 }
@@ -143,6 +146,10 @@ class Exchange {
       } else {
         reusable = co_await relay_whole(socket, buffer, parser);
       }
+      if (handed_) {
+        co_await hand_over(std::move(conn), std::move(parser));
+        co_return outcome_;
+      }
       // Bytes after the end of the response would be read as the next
       // request's answer: such a connection is not reused.
       if (reusable && buffer.size() == 0) {
@@ -155,7 +162,112 @@ class Exchange {
     co_return fail("reset", upstream_failed("the backend closed the connection"));
   }
 
+  // The heir's side of typing through: the rest of a stream another
+  // request's relay handed over, on this thread's reactor.
+  Task<RelayOutcome> run_handed(HandedStream handed) {
+    PooledConnection conn = std::move(handed.conn);
+    if (!conn) {
+      const auto executor = co_await net::this_coro::executor;
+      conn.reset(new UpstreamConnection{.stream = Stream(handed.released.adopt(executor)),
+                                        .buffer = std::move(handed.buffer),
+                                        .head = {},
+                                        .reused = false});
+    }
+    Stream& socket = conn->stream;
+    auto close_socket = [&socket] { socket.close(); };
+    r_.sink.set_abort_hook(close_socket);
+    r_.interrupt.hook = close_socket;
+    AbortHookGuard guard{r_.sink, r_.interrupt};
+    UpstreamResponseParser parser(std::move(handed.parser));
+    outcome_.upstream_status = parser.status();
+    drained_ = handed.drained;
+    typed_ = std::move(handed.checkpoint);
+    inherited_.emplace(Inherited{.framer = std::move(handed.framer),
+                                 .preamble = std::move(handed.preamble),
+                                 .last = handed.last});
+    if (r_.sink.client_gone()) co_return cancelled();
+    if (r_.interrupt.requested) co_return interrupted();
+    const bool reusable = co_await relay_stream(socket, conn->buffer, parser);
+    if (handed_) {
+      co_await hand_over(std::move(conn), std::move(parser));
+      co_return outcome_;
+    }
+    if (reusable && conn->buffer.size() == 0) {
+      r_.sink.set_abort_hook(nullptr);
+      r_.interrupt.hook = nullptr;
+      r_.pool.release(std::move(conn));
+    }
+    co_return outcome_;
+  }
+
  private:
+  // What a stream handed over starts with (run_handed).
+  struct Inherited {
+    SseFramer framer;
+    std::string preamble;
+    bool last = false;
+  };
+
+  // The text this request's client has been sent: the resume checkpoint's,
+  // or the one kept for typing through.
+  const Checkpoint& text_checkpoint() const { return r_.resume ? r_.resume->checkpoint : typed_; }
+
+  // A heir claimed the generation at this event boundary: what it gets
+  // besides the connection, kept for hand_over. `sent_text`: bytes of text
+  // this client has; parts_ hold the events of this read, not sent to it.
+  void keep_for_heir(std::size_t skip, std::size_t sent_text, SseFramer& framer, bool last) {
+    const Checkpoint& own = text_checkpoint();
+    const std::size_t from = std::min(skip, sent_text);
+    std::string preamble;
+    if (sent_text > from) preamble = completion_text_event(own, std::string_view(own.text).substr(from, sent_text - from));
+    for (const std::string_view part : parts_) preamble.append(part);
+    Checkpoint heir = own;
+    heir.text.erase(0, std::min(skip, heir.text.size()));
+    heir.runs = 1;
+    heir.tokens_before_run = 0;
+    heir.usage.reset();
+    handed_ = Inherited{.framer = std::move(framer), .preamble = std::move(preamble), .last = last};
+    heir_checkpoint_ = std::move(heir);
+  }
+
+  // Gives the upstream connection, mid-response, to the heir (re-homed on
+  // its thread when it runs on another) and ends this client's stream as a
+  // superseded one's ends.
+  Task<void> hand_over(PooledConnection conn, UpstreamResponseParser parser) {
+    r_.sink.set_abort_hook(nullptr);
+    r_.interrupt.hook = nullptr;
+    HandedStream stream{.conn = nullptr,
+                        .released = {},
+                        .buffer = {},
+                        .parser = std::move(parser),
+                        .framer = std::move(handed_->framer),
+                        .checkpoint = std::move(heir_checkpoint_),
+                        .preamble = std::move(handed_->preamble),
+                        .last = handed_->last,
+                        .drained = drained_};
+    handed_.reset();
+    tcp::socket& socket = conn->stream.socket();
+    if (r_.typing->heir_on(context_of(socket.get_executor()))) {
+      stream.conn = std::move(conn);
+    } else {
+      // Plain TCP (the claim refuses TLS across threads): the descriptor
+      // leaves this thread's reactor for the heir's.
+      beast::error_code ec;
+      const bool ipv6 = socket.local_endpoint(ec).address().is_v6();
+      stream.released = ReleasedSocket(socket.release(ec), ipv6);
+      stream.buffer = std::move(conn->buffer);
+      conn.reset();
+    }
+    r_.typing->hand(std::move(stream));
+    outcome_.interrupted = true;
+    outcome_.error = superseded();
+    co_await end_stream_with_error(*outcome_.error);
+  }
+
+  static net::execution_context* context_of(const tcp::socket::executor_type& executor) {
+    return &net::query(executor, net::execution::context);
+  }
+
   RelayOutcome cancelled() {
     outcome_.status = 499;
     return outcome_;
@@ -171,7 +283,7 @@ class Exchange {
     if (r_.interrupt.error) {
       outcome_.error = *r_.interrupt.error;
     } else {
-      outcome_.error = ApiError{ErrorCode::kSuperseded, "superseded by a newer request with the same key", {}, {}};
+      outcome_.error = superseded();
     }
     return outcome_;
   }
@@ -318,19 +430,36 @@ class Exchange {
     // head too (with the events that came with it, if any: the head waits
     // for nothing), the last one the end of the stream, and with it the
     // bytes after the last blank line (byte-exact).
+    // A stream handed over (typing through) starts with its preamble; the
+    // parser's pieces were relayed by the request it came from.
     SseFramer framer;
-    for (;;) {
+    if (inherited_) framer = std::move(inherited_->framer);
+    for (bool handed = inherited_.has_value();; handed = false) {
       parts_.clear();
-      for (const std::string_view piece : parser.body_pieces()) {
-        framer.feed(piece, [this](std::string_view event) { relay_event(event); });
+      const std::size_t sent_text = text_checkpoint().text.size();
+      bool last = false;
+      if (handed) {
+        if (!inherited_->preamble.empty()) add_part(inherited_->preamble);
+        last = inherited_->last;
+      } else {
+        for (const std::string_view piece : parser.body_pieces()) {
+          framer.feed(piece, [this](std::string_view event) { relay_event(event); });
+        }
+        if (framer.events() > 0) first_event();
+        last = parser.is_done();
+        if (last && !framer.pending().empty()) add_part(framer.pending());
       }
-      if (framer.events() > 0) first_event();
-      const bool last = parser.is_done();
-      if (last && !framer.pending().empty()) add_part(framer.pending());
+      if (r_.typing) {
+        if (const auto skip = r_.typing->claimed()) {
+          keep_for_heir(*skip, sent_text, framer, last);
+          co_return false;
+        }
+      }
       if ((unsent_head || last || !parts_.empty()) && !co_await r_.sink.write_stream(unsent_head, parts_, last)) {
         outcome_.status = 499;
         co_return false;
       }
+      if (r_.typing) publish(socket.tls() != nullptr);
       if (unsent_head && r_.resume) r_.resume->client_stream_started = true;
       unsent_head = nullptr;
       framer.release();
@@ -352,6 +481,13 @@ class Exchange {
     co_return parser.keep_alive();
   }
 
+  // Tells the typing offer what this client now has.
+  void publish(bool tls) {
+    const std::string& text = text_checkpoint().text;
+    r_.typing->publish(std::string_view(text).substr(std::min(published_, text.size())), tls);
+    published_ = text.size();
+  }
+
   void first_event() {
     if (first_event_seen_) return;
     first_event_seen_ = true;
@@ -368,6 +504,7 @@ class Exchange {
   void relay_event(std::string_view event) {
     if (!r_.resume) {
       count(event);
+      if (r_.typing) track_event(event, Route::kCompletions, typed_);
       add_part(event);
       return;
     }
@@ -510,6 +647,13 @@ class Exchange {
   RelayOutcome outcome_;
   std::vector<std::string_view> parts_;  // relay_stream: the chunk one read makes
   std::deque<std::string> rewritten_;    // relay_event: rewritten events in parts_ (a deque: they never move)
+  // Typing through (r_.typing): the text of a plain stream, what of it the
+  // offer has, a stream handed to this request, and one being handed on.
+  Checkpoint typed_;
+  std::size_t published_ = 0;
+  std::optional<Inherited> inherited_;
+  std::optional<Inherited> handed_;  // set when a heir claimed the stream: run() hands it over
+  Checkpoint heir_checkpoint_;
 };
 
 }  // namespace
@@ -529,6 +673,11 @@ std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view seco
 Task<RelayOutcome> relay(const RelayRequest& r) {
   Exchange exchange(r);
   co_return co_await exchange.run();
+}
+
+Task<RelayOutcome> relay_handed_over(const RelayRequest& r, HandedStream stream) {
+  Exchange exchange(r);
+  co_return co_await exchange.run_handed(std::move(stream));
 }
 
 }  // namespace arbiter

@@ -26,6 +26,7 @@
 #include "http/response_sink.hpp"
 #include "gateway/error_response.hpp"
 #include "http/upstream_pool.hpp"
+#include "gateway/relay/typing_handover.hpp"
 
 namespace arbiter {
 
@@ -75,6 +76,11 @@ struct RelayRequest {
   // (RelayOutcome::stream_open). The caller sends or ends them if it does
   // not run the request again.
   bool hold_failures = false;
+  // Typing through: a streaming completion offers its generation to the
+  // request that supersedes it (typing_handover.hpp). Its text is published
+  // at each event boundary, and a claim seen there hands the stream over:
+  // this client's stream then ends as superseded.
+  TypingOffer* typing = nullptr;
 };
 
 // An upstream error answer kept back (RelayRequest::hold_failures).
@@ -113,6 +119,10 @@ struct RelayOutcome {
 };
 
 Task<RelayOutcome> relay(const RelayRequest& r);
+// The heir's side of typing through: relays the rest of a stream another
+// request's relay handed over (its preamble first), as relay() would
+// (nothing is sent upstream; `r.upstream_request` is not read).
+Task<RelayOutcome> relay_handed_over(const RelayRequest& r, HandedStream stream);
 
 // A Retry-After (delta seconds) or retry-after-ms value, or none when it is
 // neither (an HTTP date is not honoured: engines send seconds).

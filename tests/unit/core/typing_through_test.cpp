@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json/parse.hpp>
+
 #include <random>
 #include <string>
 #include <vector>
@@ -117,6 +119,21 @@ TEST(TypingThrough, PropertyInheritsExactlyTheTypedGeneratedStart) {
   }
   EXPECT_GT(inherited, 1000);
   EXPECT_GT(refused, 1000);
+}
+
+}  // namespace
+}  // namespace arbiter::typing
+
+namespace arbiter::typing {
+namespace {
+
+TEST(TypingThroughSampling, LeavesOutPromptBudgetAndStreamAndIgnoresKeyOrder) {
+  const auto text = [](std::string_view json) { return sampling_text(boost::json::parse(json).as_object()); };
+  const std::string a = text(R"({"model":"m","prompt":"ab","max_tokens":9,"stream":true,"temperature":0.2,"stop":["\n"]})");
+  EXPECT_EQ(a, text(R"({"stop":["\n"],"prompt":"abcd","temperature":0.2,"model":"m","max_tokens":12,"n":1})"));
+  EXPECT_NE(a, text(R"({"model":"m","prompt":"ab","max_tokens":9,"stream":true,"temperature":0.3,"stop":["\n"]})"));
+  EXPECT_NE(a, text(R"({"model":"m","prompt":"ab","max_tokens":9,"stream":true,"temperature":0.2})"));
+  EXPECT_EQ(text(R"({"prompt":"x","user":"u1"})"), text(R"({"prompt":"y","user":"u2"})"));
 }
 
 }  // namespace

@@ -1,0 +1,133 @@
+// Typing through, live (issue 12), against arbiter-sim: a keystroke whose
+// prompt is the running completion's prompt plus exactly the start of what
+// it has generated takes over that generation (the engine runs it once);
+// any other keystroke aborts it and starts anew, as supersede always did.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "integration/sim_harness.hpp"
+#include "support/gateway_config.hpp"
+#include "support/gateway_process.hpp"
+#include "support/harness.hpp"  // describe_output
+
+namespace arbiter::test {
+namespace {
+
+constexpr int kTokens = 100;  // ~1 s on the simulated A100 at batch 1
+constexpr const char* kPrompt = "def fibonacci(n):\n    ";
+
+GatewayConfig typing_config(uint16_t sim_port, unsigned threads = 2) {
+  GatewayConfig c;
+  c.backend_ports = {sim_port};
+  c.threads = threads;
+  c.extra =
+      "classes:\n"
+      "  - {name: completion, match: {routes: [/v1/completions]}, debounce_ms: 0, typing_through: true}\n"
+      "  - {name: chat, match: {routes: [/v1/chat/completions]}}\n";
+  return c;
+}
+
+// A streaming completion of `prompt`, keyed by the editor it comes from.
+HttpRequest keystroke(const std::string& prompt) {
+  const boost::json::object body{{"model", "m1"},         {"prompt", prompt},  {"max_tokens", kTokens},
+                                 {"min_tokens", kTokens}, {"temperature", 0.2}, {"stream", true}};
+  HttpRequest r = sim_post("/v1/completions", boost::json::serialize(body));
+  r.headers.push_back(bearer(kAlphaKey));
+  r.headers.emplace_back("x-arbiter-supersede-key", "editor-1");
+  return r;
+}
+
+// The text of the events in `events` (whole SSE events).
+std::string events_text(const std::vector<std::string>& events) {
+  std::string joined;
+  for (const auto& e : events) joined += e;
+  return stream_text(sse_payloads(joined));
+}
+
+// What the older client got: some text, then the superseded error event.
+std::string expect_superseded(HttpConnection& older) {
+  older.read_rest(Millis(20'000));
+  auto payloads = sse_payloads(older.body());
+  EXPECT_FALSE(payloads.empty());
+  if (payloads.empty()) return {};
+  const boost::json::object last = payloads.back();
+  payloads.pop_back();
+  EXPECT_TRUE(last.contains("error")) << older.body();
+  if (last.contains("error")) {
+    EXPECT_EQ(last.at("error").at("code"), "superseded");
+  }
+  return stream_text(payloads);
+}
+
+double typing_metric(GatewayProcess& gateway, const std::string& outcome) {
+  return gateway
+      .wait_for_metric("arbiter_typing_through_total", [](double v) { return v >= 1; }, Millis(3'000),
+                       {{"class", "completion"}, {"outcome", outcome}})
+      .value_or(0);
+}
+
+// With two I/O threads the two connections land on different ones (round
+// robin) and the upstream socket moves between them; with one it stays.
+void expect_handed_over(unsigned threads) {
+  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
+  GatewayProcess gateway(typing_config(sim.port(), threads).to_yaml());
+
+  HttpConnection older(gateway.port());
+  older.send(keystroke(kPrompt));
+  ASSERT_EQ(older.read_head().status, 200) << describe_output(gateway);
+  const std::vector<std::string> first = older.read_events(4);
+  ASSERT_GE(first.size(), 4u);
+  // The user types the first two words of the suggestion.
+  const std::string typed = events_text({first[0], first[1]});
+  ASSERT_FALSE(typed.empty());
+
+  HttpConnection newer(gateway.port());
+  newer.send(keystroke(kPrompt + typed));
+  ASSERT_EQ(newer.read_head().status, 200) << describe_output(gateway);
+  newer.read_rest(Millis(20'000));
+  ASSERT_TRUE(newer.complete()) << newer.body();
+  EXPECT_TRUE(newer.body().ends_with("data: [DONE]\n\n")) << newer.body();
+  const std::string rest = stream_text(sse_payloads(newer.body()));
+
+  // One generation, served in two parts: the older client's, up to the
+  // hand-over, and the newer one's, after what was typed.
+  const std::string older_text = expect_superseded(older);
+  const std::string whole = typed + rest;
+  EXPECT_TRUE(whole.starts_with(older_text)) << "older: " << older_text << "\nwhole: " << whole;
+  EXPECT_EQ(word_count(whole), static_cast<std::size_t>(kTokens)) << whole;
+  EXPECT_EQ(sim.metric("arbiter_sim_requests_received_total").value_or(-1), 1) << "the engine ran it once";
+  EXPECT_EQ(sim.metric("arbiter_sim_requests_aborted_total").value_or(0), 0);
+  EXPECT_EQ(typing_metric(gateway, "handed_over"), 1);
+}
+
+TEST(TypingThrough, TypedStartOfTheSuggestionTakesOverTheRunningGeneration) { expect_handed_over(2); }
+
+TEST(TypingThrough, HandOverOnOneThreadKeepsTheConnectionWhereItIs) { expect_handed_over(1); }
+
+TEST(TypingThrough, AnythingElseTypedAbortsAndStartsAnew) {
+  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
+  GatewayProcess gateway(typing_config(sim.port()).to_yaml());
+
+  HttpConnection older(gateway.port());
+  older.send(keystroke(kPrompt));
+  ASSERT_EQ(older.read_head().status, 200) << describe_output(gateway);
+  ASSERT_GE(older.read_events(4).size(), 4u);
+
+  // Typed something the suggestion does not start with.
+  HttpConnection newer(gateway.port());
+  newer.send(keystroke(std::string(kPrompt) + "return 0 #"));
+  ASSERT_EQ(newer.read_head().status, 200) << describe_output(gateway);
+  newer.read_rest(Millis(20'000));
+  ASSERT_TRUE(newer.complete()) << newer.body();
+  EXPECT_EQ(word_count(stream_text(sse_payloads(newer.body()))), static_cast<std::size_t>(kTokens));
+  expect_superseded(older);
+  EXPECT_EQ(sim.metric("arbiter_sim_requests_received_total").value_or(-1), 2);
+  EXPECT_EQ(sim.wait_for_metric("arbiter_sim_requests_aborted_total", [](double v) { return v >= 1; }, Millis(3'000)),
+            1)
+      << "the older generation must be aborted in the engine";
+  EXPECT_EQ(typing_metric(gateway, "not_generated"), 1);
+}
+
+}  // namespace
+}  // namespace arbiter::test
