@@ -1,6 +1,7 @@
 #include "core/resume.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <boost/json.hpp>
 
@@ -10,6 +11,21 @@ namespace arbiter {
 namespace json = boost::json;
 
 namespace {
+
+// Whether a number in `v` overflowed a double while parsing (1E99999):
+// serialize would write it as Infinity, which is not JSON.
+bool has_non_finite(const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::double_:
+      return !std::isfinite(v.get_double());
+    case json::kind::array:
+      return std::ranges::any_of(v.get_array(), has_non_finite);
+    case json::kind::object:
+      return std::ranges::any_of(v.get_object(), [](const auto& kv) { return has_non_finite(kv.value()); });
+    default:
+      return false;
+  }
+}
 
 bool present(const json::object& body, std::string_view key) {
   const auto* v = body.if_contains(key);
@@ -184,6 +200,8 @@ EventResult track_event(std::string_view event, Route route, Checkpoint& checkpo
   if (has_role) checkpoint.role_sent = true;
   const auto* id = chunk.if_contains("id");
   if (!usage_fixed && (!id || !id->is_string() || id->get_string() == checkpoint.id)) return out;
+  // A chunk that cannot be written back as JSON goes as it came.
+  if (has_non_finite(parsed)) return out;
   chunk["id"] = checkpoint.id;
   out.fate = EventFate::kRewritten;
   out.rewritten = "data: " + json::serialize(chunk) + "\n\n";

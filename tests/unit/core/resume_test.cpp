@@ -131,6 +131,20 @@ TEST(Resume, TwoRunsReachAStreamingClientAsOneStream) {
   EXPECT_EQ(cp.finish_reason, "length");
 }
 
+// Found by fuzz_sse_resume: a number past a double's range parsed to
+// infinity, and the rewritten event carried "Infinity", which is not JSON.
+TEST(Resume, AResumedChunkWithANumberPastADoublesRangeGoesAsItCame) {
+  Checkpoint cp;
+  cp.begin_run();
+  EXPECT_EQ(track_event(chat_event("run1", R"({"content":"Hel"})"), Route::kCompletions, cp).fate, EventFate::kForward);
+  cp.begin_run();
+  const std::string odd = "data: {\"id\":\"run2\",\"choices\":[1E99999]}\n\n";
+  EXPECT_EQ(track_event(odd, Route::kCompletions, cp).fate, EventFate::kForward);
+  const auto fine = track_event("data: {\"id\":\"run2\",\"choices\":[1E300]}\n\n", Route::kCompletions, cp);
+  ASSERT_EQ(fine.fate, EventFate::kRewritten);
+  EXPECT_TRUE(json::parse(fine.rewritten.substr(6, fine.rewritten.size() - 8)).is_object());
+}
+
 TEST(Resume, AggregatedResponseIsOneCompletionObject) {
   Checkpoint cp;
   cp.begin_run();
