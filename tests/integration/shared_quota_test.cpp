@@ -216,7 +216,8 @@ TEST(SharedQuota, ATenantFloodingOneReplicaIsHeldToItsShareOnTheOthers) {
 
   // On each one-slot gateway: a long batch request holds the slot, then
   // alpha's chat request queues, then beta's.
-  auto sequence = [&](uint16_t port) {
+  auto sequence = [&](GatewayProcess& gateway) {
+    const uint16_t port = gateway.port();
     auto holder = std::async(std::launch::async, [&, port] {
       return http_call(port, gateway_post("/v1/chat/completions",
                                           sim_chat(R"("max_tokens":1500,"min_tokens":1500)", "Hold.", "m1"), kAlphaKey,
@@ -232,18 +233,25 @@ TEST(SharedQuota, ATenantFloodingOneReplicaIsHeldToItsShareOnTheOthers) {
       return ms_between(TimePoint{}, sent) + std::stod(r.header("x-arbiter-queue-ms").value_or("-1e9"));
     };
     auto alpha = std::async(std::launch::async, dispatched_at, kAlphaKey);
-    std::this_thread::sleep_for(Millis(100));
+    // Beta is sent once alpha's request is queued (a fixed 100 ms pause let a
+    // loaded machine send beta first).
+    EXPECT_GE(gateway
+                  .wait_for_metric("arbiter_queue_depth", [](double v) { return v >= 1; }, Millis(10'000),
+                                   {{"class", "chat"}})
+                  .value_or(0),
+              1)
+        << "alpha's request never queued";
     auto beta = std::async(std::launch::async, dispatched_at, kBetaKey);
     return std::tuple(std::move(holder), std::move(alpha), std::move(beta));
   };
-  auto [shared_holder, shared_alpha, shared_beta] = sequence(shared.port());
-  auto [alone_holder, alone_alpha, alone_beta] = sequence(alone.port());
+  auto [shared_holder, shared_alpha, shared_beta] = sequence(shared);
+  auto [alone_holder, alone_alpha, alone_beta] = sequence(alone);
   const double sa = shared_alpha.get(), sb = shared_beta.get(), aa = alone_alpha.get(), ab = alone_beta.get();
   stop = true;
   for (auto& t : flood) t.join();
   ASSERT_EQ(shared_holder.get().status, 200);
   ASSERT_EQ(alone_holder.get().status, 200);
-  // Beta arrived 100 ms after alpha. Shared: beta dispatched first; alone:
+  // Beta arrived after alpha was queued. Shared: beta dispatched first; alone:
   // arrival order.
   EXPECT_LT(sb, sa) << "shared: beta dispatched " << sb - sa << " ms after alpha";
   EXPECT_GT(ab, aa) << "control: beta dispatched " << ab - aa << " ms after alpha";
