@@ -34,6 +34,10 @@ std::optional<std::chrono::milliseconds> ApiError::effective_retry_after() const
   return retry_after.value_or(kDefaultRetryAfter);
 }
 
+ApiError superseded_error() {
+  return {ErrorCode::kSuperseded, "superseded by a newer request with the same key", {}, {}};
+}
+
 std::string error_body(const ApiError& error) {
   const ErrorMapping m = map_error(error.code);
   boost::json::object inner;

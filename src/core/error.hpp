@@ -57,6 +57,10 @@ struct ApiError {
 
 inline constexpr std::chrono::milliseconds kDefaultRetryAfter{1000};
 
+// A request a newer one with the same supersede key replaced (the
+// dispatcher, before it runs; the relay, while it streams).
+ApiError superseded_error();
+
 // {"error":{"message":...,"type":...,"param":...,"code":...}}
 std::string error_body(const ApiError& error);
 

@@ -33,9 +33,6 @@ struct Dispatcher::Waiter {
 };
 
 namespace {
-ApiError superseded_error() {
-  return {ErrorCode::kSuperseded, "superseded by a newer request with the same key", {}, {}};
-}
 ApiError shutting_down() {
   return {ErrorCode::kShuttingDown, "the gateway is shutting down; retry on another replica", {}, {}};
 }

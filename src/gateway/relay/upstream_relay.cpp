@@ -44,9 +44,6 @@ bool is_stale_connection_error(const beast::error_code& ec) {
 ApiError upstream_failed(std::string message) {
   return ApiError{ErrorCode::kUpstreamFailed, std::move(message), {}, {}};
 }
-ApiError superseded() {
-  return ApiError{ErrorCode::kSuperseded, "superseded by a newer request with the same key", {}, {}};
-}
 ApiError upstream_timeout(std::string message) {
   return ApiError{ErrorCode::kUpstreamTimeout, std::move(message), {}, {}};
 }
@@ -260,7 +257,7 @@ class Exchange {
     }
     r_.typing->hand(std::move(stream));
     outcome_.interrupted = true;
-    outcome_.error = superseded();
+    outcome_.error = superseded_error();
     co_await end_stream_with_error(*outcome_.error);
   }
 
@@ -283,7 +280,7 @@ class Exchange {
     if (r_.interrupt.error) {
       outcome_.error = *r_.interrupt.error;
     } else {
-      outcome_.error = superseded();
+      outcome_.error = superseded_error();
     }
     return outcome_;
   }
