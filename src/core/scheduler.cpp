@@ -263,6 +263,7 @@ std::optional<Superseded> Scheduler::supersede(uint32_t victim) {
     case NodeState::kPreempting:
       if (!borrowed) --cq.preempting;
       --run.preempting;
+      superseded.preempting = true;
       break;
     default:
       return std::nullopt;  // an aborting or free node is never the newest with its key

@@ -76,6 +76,9 @@ struct Superseded {
   bool in_flight;     // true: abort it upstream now, then call complete(); false: already gone
   PoolId pool;        // pool of the backend it ran on (in_flight only)
   BackendId backend;  // where it ran (in_flight only)
+  // In flight and chosen as a preemption victim: its run is being stopped,
+  // so there is no running generation left to inherit (typing through).
+  bool preempting = false;
 };
 
 // A successful enqueue.

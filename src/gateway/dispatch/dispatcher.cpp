@@ -23,6 +23,11 @@ struct Dispatcher::Waiter {
   bool shut_down_in_flight = false;  // running at the drain deadline (interrupt_running)
   bool preempted = false;  // chosen as a preemption victim in its current run
   bool dispatched = false;  // guarded by the dispatcher's mutex: running, or a dispatch on its way
+  // Guarded by the dispatcher's mutex: a newer request with its key replaced
+  // it while it ran (superseded, or its slot inherited). Its requeue after
+  // a preemption or a failed run is refused as superseded; the
+  // superseded_in_flight above is the same news, delivered on `executor`.
+  bool superseded = false;
   std::function<void()> interrupt_hook;
   // Typing through: set before enqueue, then read under the mutex by a
   // newer request with the same key.
@@ -121,6 +126,7 @@ void Dispatcher::collect_superseded_locked(const sched::Superseded& s, Decisions
   if (it == waiters_.end()) return;
   auto w = it->second;
   if (s.in_flight) {
+    w->superseded = true;
     out.deliveries.push_back({.kind = Delivery::Kind::kSupersedeRunning, .waiter = std::move(w)});
   } else {
     waiters_.erase(it);
@@ -134,7 +140,7 @@ bool Dispatcher::inherit_locked(const sched::Superseded& s, Waiter& heir, const 
   const auto it = waiters_.find(s.user);
   if (it == waiters_.end()) return false;
   const std::shared_ptr<TypingOffer>& old = it->second->offer;
-  if (!old) {
+  if (!old || s.preempting) {
     heir.typing = TypingOutcome::kNotEligible;
     return false;
   }
@@ -161,6 +167,7 @@ bool Dispatcher::inherit_locked(const sched::Superseded& s, Waiter& heir, const 
                                   .cost_tokens = request.cost_tokens,
                                   .waited_for = sched::WaitReason::kNone};
   heir.inherited_from = old;
+  it->second->superseded = true;
   return true;
 }
 
@@ -293,6 +300,12 @@ Task<std::expected<void, ApiError>> Dispatcher::requeue(std::shared_ptr<Waiter> 
       // Draining: it runs nowhere again; the caller's Slot frees its slot.
       ApiError refused = shutting_down();
       co_return std::unexpected(std::move(refused));
+    }
+    if (w->superseded) {
+      // Its run was stopped (preempted) or failed, and meanwhile a newer
+      // request took its key: it runs nowhere again.
+      ApiError superseded = superseded_error();
+      co_return std::unexpected(std::move(superseded));
     }
     w->dispatched = false;
     w->state = Waiter::State::kQueued;

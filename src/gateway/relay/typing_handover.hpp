@@ -68,7 +68,7 @@ enum class TypingOutcome : uint8_t {
   kNotExtension,  // its prompt does not extend the running one's
   kNotGenerated,  // what it typed is not the start of the text generated so far
   kShape,         // model, sampling, stream mode or budget differ
-  kNotEligible,   // the running request offers nothing (not a streaming completion, or done)
+  kNotEligible,   // the running request offers nothing (not a streaming completion, done, or being preempted)
   kTlsThread,     // the upstream is TLS and the two requests run on different threads
   kLost,          // claimed, but the old run ended before it reached an event boundary
 };

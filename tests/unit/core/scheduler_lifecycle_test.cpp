@@ -207,6 +207,35 @@ TEST(SchedulerLifecycle, BackgroundIsPreemptedForAnyWaitingClass) {
   EXPECT_EQ(h.poll(at_ms(2)), (std::vector<uint64_t>{2}));
 }
 
+TEST(SchedulerLifecycle, AVictimSupersededWhilePreemptedSaysSoAndIsNotRequeued) {
+  // Its run is being stopped: a newer request with its key learns that
+  // there is no generation left to inherit (typing through is refused),
+  // and the victim's requeue is refused (its client is answered superseded).
+  ClassPolicy bg = named("bg");
+  bg.background = true;
+  bg.typing_through = true;
+  Harness h(one_pool({named("std"), bg}, {1}));
+  h.add(1, 1, 0, 10, at_ms(0), "k");
+  ASSERT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{1}));
+  h.add(2, 0, 0, 10, at_ms(1));
+  h.poll(at_ms(1));
+  ASSERT_EQ(h.actions().preemptions.size(), 1u);
+  const Admission newer = h.add(3, 1, 0, 10, at_ms(2), "k");
+  ASSERT_TRUE(newer.superseded && newer.superseded->in_flight);
+  EXPECT_TRUE(newer.superseded->preempting);
+  EXPECT_FALSE(h.scheduler().requeue_preempted(h.handle(1), 5, at_ms(3)));
+  EXPECT_TRUE(h.complete(1, at_ms(3)));  // its abort landed: the slot is free
+}
+
+TEST(SchedulerLifecycle, ARunningRequestSupersededIsNotPreempting) {
+  Harness h(one_pool({named("c")}, {1}));
+  h.add(1, 0, 0, 10, at_ms(0), "k");
+  ASSERT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{1}));
+  const Admission newer = h.add(2, 0, 0, 10, at_ms(1), "k");
+  ASSERT_TRUE(newer.superseded && newer.superseded->in_flight);
+  EXPECT_FALSE(newer.superseded->preempting);
+}
+
 TEST(SchedulerLifecycle, PreemptionNeedIsBoundedByTheRoomUnderMaxShare) {
   // chat (cap 5 of 10 slots) holds 4 with 20 queued; background holds 6.
   // chat can use one more slot, so exactly one background job is preempted,
