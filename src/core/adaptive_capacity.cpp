@@ -60,8 +60,13 @@ CapacityController::Verdict CapacityController::judge() const {
   const bool decode_fast =
       gap_evidence && static_cast<double>(gaps_within_) >= config_.itl_quantile * static_cast<double>(gaps_);
   if (kv_ > config_.kv_shrink_above) return Verdict::kShrink;
-  if (in_use_ && gap_evidence && !decode_fast && limit_ > start_)
-    return others_active_ ? Verdict::kHalveExtra : Verdict::kShrink;
+  // The gap rule guards work that waits on its tokens. With no other work
+  // running or waiting in the interval, the background work alone has no
+  // per-token target: larger batches only raise its throughput, until the
+  // engine's KV cache or its own queue says stop.
+  if (!others_active_)
+    return limited_ && waiting_ <= 0 && kv_ < config_.kv_grow_below ? Verdict::kGrow : Verdict::kHold;
+  if (in_use_ && gap_evidence && !decode_fast && limit_ > start_) return Verdict::kHalveExtra;
   if (limited_ && !others_waiting_ && decode_fast && waiting_ <= 0 && kv_ < config_.kv_grow_below)
     return Verdict::kGrow;
   return Verdict::kHold;
@@ -72,9 +77,8 @@ bool CapacityController::update(Clock::time_point now) {
   last_decision_ = now;
   const uint32_t before = limit_;
   switch (judge()) {
-    case Verdict::kShrink:
-      limit_ = std::max(kv_ > config_.kv_shrink_above ? config_.min_limit : start_,
-                        static_cast<uint32_t>(std::floor(limit_ * config_.backoff)));
+    case Verdict::kShrink:  // the KV cache near full
+      limit_ = std::max(config_.min_limit, static_cast<uint32_t>(std::floor(limit_ * config_.backoff)));
       break;
     case Verdict::kHalveExtra:
       // Whichever is smaller: half the slots above the start, or the backoff.

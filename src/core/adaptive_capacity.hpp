@@ -11,26 +11,31 @@
 // critical P99 TTFT +16-52%).
 //
 // Once per `interval` it decides from what it saw since the last decision:
-//   shrink  (x backoff) when the engine's KV cache is fuller than
-//           kv_shrink_above (down to min_limit), or, while the backend used
-//           more slots than the smaller limit would leave, fewer than
-//           itl_quantile of the inter-token gaps were within itl_target
-//           (decode steps too slow: the batch is too large; a limit nobody
-//           reaches is not what makes them slow), down to the start only:
-//           below the configured max_concurrency slow gaps are prefill
-//           steps more often than large batches, and fewer slots do not
-//           make prefill faster (docs/benchmarks.md measured it: 83 losing
-//           sweep scenarios against 73);
-//           When other (interactive) work ran or waited meanwhile, slow
-//           gaps halve the slots above the start at once: they slow it;
+//   shrink  (x backoff, down to min_limit) when the engine's KV cache is
+//           fuller than kv_shrink_above;
+//   halve   the slots above the start (or x backoff, whichever is
+//           smaller) when other (interactive) work ran or waited meanwhile
+//           and, while the backend used more slots than the smaller limit
+//           would leave, fewer than itl_quantile of the inter-token gaps
+//           were within the gap target (decode steps too slow for it: the
+//           batch is too large; a limit nobody reaches is not what makes
+//           them slow). Never below the start: below the configured
+//           max_concurrency slow gaps are prefill steps more often than
+//           large batches, and fewer slots do not make prefill faster
+//           (docs/benchmarks.md measured it: 83 losing sweep scenarios
+//           against 73);
 //   grow    (+ growth x limit, at least 1, up to the ceiling: max_limit,
 //           and max_extra_share of the start above it) when the limit
 //           was what held background work back (the backend full with
-//           background work queued for it) and no other work waited for a
-//           slot (it cannot use the extra ones, and the growth would slow
-//           it), the engine queued nothing itself, its KV use is below
-//           kv_grow_below and at least itl_quantile of the gaps were within
-//           the gap target (gap_target());
+//           background work queued for it), the engine queued nothing
+//           itself and its KV use is below kv_grow_below, and, when other
+//           work ran or waited meanwhile, none of it waited for a slot (it
+//           cannot use the extra ones, and the growth would slow it) and at
+//           least itl_quantile of the gaps were within the gap target
+//           (gap_target()). Background work alone has no per-token target:
+//           without other work the gaps neither stop growth nor shrink the
+//           limit (a batch-only pool grows to what its engines hold;
+//           docs/benchmarks.md, "Background work alone");
 //   hold    otherwise (no demand, no gap evidence yet, or between the KV
 //           thresholds: the hysteresis keeps noise from moving it).
 // The gap rule judges a low quantile, not the mean: with chunked prefill a

@@ -1,8 +1,10 @@
 // Adaptive capacity per backend: the controller grows the slot limit only
 // while the limit holds background work back, no other work waits, and the
-// engine shows room; shrinks it on each sign of overload (at once when
-// other work is there to be slowed); stays within its bounds and ignores
-// noise. Slots above the start are background work's only (extra()).
+// engine shows room; shrinks it on a full KV cache and gives extra slots
+// back when decode steps are too slow for other work there; stays within
+// its bounds and ignores noise. Background work alone has no per-token
+// target: the gaps do not bound it. Slots above the start are background
+// work's only (extra()).
 #include "core/adaptive_capacity.hpp"
 
 #include <gtest/gtest.h>
@@ -92,7 +94,22 @@ TEST(AdaptiveCapacity, DoesNotGrowWithoutEachCondition) {
   EXPECT_EQ(Driver().step({.in_flight = 40}), 64u);        // free slots: the limit is not the bottleneck
   EXPECT_EQ(Driver().step({.waiting = 2}), 64u);           // the engine queues itself
   EXPECT_EQ(Driver().step({.kv = 0.85}), 64u);             // between the KV thresholds: hold
-  EXPECT_EQ(Driver().step({.gaps = 10, .within = 10}), 64u);  // too few gaps to judge
+  // With other work there, the gaps must show decode steps fast enough for it:
+  EXPECT_EQ(Driver().step({.gaps = 10, .within = 10, .others_running = true}), 64u);  // too few to judge
+  EXPECT_EQ(Driver().step({.within = 40, .others_running = true}), 64u);              // too slow
+}
+
+// Background work alone has no per-token target: slow gaps, or none, do not
+// hold it back; the KV cache and the engine's own queue do, and the ceiling.
+TEST(AdaptiveCapacity, BackgroundWorkAloneGrowsWhateverTheGaps) {
+  EXPECT_EQ(Driver().step({.gaps = 0, .within = 0}), 72u);
+  EXPECT_EQ(Driver().step({.within = 0}), 72u);
+  Driver d;
+  for (int i = 0; i < 100; ++i) d.step({.within = 0});
+  EXPECT_EQ(d.limit(), 256u);                      // the ceiling
+  EXPECT_EQ(d.step({.within = 0}), 256u);          // slow gaps alone do not shrink it
+  EXPECT_EQ(d.step({.waiting = 3, .within = 0}), 256u);  // the engine queues: hold
+  EXPECT_EQ(d.step({.kv = 0.95, .within = 0}), 230u);    // a full KV cache: x 0.9
 }
 
 TEST(AdaptiveCapacity, ShrinksOnAFullKvCache) {
@@ -102,15 +119,16 @@ TEST(AdaptiveCapacity, ShrinksOnAFullKvCache) {
   EXPECT_EQ(d.step({.kv = 0.95, .gaps = 0, .within = 0, .background_waiting = false, .in_flight = 5}), 51u);
 }
 
-// Slow decode steps take back what growth added, down to the start (below
-// it slow gaps are mostly prefill steps, which fewer slots do not speed up).
+// Decode steps too slow for the other work there take back what growth
+// added, down to the start (below it slow gaps are mostly prefill steps,
+// which fewer slots do not speed up).
 TEST(AdaptiveCapacity, ShrinksToItsStartWhenDecodeStepsAreSlowerThanTheTarget) {
   Driver d;
   d.step({});
   EXPECT_EQ(d.step({}), 81u);
-  EXPECT_EQ(d.step({.gaps = 100, .within = 40}), 72u);  // the median gap over itl_target
-  EXPECT_EQ(d.step({.gaps = 100, .within = 40}), 64u);
-  EXPECT_EQ(d.step({.gaps = 100, .within = 0}), 64u);
+  EXPECT_EQ(d.step({.gaps = 100, .within = 40, .others_running = true}), 72u);  // the median gap over the target
+  EXPECT_EQ(d.step({.gaps = 100, .within = 40, .others_running = true}), 64u);
+  EXPECT_EQ(d.step({.gaps = 100, .within = 0, .others_running = true}), 64u);
 }
 
 // Below the start (after a full KV cache) slow gaps neither shrink it
@@ -118,14 +136,14 @@ TEST(AdaptiveCapacity, ShrinksToItsStartWhenDecodeStepsAreSlowerThanTheTarget) {
 TEST(AdaptiveCapacity, SlowGapsLeaveALimitBelowItsStartAlone) {
   Driver d;
   EXPECT_EQ(d.step({.kv = 0.95}), 57u);
-  EXPECT_EQ(d.step({.gaps = 100, .within = 10}), 57u);
+  EXPECT_EQ(d.step({.gaps = 100, .within = 10, .others_running = true}), 57u);
 }
 
 TEST(AdaptiveCapacity, SlowGapsDoNotShrinkALimitNobodyReaches) {
   Driver d;
   d.step({});
   EXPECT_EQ(d.step({}), 81u);
-  EXPECT_EQ(d.step({.gaps = 100, .within = 0, .in_flight = 20}), 81u);
+  EXPECT_EQ(d.step({.gaps = 100, .within = 0, .in_flight = 20, .others_running = true}), 81u);
 }
 
 TEST(AdaptiveCapacity, StaysWithinFloorAndCeiling) {
@@ -176,20 +194,18 @@ TEST(AdaptiveCapacity, PropertyBoundedStepsAndGrowthOnlyWhenAllowed) {
       ASSERT_TRUE(in.background_waiting);
       ASSERT_FALSE(in.others_waiting);
       ASSERT_GE(static_cast<uint32_t>(in.in_flight), before);
-      ASSERT_GE(in.gaps, c.min_gaps);
-      ASSERT_GE(static_cast<double>(in.within), c.itl_quantile * static_cast<double>(in.gaps));
+      if (in.others_running) {  // the gaps judged only for other work there
+        ASSERT_GE(in.gaps, c.min_gaps);
+        ASSERT_GE(static_cast<double>(in.within), c.itl_quantile * static_cast<double>(in.gaps));
+      }
     } else if (after < before) {
       const auto backoff = static_cast<uint32_t>(before * c.backoff);
-      if (in.kv <= c.kv_shrink_above) {  // slow gaps: only back towards the start
+      if (in.kv <= c.kv_shrink_above) {
+        // Slow gaps with other work there to be slowed: half the extra
+        // slots at once (or the backoff, if that is more), never below the start.
+        ASSERT_TRUE(in.others_waiting || in.others_running);
         ASSERT_LT(static_cast<double>(in.within), c.itl_quantile * static_cast<double>(in.gaps));
-        ASSERT_GE(after, 64u);
-        // Other work there to be slowed: half the extra slots at once (or
-        // the backoff, if that is more).
-        if (in.others_waiting || in.others_running) {
-          ASSERT_EQ(after, std::max(64u, std::min(64 + (before - 64) / 2, backoff)));
-        } else {
-          ASSERT_GE(after, backoff - 1);
-        }
+        ASSERT_EQ(after, std::max(64u, std::min(64 + (before - 64) / 2, backoff)));
       } else {
         ASSERT_GE(after, backoff - 1);
       }
@@ -208,7 +224,7 @@ TEST(AdaptiveCapacity, SlowGapsWithOtherWorkThereHalveTheExtraSlots) {
   ASSERT_EQ(d.limit(), 256u);
   EXPECT_EQ(d.step({.within = 40, .others_running = true}), 160u);  // 64 + 192 / 2
   EXPECT_EQ(d.step({.within = 40, .others_waiting = true}), 112u);
-  EXPECT_EQ(d.step({.within = 40}), 100u);  // background alone: x 0.9
+  EXPECT_EQ(d.step({.within = 40}), 126u);  // background alone: no per-token target, it grows again
 }
 
 TEST(AdaptiveCapacity, ExtraSlotsAreWhatGrowthAddedAboveTheStart) {
