@@ -18,7 +18,8 @@
 //
 // The last kRemembered keystrokes of each supersede key are kept (a
 // developer may start a new burst while the last one is still going: a
-// keystroke's predecessor in its burst need not be its key's latest).
+// keystroke's predecessor in its burst need not be its key's latest), each
+// with its prompt: a few KB per developer.
 // Pure: no I/O, no clock.
 #pragma once
 
@@ -28,6 +29,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 #include "bench/live_request.hpp"
 #include "bench/request_spec.hpp"
@@ -45,7 +47,7 @@ enum class Typed : uint8_t {
   kNo,          // types along nothing (its own prompt)
   kReceived,    // typed what the earlier keystroke's client had received
   kPredicted,   // typed the predicted text: its client had not received it yet
-  kNotSent,     // types along a keystroke that was not sent: its own prompt
+  kNotSent,     // types along a keystroke not sent (or no longer remembered): its own prompt
 };
 
 struct Outgoing {
