@@ -34,10 +34,13 @@ constexpr const char* kUsage =
     "  arbiter-bench live --scenario FILE --target http://HOST:PORT --out DIR [--seed N]\n"
     "                [--label NAME] [--max-s S] [--gateway-config FILE] [--model NAME]\n"
     "                [--exact-lengths on|off] [--max-connections N] [--direct] [--requests-out FILE]\n"
+    "                [--engine-seed N]\n"
     "      open-loop HTTP load in real time; tenant T authenticates as sk-bench-T\n"
     "      --requests-out FILE: one JSON line per request (times, outcome, status, backend)\n"
     "      --direct: the target is an engine (no x-arbiter-* headers; the client\n"
     "                aborts its previous request with the same supersede key)\n"
+    "      --engine-seed N: the engines are arbiter-sim started with --seed N (default 0):\n"
+    "                typed-along keystrokes predict their text from it\n"
     "  arbiter-bench gateway-config --scenario FILE --out FILE [--sim | --engines-url URL,...]\n"
     "                [--policy fifo|priority|hybrid] [--port N] [--model NAME]\n"
     "      an arbiter config running the scenario's gateway (default --sim)\n"
@@ -128,7 +131,7 @@ int run_live_command(int argc, char** argv) {
   if (!parse_flags(argc, argv,
                    {"--scenario", "--target", "--out", "--seed", "--label", "--max-s",
                     "--gateway-config", "--model", "--exact-lengths", "--max-connections",
-                    "--requests-out"},
+                    "--requests-out", "--engine-seed"},
                    {"--direct"}, f, status)) {
     return status;
   }
@@ -152,6 +155,8 @@ int run_live_command(int argc, char** argv) {
   o.request.gateway_headers = !o.client_supersede;
   if (f.contains("--label")) o.label = f["--label"];
   if (f.contains("--model")) o.request.model = f["--model"];
+  if (f.contains("--engine-seed") && !parse_number(f["--engine-seed"], o.engine_text.seed))
+    return usage("--engine-seed must be an integer");
   if (f.contains("--requests-out")) o.requests_out = f["--requests-out"];
   if (f.contains("--seed") && !parse_number(f["--seed"], results.info.seed))
     return usage("--seed must be an integer");

@@ -1,5 +1,7 @@
 #include "bench/live_client.hpp"
 
+#include <algorithm>
+
 #include <boost/json.hpp>
 
 namespace arbiter::bench {
@@ -67,6 +69,8 @@ void Exchange::on_event(std::string_view event) {
   if (const auto* delta = choice->if_contains("delta"); delta && delta->is_object())
     text = delta->get_object().if_contains("content");                    // chat
   if (!text || !text->is_string() || text->get_string().empty()) return;  // role event
+  const json::string& piece = text->get_string();
+  text_.append(piece.data(), std::min(piece.size(), kKeptText - std::min(kKeptText, text_.size())));
   const double t = now();
   if (result_.first_token < 0) {
     result_.first_token = t;

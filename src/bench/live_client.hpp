@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "bench/results.hpp"
 #include "core/sse.hpp"
@@ -40,6 +41,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
   // Whether a content token has arrived (for the in-flight samples).
   bool streaming() const { return result_.first_token >= 0; }
+  // The start of the text received so far (up to kKeptText bytes), for a
+  // keystroke that types along it (bench/type_along.hpp).
+  static constexpr std::size_t kKeptText = 256;
+  std::string_view received_text() const { return text_; }
 
   // Ends the exchange now with `outcome` (closes the socket); no-op once it ended.
   void stop(Outcome outcome);
@@ -60,6 +65,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   std::function<void(double)> on_gap_;
   SseFramer sse_;
   ExchangeResult result_;
+  std::string text_;  // received_text()
   std::optional<Outcome> stopped_;  // set by stop()
   std::optional<Outcome> ended_;    // from the stream itself: an error event
   bool done_ = false;               // `data: [DONE]` seen

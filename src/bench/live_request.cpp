@@ -15,16 +15,34 @@ const char* request_path(const Scenario& scenario, const RequestSpec& spec) {
                                                                            : "/v1/chat/completions";
 }
 
+namespace {
+
+// exact_lengths: min_tokens = max_tokens = the answer's length.
+Budget request_budget(const RequestSpec& spec, const LiveRequestOptions& options) {
+  if (options.exact_lengths) return {.max_tokens = spec.output_tokens, .min_tokens = spec.output_tokens};
+  return {.max_tokens = spec.max_tokens, .min_tokens = 0};
+}
+
+}  // namespace
+
+Keystroke own_keystroke(const RequestSpec& spec, const LiveRequestOptions& options) {
+  return {.prompt = prefix_text(spec, options.text_salt) + body_text(spec, options.text_salt),
+          .budget = request_budget(spec, options)};
+}
+
 std::string request_body(const Scenario& scenario, const RequestSpec& spec,
-                         const LiveRequestOptions& options) {
+                         const LiveRequestOptions& options, const Keystroke* keystroke) {
   json::object body;
   body["model"] = options.model;
-  const std::string prefix = prefix_text(spec, options.text_salt);
-  std::string rest = body_text(spec, options.text_salt);
+  Budget budget = request_budget(spec, options);
   if (scenario.classes[spec.klass].traffic.kind == TrafficKind::kTyping) {
-    body["prompt"] = prefix + rest;
+    const Keystroke k = keystroke ? *keystroke : own_keystroke(spec, options);
+    body["prompt"] = k.prompt;
+    budget = k.budget;
   } else {
     // Engines render messages in order; the system prompt is the shared prefix.
+    const std::string prefix = prefix_text(spec, options.text_salt);
+    std::string rest = body_text(spec, options.text_salt);
     json::array messages;
     if (!prefix.empty()) messages.push_back({{"role", "system"}, {"content", prefix}});
     if (rest.empty()) rest = " ";  // a user turn is never empty
@@ -33,18 +51,14 @@ std::string request_body(const Scenario& scenario, const RequestSpec& spec,
   }
   body["stream"] = true;
   body["stream_options"] = {{"include_usage", true}};
-  if (options.exact_lengths) {
-    body["max_tokens"] = spec.output_tokens;
-    body["min_tokens"] = spec.output_tokens;
-  } else {
-    body["max_tokens"] = spec.max_tokens;
-  }
+  body["max_tokens"] = budget.max_tokens;
+  if (budget.min_tokens > 0) body["min_tokens"] = budget.min_tokens;
   return json::serialize(body);
 }
 
 std::string raw_request(const Scenario& scenario, const RequestSpec& spec,
-                        const LiveRequestOptions& options) {
-  const std::string body = request_body(scenario, spec, options);
+                        const LiveRequestOptions& options, const Keystroke* keystroke) {
+  const std::string body = request_body(scenario, spec, options, keystroke);
   std::string out = std::string("POST ") + request_path(scenario, spec) +
                     " HTTP/1.1\r\nHost: " + options.host +
                     "\r\nContent-Type: application/json\r\nAccept: " +

@@ -30,12 +30,28 @@ std::string tenant_api_key(const std::string& tenant);
 // The request path: /v1/completions for typing traffic, else /v1/chat/completions.
 const char* request_path(const Scenario& scenario, const RequestSpec& spec);
 
-// The JSON body.
+// The length fields of a request.
+struct Budget {
+  uint32_t max_tokens = 1;
+  uint32_t min_tokens = 0;  // 0: not sent
+};
+
+// A completion's prompt and budget. A spec's own: its prompt text
+// (prompt_text.hpp) and its lengths; a keystroke typing along another
+// (bench/type_along.hpp) takes that one's prompt plus what was typed, and
+// that one's budget.
+struct Keystroke {
+  std::string prompt;
+  Budget budget;
+};
+Keystroke own_keystroke(const RequestSpec& spec, const LiveRequestOptions& options);
+
+// The JSON body; `keystroke` (typing traffic only) replaces the spec's own.
 std::string request_body(const Scenario& scenario, const RequestSpec& spec,
-                         const LiveRequestOptions& options);
+                         const LiveRequestOptions& options, const Keystroke* keystroke = nullptr);
 
 // The whole HTTP/1.1 request (header and body), ready to write.
 std::string raw_request(const Scenario& scenario, const RequestSpec& spec,
-                        const LiveRequestOptions& options);
+                        const LiveRequestOptions& options, const Keystroke* keystroke = nullptr);
 
 }  // namespace arbiter::bench

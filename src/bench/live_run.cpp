@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <unordered_map>
 
@@ -55,7 +56,8 @@ class LiveRun {
         collector_(s),
         arrival_timer_(ioc_),
         sample_timer_(ioc_),
-        cut_timer_(ioc_) {}
+        cut_timer_(ioc_),
+        type_along_(o.engine_text) {}
 
   // Opens the per-request log, if asked for; false when it cannot be written.
   bool open_log() {
@@ -134,14 +136,45 @@ class LiveRun {
     }
     if (spec.abort_at != kNever) exchange->abort_at(start_ + seconds(spec.abort_at));
     in_flight_.emplace(spec.id, InFlight{spec, exchange});
-    std::string request = raw_request(s_, spec, o_.request);
+    std::optional<Keystroke> keystroke;
+    if (types_along(spec)) keystroke = typed_keystroke(spec);
+    std::string request = raw_request(s_, spec, o_.request, keystroke ? &*keystroke : nullptr);
     net::co_spawn(ioc_, exchange_one(spec.id, exchange, std::move(request)), net::detached);
   }
+
+  // Typing along (bench/type_along.hpp): a typing keystroke's prompt and
+  // budget, from the keystroke it types along and what that one's client
+  // has received.
+  Keystroke typed_keystroke(const RequestSpec& spec) {
+    std::string_view received;
+    if (const auto along = type_along_.extended(spec)) {
+      if (const auto it = in_flight_.find(*along); it != in_flight_.end())
+        received = it->second.exchange->received_text();
+    }
+    Outgoing out = type_along_.next(spec, own_keystroke(spec, o_.request), received);
+    switch (out.typed) {
+      case Typed::kNo:
+        break;
+      case Typed::kReceived:
+        ++notes_["typed along the text the previous keystroke's client had received"];
+        break;
+      case Typed::kPredicted:
+        ++notes_["typed along the predicted text (the previous keystroke's client had received none yet)"];
+        break;
+      case Typed::kNotSent:
+        ++notes_["typed along a keystroke the client did not send (sent with its own prompt)"];
+        break;
+    }
+    return std::move(out.keystroke);
+  }
+
+  bool types_along(const RequestSpec& spec) const { return s_.classes[spec.klass].traffic.type_along > 0; }
 
   Task<void> exchange_one(uint64_t id, std::shared_ptr<Exchange> exchange, std::string request) {
     const ExchangeResult result = co_await exchange->run(target_, std::move(request));
     const auto it = in_flight_.find(id);
     const RequestSpec spec = it->second.spec;
+    if (types_along(spec)) type_along_.ended(spec, exchange->received_text());
     in_flight_.erase(it);
     if (spec.supersede_key != 0) {
       if (auto n = newest_.find(spec.supersede_key); n != newest_.end() && n->second == id)
@@ -208,6 +241,7 @@ class LiveRun {
   LiveClock::time_point start_;
   std::unordered_map<uint64_t, InFlight> in_flight_;  // by spec id
   std::unordered_map<uint64_t, uint64_t> newest_;     // supersede key -> newest spec id
+  TypeAlong type_along_;
   std::map<std::string, uint64_t> notes_;
   std::vector<Sample> series_;
   std::ofstream log_;  // --requests-out
@@ -233,6 +267,7 @@ std::expected<LiveResult, std::string> run_live(const Scenario& scenario, uint64
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   LiveOptions o = options;
   o.request.host = hostport->first;
+  if (o.engine_text.model.empty()) o.engine_text.model = o.request.model;
   // Nothing of an earlier run may be found in the engines' prefix caches.
   o.request.text_salt = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
   Scenario s = scenario;

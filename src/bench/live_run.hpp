@@ -15,6 +15,7 @@
 #include "bench/live_request.hpp"
 #include "bench/results.hpp"
 #include "bench/scenario.hpp"
+#include "bench/type_along.hpp"
 
 namespace arbiter::bench {
 
@@ -29,6 +30,9 @@ struct LiveOptions {
   bool client_supersede = false;
   // Non-empty: one JSON line per request into this file (request_log.hpp).
   std::string requests_out;
+  // The engines' text, for keystrokes typing along a suggestion that has
+  // not reached the client yet (bench/type_along.hpp).
+  EngineText engine_text;
 };
 
 struct LiveResult {

@@ -25,8 +25,8 @@ std::string prefix_text(const RequestSpec& spec, uint64_t salt) {
 std::string body_text(const RequestSpec& spec, uint64_t salt) {
   std::string out;
   append_segment_text(spec.history.key ^ salt, spec.history.tokens, out);
-  // The same per-request key virtual mode uses for the request's own blocks.
-  append_segment_text((splitmix64(spec.id ^ 0x5bd1e995ULL) | 1) ^ salt, spec.unique_tokens, out);
+  // The same key virtual mode uses for the request's own blocks.
+  append_segment_text(own_tokens_key(spec) ^ salt, spec.unique_tokens, out);
   return out;
 }
 

@@ -39,15 +39,26 @@ struct RequestSpec {
   uint64_t text = 0;
   uint64_t extends = 0;
   uint32_t typed_tokens = 0;
+  // The key of the request's own tokens (0: they are its alone, keyed by
+  // its id, and never hashed for the prefix cache). Typing traffic that
+  // types along sets it: a keystroke typing along another has that one's
+  // own tokens and the typed ones after them, so both carry the key of the
+  // keystroke the chain started from, and the engine's prefix cache finds
+  // the earlier prompt in the later one, as a real engine's does.
+  uint64_t own_key = 0;
   double abort_at = kNever;    // the client gives up then, unless finished
   double deadline = kNever;    // finished by then, or it missed its deadline
 
   uint32_t prompt_tokens() const { return prefix.tokens + history.tokens + unique_tokens; }
 };
 
+// The key of the spec's own tokens: own_key, or one drawn from its id.
+uint64_t own_tokens_key(const RequestSpec& spec);
+
 // Block hashes of the spec's full prompt blocks that hold shared tokens,
 // chained like the engine's prefix cache expects (blocks of the request's
-// own tokens only are left out: nothing else could hit them).
+// own tokens only are left out unless own_key is set: nothing else could
+// hit them).
 void prompt_block_hashes(const RequestSpec& spec, uint32_t block_size, std::vector<uint64_t>& out);
 
 // What the gateway would hash for prefix affinity (core/prefix_blocks.hpp):

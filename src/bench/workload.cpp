@@ -124,6 +124,7 @@ class Workload::Source {
       r.unique_tokens = draw_length(t_.prompt, rng_);
       r.supersede_key = key;
       r.text = splitmix64(key ^ (++texts_ << 8));
+      if (t_.type_along > 0) r.own_key = splitmix64(r.text) | 1;
       // Typing along (its own random stream, so the share changes nothing
       // else): the previous prompt plus the first token of its suggestion,
       // and the rest of that suggestion is what the model generates now.
@@ -133,6 +134,7 @@ class Workload::Source {
         r.output_tokens = previous.output_tokens - 1;
         r.extends = previous.text;
         r.typed_tokens = 1;
+        r.own_key = previous.own_key;
       }
       previous = r;
       const double gap = pace * draw_length(t_.keystroke_gap_ms, rng_) / 1000.0;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <limits>
 
+#include "engine/generated_text.hpp"
 #include "sim/sim_endpoint.hpp"
 #include "sim/sim_text.hpp"
 
@@ -126,7 +127,7 @@ Task<bool> SimEndpoint::stream_answer(ClientConnection& conn, const SimRequest& 
       }
       for (std::uint32_t i = sent; i < ready; ++i) {
         const bool last = i + 1 == request.output_tokens;
-        format.append_token_event(events, token_word(request.text_seed, request.text_offset + i),
+        format.append_token_event(events, engine::token_word(request.text_seed, request.text_offset + i),
                                   last ? finish_reason(request) : std::string_view{});
         ends.push_back(events.size());
       }
@@ -181,7 +182,7 @@ Task<bool> SimEndpoint::whole_answer(ClientConnection& conn, const SimRequest& r
   std::string text;
   text.reserve(std::size_t{request.output_tokens} * 4);
   for (std::uint32_t i = 0; i < request.output_tokens; ++i) {
-    text += token_word(request.text_seed, request.text_offset + i);
+    text += engine::token_word(request.text_seed, request.text_offset + i);
   }
   const std::string id = response_id(request.route, response_n);
   const ChunkFormatter format(request.route, id, model_, unix_seconds(), false);

@@ -1,7 +1,5 @@
 #include "sim/sim_request.hpp"
 
-#include "sim/mix.hpp"
-
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -9,6 +7,7 @@
 #include <boost/json.hpp>
 
 #include "core/request_parser.hpp"
+#include "engine/generated_text.hpp"
 #include "engine/generation.hpp"
 #include "engine/prompt.hpp"
 
@@ -154,7 +153,7 @@ std::expected<SimRequest, SimError> parse_sim_request(Route route, std::string_v
   const std::string_view base(prompt->text.data(), prompt->base_size);
   const std::string_view continued = std::string_view(prompt->text).substr(prompt->base_size);
   r.text_offset = continued.empty() ? 0 : engine::count_tokens(continued);
-  r.text_seed = mix(limits.seed ^ mix(engine::hash_bytes(base, salt) ^ mix(static_cast<std::uint64_t>(*seed))));
+  r.text_seed = engine::text_seed(limits.seed, limits.model, base, *seed);
 
   const std::uint64_t max_len = config.max_model_len;
   if (r.prompt_tokens >= max_len) {

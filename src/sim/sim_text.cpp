@@ -2,33 +2,12 @@
 
 #include "sim/mix.hpp"
 
-#include <array>
-
 #include <boost/json.hpp>
 #include <fmt/format.h>
-
-#include "engine/prompt.hpp"
 
 namespace arbiter::sim {
 
 namespace {
-
-constexpr std::array<std::string_view, 64> kWords = {
-    " the", " and", " for", " you", " not", " are", " but", " all", " can", " her", " was",
-    " one", " our", " out", " day", " get", " has", " him", " his", " how", " man", " new",
-    " now", " old", " see", " two", " way", " who", " boy", " did", " its", " let", " put",
-    " say", " she", " too", " use", " sky", " sea", " sun", " red", " big", " few", " far",
-    " own", " run", " set", " try", " ask", " end", " why", " any", " yes", " ran", " sat",
-    " top", " low", " art", " map", " key", " job", " law", " air", " ice"};
-static_assert(kWords.size() == 64);
-
-constexpr bool all_words_one_token() {
-  for (auto w : kWords) {
-    if (w.size() != engine::kCharsPerToken) return false;
-  }
-  return true;
-}
-static_assert(all_words_one_token(), "every word must be exactly one token under the 4-chars rule");
 
 std::string quoted(std::string_view s) { return boost::json::serialize(boost::json::string(s)); }
 
@@ -48,10 +27,6 @@ void append_finish(std::string& out, std::string_view finish_reason) {
 }
 
 }  // namespace
-
-std::string_view token_word(std::uint64_t text_seed, std::uint32_t index) {
-  return kWords[mix(text_seed + index) & 63];
-}
 
 std::string response_id(Route route, std::uint64_t n) {
   return fmt::format("{}-{:016x}", route == Route::kChatCompletions ? "chatcmpl" : "cmpl", mix(n));

@@ -1,11 +1,7 @@
 // The simulated model's output text and its OpenAI wire formats: SSE chunk
 // events (chat.completion.chunk / text_completion, as vLLM sends them) and
 // whole non-streaming responses.
-//
-// Text: token i of an answer is one of 64 four-character word pieces (a
-// space and three letters), picked by a hash of (text seed, i). Every token
-// is exactly engine::kCharsPerToken bytes, so an answer of n tokens is 4n
-// characters and counts as n tokens again when sent back as a prompt.
+// The text itself: engine/generated_text.hpp.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +11,6 @@
 #include "core/request.hpp"
 
 namespace arbiter::sim {
-
-// The text of token `index` of the answer seeded by `text_seed`.
-std::string_view token_word(std::uint64_t text_seed, std::uint32_t index);
 
 struct Usage {
   std::uint32_t prompt_tokens = 0;

@@ -164,7 +164,8 @@ TEST(BenchWorkload, APluginThatDebouncesSendsOnlyTheLastKeystrokeOfABurst) {
 TEST(BenchWorkload, TypingAlongExtendsThePreviousKeystrokeByItsFirstToken) {
   const auto specs = [](const std::string& extra) {
     auto s = parse_scenario("name: t\nduration_s: 60\nclasses: [{name: completion, traffic: {kind: typing, "
-                            "developers: 40, rate: 4, keystrokes: 5, output: {dist: uniform, min: 8, max: 64}" +
+                            "developers: 40, rate: 4, keystrokes: 5, output: {dist: uniform, min: 8, max: 64}, "
+                            "prompt: {dist: uniform, min: 40, max: 80}" +
                             extra + "}}]\n");
     EXPECT_TRUE(s) << s.error();
     std::vector<RequestSpec> out;
@@ -185,6 +186,7 @@ TEST(BenchWorkload, TypingAlongExtendsThePreviousKeystrokeByItsFirstToken) {
     EXPECT_EQ(r.supersede_key, plain[i].supersede_key);
     EXPECT_EQ(r.prefix.tokens, plain[i].prefix.tokens);
     EXPECT_EQ(plain[i].extends, 0u);
+    EXPECT_EQ(plain[i].own_key, 0u);  // own tokens unhashed, as before typing along
     ASSERT_TRUE(by_text.emplace(r.text, r).second) << "texts are unique";
     if (r.extends == 0) continue;
     ++extending;
@@ -196,6 +198,15 @@ TEST(BenchWorkload, TypingAlongExtendsThePreviousKeystrokeByItsFirstToken) {
     EXPECT_EQ(r.unique_tokens, prev->second.unique_tokens + 1);
     EXPECT_EQ(r.output_tokens, prev->second.output_tokens - 1);
     EXPECT_EQ(r.typed_tokens, 1u);
+    // Its prompt holds the previous one whole: the engine's cache finds
+    // every full block of it (the own tokens' too), as live mode's text does.
+    EXPECT_EQ(r.own_key, prev->second.own_key);
+    std::vector<uint64_t> before, after;
+    prompt_block_hashes(prev->second, 16, before);
+    prompt_block_hashes(r, 16, after);
+    EXPECT_EQ(before.size(), prev->second.prompt_tokens() / 16);
+    ASSERT_GE(after.size(), before.size());
+    EXPECT_TRUE(std::equal(before.begin(), before.end(), after.begin()));
   }
   // Four of a burst's five keystrokes have a previous one; half of them type along.
   ASSERT_GT(along.size(), 1000u);

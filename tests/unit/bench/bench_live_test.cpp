@@ -148,7 +148,8 @@ TEST(BenchLiveClient, RefusalsMapToOutcomes) {
 }
 
 TEST(BenchGatewayConfig, TheGatewayLoadsWhatTheScenarioSays) {
-  const Scenario s = smoke();
+  Scenario s = smoke();
+  s.classes[1].policy.typing_through = true;  // completion: a keystroke may inherit (live typing along)
   std::vector<std::string> warnings;
   GatewayConfigOptions options;
   options.policy = "priority";
@@ -178,6 +179,7 @@ TEST(BenchGatewayConfig, TheGatewayLoadsWhatTheScenarioSays) {
     EXPECT_EQ(got.background, want.background);
     EXPECT_EQ(got.max_queue, want.max_queue);
     EXPECT_EQ(got.debounce, want.debounce);
+    EXPECT_EQ(got.typing_through, want.typing_through);
     EXPECT_EQ(got.engine_priority, want.engine_priority);
   }
   ASSERT_EQ(config->models.size(), 1u);

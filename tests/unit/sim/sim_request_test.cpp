@@ -5,6 +5,7 @@
 
 #include <boost/json.hpp>
 
+#include "engine/generated_text.hpp"
 #include "engine/prompt.hpp"
 #include "sim/sim_request.hpp"
 #include "sim/sim_text.hpp"
@@ -26,7 +27,7 @@ class SimRequestTest : public ::testing::Test {
   }
   std::string text_of(const SimRequest& r) {
     std::string t;
-    for (std::uint32_t i = 0; i < r.output_tokens; ++i) t += token_word(r.text_seed, r.text_offset + i);
+    for (std::uint32_t i = 0; i < r.output_tokens; ++i) t += engine::token_word(r.text_seed, r.text_offset + i);
     return t;
   }
 

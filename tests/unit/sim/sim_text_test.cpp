@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "engine/generated_text.hpp"
 #include "engine/prompt.hpp"
 #include "sim/sim_text.hpp"
 
@@ -22,14 +23,14 @@ json::object event_json(std::string_view event) {
 TEST(SimText, WordsAreDeterministicSingleTokens) {
   std::string text;
   for (std::uint32_t i = 0; i < 100; ++i) {
-    const auto w = token_word(99, i);
-    EXPECT_EQ(w, token_word(99, i));
+    const auto w = engine::token_word(99, i);
+    EXPECT_EQ(w, engine::token_word(99, i));
     EXPECT_EQ(w.size(), engine::kCharsPerToken);
     text += w;
   }
   EXPECT_EQ(engine::count_tokens(text), 100u);
   std::string other;
-  for (std::uint32_t i = 0; i < 100; ++i) other += token_word(100, i);
+  for (std::uint32_t i = 0; i < 100; ++i) other += engine::token_word(100, i);
   EXPECT_NE(text, other);
 }
 
