@@ -215,7 +215,20 @@ TEST(SharedQuota, ATenantFloodingOneReplicaIsHeldToItsShareOnTheOthers) {
       while (!stop) (void)http_call(flooded.port(), chat(kAlphaKey, 20), Millis(30'000));
     });
   }
-  std::this_thread::sleep_for(Millis(1'200));  // the flood's service reaches Redis (every 500 ms)
+  // The flood's service reaches Redis (every 500 ms) and the shared replica
+  // reads it back: two of the flooded replica's exchanges after the flood
+  // began, then two of the shared one's after that (a fixed 1.2 s was too
+  // short under ThreadSanitizer: the shared replica had not heard of it).
+  const auto two_more_exchanges = [](GatewayProcess& gateway) {
+    const double base = metric(gateway.port(), "arbiter_service_exchanges_total");
+    return gateway
+               .wait_for_metric("arbiter_service_exchanges_total", [&](double v) { return v >= base + 2; },
+                                Millis(20'000))
+               .value_or(base) -
+           base;
+  };
+  ASSERT_GE(two_more_exchanges(flooded), 2);
+  ASSERT_GE(two_more_exchanges(shared), 2);
 
   // On each one-slot gateway: a long batch request holds the slot, then
   // alpha's chat request queues, then beta's.
