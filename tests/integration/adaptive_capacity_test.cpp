@@ -117,7 +117,7 @@ TEST(AdaptiveCapacity, ShrinksBelowTheStartWhenTheEngineKvFills) {
   // The engine's KV cache shrinks under the running sequences: its KV use
   // goes above kv_shrink_above, and the limit follows it down, past the
   // start (the engine would preempt by recompute otherwise).
-  ASSERT_EQ(sim.set_faults(R"({"kv_blocks": 24})"), 200);
+  ASSERT_EQ(sim.set_faults(R"({"kv_blocks": 48})"), 200);
   EXPECT_EQ(gateway.wait_for_metric("arbiter_backend_extra_slots", [](double v) { return v == 0; },
                                     Millis(60'000), kBackend),
             0);
