@@ -4,7 +4,8 @@
 // the limit grows above max_concurrency and the engine runs more than
 // max_concurrency of that work at once, while another class still never
 // gets more than max_concurrency; once the engine's KV cache fills, the
-// limit shrinks back below the start. Every wait is bounded and polls the
+// limit shrinks back below the start; an engine the gateway cannot see
+// starts over at max_concurrency. Every wait is bounded and polls the
 // gateway's or the sim's gauges; nothing is timed.
 #include <gtest/gtest.h>
 
@@ -131,6 +132,40 @@ TEST(AdaptiveCapacity, ShrinksBelowTheStartWhenTheEngineKvFills) {
             0);
   ASSERT_EQ(sim.set_faults(R"({"kv_blocks": 0})"), 200);
   expect_all_ok(batch);
+}
+
+// An engine the gateway cannot see (its scrapes hang: stale, then down)
+// gets no slots beyond what the operator configured: the controller starts
+// over at max_concurrency, and grows again once the engine is back.
+TEST(AdaptiveCapacity, AnEngineThatCannotBeSeenStartsOverAtMaxConcurrency) {
+  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
+  GatewayConfig config = adaptive_config(sim.port());
+  config.stream_idle_ms = 120'000;  // the streams wait out the stopped engine
+  GatewayProcess gateway(config.to_yaml());
+  auto batch = send_streams(gateway.port(), "batch", 4 * kSlots, 600);
+  const auto grown = [&] {
+    return gateway.wait_for_metric("arbiter_backend_extra_slots", [](double v) { return v > 0; }, Millis(60'000),
+                                   kBackend);
+  };
+  ASSERT_GT(grown().value_or(0), 0) << describe_output(gateway);
+
+  sim.child().signal(SIGSTOP);
+  const auto extra = gateway.wait_for_metric("arbiter_backend_extra_slots", [](double v) { return v == 0; },
+                                             Millis(60'000), kBackend);
+  const auto limit = gateway.wait_for_metric("arbiter_backend_slot_limit", [](double v) { return v == kSlots; },
+                                             Millis(10'000), kBackend);
+  sim.child().signal(SIGCONT);
+  EXPECT_EQ(extra, 0);
+  EXPECT_EQ(limit, kSlots);
+  // A pool whose backends are all down answers its queue 503 (its
+  // backlog is gone): once the engine is seen again, a new one grows it again.
+  for (auto& f : batch) f.get();
+  ASSERT_EQ(gateway.wait_for_metric("arbiter_backend_down", [](double v) { return v == 0; }, Millis(30'000),
+                                    kBackend),
+            0);
+  auto again = send_streams(gateway.port(), "batch", 4 * kSlots, 400);
+  EXPECT_GT(grown().value_or(0), 0);
+  expect_all_ok(again);
 }
 
 }  // namespace
