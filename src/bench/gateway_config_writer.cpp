@@ -38,6 +38,22 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
     warnings.push_back(
         "engine.max_waiting: the gateway treats any waiting request as saturation (0)");
   }
+  // Adaptive capacity runs the same controller live (gateway/backend_capacity.hpp)
+  // as in virtual mode, which runs it only with engine signals.
+  sched::AdaptiveCapacityConfig adaptive = e.adaptive;
+  if (adaptive.enabled && !e.signals) {
+    warnings.push_back("engine.adaptive_capacity: off without engine signals, as in virtual mode");
+    adaptive.enabled = false;
+  }
+  if (adaptive.enabled) {
+    for (const double bound : class_gap_bounds_s(s)) {
+      if (bound > 0) {
+        warnings.push_back(
+            "classes' tpot_ms: the gateway's gap target is adaptive_capacity.itl_target_ms (no per-class bound)");
+        break;
+      }
+    }
+  }
   // The scenario's scheduler settings under the policy asked for.
   SchedulerSettings scheduler = s.scheduler;
   if (auto policy = sched::policy_from_string(o.policy)) scheduler.policy = *policy;
@@ -53,6 +69,7 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
       << "engine_signals: {enabled: " << yes_no(e.signals)
       << ", interval_ms: " << static_cast<int64_t>(e.scrape_ms)
       << ", kv_saturation: " << e.kv_threshold << "}\n"
+      << "adaptive_capacity: {" << write_settings(adaptive_capacity_keys(), adaptive, ", ") << "}\n"
       << "log: {access_log: false}\n"
       << "tenants:\n";
   // Each tenant lists every class: live mode claims the class of each

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/workload.hpp"
+#include "core/capacity_view.hpp"
 #include "core/scheduler.hpp"
 #include "core/typing_through.hpp"
 #include "engine/engine.hpp"
@@ -547,15 +548,8 @@ class VirtualRun {
   // Each pool's gap target until the next scrape: the tightest bound of the
   // non-background classes with work on it in any replica.
   void set_gap_targets() {
-    const std::vector<sched::ClassPolicy>& classes = scheds_.front().config().classes;
     for (uint32_t pool = 0; pool < gap_target_s_.size(); ++pool) {
-      std::vector<std::chrono::duration<double>> bounds;
-      for (uint32_t k = 0; k < classes.size(); ++k) {
-        bool active = false;
-        for (const sched::Scheduler& sc : scheds_) active |= sc.ready_depth(pool, k) + sc.class_in_flight(pool, k) > 0;
-        if (active && !classes[k].background) bounds.emplace_back(gap_bound_s_[k]);
-      }
-      gap_target_s_[pool] = sched::gap_target(adaptive_, bounds).count();
+      gap_target_s_[pool] = sched::pool_gap_target(adaptive_, scheds_, pool, gap_bound_s_).count();
     }
   }
 
@@ -566,13 +560,7 @@ class VirtualRun {
     if (capacity_.empty()) return;
     sched::CapacityController& c = capacity_[r * engines_.size() + e];
     const uint32_t pool = layout_.pool_of_engine(e);
-    const sched::Scheduler& sc = scheds_[r];
-    sched::Occupancy seen{.in_flight = sc.backend_in_flight(pool, e - layout_.first[pool])};
-    for (uint32_t k = 0; k < sc.config().classes.size(); ++k) {
-      const bool background = sc.config().classes[k].background;
-      (background ? seen.background_waiting : seen.others_waiting) |= sc.ready_depth(pool, k) > 0;
-      if (!background) seen.others_running |= sc.class_in_flight(pool, k) > 0;
-    }
+    const sched::Occupancy seen = sched::occupancy_of(scheds_[r], pool, e - layout_.first[pool]);
     c.engine(st.num_requests_waiting, st.kv_cache_usage_perc);
     c.gaps(gaps_[e].first, gaps_[e].second);
     c.occupancy(seen);

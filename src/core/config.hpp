@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/adaptive_capacity.hpp"
 #include "core/pricing.hpp"
 #include "core/quota/quota_config.hpp"
 #include "core/resilience/resilience_config.hpp"
@@ -241,6 +242,10 @@ struct Config {
   std::vector<ModelConfig> models;
   SchedulerSettings scheduler;
   EngineSignalsConfig engine_signals;
+  // Each backend's slot limit learned from its engine's figures and token
+  // gaps (core/adaptive_capacity.hpp), starting from its max_concurrency;
+  // off by default. Needs engine_signals.
+  sched::AdaptiveCapacityConfig adaptive_capacity;
   resilience::OutlierDetectionConfig outlier_detection;
   resilience::RetriesConfig retries;
   resilience::HealthProbesConfig health_probes;

@@ -101,23 +101,26 @@ struct BackendMonitor::Shared {
   };
 
   Shared(net::any_io_executor executor, std::vector<MonitorTarget> targets, MonitorOptions opts,
-         SignalCallback callback)
+         SignalCallback callback, SignalCallback each)
       : strand(net::make_strand(executor)),
         options(std::move(opts)),
         timeout(options.effective_timeout()),
         on_change(std::move(callback)),
+        on_judged(std::move(each)),
         slots(targets.size()) {
     for (std::size_t i = 0; i < targets.size(); ++i) slots[i].target = std::move(targets[i]);
   }
 
   // Records a scrape (when given), re-judges and reports a change. Strand only.
   void update(Slot& slot, const Attempt* attempt, Clock::time_point now);
-  void notify(const Slot& slot, const sched::BackendSignal& signal, const EngineLoad& load);
+  void notify(const SignalCallback& callback, const Slot& slot, const sched::BackendSignal& signal,
+              const EngineLoad& load);
 
   net::strand<net::any_io_executor> strand;  // every loop and handler runs here
   const MonitorOptions options;              // as given
   const std::chrono::milliseconds timeout;   // per-scrape deadline
   const SignalCallback on_change;            // verdict changes
+  const SignalCallback on_judged;            // every judgement (may be empty)
   std::vector<Slot> slots;                   // one per target; never resized
   mutable std::mutex mu;                     // guards the Slot fields snapshot() reads
   std::mutex callback_mu;                    // held while the callback runs (stop() waits on it)
@@ -129,6 +132,7 @@ struct BackendMonitor::Shared {
 void BackendMonitor::Shared::update(Slot& slot, const Attempt* attempt, Clock::time_point now) {
   sched::BackendSignal signal;
   EngineLoad load;
+  EngineLoad latest;  // the last successful scrape's, for on_judged
   bool changed = false;
   {
     std::lock_guard lock(mu);
@@ -166,16 +170,18 @@ void BackendMonitor::Shared::update(Slot& slot, const Attempt* attempt, Clock::t
       slot.reported_kv = slot.state.load.kv_cache_tokens;
       load = slot.state.load;
     }
+    if (on_judged) latest = slot.state.load;
   }
-  if (changed) notify(slot, signal, load);
+  if (changed) notify(on_change, slot, signal, load);
+  notify(on_judged, slot, signal, latest);
 }
 
-void BackendMonitor::Shared::notify(const Slot& slot, const sched::BackendSignal& signal,
-                                    const EngineLoad& load) {
+void BackendMonitor::Shared::notify(const SignalCallback& callback, const Slot& slot,
+                                    const sched::BackendSignal& signal, const EngineLoad& load) {
   std::lock_guard lock(callback_mu);
-  if (stopped.load() || !on_change) return;
+  if (stopped.load() || !callback) return;
   t_callback_owner = this;
-  on_change(slot.target.pool, slot.target.backend, signal, load);
+  callback(slot.target.pool, slot.target.backend, signal, load);
   t_callback_owner = nullptr;
 }
 
@@ -350,9 +356,9 @@ Task<void> tick_loop(std::shared_ptr<Shared> sh) {
 }  // namespace
 
 BackendMonitor::BackendMonitor(net::any_io_executor executor, std::vector<MonitorTarget> targets,
-                               MonitorOptions options, SignalCallback on_change)
+                               MonitorOptions options, SignalCallback on_change, SignalCallback on_judged)
     : shared_(std::make_shared<Shared>(std::move(executor), std::move(targets), std::move(options),
-                                       std::move(on_change))) {}
+                                       std::move(on_change), std::move(on_judged))) {}
 
 BackendMonitor::~BackendMonitor() { stop(); }
 

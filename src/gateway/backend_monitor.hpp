@@ -89,8 +89,12 @@ using SignalCallback = std::function<void(uint32_t pool, uint32_t backend,
 
 class BackendMonitor {
  public:
+  // `on_judged`, when given, is called like `on_change` but at every
+  // judgement of a backend (each scrape and each tick), changed or not,
+  // after on_change, with its latest successful scrape's figures (adaptive
+  // capacity decides at this pace).
   BackendMonitor(net::any_io_executor executor, std::vector<MonitorTarget> targets,
-                 MonitorOptions options, SignalCallback on_change);
+                 MonitorOptions options, SignalCallback on_change, SignalCallback on_judged = {});
   // Calls stop(). Destroy the monitor before its io_context.
   ~BackendMonitor();
   BackendMonitor(const BackendMonitor&) = delete;

@@ -72,6 +72,7 @@ std::string config_to_yaml(const Config& c) {
   print_entries(y, "prices", price_keys(), prices_of(models));
   y << "scheduler: {" << write_settings(scheduler_keys(), c.scheduler, ", ") << "}\n";
   y << "engine_signals: {" << write_settings(engine_signals_keys(), c.engine_signals, ", ") << "}\n"
+    << "adaptive_capacity: {" << write_settings(adaptive_capacity_keys(), c.adaptive_capacity, ", ") << "}\n"
     << "outlier_detection: {" << write_settings(outlier_detection_keys(), c.outlier_detection, ", ") << "}\n"
     << "retries: {" << write_settings(retries_keys(), c.retries, ", ") << "}\n"
     << "health_probes: {" << write_settings(health_probes_keys(), c.health_probes, ", ") << "}\n"

@@ -315,7 +315,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   Config c;
   if (!r.map(root, "(top level)", {"listener", "admin", "limits", "timeouts", "auth", "tenants", "teams",
                                     "quota_store", "traffic_breaker", "classes", "default_class", "models", "prices",
-                                    "scheduler", "engine_signals", "outlier_detection", "retries",
+                                    "scheduler", "engine_signals", "adaptive_capacity", "outlier_detection", "retries",
                                     "health_probes", "model_breaker", "log"})) {
     return std::unexpected(errors);
   }
@@ -340,6 +340,11 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   if (const YAML::Node list = root["prices"]) read_entries(read_price, r, list, "prices", prices);
   read_section(scheduler_keys(), r, root["scheduler"], "scheduler", c.scheduler);
   read_section(engine_signals_keys(), r, root["engine_signals"], "engine_signals", c.engine_signals);
+  read_section(adaptive_capacity_keys(), r, root["adaptive_capacity"], "adaptive_capacity", c.adaptive_capacity);
+  if (const char* why = sched::validate(c.adaptive_capacity)) r.error("adaptive_capacity", why);
+  if (c.adaptive_capacity.enabled && !c.engine_signals.enabled) {
+    r.error("adaptive_capacity.enabled", "needs engine_signals.enabled: the limit is learned from the engines' figures");
+  }
   read_section(outlier_detection_keys(), r, root["outlier_detection"], "outlier_detection", c.outlier_detection);
   read_section(retries_keys(), r, root["retries"], "retries", c.retries);
   if (c.retries.backoff_max < c.retries.backoff_base) r.error("retries.backoff_max_ms", "must be >= backoff_base_ms");

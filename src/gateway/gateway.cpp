@@ -115,6 +115,15 @@ void Gateway::start_monitor(net::any_io_executor executor) {
   // Verdicts go to the scheduler through BackendHealth (which adds outlier
   // ejection): a saturated backend takes no new dispatch, a stale one falls
   // back to its concurrency limit.
+  // Adaptive capacity decides at every judgement, changed or not.
+  SignalCallback on_judged;
+  if (config_.adaptive_capacity.enabled) {
+    capacity_ = std::make_unique<BackendCapacity>(config_, *dispatcher_, pools_, *health_, metrics_,
+                                                  sched::Clock::now());
+    on_judged = [this](uint32_t pool, uint32_t backend, const sched::BackendSignal& signal, const EngineLoad& load) {
+      capacity_->observe(pool, backend, signal, load, sched::Clock::now());
+    };
+  }
   monitor_ = std::make_unique<BackendMonitor>(
       executor, std::move(targets), options,
       [this](uint32_t pool, uint32_t backend, const sched::BackendSignal& signal, const EngineLoad& load) {
@@ -123,7 +132,8 @@ void Gateway::start_monitor(net::any_io_executor executor) {
         if (load.kv_cache_tokens && config_.models[pool].backends[backend].prefix_cache_from_engine) {
           dispatcher_->set_prefix_cache(pool, backend, *load.kv_cache_tokens);
         }
-      });
+      },
+      std::move(on_judged));
   monitor_->start();
 }
 

@@ -17,6 +17,7 @@
 #include "core/tenants.hpp"
 #include "gateway/admin/admin_routes.hpp"
 #include "gateway/admin/state_export.hpp"
+#include "gateway/backend_capacity.hpp"
 #include "gateway/backend_monitor.hpp"
 #include "gateway/dispatch/dispatcher.hpp"
 #include "gateway/dispatch/service_exchange.hpp"
@@ -91,6 +92,7 @@ class Gateway {
   std::unique_ptr<Dispatcher> dispatcher_;     // queues and the scheduler
   std::unique_ptr<BackendHealth> health_;      // engine signals + outlier ejection -> scheduler
   std::unique_ptr<ModelBreakers> breakers_;    // per model: staged fallbacks
+  std::unique_ptr<BackendCapacity> capacity_;  // adaptive capacity (fed by monitor_); null if disabled
   std::unique_ptr<BackendMonitor> monitor_;    // engine signals; null if disabled
   std::unique_ptr<AdminRoutes> admin_;
   std::unique_ptr<DynamicQuotaUpdater> dynamic_quotas_;  // teams' dynamic quotas from usage_

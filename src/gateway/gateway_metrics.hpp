@@ -101,6 +101,17 @@ struct GatewayMetrics {
   metrics::Family<metrics::Gauge>& backend_down = registry.gauge(
       "arbiter_backend_down", "1 while a backend fails its scrapes (skipped by the scheduler).",
       {"model", "backend"});
+  // Adaptive capacity (gateway/backend_capacity.hpp): what each backend's controller set.
+  metrics::Family<metrics::Gauge>& backend_slot_limit = registry.gauge(
+      "arbiter_backend_slot_limit", "A backend's slot limit for every class (at most its max_concurrency).",
+      {"model", "backend"});
+  metrics::Family<metrics::Gauge>& backend_extra_slots =
+      registry.gauge("arbiter_backend_extra_slots", "Slots above that limit for background classes only.",
+                     {"model", "backend"});
+  metrics::Family<metrics::Counter>& backend_limit_changes = registry.counter(
+      "arbiter_backend_slot_limit_changes_total",
+      "Changes of a backend's whole slot limit (with the extra slots), by direction: up, down.",
+      {"model", "backend", "direction"});
   metrics::Family<metrics::Counter>& backend_stale_total = registry.counter(
       "arbiter_backend_stale_total", "Times a backend's engine metrics went stale.",
       {"model", "backend"});

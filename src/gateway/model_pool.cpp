@@ -2,7 +2,8 @@
 
 namespace arbiter {
 
-ModelPool::ModelPool(const ModelConfig& config, std::size_t io_threads) : config_(config) {
+ModelPool::ModelPool(const ModelConfig& config, std::size_t io_threads)
+    : config_(config), gaps_(std::make_unique<StreamGaps[]>(config.backends.size())) {
   for (const auto& b : config_.backends) {
     // Keep as many idle connections as the backend may have requests in
     // flight: a burst never has to reconnect.

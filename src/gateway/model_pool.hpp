@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "gateway/relay/stream_gaps.hpp"
 #include "http/upstream_pool.hpp"
 
 namespace arbiter {
@@ -19,6 +20,8 @@ class ModelPool {
 
   const BackendConfig& backend(std::size_t i) const { return config_.backends[i]; }
   UpstreamPool& upstream(std::size_t i) { return *upstreams_[i]; }
+  // Backend i's stream gaps (adaptive capacity): the relays count into it.
+  StreamGaps& gaps(std::size_t i) { return gaps_[i]; }
   std::size_t backend_count() const { return config_.backends.size(); }
   // Its requests may also run on `lender`'s backends (borrowing): the two
   // answers below then cover those backends too.
@@ -33,6 +36,7 @@ class ModelPool {
  private:
   const ModelConfig& config_;
   std::vector<std::unique_ptr<UpstreamPool>> upstreams_;  // per backend
+  std::unique_ptr<StreamGaps[]> gaps_;                      // per backend
   bool continues_chat_ = true;     // see continues_chat()
   bool routes_by_prefix_ = false;  // see routes_by_prefix()
 };

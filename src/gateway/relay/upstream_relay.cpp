@@ -439,10 +439,12 @@ class Exchange {
         if (!inherited_->preamble.empty()) add_part(inherited_->preamble);
         last = inherited_->last;
       } else {
+        const std::size_t before = framer.events();
         for (const std::string_view piece : parser.body_pieces()) {
           framer.feed(piece, [this](std::string_view event) { relay_event(event); });
         }
         if (framer.events() > 0) first_event();
+        count_gaps(framer.events() - before);
         last = parser.is_done();
         if (last && !framer.pending().empty()) add_part(framer.pending());
       }
@@ -489,6 +491,15 @@ class Exchange {
     if (first_event_seen_) return;
     first_event_seen_ = true;
     if (r_.on_first_event) r_.on_first_event();
+  }
+
+  // Adaptive capacity (r_.gaps): the events one read brought, and the gap
+  // since this run's previous ones. One clock read per read, not per event.
+  void count_gaps(std::size_t events) {
+    if (!r_.gaps || events == 0) return;
+    const auto now = Clock::now();
+    if (last_events_at_) r_.gaps->count(static_cast<uint32_t>(events), now - *last_events_at_);
+    last_events_at_ = now;
   }
 
   Task<void> end_stream_with_error(const ApiError& err) {
@@ -556,10 +567,12 @@ class Exchange {
     RelayResume& resume = *r_.resume;
     SseFramer framer;
     for (;;) {
+      const std::size_t before = framer.events();
       for (const std::string_view piece : parser.body_pieces()) {
         framer.feed(piece, [&resume](std::string_view event) { track_event(event, resume.route, resume.checkpoint); });
       }
       if (framer.events() > 0) first_event();
+      count_gaps(framer.events() - before);
       framer.release();
       if (resume.checkpoint.text.size() > r_.limits.max_upstream_response_bytes) {
         fail_too_large();
@@ -637,6 +650,7 @@ class Exchange {
 
   const RelayRequest& r_;
   bool first_event_seen_ = false;  // on_first_event ran for this run
+  std::optional<Clock::time_point> last_events_at_;  // count_gaps: this run's latest read with events
   // The upstream socket is probably empty (plain TCP): the request was just
   // written, or the last read did not fill the buffer.
   bool drained_ = true;

@@ -25,6 +25,7 @@
 #include "http/http_head.hpp"
 #include "http/response_sink.hpp"
 #include "gateway/error_response.hpp"
+#include "gateway/relay/stream_gaps.hpp"
 #include "http/upstream_pool.hpp"
 #include "gateway/relay/typing_handover.hpp"
 
@@ -81,6 +82,9 @@ struct RelayRequest {
   // at each event boundary, and a claim seen there hands the stream over:
   // this client's stream then ends as superseded.
   TypingOffer* typing = nullptr;
+  // Adaptive capacity: the backend's inter-event gaps are counted into it
+  // (stream_gaps.hpp). Null: not counted.
+  StreamGaps* gaps = nullptr;
 };
 
 // An upstream error answer kept back (RelayRequest::hold_failures).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 #include "core/resilience/resilience_settings.hpp"
 #include "gateway/resilience/health_probe.hpp"
@@ -62,6 +63,16 @@ void BackendHealth::on_signal(uint32_t pool, uint32_t backend, const sched::Back
   {
     std::lock_guard lock(mu_);
     pools_[pool].monitor[backend] = signal;
+    settle_locked(pool, Clock::now(), updates);
+  }
+  tell(updates);
+}
+
+void BackendHealth::set_capacity(uint32_t pool, uint32_t backend, uint32_t base, uint32_t extra) {
+  std::vector<Update> updates;
+  {
+    std::lock_guard lock(mu_);
+    pools_[pool].capacity[backend] = {base, extra};
     settle_locked(pool, Clock::now(), updates);
   }
   tell(updates);
@@ -130,11 +141,14 @@ void BackendHealth::settle_locked(uint32_t p, Clock::time_point now, std::vector
   pool.panic = !usable && excluded;
   for (uint32_t b = 0; b < pool.monitor.size(); ++b) {
     sched::BackendSignal signal = pool.monitor[b];
+    std::tie(signal.max_in_flight, signal.extra_slots) = pool.capacity[b];
     if (pool.detector.excluded(b)) {
       signal.down = signal.down || !pool.panic;
     } else if (const double share = pool.detector.capacity_fraction(b, now); share < 1) {
       const unsigned limit = model.backends[b].max_concurrency;
-      signal.max_in_flight = std::max(1u, static_cast<unsigned>(std::ceil(share * limit)));
+      const unsigned ramp = std::max(1u, static_cast<unsigned>(std::ceil(share * limit)));
+      signal.max_in_flight = signal.max_in_flight > 0 ? std::min(signal.max_in_flight, ramp) : ramp;
+      signal.extra_slots = 0;  // nothing above the limit while it ramps up
     }
     const sched::BackendSignal& before = pool.published[b];
     if (!sched::same_verdict(signal, before) || signal.engine_running != before.engine_running) {

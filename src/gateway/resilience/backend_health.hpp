@@ -47,6 +47,10 @@ class BackendHealth {
 
   // The engine-signal monitor's verdict for a backend (BackendMonitor's callback).
   void on_signal(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal);
+  // Adaptive capacity's limits for a backend (gateway/backend_capacity.hpp):
+  // `base` slots for every class (0: max_concurrency), `extra` above them
+  // for background work. A slow start after an ejection caps both.
+  void set_capacity(uint32_t pool, uint32_t backend, uint32_t base, uint32_t extra);
   // How a run on a backend ended; `retry_after`: the engine's, on a 429/503.
   void record(uint32_t pool, uint32_t backend, RunVerdict verdict,
               std::optional<std::chrono::milliseconds> retry_after);
@@ -65,10 +69,11 @@ class BackendHealth {
   using Clock = sched::Clock;
   struct PoolHealth {
     PoolHealth(resilience::OutlierDetector d, resilience::RetryBudget b, std::size_t backends)
-        : detector(std::move(d)), budget(std::move(b)), monitor(backends), published(backends) {}
+        : detector(std::move(d)), budget(std::move(b)), monitor(backends), capacity(backends), published(backends) {}
     resilience::OutlierDetector detector;
     resilience::RetryBudget budget;
     std::vector<sched::BackendSignal> monitor;    // the monitor's last verdict per backend
+    std::vector<std::pair<uint32_t, uint32_t>> capacity;  // adaptive capacity's (base, extra); 0: none
     std::vector<sched::BackendSignal> published;  // what the scheduler was last told
     bool panic = false;
   };

@@ -208,6 +208,30 @@ TEST(BenchGatewayConfig, PoolsAndTheirLendingCarryOver) {
   EXPECT_FALSE(config->models[1].lends);
 }
 
+// A scenario's engine.adaptive_capacity is the gateway's adaptive_capacity:
+// live mode runs the controller virtual mode runs.
+TEST(BenchGatewayConfig, AdaptiveCapacityCarriesOver) {
+  Scenario s = smoke();
+  s.engine.adaptive.enabled = true;
+  s.engine.adaptive.min_limit = 2;
+  s.engine.adaptive.max_extra_share = 0.5;
+  s.engine.adaptive.itl_target = std::chrono::milliseconds(45);
+  std::vector<std::string> warnings;
+  auto config = parse_config(gateway_config_yaml(s, GatewayConfigOptions{}, warnings));
+  ASSERT_TRUE(config) << config.error().front();
+  EXPECT_TRUE(config->adaptive_capacity.enabled);
+  EXPECT_EQ(config->adaptive_capacity.min_limit, 2u);
+  EXPECT_DOUBLE_EQ(config->adaptive_capacity.max_extra_share, 0.5);
+  EXPECT_EQ(config->adaptive_capacity.itl_target, std::chrono::milliseconds(45));
+  // Without engine signals virtual mode does not run it: neither does the gateway.
+  s.engine.signals = false;
+  warnings.clear();
+  config = parse_config(gateway_config_yaml(s, GatewayConfigOptions{}, warnings));
+  ASSERT_TRUE(config) << config.error().front();
+  EXPECT_FALSE(config->adaptive_capacity.enabled);
+  EXPECT_FALSE(warnings.empty());
+}
+
 TEST(BenchGatewayConfig, EngineUrlsAndWhatCannotBeExpressed) {
   Scenario s = smoke();
   s.engine.max_waiting = 3;

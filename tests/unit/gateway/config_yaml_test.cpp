@@ -103,6 +103,26 @@ classes:
               Contains(HasSubstr("ttft_slo_ms")));
 }
 
+// adaptive_capacity: off by default; the bench's keys and rules; it learns
+// from the engines' figures, so it needs engine signals.
+TEST(ConfigYaml, AdaptiveCapacityIsOffByDefaultAndNeedsEngineSignals) {
+  auto d = parse_config(kMinimal);
+  ASSERT_TRUE(d) << ::testing::PrintToString(d.error());
+  EXPECT_FALSE(d->adaptive_capacity.enabled);
+  auto c = parse_config(std::string(kMinimal) + "adaptive_capacity: {enabled: true, min: 2, max_extra_share: 0.5}\n");
+  ASSERT_TRUE(c) << ::testing::PrintToString(c.error());
+  EXPECT_TRUE(c->adaptive_capacity.enabled);
+  EXPECT_EQ(c->adaptive_capacity.min_limit, 2u);
+  EXPECT_DOUBLE_EQ(c->adaptive_capacity.max_extra_share, 0.5);
+  EXPECT_THAT(errors_of(std::string(kMinimal) + "adaptive_capacity: {min: 20, max: 10}\n"),
+              Contains(HasSubstr("adaptive_capacity")));
+  EXPECT_THAT(errors_of(std::string(kMinimal) + "adaptive_capacity: {kv_grow_below: 0.95, kv_shrink_above: 0.9}\n"),
+              Contains(HasSubstr("kv_grow_below")));
+  EXPECT_THAT(errors_of(std::string(kMinimal) +
+                        "engine_signals: {enabled: false}\nadaptive_capacity: {enabled: true}\n"),
+              Contains(HasSubstr("engine_signals")));
+}
+
 TEST(ConfigYaml, BackendsNamingClassesFormPoolsPerClass) {
   auto c = parse_config(R"(
 models:

@@ -80,6 +80,7 @@ TEST(SettingKeys, EveryFlatSectionIsDocumentedExactly) {
   expect_documented("## `timeouts`", timeouts_keys());
   expect_documented("## `auth`", auth_keys());
   expect_documented("## `engine_signals`", engine_signals_keys());
+  expect_documented("## `adaptive_capacity`", adaptive_capacity_keys());
   expect_documented("## `log`", log_keys());
   expect_documented("## `quota_store`", quota_store_keys());
   expect_documented("## `traffic_breaker`", traffic_breaker_keys());

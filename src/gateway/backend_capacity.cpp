@@ -1,0 +1,71 @@
+#include "gateway/backend_capacity.hpp"
+
+#include <span>
+
+#include "core/capacity_view.hpp"
+
+namespace arbiter {
+
+BackendCapacity::BackendCapacity(const Config& config, Dispatcher& dispatcher,
+                                 const std::vector<std::unique_ptr<ModelPool>>& pools, BackendHealth& health,
+                                 GatewayMetrics& metrics, Clock::time_point now)
+    : config_(config),
+      dispatcher_(dispatcher),
+      pools_(pools),
+      health_(health),
+      class_bounds_s_(config.classes.size(), 0) {
+  backends_.resize(config.models.size());
+  for (std::size_t p = 0; p < config.models.size(); ++p) {
+    const ModelConfig& model = config.models[p];
+    for (const BackendConfig& b : model.backends) {
+      backends_[p].push_back(
+          {.controller = sched::CapacityController(config.adaptive_capacity, b.max_concurrency, now),
+           .limit_gauge = &metrics.backend_slot_limit.with({model.name, b.name}),
+           .extra_gauge = &metrics.backend_extra_slots.with({model.name, b.name}),
+           .ups = &metrics.backend_limit_changes.with({model.name, b.name, "up"}),
+           .downs = &metrics.backend_limit_changes.with({model.name, b.name, "down"})});
+    }
+  }
+  // The start applies at once: it differs from max_concurrency when the
+  // latter is outside [min, max].
+  for (uint32_t p = 0; p < backends_.size(); ++p) {
+    for (uint32_t b = 0; b < backends_[p].size(); ++b) publish(p, b, backends_[p][b].controller.limit());
+  }
+}
+
+void BackendCapacity::observe(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal,
+                              const EngineLoad& load, Clock::time_point now) {
+  Backend& b = backends_[pool][backend];
+  StreamGaps& gaps = pools_[pool]->gaps(backend);
+  const StreamGaps::Counts counted = gaps.take();
+  const uint32_t before = b.controller.limit();
+  if (signal.stale || signal.down) {
+    b.controller = sched::CapacityController(config_.adaptive_capacity,
+                                             config_.models[pool].backends[backend].max_concurrency, now);
+    if (b.controller.limit() != before) publish(pool, backend, before);
+    return;
+  }
+  sched::Occupancy occupancy;
+  std::chrono::duration<double> target{};
+  dispatcher_.inspect([&](const sched::Scheduler& s) {
+    occupancy = sched::occupancy_of(s, pool, backend);
+    target = sched::pool_gap_target(config_.adaptive_capacity, std::span(&s, 1), pool, class_bounds_s_);
+  });
+  gaps.set_target(std::chrono::duration_cast<StreamGaps::Clock::duration>(target));
+  b.controller.engine(load.waiting.value_or(0), load.kv_usage.value_or(0));
+  b.controller.gaps(counted.total, counted.within);
+  b.controller.occupancy(occupancy);
+  if (b.controller.update(now)) publish(pool, backend, before);
+}
+
+void BackendCapacity::publish(uint32_t pool, uint32_t backend, uint32_t before) {
+  Backend& b = backends_[pool][backend];
+  const sched::CapacityController& c = b.controller;
+  b.limit_gauge->set(std::min(c.base(), config_.models[pool].backends[backend].max_concurrency));
+  b.extra_gauge->set(c.extra());
+  if (c.limit() > before) b.ups->inc();
+  if (c.limit() < before) b.downs->inc();
+  health_.set_capacity(pool, backend, c.base(), c.extra());
+}
+
+}  // namespace arbiter

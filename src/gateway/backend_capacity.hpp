@@ -1,0 +1,71 @@
+// Adaptive capacity in the gateway (issue 11): one CapacityController
+// (core/adaptive_capacity.hpp) per backend, fed at every engine-signals
+// judgement (BackendMonitor's on_judged) with the scrape's waiting count and
+// KV use, the inter-event gaps the relays counted for the backend since the
+// last one (StreamGaps, in its ModelPool), and the scheduler's occupancy of
+// the backend. What it decides goes to the scheduler through BackendHealth
+// (base slots for every class, extra slots for background work), which
+// also caps it while a backend ramps up after an ejection.
+//
+// A backend whose metrics are stale or down starts over at its
+// max_concurrency (the engine cannot be seen: no slots beyond what the
+// operator configured), and its gaps meanwhile are dropped.
+//
+// Threading: observe() runs on the monitor's strand only (the controllers
+// are that strand's); it takes the dispatcher's lock to read the scheduler
+// and BackendHealth's to publish, one after the other, never both.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/adaptive_capacity.hpp"
+#include "core/config.hpp"
+#include "core/engine_metrics.hpp"
+#include "core/scheduler_types.hpp"
+#include "gateway/dispatch/dispatcher.hpp"
+#include "gateway/gateway_metrics.hpp"
+#include "gateway/model_pool.hpp"
+#include "gateway/resilience/backend_health.hpp"
+
+namespace arbiter {
+
+class BackendCapacity {
+ public:
+  using Clock = sched::Clock;
+
+  // All outlive it; models[p] is scheduler pool p and pools[p]; only built
+  // with config.adaptive_capacity.enabled.
+  BackendCapacity(const Config& config, Dispatcher& dispatcher,
+                  const std::vector<std::unique_ptr<ModelPool>>& pools, BackendHealth& health,
+                  GatewayMetrics& metrics, Clock::time_point now);
+
+  // A judgement of a backend by the monitor (its strand): `load` the
+  // figures of its last successful scrape.
+  void observe(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal, const EngineLoad& load,
+               Clock::time_point now);
+
+ private:
+  struct Backend {
+    sched::CapacityController controller;
+    metrics::Gauge* limit_gauge;
+    metrics::Gauge* extra_gauge;
+    metrics::Counter* ups;
+    metrics::Counter* downs;
+  };
+  // Sets the gauges, counts the change and tells BackendHealth.
+  void publish(uint32_t pool, uint32_t backend, uint32_t before);
+
+  const Config& config_;
+  Dispatcher& dispatcher_;
+  const std::vector<std::unique_ptr<ModelPool>>& pools_;
+  BackendHealth& health_;
+  std::vector<std::vector<Backend>> backends_;  // [pool][backend]; the monitor's strand
+  // Per scheduler class: its per-token bound in seconds (0: none; the
+  // gateway's classes declare none yet, so the gap target is itl_target).
+  std::vector<double> class_bounds_s_;
+};
+
+}  // namespace arbiter

@@ -1,0 +1,172 @@
+// Adaptive capacity live (issue 11): the gateway learns each backend's slot
+// limit from its engine (arbiter-sim's /metrics and the gaps between its
+// stream events). With background work queued and an engine that has room,
+// the limit grows above max_concurrency and the engine runs more than
+// max_concurrency of that work at once, while another class still never
+// gets more than max_concurrency; once the engine's KV cache fills, the
+// limit shrinks back below the start; an engine the gateway cannot see
+// starts over at max_concurrency. Every wait is bounded and polls the
+// gateway's or the sim's gauges; nothing is timed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "integration/sim_harness.hpp"
+#include "support/gateway_config.hpp"
+#include "support/gateway_process.hpp"
+#include "support/harness.hpp"  // describe_output
+
+namespace arbiter::test {
+namespace {
+
+constexpr unsigned kSlots = 4;  // max_concurrency: the controller's start
+const Labels kBackend{{"model", "m1"}};
+
+GatewayConfig adaptive_config(uint16_t port) {
+  GatewayConfig config;
+  config.backend_ports = {port};
+  config.max_concurrency = kSlots;
+  config.engine_signals = true;
+  config.alpha_classes = "[batch, chat]";
+  config.extra =
+      "classes:\n"
+      "  - {name: batch, background: true, preemptible: true, max_queue_wait_ms: 600000}\n"
+      "  - {name: chat, max_queue_wait_ms: 600000}\n"
+      // A decision per 100 ms; a gap target a loaded test machine meets
+      // (the sim's steps take ~12 ms); extra slots up to the start again.
+      "adaptive_capacity: {enabled: true, min: 1, max: 64, max_extra_share: 1, interval_ms: 100,\n"
+      "                    min_gaps: 8, itl_target_ms: 200}\n";
+  return config;
+}
+
+std::vector<std::future<HttpResponse>> send_streams(uint16_t port, const std::string& cls, int count, int tokens) {
+  std::vector<std::future<HttpResponse>> out;
+  const std::string extra = "\"max_tokens\":" + std::to_string(tokens) + ",\"min_tokens\":" +
+                            std::to_string(tokens) + ",\"stream\":true";
+  for (int i = 0; i < count; ++i) {
+    out.push_back(std::async(std::launch::async, [port, cls, extra] {
+      return http_call(port, gateway_post("/v1/chat/completions", sim_chat(extra, "Write a report.", "m1"),
+                                          kAlphaKey, cls),
+                       Millis(120'000));
+    }));
+  }
+  return out;
+}
+
+void expect_all_ok(std::vector<std::future<HttpResponse>>& answers) {
+  for (auto& f : answers) {
+    const HttpResponse r = f.get();
+    EXPECT_EQ(r.status, 200) << r.body;
+  }
+}
+
+TEST(AdaptiveCapacity, BackgroundWorkGetsExtraSlotsOtherClassesKeepTheLimit) {
+  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
+  GatewayProcess gateway(adaptive_config(sim.port()).to_yaml());
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_backend_slot_limit", [](double v) { return v == kSlots; },
+                                    Millis(10'000), kBackend),
+            kSlots);
+
+  // A background backlog four times the start, long enough to grow into.
+  auto batch = send_streams(gateway.port(), "batch", 4 * kSlots, 400);
+  const auto extra = gateway.wait_for_metric("arbiter_backend_extra_slots", [](double v) { return v > 0; },
+                                             Millis(60'000), kBackend);
+  ASSERT_TRUE(extra && *extra > 0) << describe_output(gateway);
+  const auto running = sim.wait_for_metric("vllm:num_requests_running", [](double v) { return v > kSlots; },
+                                           Millis(60'000));
+  EXPECT_GT(running.value_or(0), kSlots) << "the engine never ran more than max_concurrency background requests";
+  EXPECT_GT(gateway.wait_for_metric("arbiter_backend_slot_limit_changes_total", [](double v) { return v > 0; },
+                                    Millis(10'000), {{"model", "m1"}, {"direction", "up"}})
+                .value_or(0),
+            0);
+  expect_all_ok(batch);
+
+  // The extra slots are still there (nothing shrinks a limit nobody is
+  // slowed by), but chat is not background: it never runs above the start.
+  const double extra_before = gateway.wait_for_metric("arbiter_backend_extra_slots", [](double v) { return v > 0; },
+                                                      Millis(10'000), kBackend)
+                                  .value_or(0);
+  ASSERT_GT(extra_before, 0);
+  auto chat = send_streams(gateway.port(), "chat", 3 * kSlots, 100);
+  double most_running = 0;
+  while (!std::all_of(chat.begin(), chat.end(), [](const auto& f) {
+    return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  })) {
+    most_running = std::max(most_running, sim.metric("vllm:num_requests_running").value_or(0));
+    std::this_thread::sleep_for(Millis(20));
+  }
+  expect_all_ok(chat);
+  EXPECT_LE(most_running, kSlots) << "chat ran on the background work's extra slots";
+  EXPECT_GT(most_running, 0);
+  EXPECT_GT(gateway.wait_for_metric("arbiter_backend_extra_slots", [](double v) { return v > 0; }, Millis(10'000),
+                                    kBackend)
+                .value_or(0),
+            0);
+}
+
+TEST(AdaptiveCapacity, ShrinksBelowTheStartWhenTheEngineKvFills) {
+  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
+  GatewayProcess gateway(adaptive_config(sim.port()).to_yaml());
+  auto batch = send_streams(gateway.port(), "batch", 4 * kSlots, 600);
+  const auto extra = gateway.wait_for_metric("arbiter_backend_extra_slots", [](double v) { return v > 0; },
+                                             Millis(60'000), kBackend);
+  ASSERT_TRUE(extra && *extra > 0) << describe_output(gateway);
+
+  // The engine's KV cache shrinks under the running sequences: its KV use
+  // goes above kv_shrink_above, and the limit follows it down, past the
+  // start (the engine would preempt by recompute otherwise).
+  ASSERT_EQ(sim.set_faults(R"({"kv_blocks": 48})"), 200);
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_backend_extra_slots", [](double v) { return v == 0; },
+                                    Millis(60'000), kBackend),
+            0);
+  EXPECT_LT(gateway.wait_for_metric("arbiter_backend_slot_limit", [](double v) { return v < kSlots; },
+                                    Millis(60'000), kBackend)
+                .value_or(kSlots),
+            kSlots);
+  EXPECT_GT(gateway.wait_for_metric("arbiter_backend_slot_limit_changes_total", [](double v) { return v > 0; },
+                                    Millis(10'000), {{"model", "m1"}, {"direction", "down"}})
+                .value_or(0),
+            0);
+  ASSERT_EQ(sim.set_faults(R"({"kv_blocks": 0})"), 200);
+  expect_all_ok(batch);
+}
+
+// An engine the gateway cannot see (its scrapes hang: stale, then down)
+// gets no slots beyond what the operator configured: the controller starts
+// over at max_concurrency, and grows again once the engine is back.
+TEST(AdaptiveCapacity, AnEngineThatCannotBeSeenStartsOverAtMaxConcurrency) {
+  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
+  GatewayConfig config = adaptive_config(sim.port());
+  config.stream_idle_ms = 120'000;  // the streams wait out the stopped engine
+  GatewayProcess gateway(config.to_yaml());
+  auto batch = send_streams(gateway.port(), "batch", 4 * kSlots, 600);
+  const auto grown = [&] {
+    return gateway.wait_for_metric("arbiter_backend_extra_slots", [](double v) { return v > 0; }, Millis(60'000),
+                                   kBackend);
+  };
+  ASSERT_GT(grown().value_or(0), 0) << describe_output(gateway);
+
+  sim.child().signal(SIGSTOP);
+  const auto extra = gateway.wait_for_metric("arbiter_backend_extra_slots", [](double v) { return v == 0; },
+                                             Millis(60'000), kBackend);
+  const auto limit = gateway.wait_for_metric("arbiter_backend_slot_limit", [](double v) { return v == kSlots; },
+                                             Millis(10'000), kBackend);
+  sim.child().signal(SIGCONT);
+  EXPECT_EQ(extra, 0);
+  EXPECT_EQ(limit, kSlots);
+  // A pool whose backends are all down answers its queue 503 (its
+  // backlog is gone): once the engine is seen again, a new one grows it again.
+  for (auto& f : batch) f.get();
+  ASSERT_EQ(gateway.wait_for_metric("arbiter_backend_down", [](double v) { return v == 0; }, Millis(30'000),
+                                    kBackend),
+            0);
+  auto again = send_streams(gateway.port(), "batch", 4 * kSlots, 400);
+  EXPECT_GT(grown().value_or(0), 0);
+  expect_all_ok(again);
+}
+
+}  // namespace
+}  // namespace arbiter::test

@@ -1,0 +1,67 @@
+// What adaptive capacity reads of the scheduler (core/capacity_view.hpp):
+// a backend's occupancy (its slots in use, background and other work
+// queued or running on its pool) and a pool's gap target (the tightest
+// per-token bound of the non-background classes with work on it).
+#include "core/capacity_view.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "scheduler_test_util.hpp"
+
+namespace arbiter::sched {
+namespace {
+
+using testing::at_ms;
+using testing::Harness;
+
+constexpr ClassId kChat = 0;
+constexpr ClassId kBatch = 1;
+
+// chat, then batch (background); both wait as long as a test takes.
+SchedulerConfig two_classes(uint32_t slots) {
+  std::vector<ClassPolicy> classes(2);
+  classes[kChat].name = "chat";
+  classes[kBatch].name = "batch";
+  classes[kBatch].background = true;
+  for (ClassPolicy& c : classes) c.max_queue_wait = std::chrono::hours(1);
+  return testing::one_pool(classes, {slots}, Policy::kHybrid);
+}
+
+TEST(CapacityView, OccupancyTellsBackgroundFromOtherWork) {
+  Harness h(two_classes(2));
+  EXPECT_EQ(occupancy_of(h.scheduler(), 0, 0).in_flight, 0u);
+  for (uint64_t u = 1; u <= 3; ++u) h.add(u, kBatch, 0, 10, at_ms(0));
+  h.poll(at_ms(1));
+  Occupancy seen = occupancy_of(h.scheduler(), 0, 0);
+  EXPECT_EQ(seen.in_flight, 2u);
+  EXPECT_TRUE(seen.background_waiting);
+  EXPECT_FALSE(seen.others_waiting);
+  EXPECT_FALSE(seen.others_running);
+  h.add(10, kChat, 0, 10, at_ms(2));
+  seen = occupancy_of(h.scheduler(), 0, 0);
+  EXPECT_TRUE(seen.others_waiting);
+  EXPECT_FALSE(seen.others_running);
+}
+
+TEST(CapacityView, GapTargetIsTheTightestBoundOfActiveForegroundClasses) {
+  AdaptiveCapacityConfig config;
+  config.itl_target = std::chrono::milliseconds(30);
+  Harness h(two_classes(4));
+  const std::vector<Scheduler> none;
+  const std::vector<double> bounds{0.1, 0.005};  // chat 100 ms; batch's never counts
+  const auto target = [&] { return pool_gap_target(config, std::span(&h.scheduler(), 1), 0, bounds).count(); };
+  EXPECT_DOUBLE_EQ(target(), 0.030);  // nothing on the pool: itl_target
+  h.add(1, kBatch, 0, 10, at_ms(0));
+  h.poll(at_ms(1));
+  EXPECT_DOUBLE_EQ(target(), 0.030);  // background work has no bound
+  h.add(2, kChat, 0, 10, at_ms(2));
+  EXPECT_DOUBLE_EQ(target(), 0.1);    // chat queued
+  h.poll(at_ms(3));
+  EXPECT_DOUBLE_EQ(target(), 0.1);    // and running
+  EXPECT_DOUBLE_EQ(pool_gap_target(config, none, 0, bounds).count(), 0.030);
+}
+
+}  // namespace
+}  // namespace arbiter::sched
