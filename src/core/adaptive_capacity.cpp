@@ -60,16 +60,15 @@ CapacityController::Verdict CapacityController::judge() const {
   const bool decode_fast =
       gap_evidence && static_cast<double>(gaps_within_) >= config_.itl_quantile * static_cast<double>(gaps_);
   if (kv_ > config_.kv_shrink_above) return Verdict::kShrink;
+  // The limit held background work back and the engine shows room.
+  const bool room = limited_ && waiting_ <= 0 && kv_ < config_.kv_grow_below;
   // The gap rule guards work that waits on its tokens. With no other work
   // running or waiting in the interval, the background work alone has no
   // per-token target: larger batches only raise its throughput, until the
   // engine's KV cache or its own queue says stop.
-  if (!others_active_)
-    return limited_ && waiting_ <= 0 && kv_ < config_.kv_grow_below ? Verdict::kGrow : Verdict::kHold;
+  if (!others_active_) return room ? Verdict::kGrow : Verdict::kHold;
   if (in_use_ && gap_evidence && !decode_fast && limit_ > start_) return Verdict::kHalveExtra;
-  if (limited_ && !others_waiting_ && decode_fast && waiting_ <= 0 && kv_ < config_.kv_grow_below)
-    return Verdict::kGrow;
-  return Verdict::kHold;
+  return room && !others_waiting_ && decode_fast ? Verdict::kGrow : Verdict::kHold;
 }
 
 bool CapacityController::update(Clock::time_point now) {
