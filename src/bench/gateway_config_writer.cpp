@@ -45,15 +45,6 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
     warnings.push_back("engine.adaptive_capacity: off without engine signals, as in virtual mode");
     adaptive.enabled = false;
   }
-  if (adaptive.enabled) {
-    for (const double bound : class_gap_bounds_s(s)) {
-      if (bound > 0) {
-        warnings.push_back(
-            "classes' tpot_ms: the gateway's gap target is adaptive_capacity.itl_target_ms (no per-class bound)");
-        break;
-      }
-    }
-  }
   // The scenario's scheduler settings under the policy asked for.
   SchedulerSettings scheduler = s.scheduler;
   if (auto policy = sched::policy_from_string(o.policy)) scheduler.policy = *policy;

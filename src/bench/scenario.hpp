@@ -184,7 +184,8 @@ std::vector<std::string> scheduler_class_names(const Scenario& scenario);
 // tokens its SLO asks for, seconds; 0 when it declares none. Its tpot_ms,
 // or else what an e2e_ms leaves after its ttft_ms spread over max_tokens
 // (the pace that still meets it at the longest answer); the tightest of the
-// streams that join the class. Adaptive capacity's gap target.
+// streams that join the class. The parser sets it as each class's
+// tpot_slo (adaptive capacity's gap target, in both modes).
 std::vector<double> class_gap_bounds_s(const Scenario& scenario);
 
 // Some of the scenario's engines as a pool of their own for some classes

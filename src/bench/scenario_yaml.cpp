@@ -196,12 +196,13 @@ void read_traffic(Reader& r, const YAML::Node& n, const std::string& path, Traff
   r.read(n, path, "jobs", t.jobs, 0, 1e8);
 }
 
-// The gateway's class keys (yaml/setting_keys.hpp), but the TTFT SLO,
-// which the scenario's `slo.ttft_ms` sets.
+// The gateway's class keys (yaml/setting_keys.hpp), but the SLO targets,
+// which the scenario's `slo` sets.
 void read_scheduler(Reader& r, const YAML::Node& n, const std::string& path,
                     sched::ClassPolicy& p) {
   std::vector<std::string_view> known = key_names(class_policy_keys());
   std::erase(known, "ttft_slo_ms");
+  std::erase(known, "tpot_slo_ms");
   if (r.map(n, path, known)) read_class_policy(r, n, path, p);
 }
 
@@ -429,6 +430,14 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
       ClassSpec klass;
       read_class(r, c[i], Reader::index("classes", i), s, klass);
       s.classes.push_back(std::move(klass));
+    }
+    // The per-token target its users would declare to the gateway: what its
+    // SLO asks of the gaps between tokens (the tightest of its streams').
+    const std::vector<double> bounds = class_gap_bounds_s(s);
+    const std::vector<uint16_t> klass = scheduler_classes(s);
+    for (std::size_t i = 0; i < s.classes.size(); ++i) {
+      s.classes[i].policy.tpot_slo =
+          std::chrono::duration_cast<sched::Duration>(std::chrono::duration<double>(bounds[klass[i]]));
     }
   } else {
     r.error("classes", "must be a non-empty list");

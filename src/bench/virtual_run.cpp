@@ -100,8 +100,7 @@ class VirtualRun {
         policy_(policy),
         sched_class_(scheduler_classes(s)),
         layout_(pool_layout(s)),
-        adaptive_(s.engine.adaptive),
-        gap_bound_s_(class_gap_bounds_s(s)) {
+        adaptive_(s.engine.adaptive) {
     if (policy != "direct") {
       const bool no_preemption = policy == kHybridNoPreemption;
       const bool no_affinity = policy == kHybridNoAffinity;
@@ -545,11 +544,11 @@ class VirtualRun {
     gaps_[e].second += gap_s <= gap_target_s_[layout_.pool_of_engine(e)];
   }
 
-  // Each pool's gap target until the next scrape: the tightest bound of the
-  // non-background classes with work on it in any replica.
+  // Each pool's gap target until the next scrape: the tightest tpot_slo of
+  // the non-background classes with work on it in any replica.
   void set_gap_targets() {
     for (uint32_t pool = 0; pool < gap_target_s_.size(); ++pool) {
-      gap_target_s_[pool] = sched::pool_gap_target(adaptive_, scheds_, pool, gap_bound_s_).count();
+      gap_target_s_[pool] = sched::pool_gap_target(adaptive_, scheds_, pool).count();
     }
   }
 
@@ -645,7 +644,6 @@ class VirtualRun {
   PoolLayout layout_;                      // engines and classes per pool
   std::vector<sched::Scheduler> scheds_;   // one per gateway replica; none: direct
   sched::AdaptiveCapacityConfig adaptive_;  // the scenario's, enabled only for gateway policies
-  std::vector<double> gap_bound_s_;   // per scheduler class: its SLO's gap between tokens, 0: none
   std::vector<double> gap_target_s_;  // per pool until the next scrape (adaptive capacity)
   std::vector<sched::CapacityController> capacity_;  // replica-major, per engine; empty: off
   std::vector<std::pair<uint64_t, uint64_t>> gaps_;  // per engine since the last scrape: gaps, within target

@@ -16,16 +16,15 @@ Occupancy occupancy_of(const Scheduler& scheduler, PoolId pool, BackendId backen
 }
 
 std::chrono::duration<double> pool_gap_target(const AdaptiveCapacityConfig& config,
-                                              std::span<const Scheduler> schedulers, PoolId pool,
-                                              std::span<const double> class_bounds_s) {
+                                              std::span<const Scheduler> schedulers, PoolId pool) {
   std::vector<std::chrono::duration<double>> bounds;
   if (schedulers.empty()) return gap_target(config, bounds);
   const std::vector<ClassPolicy>& classes = schedulers.front().config().classes;
-  for (ClassId k = 0; k < classes.size() && k < class_bounds_s.size(); ++k) {
+  for (ClassId k = 0; k < classes.size(); ++k) {
     if (classes[k].background) continue;
     bool active = false;
     for (const Scheduler& s : schedulers) active |= s.ready_depth(pool, k) + s.class_in_flight(pool, k) > 0;
-    if (active) bounds.emplace_back(class_bounds_s[k]);
+    if (active) bounds.emplace_back(classes[k].tpot_slo);
   }
   return gap_target(config, bounds);
 }

@@ -15,11 +15,9 @@ namespace arbiter::sched {
 Occupancy occupancy_of(const Scheduler& scheduler, PoolId pool, BackendId backend);
 
 // The gap target of a pool's backends until the next tick: gap_target()
-// over the bounds (`class_bounds_s`, seconds per class, 0: none) of the
-// non-background classes with work queued or running on the pool in any of
-// `schedulers`.
+// over the `tpot_slo`s of the non-background classes with work queued or
+// running on the pool in any of `schedulers` (which share one config).
 std::chrono::duration<double> pool_gap_target(const AdaptiveCapacityConfig& config,
-                                              std::span<const Scheduler> schedulers, PoolId pool,
-                                              std::span<const double> class_bounds_s);
+                                              std::span<const Scheduler> schedulers, PoolId pool);
 
 }  // namespace arbiter::sched

@@ -35,6 +35,13 @@ std::vector<ClassConfig> default_classes() {
   return out;
 }
 
+bool Config::any_adaptive_capacity() const {
+  for (std::size_t p = 0; p < models.size(); ++p) {
+    if (adaptive_capacity_of(p).enabled) return true;
+  }
+  return false;
+}
+
 std::string ModelConfig::pool_name() const {
   std::string out = name;
   for (std::size_t i = 0; i < classes.size(); ++i) out += (i == 0 ? "/" : "+") + classes[i];

@@ -195,6 +195,9 @@ struct ModelConfig {
   // fallback_at the fallback model; names of other models, or empty.
   std::string degraded;
   std::string fallback;
+  // Its own adaptive capacity: the global section's settings with the keys
+  // its `adaptive_capacity` names changed; none: the global section applies.
+  std::optional<sched::AdaptiveCapacityConfig> adaptive_capacity;
   // The pool's name in metrics: the model's, with its classes when it has
   // them ("m1/completion").
   std::string pool_name() const;
@@ -244,8 +247,15 @@ struct Config {
   EngineSignalsConfig engine_signals;
   // Each backend's slot limit learned from its engine's figures and token
   // gaps (core/adaptive_capacity.hpp), starting from its max_concurrency;
-  // off by default. Needs engine_signals.
+  // off by default. Needs engine_signals. A model may have its own.
   sched::AdaptiveCapacityConfig adaptive_capacity;
+  // What applies to pool `pool`'s backends (models[pool]): its model's
+  // own section, else the global one.
+  const sched::AdaptiveCapacityConfig& adaptive_capacity_of(std::size_t pool) const {
+    return models[pool].adaptive_capacity ? *models[pool].adaptive_capacity : adaptive_capacity;
+  }
+  // Whether any pool runs adaptive capacity.
+  bool any_adaptive_capacity() const;
   resilience::OutlierDetectionConfig outlier_detection;
   resilience::RetriesConfig retries;
   resilience::HealthProbesConfig health_probes;

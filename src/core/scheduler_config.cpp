@@ -48,6 +48,7 @@ std::optional<std::string> validate(const SchedulerConfig& config) {
     }
     if (c.max_queue == 0 || c.max_queue_per_tenant == 0) return where + "queue limits must be > 0";
     if (c.ttft_slo < Duration::zero()) return where + "ttft_slo must be >= 0";
+    if (c.tpot_slo < Duration::zero()) return where + "tpot_slo must be >= 0";
     if (c.background && c.min_share > 0) return where + "a background class has no min_share";
     guaranteed += c.min_share;
   }

@@ -56,6 +56,10 @@ struct ClassPolicy {
   // make it is served ahead of the weighted order and the tiers once less
   // than slo_lead_fraction of it is left (hybrid).
   Duration ttft_slo = Duration::zero();
+  // Time-per-output-token target: the gap between two tokens of its
+  // streams; zero: none. Adaptive capacity holds a backend's decode steps
+  // within the tightest such target of the classes with work on its pool.
+  Duration tpot_slo = Duration::zero();
 };
 
 struct PoolSpec {

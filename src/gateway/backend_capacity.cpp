@@ -12,16 +12,17 @@ BackendCapacity::BackendCapacity(const Config& config, Dispatcher& dispatcher,
     : config_(config),
       dispatcher_(dispatcher),
       pools_(pools),
-      health_(health),
-      class_bounds_s_(config.classes.size(), 0) {
+      health_(health) {
   backends_.resize(config.models.size());
   for (std::size_t p = 0; p < config.models.size(); ++p) {
     const ModelConfig& model = config.models[p];
+    if (!config.adaptive_capacity_of(p).enabled) continue;  // its backends keep max_concurrency
     for (const BackendConfig& b : model.backends) {
       backends_[p].push_back(
-          {.controller = sched::CapacityController(config.adaptive_capacity, b.max_concurrency, now),
+          {.controller = sched::CapacityController(config.adaptive_capacity_of(p), b.max_concurrency, now),
            .limit_gauge = &metrics.backend_slot_limit.with({model.name, b.name}),
            .extra_gauge = &metrics.backend_extra_slots.with({model.name, b.name}),
+           .gap_target_gauge = &metrics.backend_gap_target.with({model.name, b.name}),
            .ups = &metrics.backend_limit_changes.with({model.name, b.name, "up"}),
            .downs = &metrics.backend_limit_changes.with({model.name, b.name, "down"})});
     }
@@ -35,13 +36,14 @@ BackendCapacity::BackendCapacity(const Config& config, Dispatcher& dispatcher,
 
 void BackendCapacity::observe(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal,
                               const EngineLoad& load, Clock::time_point now) {
+  if (backends_[pool].empty()) return;  // not adaptive
   Backend& b = backends_[pool][backend];
+  const sched::AdaptiveCapacityConfig& settings = config_.adaptive_capacity_of(pool);
   StreamGaps& gaps = pools_[pool]->gaps(backend);
   const StreamGaps::Counts counted = gaps.take();
   const uint32_t before = b.controller.limit();
   if (signal.stale || signal.down) {
-    b.controller = sched::CapacityController(config_.adaptive_capacity,
-                                             config_.models[pool].backends[backend].max_concurrency, now);
+    b.controller = sched::CapacityController(settings, config_.models[pool].backends[backend].max_concurrency, now);
     if (b.controller.limit() != before) publish(pool, backend, before);
     return;
   }
@@ -49,9 +51,10 @@ void BackendCapacity::observe(uint32_t pool, uint32_t backend, const sched::Back
   std::chrono::duration<double> target{};
   dispatcher_.inspect([&](const sched::Scheduler& s) {
     occupancy = sched::occupancy_of(s, pool, backend);
-    target = sched::pool_gap_target(config_.adaptive_capacity, std::span(&s, 1), pool, class_bounds_s_);
+    target = sched::pool_gap_target(settings, std::span(&s, 1), pool);
   });
   gaps.set_target(std::chrono::duration_cast<StreamGaps::Clock::duration>(target));
+  b.gap_target_gauge->set(target.count());
   b.controller.engine(load.waiting.value_or(0), load.kv_usage.value_or(0));
   b.controller.gaps(counted.total, counted.within);
   b.controller.occupancy(occupancy);

@@ -2,8 +2,9 @@
 // (core/adaptive_capacity.hpp) per backend, fed at every engine-signals
 // judgement (BackendMonitor's on_judged) with the scrape's waiting count and
 // KV use, the inter-event gaps the relays counted for the backend since the
-// last one (StreamGaps, in its ModelPool), and the scheduler's occupancy of
-// the backend. What it decides goes to the scheduler through BackendHealth
+// last one (StreamGaps, in its ModelPool) against the pool's gap target (the
+// tightest tpot_slo of the classes with work there, else itl_target), and
+// the scheduler's occupancy of the backend. What it decides goes to the scheduler through BackendHealth
 // (base slots for every class, extra slots for background work), which
 // also caps it while a backend ramps up after an ejection.
 //
@@ -37,7 +38,8 @@ class BackendCapacity {
   using Clock = sched::Clock;
 
   // All outlive it; models[p] is scheduler pool p and pools[p]; only built
-  // with config.adaptive_capacity.enabled.
+  // when config.any_adaptive_capacity(), and only the pools whose settings
+  // (config.adaptive_capacity_of) enable it get controllers.
   BackendCapacity(const Config& config, Dispatcher& dispatcher,
                   const std::vector<std::unique_ptr<ModelPool>>& pools, BackendHealth& health,
                   GatewayMetrics& metrics, Clock::time_point now);
@@ -52,6 +54,7 @@ class BackendCapacity {
     sched::CapacityController controller;
     metrics::Gauge* limit_gauge;
     metrics::Gauge* extra_gauge;
+    metrics::Gauge* gap_target_gauge;
     metrics::Counter* ups;
     metrics::Counter* downs;
   };
@@ -62,10 +65,7 @@ class BackendCapacity {
   Dispatcher& dispatcher_;
   const std::vector<std::unique_ptr<ModelPool>>& pools_;
   BackendHealth& health_;
-  std::vector<std::vector<Backend>> backends_;  // [pool][backend]; the monitor's strand
-  // Per scheduler class: its per-token bound in seconds (0: none; the
-  // gateway's classes declare none yet, so the gap target is itl_target).
-  std::vector<double> class_bounds_s_;
+  std::vector<std::vector<Backend>> backends_;  // [pool][backend], empty for a fixed pool; the monitor's strand
 };
 
 }  // namespace arbiter

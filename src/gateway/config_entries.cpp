@@ -371,12 +371,24 @@ std::string write_backends(const ModelConfig& m) {
   return out;
 }
 
+// A model's own adaptive_capacity: only its shape here; its keys are read
+// over the global section's once that is known (parse_config).
+void read_model_adaptive_capacity(YamlReader& r, const YAML::Node& v, const std::string& path, ModelConfig&) {
+  if (!v.IsMap()) r.error(path, "must be a mapping of adaptive_capacity's keys");
+}
+std::string write_model_adaptive_capacity(const ModelConfig& m) {
+  if (!m.adaptive_capacity) return "";
+  return "{" + write_settings(adaptive_capacity_keys(), *m.adaptive_capacity, ", ") + "}";
+}
+
 using Mo = ModelConfig;
 constexpr SettingKey<Mo> kModelKeys[] = {
     {"name", "text, unique", read_name<Mo, &Mo::name>, write_text<Mo, &Mo::name>, true},
     {"backends", "list of backend entries (at least one)", read_backends, write_backends, true},
     {"degraded", "a model's name", read_text<Mo, &Mo::degraded>, write_text_if_set<Mo, &Mo::degraded>},
     {"fallback", "a model's name", read_text<Mo, &Mo::fallback>, write_text_if_set<Mo, &Mo::fallback>},
+    {"adaptive_capacity", "a mapping of adaptive_capacity's keys (over the global section's)",
+     read_model_adaptive_capacity, write_model_adaptive_capacity},
 };
 
 // ---- prices[] ----

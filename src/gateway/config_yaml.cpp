@@ -276,6 +276,30 @@ void check_references(YamlReader& r, Config& c) {
 
 // One ModelConfig per pool: a model whose backends name classes becomes one
 // entry per distinct class list, in the order first seen.
+void check_adaptive_capacity(YamlReader& r, const sched::AdaptiveCapacityConfig& a, const EngineSignalsConfig& signals,
+                             const std::string& path) {
+  if (const char* why = sched::validate(a)) r.error(path, why);
+  if (a.enabled && !signals.enabled) {
+    r.error(YamlReader::join(path, "enabled"),
+            "needs engine_signals.enabled: the limit is learned from the engines' figures");
+  }
+}
+
+// Each model's own adaptive_capacity: the global section with the keys it
+// names read over it (so the global one is read first).
+void read_model_adaptive_capacities(YamlReader& r, const YAML::Node& models, Config& c) {
+  if (!models || !models.IsSequence()) return;
+  for (std::size_t i = 0; i < models.size() && i < c.models.size(); ++i) {
+    const YAML::Node own = models[i].IsMap() ? models[i]["adaptive_capacity"] : YAML::Node();
+    if (!own || !own.IsMap()) continue;  // a scalar: read_model said so
+    const std::string path = YamlReader::join(YamlReader::index("models", i), "adaptive_capacity");
+    sched::AdaptiveCapacityConfig a = c.adaptive_capacity;
+    read_section(adaptive_capacity_keys(), r, own, path, a);
+    check_adaptive_capacity(r, a, c.engine_signals, path);
+    c.models[i].adaptive_capacity = a;
+  }
+}
+
 void split_class_pools(Config& c) {
   std::vector<ModelConfig> pools;
   for (ModelConfig& m : c.models) {
@@ -290,7 +314,8 @@ void split_class_pools(Config& c) {
                                      .lends = b.lend,
                                      .price = std::nullopt,
                                      .degraded = m.degraded,
-                                     .fallback = m.fallback});
+                                     .fallback = m.fallback,
+                                     .adaptive_capacity = m.adaptive_capacity});
         it = groups.end() - 1;
       }
       it->backends.push_back(std::move(b));
@@ -341,10 +366,8 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   read_section(scheduler_keys(), r, root["scheduler"], "scheduler", c.scheduler);
   read_section(engine_signals_keys(), r, root["engine_signals"], "engine_signals", c.engine_signals);
   read_section(adaptive_capacity_keys(), r, root["adaptive_capacity"], "adaptive_capacity", c.adaptive_capacity);
-  if (const char* why = sched::validate(c.adaptive_capacity)) r.error("adaptive_capacity", why);
-  if (c.adaptive_capacity.enabled && !c.engine_signals.enabled) {
-    r.error("adaptive_capacity.enabled", "needs engine_signals.enabled: the limit is learned from the engines' figures");
-  }
+  check_adaptive_capacity(r, c.adaptive_capacity, c.engine_signals, "adaptive_capacity");
+  read_model_adaptive_capacities(r, root["models"], c);
   read_section(outlier_detection_keys(), r, root["outlier_detection"], "outlier_detection", c.outlier_detection);
   read_section(retries_keys(), r, root["retries"], "retries", c.retries);
   if (c.retries.backoff_max < c.retries.backoff_base) r.error("retries.backoff_max_ms", "must be >= backoff_base_ms");

@@ -117,7 +117,7 @@ void Gateway::start_monitor(net::any_io_executor executor) {
   // back to its concurrency limit.
   // Adaptive capacity decides at every judgement, changed or not.
   SignalCallback on_judged;
-  if (config_.adaptive_capacity.enabled) {
+  if (config_.any_adaptive_capacity()) {
     capacity_ = std::make_unique<BackendCapacity>(config_, *dispatcher_, pools_, *health_, metrics_,
                                                   sched::Clock::now());
     on_judged = [this](uint32_t pool, uint32_t backend, const sched::BackendSignal& signal, const EngineLoad& load) {

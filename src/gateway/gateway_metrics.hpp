@@ -108,6 +108,11 @@ struct GatewayMetrics {
   metrics::Family<metrics::Gauge>& backend_extra_slots =
       registry.gauge("arbiter_backend_extra_slots", "Slots above that limit for background classes only.",
                      {"model", "backend"});
+  metrics::Family<metrics::Gauge>& backend_gap_target = registry.gauge(
+      "arbiter_backend_gap_target_seconds",
+      "The inter-token gap a backend's steps are held to: the tightest tpot_slo_ms of the classes with work on "
+      "its pool, else adaptive_capacity.itl_target_ms.",
+      {"model", "backend"});
   metrics::Family<metrics::Counter>& backend_limit_changes = registry.counter(
       "arbiter_backend_slot_limit_changes_total",
       "Changes of a backend's whole slot limit (with the extra slots), by direction: up, down.",

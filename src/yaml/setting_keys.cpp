@@ -40,6 +40,8 @@ constexpr ClassPolicyKey kClassKeys[] = {
      write_integer<C, &C::engine_priority>},
     {"ttft_slo_ms", "milliseconds, >= 0 (0: none)", read_ms<C, &C::ttft_slo, 0, kLongestMs>,
      write_ms<C, &C::ttft_slo>},
+    {"tpot_slo_ms", "milliseconds, >= 0, a fraction allowed (0: none)",
+     read_fractional_ms<C, &C::tpot_slo, 0.0, 60'000.0>, write_fractional_ms<C, &C::tpot_slo>},
 };
 
 using Sch = SchedulerSettings;

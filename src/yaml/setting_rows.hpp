@@ -81,6 +81,18 @@ std::string write_ms(const S& s) {
   return std::to_string(to_ms(s.*Member));
 }
 
+// Milliseconds with a fraction (43.75) into a Duration member.
+template <class S, auto Member, double Min, double Max>
+void read_fractional_ms(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {
+  if (auto ms = r.number(v, path, Min, Max)) {
+    s.*Member = std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(*ms));
+  }
+}
+template <class S, auto Member>
+std::string write_fractional_ms(const S& s) {
+  return YamlReader::format_number(std::chrono::duration<double, std::milli>(s.*Member).count());
+}
+
 // Bytes: an integer, or one with a KiB / MiB / GiB suffix.
 template <class S, auto Member>
 void read_size(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {

@@ -3,9 +3,10 @@
 // stream events). With background work queued and an engine that has room,
 // the limit grows above max_concurrency and the engine runs more than
 // max_concurrency of that work at once, while another class still never
-// gets more than max_concurrency; once the engine's KV cache fills, the
-// limit shrinks back below the start; an engine the gateway cannot see
-// starts over at max_concurrency. Every wait is bounded and polls the
+// gets more than max_concurrency, and a class's per-token target takes the
+// extra slots back while it has work; a model may have its own settings;
+// once the engine's KV cache fills, the limit shrinks back below the start;
+// an engine the gateway cannot see starts over at max_concurrency. Every wait is bounded and polls the
 // gateway's or the sim's gauges; nothing is timed.
 #include <gtest/gtest.h>
 
@@ -25,7 +26,9 @@ namespace {
 constexpr unsigned kSlots = 4;  // max_concurrency: the controller's start
 const Labels kBackend{{"model", "m1"}};
 
-GatewayConfig adaptive_config(uint16_t port) {
+// `chat_keys`: more of chat's class keys (e.g. ", tpot_slo_ms: 1");
+// `enabled`: the global section's switch.
+GatewayConfig adaptive_config(uint16_t port, const std::string& chat_keys = "", bool enabled = true) {
   GatewayConfig config;
   config.backend_ports = {port};
   config.max_concurrency = kSlots;
@@ -34,26 +37,40 @@ GatewayConfig adaptive_config(uint16_t port) {
   config.extra =
       "classes:\n"
       "  - {name: batch, background: true, preemptible: true, max_queue_wait_ms: 600000}\n"
-      "  - {name: chat, max_queue_wait_ms: 600000}\n"
+      "  - {name: chat, max_queue_wait_ms: 600000" + chat_keys + "}\n"
       // A decision per 100 ms; a gap target a loaded test machine meets
       // (the sim's steps take ~12 ms); extra slots up to the start again.
-      "adaptive_capacity: {enabled: true, min: 1, max: 64, max_extra_share: 1, interval_ms: 100,\n"
+      "adaptive_capacity: {enabled: " + std::string(enabled ? "true" : "false") +
+      ", min: 1, max: 64, max_extra_share: 1, interval_ms: 100,\n"
       "                    min_gaps: 8, itl_target_ms: 200}\n";
   return config;
 }
 
-std::vector<std::future<HttpResponse>> send_streams(uint16_t port, const std::string& cls, int count, int tokens) {
+std::vector<std::future<HttpResponse>> send_streams(uint16_t port, const std::string& cls, int count, int tokens,
+                                                   const std::string& model = "m1") {
   std::vector<std::future<HttpResponse>> out;
   const std::string extra = "\"max_tokens\":" + std::to_string(tokens) + ",\"min_tokens\":" +
                             std::to_string(tokens) + ",\"stream\":true";
   for (int i = 0; i < count; ++i) {
-    out.push_back(std::async(std::launch::async, [port, cls, extra] {
-      return http_call(port, gateway_post("/v1/chat/completions", sim_chat(extra, "Write a report.", "m1"),
+    out.push_back(std::async(std::launch::async, [port, cls, extra, model] {
+      return http_call(port, gateway_post("/v1/chat/completions", sim_chat(extra, "Write a report.", model),
                                           kAlphaKey, cls),
                        Millis(120'000));
     }));
   }
   return out;
+}
+
+// The most requests `sim` ran at once until every answer is in.
+double most_running_until_done(SimProcess& sim, std::vector<std::future<HttpResponse>>& answers) {
+  double most = 0;
+  while (!std::all_of(answers.begin(), answers.end(), [](const auto& f) {
+    return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  })) {
+    most = std::max(most, sim.metric("vllm:num_requests_running").value_or(0));
+    std::this_thread::sleep_for(Millis(20));
+  }
+  return most;
 }
 
 void expect_all_ok(std::vector<std::future<HttpResponse>>& answers) {
@@ -91,13 +108,7 @@ TEST(AdaptiveCapacity, BackgroundWorkGetsExtraSlotsOtherClassesKeepTheLimit) {
                                   .value_or(0);
   ASSERT_GT(extra_before, 0);
   auto chat = send_streams(gateway.port(), "chat", 3 * kSlots, 100);
-  double most_running = 0;
-  while (!std::all_of(chat.begin(), chat.end(), [](const auto& f) {
-    return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-  })) {
-    most_running = std::max(most_running, sim.metric("vllm:num_requests_running").value_or(0));
-    std::this_thread::sleep_for(Millis(20));
-  }
+  const double most_running = most_running_until_done(sim, chat);
   expect_all_ok(chat);
   EXPECT_LE(most_running, kSlots) << "chat ran on the background work's extra slots";
   EXPECT_GT(most_running, 0);
@@ -105,6 +116,67 @@ TEST(AdaptiveCapacity, BackgroundWorkGetsExtraSlotsOtherClassesKeepTheLimit) {
                                     kBackend)
                 .value_or(0),
             0);
+}
+
+// A class's tpot_slo_ms is the gap target while it has work on the pool:
+// chat at 1 ms (no engine step is that short) makes every gap slow, and the
+// background work's extra slots are given back while chat waits or runs.
+// With chat's target left out (the test above) they stay.
+TEST(AdaptiveCapacity, AClassPerTokenTargetTakesTheExtraSlotsBackWhileItHasWork) {
+  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
+  GatewayProcess gateway(adaptive_config(sim.port(), ", tpot_slo_ms: 1").to_yaml());
+  auto batch = send_streams(gateway.port(), "batch", 4 * kSlots, 800);
+  ASSERT_GT(gateway.wait_for_metric("arbiter_backend_extra_slots", [](double v) { return v > 0; }, Millis(60'000),
+                                    kBackend)
+                .value_or(0),
+            0)
+      << describe_output(gateway);
+  // Only background work so far: itl_target_ms applies.
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_backend_gap_target_seconds", [](double v) { return v == 0.2; },
+                                    Millis(10'000), kBackend),
+            0.2);
+
+  auto chat = send_streams(gateway.port(), "chat", kSlots, 300);
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_backend_gap_target_seconds", [](double v) { return v == 0.001; },
+                                    Millis(30'000), kBackend),
+            0.001);
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_backend_extra_slots", [](double v) { return v == 0; }, Millis(60'000),
+                                    kBackend),
+            0)
+      << "chat's 1 ms target did not take the extra slots back";
+  expect_all_ok(chat);
+  expect_all_ok(batch);
+}
+
+// A model's own adaptive_capacity: the global section off but for m1,
+// whose section names only `enabled` and takes the rest from the global
+// one. m1's backend grows; m2's engine never runs more than its
+// max_concurrency of the same background backlog, and has no controller.
+TEST(AdaptiveCapacity, AModelsOwnSectionTurnsItOnForThatModelOnly) {
+  SimProcess sim1({"--profile", "llama-8b-a100", "--model", "m1"});
+  SimProcess sim2({"--profile", "llama-8b-a100", "--model", "m2"});
+  GatewayConfig config = adaptive_config(sim1.port(), "", false);
+  config.models_extra = "    adaptive_capacity: {enabled: true}\n"
+                        "  - name: m2\n"
+                        "    backends: [{url: \"http://127.0.0.1:" + std::to_string(sim2.port()) +
+                        "\", max_concurrency: " + std::to_string(kSlots) + "}]\n";
+  GatewayProcess gateway(config.to_yaml());
+  auto batch1 = send_streams(gateway.port(), "batch", 4 * kSlots, 400);
+  auto batch2 = send_streams(gateway.port(), "batch", 4 * kSlots, 400, "m2");
+  EXPECT_GT(gateway.wait_for_metric("arbiter_backend_extra_slots", [](double v) { return v > 0; }, Millis(60'000),
+                                    kBackend)
+                .value_or(0),
+            0)
+      << describe_output(gateway);
+  EXPECT_GT(sim1.wait_for_metric("vllm:num_requests_running", [](double v) { return v > kSlots; }, Millis(60'000))
+                .value_or(0),
+            kSlots);
+  EXPECT_LE(most_running_until_done(sim2, batch2), kSlots) << "m2 ran above its max_concurrency";
+  expect_all_ok(batch1);
+  expect_all_ok(batch2);
+  EXPECT_FALSE(gateway.wait_for_metric("arbiter_backend_slot_limit", [](double) { return true; }, Millis(1'000),
+                                       {{"model", "m2"}})
+                   .has_value());
 }
 
 TEST(AdaptiveCapacity, ShrinksBelowTheStartWhenTheEngineKvFills) {

@@ -48,14 +48,17 @@ TEST(Overload, RealtimeWaitStaysLowWhileTheBatchBacklogCompletes) {
   GatewayProcess gateway(config.to_yaml());
 
   constexpr int kBatch = 12;  // three times the pool: a backlog
-  constexpr int kBatchTokens = 40;
+  // Long enough (~1.2 s each at the sim's ~12 ms steps) that a realtime
+  // request waiting for one to end would wait far longer than a preemption
+  // takes to land, however slow the machine's CPU scheduling is that day.
+  constexpr int kBatchTokens = 100;
+  const std::string batch_body = R"({"model":"m1","prompt":"Summarise the quarter.","max_tokens":)" +
+                                 std::to_string(kBatchTokens) + R"(,"min_tokens":)" + std::to_string(kBatchTokens) +
+                                 "}";
   std::vector<std::future<HttpResponse>> batch;
   for (int i = 0; i < kBatch; ++i) {
     batch.push_back(std::async(std::launch::async, [&] {
-      return http_call(gateway.port(),
-                       gateway_post("/v1/completions",
-                                    R"({"model":"m1","prompt":"Summarise the quarter.","max_tokens":40,"min_tokens":40})",
-                                    kAlphaKey, "batch"),
+      return http_call(gateway.port(), gateway_post("/v1/completions", batch_body, kAlphaKey, "batch"),
                        Millis(60'000));
     }));
   }

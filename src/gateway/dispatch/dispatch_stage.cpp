@@ -210,7 +210,8 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
                                                            : std::function<void()>(),
                                      .hold_failures = retries < health_.max_retries(),
                                      .typing = offer,
-                                     .gaps = config_.adaptive_capacity.enabled ? &pool.gaps(slot.backend()) : nullptr};
+                                     .gaps = config_.adaptive_capacity_of(slot.pool()).enabled ? &pool.gaps(slot.backend())
+                                                                                    : nullptr};
     const auto sent = std::chrono::steady_clock::now();
     RelayOutcome outcome = co_await relay(relay_request);
     rec.engine_ms += RequestContext::millis(std::chrono::steady_clock::now() - sent);

@@ -150,6 +150,8 @@ TEST(BenchLiveClient, RefusalsMapToOutcomes) {
 TEST(BenchGatewayConfig, TheGatewayLoadsWhatTheScenarioSays) {
   Scenario s = smoke();
   s.classes[1].policy.typing_through = true;  // completion: a keystroke may inherit (live typing along)
+  s.classes[0].policy.tpot_slo = std::chrono::microseconds(43'750);  // adaptive capacity's gap target
+  s.engine.adaptive.enabled = true;
   std::vector<std::string> warnings;
   GatewayConfigOptions options;
   options.policy = "priority";
@@ -181,6 +183,8 @@ TEST(BenchGatewayConfig, TheGatewayLoadsWhatTheScenarioSays) {
     EXPECT_EQ(got.debounce, want.debounce);
     EXPECT_EQ(got.typing_through, want.typing_through);
     EXPECT_EQ(got.engine_priority, want.engine_priority);
+    EXPECT_EQ(got.ttft_slo, want.ttft_slo);
+    EXPECT_EQ(got.tpot_slo, want.tpot_slo);
   }
   ASSERT_EQ(config->models.size(), 1u);
   ASSERT_EQ(config->models[0].backends.size(), s.engine.count);

@@ -72,7 +72,7 @@ classes:
   EXPECT_NE(bad.error().find("phases[0].to_s: must be after from_s"), std::string::npos);
 }
 
-// Adaptive capacity's gap target per scheduler class: a tpot_ms as given,
+// Adaptive capacity's gap target per scheduler class (its tpot_slo): a tpot_ms as given,
 // an e2e_ms less the ttft_ms spread over max_tokens, none without either;
 // a joining stream's tighter bound applies to its class.
 TEST(BenchScenario, ClassGapBoundsComeFromTheSlos) {
@@ -100,6 +100,22 @@ classes:
   EXPECT_DOUBLE_EQ(bounds[0], 0.7 / 16);
   EXPECT_DOUBLE_EQ(bounds[1], 0.05);
   EXPECT_DOUBLE_EQ(bounds[2], 0);
+  // The scheduler's classes carry them as their tpot_slo (what the gateway
+  // config arbiter-bench writes declares), the joining stream too.
+  using std::chrono::microseconds;
+  EXPECT_EQ(s->classes[0].policy.tpot_slo, microseconds(43'750));
+  EXPECT_EQ(s->classes[1].policy.tpot_slo, microseconds(50'000));
+  EXPECT_EQ(s->classes[2].policy.tpot_slo, sched::Duration::zero());
+  EXPECT_EQ(s->classes[3].policy.tpot_slo, microseconds(50'000));
+  // Set by the SLO only, as ttft_slo_ms is.
+  auto own = parse_scenario(R"(
+name: t
+tenants: [{name: a}]
+classes:
+  - {name: chat, scheduler: {tpot_slo_ms: 5}, traffic: {kind: requests, rate: 1}}
+)");
+  ASSERT_FALSE(own);
+  EXPECT_NE(own.error().find("tpot_slo_ms"), std::string::npos) << own.error();
 }
 
 TEST(BenchScenario, PoolsSplitTheEnginesByClass) {

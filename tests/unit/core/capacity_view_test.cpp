@@ -20,11 +20,14 @@ constexpr ClassId kChat = 0;
 constexpr ClassId kBatch = 1;
 
 // chat, then batch (background); both wait as long as a test takes.
-SchedulerConfig two_classes(uint32_t slots) {
+SchedulerConfig two_classes(uint32_t slots, Duration chat_tpot = Duration::zero(),
+                            Duration batch_tpot = Duration::zero()) {
   std::vector<ClassPolicy> classes(2);
   classes[kChat].name = "chat";
+  classes[kChat].tpot_slo = chat_tpot;
   classes[kBatch].name = "batch";
   classes[kBatch].background = true;
+  classes[kBatch].tpot_slo = batch_tpot;
   for (ClassPolicy& c : classes) c.max_queue_wait = std::chrono::hours(1);
   return testing::one_pool(classes, {slots}, Policy::kHybrid);
 }
@@ -48,10 +51,10 @@ TEST(CapacityView, OccupancyTellsBackgroundFromOtherWork) {
 TEST(CapacityView, GapTargetIsTheTightestBoundOfActiveForegroundClasses) {
   AdaptiveCapacityConfig config;
   config.itl_target = std::chrono::milliseconds(30);
-  Harness h(two_classes(4));
+  // chat 100 ms; batch's never counts
+  Harness h(two_classes(4, std::chrono::milliseconds(100), std::chrono::milliseconds(5)));
   const std::vector<Scheduler> none;
-  const std::vector<double> bounds{0.1, 0.005};  // chat 100 ms; batch's never counts
-  const auto target = [&] { return pool_gap_target(config, std::span(&h.scheduler(), 1), 0, bounds).count(); };
+  const auto target = [&] { return pool_gap_target(config, std::span(&h.scheduler(), 1), 0).count(); };
   EXPECT_DOUBLE_EQ(target(), 0.030);  // nothing on the pool: itl_target
   h.add(1, kBatch, 0, 10, at_ms(0));
   h.poll(at_ms(1));
@@ -60,7 +63,11 @@ TEST(CapacityView, GapTargetIsTheTightestBoundOfActiveForegroundClasses) {
   EXPECT_DOUBLE_EQ(target(), 0.1);    // chat queued
   h.poll(at_ms(3));
   EXPECT_DOUBLE_EQ(target(), 0.1);    // and running
-  EXPECT_DOUBLE_EQ(pool_gap_target(config, none, 0, bounds).count(), 0.030);
+  // A fractional target is kept as declared (a fraction of a millisecond).
+  Harness fine(two_classes(4, std::chrono::microseconds(43'750)));
+  fine.add(1, kChat, 0, 10, at_ms(0));
+  EXPECT_DOUBLE_EQ(pool_gap_target(config, std::span(&fine.scheduler(), 1), 0).count(), 0.04375);
+  EXPECT_DOUBLE_EQ(pool_gap_target(config, none, 0).count(), 0.030);
 }
 
 }  // namespace

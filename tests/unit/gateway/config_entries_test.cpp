@@ -246,6 +246,7 @@ TEST(ConfigEntries, EveryKeyOfEveryEntryGoesThroughPrintConfigAndBack) {
       "         engine: sglang, continue_final_message: true, type: http}\n"
       "      - {url: \"http://127.0.0.1:8000\", api_key_file: " + key_file + ", priority_scheduling: true}\n"
       "  - name: m2\n"
+      "    adaptive_capacity: {enabled: true, max_extra_share: 0.5}\n"
       "    backends: [{type: sim, profile: tiny, max_num_seqs: 3}]\n"
       "  - name: m3\n"
       "    backends: [{type: sim}]\n"
@@ -290,7 +291,9 @@ TEST(ConfigEntries, EveryKeyOfEveryEntryGoesThroughPrintConfigAndBack) {
     EXPECT_EQ(again->models[i].name, config->models[i].name);
     EXPECT_EQ(again->models[i].degraded, config->models[i].degraded);
     EXPECT_EQ(again->models[i].fallback, config->models[i].fallback);
+    for (const auto& k : model_keys()) EXPECT_EQ(k.write(again->models[i]), k.write(config->models[i])) << k.key;
   }
+  EXPECT_NE(model_keys().back().write(config->models[2]), "");  // m2's own adaptive_capacity is printed
   std::vector<ModelPrice> prices{*config->models[0].price}, prices_again{*again->models[0].price};
   expect_round_trip(price_keys(), root["prices"], prices, prices_again);
   ::unsetenv("ARBITER_TEST_ENGINE_KEY");

@@ -101,6 +101,16 @@ classes:
               Contains(HasSubstr("slo_lead_fraction")));
   EXPECT_THAT(errors_of(std::string(kMinimal) + "classes: [{name: chat, ttft_slo_ms: -5}]\n"),
               Contains(HasSubstr("ttft_slo_ms")));
+  // A per-token target (adaptive capacity's gap target): none by default, a
+  // fraction of a millisecond kept, refused below 0.
+  for (const auto& k : d->classes) EXPECT_EQ(k.policy.tpot_slo, sched::Duration::zero()) << k.name;
+  auto t = parse_config(std::string(kMinimal) + "classes: [{name: chat, tpot_slo_ms: 43.75}]\n");
+  ASSERT_TRUE(t) << ::testing::PrintToString(t.error());
+  for (const auto& k : t->classes) {
+    if (k.name == "chat") EXPECT_EQ(k.policy.tpot_slo, std::chrono::microseconds(43'750));
+  }
+  EXPECT_THAT(errors_of(std::string(kMinimal) + "classes: [{name: chat, tpot_slo_ms: -1}]\n"),
+              Contains(HasSubstr("tpot_slo_ms")));
 }
 
 // adaptive_capacity: off by default; the bench's keys and rules; it learns
@@ -121,6 +131,61 @@ TEST(ConfigYaml, AdaptiveCapacityIsOffByDefaultAndNeedsEngineSignals) {
   EXPECT_THAT(errors_of(std::string(kMinimal) +
                         "engine_signals: {enabled: false}\nadaptive_capacity: {enabled: true}\n"),
               Contains(HasSubstr("engine_signals")));
+}
+
+// A model's own adaptive_capacity: the global section's settings with the
+// keys it names changed, on every pool of the model; the others keep the
+// global one. The same rules apply to it.
+TEST(ConfigYaml, AModelsOwnAdaptiveCapacityChangesTheKeysItNames) {
+  auto c = parse_config(R"(
+adaptive_capacity: {enabled: false, min: 2, max_extra_share: 0.5, itl_target_ms: 45}
+models:
+  - name: m1
+    adaptive_capacity: {enabled: true, max_extra_share: 1}
+    backends:
+      - {url: "http://127.0.0.1:8000", classes: [completion]}
+      - {url: "http://127.0.0.1:8001"}
+  - name: m2
+    backends: [{url: "http://127.0.0.1:9000"}]
+)");
+  ASSERT_TRUE(c) << ::testing::PrintToString(c.error());
+  ASSERT_EQ(c->models.size(), 3u);  // m1/completion, m1, m2
+  for (std::size_t pool : {0, 1}) {
+    SCOPED_TRACE(c->models[pool].pool_name());
+    const sched::AdaptiveCapacityConfig& own = c->adaptive_capacity_of(pool);
+    EXPECT_TRUE(own.enabled);
+    EXPECT_DOUBLE_EQ(own.max_extra_share, 1);
+    EXPECT_EQ(own.min_limit, 2u);                                 // the global section's
+    EXPECT_EQ(own.itl_target, std::chrono::milliseconds(45));     // the global section's
+  }
+  EXPECT_FALSE(c->adaptive_capacity_of(2).enabled);
+  EXPECT_DOUBLE_EQ(c->adaptive_capacity_of(2).max_extra_share, 0.5);
+  EXPECT_TRUE(c->any_adaptive_capacity());
+  // Off everywhere, also when the global section is on and a model says off.
+  auto off = parse_config(std::string(kMinimal) + "adaptive_capacity: {enabled: false}\n");
+  ASSERT_TRUE(off);
+  EXPECT_FALSE(off->any_adaptive_capacity());
+  auto one_off = parse_config(R"(
+adaptive_capacity: {enabled: true}
+models:
+  - {name: m1, adaptive_capacity: {enabled: false}, backends: [{url: "http://127.0.0.1:8000"}]}
+  - {name: m2, backends: [{url: "http://127.0.0.1:9000"}]}
+)");
+  ASSERT_TRUE(one_off);
+  EXPECT_FALSE(one_off->adaptive_capacity_of(0).enabled);
+  EXPECT_TRUE(one_off->adaptive_capacity_of(1).enabled);
+
+  const std::string model = R"(
+models:
+  - name: m1
+    adaptive_capacity: )";
+  const std::string backends = "\n    backends: [{url: \"http://127.0.0.1:8000\"}]\n";
+  EXPECT_THAT(errors_of(model + "on" + backends),
+              Contains(HasSubstr("models[0].adaptive_capacity: must be a mapping")));
+  EXPECT_THAT(errors_of(model + "{grow: 1}" + backends), Contains(HasSubstr("models[0].adaptive_capacity")));
+  EXPECT_THAT(errors_of(model + "{min: 20, max: 10}" + backends), Contains(HasSubstr("models[0].adaptive_capacity")));
+  EXPECT_THAT(errors_of("engine_signals: {enabled: false}\n" + model + "{enabled: true}" + backends),
+              Contains(HasSubstr("models[0].adaptive_capacity.enabled: needs engine_signals")));
 }
 
 TEST(ConfigYaml, BackendsNamingClassesFormPoolsPerClass) {
