@@ -2,6 +2,7 @@
 // prompt is the running completion's prompt plus exactly the start of what
 // it has generated takes over that generation (the engine runs it once);
 // any other keystroke aborts it and starts anew, as supersede always did.
+// The hand-over does not wait for the engine's next token.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -104,6 +105,47 @@ void expect_handed_over(unsigned threads) {
 TEST(TypingThrough, TypedStartOfTheSuggestionTakesOverTheRunningGeneration) { expect_handed_over(2); }
 
 TEST(TypingThrough, HandOverOnOneThreadKeepsTheConnectionWhereItIs) { expect_handed_over(1); }
+
+// The claim wakes the older request's relay from its wait for the engine's
+// next bytes: the heir hears of its inheritance at once, not one engine
+// token later. Here the engine is stopped (SIGSTOP) once the older client
+// has its first tokens, so no next token comes until it resumes: the heir's
+// first event (the text generated after what was typed) must arrive while
+// it is stopped. Before the wake it came only after SIGCONT.
+TEST(TypingThrough, TheHandOverDoesNotWaitForTheEnginesNextToken) {
+  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
+  GatewayProcess gateway(typing_config(sim.port()).to_yaml());
+
+  HttpConnection older(gateway.port());
+  older.send(keystroke(kPrompt));
+  ASSERT_EQ(older.read_head().status, 200) << describe_output(gateway);
+  const std::vector<std::string> first = older.read_events(4);
+  ASSERT_GE(first.size(), 4u);
+  const std::string typed = events_text({first[0], first[1]});
+  sim.child().signal(SIGSTOP);
+
+  HttpConnection newer(gateway.port());
+  newer.send(keystroke(kPrompt + typed));
+  std::vector<std::string> preamble;
+  try {
+    EXPECT_EQ(newer.read_head(Millis(10'000)).status, 200);
+    preamble = newer.read_events(1, Millis(10'000));
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "no hand-over while the engine was stopped: " << e.what();
+  }
+  sim.child().signal(SIGCONT);
+  ASSERT_EQ(preamble.size(), 1u) << "the heir's first event waited for the engine's next token";
+  // Its text is what the older client had beyond the typed words.
+  EXPECT_FALSE(events_text(preamble).empty());
+
+  newer.read_rest(Millis(20'000));
+  ASSERT_TRUE(newer.complete()) << newer.body();
+  const std::string whole = typed + stream_text(sse_payloads(newer.body()));
+  EXPECT_EQ(word_count(whole), static_cast<std::size_t>(kTokens)) << whole;
+  expect_superseded(older);
+  EXPECT_EQ(sim.metric("arbiter_sim_requests_received_total").value_or(-1), 1) << "the engine ran it once";
+  EXPECT_EQ(typing_metric(gateway, "handed_over"), 1);
+}
 
 TEST(TypingThrough, AnythingElseTypedAbortsAndStartsAnew) {
   SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});

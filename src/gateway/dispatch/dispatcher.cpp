@@ -152,8 +152,9 @@ bool Dispatcher::inherit_locked(const sched::Superseded& s, Waiter& heir, const 
     heir.typing = TypingOutcome::kNotEligible;
     return false;
   }
-  // The old request is not interrupted: its relay hands the stream over at
-  // its next event boundary. This one runs on its slot from now.
+  // The old request is not interrupted: its relay, woken from its wait for
+  // the engine's next bytes, hands the stream over. This one runs on its
+  // slot from now.
   heir.state = Waiter::State::kRunning;
   heir.dispatched = true;
   heir.dispatch = sched::Dispatch{.handle = heir.handle,
@@ -168,6 +169,7 @@ bool Dispatcher::inherit_locked(const sched::Superseded& s, Waiter& heir, const 
                                   .waited_for = sched::WaitReason::kNone};
   heir.inherited_from = old;
   it->second->superseded = true;
+  TypingOffer::wake_running(old);
   return true;
 }
 

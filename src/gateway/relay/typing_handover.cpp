@@ -84,6 +84,14 @@ void TypingOffer::unclaim() {
   if (!settled_) skip_.reset();
 }
 
+void TypingOffer::wake_running(const std::shared_ptr<TypingOffer>& offer) {
+  // The offer lives until the post has run; the socket pointer is read on
+  // the thread that sets it.
+  net::post(offer->executor_, [offer] {
+    if (offer->waiting_) offer->waiting_->cancel();
+  });
+}
+
 void TypingOffer::hand(HandedStream stream) {
   std::function<void()> wake;
   {

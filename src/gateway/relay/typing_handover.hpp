@@ -1,10 +1,12 @@
 // Typing through, live (core/typing_through.hpp, docs/scheduler.md): a
 // running streaming completion offers its generation to the request that
 // supersedes it. The dispatcher checks the rule when the newer request
-// arrives (try_claim, under its mutex); the old request's relay sees the
-// claim at its next event boundary and hands its upstream connection, mid-
-// response, to the heir's coroutine (hand), which relays the rest to its own
-// client. The old request's relay ends its client's stream as superseded.
+// arrives (try_claim, under its mutex) and wakes the old request's relay
+// from its wait for upstream bytes (wake_running); that relay sees the claim
+// at once (or at its next event boundary, on a TLS upstream) and hands its
+// upstream connection, mid-response, to the heir's coroutine (hand), which
+// relays the rest to its own client. The old request's relay ends its
+// client's stream as superseded.
 //
 // The two requests may run on different I/O threads (one io_context each):
 // a plain TCP upstream socket is re-homed on the heir's thread (its file
@@ -14,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -70,7 +73,7 @@ enum class TypingOutcome : uint8_t {
   kShape,         // model, sampling, stream mode or budget differ
   kNotEligible,   // the running request offers nothing (not a streaming completion, done, or being preempted)
   kTlsThread,     // the upstream is TLS and the two requests run on different threads
-  kLost,          // claimed, but the old run ended before it reached an event boundary
+  kLost,          // claimed, but the old run ended before it handed over
 };
 std::string_view typing_outcome_name(TypingOutcome outcome);
 
@@ -96,6 +99,11 @@ class TypingOffer {
   const net::any_io_executor& heir_executor() const { return heir_executor_; }
   // Gives the stream to the heir and wakes it.
   void hand(HandedStream stream);
+  // The upstream socket its relay waits on for the next bytes of the
+  // stream (plain TCP), or nullptr once it stops waiting: a claim cuts
+  // that wait short (wake_running) instead of waiting for the engine's
+  // next token.
+  void set_waiting(tcp::socket* socket) { waiting_ = socket; }
   // The run ended (or is no longer offered): no claim from now on; a
   // claimed heir that got nothing is woken with nothing.
   void close();
@@ -106,6 +114,9 @@ class TypingOffer {
   TypingOutcome try_claim(const TypingOffer& heir);
   // Takes back a claim the scheduler could not honour (before it was settled).
   void unclaim();
+  // Once the claim holds: cancels the running relay's wait for upstream
+  // bytes (posted to its thread), so it hands the stream over at once.
+  static void wake_running(const std::shared_ptr<TypingOffer>& offer);
 
   // --- the heir (its own thread) ---
   // Waits for the stream; nothing when the old run ended first or the heir's
@@ -132,6 +143,7 @@ class TypingOffer {
   std::optional<HandedStream> handed_;
   bool settled_ = false;                              // handed or closed after the claim
   std::function<void()> wake_;                        // receive() waiting
+  tcp::socket* waiting_ = nullptr;  // set_waiting; the running relay's thread only (executor_)
 };
 
 // Closes an offer when the request's run ends, whatever way it ends.

@@ -336,14 +336,22 @@ class Exchange {
 
   // One read from the backend, parsed: the parser's body_pieces() hold the
   // body bytes that came with it. The error is the failure, or none when
-  // `limit` passed first.
+  // `limit` passed first. `offered`: a stream offered for typing through,
+  // between events: a heir's claim (TypingOffer::wake_running) ends the
+  // wait of a plain TCP one with nothing read, and one already made skips
+  // it, so the caller hands the stream over without waiting for the
+  // engine's next token (a TLS read is not cut: the claim waits for it).
   using Read = std::expected<void, std::optional<beast::error_code>>;
   Task<Read> read_more(Stream& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser,
-                       Clock::duration limit) {
+                       Clock::duration limit, bool offered = false) {
     deadline_.arm(socket.socket(), limit);
     beast::error_code ec;
     std::size_t n = 0;
-    if (drained_ && !socket.tls()) {
+    const bool wakeable = offered && r_.typing && !socket.tls();
+    if (wakeable) r_.typing->set_waiting(&socket.socket());
+    if (wakeable && r_.typing->claimed()) {
+      // Claimed since the last boundary: nothing to wait for.
+    } else if (drained_ && !socket.tls()) {
       // The request just went out, or the last read took all there was: a
       // read now (Asio tries one at once) would only hear EAGAIN. Wait until
       // the socket is readable, without a read buffer (an open stream
@@ -367,6 +375,10 @@ class Exchange {
       auto [read_ec, read_n] = co_await socket.async_read_some(buffer.prepare(kUpstreamReadBytes), kAsTuple);
       ec = read_ec;
       n = read_n;
+    }
+    if (wakeable) {
+      r_.typing->set_waiting(nullptr);
+      if (ec == net::error::operation_aborted && r_.typing->claimed()) ec = {};  // woken by the claim
     }
     drained_ = n < kUpstreamReadBytes;
     if (deadline_.disarm()) co_return std::unexpected(std::nullopt);
@@ -464,7 +476,7 @@ class Exchange {
       framer.release();
       rewritten_.clear();
       if (last) break;
-      const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle);
+      const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle, true);
       if (const ReadEnd end = after_read(read); end != ReadEnd::kData) {
         // A preempted run leaves the stream open: the next run continues it;
         // so does a broken resumable one that the caller may fail over.
