@@ -68,21 +68,39 @@ double typing_metric(GatewayProcess& gateway, const std::string& outcome) {
       .value_or(0);
 }
 
+// An engine, the gateway in front of it (`threads` I/O threads) and an
+// older keystroke's stream, running once start() has read its first four
+// events; `typed`: the first two words of that suggestion.
+struct RunningSuggestion {
+  SimProcess sim{std::vector<std::string>{"--profile", "llama-8b-a100", "--model", "m1"}};
+  GatewayProcess gateway;
+  HttpConnection older;
+  std::string typed;
+
+  explicit RunningSuggestion(unsigned threads = 2)
+      : gateway(typing_config(sim.port(), threads).to_yaml()), older(gateway.port()) {}
+
+  ::testing::AssertionResult start() {
+    older.send(keystroke(kPrompt));
+    if (const int status = older.read_head().status; status != 200) {
+      return ::testing::AssertionFailure() << "status " << status << "\n" << describe_output(gateway);
+    }
+    const std::vector<std::string> first = older.read_events(4);
+    if (first.size() < 4) return ::testing::AssertionFailure() << "fewer than 4 events: " << older.body();
+    typed = events_text({first[0], first[1]});
+    if (typed.empty()) return ::testing::AssertionFailure() << "no text in " << older.body();
+    return ::testing::AssertionSuccess();
+  }
+};
+
 // With two I/O threads the two connections land on different ones (round
 // robin) and the upstream socket moves between them; with one it stays.
 void expect_handed_over(unsigned threads) {
-  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
-  GatewayProcess gateway(typing_config(sim.port(), threads).to_yaml());
+  RunningSuggestion run(threads);
+  ASSERT_TRUE(run.start());
+  auto& [sim, gateway, older, typed] = run;
 
-  HttpConnection older(gateway.port());
-  older.send(keystroke(kPrompt));
-  ASSERT_EQ(older.read_head().status, 200) << describe_output(gateway);
-  const std::vector<std::string> first = older.read_events(4);
-  ASSERT_GE(first.size(), 4u);
   // The user types the first two words of the suggestion.
-  const std::string typed = events_text({first[0], first[1]});
-  ASSERT_FALSE(typed.empty());
-
   HttpConnection newer(gateway.port());
   newer.send(keystroke(kPrompt + typed));
   ASSERT_EQ(newer.read_head().status, 200) << describe_output(gateway);
@@ -113,15 +131,9 @@ TEST(TypingThrough, HandOverOnOneThreadKeepsTheConnectionWhereItIs) { expect_han
 // first event (the text generated after what was typed) must arrive while
 // it is stopped. Before the wake it came only after SIGCONT.
 TEST(TypingThrough, TheHandOverDoesNotWaitForTheEnginesNextToken) {
-  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
-  GatewayProcess gateway(typing_config(sim.port()).to_yaml());
-
-  HttpConnection older(gateway.port());
-  older.send(keystroke(kPrompt));
-  ASSERT_EQ(older.read_head().status, 200) << describe_output(gateway);
-  const std::vector<std::string> first = older.read_events(4);
-  ASSERT_GE(first.size(), 4u);
-  const std::string typed = events_text({first[0], first[1]});
+  RunningSuggestion run;
+  ASSERT_TRUE(run.start());
+  auto& [sim, gateway, older, typed] = run;
   sim.child().signal(SIGSTOP);
 
   HttpConnection newer(gateway.port());
@@ -148,13 +160,9 @@ TEST(TypingThrough, TheHandOverDoesNotWaitForTheEnginesNextToken) {
 }
 
 TEST(TypingThrough, AnythingElseTypedAbortsAndStartsAnew) {
-  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
-  GatewayProcess gateway(typing_config(sim.port()).to_yaml());
-
-  HttpConnection older(gateway.port());
-  older.send(keystroke(kPrompt));
-  ASSERT_EQ(older.read_head().status, 200) << describe_output(gateway);
-  ASSERT_GE(older.read_events(4).size(), 4u);
+  RunningSuggestion run;
+  ASSERT_TRUE(run.start());
+  auto& [sim, gateway, older, typed] = run;
 
   // Typed something the suggestion does not start with.
   HttpConnection newer(gateway.port());
