@@ -4,9 +4,11 @@
 // KV use, the inter-event gaps the relays counted for the backend since the
 // last one (StreamGaps, in its ModelPool) against the pool's gap target (the
 // tightest tpot_slo of the classes with work there, else itl_target), and
-// the scheduler's occupancy of the backend. What it decides goes to the scheduler through BackendHealth
-// (base slots for every class, extra slots for background work), which
-// also caps it while a backend ramps up after an ejection.
+// the scheduler's occupancy of the backend. What it decides goes to the
+// scheduler through BackendHealth (base slots for every class, extra slots
+// for background work), which also caps it while a backend ramps up after
+// an ejection. A model may have settings of its own (Config's
+// adaptive_capacity_of); a pool with it off has no controllers.
 //
 // A backend whose metrics are stale or down starts over at its
 // max_concurrency (the engine cannot be seen: no slots beyond what the

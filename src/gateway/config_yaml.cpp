@@ -274,8 +274,6 @@ void check_references(YamlReader& r, Config& c) {
   }
 }
 
-// One ModelConfig per pool: a model whose backends name classes becomes one
-// entry per distinct class list, in the order first seen.
 void check_adaptive_capacity(YamlReader& r, const sched::AdaptiveCapacityConfig& a, const EngineSignalsConfig& signals,
                              const std::string& path) {
   if (const char* why = sched::validate(a)) r.error(path, why);
@@ -286,7 +284,9 @@ void check_adaptive_capacity(YamlReader& r, const sched::AdaptiveCapacityConfig&
 }
 
 // Each model's own adaptive_capacity: the global section with the keys it
-// names read over it (so the global one is read first).
+// names read over it (so the global one is read first). Entry i is
+// c.models[i] unless an earlier entry was no mapping, which failed the
+// config already.
 void read_model_adaptive_capacities(YamlReader& r, const YAML::Node& models, Config& c) {
   if (!models || !models.IsSequence()) return;
   for (std::size_t i = 0; i < models.size() && i < c.models.size(); ++i) {
@@ -300,6 +300,8 @@ void read_model_adaptive_capacities(YamlReader& r, const YAML::Node& models, Con
   }
 }
 
+// One ModelConfig per pool: a model whose backends name classes becomes one
+// entry per distinct class list, in the order first seen.
 void split_class_pools(Config& c) {
   std::vector<ModelConfig> pools;
   for (ModelConfig& m : c.models) {

@@ -196,6 +196,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
 
     Interrupt interrupt;
     slot.set_interrupt_hook([&interrupt, &slot] { interrupt.fire(slot.preempted(), slot.interrupt_error()); });
+    const bool adaptive = config_.adaptive_capacity_of(slot.pool()).enabled;  // its relay counts gaps
     const RelayRequest relay_request{.pool = pool.upstream(slot.backend()),
                                      .upstream_request = up,
                                      .sink = sink,
@@ -210,8 +211,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
                                                            : std::function<void()>(),
                                      .hold_failures = retries < health_.max_retries(),
                                      .typing = offer,
-                                     .gaps = config_.adaptive_capacity_of(slot.pool()).enabled ? &pool.gaps(slot.backend())
-                                                                                    : nullptr};
+                                     .gaps = adaptive ? &pool.gaps(slot.backend()) : nullptr};
     const auto sent = std::chrono::steady_clock::now();
     RelayOutcome outcome = co_await relay(relay_request);
     rec.engine_ms += RequestContext::millis(std::chrono::steady_clock::now() - sent);
