@@ -46,11 +46,12 @@ constexpr const char* kUsage =
     "      an arbiter config running the scenario's gateway (default --sim)\n"
     "  arbiter-bench sweep [--count N] [--seed N] [--from K] [--duration S] [--engines N]\n"
     "                [--jobs N] [--out DIR] [--max-losing N] [--type-along P]\n"
-    "                [--typing-through on|off] [--adaptive-capacity YAML]\n"
+    "                [--typing-through on|off] [--adaptive-capacity YAML] [--scheduler YAML]\n"
     "      generated scenarios under fifo, priority and hybrid; exit 1 when hybrid loses\n"
     "      by the regret yardstick on more than N of them (default 0; DIR: sweep.md and\n"
     "      each losing scenario's YAML); --adaptive-capacity: every scenario's\n"
-    "      engine.adaptive_capacity, a YAML flow mapping such as '{enabled: true}'\n"
+    "      engine.adaptive_capacity, a YAML flow mapping such as '{enabled: true}';\n"
+    "      --scheduler: every scenario's scheduler section, e.g. '{tenant_headroom: 0.125}'\n"
     "  arbiter-bench check DIR\n"
     "      verify DIR/results.json (counts add up, percentiles ordered)\n";
 
@@ -303,7 +304,8 @@ int run_sweep_command(int argc, char** argv) {
   int status = 0;
   if (!parse_flags(argc, argv,
                    {"--count", "--seed", "--from", "--duration", "--engines", "--jobs", "--out",
-                    "--max-losing", "--type-along", "--typing-through", "--adaptive-capacity"},
+                    "--max-losing", "--type-along", "--typing-through", "--adaptive-capacity",
+                    "--scheduler"},
                    {}, f, status)) {
     return status;
   }
@@ -335,6 +337,7 @@ int run_sweep_command(int argc, char** argv) {
     shape.typing_through = f["--typing-through"] == "on";
   }
   if (f.contains("--adaptive-capacity")) shape.adaptive_capacity = f["--adaptive-capacity"];
+  if (f.contains("--scheduler")) shape.scheduler = f["--scheduler"];
   const auto cases = run_sweep(seed, first, count, shape, jobs);
   std::size_t losing = 0;
   for (const SweepCase& c : cases) {

@@ -21,6 +21,7 @@ struct SweepShape {
   double type_along = 0;
   bool typing_through = false;
   std::string adaptive_capacity;  // YAML flow mapping: every scenario's engine.adaptive_capacity; empty: none
+  std::string scheduler;          // YAML flow mapping: every scenario's scheduler section; empty: none
 };
 
 // The YAML of scenario `index` of the sweep seeded `seed`: 1-`max_engines`

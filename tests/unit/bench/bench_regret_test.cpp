@@ -162,5 +162,19 @@ TEST(BenchSweep, GeneratedScenariosParseAndAreDeterministic) {
   EXPECT_NE(random_scenario_yaml(7, 0), random_scenario_yaml(8, 0));
 }
 
+TEST(BenchSweep, TheSchedulerSectionGoesIntoEveryScenario) {
+  // --scheduler: the same scenario, with that scheduler section (the policy
+  // still the run's).
+  const SweepShape shape{.scheduler = "{tenant_headroom: 0.125}"};
+  for (uint32_t i = 0; i < 5; ++i) {
+    auto plain = parse_scenario(random_scenario_yaml(3, i));
+    auto with = parse_scenario(random_scenario_yaml(3, i, shape));
+    ASSERT_TRUE(plain.has_value() && with.has_value()) << i;
+    EXPECT_EQ(plain->scheduler.tenant_headroom, 0);
+    EXPECT_EQ(with->scheduler.tenant_headroom, 0.125);
+    EXPECT_EQ(with->classes.size(), plain->classes.size());
+  }
+}
+
 }  // namespace
 }  // namespace arbiter::bench
