@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,6 +37,19 @@ inline constexpr uint32_t kEarlyAnswerMinQueued = 8;
 // (or more than halfway from that share to all of it) loses arrival order
 // there and is served by fair queueing (hybrid).
 inline constexpr double kOveruse = 2.0;
+
+// A tenant served more than this multiple of its weight's share among the
+// class's busy tenants (work queued or running; or more than halfway from
+// that share to all of it) is flooding: tenants within it go first, and
+// with `tenant_headroom` it may not take a pool's last slots (hybrid).
+// Between kOveruse and this, tenants of nearly equal demand keep arrival
+// order (issue 11's sweep: strict fairness there costs goodput).
+inline constexpr double kFlooding = 3.0;
+
+// Heap entries the search for the fairest tenant that is not flooding may
+// look at (Scheduler::fairest_not_flooding): a handful of flooders is
+// skipped, a class where most tenants flood falls back to the fairest.
+inline constexpr uint32_t kFloodSearch = 16;
 
 enum class NodeState : uint8_t {
   kFree,        // slot on the free list
@@ -120,6 +134,8 @@ struct ClassQueue {
   double vtime = 0;               // class virtual time among classes (hybrid)
   double tenant_vclock = 0;       // virtual clock of its tenant heap (hybrid)
   double active_weight = 0;       // sum of weights of tenants with ready work (hybrid)
+  double busy_weight = 0;         // sum of weights of tenants with work queued or running
+  uint32_t busy_tenants = 0;      // how many: at 0 the weight resets, so no float drift builds up
   double remote = 0;              // tokens per second other replicas serve the class (set_remote_service)
   IndexedHeap<ShareKey> tenants;  // tenants with ready work by vtime (hybrid)
   // Queued requests whose deadline is the class's (arrival + max_queue_wait),
@@ -133,6 +149,7 @@ struct ClassQueue {
   IndexedHeap<OrderKey> urgent;  // ready requests with their own deadline, by urgency (hybrid)
   IndexedHeap<OrderKey> order;   // ready requests by arrival (priority policy)
   WaitReason blocked = WaitReason::kNone;  // why its ready work waited at the last poll
+  bool tenant_held = false;  // this poll: its next request is a flooding tenant's, kept off tenant_headroom
   uint32_t victims_head = kNil;  // oldest running preemptible request (hybrid)
   uint32_t victims_tail = kNil;  // most recently started one
   DecayingRate completed;        // completion rate: drain time for Retry-After
@@ -185,5 +202,11 @@ struct Pool {
   PrefixIndex prefix;               // prefix affinity; disabled without cache sizes
   DecayingRate completed;           // pool completion rate: fallback for drain time
 };
+
+
+// Slots a class lacks to reach its min_share of the pool (<= 0: none).
+inline double share_deficit(double min_share, const ClassQueue& cq, double capacity) {
+  return std::ceil(min_share * capacity - 1e-9) - cq.own_in_flight();
+}
 
 }  // namespace arbiter::sched::detail

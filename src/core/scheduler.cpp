@@ -65,6 +65,7 @@ std::string_view wait_reason_name(WaitReason reason) {
     case WaitReason::kPrefill: return "prefill";
     case WaitReason::kShareCap: return "share_cap";
     case WaitReason::kDebounce: return "debounce";
+    case WaitReason::kTenantHeadroom: return "tenant_headroom";
   }
   return "none";
 }
@@ -422,8 +423,9 @@ bool Scheduler::set_tenant_weight(TenantId tenant, double weight) {
   tenant_index_.for_each([&](uint64_t, uint32_t index) {
     TenantQueue& tq = tenants_[index];
     if (tq.tenant != tenant) return;
-    if (tq.share_pos != kNoPos)
-      pools_[tq.pool].classes[tq.klass].active_weight += weight - tq.weight;
+    ClassQueue& cq = pools_[tq.pool].classes[tq.klass];
+    if (tq.share_pos != kNoPos) cq.active_weight += weight - tq.weight;
+    cq.busy_weight += weight - tq.weight;  // a live tenant queue is a busy tenant
     tq.weight = weight;
   });
   return true;
@@ -547,6 +549,10 @@ uint32_t Scheduler::queue_depth(PoolId pool, ClassId klass) const {
 
 uint32_t Scheduler::ready_depth(PoolId pool, ClassId klass) const {
   return pools_[pool].classes[klass].ready;
+}
+
+WaitReason Scheduler::waits_for(PoolId pool, ClassId klass) const {
+  return pools_[pool].classes[klass].blocked;
 }
 
 uint32_t Scheduler::class_in_flight(PoolId pool, ClassId klass) const {

@@ -139,6 +139,7 @@ class Scheduler {
   const Counters& counters() const { return counters_; }
   uint32_t queue_depth(PoolId pool, ClassId klass) const;  // held + ready
   uint32_t ready_depth(PoolId pool, ClassId klass) const;  // dispatchable now
+  WaitReason waits_for(PoolId pool, ClassId klass) const;   // why its ready work waited at the last poll
   uint32_t class_in_flight(PoolId pool, ClassId klass) const;  // borrowed slots included
   uint32_t class_borrowed(PoolId pool, ClassId klass) const;   // of them, on lenders' backends
   uint32_t lent(PoolId pool) const;  // its slots held by other pools' requests
@@ -288,13 +289,21 @@ class Scheduler {
   uint32_t pick_leftover(uint32_t pool, TimePoint now);  // borrowing, then background
   // The request the class serves next: arrival order, or fair queueing for a tenant over its share.
   uint32_t head_of_class(uint32_t pool, uint32_t klass, TimePoint now);
-  // The tenant queue was served more than kOveruse times its share lately.
+  // The tenant queue was served more than kOveruse times its share lately
+  // (among tenants with ready work).
   bool overusing(uint32_t tq, TimePoint now) const;
+  // More than kFlooding times its share among tenants with work queued or running.
+  bool flooding(uint32_t tq, TimePoint now) const;
+  // The class's tenant queue with the least virtual time that does not flood.
+  uint32_t fairest_not_flooding(const ClassQueue& cq, TimePoint now) const;
+  // `n` may not start: its tenant floods and the pool is down to its tenant_headroom.
+  bool keeps_tenant_headroom(const Pool& pool, const Node& n, TimePoint now) const;
   bool live(uint32_t tq) const;  // a tenant-queue slab index in use
   int top_priority(const Pool& pool) const;  // best engine_priority of non-background classes in use
   bool top_has_ready(const Pool& pool, int top) const;  // a class of priority `top` has work that may start
   int64_t cap_room(const Pool& pool, uint32_t klass) const;  // slots left under max_share
   bool capped(const Pool& pool, uint32_t klass) const;       // at max_share
+  bool closed(const Pool& pool, uint32_t klass) const;       // capped, or tenant_held this poll
   // Starts a ready request on `backend` of `run_pool` (its own pool, or a lender).
   void start(uint32_t id, uint32_t run_pool, uint32_t backend, TimePoint now, Actions& out);
   // `n` may borrow now: the lender can take it back, or its TTFT SLO is at risk.

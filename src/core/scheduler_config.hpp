@@ -132,6 +132,13 @@ struct SchedulerConfig {
   // only while the class has work running (the rate is measured) and the
   // tenant has work queued. 0 disables.
   double early_reject_margin = 2;
+  // Tenant headroom (hybrid): this share of a pool's slots (rounded up) is
+  // kept for tenants that do not flood their class (served beyond kFlooding
+  // times their share among its busy tenants): a flooding tenant's request
+  // waits while no more than that is free, and leaves the prefill backlog's
+  // headroom too, so the others' next requests start at once. 0 disables:
+  // it trades the flooder's throughput for the others' wait.
+  double tenant_headroom = 0;
   // Prefix affinity (pools with prefix_cache_tokens): a request goes to the
   // backend holding the longest prefix of its prompt, or, when none has room
   // within the bound, to its prompt's rendezvous choice (deterministic, so

@@ -14,7 +14,7 @@ namespace arbiter::sched {
 using detail::kNil;
 using detail::kNoAvoid;
 using detail::kLowerTierBacklog;
-using detail::kOveruse;
+using detail::share_deficit;
 
 namespace {
 
@@ -37,11 +37,6 @@ constexpr double kAffinityTie = 1e-3;
 
 // Highest-random-weight score of a backend for a key.
 uint64_t rendezvous(uint64_t key, uint32_t backend) { return mix_bits(key ^ (kGoldenGamma * (backend + 1))); }
-
-// Slots a class lacks to reach its min_share of the pool (<= 0: none).
-double share_deficit(const ClassPolicy& cls, const detail::ClassQueue& cq, double capacity) {
-  return std::ceil(cls.min_share * capacity - kEpsilon) - cq.own_in_flight();
-}
 
 }  // namespace
 
@@ -111,7 +106,7 @@ std::optional<TimePoint> Scheduler::next_wakeup() const {
       // future times, or a class that stays entitled (but finds no victim)
       // would make every poll ask for the next one at once.
       const ClassPolicy& cls = config_.classes[c];
-      const bool short_of_share = share_deficit(cls, cq, pool.capacity) > 0;
+      const bool short_of_share = share_deficit(cls.min_share, cq, pool.capacity) > 0;
       if (!short_of_share && !(background_running && !cls.background)) continue;
       if (const TimePoint due = preemption_due(cq, c); due > last_poll_) wake = std::min(wake, due);
     }
@@ -173,11 +168,16 @@ void Scheduler::note_blocked(uint32_t pool, TimePoint now) {
     ClassQueue& cq = p.classes[c];
     if (cq.ready == 0) {
       cq.blocked = cq.queued > 0 ? WaitReason::kDebounce : WaitReason::kNone;
+    } else if (cq.tenant_held) {
+      // Picked (also when capped: idle slots are lent), then kept off the
+      // slots left for the other tenants.
+      cq.blocked = WaitReason::kTenantHeadroom;
     } else if (config_.policy == Policy::kHybrid && config_.classes[c].max_share < 1 && capped(p, c)) {
       cq.blocked = WaitReason::kShareCap;  // no slot goes to it while others have work
     } else {
       cq.blocked = room ? WaitReason::kPrefill : pool_reason;  // room: the top class's headroom
     }
+    cq.tenant_held = false;
   }
 }
 
@@ -269,9 +269,17 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool e
     // class's requests are picked first whenever they may start, so a
     // request that needs headroom and finds none means nothing may start).
     // A request rescued for its SLO (pick_rescue) may use the headroom.
-    const bool headroom = config_.policy == Policy::kHybrid &&
-                          config_.classes[nodes_[id].klass].engine_priority != top &&
-                          !slo_at_risk(nodes_[id], now);
+    // With tenant_headroom, a flooding tenant's request is treated the same
+    // and leaves the pool's last slots free; it is picked only when no
+    // tenant within its share has work in its class, so it waits.
+    const bool hybrid = config_.policy == Policy::kHybrid;
+    if (hybrid && keeps_tenant_headroom(p, nodes_[id], now)) {
+      p.classes[nodes_[id].klass].tenant_held = true;  // the other classes may still start
+      continue;
+    }
+    const bool headroom = hybrid && ((config_.classes[nodes_[id].klass].engine_priority != top &&
+                                      !slo_at_risk(nodes_[id], now)) ||
+                                     flooding(nodes_[id].tenant, now));
     const uint32_t backend =
         route(p, nodes_[id], now, headroom ? kLowerTierBacklog : 1.0, headroom ? kNil : least, extra);
     if (backend == kNil) return;
@@ -446,6 +454,10 @@ int64_t Scheduler::cap_room(const Pool& pool, uint32_t klass) const {
 
 bool Scheduler::capped(const Pool& pool, uint32_t klass) const { return cap_room(pool, klass) <= 0; }
 
+bool Scheduler::closed(const Pool& pool, uint32_t klass) const {
+  return pool.classes[klass].tenant_held || capped(pool, klass);
+}
+
 uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now, int top) {
   // Two tiers: the non-background classes with the best priority in use
   // (work queued or running) go before all others, as under the priority
@@ -486,11 +498,13 @@ uint32_t Scheduler::pick_rescue(uint32_t pool, TimePoint now, const InTier& in_t
   for (uint32_t c = 0; c < p.classes.size(); ++c) {
     const ClassQueue& cq = p.classes[c];
     if (slo_lead_[c] == Duration::zero() || !in_tier(c) || cq.ready == 0 ||
-        capped(p, c)) {
+        closed(p, c)) {
       continue;
     }
     const uint32_t head = cq.arrivals_head;
-    if (head == kNil || nodes_[head].state != NodeState::kQueued || !slo_at_risk(nodes_[head], now)) continue;
+    if (head == kNil || nodes_[head].state != NodeState::kQueued || !slo_at_risk(nodes_[head], now)) {
+      continue;
+    }
     if (best == kNil || nodes_[head].slo_at < nodes_[best].slo_at) best = head;
   }
   return best == kNil ? kNil : head_of_class(pool, nodes_[best].klass, now);
@@ -509,7 +523,7 @@ uint32_t Scheduler::pick_in_tier(uint32_t pool, TimePoint now, const InTier& in_
   for (uint32_t c = 0; c < classes; ++c) {
     const ClassQueue& cq = p.classes[c];
     const double guaranteed = config_.classes[c].min_share * p.capacity;
-    if (!in_tier(c) || cq.ready == 0 || cq.own_in_flight() + kEpsilon >= guaranteed || capped(p, c)) continue;
+    if (!in_tier(c) || cq.ready == 0 || cq.own_in_flight() + kEpsilon >= guaranteed || closed(p, c)) continue;
     const double ratio = cq.own_in_flight() / guaranteed;
     if (ratio < best_ratio) {
       best_ratio = ratio;
@@ -540,7 +554,7 @@ uint32_t Scheduler::pick_in_tier(uint32_t pool, TimePoint now, const InTier& in_
                         cq.oldest_deadline - aging_lead_[c] <= now &&
                         nodes_[cq.arrivals_head].state == NodeState::kQueued;
     const bool own = !cq.urgent.empty() && cq.urgent.top().key.primary <= now_ticks;
-    if ((!listed && !own) || capped(p, c)) continue;
+    if ((!listed && !own) || closed(p, c)) continue;
     if (listed && earlier(cq.arrivals_head, urgent)) urgent = cq.arrivals_head;
     if (own && earlier(cq.urgent.top().id, urgent)) urgent = cq.urgent.top().id;
   }
@@ -551,7 +565,7 @@ uint32_t Scheduler::pick_in_tier(uint32_t pool, TimePoint now, const InTier& in_
   best = kNil;
   for (uint32_t c = 0; c < classes; ++c) {
     const ClassQueue& cq = p.classes[c];
-    if (!in_tier(c) || cq.ready == 0 || capped(p, c)) continue;
+    if (!in_tier(c) || cq.ready == 0 || closed(p, c)) continue;
     if (best == kNil || cq.vtime < p.classes[best].vtime) best = c;
   }
   if (best == kNil) return kNil;
@@ -569,7 +583,7 @@ uint32_t Scheduler::pick_leftover(uint32_t pool, TimePoint now) {
     uint32_t best = kNil;
     for (uint32_t c = 0; c < p.classes.size(); ++c) {
       const ClassQueue& cq = p.classes[c];
-      if (config_.classes[c].background != background || cq.ready == 0) continue;
+      if (config_.classes[c].background != background || cq.ready == 0 || cq.tenant_held) continue;
       if (background && capped(p, c)) continue;
       if (best == kNil || cq.vtime < p.classes[best].vtime) best = c;
     }
@@ -584,24 +598,11 @@ uint32_t Scheduler::pick_leftover(uint32_t pool, TimePoint now) {
 bool Scheduler::top_has_ready(const Pool& pool, int top) const {
   for (uint32_t c = 0; c < pool.classes.size(); ++c) {
     if (!config_.classes[c].background && config_.classes[c].engine_priority == top &&
-        pool.classes[c].ready > 0 && !capped(pool, c)) {
+        pool.classes[c].ready > 0 && !closed(pool, c)) {
       return true;
     }
   }
   return false;
-}
-
-bool Scheduler::overusing(uint32_t tq, TimePoint now) const {
-  // Its share of the class's recent service against its weight's share among
-  // the tenants with work: over kOveruse times that, or over halfway from
-  // that to all of it (with two tenants, 75% rather than 100%).
-  // Other replicas' service counts too (set_remote_service).
-  const TenantQueue& t = tenants_[tq];
-  const ClassQueue& cq = pools_[t.pool].classes[t.klass];
-  const double total = cq.dispatched.per_second(now) + cq.remote;
-  if (cq.active_weight <= 0 || total <= 0) return false;
-  const double fair = std::min(1.0, t.weight / cq.active_weight);
-  return t.served.per_second(now) + t.remote > total * std::min(kOveruse * fair, (1 + fair) / 2);
 }
 
 int Scheduler::top_priority(const Pool& pool) const {
@@ -613,30 +614,6 @@ int Scheduler::top_priority(const Pool& pool) const {
     top = std::min(top, config_.classes[c].engine_priority);
   }
   return top;
-}
-
-uint32_t Scheduler::head_of_class(uint32_t pool, uint32_t klass, TimePoint now) {
-  // Earliest deadline first among tenants within their share: the class's
-  // oldest request (its deadline is the class's) goes first if its deadline
-  // is earlier than the fair tenant's head and its tenant was not recently
-  // served beyond its share (overusing()). Otherwise the tenant with the
-  // least virtual time, then its earliest deadline: a flooding tenant gets
-  // its share and the others are served as if it were not there. Strict fair
-  // queueing between tenants of nearly equal demand costs goodput for
-  // nothing: the slightly busier one waits longer and misses SLOs that
-  // arrival order would have met (arrival order: issue 11's sweep).
-  ClassQueue& cq = pools_[pool].classes[klass];
-  const auto& fairest = cq.tenants.top();
-  cq.tenant_vclock = std::max(cq.tenant_vclock, fairest.key.vtime);
-  const uint32_t fair = tenants_[fairest.id].queue.top().id;
-  const uint32_t oldest = cq.arrivals_head;
-  if (oldest != kNil && oldest != fair && nodes_[oldest].state == NodeState::kQueued &&
-      std::pair(nodes_[oldest].deadline, nodes_[oldest].seq) <
-          std::pair(nodes_[fair].deadline, nodes_[fair].seq) &&
-      !overusing(nodes_[oldest].tenant, now)) {
-    return oldest;
-  }
-  return fair;
 }
 
 void Scheduler::start(uint32_t id, uint32_t run_pool, uint32_t backend, TimePoint now, Actions& out) {
@@ -733,7 +710,7 @@ void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
     // class one slot below its cap with 100 requests queued needs one.
     const int64_t usable = std::min<int64_t>(cq.ready, cap_room(p, c));
     waiting += usable;
-    const double deficit = share_deficit(cls, cq, capacity);
+    const double deficit = share_deficit(cls.min_share, cq, capacity);
     if (deficit > 0) needy += std::min<int64_t>(static_cast<int64_t>(deficit), usable);
   }
   if (waiting == 0) return;

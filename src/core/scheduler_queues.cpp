@@ -91,6 +91,9 @@ uint32_t Scheduler::tenant_queue(uint32_t pool, uint32_t klass, TenantId tenant)
   tq.remote = 0;
   tq.next_free = kNil;
   tenant_index_.insert(key, index);
+  ClassQueue& cq = pools_[pool].classes[klass];
+  cq.busy_weight += tq.weight;
+  ++cq.busy_tenants;
   return index;
 }
 
@@ -140,6 +143,8 @@ void Scheduler::maybe_free_tenant(uint32_t tq) {
   TenantQueue& t = tenants_[tq];
   if (t.queued != 0 || t.in_flight != 0) return;
   tenant_index_.erase(tenant_key(t.pool, t.klass, t.tenant));
+  ClassQueue& cq = pools_[t.pool].classes[t.klass];
+  cq.busy_weight = --cq.busy_tenants == 0 ? 0 : cq.busy_weight - t.weight;
   t.next_free = free_tenants_;
   free_tenants_ = tq;
 }

@@ -51,6 +51,8 @@ constexpr SchedulerKey kSchedulerKeys[] = {
      write_number<Sch, &Sch::aging_fraction>},
     {"slo_lead_fraction", "number in [0, 1]", read_number<Sch, &Sch::slo_lead_fraction, 0.0, 1.0>,
      write_number<Sch, &Sch::slo_lead_fraction>},
+    {"tenant_headroom", "number in [0, 0.5]", read_number<Sch, &Sch::tenant_headroom, 0.0, 0.5>,
+     write_number<Sch, &Sch::tenant_headroom>},
     {"early_reject_margin", "number in [0, 1000]", read_number<Sch, &Sch::early_reject_margin, 0.0, 1000.0>,
      write_number<Sch, &Sch::early_reject_margin>},
     {"affinity_load_slack", "number in [0, 100]", read_number<Sch, &Sch::affinity_load_slack, 0.0, 100.0>,

@@ -111,6 +111,14 @@ classes:
   }
   EXPECT_THAT(errors_of(std::string(kMinimal) + "classes: [{name: chat, tpot_slo_ms: -1}]\n"),
               Contains(HasSubstr("tpot_slo_ms")));
+  // Tenant headroom: off by default, a share of the slots up to a half.
+  EXPECT_EQ(d->scheduler.tenant_headroom, 0);
+  auto h = parse_config(std::string(kMinimal) + "scheduler: {tenant_headroom: 0.125}\n");
+  ASSERT_TRUE(h) << ::testing::PrintToString(h.error());
+  EXPECT_EQ(h->scheduler.tenant_headroom, 0.125);
+  EXPECT_EQ(to_scheduler_config(*h).tenant_headroom, 0.125);
+  EXPECT_THAT(errors_of(std::string(kMinimal) + "scheduler: {tenant_headroom: 0.6}\n"),
+              Contains(HasSubstr("tenant_headroom")));
 }
 
 // adaptive_capacity: off by default; the bench's keys and rules; it learns

@@ -1,0 +1,117 @@
+// Tenants inside a class (hybrid): who is over its share, who floods, and
+// which request the class serves next. Shares are of the class's recent
+// service (tokens dispatched, kShareWindow), other replicas' included.
+#include <algorithm>
+#include <cmath>
+
+#include "core/scheduler.hpp"
+
+namespace arbiter::sched {
+
+using detail::kFloodSearch;
+using detail::kFlooding;
+using detail::kNil;
+using detail::kOveruse;
+
+namespace {
+
+// Served beyond `multiple` times its share `fair` of `total`, or beyond
+// halfway from that share to all of it (with two tenants, 75% rather than
+// 100%). A tenant alone in its class (fair 1) is never beyond its share.
+bool beyond_share(double served, double total, double fair, double multiple) {
+  if (total <= 0 || fair >= 1) return false;
+  return served > total * std::min(multiple * fair, (1 + fair) / 2);
+}
+
+}  // namespace
+
+bool Scheduler::overusing(uint32_t tq, TimePoint now) const {
+  // Against its weight's share among the tenants with ready work.
+  const TenantQueue& t = tenants_[tq];
+  const ClassQueue& cq = pools_[t.pool].classes[t.klass];
+  if (cq.active_weight <= 0) return false;
+  return beyond_share(t.served.per_second(now) + t.remote, cq.dispatched.per_second(now) + cq.remote,
+                      t.weight / cq.active_weight, kOveruse);
+}
+
+bool Scheduler::flooding(uint32_t tq, TimePoint now) const {
+  // Against its weight's share among the tenants with work queued or
+  // running: a tenant whose requests all start at once is still there, so
+  // a flooder cannot look fair because the others never have to queue.
+  // Only with tenant_headroom: off, no tenant is told apart as flooding.
+  if (config_.tenant_headroom <= 0) return false;
+  const TenantQueue& t = tenants_[tq];
+  const ClassQueue& cq = pools_[t.pool].classes[t.klass];
+  if (cq.busy_weight <= 0) return false;
+  return beyond_share(t.served.per_second(now) + t.remote, cq.dispatched.per_second(now) + cq.remote,
+                      t.weight / cq.busy_weight, kFlooding);
+}
+
+uint32_t Scheduler::fairest_not_flooding(const ClassQueue& cq, TimePoint now) const {
+  // Best-first over the tenant heap: the least virtual time among tenants
+  // that do not flood. A flooding entry's children are looked at in its
+  // place; at most kFloodSearch entries, else the fairest as it is.
+  const auto& heap = cq.tenants;
+  uint32_t frontier[kFloodSearch * 4 + 1];
+  uint32_t size = 0;
+  frontier[size++] = 0;
+  for (uint32_t looked = 0; size > 0 && looked < kFloodSearch; ++looked) {
+    uint32_t* best = std::min_element(frontier, frontier + size, [&](uint32_t a, uint32_t b) {
+      return heap.at(a).key < heap.at(b).key;
+    });
+    const uint32_t pos = *best;
+    *best = frontier[--size];
+    if (!flooding(heap.at(pos).id, now)) return heap.at(pos).id;
+    const auto first = static_cast<std::size_t>(4 * pos + 1);
+    for (std::size_t c = first; c < std::min(first + 4, heap.size()); ++c) {
+      frontier[size++] = static_cast<uint32_t>(c);
+    }
+  }
+  return heap.top().id;
+}
+
+uint32_t Scheduler::head_of_class(uint32_t pool, uint32_t klass, TimePoint now) {
+  // Earliest deadline first among tenants within their share: the class's
+  // oldest request (its deadline is the class's) goes first if its deadline
+  // is earlier than the fair tenant's head and its tenant was not recently
+  // served beyond its share (overusing(), flooding()). Otherwise the tenant
+  // with the least virtual time, then its earliest deadline, passing over
+  // flooding tenants while one that does not flood has work: a flooding
+  // tenant gets its share and what the others leave, and the others are
+  // served as if it were not there. Strict fair queueing between tenants of
+  // nearly equal demand costs goodput for nothing: the slightly busier one
+  // waits longer and misses SLOs that arrival order would have met (arrival
+  // order: issue 11's sweep).
+  ClassQueue& cq = pools_[pool].classes[klass];
+  const uint32_t fairest = fairest_not_flooding(cq, now);
+  cq.tenant_vclock = std::max(cq.tenant_vclock, cq.tenants.top().key.vtime);
+  const uint32_t fair = tenants_[fairest].queue.top().id;
+  const uint32_t oldest = cq.arrivals_head;
+  if (oldest != kNil && oldest != fair && nodes_[oldest].state == NodeState::kQueued &&
+      std::pair(nodes_[oldest].deadline, nodes_[oldest].seq) <
+          std::pair(nodes_[fair].deadline, nodes_[fair].seq) &&
+      !overusing(nodes_[oldest].tenant, now) && !flooding(nodes_[oldest].tenant, now)) {
+    return oldest;
+  }
+  return fair;
+}
+
+bool Scheduler::keeps_tenant_headroom(const Pool& pool, const Node& n, TimePoint now) const {
+  // The pool's last tenant_headroom of its slots are for tenants that do
+  // not flood, so their next request starts at once instead of waiting for
+  // a flooder's request to end. A class below its min_share is not held:
+  // its guarantee is against the other classes, whoever its tenant is.
+  // O(B) with tenant_headroom on, else O(1).
+  if (config_.tenant_headroom <= 0 ||
+      detail::share_deficit(config_.classes[n.klass].min_share, pool.classes[n.klass], pool.capacity) > 0) {
+    return false;
+  }
+  uint32_t free = 0;
+  for (const detail::Backend& b : pool.backends) {
+    if (!b.signal.down && b.used(false) < b.limit) free += b.limit - b.used(false);
+  }
+  const double headroom = std::ceil(config_.tenant_headroom * pool.capacity);
+  return free <= headroom && flooding(n.tenant, now);
+}
+
+}  // namespace arbiter::sched

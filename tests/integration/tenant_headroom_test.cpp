@@ -1,0 +1,97 @@
+// Tenant headroom through the gateway (scheduler.tenant_headroom): a tenant
+// flooding a class leaves the pool's last slots to the other tenants, whose
+// next request starts at once, and its own held requests say why they
+// waited.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "integration/sim_harness.hpp"
+#include "support/gateway_config.hpp"
+#include "support/gateway_process.hpp"
+#include "support/metrics_text.hpp"
+
+namespace arbiter::test {
+namespace {
+
+double gauge(uint16_t port, std::string_view name) {
+  return metric_value(http_get(port, "/metrics").body, name, {}).value_or(0);
+}
+
+void wait_for_gauge(uint16_t port, std::string_view name, double value) {
+  const auto deadline = Clock::now() + Millis(10'000);
+  while (gauge(port, name) != value) {
+    ASSERT_LT(Clock::now(), deadline) << name << " never reached " << value << " (" << gauge(port, name) << ")";
+    std::this_thread::sleep_for(Millis(5));
+  }
+}
+
+TEST(TenantHeadroom, AFloodingTenantLeavesTheLastSlotsToTheOthers) {
+  // Every request holds its slot at least 3 s (the engine waits that long
+  // before it starts on it), so the slots are what the test counts.
+  SimProcess sim({"--profile", "tiny", "--model", "m1", "--added-latency-ms", "3000"});
+  GatewayConfig config;
+  config.backend_ports = {sim.port()};
+  config.max_concurrency = 6;
+  config.extra = "scheduler: {tenant_headroom: 0.25}\n";  // ceil(1.5): 2 of the 6 slots kept
+  GatewayProcess gateway(config.to_yaml());
+  const auto call = [&](const char* key, int max_tokens) {
+    const std::string extra = R"("max_tokens":)" + std::to_string(max_tokens);
+    return std::async(std::launch::async, [&gateway, key, extra] {
+      return http_call(gateway.port(),
+                       gateway_post("/v1/chat/completions", sim_chat(extra, "hi", "m1"), key, "chat"),
+                       Millis(60'000));
+    });
+  };
+
+  // beta has a small request running: it is a tenant with work.
+  auto beta_first = call(kBetaKey, 10);
+  wait_for_gauge(gateway.port(), "arbiter_backend_in_flight", 1);
+  // alpha sends six large ones. Its first starts within its share; after
+  // it alpha has had nearly all of the class's recent service, over 75%
+  // (halfway from its half among the two tenants with work to all): it
+  // floods, takes two more while more than 2 slots are free, and its other
+  // three wait beside the 2 free slots.
+  std::vector<std::future<HttpResponse>> alpha;
+  for (int i = 0; i < 6; ++i) alpha.push_back(call(kAlphaKey, 400));
+  wait_for_gauge(gateway.port(), "arbiter_queue_depth", 3);
+  wait_for_gauge(gateway.port(), "arbiter_backend_in_flight", 4);
+  std::this_thread::sleep_for(Millis(300));
+  EXPECT_EQ(gauge(gateway.port(), "arbiter_backend_in_flight"), 4) << "a held request started";
+  EXPECT_EQ(gauge(gateway.port(), "arbiter_queue_depth"), 3);
+
+  // beta's next request takes a kept slot at once, ahead of alpha's three.
+  auto beta_second = call(kBetaKey, 10);
+  wait_for_gauge(gateway.port(), "arbiter_backend_in_flight", 5);
+  EXPECT_EQ(gauge(gateway.port(), "arbiter_queue_depth"), 3);
+
+  for (auto* f : {&beta_first, &beta_second}) {
+    const HttpResponse r = f->get();
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_FALSE(r.header("x-arbiter-wait-reason").has_value()) << *r.header("x-arbiter-wait-reason");
+  }
+  // Everything is served in the end: alpha's held requests once slots free
+  // beyond the headroom (and once beta has no work, it is alone).
+  int held = 0;
+  for (auto& f : alpha) {
+    const HttpResponse r = f.get();
+    ASSERT_EQ(r.status, 200) << r.body;
+    held += r.header("x-arbiter-wait-reason").value_or("") == "tenant_headroom";
+  }
+  EXPECT_EQ(held, 3);
+  // Counted as each exchange ends, which may be just after its last byte.
+  const auto counted = [&] {
+    return metric_value(http_get(gateway.port(), "/metrics").body, "arbiter_queue_waits_total",
+                        {{"reason", "tenant_headroom"}})
+        .value_or(0);
+  };
+  const auto deadline = Clock::now() + Millis(5'000);
+  while (counted() < 3 && Clock::now() < deadline) std::this_thread::sleep_for(Millis(5));
+  EXPECT_EQ(counted(), 3);
+}
+
+}  // namespace
+}  // namespace arbiter::test
