@@ -203,7 +203,6 @@ struct Pool {
   DecayingRate completed;           // pool completion rate: fallback for drain time
 };
 
-
 // Slots a class lacks to reach its min_share of the pool (<= 0: none).
 inline double share_deficit(double min_share, const ClassQueue& cq, double capacity) {
   return std::ceil(min_share * capacity - 1e-9) - cq.own_in_flight();

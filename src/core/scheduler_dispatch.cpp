@@ -502,9 +502,7 @@ uint32_t Scheduler::pick_rescue(uint32_t pool, TimePoint now, const InTier& in_t
       continue;
     }
     const uint32_t head = cq.arrivals_head;
-    if (head == kNil || nodes_[head].state != NodeState::kQueued || !slo_at_risk(nodes_[head], now)) {
-      continue;
-    }
+    if (head == kNil || nodes_[head].state != NodeState::kQueued || !slo_at_risk(nodes_[head], now)) continue;
     if (best == kNil || nodes_[head].slo_at < nodes_[best].slo_at) best = head;
   }
   return best == kNil ? kNil : head_of_class(pool, nodes_[best].klass, now);
