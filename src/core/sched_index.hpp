@@ -39,6 +39,7 @@ class FlatIndex {
   // Backward-shift deletion: no tombstones, so lookups never slow down
   // after many erases.
   void erase(uint64_t key) {
+    if (slots_.empty()) return;  // never grown: mask() would wrap
     std::size_t i = home(key);
     while (slots_[i].key != key) {
       if (slots_[i].key == kEmpty) return;

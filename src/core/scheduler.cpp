@@ -66,6 +66,7 @@ std::string_view wait_reason_name(WaitReason reason) {
     case WaitReason::kShareCap: return "share_cap";
     case WaitReason::kDebounce: return "debounce";
     case WaitReason::kTenantHeadroom: return "tenant_headroom";
+    case WaitReason::kTenantCap: return "tenant_cap";
   }
   return "none";
 }

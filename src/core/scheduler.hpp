@@ -298,12 +298,22 @@ class Scheduler {
   uint32_t fairest_not_flooding(const ClassQueue& cq, TimePoint now) const;
   // `n` may not start: its tenant floods and the pool is down to its tenant_headroom.
   bool keeps_tenant_headroom(const Pool& pool, const Node& n, TimePoint now) const;
+  // Per-tenant caps (tenant_max_running): slots held per (pool, tenant).
+  bool at_tenant_cap(uint32_t pool, TenantId tenant) const;
+  void count_running(uint32_t pool, TenantId tenant, bool started);
+  // Takes a tenant queue at its cap out of its class's order until the end
+  // of the poll (its heap key sinks), so the class serves its other tenants.
+  void defer_tenant(uint32_t tq);
+  void restore_deferred();
+  static bool deferred_top(const ClassQueue& cq);  // every tenant with ready work is deferred
+  // Ready requests of the class's tenants at their cap: they could not use a freed slot.
+  uint32_t capped_ready(uint32_t pool, const ClassQueue& cq) const;
   bool live(uint32_t tq) const;  // a tenant-queue slab index in use
   int top_priority(const Pool& pool) const;  // best engine_priority of non-background classes in use
   bool top_has_ready(const Pool& pool, int top) const;  // a class of priority `top` has work that may start
   int64_t cap_room(const Pool& pool, uint32_t klass) const;  // slots left under max_share
   bool capped(const Pool& pool, uint32_t klass) const;       // at max_share
-  bool closed(const Pool& pool, uint32_t klass) const;       // capped, or tenant_held this poll
+  bool closed(const Pool& pool, uint32_t klass) const;       // capped, tenant_held or deferred_top this poll
   // Starts a ready request on `backend` of `run_pool` (its own pool, or a lender).
   void start(uint32_t id, uint32_t run_pool, uint32_t backend, TimePoint now, Actions& out);
   // `n` may borrow now: the lender can take it back, or its TTFT SLO is at risk.
@@ -332,6 +342,8 @@ class Scheduler {
   std::vector<TenantQueue> tenants_;      // tenant-queue slab
   uint32_t free_tenants_ = detail::kNil;  // free-list head
   FlatIndex tenant_index_;                // (pool, class, tenant) -> tenant-queue slab index
+  FlatIndex tenant_running_;              // (pool, tenant) -> slots held, tenants with a cap only
+  std::vector<uint32_t> deferred_;        // tenant queues deferred this poll (defer_tenant)
   KeyRhythms rhythms_;                    // adaptive debounce: per supersede key
   std::unordered_map<std::string, uint32_t> keys_;  // tenant-scoped supersede key -> newest node
   std::vector<Pool> pools_;                         // indexed by PoolId

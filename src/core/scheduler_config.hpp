@@ -154,6 +154,10 @@ struct SchedulerConfig {
   std::chrono::milliseconds min_retry_after{100};       // lower clamp of computed Retry-After
   std::chrono::milliseconds max_retry_after{60'000};    // upper clamp (also when capacity is 0)
   std::unordered_map<TenantId, double> tenant_weights;  // absent tenants weigh 1
+  // Slots a tenant's requests may hold at once in one pool, all classes
+  // together (hybrid); more wait in the queue (reason tenant_cap) while the
+  // other tenants' work is served. Absent or 0: no cap.
+  std::unordered_map<TenantId, uint32_t> tenant_max_running;
 };
 
 // Why a config cannot be used, or nullopt when it can.

@@ -61,6 +61,7 @@ void Scheduler::poll(TimePoint now, Actions& out) {
     if (pools_[p].extra > 0) dispatch_pool(p, now, out, true);
     note_blocked(p, now);
   }
+  restore_deferred();
   if (config_.policy != Policy::kHybrid) return;
   if (config_.preemption) {
     for (uint32_t p = 0; p < pools_.size(); ++p) preempt_pool(p, now, out);
@@ -168,6 +169,8 @@ void Scheduler::note_blocked(uint32_t pool, TimePoint now) {
     ClassQueue& cq = p.classes[c];
     if (cq.ready == 0) {
       cq.blocked = cq.queued > 0 ? WaitReason::kDebounce : WaitReason::kNone;
+    } else if (deferred_top(cq)) {
+      cq.blocked = WaitReason::kTenantCap;  // every tenant with ready work is at its cap
     } else if (cq.tenant_held) {
       // Picked (also when capped: idle slots are lent), then kept off the
       // slots left for the other tenants.
@@ -251,6 +254,12 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool e
     if (least == kNil && (extra || (run = lender_with_room(pool, now, least)) == kNil)) return;
     const uint32_t id = pick_request(pool, now, top);
     if (id == kNil) return;
+    // A tenant at its cap (tenant_max_running): its other requests wait out
+    // this poll behind the class's other tenants.
+    if (config_.policy == Policy::kHybrid && at_tenant_cap(pool, tenants_[nodes_[id].tenant].tenant)) {
+      defer_tenant(nodes_[id].tenant);
+      continue;
+    }
     // Other work next in line waits for a slot below the limit: the extra
     // slots are not for it, and background does not go ahead of it.
     if (extra && !config_.classes[nodes_[id].klass].background) return;
@@ -455,7 +464,7 @@ int64_t Scheduler::cap_room(const Pool& pool, uint32_t klass) const {
 bool Scheduler::capped(const Pool& pool, uint32_t klass) const { return cap_room(pool, klass) <= 0; }
 
 bool Scheduler::closed(const Pool& pool, uint32_t klass) const {
-  return pool.classes[klass].tenant_held || capped(pool, klass);
+  return pool.classes[klass].tenant_held || deferred_top(pool.classes[klass]) || capped(pool, klass);
 }
 
 uint32_t Scheduler::pick_hybrid(uint32_t pool, TimePoint now, int top) {
@@ -581,7 +590,9 @@ uint32_t Scheduler::pick_leftover(uint32_t pool, TimePoint now) {
     uint32_t best = kNil;
     for (uint32_t c = 0; c < p.classes.size(); ++c) {
       const ClassQueue& cq = p.classes[c];
-      if (config_.classes[c].background != background || cq.ready == 0 || cq.tenant_held) continue;
+      if (config_.classes[c].background != background || cq.ready == 0 || cq.tenant_held || deferred_top(cq)) {
+        continue;
+      }
       if (background && capped(p, c)) continue;
       if (best == kNil || cq.vtime < p.classes[best].vtime) best = c;
     }
@@ -649,6 +660,7 @@ void Scheduler::start(uint32_t id, uint32_t run_pool, uint32_t backend, TimePoin
   ++b.in_flight;
   ++cq.in_flight;
   ++tq.in_flight;
+  count_running(n.pool, tq.tenant, true);
   ++in_flight_;
   if (borrowed) {
     ++cq.borrowed;
@@ -705,8 +717,11 @@ void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
     }
     if (cq.ready == 0 || capped(p, c) || preemption_due(cq, c) > now) continue;
     // A class needs no more slots than it may hold under its max_share: a
-    // class one slot below its cap with 100 requests queued needs one.
-    const int64_t usable = std::min<int64_t>(cq.ready, cap_room(p, c));
+    // class one slot below its cap with 100 requests queued needs one; and
+    // requests of tenants at their cap could not use a freed slot.
+    const int64_t usable =
+        std::min<int64_t>(static_cast<int64_t>(cq.ready) - capped_ready(pool, cq), cap_room(p, c));
+    if (usable <= 0) continue;
     waiting += usable;
     const double deficit = share_deficit(cls.min_share, cq, capacity);
     if (deficit > 0) needy += std::min<int64_t>(static_cast<int64_t>(deficit), usable);

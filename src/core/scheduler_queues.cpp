@@ -306,6 +306,7 @@ void Scheduler::release_slot(uint32_t id) {
   prefilled(n);
   --cq.in_flight;
   --tenants_[n.tenant].in_flight;
+  count_running(n.pool, tenants_[n.tenant].tenant, false);
   --in_flight_;
   if (borrowed) {
     --cq.borrowed;

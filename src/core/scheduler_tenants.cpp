@@ -3,6 +3,7 @@
 // service (tokens dispatched, kShareWindow), other replicas' included.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/scheduler.hpp"
 
@@ -14,6 +15,12 @@ using detail::kNil;
 using detail::kOveruse;
 
 namespace {
+
+// (pool, tenant) packed for tenant_running_: pool < 2^24 (validated).
+uint64_t pool_tenant_key(uint32_t pool, TenantId tenant) { return (uint64_t{pool} << 32) | tenant; }
+
+// The heap key of a deferred tenant queue: after every other.
+constexpr double kDeferred = std::numeric_limits<double>::infinity();
 
 // Served beyond `multiple` times its share `fair` of `total`, or beyond
 // halfway from that share to all of it (with two tenants, 75% rather than
@@ -82,15 +89,18 @@ uint32_t Scheduler::head_of_class(uint32_t pool, uint32_t klass, TimePoint now) 
   // nearly equal demand costs goodput for nothing: the slightly busier one
   // waits longer and misses SLOs that arrival order would have met (arrival
   // order: issue 11's sweep).
+  // A tenant at its cap was deferred (defer_tenant): it is last in the
+  // heap, and its oldest request does not go first either.
   ClassQueue& cq = pools_[pool].classes[klass];
   const uint32_t fairest = fairest_not_flooding(cq, now);
-  cq.tenant_vclock = std::max(cq.tenant_vclock, cq.tenants.top().key.vtime);
+  cq.tenant_vclock = std::max(cq.tenant_vclock, tenants_[cq.tenants.top().id].vtime);
   const uint32_t fair = tenants_[fairest].queue.top().id;
   const uint32_t oldest = cq.arrivals_head;
   if (oldest != kNil && oldest != fair && nodes_[oldest].state == NodeState::kQueued &&
       std::pair(nodes_[oldest].deadline, nodes_[oldest].seq) <
           std::pair(nodes_[fair].deadline, nodes_[fair].seq) &&
-      !overusing(nodes_[oldest].tenant, now) && !flooding(nodes_[oldest].tenant, now)) {
+      !overusing(nodes_[oldest].tenant, now) && !flooding(nodes_[oldest].tenant, now) &&
+      !at_tenant_cap(pool, tenants_[nodes_[oldest].tenant].tenant)) {
     return oldest;
   }
   return fair;
@@ -112,6 +122,61 @@ bool Scheduler::keeps_tenant_headroom(const Pool& pool, const Node& n, TimePoint
   }
   const double headroom = std::ceil(config_.tenant_headroom * pool.capacity);
   return free <= headroom && flooding(n.tenant, now);
+}
+
+
+bool Scheduler::at_tenant_cap(uint32_t pool, TenantId tenant) const {
+  if (config_.tenant_max_running.empty()) return false;
+  const auto cap = config_.tenant_max_running.find(tenant);
+  if (cap == config_.tenant_max_running.end() || cap->second == 0) return false;
+  const uint32_t running = tenant_running_.find(pool_tenant_key(pool, tenant));
+  return running != FlatIndex::kMissing && running >= cap->second;
+}
+
+void Scheduler::count_running(uint32_t pool, TenantId tenant, bool started) {
+  // Only tenants with a cap are counted: no lookup at all without caps.
+  if (config_.tenant_max_running.empty() || !config_.tenant_max_running.contains(tenant)) return;
+  const uint64_t key = pool_tenant_key(pool, tenant);
+  const uint32_t found = tenant_running_.find(key);
+  const uint32_t running = found == FlatIndex::kMissing ? 0 : found;
+  if (found != FlatIndex::kMissing) tenant_running_.erase(key);
+  if (started) {
+    tenant_running_.insert(key, running + 1);
+  } else if (running > 1) {
+    tenant_running_.insert(key, running - 1);
+  }
+}
+
+void Scheduler::defer_tenant(uint32_t tq) {
+  TenantQueue& t = tenants_[tq];
+  pools_[t.pool].classes[t.klass].tenants.rekey(t.share_pos, {kDeferred, t.share_seq}, share_pos());
+  deferred_.push_back(tq);
+}
+
+void Scheduler::restore_deferred() {
+  // A deferred queue whose last ready request left during the poll (it
+  // cannot start, but it may expire or be cancelled) is out of the heap.
+  for (const uint32_t tq : deferred_) {
+    TenantQueue& t = tenants_[tq];
+    if (t.share_pos == kNoPos) continue;
+    pools_[t.pool].classes[t.klass].tenants.rekey(t.share_pos, {t.vtime, t.share_seq}, share_pos());
+  }
+  deferred_.clear();
+}
+
+uint32_t Scheduler::capped_ready(uint32_t pool, const ClassQueue& cq) const {
+  // O(tenants with ready work in the class), and only with caps configured.
+  if (config_.tenant_max_running.empty()) return 0;
+  uint32_t capped = 0;
+  for (uint32_t pos = 0; pos < cq.tenants.size(); ++pos) {
+    const TenantQueue& t = tenants_[cq.tenants.at(pos).id];
+    if (at_tenant_cap(pool, t.tenant)) capped += static_cast<uint32_t>(t.queue.size());
+  }
+  return capped;
+}
+
+bool Scheduler::deferred_top(const ClassQueue& cq) {
+  return !cq.tenants.empty() && cq.tenants.top().key.vtime == kDeferred;
 }
 
 }  // namespace arbiter::sched

@@ -115,6 +115,8 @@ constexpr SettingKey<T> kTenantKeys[] = {
     {"name", "text, unique", read_name<T, &T::name>, write_text<T, &T::name>, true},
     {"team", "a team's name", read_text<T, &T::team>, write_text<T, &T::team>},
     {"weight", "number in [0.001, 1000]", read_number<T, &T::weight, 0.001, 1000.0>, write_number<T, &T::weight>},
+    {"max_running", "integer in [0, 100000]", read_integer<T, &T::max_running, 0, 100'000>,
+     write_integer<T, &T::max_running>},
     {"api_keys", "list of keys", read_api_keys, write_nothing},
     {"api_key_sha256", "list of 64 hex digits", read_key_hashes, write_strings<T, &T::key_sha256>},
     {"client_cert_names", "list of names", read_strings<T, &T::client_cert_names>,

@@ -70,7 +70,8 @@ struct GatewayMetrics {
       "Requests that waited in the gateway's queue, by what they waited for: capacity (every "
       "backend at max_concurrency), saturated (engine signals), prefill (the engines' prefill "
       "backlog), share_cap (the class at its max_share), debounce, tenant_headroom (a flooding "
-      "tenant's request kept off the slots left for the others).",
+      "tenant's request kept off the slots left for the others), tenant_cap (its tenants at "
+      "tenants[].max_running).",
       {"model", "class", "reason"});
   metrics::Family<metrics::Gauge>& queue_depth = registry.gauge(
       "arbiter_queue_depth", "Requests queued, by model pool and class.", {"model", "class"});

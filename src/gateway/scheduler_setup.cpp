@@ -37,6 +37,9 @@ sched::SchedulerConfig to_scheduler_config(const Config& config) {
     if (config.tenants[i].weight != 1) {
       out.tenant_weights[static_cast<sched::TenantId>(i)] = config.tenants[i].weight;
     }
+    if (config.tenants[i].max_running > 0) {
+      out.tenant_max_running[static_cast<sched::TenantId>(i)] = config.tenants[i].max_running;
+    }
   }
   return out;
 }

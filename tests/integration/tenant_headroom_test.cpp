@@ -1,7 +1,8 @@
-// Tenant headroom through the gateway (scheduler.tenant_headroom): a tenant
-// flooding a class leaves the pool's last slots to the other tenants, whose
-// next request starts at once, and its own held requests say why they
-// waited.
+// Tenant isolation through the gateway. Tenant headroom
+// (scheduler.tenant_headroom): a tenant flooding a class leaves the pool's
+// last slots to the other tenants, whose next request starts at once, and
+// its own held requests say why they waited. Tenant caps
+// (tenants[].max_running): a tenant's requests beyond its cap wait.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -91,6 +92,42 @@ TEST(TenantHeadroom, AFloodingTenantLeavesTheLastSlotsToTheOthers) {
   const auto deadline = Clock::now() + Millis(5'000);
   while (counted() < 3 && Clock::now() < deadline) std::this_thread::sleep_for(Millis(5));
   EXPECT_EQ(counted(), 3);
+}
+
+TEST(TenantCap, ATenantsRequestsBeyondItsMaxRunningWaitWhileOthersStart) {
+  // alpha may hold 2 slots (tenants[].max_running): its 4 requests start 2
+  // at a time, beta's starts at once beside them, and alpha's last two say
+  // they waited for alpha's cap.
+  SimProcess sim({"--profile", "tiny", "--model", "m1", "--added-latency-ms", "1500"});
+  GatewayConfig config;
+  config.backend_ports = {sim.port()};
+  config.max_concurrency = 6;
+  config.alpha_extra = ", max_running: 2";
+  GatewayProcess gateway(config.to_yaml());
+  const auto call = [&](const char* key) {
+    return std::async(std::launch::async, [&gateway, key] {
+      return http_call(gateway.port(),
+                       gateway_post("/v1/chat/completions", sim_chat(R"("max_tokens":5)", "hi", "m1"), key, "chat"),
+                       Millis(60'000));
+    });
+  };
+  std::vector<std::future<HttpResponse>> alpha;
+  for (int i = 0; i < 4; ++i) alpha.push_back(call(kAlphaKey));
+  wait_for_gauge(gateway.port(), "arbiter_queue_depth", 2);
+  EXPECT_EQ(gauge(gateway.port(), "arbiter_backend_in_flight"), 2);
+  auto beta = call(kBetaKey);
+  wait_for_gauge(gateway.port(), "arbiter_backend_in_flight", 3);
+  EXPECT_EQ(gauge(gateway.port(), "arbiter_queue_depth"), 2);
+  const HttpResponse b = beta.get();
+  ASSERT_EQ(b.status, 200) << b.body;
+  EXPECT_FALSE(b.header("x-arbiter-wait-reason").has_value());
+  int capped = 0;
+  for (auto& f : alpha) {
+    const HttpResponse r = f.get();
+    ASSERT_EQ(r.status, 200) << r.body;
+    capped += r.header("x-arbiter-wait-reason").value_or("") == "tenant_cap";
+  }
+  EXPECT_EQ(capped, 2);
 }
 
 }  // namespace
