@@ -246,7 +246,8 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool e
   Pool& p = pools_[pool];
   // The best priority in use cannot change while dispatching: a dispatch
   // moves a class's work from ready to in flight, and it stays in use.
-  const int top = config_.policy == Policy::kHybrid ? top_priority(p) : 0;
+  const bool hybrid = config_.policy == Policy::kHybrid;
+  const int top = hybrid ? top_priority(p) : 0;
   for (;;) {
     // Its own backends first; when none has room, a lender's idle ones.
     uint32_t run = pool;
@@ -256,7 +257,7 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool e
     if (id == kNil) return;
     // A tenant at its cap (tenant_max_running): its other requests wait out
     // this poll behind the class's other tenants.
-    if (config_.policy == Policy::kHybrid && at_tenant_cap(pool, tenants_[nodes_[id].tenant].tenant)) {
+    if (hybrid && at_tenant_cap(pool, tenants_[nodes_[id].tenant].tenant)) {
       defer_tenant(nodes_[id].tenant);
       continue;
     }
@@ -281,7 +282,6 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool e
     // With tenant_headroom, a flooding tenant's request is treated the same
     // and leaves the pool's last slots free; it is picked only when no
     // tenant within its share has work in its class, so it waits.
-    const bool hybrid = config_.policy == Policy::kHybrid;
     if (hybrid && keeps_tenant_headroom(p, nodes_[id], now)) {
       p.classes[nodes_[id].klass].tenant_held = true;  // the other classes may still start
       continue;

@@ -22,6 +22,27 @@ double gauge(uint16_t port, std::string_view name) {
   return metric_value(http_get(port, "/metrics").body, name, {}).value_or(0);
 }
 
+// A chat request of `key`'s tenant for `max_tokens`, sent on its own thread.
+std::future<HttpResponse> chat_async(uint16_t port, const char* key, int max_tokens) {
+  const std::string extra = R"("max_tokens":)" + std::to_string(max_tokens);
+  return std::async(std::launch::async, [port, key, extra] {
+    return http_call(port, gateway_post("/v1/chat/completions", sim_chat(extra, "hi", "m1"), key, "chat"),
+                     Millis(60'000));
+  });
+}
+
+// Waits for every call: each answered 200, `count` of them saying they
+// waited for `reason`.
+void expect_waited_for(std::vector<std::future<HttpResponse>>& calls, std::string_view reason, int count) {
+  int waited = 0;
+  for (auto& f : calls) {
+    const HttpResponse r = f.get();
+    ASSERT_EQ(r.status, 200) << r.body;
+    waited += r.header("x-arbiter-wait-reason").value_or("") == reason;
+  }
+  EXPECT_EQ(waited, count) << reason;
+}
+
 void wait_for_gauge(uint16_t port, std::string_view name, double value) {
   const auto deadline = Clock::now() + Millis(10'000);
   while (gauge(port, name) != value) {
@@ -39,14 +60,7 @@ TEST(TenantHeadroom, AFloodingTenantLeavesTheLastSlotsToTheOthers) {
   config.max_concurrency = 6;
   config.extra = "scheduler: {tenant_headroom: 0.25}\n";  // ceil(1.5): 2 of the 6 slots kept
   GatewayProcess gateway(config.to_yaml());
-  const auto call = [&](const char* key, int max_tokens) {
-    const std::string extra = R"("max_tokens":)" + std::to_string(max_tokens);
-    return std::async(std::launch::async, [&gateway, key, extra] {
-      return http_call(gateway.port(),
-                       gateway_post("/v1/chat/completions", sim_chat(extra, "hi", "m1"), key, "chat"),
-                       Millis(60'000));
-    });
-  };
+  const auto call = [&](const char* key, int max_tokens) { return chat_async(gateway.port(), key, max_tokens); };
 
   // beta has a small request running: it is a tenant with work.
   auto beta_first = call(kBetaKey, 10);
@@ -76,13 +90,8 @@ TEST(TenantHeadroom, AFloodingTenantLeavesTheLastSlotsToTheOthers) {
   }
   // Everything is served in the end: alpha's held requests once slots free
   // beyond the headroom (and once beta has no work, it is alone).
-  int held = 0;
-  for (auto& f : alpha) {
-    const HttpResponse r = f.get();
-    ASSERT_EQ(r.status, 200) << r.body;
-    held += r.header("x-arbiter-wait-reason").value_or("") == "tenant_headroom";
-  }
-  EXPECT_EQ(held, 3);
+  expect_waited_for(alpha, "tenant_headroom", 3);
+  if (HasFatalFailure()) return;
   // Counted as each exchange ends, which may be just after its last byte.
   const auto counted = [&] {
     return metric_value(http_get(gateway.port(), "/metrics").body, "arbiter_queue_waits_total",
@@ -104,13 +113,7 @@ TEST(TenantCap, ATenantsRequestsBeyondItsMaxRunningWaitWhileOthersStart) {
   config.max_concurrency = 6;
   config.alpha_extra = ", max_running: 2";
   GatewayProcess gateway(config.to_yaml());
-  const auto call = [&](const char* key) {
-    return std::async(std::launch::async, [&gateway, key] {
-      return http_call(gateway.port(),
-                       gateway_post("/v1/chat/completions", sim_chat(R"("max_tokens":5)", "hi", "m1"), key, "chat"),
-                       Millis(60'000));
-    });
-  };
+  const auto call = [&](const char* key) { return chat_async(gateway.port(), key, 5); };
   std::vector<std::future<HttpResponse>> alpha;
   for (int i = 0; i < 4; ++i) alpha.push_back(call(kAlphaKey));
   wait_for_gauge(gateway.port(), "arbiter_queue_depth", 2);
@@ -121,13 +124,7 @@ TEST(TenantCap, ATenantsRequestsBeyondItsMaxRunningWaitWhileOthersStart) {
   const HttpResponse b = beta.get();
   ASSERT_EQ(b.status, 200) << b.body;
   EXPECT_FALSE(b.header("x-arbiter-wait-reason").has_value());
-  int capped = 0;
-  for (auto& f : alpha) {
-    const HttpResponse r = f.get();
-    ASSERT_EQ(r.status, 200) << r.body;
-    capped += r.header("x-arbiter-wait-reason").value_or("") == "tenant_cap";
-  }
-  EXPECT_EQ(capped, 2);
+  expect_waited_for(alpha, "tenant_cap", 2);
 }
 
 }  // namespace
