@@ -117,6 +117,7 @@ Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {
         static_cast<double>(cls.ttft_slo.count()) * config_.slo_lead_fraction)));
   }
   counters_.classes.resize(classes);
+  counters_.guard_held.resize(pools_.size());
 }
 
 std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, TimePoint now) {

@@ -318,6 +318,8 @@ class Scheduler {
   void start(uint32_t id, uint32_t run_pool, uint32_t backend, TimePoint now, Actions& out);
   // `n` may borrow now: the lender can take it back, or its TTFT SLO is at risk.
   bool may_borrow(const Node& n, TimePoint now) const;
+  // `n` was resumed after a preemption less than preempt_guard ago: no victim yet.
+  bool guarded(const Node& n, TimePoint now) const;
   // A lender's backend takes `n` only if its prompt fits in the lower tier's backlog.
   static bool fits_loan(const detail::Backend& b, const Node& n, TimePoint now);
   // A pool among `pool`'s lenders that lends now (see PoolSpec::lenders), kNil
@@ -330,11 +332,12 @@ class Scheduler {
   // When the class's waiting work may cause a preemption (preempt_after).
   TimePoint preemption_due(const ClassQueue& cq, uint32_t klass) const;
   // `others`: preemptible work of other classes may be taken when no background is.
-  uint32_t pick_victim(const Pool& pool, TimePoint now, bool others) const;
+  // `guard_held` is set when a victim was passed over for the thrash guard.
+  uint32_t pick_victim(const Pool& pool, TimePoint now, bool others, bool& guard_held) const;
   // From a victim list's tail back: the newest request whose backend could
   // reuse its slot (not saturated, not down) and that was not preempted
-  // within preempt_guard; kNil if none (bounded walk).
-  uint32_t newest_useful_victim(const Pool& pool, uint32_t tail, TimePoint now) const;
+  // within preempt_guard (then sets `guard_held`); kNil if none (bounded walk).
+  uint32_t newest_useful_victim(const Pool& pool, uint32_t tail, TimePoint now, bool& guard_held) const;
 
   SchedulerConfig config_;                // validated; only tenant_weights ever changes
   std::vector<Node> nodes_;               // request slab

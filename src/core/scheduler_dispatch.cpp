@@ -304,11 +304,18 @@ bool Scheduler::may_borrow(const Node& n, TimePoint now) const {
   // Work the lender can take back borrows whenever its own pool is full.
   // Other work borrows only to save its TTFT SLO: on a lender its prompt is
   // likely not cached (it costs more there than a short wait at home), and
-  // the lender's own work could not have the slot back before it ends.
+  // the lender's own work could not have the slot back before it ends. A
+  // request inside its thrash guard is not a victim yet: a loan to it could
+  // not be taken back either, and the lender's guarantee would slip.
   const ClassPolicy& cls = config_.classes[n.klass];
   const bool reclaimable = config_.policy == Policy::kHybrid && config_.preemption &&
-                           (cls.preemptible || cls.background) && n.resumable;
+                           (cls.preemptible || cls.background) && n.resumable && !guarded(n, now);
   return reclaimable || slo_at_risk(n, now);
+}
+
+bool Scheduler::guarded(const Node& n, TimePoint now) const {
+  // Its queued_since is its requeue time, to within the abort's round trip.
+  return n.preemptions > 0 && now - n.queued_since < config_.preempt_guard;
 }
 
 uint32_t Scheduler::lender_with_room(uint32_t pool, TimePoint now, uint32_t& least) const {
@@ -740,8 +747,13 @@ void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
   const int64_t slack = int64_t{p.preempting} + p.aborting;
   const int64_t need = std::max(needy, std::min(waiting, background_running)) - slack;
   for (int64_t taken = 0; taken < need; ++taken) {
-    const uint32_t victim = pick_victim(p, now, taken < needy - slack);
-    if (victim == kNil) return;
+    const bool guarantee = taken < needy - slack;
+    bool guard_held = false;
+    const uint32_t victim = pick_victim(p, now, guarantee, guard_held);
+    if (victim == kNil) {
+      counters_.guard_held[pool] += guarantee && guard_held;
+      return;
+    }
     preempt(victim, out);
   }
 }
@@ -762,7 +774,8 @@ void Scheduler::reclaim_lent(uint32_t pool, TimePoint now, Actions& out) {
     waiting += std::max<int64_t>(0, std::min<int64_t>(cq.ready, cap_room(p, c)));
   }
   for (int64_t need = waiting - p.preempting - p.aborting; need > 0; --need) {
-    const uint32_t victim = newest_useful_victim(p, p.borrowed_tail, now);
+    bool guard_held = false;  // borrowed work inside its guard borrows only to save its SLO
+    const uint32_t victim = newest_useful_victim(p, p.borrowed_tail, now, guard_held);
     if (victim == kNil) return;
     ++counters_.classes[nodes_[victim].klass].reclaimed;
     preempt(victim, out);
@@ -783,7 +796,8 @@ void Scheduler::preempt(uint32_t victim, Actions& out) {
                              .klass = n.klass});
 }
 
-uint32_t Scheduler::newest_useful_victim(const Pool& pool, uint32_t tail, TimePoint now) const {
+uint32_t Scheduler::newest_useful_victim(const Pool& pool, uint32_t tail, TimePoint now,
+                                         bool& guard_held) const {
   // Preempting a request on a saturated (or down) backend frees a slot that
   // nothing can use: the victim would be requeued, dispatched elsewhere or
   // again, and preempted again, over and over. Only victims whose slot the
@@ -791,14 +805,16 @@ uint32_t Scheduler::newest_useful_victim(const Pool& pool, uint32_t tail, TimePo
   // holding the newest requests of a class are rare, and missing an older
   // victim only delays a guarantee until a slot frees.
   // Thrash guard: a request resumed after a preemption less than
-  // preempt_guard ago is not taken again (its requeue time is when it was
-  // preempted, to within the abort's round trip): it would pay its prompt
-  // and output again for a gain the previous preemption already made.
+  // preempt_guard ago is not taken again: it would pay its prompt and output
+  // again for a gain the previous preemption already made.
   constexpr int kMaxScan = 16;
   int scanned = 0;
   for (uint32_t id = tail; id != kNil && scanned < kMaxScan; id = nodes_[id].prev, ++scanned) {
     const Node& n = nodes_[id];
-    if (n.preemptions > 0 && now - n.queued_since < config_.preempt_guard) continue;
+    if (guarded(n, now)) {
+      guard_held = true;
+      continue;
+    }
     const detail::Backend& b = pool.backends[n.backend];
     // In an extra slot: preempting it would free a slot others cannot take.
     if (!n.extra_slot && signal_allows(b)) return id;
@@ -806,7 +822,7 @@ uint32_t Scheduler::newest_useful_victim(const Pool& pool, uint32_t tail, TimePo
   return kNil;
 }
 
-uint32_t Scheduler::pick_victim(const Pool& pool, TimePoint now, bool others) const {
+uint32_t Scheduler::pick_victim(const Pool& pool, TimePoint now, bool others, bool& guard_held) const {
   // The most recently started request (least work lost) of a background
   // class; failing that (and if `others`), of a preemptible class that stays
   // at or above its own min_share without it; in both cases on a backend
@@ -824,7 +840,7 @@ uint32_t Scheduler::pick_victim(const Pool& pool, TimePoint now, bool others) co
         const double live = cq.own_in_flight() - cq.preempting - cq.aborting;
         if (!cls.preemptible || live - 1 + kEpsilon < cls.min_share * pool.capacity) continue;
       }
-      const uint32_t candidate = newest_useful_victim(pool, cq.victims_tail, now);
+      const uint32_t candidate = newest_useful_victim(pool, cq.victims_tail, now, guard_held);
       if (candidate != kNil && (best == kNil || nodes_[candidate].start_seq > nodes_[best].start_seq)) {
         best = candidate;
       }

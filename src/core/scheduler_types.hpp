@@ -191,6 +191,9 @@ struct ClassCounters {
 struct Counters {
   std::vector<ClassCounters> classes;  // indexed by ClassId
   uint64_t stale_dispatches = 0;       // dispatches to a backend whose metrics were stale
+  // By pool: polls where a guarantee's need found no victim but ones the
+  // thrash guard (preempt_guard) kept; the class waits for a slot to free.
+  std::vector<uint64_t> guard_held;
   ClassCounters total() const;         // sum over classes
 };
 

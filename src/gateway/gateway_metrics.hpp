@@ -88,6 +88,12 @@ struct GatewayMetrics {
       "superseded_in_flight, preempted, expired, borrowed (dispatched onto another pool's idle slot), "
       "reclaimed (borrowed work preempted for the lending pool's own).",
       {"class", "event"});
+  metrics::Family<metrics::Counter>& preemptions_guard_held =
+      registry.counter("arbiter_preemptions_guard_held_total",
+                       "Scheduler polls where a class below its min_share needed a preemption and the "
+                       "only victims were requests resumed within preempt_guard (the thrash guard kept "
+                       "them; the guarantee waits for a slot to free).",
+                       {"model"});
   metrics::Counter& stale_dispatches =
       registry.counter("arbiter_stale_dispatches_total",
                        "Dispatches to a backend whose engine metrics were stale.", {})

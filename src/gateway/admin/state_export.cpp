@@ -23,6 +23,9 @@ void export_scheduler_state(const sched::Scheduler& s, const Config& config,
       metrics.queue_depth.with({name, config.classes[c].name}).set(depth);
       metrics.class_in_flight.with({name, config.classes[c].name}).set(in_flight);
     }
+    uint64_t guard_held = 0;
+    for (const std::size_t p : pools) guard_held += counters.guard_held[p];
+    metrics.preemptions_guard_held.with({name}).set(guard_held);
   }
   for (std::size_t p = 0; p < config.models.size(); ++p) {
     const auto& model = config.models[p];

@@ -186,7 +186,9 @@ TEST(SchedulerExtraSlotsProperty, OthersKeepTheLimitAndBackgroundUsesOnlyTheExtr
           release(static_cast<std::size_t>(it - running.begin()));
         }
       }
-      if (queued_chat > 0) ASSERT_GE(base_used, kLimit) << step;
+      if (queued_chat > 0) {
+        ASSERT_GE(base_used, kLimit) << step;
+      }
     }
   }
 }

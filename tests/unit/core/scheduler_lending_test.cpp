@@ -159,6 +159,29 @@ TEST(Lending, TheLenderTakesItsSlotBackAtOnce) {
   EXPECT_EQ(p.s().lent(kCompletionPool), 0u);
 }
 
+TEST(Lending, ARequestInsideItsThrashGuardDoesNotBorrow) {
+  // The chat taken back above may not be preempted again for preempt_guard
+  // (10 s): lent to it within that time, the slot could not come back when
+  // the lender's work arrives. It waits at home until the guard has passed.
+  Pools p(two_pools(1));
+  p.add(1, kChatPool, kChat, at_ms(0));
+  p.add(2, kChatPool, kChat, at_ms(0));
+  const Handle borrowed = p.poll(at_ms(0)).dispatches.at(1).handle;
+  const Handle completion = p.add(3, kCompletionPool, kCompletion, at_ms(5));
+  ASSERT_EQ(p.poll(at_ms(5)).preemptions.size(), 1u);
+  ASSERT_TRUE(p.s().requeue_preempted(borrowed, 50, at_ms(6)));
+  ASSERT_EQ(p.poll(at_ms(6)).dispatches.size(), 1u);  // the completion
+  ASSERT_TRUE(p.s().complete(completion, at_ms(50)));
+
+  EXPECT_TRUE(p.poll(at_ms(50)).dispatches.empty()) << "the completion slot is idle, but not lent";
+  EXPECT_TRUE(p.poll(at_ms(6 + 9'999)).dispatches.empty());
+  const Actions& a = p.poll(at_ms(6 + 10'000));
+  ASSERT_EQ(a.dispatches.size(), 1u);
+  EXPECT_EQ(a.dispatches[0].handle, borrowed);
+  EXPECT_EQ(a.dispatches[0].pool, kCompletionPool);
+  EXPECT_GT(a.dispatches[0].preemptions, 0u);
+}
+
 TEST(Lending, NonPreemptibleBorrowedWorkKeepsItsSlotUntilItEnds) {
   Pools p(two_pools(1));
   // A completion borrows the chat slot to save its SLO; chat then arrives.

@@ -261,12 +261,10 @@ TEST(SchedulerLifecycle, PreemptionNeedIsBoundedByTheRoomUnderMaxShare) {
   EXPECT_EQ(h.scheduler().counters().total().preempted, 1u);
 }
 
-TEST(SchedulerLifecycle, AResumedVictimIsNotPreemptedAgainWithinTheGuard) {
-  ClassPolicy bg = named("bg");
-  bg.background = true;
-  SchedulerConfig config = one_pool({named("std"), bg}, {1});
-  config.preempt_guard = 5000ms;
-  Harness h(std::move(config));
+// One slot, preempt_guard 5 s: class 1's request 1 runs, is preempted for
+// class 0's request 2 at 1 ms, requeued at 2 ms and resumed at 3 ms when 2
+// ends; class 0's request 3 then arrives at 4 ms and needs the slot.
+void resume_within_guard(Harness& h) {
   h.add(1, 1, 0, 10, at_ms(0));
   ASSERT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{1}));
   h.add(2, 0, 0, 10, at_ms(1));
@@ -277,6 +275,15 @@ TEST(SchedulerLifecycle, AResumedVictimIsNotPreemptedAgainWithinTheGuard) {
   h.complete(2, at_ms(3));
   EXPECT_EQ(h.poll(at_ms(3)), (std::vector<uint64_t>{1}));  // resumed
   h.add(3, 0, 0, 10, at_ms(4));
+}
+
+TEST(SchedulerLifecycle, AResumedVictimIsNotPreemptedAgainWithinTheGuard) {
+  ClassPolicy bg = named("bg");
+  bg.background = true;
+  SchedulerConfig config = one_pool({named("std"), bg}, {1});
+  config.preempt_guard = 5000ms;
+  Harness h(std::move(config));
+  resume_within_guard(h);
   h.poll(at_ms(4));
   EXPECT_TRUE(h.actions().preemptions.empty());  // within 5 s of its requeue
   h.poll(at_ms(5001));
@@ -284,6 +291,28 @@ TEST(SchedulerLifecycle, AResumedVictimIsNotPreemptedAgainWithinTheGuard) {
   h.poll(at_ms(5002));  // the guard has passed
   ASSERT_EQ(h.actions().preemptions.size(), 1u);
   EXPECT_EQ(h.actions().preemptions.front().user, 1u);
+  EXPECT_EQ(h.scheduler().counters().guard_held[0], 0u) << "counted for guarantees only";
+}
+
+TEST(SchedulerLifecycle, AGuaranteeTheGuardHoldsBackIsCounted) {
+  // gold's min_share needs std's slot, but std's request was resumed within
+  // the guard: no preemption, and counters().guard_held says why (the
+  // gateway's arbiter_preemptions_guard_held_total).
+  ClassPolicy gold = named("gold");
+  gold.min_share = 0.5;
+  ClassPolicy std_class = named("std");
+  std_class.preemptible = true;
+  SchedulerConfig config = one_pool({gold, std_class}, {1});
+  config.preempt_after = Duration::zero();
+  config.preempt_guard = 5000ms;
+  Harness h(std::move(config));
+  resume_within_guard(h);
+  h.poll(at_ms(4));
+  EXPECT_TRUE(h.actions().preemptions.empty());
+  EXPECT_EQ(h.scheduler().counters().guard_held[0], 1u);
+  h.poll(at_ms(5002));
+  ASSERT_EQ(h.actions().preemptions.size(), 1u);
+  EXPECT_EQ(h.scheduler().counters().guard_held[0], 1u);
 }
 
 // One backend with 100 slots that prefills 1000 tokens/s; a new request may

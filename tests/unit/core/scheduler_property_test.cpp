@@ -135,8 +135,9 @@ struct Arrival {
 };
 
 struct ShareWindow {
-  double demand_s = 0;  // seconds with dispatchable queued work
-  double slot_s = 0;    // integral of slots in flight, slot-seconds
+  double demand_s = 0;      // seconds with dispatchable queued work
+  double slot_s = 0;        // integral of slots in flight, slot-seconds
+  bool guard_held = false;  // the thrash guard kept a victim a guarantee wanted
 };
 
 struct SimResult {
@@ -198,8 +199,9 @@ class Simulation {
       ASSERT_LT(stalled, 3) << "next_wakeup() is not acted on by poll()";
       actions_.clear();
       scheduler_.poll(now, actions_);
+      note_guard_held(now);
       act(now);
-      check_invariants();
+      check_invariants(now);
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
@@ -307,6 +309,7 @@ class Simulation {
           r.state = SimState::kQueued;
           r.resumed = true;
           r.requeued_at = now;
+          resumed_queued_.push_back(e.user);
         } else if (r.state == SimState::kAborting) {
           EXPECT_TRUE(scheduler_.complete(r.handle, now));
           r.state = SimState::kDone;
@@ -504,7 +507,7 @@ class Simulation {
            scheduler_.config().classes[klass].max_share * scheduler_.capacity(pool) + 1e-9;
   }
 
-  void check_invariants() {
+  void check_invariants(TimePoint now) {
     const SchedulerConfig& config = scheduler_.config();
     for (PoolId p = 0; p < config.pools.size(); ++p) {
       const bool room = has_room(p);
@@ -518,10 +521,11 @@ class Simulation {
             << "idle slot while class " << c << " of pool " << p << " waits";
       }
       // A lender with room and nothing of its own to dispatch lends it to
-      // work it can take back. (Other work borrows only to save an SLO,
-      // and a pool whose next pick may not borrow stops there: checked
-      // only when every waiting class may.)
-      bool all_reclaimable = true;
+      // work it can take back. (Other work borrows only to save an SLO, as
+      // does a request resumed within preempt_guard, which is no victim
+      // yet; a pool whose next pick may not borrow stops there: checked
+      // only when every waiting request may.)
+      bool all_reclaimable = !guarded_queued(p, now);
       for (ClassId c = 0; c < config.classes.size(); ++c) {
         const bool waiting = scheduler_.ready_depth(p, c) > 0 && !capped(p, c);
         all_reclaimable = all_reclaimable && (!waiting || reclaimable(c));
@@ -555,11 +559,32 @@ class Simulation {
     return room;
   }
 
+  // A request of `p` waits that was resumed less than preempt_guard ago.
+  bool guarded_queued(PoolId p, TimePoint now) {
+    std::erase_if(resumed_queued_, [&](uint64_t user) {
+      const SimRequest& r = requests_[user];
+      return r.state != SimState::kQueued || now - r.requeued_at >= scheduler_.config().preempt_guard;
+    });
+    return std::ranges::any_of(resumed_queued_, [&](uint64_t user) { return requests_[user].pool == p; });
+  }
+
   bool has_ready(PoolId p) const {
     for (ClassId c = 0; c < scheduler_.config().classes.size(); ++c) {
       if (scheduler_.ready_depth(p, c) > 0) return true;
     }
     return false;
+  }
+
+  // Marks the window of `now` if pool 0's thrash guard kept a victim.
+  void note_guard_held(TimePoint now) {
+    const uint64_t held = scheduler_.counters().guard_held[0];
+    if (held == guard_held_seen_) return;
+    guard_held_seen_ = held;
+    const auto window = static_cast<std::size_t>(now.time_since_epoch() / kWindow);
+    for (auto& windows : result_.windows) {
+      if (windows.size() <= window) windows.resize(window + 1);
+      windows[window].guard_held = true;
+    }
   }
 
   // Share accounting for pool 0 over [from, to): state is constant there.
@@ -623,6 +648,8 @@ class Simulation {
   double steady_load_;                // scale of pool 0's steady classes
   std::vector<Arrival> arrivals_;     // planned, by time
   std::vector<SimRequest> requests_;  // by arrival index (= user tag)
+  std::vector<uint64_t> resumed_queued_;  // requeued after a preemption (pruned lazily)
+  uint64_t guard_held_seen_ = 0;          // pool 0's guard_held at the last poll
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   uint64_t next_event_seq_ = 0;       // event tie-break
   BackendSignal signals_[2][2] = {};  // what the scheduler was told
@@ -630,28 +657,43 @@ class Simulation {
   SimResult result_;                  // what happened
 };
 
-// The lowest share over windows where the class had demand throughout, and
-// how many such windows there were.
-std::pair<double, int> worst_window_share(const std::vector<ShareWindow>& windows) {
+struct WindowShare {
+  double worst = 1;       // lowest share over the windows counted
+  int counted = 0;        // windows where the class had demand throughout, but for:
+  int guard_held = 0;     // those where the thrash guard kept a victim
+  double worst_held = 1;  // lowest share over those
+};
+
+// The lowest share over windows where the class had demand throughout, apart
+// from those where the thrash guard kept the victim a guarantee wanted (the
+// guard outranks it: a resumed request is not preempted twice within
+// preempt_guard, and the class waits for a slot to free).
+WindowShare worst_window_share(const std::vector<ShareWindow>& windows) {
   const double full = std::chrono::duration<double>(kWindow).count();
-  double worst = 1;
-  int counted = 0;
+  WindowShare out;
   for (const ShareWindow& w : windows) {
     if (w.demand_s < full - 1e-9) continue;
-    worst = std::min(worst, w.slot_s / full);
-    ++counted;
+    if (w.guard_held) {
+      ++out.guard_held;
+      out.worst_held = std::min(out.worst_held, w.slot_s / full);
+    } else {
+      ++out.counted;
+      out.worst = std::min(out.worst, w.slot_s / full);
+    }
   }
-  return {worst, counted};
+  return out;
 }
 
 // Pool 0's realtime (15%) and standard (30%) guarantees held, within 2
 // points, in every window where the class had demand throughout, and there
-// were at least `windows` such windows for each.
+// were at least `windows` such windows for each. Where the thrash guard kept
+// a victim the guarantee wanted, it slipped by at most 5 points.
 void expect_guarantees(const SimResult& result, int windows) {
   for (const auto& [klass, share] : {std::pair{kRealtime, 0.15}, std::pair{kStandard, 0.30}}) {
-    const auto [worst, counted] = worst_window_share(result.windows[klass]);
-    EXPECT_GE(counted, windows) << "class " << klass;
-    EXPECT_GE(worst, share - 0.02) << "class " << klass;
+    const WindowShare s = worst_window_share(result.windows[klass]);
+    EXPECT_GE(s.counted, windows) << "class " << klass;
+    EXPECT_GE(s.worst, share - 0.02) << "class " << klass;
+    EXPECT_GE(s.worst_held, share - 0.05) << "class " << klass << ", " << s.guard_held << " windows the guard held";
   }
 }
 
@@ -715,9 +757,9 @@ TEST(SchedulerProperty, WithoutTheGuaranteeTheShareCheckFails) {
   // does detect a missing guarantee.
   Simulation sim(sim_config(Policy::kHybrid, 0.0), 1, 120s);
   const SimResult result = sim.run();
-  const auto [realtime, windows] = worst_window_share(result.windows[kRealtime]);
-  EXPECT_GE(windows, 20);
-  EXPECT_LT(realtime, 0.15 - 0.02);
+  const WindowShare realtime = worst_window_share(result.windows[kRealtime]);
+  EXPECT_GE(realtime.counted, 20);
+  EXPECT_LT(realtime.worst, 0.15 - 0.02);
 }
 
 TEST(SchedulerProperty, LendingKeepsGuaranteesDeadlinesAndDrainsToZero) {
@@ -728,8 +770,13 @@ TEST(SchedulerProperty, LendingKeepsGuaranteesDeadlinesAndDrainsToZero) {
   // Pool 0's steady load is lighter here, so it has slots to lend; with
   // the default preempt_after (1 s) a guarantee then slips within a 1 s
   // window with or without lending (the delay restarts whenever the class
-  // is partly served), so this run preempts at once.
-  for (const uint32_t seed : {1u, 2u}) {
+  // is partly served), so this run preempts at once. A request resumed after
+  // a reclaim is inside its thrash guard and does not borrow again until it
+  // passes (before, seeds 3 to 5 lost up to 5 points of standard's 30% to
+  // loans that could not be taken back), and the guard's own windows occur,
+  // so the guarantee's looser bound there is exercised.
+  int guard_held = 0;
+  for (const uint32_t seed : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     SchedulerConfig config = sim_config(Policy::kHybrid, 0.15, true);
     config.preempt_after = Duration::zero();
@@ -738,7 +785,9 @@ TEST(SchedulerProperty, LendingKeepsGuaranteesDeadlinesAndDrainsToZero) {
     EXPECT_GT(result.borrowed, 20u);
     EXPECT_GT(result.reclaimed, 0u);
     expect_guarantees(result, 10);
+    guard_held += worst_window_share(result.windows[kStandard]).guard_held;
   }
+  EXPECT_GT(guard_held, 0);
   for (const Policy policy : {Policy::kFifo, Policy::kPriority}) {
     SCOPED_TRACE(std::string(policy_name(policy)));
     // No taking back without preemption: only completions about to miss
