@@ -79,6 +79,7 @@ struct TenantConfig {
   std::string team;                          // cost allocation; defaults to name
   double weight = 1;                         // share against other tenants of a class
   uint32_t max_running = 0;                  // backend slots it may hold per model pool (hybrid); 0: no cap
+  double max_share = 0;                      // share of a model pool's slots it may hold (hybrid); 0: no cap
   std::vector<std::string> key_sha256;       // lower-case hex SHA-256 of each key
   // Verified client certificates (listener.tls) whose subject CN or a DNS
   // SAN is one of these name this tenant, without an API key.

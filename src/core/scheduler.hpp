@@ -298,7 +298,9 @@ class Scheduler {
   uint32_t fairest_not_flooding(const ClassQueue& cq, TimePoint now) const;
   // `n` may not start: its tenant floods and the pool is down to its tenant_headroom.
   bool keeps_tenant_headroom(const Pool& pool, const Node& n, TimePoint now) const;
-  // Per-tenant caps (tenant_max_running): slots held per (pool, tenant).
+  // Per-tenant caps (tenant_max_running, tenant_max_share): slots held per
+  // (pool, tenant), counted only for tenants with a cap.
+  bool has_tenant_cap(TenantId tenant) const;
   bool at_tenant_cap(uint32_t pool, TenantId tenant) const;
   void count_running(uint32_t pool, TenantId tenant, bool started);
   // Takes a tenant queue at its cap out of its class's order until the end

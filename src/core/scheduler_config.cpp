@@ -96,6 +96,9 @@ std::optional<std::string> validate(const SchedulerConfig& config) {
   for (const auto& [tenant, weight] : config.tenant_weights) {
     if (!std::isfinite(weight) || weight <= 0) return "scheduler: tenant weights must be > 0";
   }
+  for (const auto& [tenant, share] : config.tenant_max_share) {
+    if (!(share > 0 && share <= 1)) return "scheduler: a tenant's max_share must be in (0, 1]";
+  }
   return std::nullopt;
 }
 

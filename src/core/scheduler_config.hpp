@@ -158,6 +158,10 @@ struct SchedulerConfig {
   // together (hybrid); more wait in the queue (reason tenant_cap) while the
   // other tenants' work is served. Absent or 0: no cap.
   std::unordered_map<TenantId, uint32_t> tenant_max_running;
+  // The same cap as a share of the pool's capacity, in (0, 1]: at most
+  // floor(max(1, share x capacity)) slots, so it follows backends going down
+  // and adaptive limits. With both, the lower cap holds.
+  std::unordered_map<TenantId, double> tenant_max_share;
 };
 
 // Why a config cannot be used, or nullopt when it can.

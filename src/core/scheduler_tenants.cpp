@@ -125,17 +125,28 @@ bool Scheduler::keeps_tenant_headroom(const Pool& pool, const Node& n, TimePoint
 }
 
 
+bool Scheduler::has_tenant_cap(TenantId tenant) const {
+  // No lookup at all without caps configured.
+  return (!config_.tenant_max_running.empty() && config_.tenant_max_running.contains(tenant)) ||
+         (!config_.tenant_max_share.empty() && config_.tenant_max_share.contains(tenant));
+}
+
 bool Scheduler::at_tenant_cap(uint32_t pool, TenantId tenant) const {
-  if (config_.tenant_max_running.empty()) return false;
-  const auto cap = config_.tenant_max_running.find(tenant);
-  if (cap == config_.tenant_max_running.end() || cap->second == 0) return false;
+  if (!has_tenant_cap(tenant)) return false;
+  double cap = std::numeric_limits<double>::infinity();
+  if (const auto it = config_.tenant_max_running.find(tenant); it != config_.tenant_max_running.end() && it->second > 0) {
+    cap = it->second;
+  }
+  if (const auto it = config_.tenant_max_share.find(tenant); it != config_.tenant_max_share.end()) {
+    cap = std::min(cap, std::floor(std::max(1.0, it->second * pools_[pool].capacity)));
+  }
   const uint32_t running = tenant_running_.find(pool_tenant_key(pool, tenant));
-  return running != FlatIndex::kMissing && running >= cap->second;
+  return running != FlatIndex::kMissing && running >= cap;
 }
 
 void Scheduler::count_running(uint32_t pool, TenantId tenant, bool started) {
-  // Only tenants with a cap are counted: no lookup at all without caps.
-  if (config_.tenant_max_running.empty() || !config_.tenant_max_running.contains(tenant)) return;
+  // Only tenants with a cap are counted.
+  if (!has_tenant_cap(tenant)) return;
   const uint64_t key = pool_tenant_key(pool, tenant);
   const uint32_t found = tenant_running_.find(key);
   const uint32_t running = found == FlatIndex::kMissing ? 0 : found;
@@ -166,7 +177,7 @@ void Scheduler::restore_deferred() {
 
 uint32_t Scheduler::capped_ready(uint32_t pool, const ClassQueue& cq) const {
   // O(tenants with ready work in the class), and only with caps configured.
-  if (config_.tenant_max_running.empty()) return 0;
+  if (config_.tenant_max_running.empty() && config_.tenant_max_share.empty()) return 0;
   uint32_t capped = 0;
   for (uint32_t pos = 0; pos < cq.tenants.size(); ++pos) {
     const TenantQueue& t = tenants_[cq.tenants.at(pos).id];

@@ -117,6 +117,7 @@ constexpr SettingKey<T> kTenantKeys[] = {
     {"weight", "number in [0.001, 1000]", read_number<T, &T::weight, 0.001, 1000.0>, write_number<T, &T::weight>},
     {"max_running", "integer in [0, 100000]", read_integer<T, &T::max_running, 0, 100'000>,
      write_integer<T, &T::max_running>},
+    {"max_share", "number in [0, 1]", read_number<T, &T::max_share, 0.0, 1.0>, write_number<T, &T::max_share>},
     {"api_keys", "list of keys", read_api_keys, write_nothing},
     {"api_key_sha256", "list of 64 hex digits", read_key_hashes, write_strings<T, &T::key_sha256>},
     {"client_cert_names", "list of names", read_strings<T, &T::client_cert_names>,

@@ -40,6 +40,9 @@ sched::SchedulerConfig to_scheduler_config(const Config& config) {
     if (config.tenants[i].max_running > 0) {
       out.tenant_max_running[static_cast<sched::TenantId>(i)] = config.tenants[i].max_running;
     }
+    if (config.tenants[i].max_share > 0) {
+      out.tenant_max_share[static_cast<sched::TenantId>(i)] = config.tenants[i].max_share;
+    }
   }
   return out;
 }

@@ -103,15 +103,15 @@ TEST(TenantHeadroom, AFloodingTenantLeavesTheLastSlotsToTheOthers) {
   EXPECT_EQ(counted(), 3);
 }
 
-TEST(TenantCap, ATenantsRequestsBeyondItsMaxRunningWaitWhileOthersStart) {
-  // alpha may hold 2 slots (tenants[].max_running): its 4 requests start 2
-  // at a time, beta's starts at once beside them, and alpha's last two say
-  // they waited for alpha's cap.
+// alpha may hold 2 of the 6 slots (`cap`, a tenants[] setting): its 4
+// requests start 2 at a time, beta's starts at once beside them, and
+// alpha's last two say they waited for alpha's cap.
+void expect_alpha_capped_at_two(const std::string& cap) {
   SimProcess sim({"--profile", "tiny", "--model", "m1", "--added-latency-ms", "1500"});
   GatewayConfig config;
   config.backend_ports = {sim.port()};
   config.max_concurrency = 6;
-  config.alpha_extra = ", max_running: 2";
+  config.alpha_extra = ", " + cap;
   GatewayProcess gateway(config.to_yaml());
   const auto call = [&](const char* key) { return chat_async(gateway.port(), key, 5); };
   std::vector<std::future<HttpResponse>> alpha;
@@ -125,6 +125,14 @@ TEST(TenantCap, ATenantsRequestsBeyondItsMaxRunningWaitWhileOthersStart) {
   ASSERT_EQ(b.status, 200) << b.body;
   EXPECT_FALSE(b.header("x-arbiter-wait-reason").has_value());
   expect_waited_for(alpha, "tenant_cap", 2);
+}
+
+TEST(TenantCap, ATenantsRequestsBeyondItsMaxRunningWaitWhileOthersStart) {
+  expect_alpha_capped_at_two("max_running: 2");
+}
+
+TEST(TenantCap, ATenantsMaxShareIsSlotsOfThePool) {
+  expect_alpha_capped_at_two("max_share: 0.34");  // 2.04 of 6 slots: 2
 }
 
 }  // namespace

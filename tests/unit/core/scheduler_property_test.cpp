@@ -733,8 +733,9 @@ TEST(SchedulerProperty, TenantHeadroomKeepsGuaranteesDeadlinesAndDrainsToZero) {
 }
 
 TEST(SchedulerProperty, TenantCapsKeepDeadlinesAndDrainToZero) {
-  // Tenant 0 (half of all requests) may hold 6 slots per pool, tenant 3 one:
-  // every invariant above still holds (no slot idle while work waits unless
+  // Tenant 0 (half of all requests) may hold 6 slots per pool and a quarter
+  // of its capacity (8 of pool 0's 32, 4 when a backend is down), tenant 2 a
+  // tenth (3; in pool 1, 1), tenant 3 one slot: every invariant above holds (no slot idle while work waits unless
   // the scheduler says the waiting work's tenants are at their cap, nothing
   // dispatched past its deadline, every count back to zero). Guarantees are
   // not asserted: a class whose waiting work is all a capped tenant's stays
@@ -743,6 +744,7 @@ TEST(SchedulerProperty, TenantCapsKeepDeadlinesAndDrainToZero) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     SchedulerConfig config = sim_config(Policy::kHybrid, 0.15);
     config.tenant_max_running = {{0, 6}, {3, 1}};
+    config.tenant_max_share = {{0, 0.25}, {2, 0.1}};
     Simulation sim(std::move(config), seed, 120s);
     const SimResult result = sim.run();
     EXPECT_GT(result.events, 20'000u);

@@ -1,6 +1,7 @@
-// Per-tenant caps (SchedulerConfig::tenant_max_running): a tenant's requests
-// hold at most that many slots of a pool, all classes together; the rest
-// wait while the other tenants' work is served.
+// Per-tenant caps (SchedulerConfig::tenant_max_running, tenant_max_share): a
+// tenant's requests hold at most that many slots (or that share of the
+// pool's capacity) of a pool, all classes together; the rest wait while the
+// other tenants' work is served.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,9 +27,10 @@ struct CapRun {
   std::size_t capped_started = 0;  // of the capped tenant's requests
 };
 
-CapRun run_capped(uint32_t cap) {
+CapRun run_capped(uint32_t cap, double share = 0) {
   SchedulerConfig config = one_pool({named("a"), named("b")}, {8});
   if (cap > 0) config.tenant_max_running = {{kCapped, cap}};
+  if (share > 0) config.tenant_max_share = {{kCapped, share}};
   CapRun run{.harness = std::make_unique<Harness>(std::move(config))};
   Harness& h = *run.harness;
   for (uint64_t i = 0; i < 10; ++i) h.add(i, i < 5 ? 0 : 1, kCapped, 100, at_ms(0));
@@ -74,6 +76,37 @@ TEST(SchedulerTenantCap, ACappedTenantHoldsAtMostItsSlotsAcrossClasses) {
   EXPECT_EQ(h.scheduler().in_flight(), 0u);
   EXPECT_EQ(h.scheduler().tenant_queues(), 0u);
   EXPECT_EQ(h.scheduler().counters().total().completed, 13u);
+}
+
+TEST(SchedulerTenantCap, AShareCapIsSlotsOfTheCapacityAndTheLowerCapHolds) {
+  EXPECT_EQ(run_capped(0, 0.375).capped_started, 3u);  // 3 of 8 slots
+  EXPECT_EQ(run_capped(0, 0.3).capped_started, 2u);    // 2.4 slots: 2
+  EXPECT_EQ(run_capped(0, 0.01).capped_started, 1u);   // never below one slot
+  EXPECT_EQ(run_capped(5, 0.25).capped_started, 2u);   // the lower of 5 and 2
+  EXPECT_EQ(run_capped(2, 0.75).capped_started, 2u);   // the lower of 2 and 6
+}
+
+TEST(SchedulerTenantCap, AShareCapFollowsTheCapacity) {
+  // Half of two 4-slot backends is 4 slots; with one backend down, 2.
+  SchedulerConfig config = one_pool({named("a")}, {4, 4});
+  config.tenant_max_share = {{kCapped, 0.5}};
+  Harness h(std::move(config));
+  for (uint64_t i = 0; i < 8; ++i) h.add(i, 0, kCapped, 100, at_ms(0));
+  ASSERT_EQ(h.poll(at_ms(0)).size(), 4u);
+  h.scheduler().set_backend_state(0, 1, BackendSignal{.down = true});
+  for (uint64_t u = 0; u < 8; ++u) h.complete(u, at_ms(10));
+  const auto next = h.poll(at_ms(10));
+  EXPECT_EQ(next.size(), 2u);
+  EXPECT_EQ(h.scheduler().waits_for(0, 0), WaitReason::kTenantCap);
+}
+
+TEST(SchedulerTenantCap, AShareCapOutsideZeroToOneIsRefused) {
+  for (const double share : {0.0, -0.5, 1.5}) {
+    SchedulerConfig config = one_pool({named("a")}, {4});
+    config.tenant_max_share = {{kCapped, share}};
+    ASSERT_TRUE(validate(config).has_value()) << share;
+    EXPECT_NE(validate(config)->find("max_share"), std::string::npos);
+  }
 }
 
 TEST(SchedulerTenantCap, WorkAtItsCapPreemptsNothing) {

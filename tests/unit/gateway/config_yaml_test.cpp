@@ -107,7 +107,9 @@ classes:
   auto t = parse_config(std::string(kMinimal) + "classes: [{name: chat, tpot_slo_ms: 43.75}]\n");
   ASSERT_TRUE(t) << ::testing::PrintToString(t.error());
   for (const auto& k : t->classes) {
-    if (k.name == "chat") EXPECT_EQ(k.policy.tpot_slo, std::chrono::microseconds(43'750));
+    if (k.name == "chat") {
+      EXPECT_EQ(k.policy.tpot_slo, std::chrono::microseconds(43'750));
+    }
   }
   EXPECT_THAT(errors_of(std::string(kMinimal) + "classes: [{name: chat, tpot_slo_ms: -1}]\n"),
               Contains(HasSubstr("tpot_slo_ms")));
