@@ -29,10 +29,11 @@ GatewayConfig typing_config(uint16_t sim_port, unsigned threads = 2) {
   return c;
 }
 
-// A streaming completion of `prompt`, keyed by the editor it comes from.
-HttpRequest keystroke(const std::string& prompt) {
+// A completion of `prompt` (streamed unless `stream` is false), keyed by
+// the editor it comes from.
+HttpRequest keystroke(const std::string& prompt, bool stream = true) {
   const boost::json::object body{{"model", "m1"},         {"prompt", prompt},  {"max_tokens", kTokens},
-                                 {"min_tokens", kTokens}, {"temperature", 0.2}, {"stream", true}};
+                                 {"min_tokens", kTokens}, {"temperature", 0.2}, {"stream", stream}};
   HttpRequest r = sim_post("/v1/completions", boost::json::serialize(body));
   r.headers.push_back(bearer(kAlphaKey));
   r.headers.emplace_back("x-arbiter-supersede-key", "editor-1");
@@ -156,6 +157,46 @@ TEST(TypingThrough, TheHandOverDoesNotWaitForTheEnginesNextToken) {
   EXPECT_EQ(word_count(whole), static_cast<std::size_t>(kTokens)) << whole;
   expect_superseded(older);
   EXPECT_EQ(sim.metric("arbiter_sim_requests_received_total").value_or(-1), 1) << "the engine ran it once";
+  EXPECT_EQ(typing_metric(gateway, "handed_over"), 1);
+}
+
+// A client that does not stream: the engine streams to the gateway, which
+// knows the text generated so far, and the heir gets the rest whole.
+TEST(TypingThrough, ACompletionSentWholeIsTypedThroughToo) {
+  SimProcess sim{std::vector<std::string>{"--profile", "llama-8b-a100", "--model", "m1"}};
+  GatewayProcess gateway(typing_config(sim.port()).to_yaml());
+  // The engine's text for this prompt is the same every time: its first two
+  // words are what the user will type.
+  const HttpResponse direct = http_call(sim.port(), keystroke(kPrompt, false), Millis(20'000));
+  ASSERT_EQ(direct.status, 200) << direct.body;
+  const std::string suggestion(boost::json::parse(direct.body).at("choices").at(0).at("text").as_string());
+  const std::size_t second_word_end = suggestion.find(' ', suggestion.find_first_not_of(' ', suggestion.find(' ', 1)));
+  ASSERT_NE(second_word_end, std::string::npos) << suggestion;
+  const std::string typed = suggestion.substr(0, second_word_end);
+  ASSERT_EQ(word_count(typed), 2u) << typed;
+  const double steps = sim.metric("arbiter_sim_steps_total").value_or(0);
+
+  HttpConnection older(gateway.port());
+  older.send(keystroke(kPrompt, false));
+  // A few tokens generated (and relayed to the gateway over loopback).
+  sim.wait_for_metric("arbiter_sim_steps_total", [&](double v) { return v >= steps + 10; }, Millis(10'000));
+
+  HttpConnection newer(gateway.port());
+  newer.send(keystroke(kPrompt + typed, false));
+  const HttpResponse head = newer.read_head(Millis(20'000));
+  ASSERT_EQ(head.status, 200) << describe_output(gateway);
+  newer.read_rest(Millis(20'000));
+  ASSERT_TRUE(newer.complete()) << newer.body();
+  const boost::json::value answer = boost::json::parse(newer.body());
+  const std::string rest(answer.at("choices").at(0).at("text").as_string());
+  EXPECT_EQ(typed + rest, suggestion) << "one generation: what was typed, then the rest";
+  EXPECT_EQ(answer.at("object"), "text_completion");
+
+  EXPECT_EQ(older.read_head(Millis(20'000)).status, 409);
+  older.read_rest(Millis(5'000));
+  EXPECT_EQ(boost::json::parse(older.body()).at("error").at("code"), "superseded") << older.body();
+  EXPECT_EQ(sim.metric("arbiter_sim_requests_received_total").value_or(-1), 2) << "the gateway's ran once";
+  EXPECT_EQ(sim.metric("arbiter_sim_requests_aborted_total").value_or(0), 0);
   EXPECT_EQ(typing_metric(gateway, "handed_over"), 1);
 }
 

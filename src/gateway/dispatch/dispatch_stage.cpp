@@ -11,6 +11,10 @@ namespace arbiter {
 
 Task<void> DispatchStage::run(RequestContext& ctx) {
   const RequestInfo& info = ctx.parsed.info;
+  // A completion its client does not stream may still be typed through:
+  // the engine streams it to the gateway, which sends it whole (the resume
+  // path's aggregation), so the text generated so far is known.
+  if (typing_eligible(ctx) && !info.stream) ctx.resume = ResumeMethod::kPromptAppend;
   const sched::Request queued{
       .pool = static_cast<sched::PoolId>(ctx.pool),
       .klass = static_cast<sched::ClassId>(ctx.cls),
@@ -71,16 +75,19 @@ void DispatchStage::count_typing(const RequestContext& ctx, TypingOutcome outcom
   metrics_.typing_through.with({config_.classes[ctx.cls].name, std::string(typing_outcome_name(outcome))}).inc();
 }
 
+bool DispatchStage::typing_eligible(const RequestContext& ctx) const {
+  return config_.classes[ctx.cls].policy.typing_through && !ctx.supersede_key.empty() &&
+         ctx.parsed.info.route == Route::kCompletions &&
+         resume_method(ctx.parsed, false) == ResumeMethod::kPromptAppend;
+}
+
 Task<std::shared_ptr<TypingOffer>> DispatchStage::typing_offer(const RequestContext& ctx) {
+  if (!typing_eligible(ctx)) co_return nullptr;
   const RequestInfo& info = ctx.parsed.info;
-  if (!config_.classes[ctx.cls].policy.typing_through || ctx.supersede_key.empty() || !info.stream ||
-      info.route != Route::kCompletions || resume_method(ctx.parsed, false) != ResumeMethod::kPromptAppend) {
-    co_return nullptr;
-  }
   const boost::json::object& body = ctx.parsed.body();
   const auto executor = co_await net::this_coro::executor;
   co_return std::make_shared<TypingOffer>(std::string(body.at("prompt").as_string()), info.model,
-                                          info.max_tokens.value_or(-1), typing::sampling_text(body),
+                                          info.max_tokens.value_or(-1), typing::sampling_text(body), info.stream,
                                           &net::query(executor, net::execution::context), executor);
 }
 
@@ -116,6 +123,9 @@ Task<std::optional<RelayOutcome>> DispatchStage::run_inherited(RequestContext& c
                            .forwarded = {}};
   Interrupt interrupt;
   slot.set_interrupt_hook([&interrupt, &slot] { interrupt.fire(slot.preempted(), slot.interrupt_error()); });
+  // A client that does not stream gets the generation whole at its end.
+  std::optional<RelayResume> whole;
+  if (!ctx.parsed.info.stream) whole.emplace(RelayResume{.route = ctx.route, .aggregate = true});
   const RelayRequest relay_request{.pool = pool.upstream(slot.backend()),
                                    .upstream_request = up,
                                    .sink = *ctx.sink,
@@ -124,13 +134,17 @@ Task<std::optional<RelayOutcome>> DispatchStage::run_inherited(RequestContext& c
                                    .limits = config_.limits,
                                    .response_headers = ctx.response_headers,
                                    .interrupt = interrupt,
-                                   .resume = nullptr,
+                                   .resume = whole ? &*whole : nullptr,
                                    .on_first_event = {},
                                    .hold_failures = false,
                                    .typing = offer};
   const auto started = std::chrono::steady_clock::now();
   RelayOutcome outcome = co_await relay_handed_over(relay_request, std::move(*handed));
   ctx.rec.engine_ms += RequestContext::millis(std::chrono::steady_clock::now() - started);
+  if (whole) {
+    outcome.usage = whole->checkpoint.usage;
+    outcome.generated = whole->checkpoint.tokens;
+  }
   slot.set_interrupt_hook(nullptr);
   health_.record(slot.pool(), slot.backend(), judge(outcome), outcome.upstream_retry_after);
   co_return outcome;

@@ -32,10 +32,11 @@ class DispatchStage final : public AdmittedHandler {
   // Runs a dispatched request on its slot until it ends: several upstream
   // runs when it is preempted and resumed from its checkpoint.
   Task<RelayOutcome> run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer);
-  // Typing through: the request's offer of its generation to a newer
-  // keystroke (typing_handover.hpp), or null when it offers none (its class
-  // does not type through, or it is no streaming completion with one string
-  // prompt and a supersede key).
+  // Typing through: the request may offer its generation to a newer
+  // keystroke (typing_handover.hpp): its class types through, and it is a
+  // completion with one string prompt and a supersede key, streamed or not.
+  bool typing_eligible(const RequestContext& ctx) const;
+  // Its offer, or null when it offers none.
   Task<std::shared_ptr<TypingOffer>> typing_offer(const RequestContext& ctx);
   // The run of a request that took over another's slot: the rest of that
   // stream, handed over; nothing when it never came (it then runs anew).

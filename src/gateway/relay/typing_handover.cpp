@@ -41,7 +41,7 @@ std::string_view typing_outcome_name(TypingOutcome outcome) {
 }
 
 typing::Shape TypingOffer::shape() const {
-  return {.model = model_, .max_tokens = max_tokens_, .n = 1, .stream = true, .sampling = sampling_};
+  return {.model = model_, .max_tokens = max_tokens_, .n = 1, .stream = stream_, .sampling = sampling_};
 }
 
 void TypingOffer::publish(std::string_view text, bool tls) {

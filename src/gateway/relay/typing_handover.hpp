@@ -1,6 +1,6 @@
 // Typing through, live (core/typing_through.hpp, docs/scheduler.md): a
-// running streaming completion offers its generation to the request that
-// supersedes it. The dispatcher checks the rule when the newer request
+// running completion (streamed to its client, or streamed from the engine
+// and sent whole) offers its generation to the request that supersedes it. The dispatcher checks the rule when the newer request
 // arrives (try_claim, under its mutex) and wakes the old request's relay
 // from its wait for upstream bytes (wake_running); that relay sees the claim
 // at once (or at its next event boundary, on a TLS upstream) and hands its
@@ -79,14 +79,15 @@ std::string_view typing_outcome_name(TypingOutcome outcome);
 
 class TypingOffer {
  public:
-  // `sampling`: typing::sampling_text of the body; `context`: the I/O
-  // thread's io_context the request runs on.
-  TypingOffer(std::string prompt, std::string model, int64_t max_tokens, std::string sampling,
+  // `sampling`: typing::sampling_text of the body; `stream`: its client's
+  // mode; `context`: the I/O thread's io_context the request runs on.
+  TypingOffer(std::string prompt, std::string model, int64_t max_tokens, std::string sampling, bool stream,
               net::execution_context* context, net::any_io_executor executor)
       : prompt_(std::move(prompt)),
         model_(std::move(model)),
         sampling_(std::move(sampling)),
         max_tokens_(max_tokens),
+        stream_(stream),
         context_(context),
         executor_(std::move(executor)) {}
 
@@ -130,6 +131,7 @@ class TypingOffer {
   const std::string model_;
   const std::string sampling_;
   const int64_t max_tokens_;
+  const bool stream_;
   net::execution_context* const context_;
   const net::any_io_executor executor_;
 

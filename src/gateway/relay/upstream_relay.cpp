@@ -184,7 +184,14 @@ class Exchange {
                                  .last = handed.last});
     if (r_.sink.client_gone()) co_return cancelled();
     if (r_.interrupt.requested) co_return interrupted();
-    const bool reusable = co_await relay_stream(socket, conn->buffer, parser);
+    // if/else, not ?: around co_await (GCC 12, see docs/architecture.md).
+    bool reusable = false;
+    if (r_.resume && r_.resume->aggregate) {
+      r_.resume->checkpoint = std::move(typed_);
+      reusable = co_await relay_aggregate(socket, conn->buffer, parser);
+    } else {
+      reusable = co_await relay_stream(socket, conn->buffer, parser);
+    }
     if (handed_) {
       co_await hand_over(std::move(conn), std::move(parser));
       co_return outcome_;
@@ -258,7 +265,9 @@ class Exchange {
     r_.typing->hand(std::move(stream));
     outcome_.interrupted = true;
     outcome_.error = superseded_error();
-    co_await end_stream_with_error(*outcome_.error);
+    // A client that gets its answer whole has got nothing yet: the caller
+    // answers it as any superseded request.
+    if (!r_.resume || !r_.resume->aggregate) co_await end_stream_with_error(*outcome_.error);
   }
 
   static net::execution_context* context_of(const tcp::socket::executor_type& executor) {
@@ -573,25 +582,40 @@ class Exchange {
   }
 
   // The client did not ask for a stream, but the upstream streams so that a
-  // preempted run keeps its output: every run goes into the checkpoint, and
-  // the client gets one whole response when the last run ends.
+  // preempted run keeps its output (or a typed-through one its text so far):
+  // every run goes into the checkpoint, and the client gets one whole
+  // response when the last run ends. A stream handed over (typing through)
+  // goes on from the framer it came with; the parser's pieces went into the
+  // request it came from.
   Task<bool> relay_aggregate(Stream& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
     RelayResume& resume = *r_.resume;
     SseFramer framer;
-    for (;;) {
-      const std::size_t before = framer.events();
-      for (const std::string_view piece : parser.body_pieces()) {
-        framer.feed(piece, [&resume](std::string_view event) { track_event(event, resume.route, resume.checkpoint); });
+    if (inherited_) framer = std::move(inherited_->framer);
+    for (bool handed = inherited_.has_value();; handed = false) {
+      if (!handed) {
+        const std::size_t before = framer.events();
+        for (const std::string_view piece : parser.body_pieces()) {
+          framer.feed(piece, [&resume](std::string_view event) { track_event(event, resume.route, resume.checkpoint); });
+        }
+        if (framer.events() > 0) first_event();
+        count_gaps(framer.events() - before);
       }
-      if (framer.events() > 0) first_event();
-      count_gaps(framer.events() - before);
+      if (r_.typing) {
+        // Nothing went to this client yet: the heir's text is all that was
+        // generated after the bytes it typed.
+        if (const auto skip = r_.typing->claimed()) {
+          keep_for_heir(*skip, 0, framer, parser.is_done());
+          co_return false;
+        }
+        publish(socket.tls() != nullptr);
+      }
       framer.release();
       if (resume.checkpoint.text.size() > r_.limits.max_upstream_response_bytes) {
         fail_too_large();
         co_return false;
       }
       if (parser.is_done()) break;
-      const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle);
+      const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle, true);
       if (after_read(read) != ReadEnd::kData) co_return false;
     }
     const std::string body = aggregate_response(resume.route, resume.checkpoint);

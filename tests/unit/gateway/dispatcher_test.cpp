@@ -139,7 +139,7 @@ TEST(Dispatcher, APreemptedRunsGenerationIsNotInheritedAndItsClientIsAnsweredSup
   Dispatcher dispatcher(*sched::Scheduler::create(config), ioc.get_executor());
   dispatcher.start();
   auto offer = [&](std::string prompt) {
-    return std::make_shared<TypingOffer>(std::move(prompt), "m1", 64, "", &ioc, ioc.get_executor());
+    return std::make_shared<TypingOffer>(std::move(prompt), "m1", 64, "", true, &ioc, ioc.get_executor());
   };
   const auto old_offer = offer("def f(");
   old_offer->publish("x, y", false);

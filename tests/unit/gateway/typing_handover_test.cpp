@@ -11,7 +11,7 @@ struct Offers {
   net::io_context here;
   net::io_context there;
   TypingOffer offer(std::string prompt, net::io_context& ctx, int64_t max_tokens = 64) {
-    return TypingOffer(std::move(prompt), "m1", max_tokens, "temperature=0.2\n", &ctx, ctx.get_executor());
+    return TypingOffer(std::move(prompt), "m1", max_tokens, "temperature=0.2\n", true, &ctx, ctx.get_executor());
   }
 };
 
