@@ -10,6 +10,7 @@
 
 #include <boost/json.hpp>
 
+#include "core/request_fields.hpp"
 #include "core/request_parser.hpp"
 
 namespace arbiter {
@@ -80,9 +81,18 @@ std::expected<std::optional<int64_t>, ApiError> read_max_tokens(const json::obje
   return std::unexpected(invalid(std::string("'") + key + "' must be a positive integer", key));
 }
 
+// The body as a document. A lone escaped surrogate, which Boost.JSON
+// refuses and engines (Python's json) take, reads as U+FFFD, as
+// parse_request has read it since it took such bodies.
+json::value reference_document(std::string_view body, boost::system::error_code& ec) {
+  json::value doc = json::parse(body, ec);
+  if (std::string clean(body); ec && replace_lone_surrogates(clean)) doc = json::parse(clean, ec);
+  return doc;
+}
+
 std::expected<RequestInfo, ApiError> reference_parse(Route route, std::string_view body) {
   boost::system::error_code ec;
-  json::value doc = json::parse(body, ec);
+  json::value doc = reference_document(body, ec);
   if (ec) return std::unexpected(ApiError{ErrorCode::kInvalidJson, "request body is not valid JSON: " + ec.message(), {}, {}});
   if (!doc.is_object()) return std::unexpected(ApiError{ErrorCode::kInvalidJson, "request body must be a JSON object", {}, {}});
   const json::object& obj = doc.get_object();
@@ -129,7 +139,8 @@ void expect_same(Route route, const std::string& body) {
     EXPECT_EQ(actual->info.max_tokens, expected->max_tokens);
     EXPECT_EQ(actual->info.prompt_tokens_estimate, expected->prompt_tokens_estimate);
     EXPECT_EQ(actual->info.user, expected->user);
-    EXPECT_EQ(actual->body(), json::parse(body).as_object());
+    boost::system::error_code ec;
+    EXPECT_EQ(actual->body(), reference_document(body, ec).as_object());
   } else {
     EXPECT_EQ(actual.error().code, expected.error().code);
     EXPECT_EQ(actual.error().message, expected.error().message);
@@ -139,7 +150,8 @@ void expect_same(Route route, const std::string& body) {
 
 // The cap as the document wrote it: the field the client used, set to `cap`.
 json::value reference_cap(Route route, const std::string& body, int64_t cap) {
-  json::object doc = json::parse(body).as_object();
+  boost::system::error_code ec;
+  json::object doc = reference_document(body, ec).as_object();
   const bool uses_new_field = route == Route::kChatCompletions && doc.contains("max_completion_tokens") &&
                               !doc.at("max_completion_tokens").is_null();
   doc[uses_new_field ? "max_completion_tokens" : "max_tokens"] = cap;
@@ -157,8 +169,9 @@ void expect_same_cap(Route route, const std::string& body, int64_t cap) {
     EXPECT_EQ(parsed->text, body);
     return;
   }
+  boost::system::error_code ec;
   const json::value sent =
-      parsed->document_changed() ? json::value(parsed->body()) : json::parse(parsed->text);
+      parsed->document_changed() ? json::value(parsed->body()) : reference_document(parsed->text, ec);
   EXPECT_EQ(sent, reference_cap(route, body, cap)) << parsed->text;
   EXPECT_EQ(parsed->info.max_tokens, cap);
   EXPECT_EQ(parsed->body(), sent.as_object());  // a document built afterwards agrees
@@ -200,6 +213,8 @@ TEST(RequestFields, DamagedBodiesReadAsTheDocumentReadThem) {
        R"({"messages":[{"role":"user","content":"x\u00e9y"}],"model":"m\"2","max_completion_tokens":7,"n":1})"},
       {Route::kCompletions, R"({"model":"c","prompt":["abcdefgh",[1,2,3],7],"max_tokens":null,"stream":false})"},
       {Route::kCompletions, R"({"model":"c","prompt":"hello world","stop":["\n"],"temperature":0.5,"user":"dev-7"})"},
+      // A lone surrogate (taken, as U+FFFD) and a pair; damage makes more of both.
+      {Route::kCompletions, R"({"model":"c","prompt":"a\ud83d\ude00b\ude00c\ud83dx","max_tokens":3})"},
   };
   const std::string alphabet = R"({}[]:,"\ 0123456789-.eEtrufalsn)" "\x01\xc3\xa9\xff" "abmodelpromptmessagescontenttext";
   std::mt19937 rng(42);
