@@ -201,6 +201,9 @@ struct Pool {
   IndexedHeap<OrderKey> fifo;       // ready requests by arrival (fifo policy)
   PrefixIndex prefix;               // prefix affinity; disabled without cache sizes
   DecayingRate completed;           // pool completion rate: fallback for drain time
+  // The earliest end of a thrash guard that kept a victim, or a loan, that
+  // the last poll wanted: next_wakeup() polls then. max: none.
+  TimePoint guard_ends = TimePoint::max();
 };
 
 // Slots a class lacks to reach its min_share of the pool (<= 0: none).

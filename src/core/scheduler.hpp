@@ -322,6 +322,7 @@ class Scheduler {
   bool may_borrow(const Node& n, TimePoint now) const;
   // `n` was resumed after a preemption less than preempt_guard ago: no victim yet.
   bool guarded(const Node& n, TimePoint now) const;
+  TimePoint guard_end(const Node& n) const;  // when its guard ends
   // A lender's backend takes `n` only if its prompt fits in the lower tier's backlog.
   static bool fits_loan(const detail::Backend& b, const Node& n, TimePoint now);
   // A pool among `pool`'s lenders that lends now (see PoolSpec::lenders), kNil
@@ -334,12 +335,13 @@ class Scheduler {
   // When the class's waiting work may cause a preemption (preempt_after).
   TimePoint preemption_due(const ClassQueue& cq, uint32_t klass) const;
   // `others`: preemptible work of other classes may be taken when no background is.
-  // `guard_held` is set when a victim was passed over for the thrash guard.
-  uint32_t pick_victim(const Pool& pool, TimePoint now, bool others, bool& guard_held) const;
+  // `guard_ends`: lowered to the end of the guard of each victim passed over for it.
+  uint32_t pick_victim(const Pool& pool, TimePoint now, bool others, TimePoint& guard_ends) const;
   // From a victim list's tail back: the newest request whose backend could
   // reuse its slot (not saturated, not down) and that was not preempted
-  // within preempt_guard (then sets `guard_held`); kNil if none (bounded walk).
-  uint32_t newest_useful_victim(const Pool& pool, uint32_t tail, TimePoint now, bool& guard_held) const;
+  // within preempt_guard (whose guard end lowers `guard_ends`); kNil if none
+  // (bounded walk).
+  uint32_t newest_useful_victim(const Pool& pool, uint32_t tail, TimePoint now, TimePoint& guard_ends) const;
 
   SchedulerConfig config_;                // validated; only tenant_weights ever changes
   std::vector<Node> nodes_;               // request slab

@@ -42,6 +42,7 @@ uint64_t rendezvous(uint64_t key, uint32_t backend) { return mix_bits(key ^ (kGo
 
 void Scheduler::poll(TimePoint now, Actions& out) {
   last_poll_ = std::max(last_poll_, now);
+  for (Pool& pool : pools_) pool.guard_ends = TimePoint::max();
   // Nothing held or queued: nothing to expire, dispatch or preempt for (the
   // usual case after a completion at low load).
   if (queued_ == 0) return;
@@ -92,6 +93,8 @@ std::optional<TimePoint> Scheduler::next_wakeup() const {
     }
     // A draining prefill backlog: only future times (see below).
     if (const TimePoint opens = backlog_opens(pool); opens > last_poll_) wake = std::min(wake, opens);
+    // A victim or a loan the thrash guard kept: its guard's end (in the future).
+    if (pool.guard_ends > last_poll_) wake = std::min(wake, pool.guard_ends);
     for (uint32_t c = 0; c < classes; ++c) {
       const ClassQueue& cq = pool.classes[c];
       wake = std::min(wake, cq.oldest_deadline);
@@ -265,7 +268,10 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool e
     // slots are not for it, and background does not go ahead of it.
     if (extra && !config_.classes[nodes_[id].klass].background) return;
     if (run != pool) {
-      if (!may_borrow(nodes_[id], now)) return;
+      if (!may_borrow(nodes_[id], now)) {
+        if (guarded(nodes_[id], now)) p.guard_ends = std::min(p.guard_ends, guard_end(nodes_[id]));
+        return;
+      }
       // Borrowed work is the lender's lowest tier: half its prefill
       // backlog, its own prompt included (a long prompt would hold up the
       // lender's next request for whole prefill steps).
@@ -313,9 +319,11 @@ bool Scheduler::may_borrow(const Node& n, TimePoint now) const {
   return reclaimable || slo_at_risk(n, now);
 }
 
-bool Scheduler::guarded(const Node& n, TimePoint now) const {
+bool Scheduler::guarded(const Node& n, TimePoint now) const { return n.preemptions > 0 && now < guard_end(n); }
+
+TimePoint Scheduler::guard_end(const Node& n) const {
   // Its queued_since is its requeue time, to within the abort's round trip.
-  return n.preemptions > 0 && now - n.queued_since < config_.preempt_guard;
+  return n.queued_since + config_.preempt_guard;
 }
 
 uint32_t Scheduler::lender_with_room(uint32_t pool, TimePoint now, uint32_t& least) const {
@@ -748,10 +756,11 @@ void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
   const int64_t need = std::max(needy, std::min(waiting, background_running)) - slack;
   for (int64_t taken = 0; taken < need; ++taken) {
     const bool guarantee = taken < needy - slack;
-    bool guard_held = false;
-    const uint32_t victim = pick_victim(p, now, guarantee, guard_held);
+    TimePoint guard_ends = TimePoint::max();
+    const uint32_t victim = pick_victim(p, now, guarantee, guard_ends);
     if (victim == kNil) {
-      counters_.guard_held[pool] += guarantee && guard_held;
+      counters_.guard_held[pool] += guarantee && guard_ends != TimePoint::max();
+      p.guard_ends = std::min(p.guard_ends, guard_ends);
       return;
     }
     preempt(victim, out);
@@ -774,9 +783,12 @@ void Scheduler::reclaim_lent(uint32_t pool, TimePoint now, Actions& out) {
     waiting += std::max<int64_t>(0, std::min<int64_t>(cq.ready, cap_room(p, c)));
   }
   for (int64_t need = waiting - p.preempting - p.aborting; need > 0; --need) {
-    bool guard_held = false;  // borrowed work inside its guard borrows only to save its SLO
-    const uint32_t victim = newest_useful_victim(p, p.borrowed_tail, now, guard_held);
-    if (victim == kNil) return;
+    TimePoint guard_ends = TimePoint::max();  // borrowed inside its guard: only to save its SLO
+    const uint32_t victim = newest_useful_victim(p, p.borrowed_tail, now, guard_ends);
+    if (victim == kNil) {
+      p.guard_ends = std::min(p.guard_ends, guard_ends);
+      return;
+    }
     ++counters_.classes[nodes_[victim].klass].reclaimed;
     preempt(victim, out);
   }
@@ -797,7 +809,7 @@ void Scheduler::preempt(uint32_t victim, Actions& out) {
 }
 
 uint32_t Scheduler::newest_useful_victim(const Pool& pool, uint32_t tail, TimePoint now,
-                                         bool& guard_held) const {
+                                         TimePoint& guard_ends) const {
   // Preempting a request on a saturated (or down) backend frees a slot that
   // nothing can use: the victim would be requeued, dispatched elsewhere or
   // again, and preempted again, over and over. Only victims whose slot the
@@ -812,7 +824,7 @@ uint32_t Scheduler::newest_useful_victim(const Pool& pool, uint32_t tail, TimePo
   for (uint32_t id = tail; id != kNil && scanned < kMaxScan; id = nodes_[id].prev, ++scanned) {
     const Node& n = nodes_[id];
     if (guarded(n, now)) {
-      guard_held = true;
+      guard_ends = std::min(guard_ends, guard_end(n));
       continue;
     }
     const detail::Backend& b = pool.backends[n.backend];
@@ -822,7 +834,7 @@ uint32_t Scheduler::newest_useful_victim(const Pool& pool, uint32_t tail, TimePo
   return kNil;
 }
 
-uint32_t Scheduler::pick_victim(const Pool& pool, TimePoint now, bool others, bool& guard_held) const {
+uint32_t Scheduler::pick_victim(const Pool& pool, TimePoint now, bool others, TimePoint& guard_ends) const {
   // The most recently started request (least work lost) of a background
   // class; failing that (and if `others`), of a preemptible class that stays
   // at or above its own min_share without it; in both cases on a backend
@@ -840,7 +852,7 @@ uint32_t Scheduler::pick_victim(const Pool& pool, TimePoint now, bool others, bo
         const double live = cq.own_in_flight() - cq.preempting - cq.aborting;
         if (!cls.preemptible || live - 1 + kEpsilon < cls.min_share * pool.capacity) continue;
       }
-      const uint32_t candidate = newest_useful_victim(pool, cq.victims_tail, now, guard_held);
+      const uint32_t candidate = newest_useful_victim(pool, cq.victims_tail, now, guard_ends);
       if (candidate != kNil && (best == kNil || nodes_[candidate].start_seq > nodes_[best].start_seq)) {
         best = candidate;
       }

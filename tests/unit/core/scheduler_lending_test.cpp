@@ -174,6 +174,7 @@ TEST(Lending, ARequestInsideItsThrashGuardDoesNotBorrow) {
   ASSERT_TRUE(p.s().complete(completion, at_ms(50)));
 
   EXPECT_TRUE(p.poll(at_ms(50)).dispatches.empty()) << "the completion slot is idle, but not lent";
+  EXPECT_EQ(p.s().next_wakeup(), at_ms(6 + 10'000)) << "a poll when the guard ends";
   EXPECT_TRUE(p.poll(at_ms(6 + 9'999)).dispatches.empty());
   const Actions& a = p.poll(at_ms(6 + 10'000));
   ASSERT_EQ(a.dispatches.size(), 1u);

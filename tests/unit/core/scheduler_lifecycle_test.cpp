@@ -296,8 +296,9 @@ TEST(SchedulerLifecycle, AResumedVictimIsNotPreemptedAgainWithinTheGuard) {
 
 TEST(SchedulerLifecycle, AGuaranteeTheGuardHoldsBackIsCounted) {
   // gold's min_share needs std's slot, but std's request was resumed within
-  // the guard: no preemption, and counters().guard_held says why (the
-  // gateway's arbiter_preemptions_guard_held_total).
+  // the guard: no preemption, counters().guard_held says why (the gateway's
+  // arbiter_preemptions_guard_held_total), and the next poll is due when the
+  // guard ends.
   ClassPolicy gold = named("gold");
   gold.min_share = 0.5;
   ClassPolicy std_class = named("std");
@@ -310,6 +311,7 @@ TEST(SchedulerLifecycle, AGuaranteeTheGuardHoldsBackIsCounted) {
   h.poll(at_ms(4));
   EXPECT_TRUE(h.actions().preemptions.empty());
   EXPECT_EQ(h.scheduler().counters().guard_held[0], 1u);
+  EXPECT_EQ(h.scheduler().next_wakeup(), at_ms(5002)) << "a poll when the guard ends";
   h.poll(at_ms(5002));
   ASSERT_EQ(h.actions().preemptions.size(), 1u);
   EXPECT_EQ(h.scheduler().counters().guard_held[0], 1u);
