@@ -132,14 +132,19 @@ bool Scheduler::has_tenant_cap(TenantId tenant) const {
 }
 
 bool Scheduler::at_tenant_cap(uint32_t pool, TenantId tenant) const {
-  if (!has_tenant_cap(tenant)) return false;
+  // One lookup per cap map (none while it is empty); no cap: never at it.
   double cap = std::numeric_limits<double>::infinity();
-  if (const auto it = config_.tenant_max_running.find(tenant); it != config_.tenant_max_running.end() && it->second > 0) {
-    cap = it->second;
+  if (!config_.tenant_max_running.empty()) {
+    if (const auto it = config_.tenant_max_running.find(tenant); it != config_.tenant_max_running.end() && it->second > 0) {
+      cap = it->second;
+    }
   }
-  if (const auto it = config_.tenant_max_share.find(tenant); it != config_.tenant_max_share.end()) {
-    cap = std::min(cap, std::floor(std::max(1.0, it->second * pools_[pool].capacity)));
+  if (!config_.tenant_max_share.empty()) {
+    if (const auto it = config_.tenant_max_share.find(tenant); it != config_.tenant_max_share.end()) {
+      cap = std::min(cap, std::floor(std::max(1.0, it->second * pools_[pool].capacity)));
+    }
   }
+  if (cap == std::numeric_limits<double>::infinity()) return false;
   const uint32_t running = tenant_running_.find(pool_tenant_key(pool, tenant));
   return running != FlatIndex::kMissing && running >= cap;
 }

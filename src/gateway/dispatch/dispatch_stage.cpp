@@ -14,7 +14,8 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
   // A completion its client does not stream may still be typed through:
   // the engine streams it to the gateway, which sends it whole (the resume
   // path's aggregation), so the text generated so far is known.
-  if (typing_eligible(ctx) && !info.stream) ctx.resume = ResumeMethod::kPromptAppend;
+  const bool typing = typing_eligible(ctx);
+  if (typing && !info.stream) ctx.resume = ResumeMethod::kPromptAppend;
   const sched::Request queued{
       .pool = static_cast<sched::PoolId>(ctx.pool),
       .klass = static_cast<sched::ClassId>(ctx.cls),
@@ -26,7 +27,8 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
       .resumable = ctx.resume != ResumeMethod::kNone,
       .prefix_blocks = ctx.prefix};
   const auto enqueued = std::chrono::steady_clock::now();
-  const std::shared_ptr<TypingOffer> offer = co_await typing_offer(ctx);
+  std::shared_ptr<TypingOffer> offer;
+  if (typing) offer = co_await typing_offer(ctx);
   const TypingOfferClose offer_closed{offer.get()};  // whatever way its runs end
   auto slot = co_await dispatcher_.acquire(queued, *ctx.sink, offer);
   // Queue time from enqueue, not from request start (auth and parsing
@@ -82,7 +84,6 @@ bool DispatchStage::typing_eligible(const RequestContext& ctx) const {
 }
 
 Task<std::shared_ptr<TypingOffer>> DispatchStage::typing_offer(const RequestContext& ctx) {
-  if (!typing_eligible(ctx)) co_return nullptr;
   const RequestInfo& info = ctx.parsed.info;
   const boost::json::object& body = ctx.parsed.body();
   const auto executor = co_await net::this_coro::executor;

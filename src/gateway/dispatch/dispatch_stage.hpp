@@ -36,7 +36,7 @@ class DispatchStage final : public AdmittedHandler {
   // keystroke (typing_handover.hpp): its class types through, and it is a
   // completion with one string prompt and a supersede key, streamed or not.
   bool typing_eligible(const RequestContext& ctx) const;
-  // Its offer, or null when it offers none.
+  // The offer of a request typing_eligible accepts.
   Task<std::shared_ptr<TypingOffer>> typing_offer(const RequestContext& ctx);
   // The run of a request that took over another's slot: the rest of that
   // stream, handed over; nothing when it never came (it then runs anew).

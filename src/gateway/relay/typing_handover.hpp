@@ -1,7 +1,8 @@
 // Typing through, live (core/typing_through.hpp, docs/scheduler.md): a
 // running completion (streamed to its client, or streamed from the engine
-// and sent whole) offers its generation to the request that supersedes it. The dispatcher checks the rule when the newer request
-// arrives (try_claim, under its mutex) and wakes the old request's relay
+// and sent whole) offers its generation to the request that supersedes it.
+// The dispatcher checks the rule when the newer request arrives (try_claim,
+// under its mutex) and wakes the old request's relay
 // from its wait for upstream bytes (wake_running); that relay sees the claim
 // at once (or at its next event boundary, on a TLS upstream) and hands its
 // upstream connection, mid-response, to the heir's coroutine (hand), which

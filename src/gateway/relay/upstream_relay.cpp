@@ -178,7 +178,7 @@ class Exchange {
     UpstreamResponseParser parser(std::move(handed.parser));
     outcome_.upstream_status = parser.status();
     drained_ = handed.drained;
-    typed_ = std::move(handed.checkpoint);
+    text_checkpoint() = std::move(handed.checkpoint);  // a whole answer's resume (run_inherited), or typed_
     inherited_.emplace(Inherited{.framer = std::move(handed.framer),
                                  .preamble = std::move(handed.preamble),
                                  .last = handed.last});
@@ -187,7 +187,6 @@ class Exchange {
     // if/else, not ?: around co_await (GCC 12, see docs/architecture.md).
     bool reusable = false;
     if (r_.resume && r_.resume->aggregate) {
-      r_.resume->checkpoint = std::move(typed_);
       reusable = co_await relay_aggregate(socket, conn->buffer, parser);
     } else {
       reusable = co_await relay_stream(socket, conn->buffer, parser);
@@ -215,6 +214,7 @@ class Exchange {
   // The text this request's client has been sent: the resume checkpoint's,
   // or the one kept for typing through.
   const Checkpoint& text_checkpoint() const { return r_.resume ? r_.resume->checkpoint : typed_; }
+  Checkpoint& text_checkpoint() { return r_.resume ? r_.resume->checkpoint : typed_; }
 
   // A heir claimed the generation at this event boundary: what it gets
   // besides the connection, kept for hand_over. `sent_text`: bytes of text
