@@ -169,8 +169,9 @@ Task<void> Gateway::answer_get(HttpRequest& req, ClientConnection& conn, std::st
                                bool admin) {
   // Everything but inference answers with the request's id too.
   std::vector<std::pair<std::string, std::string>> headers{{"x-request-id", choose_request_id(req["x-request-id"])}};
-  // HEAD of a probe (load balancers' health checks): its GET's head alone.
-  const bool head = req.method() == http::verb::head && (path == "/healthz" || path == "/readyz");
+  // HEAD: the GET's head alone (RFC 9110 9.3.2; load balancers probe with
+  // it). Every one of these routes answers whole, never a stream.
+  const bool head = req.method() == http::verb::head;
   if (admin && (req.method() == http::verb::get || head)) {
     if (head) conn.set_head_only();
     co_await admin_->handle(path, req, conn, headers);
@@ -179,7 +180,7 @@ Task<void> Gateway::answer_get(HttpRequest& req, ClientConnection& conn, std::st
   if (inference || admin) {
     // Named locals, not braced temporaries, in co_await expressions: GCC 12
     // miscompiles some of those ("array used as initializer").
-    const std::string_view allowed = inference ? "POST" : "GET";
+    const std::string_view allowed = inference ? "POST" : "GET, HEAD";
     const ApiError err{ErrorCode::kMethodNotAllowed, "use " + std::string(allowed) + " for " + std::string(path), {}, {}};
     headers.emplace_back("allow", allowed);
     co_await send_error(conn, err, headers);

@@ -30,7 +30,9 @@ struct ChunkWrite {
 
 // Fills `out` (its buffers point into `out`, `head`, `parts` and `copy`:
 // all must stay put until the write is done). `copy` is reused across writes.
+// `chunked` false: the parts go unframed (a body that ends with the
+// connection, for an HTTP/1.0 client), and `last` adds nothing.
 void frame_chunk_write(std::string_view head, std::span<const std::string_view> parts, bool last, bool flat,
-                       std::string& copy, ChunkWrite& out);
+                       std::string& copy, ChunkWrite& out, bool chunked = true);
 
 }  // namespace arbiter

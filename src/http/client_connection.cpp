@@ -29,8 +29,9 @@ ClientConnection::ClientConnection(Stream& stream, beast::flat_buffer& buffer,
       write_timeout_(write_timeout),
       draining_(draining) {}
 
-void ClientConnection::begin_request(bool keep_alive) {
+void ClientConnection::begin_request(bool keep_alive, bool chunked) {
   keep_alive_ = keep_alive;
+  chunked_ = chunked;
   head_only_ = false;
   failed_ = false;
   body_bytes_ = 0;
@@ -212,8 +213,9 @@ Task<bool> ClientConnection::send(const ResponseHead& head, std::string_view bod
 
 Task<bool> ClientConnection::start_stream(http::response<http::empty_body>& res) {
   if (gone_ || failed_) co_return false;
+  if (!chunked_) keep_alive_ = false;  // the stream's end is the connection's
   res.keep_alive(response_keep_alive());
-  res.chunked(true);
+  res.chunked(chunked_);
   write_response_head(res, head_);
   const net::const_buffer buffer = net::buffer(head_);
   const std::span<const net::const_buffer> buffers(&buffer, 1);
@@ -240,6 +242,11 @@ Task<bool> ClientConnection::send_chunks(std::span<const std::string_view> piece
     for (std::size_t i = 0; i < n; ++i) {
       const auto piece = pieces[done + i];
       if (piece.empty()) continue;  // an empty chunk would end the body
+      if (!chunked_) {
+        buffers.emplace_back(piece.data(), piece.size());
+        bytes += piece.size();
+        continue;
+      }
       const int len = std::snprintf(sizes[i].data(), sizes[i].size(), "%zx\r\n", piece.size());
       buffers.emplace_back(sizes[i].data(), static_cast<std::size_t>(len));
       buffers.emplace_back(piece.data(), piece.size());
@@ -266,10 +273,14 @@ Task<bool> ClientConnection::end_stream() {
 Task<bool> ClientConnection::write_stream(const ResponseHead* head, std::span<const std::string_view> parts,
                                           bool last) {
   if (gone_ || failed_) co_return false;
-  if (head) write_response_head(*head, std::nullopt, response_keep_alive(), head_);
+  if (head) {
+    if (!chunked_) keep_alive_ = false;  // the stream's end is the connection's
+    write_response_head(*head, chunked_ ? BodyFraming::kChunked : BodyFraming::kUntilClose, response_keep_alive(),
+                        head_);
+  }
   ChunkWrite framed;
   frame_chunk_write(head ? std::string_view(head_) : std::string_view(), parts, last, stream_.tls() != nullptr,
-                    chunk_copy_, framed);
+                    chunk_copy_, framed, chunked_);
   const std::span<const net::const_buffer> buffers = framed.span();
   if (buffers.empty()) co_return true;
   if (std::size_t written = 0; !write_at_once(buffers, written)) {

@@ -46,7 +46,8 @@ class ClientConnection final : public ResponseSink {
   Task<bool> send(http::response<http::string_body>& res) override;
   Task<bool> send(const ResponseHead& head, std::string_view body) override;
 
-  // Chunked streaming response: the header, then events, then the end.
+  // Chunked streaming response: the header, then events, then the end. To
+  // an HTTP/1.0 client the same, unframed, ending with the connection.
   Task<bool> start_stream(http::response<http::empty_body>& res);
   Task<bool> start_stream(const ResponseHead& head) override;
   // One chunk of `parts` back to back, in one write (http/chunk_write.hpp).
@@ -91,7 +92,9 @@ class ClientConnection final : public ResponseSink {
   // socket closed by a deadline) once there will be none. `expected`: bytes
   // the caller knows are on their way (a body's rest), up to 256 KiB a read.
   Task<beast::error_code> wait_for_bytes(std::size_t expected = 0);
-  void begin_request(bool keep_alive);
+  // `chunked`: a stream may be chunked (false for an HTTP/1.0 client: its
+  // streams go unframed and end with the connection).
+  void begin_request(bool keep_alive, bool chunked = true);
   void end_request();
 
  private:
@@ -121,6 +124,7 @@ class ClientConnection final : public ResponseSink {
   std::weak_ptr<void> owner_;
   bool keep_alive_ = true;
   bool head_only_ = false;  // set_head_only()
+  bool chunked_ = true;     // begin_request()
   bool failed_ = false;  // a write failed or timed out
   bool gone_ = false;
   bool in_request_ = false;

@@ -65,8 +65,10 @@ void write_request_head(const UpstreamRequest& r, std::string& out) {
   });
 }
 
-void write_response_head(const ResponseHead& head, std::optional<std::size_t> content_length,
-                         bool keep_alive, std::string& out) {
+namespace {
+
+void write_head(const ResponseHead& head, std::optional<std::size_t> content_length, BodyFraming framing,
+                bool keep_alive, std::string& out) {
   const Number status(head.status);
   const Number length(content_length.value_or(0));
   const std::string_view reason = http::obsolete_reason(static_cast<http::status>(head.status));
@@ -78,12 +80,23 @@ void write_response_head(const ResponseHead& head, std::optional<std::size_t> co
     for (const auto& [name, value] : head.gateway) w.field(name, value);
     if (content_length) {
       w.field("Content-Length", length.view());
-    } else {
+    } else if (framing == BodyFraming::kChunked) {
       w.field("Transfer-Encoding", "chunked");
     }
     if (!keep_alive) w.field("Connection", "close");
     w << "\r\n";
   });
+}
+
+}  // namespace
+
+void write_response_head(const ResponseHead& head, std::optional<std::size_t> content_length,
+                         bool keep_alive, std::string& out) {
+  write_head(head, content_length, BodyFraming::kChunked, keep_alive, out);
+}
+
+void write_response_head(const ResponseHead& head, BodyFraming framing, bool keep_alive, std::string& out) {
+  write_head(head, std::nullopt, framing, keep_alive, out);
 }
 
 void write_response_head(const http::response_header<>& head, std::string& out) {

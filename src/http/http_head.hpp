@@ -44,11 +44,18 @@ struct ResponseHead {
   HeaderPairs gateway;             // x-request-id, x-arbiter-*
 };
 
+// How a body without a Content-Length ends: with its last chunk, or with
+// the connection (HTTP/1.0 clients, which know no chunks).
+enum class BodyFraming { kChunked, kUntilClose };
+
 // Replaces `out` with the status line, `head`'s fields and the framing:
 // Content-Length when `content_length` is set, else chunked; Connection:
 // close unless `keep_alive`. Ends with the blank line.
 void write_response_head(const ResponseHead& head, std::optional<std::size_t> content_length,
                          bool keep_alive, std::string& out);
+// The same for a body of unknown length, framed as `framing` says
+// (kUntilClose writes no framing field; `keep_alive` must then be false).
+void write_response_head(const ResponseHead& head, BodyFraming framing, bool keep_alive, std::string& out);
 
 // Replaces `out` with the status line and every field of `head`, in order,
 // ending with the blank line. The caller has set Content-Length or

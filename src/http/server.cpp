@@ -235,7 +235,7 @@ Task<void> HttpServer::Session::run() {
     // read buffer (nor a large body's) while it does.
     if (buffer_.size() == 0) buffer_.shrink_to_fit();
 
-    conn_.begin_request(req.keep_alive());
+    conn_.begin_request(req.keep_alive(), /*chunked=*/!req.http10());
     ++server_.active_requests_;
     // The handler must not throw; if it does (a bug), the connection is
     // closed.

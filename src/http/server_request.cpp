@@ -22,7 +22,10 @@ ServerRequest::ServerRequest(const ScannedRequest& scanned)
 }
 
 ServerRequest::ServerRequest(http::request<http::string_body>&& parsed)
-    : method_(parsed.method()), keep_alive_(parsed.keep_alive()), body_(std::move(parsed.body())) {
+    : method_(parsed.method()),
+      keep_alive_(parsed.keep_alive()),
+      http10_(parsed.version() < 11),
+      body_(std::move(parsed.body())) {
   method_string_ = add(parsed.method_string());
   target_ = add(parsed.target());
   for (const auto& f : parsed) fields_.push_back({add(f.name_string()), add(f.value())});

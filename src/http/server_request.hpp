@@ -35,6 +35,9 @@ class ServerRequest {
   // The client keeps the connection after this request (HTTP/1.1 unless
   // `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`).
   bool keep_alive() const { return keep_alive_; }
+  // An HTTP/1.0 request: its response may not be chunked (RFC 9112 6.1).
+  // The strict scan takes only HTTP/1.1, so only Beast's parser sets it.
+  bool http10() const { return http10_; }
   // The fields a proxy passes on (RFC 9110 7.6.1), in order, appended to
   // `out`: all but the hop-by-hop ones (Connection, the fields it names,
   // Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade), those the
@@ -62,6 +65,7 @@ class ServerRequest {
   Slice method_string_;
   Slice target_;
   bool keep_alive_ = true;
+  bool http10_ = false;
   std::string head_;
   std::vector<Field> fields_;
   std::string body_;

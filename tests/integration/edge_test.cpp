@@ -100,6 +100,37 @@ TEST(Edge, Http11WithoutHostGets400) {
   EXPECT_TRUE(old.read_until_close(kRead).starts_with("HTTP/1.1 200"));
 }
 
+// RFC 9112 6.1: no Transfer-Encoding to an HTTP/1.0 client, which knows no
+// chunks (nginx's proxy_pass speaks HTTP/1.0 upstream by default). Before
+// the fix a stream went chunked, so such a client read the chunk sizes as
+// part of the events. Now the events go unframed and the connection's close
+// ends the stream, also when the client asked to keep it.
+TEST(Edge, AStreamToAnHttp10ClientIsUnchunkedAndEndsWithTheConnection) {
+  Harness h;
+  Stream stream;
+  stream.payloads = chat_chunks(20);
+  stream.interval = Millis(5);
+  h.upstream().push(stream);
+  const std::string body = chat_body(/*stream=*/true);
+  RawSocket s(h.port());
+  s.send("POST /v1/chat/completions HTTP/1.0\r\nConnection: keep-alive\r\nAuthorization: Bearer " +
+         std::string(kAlphaKey) + "\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body);
+  const std::string got = s.read_until_close(kRead);
+  EXPECT_TRUE(s.closed()) << "the stream's end is the connection's";
+  ASSERT_TRUE(got.starts_with("HTTP/1.1 200")) << got;
+  const auto head_end = got.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << got;
+  const std::string head = got.substr(0, head_end);
+  EXPECT_EQ(head.find("Transfer-Encoding"), std::string::npos) << head;
+  EXPECT_EQ(head.find("Content-Length"), std::string::npos) << head;
+  EXPECT_NE(head.find("Connection: close"), std::string::npos) << head;
+  const std::string events = got.substr(head_end + 4);
+  EXPECT_TRUE(events.starts_with("data: {")) << "a chunk size came first: " << events.substr(0, 40);
+  EXPECT_TRUE(events.ends_with("data: [DONE]\n\n")) << events;
+  EXPECT_EQ(events, stream.wire()) << "not the engine's events byte for byte";
+}
+
 // Load balancers probe with HEAD: the GET's status and head, no body (the
 // next response on the connection follows the head at once).
 TEST(Edge, HeadOfHealthAndReadinessProbesIs200WithoutABody) {

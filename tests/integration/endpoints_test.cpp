@@ -10,6 +10,7 @@
 
 #include "support/harness.hpp"
 #include "support/http_client.hpp"
+#include "support/raw_socket.hpp"
 #include "support/requests.hpp"
 
 namespace arbiter::test {
@@ -26,6 +27,51 @@ TEST(Endpoints, HealthReadyAndModels) {
   EXPECT_EQ(list[0].at("id"), "m1");
 }
 
+// OpenAI's "retrieve model" (openai-python's client.models.retrieve), with
+// the name as it is ("org/name") or its '/' encoded. It answered 404 "no
+// route" before.
+TEST(Endpoints, AModelIsRetrievedByName) {
+  GatewayConfig config;
+  config.models_extra = "  - name: org/big+model\n    backends:\n      - {url: \"http://127.0.0.1:9\", name: b0}\n";
+  Harness h(config);
+  const auto m1 = http_get(h.port(), "/v1/models/m1", {bearer(kAlphaKey)});
+  ASSERT_EQ(m1.status, 200) << m1.body;
+  const auto object = boost::json::parse(m1.body).as_object();
+  EXPECT_EQ(object.at("id"), "m1");
+  EXPECT_EQ(object.at("object"), "model");
+  for (const std::string target : {"/v1/models/org/big+model", "/v1/models/org%2Fbig%2Bmodel"}) {
+    const auto big = http_get(h.port(), target, {bearer(kAlphaKey)});
+    ASSERT_EQ(big.status, 200) << target << ": " << big.body;
+    EXPECT_EQ(boost::json::parse(big.body).at("id"), "org/big+model") << target;
+  }
+  for (const std::string target : {"/v1/models/m2", "/v1/models/", "/v1/models/m1%", "/v1/models/m1/"}) {
+    const auto missing = http_get(h.port(), target, {bearer(kAlphaKey)});
+    EXPECT_EQ(missing.status, 404) << target << ": " << missing.body;
+    EXPECT_EQ(boost::json::parse(missing.body).at("error").at("code"), "model_not_found") << target;
+  }
+  EXPECT_EQ(http_get(h.port(), "/v1/models/m1").status, 401) << "authenticated like inference";
+}
+
+// RFC 9110 9.3.2: every GET route answers HEAD with the GET's head and no
+// body (before, only /healthz and /readyz did; /v1/models and /metrics
+// answered 405).
+TEST(Endpoints, HeadOfEveryGetRouteIsItsHeadWithoutABody) {
+  Harness h;
+  for (const std::string path : {"/v1/models", "/v1/models/m1", "/metrics", "/healthz"}) {
+    const auto get = http_get(h.port(), path, {bearer(kAlphaKey)});
+    ASSERT_EQ(get.status, 200) << path;
+    RawSocket s(h.port());
+    s.send("HEAD " + path + " HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer " + std::string(kAlphaKey) +
+           "\r\n\r\nGET /nope HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n");
+    const std::string got = s.read_until_close(Millis(5'000));
+    ASSERT_TRUE(got.starts_with("HTTP/1.1 200")) << path << ": " << got;
+    const auto head_end = got.find("\r\n\r\n");
+    ASSERT_NE(head_end, std::string::npos) << got;
+    EXPECT_NE(got.substr(0, head_end).find("Content-Length: "), std::string::npos) << got;
+    EXPECT_TRUE(got.substr(head_end + 4).starts_with("HTTP/1.1 404")) << path << ": a body followed the head: " << got;
+  }
+}
+
 TEST(Endpoints, EveryAnswerCarriesTheRequestIdAndWrongMethodsGet405) {
   Harness h;
   const Headers with_id{{"x-request-id", "itest-id-7"}};
@@ -40,7 +86,7 @@ TEST(Endpoints, EveryAnswerCarriesTheRequestIdAndWrongMethodsGet405) {
 
   const auto post_models = http_post(h.port(), "/v1/models", "{}", {bearer(kAlphaKey)});
   EXPECT_EQ(post_models.status, 405) << post_models.body;
-  EXPECT_EQ(post_models.header("allow").value_or("(none)"), "GET");
+  EXPECT_EQ(post_models.header("allow").value_or("(none)"), "GET, HEAD");
   const auto get_chat = http_get(h.port(), "/v1/chat/completions", {bearer(kAlphaKey)});
   EXPECT_EQ(get_chat.status, 405);
   EXPECT_EQ(get_chat.header("allow").value_or("(none)"), "POST");

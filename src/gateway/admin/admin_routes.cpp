@@ -1,10 +1,12 @@
 #include "gateway/admin/admin_routes.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_set>
 
 #include <boost/json.hpp>
 
+#include "gateway/admin/percent_decode.hpp"
 #include "gateway/admin/usage_report.hpp"
 #include "gateway/error_response.hpp"
 #include "core/bearer_token.hpp"
@@ -14,6 +16,11 @@ namespace arbiter {
 namespace {
 
 constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
+constexpr std::string_view kModelPrefix = "/v1/models/";  // GET /v1/models/{model}
+
+boost::json::object model_object(std::string_view name) {
+  return {{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "arbiter"}};
+}
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
@@ -34,7 +41,7 @@ AdminRoutes::AdminRoutes(const Config& config, const TenantDirectory& tenants, G
 
 bool AdminRoutes::serves(std::string_view path) {
   return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/admin/usage" ||
-         path == "/v1/models";
+         path == "/v1/models" || path.starts_with(kModelPrefix);
 }
 
 bool AdminRoutes::operator_only(std::string_view path) {
@@ -69,12 +76,29 @@ Task<void> AdminRoutes::handle(std::string_view path, HttpRequest& req, ClientCo
     co_await send_json(conn, headers, http::status::ok, std::move(text), kPrometheusContentType);
   } else if (path == "/admin/usage") {
     co_await usage_report(req, conn, headers);
-  } else if (auto tenant = tenants_.authenticate(req["authorization"]); !tenant) {  // /v1/models
+  } else if (auto tenant = tenants_.authenticate(req["authorization"]); !tenant) {  // /v1/models[/{model}]
     co_await send_error(conn, tenant.error(), headers);
-  } else {
+  } else if (path == "/v1/models") {
     std::string body = models_body();
     co_await send_json(conn, headers, http::status::ok, std::move(body));
+  } else {
+    co_await model_info(path.substr(kModelPrefix.size()), conn, headers);
   }
+}
+
+Task<void> AdminRoutes::model_info(std::string_view encoded, ClientConnection& conn, const Headers& headers) {
+  // Clients put a model's name in the path as it is ("org/name") or with
+  // its '/' encoded (%2F).
+  const std::optional<std::string> name = percent_decoded(encoded);
+  const bool served = name && std::ranges::any_of(config_.models, [&](const auto& m) { return m.name == *name; });
+  if (!served) {
+    const std::string shown = name.value_or(std::string(encoded));
+    const ApiError err{ErrorCode::kModelNotFound, "the model '" + shown + "' does not exist", "model", {}};
+    co_await send_error(conn, err, headers);
+    co_return;
+  }
+  std::string body = boost::json::serialize(model_object(*name));
+  co_await send_json(conn, headers, http::status::ok, std::move(body));
 }
 
 Task<void> AdminRoutes::usage_report(HttpRequest& req, ClientConnection& conn, const Headers& headers) {
@@ -100,8 +124,7 @@ std::string AdminRoutes::models_body() const {
   std::unordered_set<std::string_view> listed;
   for (const auto& m : config_.models) {
     if (!listed.insert(m.name).second) continue;
-    data.push_back(boost::json::object{
-        {"id", m.name}, {"object", "model"}, {"created", 0}, {"owned_by", "arbiter"}});
+    data.push_back(model_object(m.name));
   }
   return boost::json::serialize(boost::json::object{{"object", "list"}, {"data", std::move(data)}});
 }

@@ -1,8 +1,8 @@
 // The gateway's own endpoints, apart from the inference routes: GET
 // /healthz (alive), /readyz (listener up and not draining), /metrics
 // (Prometheus text, the scheduler's and monitor's state copied in first),
-// /admin/usage (the usage report, docs/usage.md) and /v1/models
-// (authenticated like inference). /metrics and /admin/* ask for the admin
+// /admin/usage (the usage report, docs/usage.md), /v1/models and
+// /v1/models/{model} (authenticated like inference); HEAD of each. /metrics and /admin/* ask for the admin
 // token when one is configured, and move to the admin listener when it is
 // enabled (docs/security.md, "Admin listener").
 #pragma once
@@ -40,6 +40,9 @@ class AdminRoutes {
 
  private:
   std::string models_body() const;
+  // GET /v1/models/{model}: the model's object, or 404 model_not_found.
+  Task<void> model_info(std::string_view encoded_name, ClientConnection& conn,
+                        const std::vector<std::pair<std::string, std::string>>& headers);
   // Whether the request carries the admin token (or none is configured).
   bool authorized(const HttpRequest& req) const;
   // GET /admin/usage: the report for the target's query, or 400.

@@ -1,5 +1,7 @@
 #include "gateway/admin/usage_query.hpp"
 
+#include "gateway/admin/percent_decode.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -67,27 +69,6 @@ std::optional<usage::WallTime> rfc3339(std::string_view s) {
   const usage::WallTime t = sys_days(date) + hours(*h) + minutes(*mi) + seconds(*sec) + fraction - *offset;
   if (t < usage::WallTime{} || t > usage::WallTime{} + seconds(kLastSecond)) return std::nullopt;
   return t;
-}
-
-// %XX escapes decoded; '+' stays '+' (none of the parameters holds a
-// space, and an RFC 3339 offset may come unencoded). Boost.URL 1.81's
-// parse_query reads a last value past the end of its view: not used.
-std::optional<std::string> percent_decoded(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out += s[i];
-      continue;
-    }
-    unsigned byte = 0;
-    if (i + 2 >= s.size()) return std::nullopt;
-    const auto [end, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, byte, 16);
-    if (ec != std::errc{} || end != s.data() + i + 3) return std::nullopt;
-    out += static_cast<char>(byte);
-    i += 2;
-  }
-  return out;
 }
 
 usage::WallTime hour_up(usage::WallTime t) {

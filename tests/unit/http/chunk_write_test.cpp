@@ -52,5 +52,22 @@ TEST(ChunkWrite, NoBytesNoChunk) {
   EXPECT_EQ(bytes_of(w), "HEAD\r\n\r\n");
 }
 
+// To an HTTP/1.0 client (no chunks): the parts as they are, and nothing at
+// the end, whose mark is the connection closing.
+TEST(ChunkWrite, UnchunkedIsThePartsAloneGatheredOrCopied) {
+  const std::vector<std::string_view> parts{"data: 1\n\n", "data: 2\n\n"};
+  std::string copy;
+  ChunkWrite w;
+  frame_chunk_write("HEAD\r\n\r\n", parts, true, false, copy, w, /*chunked=*/false);
+  EXPECT_EQ(bytes_of(w), "HEAD\r\n\r\ndata: 1\n\ndata: 2\n\n");
+  EXPECT_EQ(w.count, 3u);
+  EXPECT_EQ(w.body_bytes, 18u);
+  frame_chunk_write("HEAD\r\n\r\n", parts, true, true, copy, w, /*chunked=*/false);
+  EXPECT_EQ(bytes_of(w), "HEAD\r\n\r\ndata: 1\n\ndata: 2\n\n");
+  EXPECT_EQ(w.count, 1u);
+  frame_chunk_write({}, {}, true, false, copy, w, /*chunked=*/false);
+  EXPECT_EQ(w.count, 0u) << "no last chunk";
+}
+
 }  // namespace
 }  // namespace arbiter

@@ -59,6 +59,20 @@ TEST(HttpHead, StreamHeadIsChunkedAndKeepsTheConnection) {
             "Transfer-Encoding: chunked\r\n\r\n");
 }
 
+TEST(HttpHead, StreamHeadToAnHttp10ClientHasNoFramingAndCloses) {
+  const ResponseHead head{
+      .status = 200, .content_type = "text/event-stream", .cache_control = "no-cache", .upstream = {}, .gateway = {}};
+  std::string out;
+  write_response_head(head, BodyFraming::kUntilClose, /*keep_alive=*/false, out);
+  EXPECT_EQ(out,
+            "HTTP/1.1 200 OK\r\n"
+            "Content-Type: text/event-stream\r\n"
+            "Cache-Control: no-cache\r\n"
+            "Connection: close\r\n\r\n");
+  write_response_head(head, BodyFraming::kChunked, /*keep_alive=*/true, out);
+  EXPECT_NE(out.find("Transfer-Encoding: chunked\r\n"), std::string::npos);
+}
+
 TEST(HttpHead, BeastResponseHeadWritesEveryFieldInOrder) {
   http::response<http::string_body> res{http::status::not_found, 11};
   res.set(http::field::content_type, "application/json");
