@@ -15,6 +15,8 @@ ErrorMapping map_error(ErrorCode code) {
     case ErrorCode::kMethodNotAllowed: return {405, "invalid_request_error", "method_not_allowed", false};
     case ErrorCode::kSuperseded: return {409, "invalid_request_error", "superseded", false};
     case ErrorCode::kPayloadTooLarge: return {413, "invalid_request_error", "request_too_large", false};
+    case ErrorCode::kUnsupportedEncoding:
+      return {415, "invalid_request_error", "unsupported_content_encoding", false};
     case ErrorCode::kHeadersTooLarge: return {431, "invalid_request_error", "headers_too_large", false};
     case ErrorCode::kRateLimited: return {429, "rate_limit_error", "rate_limit_exceeded", true};
     case ErrorCode::kInternal: return {500, "server_error", "internal_error", true};

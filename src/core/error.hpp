@@ -19,6 +19,7 @@ enum class ErrorCode {
   kMethodNotAllowed,   // 405
   kSuperseded,         // 409: a newer request with the same supersede key replaced it
   kPayloadTooLarge,    // 413: body over the configured limit
+  kUnsupportedEncoding,// 415: a Content-Encoding (gzip, ...) the gateway does not decode
   kHeadersTooLarge,    // 431: header block over the configured limit
   kRateLimited,        // 429: queue or quota full
   kInternal,           // 500: a bug; never expected

@@ -104,6 +104,27 @@ TEST(Stages, EachRefusesWhatItMust) {
     RequestContext ctx(Route::kChatCompletions, req, rig.loop.conn());
     EXPECT_EQ(rig.admit(ctx).value().status(), 400);  // parse
   }
+  // A compressed body: 415 naming the coding, not "invalid JSON"; identity
+  // is no coding.
+  const auto encoded = [](std::string_view coding, std::string body) {
+    http::request<http::string_body> r{http::verb::post, "/v1/chat/completions", 11};
+    r.set(http::field::authorization, "Bearer " + std::string(kKey));
+    r.set(http::field::content_encoding, coding);
+    r.body() = std::move(body);
+    return HttpRequest(std::move(r));
+  };
+  for (const char* coding : {"gzip", "br", "deflate, gzip"}) {
+    HttpRequest req = encoded(coding, "\x1f\x8b\x08");
+    RequestContext ctx(Route::kChatCompletions, req, rig.loop.conn());
+    const ApiError refused = rig.admit(ctx).value();
+    EXPECT_EQ(refused.status(), 415) << coding;
+    EXPECT_NE(refused.message.find(coding), std::string::npos) << refused.message;
+  }
+  {
+    HttpRequest req = encoded("Identity", R"({"model":"m1","messages":[{"role":"user","content":"hi"}]})");
+    RequestContext ctx(Route::kChatCompletions, req, rig.loop.conn());
+    EXPECT_FALSE(rig.admit(ctx)) << "identity is no coding";
+  }
   {
     HttpRequest req = request("/v1/chat/completions", R"({"model":"nope","messages":[{"role":"user","content":"hi"}]})");
     RequestContext ctx(Route::kChatCompletions, req, rig.loop.conn());

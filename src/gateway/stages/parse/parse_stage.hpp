@@ -1,7 +1,8 @@
 // Admission stage 2: the body. One pass over the JSON (core/request_parser)
 // finds the model, the prompt, max_tokens, stream and the rest the later
 // stages need; a malformed request, or one nested deeper than
-// limits.max_json_depth, is refused here (400).
+// limits.max_json_depth, is refused here (400), and a compressed one
+// (Content-Encoding other than identity) with 415.
 #pragma once
 
 #include <cstddef>
