@@ -58,6 +58,13 @@ class FlatIndex {
     --size_;
   }
 
+  // Empty, keeping its table.
+  void clear() {
+    if (size_ == 0) return;
+    for (Slot& s : slots_) s.key = kEmpty;
+    size_ = 0;
+  }
+
   template <typename Fn>
   void for_each(Fn&& fn) const {
     for (const Slot& s : slots_) {

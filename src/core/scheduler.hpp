@@ -161,7 +161,9 @@ class Scheduler {
   // rule counts them with this replica's own, and each tenant with work
   // here is charged in virtual time for what they served it over
   // `interval` (the time since the last exchange), so fair queueing sees
-  // the fleet's service. O(live tenant queues + rates).
+  // the fleet's service; a tenant with no work here gets its rate and that
+  // charge when its queue is made, before the next exchange. O(live tenant
+  // queues + rates).
   std::vector<ServiceRate> local_service(TimePoint now) const;
   void set_remote_service(const std::vector<ServiceRate>& rates, Duration interval);
 
@@ -349,6 +351,11 @@ class Scheduler {
   std::vector<TenantQueue> tenants_;      // tenant-queue slab
   uint32_t free_tenants_ = detail::kNil;  // free-list head
   FlatIndex tenant_index_;                // (pool, class, tenant) -> tenant-queue slab index
+  // The last set_remote_service's rates by (pool, class, tenant), so a
+  // tenant queue made before the next exchange starts with its rate.
+  FlatIndex remote_index_;                // -> index into remote_rates_
+  std::vector<double> remote_rates_;
+  double remote_seconds_ = 0;             // the interval they were over
   FlatIndex tenant_running_;              // (pool, tenant) -> slots held, tenants with a cap only
   std::vector<uint32_t> deferred_;        // tenant queues deferred this poll (defer_tenant)
   KeyRhythms rhythms_;                    // adaptive debounce: per supersede key

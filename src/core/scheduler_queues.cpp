@@ -88,7 +88,13 @@ uint32_t Scheduler::tenant_queue(uint32_t pool, uint32_t klass, TenantId tenant)
   tq.queued_cost = 0;
   tq.share_pos = kNoPos;
   tq.served = DecayingRate(detail::kShareWindow);
-  tq.remote = 0;
+  // What the other replicas serve it is known from the last exchange, also
+  // for a tenant that had no work here then, and charged as if its queue
+  // had been here: a flooder's first request on this replica must not go
+  // in arrival order until the next exchange.
+  const uint32_t remote = remote_index_.find(key);
+  tq.remote = remote == FlatIndex::kMissing ? 0 : remote_rates_[remote];
+  tq.vtime += tq.remote * remote_seconds_ / tq.weight;
   tq.next_free = kNil;
   tenant_index_.insert(key, index);
   ClassQueue& cq = pools_[pool].classes[klass];
@@ -123,13 +129,25 @@ void Scheduler::set_remote_service(const std::vector<ServiceRate>& rates, Durati
   for (uint32_t i = 0; i < tenants_.size(); ++i) {
     if (live(i)) tenants_[i].remote = 0;
   }
+  remote_index_.clear();
+  remote_rates_.clear();
   const double seconds = std::chrono::duration<double>(interval).count();
+  remote_seconds_ = seconds;
   for (const ServiceRate& r : rates) {
     if (r.pool >= pools_.size() || r.klass >= config_.classes.size() || !(r.per_second > 0)) continue;
     ClassQueue& cq = pools_[r.pool].classes[r.klass];
     cq.remote += r.per_second;
+    const uint64_t key = tenant_key(r.pool, r.klass, r.tenant);
+    if (const uint32_t at = remote_index_.find(key); at != FlatIndex::kMissing) {
+      remote_rates_[at] += r.per_second;
+    } else {
+      remote_index_.insert(key, static_cast<uint32_t>(remote_rates_.size()));
+      remote_rates_.push_back(r.per_second);
+    }
     const uint32_t tq = find_tenant_queue(r.pool, r.klass, r.tenant);
-    if (tq == kNil) continue;  // no work here: it starts at the class's clock when it has some
+    // No work here: it starts at the class's clock when it has some, with
+    // this rate (tenant_queue).
+    if (tq == kNil) continue;
     TenantQueue& t = tenants_[tq];
     t.remote += r.per_second;
     // Served elsewhere from the same engines: it counts in fair queueing

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <atomic>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -230,17 +231,23 @@ TEST(SharedQuota, ATenantFloodingOneReplicaIsHeldToItsShareOnTheOthers) {
   ASSERT_GE(two_more_exchanges(flooded), 2);
   ASSERT_GE(two_more_exchanges(shared), 2);
 
-  // On each one-slot gateway: a long batch request holds the slot, then
-  // alpha's chat request queues, then beta's.
+  // On each one-slot gateway: a streamed batch request holds the slot, then
+  // alpha's chat request queues, then beta's. The holder is closed only once
+  // both wait, so the slot frees with both in the queue however slow the
+  // machine: a holder of fixed length (1,500 tokens) could end under
+  // ThreadSanitizer before beta had queued, and alpha then went first on
+  // the shared replica too.
+  struct Sequence {
+    std::unique_ptr<HttpConnection> holder;
+    std::future<double> alpha, beta;
+  };
   auto sequence = [&](GatewayProcess& gateway) {
     const uint16_t port = gateway.port();
-    auto holder = std::async(std::launch::async, [&, port] {
-      return http_call(port, gateway_post("/v1/chat/completions",
-                                          sim_chat(R"("max_tokens":1500,"min_tokens":1500)", "Hold.", "m1"), kAlphaKey,
-                                          "batch"),
-                       Millis(60'000));
-    });
-    std::this_thread::sleep_for(Millis(200));
+    Sequence seq{std::make_unique<HttpConnection>(port), {}, {}};
+    seq.holder->send(gateway_post("/v1/chat/completions",
+                                  sim_chat(R"("max_tokens":8000,"min_tokens":8000,"stream":true)", "Hold.", "m1"),
+                                  kAlphaKey, "batch"));
+    EXPECT_EQ(seq.holder->read_head(Millis(30'000)).status, 200);
     // When each was dispatched: sent at + its time in the gateway's queue.
     auto dispatched_at = [port](const char* key) {
       const auto sent = Clock::now();
@@ -248,25 +255,25 @@ TEST(SharedQuota, ATenantFloodingOneReplicaIsHeldToItsShareOnTheOthers) {
       EXPECT_EQ(r.status, 200) << r.body;
       return ms_between(TimePoint{}, sent) + std::stod(r.header("x-arbiter-queue-ms").value_or("-1e9"));
     };
-    auto alpha = std::async(std::launch::async, dispatched_at, kAlphaKey);
-    // Beta is sent once alpha's request is queued (a fixed 100 ms pause let a
-    // loaded machine send beta first).
-    EXPECT_GE(gateway
-                  .wait_for_metric("arbiter_queue_depth", [](double v) { return v >= 1; }, Millis(10'000),
-                                   {{"class", "chat"}})
-                  .value_or(0),
-              1)
-        << "alpha's request never queued";
-    auto beta = std::async(std::launch::async, dispatched_at, kBetaKey);
-    return std::tuple(std::move(holder), std::move(alpha), std::move(beta));
+    const auto chat_queued = [&](double n) {
+      return gateway
+          .wait_for_metric("arbiter_queue_depth", [n](double v) { return v >= n; }, Millis(20'000),
+                           {{"class", "chat"}})
+          .value_or(0);
+    };
+    seq.alpha = std::async(std::launch::async, dispatched_at, kAlphaKey);
+    EXPECT_GE(chat_queued(1), 1) << "alpha's request never queued";
+    seq.beta = std::async(std::launch::async, dispatched_at, kBetaKey);
+    EXPECT_GE(chat_queued(2), 2) << "beta's request never queued";
+    return seq;
   };
-  auto [shared_holder, shared_alpha, shared_beta] = sequence(shared);
-  auto [alone_holder, alone_alpha, alone_beta] = sequence(alone);
-  const double sa = shared_alpha.get(), sb = shared_beta.get(), aa = alone_alpha.get(), ab = alone_beta.get();
+  Sequence on_shared = sequence(shared), on_alone = sequence(alone);
+  on_shared.holder->close_abruptly();
+  on_alone.holder->close_abruptly();
+  const double sa = on_shared.alpha.get(), sb = on_shared.beta.get(), aa = on_alone.alpha.get(),
+               ab = on_alone.beta.get();
   stop = true;
   for (auto& t : flood) t.join();
-  ASSERT_EQ(shared_holder.get().status, 200);
-  ASSERT_EQ(alone_holder.get().status, 200);
   // Beta arrived after alpha was queued. Shared: beta dispatched first; alone:
   // arrival order.
   EXPECT_LT(sb, sa) << "shared: beta dispatched " << sb - sa << " ms after alpha";

@@ -215,6 +215,22 @@ TEST(SchedulerOrder, ATenantServedByOtherReplicasWaitsForTheOthersHere) {
   EXPECT_EQ(order(true), (std::vector<uint64_t>{1, 3, 5, 7, 9, 0, 2, 4, 6, 8}));
 }
 
+TEST(SchedulerOrder, ATenantServedByOtherReplicasIsKnownHereFromItsFirstRequest) {
+  // The same, but the exchange comes before either tenant has work here
+  // (the flooder's first request on this replica): its rate is kept for
+  // when its queue is made. It was dropped, so until the next exchange
+  // (half a second) the flooder went in arrival order.
+  Harness h(one_pool({named("c")}, {1}));
+  h.scheduler().set_remote_service({{.pool = 0, .klass = 0, .tenant = 1, .per_second = 10'000}}, 500ms);
+  for (uint64_t i = 0; i < 10; ++i) h.add(i, 0, 1 + (i % 2), 100, at_ms(0));
+  EXPECT_EQ(h.drain_one_by_one(at_ms(1)), (std::vector<uint64_t>{1, 3, 5, 7, 9, 0, 2, 4, 6, 8}));
+  // The next exchange replaces the rates: without tenant 1 in it, a new
+  // queue of tenant 1 starts clean.
+  h.scheduler().set_remote_service({}, 500ms);
+  for (uint64_t i = 10; i < 14; ++i) h.add(i, 0, 1 + (i % 2), 100, at_ms(2000));
+  EXPECT_EQ(h.drain_one_by_one(at_ms(2001)), (std::vector<uint64_t>{10, 11, 12, 13}));
+}
+
 TEST(SchedulerOrder, LocalServiceIsThisReplicasOwnNeverTheOthers) {
   Harness h(one_pool({named("c")}, {2}));
   h.add(1, 0, 7, 500, at_ms(0));
