@@ -2,6 +2,7 @@
 // counts that follow it. Every move is O(log n) heap work plus O(1) counts.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "core/scheduler.hpp"
 
@@ -134,7 +135,12 @@ void Scheduler::set_remote_service(const std::vector<ServiceRate>& rates, Durati
   const double seconds = std::chrono::duration<double>(interval).count();
   remote_seconds_ = seconds;
   for (const ServiceRate& r : rates) {
-    if (r.pool >= pools_.size() || r.klass >= config_.classes.size() || !(r.per_second > 0)) continue;
+    // Figures come from other processes through Redis: one that is not a
+    // finite positive rate would make a tenant's virtual time infinite.
+    if (r.pool >= pools_.size() || r.klass >= config_.classes.size() || !(r.per_second > 0) ||
+        !std::isfinite(r.per_second)) {
+      continue;
+    }
     ClassQueue& cq = pools_[r.pool].classes[r.klass];
     cq.remote += r.per_second;
     const uint64_t key = tenant_key(r.pool, r.klass, r.tenant);

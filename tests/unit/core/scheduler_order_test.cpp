@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <numeric>
 
 #include "scheduler_test_util.hpp"
@@ -224,9 +225,10 @@ TEST(SchedulerOrder, ATenantServedByOtherReplicasIsKnownHereFromItsFirstRequest)
   h.scheduler().set_remote_service({{.pool = 0, .klass = 0, .tenant = 1, .per_second = 10'000}}, 500ms);
   for (uint64_t i = 0; i < 10; ++i) h.add(i, 0, 1 + (i % 2), 100, at_ms(0));
   EXPECT_EQ(h.drain_one_by_one(at_ms(1)), (std::vector<uint64_t>{1, 3, 5, 7, 9, 0, 2, 4, 6, 8}));
-  // The next exchange replaces the rates: without tenant 1 in it, a new
-  // queue of tenant 1 starts clean.
-  h.scheduler().set_remote_service({}, 500ms);
+  // The next exchange replaces the rates: without tenant 1 in it (an
+  // infinite rate is no figure), a new queue of tenant 1 starts clean.
+  h.scheduler().set_remote_service(
+      {{.pool = 0, .klass = 0, .tenant = 1, .per_second = std::numeric_limits<double>::infinity()}}, 500ms);
   for (uint64_t i = 10; i < 14; ++i) h.add(i, 0, 1 + (i % 2), 100, at_ms(2000));
   EXPECT_EQ(h.drain_one_by_one(at_ms(2001)), (std::vector<uint64_t>{10, 11, 12, 13}));
 }
