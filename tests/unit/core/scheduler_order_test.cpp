@@ -166,6 +166,28 @@ TEST(SchedulerOrder, AFloodingTenantIsHeldToItsShareWhileOthersWait) {
   EXPECT_LE(flooder_of_first_40(Policy::kHybrid, 3), 21);
 }
 
+TEST(SchedulerOrder, ARateFromOtherReplicasThatIsNotFiniteIsNoFigure) {
+  // Figures come through Redis from other processes. An infinite rate for
+  // some tenant made the class's service elsewhere infinite, so every
+  // tenant's share of it read 0: nobody was over its share, and a flooder
+  // here went in arrival order.
+  ClassPolicy c = named("c");
+  c.max_queue_wait = 100s;
+  Harness h(one_pool({c}, {1}));
+  h.scheduler().set_remote_service(
+      {{.pool = 0, .klass = 0, .tenant = 9, .per_second = std::numeric_limits<double>::infinity()}}, 500ms);
+  for (uint64_t i = 0; i < 100; ++i) h.add(i, 0, 1, 100, at_ms(0));
+  for (uint64_t i = 0; i < 10; ++i) h.add(1000 + i, 0, 2, 100, at_ms(1));
+  std::vector<uint64_t> order;
+  for (int64_t t = 2; order.size() < 40; t += 20) {
+    const auto started = h.poll(at_ms(t));
+    ASSERT_EQ(started.size(), 1u);
+    order.push_back(started.front());
+    h.complete(started.front(), at_ms(t + 20));
+  }
+  EXPECT_LE(std::count_if(order.begin(), order.end(), [](uint64_t u) { return u < 1000; }), 31);
+}
+
 TEST(SchedulerOrder, TenantsWithinTheirShareAreServedInArrivalOrder) {
   // Two tenants alternating, equal demand: nobody is over its share, so the
   // service order is the arrival order (strict fair queueing would reorder
@@ -225,10 +247,9 @@ TEST(SchedulerOrder, ATenantServedByOtherReplicasIsKnownHereFromItsFirstRequest)
   h.scheduler().set_remote_service({{.pool = 0, .klass = 0, .tenant = 1, .per_second = 10'000}}, 500ms);
   for (uint64_t i = 0; i < 10; ++i) h.add(i, 0, 1 + (i % 2), 100, at_ms(0));
   EXPECT_EQ(h.drain_one_by_one(at_ms(1)), (std::vector<uint64_t>{1, 3, 5, 7, 9, 0, 2, 4, 6, 8}));
-  // The next exchange replaces the rates: without tenant 1 in it (an
-  // infinite rate is no figure), a new queue of tenant 1 starts clean.
-  h.scheduler().set_remote_service(
-      {{.pool = 0, .klass = 0, .tenant = 1, .per_second = std::numeric_limits<double>::infinity()}}, 500ms);
+  // The next exchange replaces the rates: without tenant 1 in it, a new
+  // queue of tenant 1 starts clean.
+  h.scheduler().set_remote_service({}, 500ms);
   for (uint64_t i = 10; i < 14; ++i) h.add(i, 0, 1 + (i % 2), 100, at_ms(2000));
   EXPECT_EQ(h.drain_one_by_one(at_ms(2001)), (std::vector<uint64_t>{10, 11, 12, 13}));
 }
