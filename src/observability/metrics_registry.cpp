@@ -1,6 +1,7 @@
 #include "observability/metrics_registry.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 
@@ -23,6 +24,12 @@ void Histogram::observe(double v) {
 
 Histogram::Snapshot Histogram::snapshot() const {
   Snapshot s;
+  snapshot(s);
+  return s;
+}
+
+void Histogram::snapshot(Snapshot& s) const {
+  s.cumulative.clear();
   uint64_t running = 0;
   for (std::size_t i = 0; i <= bounds_.size(); ++i) {
     running += buckets_[i].load(std::memory_order_relaxed);
@@ -30,7 +37,6 @@ Histogram::Snapshot Histogram::snapshot() const {
   }
   s.sum = sum_.load(std::memory_order_relaxed);
   s.count = running;  // consistent with the buckets even while observing
-  return s;
 }
 
 const std::vector<double>& latency_buckets() {
@@ -53,11 +59,24 @@ std::string escape_label_value(std::string_view v) {
 }
 
 namespace {
-std::string format_number(double v) {
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<int64_t>(v));
-  return fmt::format("{}", v);
-}
+
+// Into a fixed buffer, no allocation: the text exposition's numbers.
+struct Number {
+  std::array<char, 32> buf;
+  std::size_t size = 0;
+  explicit Number(uint64_t v) { size = fmt::format_to_n(buf.data(), buf.size(), "{}", v).size; }
+  explicit Number(double v) {
+    if (std::isinf(v)) {
+      size = fmt::format_to_n(buf.data(), buf.size(), "{}", v > 0 ? "+Inf" : "-Inf").size;
+    } else if (v == std::floor(v) && std::fabs(v) < 1e15) {
+      size = fmt::format_to_n(buf.data(), buf.size(), "{}", static_cast<int64_t>(v)).size;
+    } else {
+      size = fmt::format_to_n(buf.data(), buf.size(), "{}", v).size;
+    }
+  }
+  std::string_view view() const { return {buf.data(), size}; }
+};
+
 const char* kind_name(Kind k) {
   switch (k) {
     case Kind::kCounter: return "counter";
@@ -66,6 +85,7 @@ const char* kind_name(Kind k) {
   }
   return "untyped";
 }
+
 }  // namespace
 
 void FamilyBase::render_header(std::string& out) const {
@@ -73,39 +93,52 @@ void FamilyBase::render_header(std::string& out) const {
                  kind_name(kind_));
 }
 
-std::string FamilyBase::label_block(const std::vector<std::string>& values,
-                                    std::string_view extra) const {
-  if (labels_.empty() && extra.empty()) return {};
-  std::string out = "{";
-  for (std::size_t i = 0; i < labels_.size(); ++i) {
+std::string FamilyBase::label_text(std::initializer_list<std::string_view> values) const {
+  std::string out;
+  std::size_t i = 0;
+  for (const std::string_view v : values) {
     if (i) out += ',';
-    fmt::format_to(std::back_inserter(out), "{}=\"{}\"", labels_[i], escape_label_value(values[i]));
+    fmt::format_to(std::back_inserter(out), "{}=\"{}\"", labels_[i++], escape_label_value(v));
   }
-  if (!extra.empty()) {
-    if (!labels_.empty()) out += ',';
-    out += extra;
-  }
-  out += '}';
   return out;
+}
+
+void FamilyBase::render_line(std::string& out, std::string_view suffix, std::string_view labels,
+                             std::string_view extra, std::string_view value) const {
+  out.append(name_).append(suffix);
+  if (!labels.empty() || !extra.empty()) {
+    out += '{';
+    out.append(labels);
+    if (!labels.empty() && !extra.empty()) out += ',';
+    out.append(extra).append("} ");
+  } else {
+    out += ' ';
+  }
+  out.append(value) += '\n';
+}
+
+template <class Metric>
+std::vector<const typename Family<Metric>::Child*> Family<Metric>::listed() const {
+  std::lock_guard lock(mu_);
+  if (order_.size() != children_.size()) {
+    order_.clear();
+    order_.reserve(children_.size());
+    for (const auto& entry : children_) order_.push_back(&entry.second);
+  }
+  return order_;
 }
 
 template <>
 void Family<Counter>::render(std::string& out) const {
   render_header(out);
-  std::lock_guard lock(mu_);
-  for (const auto& [values, c] : children_) {
-    fmt::format_to(std::back_inserter(out), "{}{} {}\n", name_, label_block(values), c->value());
-  }
+  for (const Child* c : listed()) render_line(out, {}, c->labels, {}, Number(c->metric->value()).view());
 }
 
 // One real number per child: gauges and real counters alike.
 template <class Metric>
 void Family<Metric>::render_values(std::string& out) const {
   render_header(out);
-  std::lock_guard lock(mu_);
-  for (const auto& [values, m] : children_) {
-    fmt::format_to(std::back_inserter(out), "{}{} {}\n", name_, label_block(values), format_number(m->value()));
-  }
+  for (const Child* c : listed()) render_line(out, {}, c->labels, {}, Number(c->metric->value()).view());
 }
 
 template <>
@@ -121,19 +154,22 @@ void Family<RealCounter>::render(std::string& out) const {
 template <>
 void Family<Histogram>::render(std::string& out) const {
   render_header(out);
-  std::lock_guard lock(mu_);
-  for (const auto& [values, h] : children_) {
-    const auto snap = h->snapshot();
-    const auto& bounds = h->bounds();
-    for (std::size_t i = 0; i <= bounds.size(); ++i) {
-      const std::string le =
-          "le=\"" + (i < bounds.size() ? format_number(bounds[i]) : std::string("+Inf")) + "\"";
-      fmt::format_to(std::back_inserter(out), "{}_bucket{} {}\n", name_, label_block(values, le),
-                     snap.cumulative[i]);
+  const std::vector<const Child*> children = listed();
+  if (children.empty()) return;
+  // Every child of a family has the family's bounds: their le="..." once.
+  std::vector<std::string> le;
+  for (const double bound : children.front()->metric->bounds()) {
+    le.push_back(fmt::format("le=\"{}\"", Number(bound).view()));
+  }
+  le.emplace_back("le=\"+Inf\"");
+  Histogram::Snapshot snap;
+  for (const Child* c : children) {
+    c->metric->snapshot(snap);
+    for (std::size_t i = 0; i < snap.cumulative.size() && i < le.size(); ++i) {
+      render_line(out, "_bucket", c->labels, le[i], Number(snap.cumulative[i]).view());
     }
-    fmt::format_to(std::back_inserter(out), "{}_sum{} {}\n", name_, label_block(values),
-                   format_number(snap.sum));
-    fmt::format_to(std::back_inserter(out), "{}_count{} {}\n", name_, label_block(values), snap.count);
+    render_line(out, "_sum", c->labels, {}, Number(snap.sum).view());
+    render_line(out, "_count", c->labels, {}, Number(snap.count).view());
   }
 }
 
@@ -156,8 +192,9 @@ Family<Histogram>& Registry::histogram(std::string name, std::string help, std::
 
 std::string Registry::render() const {
   std::string out;
-  out.reserve(4096);
+  out.reserve(last_size_.load(std::memory_order_relaxed) + 4096);
   for (const auto& f : families_) f->render(out);
+  last_size_.store(out.size(), std::memory_order_relaxed);
   return out;
 }
 

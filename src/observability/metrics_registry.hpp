@@ -1,7 +1,10 @@
 // A small Prometheus registry: counters, gauges and histograms with labels,
 // rendered in the text exposition format (version 0.0.4). Debian has no C++
 // Prometheus client, so this is ours. Updates are lock-free atomics; looking
-// up a labelled child is one hash lookup under the family's mutex.
+// up a labelled child is one hash lookup under the family's mutex. A render
+// holds that mutex only to list the children (their label text is made once,
+// when the child is), so a scrape of thousands of tenants' series never
+// stalls the requests that update them.
 #pragma once
 
 #include <atomic>
@@ -61,6 +64,7 @@ class Histogram {
     uint64_t count = 0;
   };
   Snapshot snapshot() const;
+  void snapshot(Snapshot& out) const;  // into `out`, reusing its storage
   const std::vector<double>& bounds() const { return bounds_; }
 
  private:
@@ -84,8 +88,11 @@ class FamilyBase {
 
  protected:
   void render_header(std::string& out) const;
-  // name{l1="v1",...}suffix-less label block for one child (extra: "le" etc.)
-  std::string label_block(const std::vector<std::string>& values, std::string_view extra = {}) const;
+  // l1="v1",... for one child's label values (escaped), without braces.
+  std::string label_text(std::initializer_list<std::string_view> values) const;
+  // name+suffix{labels[,extra]} value\n (no braces when both are empty).
+  void render_line(std::string& out, std::string_view suffix, std::string_view labels, std::string_view extra,
+                   std::string_view value) const;
 
   std::string name_;
   std::string help_;
@@ -116,19 +123,31 @@ class Family final : public FamilyBase {
     }
     std::lock_guard lock(mu_);
     if (auto it = index_.find(key); it != index_.end()) return *it->second;
-    auto it = children_.emplace(std::vector<std::string>(values.begin(), values.end()), factory_()).first;
-    index_.emplace(key, it->second.get());
-    return *it->second;
+    auto it = children_
+                  .emplace(std::vector<std::string>(values.begin(), values.end()),
+                           Child{label_text(values), factory_()})
+                  .first;
+    index_.emplace(key, it->second.metric.get());
+    return *it->second.metric;
   }
 
   void render(std::string& out) const override;
 
  private:
+  struct Child {
+    std::string labels;  // label_text(), made once
+    std::unique_ptr<Metric> metric;
+  };
+  // The children in render order, copied under the lock: each stays where
+  // it is (never removed), so rendering them needs no lock. The map is
+  // walked only when it has more children than the last order listed.
+  std::vector<const Child*> listed() const;
   void render_values(std::string& out) const;  // Gauge, RealCounter: one number each
 
   mutable std::mutex mu_;
-  std::map<std::vector<std::string>, std::unique_ptr<Metric>> children_;  // by labels: render order
-  std::unordered_map<std::string, Metric*> index_;  // with(): label key -> child
+  std::map<std::vector<std::string>, Child> children_;  // by labels: render order
+  std::unordered_map<std::string, Metric*> index_;       // with(): label key -> child
+  mutable std::vector<const Child*> order_;              // children_ in order, as of the last listed()
   std::function<std::unique_ptr<Metric>()> factory_;
 };
 
@@ -153,6 +172,7 @@ class Registry {
   }
 
   std::vector<std::unique_ptr<FamilyBase>> families_;  // in registration order
+  mutable std::atomic<std::size_t> last_size_{0};      // the last render's size: the next one's reserve
 };
 
 // Escapes a label value for the text format (backslash, quote, newline).

@@ -55,6 +55,24 @@ TEST(MetricsRegistry, ChildReferencesStayValid) {
   EXPECT_EQ(f.with({"a"}).value(), 1u);
 }
 
+// A render lists each family's children once and renders them without the
+// family's lock; a child added after a render still appears, in label order,
+// in the next one, and label text made once keeps its escapes.
+TEST(MetricsRegistry, ChildrenAddedBetweenRendersAppearInLabelOrder) {
+  Registry r;
+  auto& f = r.counter("c_total", "c", {"k"});
+  auto& h = r.histogram("h_seconds", "h", {"k"}, {1});
+  f.with({"b"}).inc();
+  h.with({"b"}).observe(2);
+  (void)r.render();
+  f.with({"a\\"}).inc(2);
+  h.with({"a"}).observe(0.5);
+  const std::string text = r.render();
+  EXPECT_THAT(text, HasSubstr("c_total{k=\"a\\\\\"} 2\nc_total{k=\"b\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("h_seconds_count{k=\"a\"} 1\nh_seconds_bucket{k=\"b\",le=\"1\"} 0\n"));
+  EXPECT_EQ(r.render(), text) << "nothing changed, nothing moves";
+}
+
 TEST(MetricsRegistry, BoundaryValuesFallInTheirBucket) {
   Histogram h({1, 2});
   h.observe(1);  // le="1" is inclusive
