@@ -71,8 +71,7 @@ Task<void> AdminRoutes::handle(std::string_view path, HttpRequest& req, ClientCo
     std::string body = ready ? R"({"status":"ready"})" : R"({"status":"not ready"})";
     co_await send_json(conn, headers, status, std::move(body));
   } else if (path == "/metrics") {
-    refresh_();
-    std::string text = metrics_.registry.render();
+    std::string text = co_await net::co_spawn(render_.get_executor(), metrics_text(), net::use_awaitable);
     co_await send_json(conn, headers, http::status::ok, std::move(text), kPrometheusContentType);
   } else if (path == "/admin/usage") {
     co_await usage_report(req, conn, headers);
@@ -99,6 +98,11 @@ Task<void> AdminRoutes::model_info(std::string_view encoded, ClientConnection& c
   }
   std::string body = boost::json::serialize(model_object(*name));
   co_await send_json(conn, headers, http::status::ok, std::move(body));
+}
+
+Task<std::string> AdminRoutes::metrics_text() {
+  refresh_();
+  co_return metrics_.registry.render();
 }
 
 Task<void> AdminRoutes::usage_report(HttpRequest& req, ClientConnection& conn, const Headers& headers) {

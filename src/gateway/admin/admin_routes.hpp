@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <functional>
+
+#include <boost/asio/thread_pool.hpp>
 #include <string>
 #include <string_view>
 
@@ -39,6 +41,8 @@ class AdminRoutes {
   void set_ready(bool ready) { ready_ = ready; }
 
  private:
+  // /metrics' text: the refresh and the render, on render_'s thread.
+  Task<std::string> metrics_text();
   std::string models_body() const;
   // GET /v1/models/{model}: the model's object, or 404 model_not_found.
   Task<void> model_info(std::string_view encoded_name, ClientConnection& conn,
@@ -55,6 +59,10 @@ class AdminRoutes {
   const UsageBook& usage_;
   std::function<void()> refresh_;
   std::atomic<bool> ready_{false};
+  // A thread of its own for /metrics (last: joined first): with thousands of
+  // tenants a page takes milliseconds, which the streams of the I/O thread
+  // that took the scrape would otherwise wait; scrapes take turns on it.
+  boost::asio::thread_pool render_{1};
 };
 
 }  // namespace arbiter
