@@ -2,17 +2,18 @@
 // /healthz (alive), /readyz (listener up and not draining), /metrics
 // (Prometheus text, the scheduler's and monitor's state copied in first),
 // /admin/usage (the usage report, docs/usage.md), /v1/models and
-// /v1/models/{model} (authenticated like inference); HEAD of each. /metrics and /admin/* ask for the admin
-// token when one is configured, and move to the admin listener when it is
-// enabled (docs/security.md, "Admin listener").
+// /v1/models/{model} (authenticated like inference); HEAD of each.
+// /metrics and /admin/* ask for the admin token when one is configured, and
+// move to the admin listener when it is enabled (docs/security.md, "Admin
+// listener").
 #pragma once
 
 #include <atomic>
 #include <functional>
-
-#include <boost/asio/thread_pool.hpp>
 #include <string>
 #include <string_view>
+
+#include <boost/asio/thread_pool.hpp>
 
 #include "core/config.hpp"
 #include "core/tenants.hpp"

@@ -1,12 +1,12 @@
 #include "gateway/admin/usage_query.hpp"
 
-#include "gateway/admin/percent_decode.hpp"
-
 #include <algorithm>
 #include <charconv>
 #include <map>
 
 #include <fmt/format.h>
+
+#include "gateway/admin/percent_decode.hpp"
 
 namespace arbiter {
 namespace {
