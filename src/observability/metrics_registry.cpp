@@ -97,6 +97,7 @@ std::string FamilyBase::label_text(std::initializer_list<std::string_view> value
   std::string out;
   std::size_t i = 0;
   for (const std::string_view v : values) {
+    if (i == labels_.size()) break;  // more values than labels: the extra ones have no name
     if (i) out += ',';
     fmt::format_to(std::back_inserter(out), "{}=\"{}\"", labels_[i++], escape_label_value(v));
   }
@@ -128,17 +129,16 @@ std::vector<const typename Family<Metric>::Child*> Family<Metric>::listed() cons
   return order_;
 }
 
-template <>
-void Family<Counter>::render(std::string& out) const {
-  render_header(out);
-  for (const Child* c : listed()) render_line(out, {}, c->labels, {}, Number(c->metric->value()).view());
-}
-
-// One real number per child: gauges and real counters alike.
+// One number per child: counters, gauges and real counters alike.
 template <class Metric>
 void Family<Metric>::render_values(std::string& out) const {
   render_header(out);
   for (const Child* c : listed()) render_line(out, {}, c->labels, {}, Number(c->metric->value()).view());
+}
+
+template <>
+void Family<Counter>::render(std::string& out) const {
+  render_values(out);
 }
 
 template <>

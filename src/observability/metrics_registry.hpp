@@ -142,7 +142,7 @@ class Family final : public FamilyBase {
   // it is (never removed), so rendering them needs no lock. The map is
   // walked only when it has more children than the last order listed.
   std::vector<const Child*> listed() const;
-  void render_values(std::string& out) const;  // Gauge, RealCounter: one number each
+  void render_values(std::string& out) const;  // one number each
 
   mutable std::mutex mu_;
   std::map<std::vector<std::string>, Child> children_;  // by labels: render order
