@@ -33,7 +33,7 @@ std::expected<std::unique_ptr<BatchedLineWriter>, std::string> BatchedLineWriter
 
 BatchedLineWriter::BatchedLineWriter(BatchedLineOptions options, int fd)
     : options_(std::move(options)), fd_(fd) {
-  pending_.reserve(2 * options_.flush_bytes);
+  pending_.reserve(buffer_bytes());
   thread_ = std::thread([this] { run(); });
 }
 
@@ -80,8 +80,10 @@ void BatchedLineWriter::flush() {
 }
 
 void BatchedLineWriter::run() {
+  // Not pending_.capacity(): read before the lock, it raced with the first
+  // append (ThreadSanitizer).
   std::string batch;
-  batch.reserve(pending_.capacity());
+  batch.reserve(buffer_bytes());
   std::unique_lock lock(mutex_);
   for (;;) {
     wake_.wait_for(lock, options_.flush_every, [&] {

@@ -54,6 +54,9 @@ class BatchedLineWriter {
  private:
   BatchedLineWriter(BatchedLineOptions options, int fd);
   void run();
+  // What each of the two buffers (pending_, run's batch) is given: room for
+  // a batch and the lines that come while it is written.
+  std::size_t buffer_bytes() const { return 2 * options_.flush_bytes; }
   // Writes `batch` whole (retrying short writes); counts the lines a failed
   // write lost.
   void write_batch(std::string_view batch);
