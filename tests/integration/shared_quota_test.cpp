@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <future>
-#include <tuple>
 #include <atomic>
 #include <cstdio>
 #include <memory>
