@@ -185,6 +185,11 @@ bool ClientConnection::response_keep_alive() {
   return keep_alive_;
 }
 
+bool ClientConnection::stream_keep_alive() {
+  if (!chunked_) keep_alive_ = false;  // an unframed stream's end is the connection's
+  return response_keep_alive();
+}
+
 Task<bool> ClientConnection::send(http::response<http::string_body>& res) {
   if (gone_ || failed_) co_return false;
   res.keep_alive(response_keep_alive());
@@ -213,8 +218,7 @@ Task<bool> ClientConnection::send(const ResponseHead& head, std::string_view bod
 
 Task<bool> ClientConnection::start_stream(http::response<http::empty_body>& res) {
   if (gone_ || failed_) co_return false;
-  if (!chunked_) keep_alive_ = false;  // the stream's end is the connection's
-  res.keep_alive(response_keep_alive());
+  res.keep_alive(stream_keep_alive());
   res.chunked(chunked_);
   write_response_head(res, head_);
   const net::const_buffer buffer = net::buffer(head_);
@@ -274,8 +278,7 @@ Task<bool> ClientConnection::write_stream(const ResponseHead* head, std::span<co
                                           bool last) {
   if (gone_ || failed_) co_return false;
   if (head) {
-    if (!chunked_) keep_alive_ = false;  // the stream's end is the connection's
-    write_response_head(*head, chunked_ ? BodyFraming::kChunked : BodyFraming::kUntilClose, response_keep_alive(),
+    write_response_head(*head, chunked_ ? BodyFraming::kChunked : BodyFraming::kUntilClose, stream_keep_alive(),
                         head_);
   }
   ChunkWrite framed;

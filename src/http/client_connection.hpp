@@ -114,6 +114,8 @@ class ClientConnection final : public ResponseSink {
   void mark_gone();
   // Settles keep-alive for the response about to be written.
   bool response_keep_alive();
+  // The same for a stream's head: never for an unframed (HTTP/1.0) stream.
+  bool stream_keep_alive();
   void note_body(std::size_t n);
 
   Stream& stream_;
