@@ -277,7 +277,10 @@ TEST(Resilience, BackendKilledMidStreamResumableStreamsCompleteElsewhereOthersEn
   GatewayProcess gateway(config.to_yaml());
 
   constexpr int kStreams = 100;
-  constexpr int kTokens = 150;  // ~2 s at ~33 streams per engine
+  // ~6 s at ~33 streams per engine: under ThreadSanitizer's slowdown 150
+  // (~2 s) let some streams on the victim end before the test had started
+  // all 100 and killed it.
+  constexpr int kTokens = 450;
   struct Stream {
     std::string cls, backend, body, failure;
     bool complete = false, hung = false;
@@ -803,6 +806,97 @@ TEST(Resilience, HalfOpenTrialsRefusedByAQuotaDoNotWedgeTheBreaker) {
   for (const auto& [status, n] : seen) statuses += std::to_string(status) + " x" + std::to_string(n) + " ";
   EXPECT_EQ(a.status, 200) << "beta got " << statuses << "for 2 s after the faults cleared; last: " << a.body << "\n"
                            << log();
+}
+
+// ---------------------------------------------------------------------------
+// 8. A stream's verdict for its model's breaker is known when its answer
+// begins (a cut after that is its backend's, not the model's), so the
+// breaker counts it then, not at its end. Counted at the end, failures
+// (which end at once) met no successes while long streams ran, so a few
+// failures isolated a model that was answering everyone else; and a
+// half-open trial that streams kept the model refused for the whole length
+// of its generation.
+
+// Streams of `tokens` tokens on `port`, each read up to its first tokens
+// (the answer has begun); the connections stay open for the caller to drop.
+std::vector<std::unique_ptr<HttpConnection>> open_streams(uint16_t port, int n, int tokens) {
+  std::vector<std::unique_ptr<HttpConnection>> streams;
+  for (int i = 0; i < n; ++i) {
+    auto conn = std::make_unique<HttpConnection>(port);
+    conn->send(chat("chat", tokens, true, "Essay " + std::to_string(i) + ": write about the sea."));
+    const HttpResponse head = conn->read_head(Millis(10'000));
+    EXPECT_EQ(head.status, 200) << "stream " << i;
+    EXPECT_GE(conn->read_events(3, Millis(10'000)).size(), 3u) << "stream " << i;
+    streams.push_back(std::move(conn));
+  }
+  return streams;
+}
+
+// A gateway over `sims` (nobody queues) whose model breaker alone judges
+// failures (outlier detection off), with `breaker`'s settings.
+std::string breaker_only_config(const Sims& sims, const std::string& breaker) {
+  GatewayConfig config;
+  config.backend_ports = ports_of(sims);
+  config.max_concurrency = 64;
+  config.engine_signals = true;
+  config.extra = "outlier_detection: {enabled: false}\nmodel_breaker: {" + breaker + "}\n";
+  return config.to_yaml();
+}
+
+// `n` requests the engine answers 500.
+void fail_requests(uint16_t port, SimProcess& sim, int n) {
+  ASSERT_EQ(sim.set_faults(R"({"error_rate":1,"error_status":500})"), 200);
+  for (int i = 0; i < n; ++i) EXPECT_EQ(call(port, chat("chat", 2, false), Millis(5'000)).status, 500);
+  ASSERT_EQ(sim.set_faults(R"({"error_rate":0})"), 200);
+}
+
+TEST(Resilience, FailuresWhileLongStreamsRunAreWeighedAgainstTheStreamsAlreadyAnswering) {
+  Sims sims = start_sims(1, "m1", "llama-8b-a100");
+  // Isolated at 50% over at least 5 requests.
+  GatewayProcess gateway(breaker_only_config(
+      sims, "window_ms: 60000, min_requests: 5, degrade_at: 0.3, fallback_at: 0.4, isolate_at: 0.5"));
+  const uint16_t port = gateway.port();
+  const auto log = [&] { return joined(stderr_lines(gateway, "\"level\":\"warn\"")); };
+
+  // 15 answers streaming (2,000 tokens: tens of seconds at this engine's pace).
+  auto streams = open_streams(port, 15, 2'000);
+  // Then the engine fails 5 new requests: 5 of 20 answered requests failed.
+  fail_requests(port, *sims[0], 5);
+  // The last failure is recorded just after its answer went out: watched for 0.5 s.
+  EXPECT_NE(gateway.wait_for_metric("arbiter_model_breaker_stage", [](double v) { return v == 1; }, Millis(500),
+                                    {{"model", "m1"}, {"stage", "isolated"}}),
+            1)
+      << log();
+  const Answer after = call(port, chat("chat", 2, false), Millis(5'000));
+  EXPECT_EQ(after.status, 200) << after.body << "\n" << log();
+  EXPECT_EQ(gw_metric(port, "arbiter_model_breaker_transitions_total", {{"model", "m1"}, {"from", "closed"}, {"to", "isolated"}}),
+            0)
+      << log();
+  for (auto& s : streams) s->close_abruptly();
+}
+
+TEST(Resilience, AStreamedHalfOpenTrialClosesTheBreakerWhenItsAnswerBegins) {
+  Sims sims = start_sims(1, "m1", "llama-8b-a100");
+  GatewayProcess gateway(breaker_only_config(
+      sims, "window_ms: 60000, min_requests: 5, base_open_ms: 300, max_open_ms: 300, probe_requests: 3"));
+  const uint16_t port = gateway.port();
+  const auto log = [&] { return joined(stderr_lines(gateway, "\"level\":\"warn\"")); };
+  const auto stage_is = [&](const std::string& stage) {
+    return gateway.wait_for_metric("arbiter_model_breaker_stage", [](double v) { return v == 1; }, Millis(2'000),
+                                   {{"model", "m1"}, {"stage", stage}}) == 1;
+  };
+
+  fail_requests(port, *sims[0], 5);
+  ASSERT_TRUE(stage_is("isolated")) << log();
+  std::this_thread::sleep_for(Millis(400));  // the opening is over: half-open
+
+  // The three trials are long streams; once their answers have begun the
+  // model has answered, and the breaker closes.
+  auto trials = open_streams(port, 3, 2'000);
+  EXPECT_TRUE(stage_is("closed")) << log();
+  const Answer next = call(port, chat("chat", 2, false), Millis(5'000));
+  EXPECT_EQ(next.status, 200) << "refused while the trials still stream: " << next.body << "\n" << log();
+  for (auto& s : trials) s->close_abruptly();
 }
 
 }  // namespace

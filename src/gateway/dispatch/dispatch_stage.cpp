@@ -137,6 +137,7 @@ Task<std::optional<RelayOutcome>> DispatchStage::run_inherited(RequestContext& c
                                    .interrupt = interrupt,
                                    .resume = whole ? &*whole : nullptr,
                                    .on_first_event = {},
+                                   .on_stream_started = [&ctx] { ctx.answer_started(); },
                                    .hold_failures = false,
                                    .typing = offer};
   const auto started = std::chrono::steady_clock::now();
@@ -224,6 +225,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
                                      .on_first_event = backend.prefill_tokens_per_s > 0
                                                            ? std::function<void()>([&slot] { slot.first_token(); })
                                                            : std::function<void()>(),
+                                     .on_stream_started = [&ctx] { ctx.answer_started(); },
                                      .hold_failures = retries < health_.max_retries(),
                                      .typing = offer,
                                      .gaps = adaptive ? &pool.gaps(slot.backend()) : nullptr};

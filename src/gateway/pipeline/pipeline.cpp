@@ -29,8 +29,15 @@ RequestContext::RequestContext(Route r, HttpRequest& request, ClientConnection& 
   response_headers.emplace_back("x-request-id", rec.request_id);
 }
 
+void RequestContext::answer_started() {
+  if (answer_began || !observers) return;
+  answer_began = true;
+  for (const auto& observer : *observers) observer->on_answer_started(*this);
+}
+
 Task<void> Pipeline::run(Route route, HttpRequest& req, ClientConnection& conn) const {
   RequestContext ctx(route, req, conn);
+  ctx.observers = &observers_;
   if (runtime_) ctx.runtime = runtime_->load();  // the request's one atomic load of the config
   for (const auto& observer : observers_) observer->on_start(ctx);
 

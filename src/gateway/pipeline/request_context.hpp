@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -24,6 +25,8 @@
 #include "observability/access_log.hpp"
 
 namespace arbiter {
+
+class CompletionObserver;
 
 struct RequestContext {
   using Clock = std::chrono::steady_clock;
@@ -56,6 +59,7 @@ struct RequestContext {
   // to be recorded (BreakerObserver); none without a breaker.
   std::optional<resilience::BreakerRoute> breaker;
   std::size_t breaker_model = 0;                        // breaker: ModelBreakers index of the requested model
+  bool breaker_recorded = false;                        // breaker: its outcome is in already (BreakerObserver)
   ResumeMethod resume = ResumeMethod::kNone;            // caps: how a preempted run continues
   std::string supersede_key;                            // supersede: empty when none
   // quota: the reservation, for tenants with quotas. Mutable: QuotaObserver
@@ -64,12 +68,19 @@ struct RequestContext {
   bool admitted = false;                                // every admission stage let it through
 
   // Dispatch and relay.
+  // The relay's first write of a stream's head: tells the observers, once
+  // (CompletionObserver::on_answer_started).
+  void answer_started();
   RelayOutcome outcome;                     // how it ended (error: a gateway-made answer)
   std::optional<double> dispatch_queue_ms;  // the first dispatch's queue wait
 
   // The answer's extra headers (x-request-id, x-arbiter-*) and the access-log line.
   Headers response_headers;
   AccessRecord rec;
+
+  // The pipeline's observers (Pipeline::run), for answer_started().
+  const std::vector<std::unique_ptr<CompletionObserver>>* observers = nullptr;
+  bool answer_began = false;
 };
 
 }  // namespace arbiter

@@ -46,6 +46,10 @@ class CompletionObserver {
  public:
   virtual ~CompletionObserver() = default;
   virtual void on_start(RequestContext& ctx) {}
+  // A streamed answer began: its head (status 200) went to the client. At
+  // most once, between on_start and on_complete; what follows cannot turn
+  // it into the backends' failure (a cut ends it with an error event).
+  virtual void on_answer_started(RequestContext& ctx) {}
   virtual void on_complete(const RequestContext& ctx) = 0;
 };
 

@@ -481,6 +481,7 @@ class Exchange {
       }
       if (r_.typing) publish(socket.tls() != nullptr);
       if (unsent_head && r_.resume) r_.resume->client_stream_started = true;
+      if (unsent_head && r_.on_stream_started) r_.on_stream_started();
       unsent_head = nullptr;
       framer.release();
       rewritten_.clear();

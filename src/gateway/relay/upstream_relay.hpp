@@ -71,6 +71,10 @@ struct RelayRequest {
   // Called once per run at the first SSE event from the engine: its prompt
   // is prefilled (the scheduler's prefill backlog). Empty: not needed.
   std::function<void()> on_first_event = {};
+  // Called when this run has written the client's stream head (the answer
+  // began): once per client request, since a later run of a resumable one
+  // does not send it again. Empty: not needed.
+  std::function<void()> on_stream_started = {};
   // The caller may still run the request elsewhere (a retry or a failover
   // is left): an upstream 429 or 5xx answer is kept (RelayOutcome::held)
   // instead of sent, and a resumable stream that breaks stays open

@@ -54,7 +54,9 @@ struct Rig {
 
   // One request for m1 through parse, route and the breaker stage, ended
   // as `end` says (on a backend, or never reaching one); the refusal, if any.
-  enum class End { kServed, kFailed, kNoBackendReached };
+  // kStreamCut: a stream whose answer began, then its backend broke and
+  // its client had left by then (a 499 carrying the upstream error).
+  enum class End { kServed, kFailed, kNoBackendReached, kStreamCut };
   std::optional<ApiError> request(End end, std::string* model = nullptr) {
     http::request<http::string_body> r{http::verb::post, "/v1/chat/completions", 11};
     r.body() = R"({"model":"m1","messages":[{"role":"user","content":"hi"}]})";
@@ -73,7 +75,14 @@ struct Rig {
     if (end != End::kNoBackendReached) ctx.rec.backend = config.models[ctx.pool].backends[0].name;
     if (end == End::kFailed) ctx.outcome.error = ApiError{ErrorCode::kUpstreamFailed, "down", {}, {}};
     if (end == End::kNoBackendReached) ctx.outcome.error = ApiError{ErrorCode::kRateLimited, "queue full", {}, {}};
-    BreakerObserver(breakers).on_complete(ctx);
+    BreakerObserver observer(breakers);
+    if (end == End::kStreamCut) {
+      observer.on_answer_started(ctx);
+      ctx.outcome.stream = true;
+      ctx.outcome.status = 499;
+      ctx.outcome.error = ApiError{ErrorCode::kUpstreamFailed, "broke off", {}, {}};
+    }
+    observer.on_complete(ctx);
     return std::nullopt;
   }
 };
@@ -118,6 +127,18 @@ TEST(BreakerStage, ARequestThatReachedNoBackendNeitherCountsNorUsesATrial) {
   // It succeeded: closed.
   ASSERT_FALSE(rig.request(Rig::End::kServed, &model));
   EXPECT_EQ(model, "m1");
+}
+
+TEST(BreakerStage, AStreamCountsOnceAsAnAnswerFromTheMomentItBegan) {
+  Rig rig;
+  // Nine streams that began (then broke, their clients gone) and one
+  // failure: 1 in 10, the fallback stage. Counted as failures they would
+  // isolate the model; counted twice, 1 in 19 would only degrade it.
+  for (int i = 0; i < 9; ++i) ASSERT_FALSE(rig.request(Rig::End::kStreamCut));
+  ASSERT_FALSE(rig.request(Rig::End::kFailed));
+  std::string model;
+  ASSERT_FALSE(rig.request(Rig::End::kServed, &model));
+  EXPECT_EQ(model, "small");
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ using testing::Loopback;
 struct Trace {
   std::vector<std::string> steps;
   int starts = 0;
+  int answer_starts = 0;  // on_answer_started calls
   int completes = 0;
   int last_status = 0;
   std::string last_error;
@@ -48,9 +49,12 @@ class Step final : public AdmissionStage {
 
 class Answer final : public AdmittedHandler {
  public:
-  explicit Answer(Trace& trace) : trace_(trace) {}
+  // `stream_starts`: how many times the handler reports its answer began
+  // (a relay reports it once per run that sends the head).
+  explicit Answer(Trace& trace, int stream_starts = 0) : trace_(trace), stream_starts_(stream_starts) {}
   Task<void> run(RequestContext& ctx) override {
     trace_.steps.push_back("handler");
+    for (int i = 0; i < stream_starts_; ++i) ctx.answer_started();
     http::response<http::string_body> res{http::status::ok, 11};
     res.body() = "answered";
     co_await ctx.sink->send(res);
@@ -59,12 +63,17 @@ class Answer final : public AdmittedHandler {
 
  private:
   Trace& trace_;
+  int stream_starts_;
 };
 
 class Watch final : public CompletionObserver {
  public:
   explicit Watch(Trace& trace) : trace_(trace) {}
   void on_start(RequestContext&) override { ++trace_.starts; }
+  void on_answer_started(RequestContext&) override {
+    ++trace_.answer_starts;
+    trace_.steps.push_back("answer started");
+  }
   void on_complete(const RequestContext& ctx) override {
     ++trace_.completes;
     trace_.last_status = ctx.rec.status;
@@ -157,6 +166,22 @@ TEST(Pipeline, AStageThatWaitsIsAwaitedAndMayRefuse) {
   EXPECT_TRUE(got.starts_with("HTTP/1.1 429")) << got;
   EXPECT_NE(got.find("Retry-After: 3"), std::string::npos) << got;
   EXPECT_EQ(trace.last_status, 429);
+}
+
+TEST(Pipeline, ObserversHearThatAnAnswerBeganOnceHoweverOftenTheHandlerSaysSo) {
+  Trace trace;
+  Pipeline p;
+  p.set_handler(std::make_unique<Answer>(trace, 2));
+  p.add_observer(std::make_unique<Watch>(trace));
+  run(p);
+  EXPECT_EQ(trace.steps, (std::vector<std::string>{"handler", "answer started"}));
+  EXPECT_EQ(trace.answer_starts, 1);
+  EXPECT_EQ(trace.completes, 1);
+
+  Trace quiet;  // an answer that never reports a stream: never told
+  run(chain(quiet, {}));
+  EXPECT_EQ(quiet.answer_starts, 0);
+  EXPECT_EQ(quiet.completes, 1);
 }
 
 TEST(Pipeline, ARefusalNobodyHearsIsCounted499) {

@@ -4,6 +4,11 @@
 // answer passed through, or no live backend; never a 4xx, a full queue, a
 // deadline spent waiting for capacity, a client that left, or a stream cut
 // after it began (that is its backend's failure, outlier detection's).
+// So a stream is recorded as the model's success when its answer begins,
+// not at its end: a rate over finished requests would otherwise meet
+// failures (which end at once) without the successes still streaming, and
+// a half-open trial that streams would hold the breaker open for its whole
+// generation.
 #pragma once
 
 #include "gateway/pipeline/stage.hpp"
@@ -17,6 +22,7 @@ bool backends_failed(const RelayOutcome& outcome);
 class BreakerObserver final : public CompletionObserver {
  public:
   explicit BreakerObserver(ModelBreakers& breakers) : breakers_(breakers) {}
+  void on_answer_started(RequestContext& ctx) override;
   void on_complete(const RequestContext& ctx) override;
 
  private:
