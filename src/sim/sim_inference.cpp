@@ -105,7 +105,7 @@ Task<bool> SimEndpoint::stream_answer(ClientConnection& conn, const SimRequest& 
   head.set(http::field::cache_control, "no-cache");
   if (!co_await conn.start_stream(head)) co_return false;
 
-  const std::string id = response_id(request.route, response_n);
+  const std::string id = response_id(request.route, seed_, response_n);
   const ChunkFormatter format(request.route, id, model_, unix_seconds(), request.include_usage);
   const std::uint32_t limit = crash_after > 0 ? crash_after : std::numeric_limits<std::uint32_t>::max();
   std::string events;               // the SSE events of one write, reused
@@ -184,7 +184,7 @@ Task<bool> SimEndpoint::whole_answer(ClientConnection& conn, const SimRequest& r
   for (std::uint32_t i = 0; i < request.output_tokens; ++i) {
     text += engine::token_word(request.text_seed, request.text_offset + i);
   }
-  const std::string id = response_id(request.route, response_n);
+  const std::string id = response_id(request.route, seed_, response_n);
   const ChunkFormatter format(request.route, id, model_, unix_seconds(), false);
   std::string body = format.whole_response(text, finish_reason(request),
                                            Usage{request.prompt_tokens, request.output_tokens});

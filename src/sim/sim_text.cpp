@@ -28,8 +28,8 @@ void append_finish(std::string& out, std::string_view finish_reason) {
 
 }  // namespace
 
-std::string response_id(Route route, std::uint64_t n) {
-  return fmt::format("{}-{:016x}", route == Route::kChatCompletions ? "chatcmpl" : "cmpl", mix(n));
+std::string response_id(Route route, std::uint64_t seed, std::uint64_t n) {
+  return fmt::format("{}-{:016x}", route == Route::kChatCompletions ? "chatcmpl" : "cmpl", mix(mix(seed) + n));
 }
 
 ChunkFormatter::ChunkFormatter(Route route, std::string_view id, std::string_view model,

@@ -45,7 +45,9 @@ class ChunkFormatter {
   std::int64_t created_;
 };
 
-// "chatcmpl-<16 hex>" or "cmpl-<16 hex>".
-std::string response_id(Route route, std::uint64_t n);
+// "chatcmpl-<16 hex>" or "cmpl-<16 hex>": the engine's `n`th answer, under
+// the simulator's seed (simulators with different seeds, such as the
+// gateway's embedded ones, do not repeat each other's ids).
+std::string response_id(Route route, std::uint64_t seed, std::uint64_t n);
 
 }  // namespace arbiter::sim

@@ -2,6 +2,9 @@
 // vLLM's, and the deterministic one-token-per-word text.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include <boost/json.hpp>
 
 #include "engine/generated_text.hpp"
@@ -105,9 +108,19 @@ TEST(SimText, WholeResponses) {
 }
 
 TEST(SimText, ResponseIdsHaveOpenAiPrefixes) {
-  EXPECT_TRUE(response_id(Route::kChatCompletions, 1).starts_with("chatcmpl-"));
-  EXPECT_TRUE(response_id(Route::kCompletions, 1).starts_with("cmpl-"));
-  EXPECT_NE(response_id(Route::kCompletions, 1), response_id(Route::kCompletions, 2));
+  EXPECT_TRUE(response_id(Route::kChatCompletions, 1, 1).starts_with("chatcmpl-"));
+  EXPECT_TRUE(response_id(Route::kCompletions, 1, 1).starts_with("cmpl-"));
+  EXPECT_NE(response_id(Route::kCompletions, 1, 1), response_id(Route::kCompletions, 1, 2));
+}
+
+// The gateway's embedded simulators (seeds 1, 2, ...) answered their first
+// requests with the same ids in both demo pools.
+TEST(SimText, SimulatorsWithDifferentSeedsGiveDifferentIds) {
+  std::set<std::string> ids;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    for (std::uint64_t n = 0; n < 64; ++n) ids.insert(response_id(Route::kCompletions, seed, n));
+  }
+  EXPECT_EQ(ids.size(), 8u * 64u);
 }
 
 }  // namespace
