@@ -78,6 +78,7 @@ void check_against_document(const RequestFields& f, const json::value& doc, std:
   check_scalar(f.stream, o.if_contains("stream"), text);
   check_scalar(f.max_tokens, o.if_contains("max_tokens"), text);
   check_scalar(f.max_completion_tokens, o.if_contains("max_completion_tokens"), text);
+  check_scalar(f.n, o.if_contains("n"), text);
   bool include_usage = false;
   if (const json::value* so = o.if_contains("stream_options"); so && so->is_object()) {
     const json::value* iu = so->get_object().if_contains("include_usage");
@@ -114,23 +115,30 @@ void check_against_document(const RequestFields& f, const json::value& doc, std:
   }
   const json::value* prompt = o.if_contains("prompt");
   FUZZ_CHECK(f.prompt == kind_of(prompt));
-  if (prompt && prompt->is_string()) FUZZ_CHECK(f.prompt_tokens == estimate_tokens(prompt->get_string().size()));
+  if (prompt && prompt->is_string()) {
+    FUZZ_CHECK(f.prompt_tokens == estimate_tokens(prompt->get_string().size()));
+    FUZZ_CHECK(f.prompt_count == 1 && !f.prompt_ids);
+  }
   if (prompt && prompt->is_array()) {
-    bool bad = false;
-    int64_t tokens = 0;
+    bool bad = false, ids = false;
+    int64_t tokens = 0, count = 0;
     for (const json::value& e : prompt->get_array()) {
       if (e.is_string()) {
         tokens += estimate_tokens(e.get_string().size());
+        ++count;
       } else if (e.is_int64() || e.is_uint64()) {
         tokens += 1;
+        ids = true;
       } else if (e.is_array()) {
         tokens += static_cast<int64_t>(e.get_array().size());
+        ++count;
       } else {
         bad = true;
       }
     }
     FUZZ_CHECK(f.prompt_bad_element == bad);
     FUZZ_CHECK(f.prompt_tokens == tokens);
+    FUZZ_CHECK(f.prompt_count == count && f.prompt_ids == ids);
   }
   for (const auto& [at, key] : {std::pair{f.messages_at, "messages"}, std::pair{f.prompt_at, "prompt"}}) {
     if (at != TextSpan::kNone) FUZZ_CHECK(text.substr(at).starts_with(key));

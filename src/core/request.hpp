@@ -25,16 +25,20 @@ struct RequestInfo {
   bool stream = false;
   bool include_usage = false;              // stream_options.include_usage
   std::optional<int64_t> max_tokens;       // as requested (max_tokens or max_completion_tokens)
+  // The answers the engine generates, each up to max_tokens: `n`, times the
+  // prompts of a /v1/completions batch (`prompt` as a list of prompts).
+  int64_t choices = 1;
   int64_t prompt_tokens_estimate = 0;      // ~4 characters per token
   std::optional<std::string> user;         // the OpenAI `user` field, when a string
   // Where the prompt (`messages` or `prompt`, by route) starts in the body's
   // text; npos when unknown. Prefix affinity hashes from there.
   std::size_t prompt_at = std::string::npos;
 
-  // Prompt estimate plus max_tokens (or kDefaultOutputEstimate).
-  // Saturates: an uncapped class lets max_tokens reach 2^63 - 1.
+  // Prompt estimate plus max_tokens (or kDefaultOutputEstimate) for each of
+  // the choices. Saturates: an uncapped class lets max_tokens reach 2^63 - 1.
   int64_t cost_estimate() const {
-    const int64_t output = max_tokens.value_or(kDefaultOutputEstimate);
+    const int64_t each = max_tokens.value_or(kDefaultOutputEstimate);
+    const int64_t output = each > INT64_MAX / choices ? INT64_MAX : each * choices;
     return output > INT64_MAX - prompt_tokens_estimate ? INT64_MAX : prompt_tokens_estimate + output;
   }
 };

@@ -38,6 +38,7 @@ enum class Key : uint8_t {
   kStreamOptions,
   kMaxTokens,
   kMaxCompletionTokens,
+  kN,
   kMessages,
   kPrompt,
   kUser,
@@ -49,6 +50,7 @@ enum class Key : uint8_t {
 Key top_key(std::string_view k) {
   // By length first: one or two candidates each.
   switch (k.size()) {
+    case 1: return k == "n" ? Key::kN : Key::kOther;
     case 4: return k == "user" ? Key::kUser : Key::kOther;
     case 5: return k == "model" ? Key::kModel : Key::kOther;
     case 6:
@@ -236,9 +238,12 @@ class Handler {
       case Role::kPrompt:
         if (kind == JsonKind::kString) {
           out_.prompt_tokens += estimate_tokens(string_size);
+          ++out_.prompt_count;
         } else if (kind == JsonKind::kInt64 || kind == JsonKind::kUint64) {
           out_.prompt_tokens += 1;
+          out_.prompt_ids = true;
         } else if (kind == JsonKind::kArray) {
+          ++out_.prompt_count;
           return Role::kTokenIds;
         } else {
           out_.prompt_bad_element = true;
@@ -274,6 +279,9 @@ class Handler {
       case Key::kMaxCompletionTokens:
         out_.max_completion_tokens = scalar;
         return Role::kIgnored;
+      case Key::kN:
+        out_.n = scalar;
+        return Role::kIgnored;
       case Key::kMessages:
         out_.messages = kind;
         out_.message_count = 0;
@@ -284,6 +292,8 @@ class Handler {
         out_.prompt = kind;
         out_.prompt_bad_element = false;
         out_.prompt_tokens = kind == JsonKind::kString ? estimate_tokens(string_size) : 0;
+        out_.prompt_count = kind == JsonKind::kString ? 1 : 0;
+        out_.prompt_ids = false;
         return kind == JsonKind::kArray ? Role::kPrompt : Role::kIgnored;
       default:
         return Role::kIgnored;

@@ -44,6 +44,7 @@ struct RequestFields {
   bool include_usage = false;  // stream_options.include_usage, when a bool
   JsonScalar max_tokens;
   JsonScalar max_completion_tokens;
+  JsonScalar n;  // answers asked for
 
   // Chat: `messages`, its length, whether an element is not an object, and
   // the characters of text in each message's content (kept as tokens).
@@ -57,6 +58,11 @@ struct RequestFields {
   JsonKind prompt = JsonKind::kAbsent;
   bool prompt_bad_element = false;
   int64_t prompt_tokens = 0;
+  // How many prompts: an array's strings and token-id arrays, each one
+  // prompt (a string `prompt` is one); integers directly in the array are
+  // one prompt together (prompt_ids).
+  int64_t prompt_count = 0;
+  bool prompt_ids = false;
 
   // Where the top-level `messages` and `prompt` keys start in the text
   // (TextSpan::kNone: absent, or a key split across parser buffers): the

@@ -1,5 +1,7 @@
 #include "core/request_parser.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include <boost/json.hpp>
@@ -40,6 +42,14 @@ std::expected<std::optional<int64_t>, ApiError> read_max_tokens(const JsonScalar
   if (v.kind == JsonKind::kInt64 && v.int64 >= 1) return std::optional<int64_t>{v.int64};
   if (v.kind == JsonKind::kUint64) return std::optional<int64_t>{INT64_MAX};
   return std::unexpected(invalid(std::string("'") + key + "' must be a positive integer", key));
+}
+
+// n: absent or null is 1; otherwise a positive integer.
+std::expected<int64_t, ApiError> read_n(const JsonScalar& v) {
+  if (v.kind == JsonKind::kAbsent || v.kind == JsonKind::kNull) return 1;
+  if (v.kind == JsonKind::kInt64 && v.int64 >= 1) return v.int64;
+  if (v.kind == JsonKind::kUint64) return INT64_MAX;
+  return std::unexpected(invalid("'n' must be a positive integer", "n"));
 }
 
 std::expected<int64_t, ApiError> chat_prompt_tokens(const RequestFields& f) {
@@ -130,9 +140,16 @@ std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string bo
     if (*mct) out.info.max_tokens = *mct;  // the newer field wins, as in the OpenAI API
   }
 
+  auto n = read_n(f.n);
+  if (!n) return std::unexpected(n.error());
+
   auto prompt = route == Route::kChatCompletions ? chat_prompt_tokens(f) : completion_prompt_tokens(f);
   if (!prompt) return std::unexpected(prompt.error());
   out.info.prompt_tokens_estimate = *prompt;
+  // Each prompt of a batch gets its n answers.
+  const int64_t prompts =
+      route == Route::kCompletions ? std::max<int64_t>(1, f.prompt_count + (f.prompt_ids ? 1 : 0)) : 1;
+  out.info.choices = *n > INT64_MAX / prompts ? INT64_MAX : *n * prompts;
   const std::size_t at = route == Route::kChatCompletions ? f.messages_at : f.prompt_at;
   out.info.prompt_at = at == TextSpan::kNone ? std::string::npos : at;
   out.max_tokens_ = f.max_tokens;

@@ -142,6 +142,13 @@ TEST(Quota, RefusalsSayWhenToRetryAndWhatIsLeft) {
       gateway_post("/v1/chat/completions", sim_chat(R"("max_tokens":5000)", "Hi.", "m1"), kAlphaKey, "chat"));
   EXPECT_EQ(huge.status, 400) << huge.body;
   EXPECT_EQ(huge.json().at("error").at("param").as_string(), "max_tokens");
+  // So is one whose answers together are: 20 of 100 tokens each (`n`; the
+  // estimate counted one answer, and the engine then generated twenty).
+  const HttpResponse many = http_call(
+      gateway.port(),
+      gateway_post("/v1/chat/completions", sim_chat(R"("max_tokens":100,"n":20)", "Hi.", "m1"), kAlphaKey, "chat"));
+  EXPECT_EQ(many.status, 400) << many.body;
+  EXPECT_NE(many.json().at("error").at("message").as_string().find("x 20 answers"), std::string::npos) << many.body;
 }
 
 TEST(Quota, CancelledAndFailedRequestsLeaveNothingReserved) {

@@ -118,9 +118,32 @@ std::expected<RequestInfo, ApiError> reference_parse(Route route, std::string_vi
     if (!mct) return std::unexpected(mct.error());
     if (*mct) info.max_tokens = *mct;
   }
+  int64_t n = 1;
+  if (const auto* v = obj.if_contains("n"); v && !v->is_null()) {
+    if (v->is_int64() && v->get_int64() >= 1) {
+      n = v->get_int64();
+    } else if (v->is_uint64()) {
+      n = INT64_MAX;
+    } else {
+      return std::unexpected(invalid("'n' must be a positive integer", "n"));
+    }
+  }
   auto prompt = route == Route::kChatCompletions ? chat_prompt_tokens(obj) : completion_prompt_tokens(obj);
   if (!prompt) return std::unexpected(prompt.error());
   info.prompt_tokens_estimate = *prompt;
+  // A batch: each string or token-id list is a prompt; integers directly in
+  // the list are one tokenized prompt.
+  int64_t prompts = 1;
+  if (const auto* arr = route == Route::kCompletions ? obj.at("prompt").if_array() : nullptr) {
+    int64_t lists = 0;
+    bool ids = false;
+    for (const auto& p : *arr) {
+      if (p.is_string() || p.is_array()) ++lists;
+      if (p.is_int64() || p.is_uint64()) ids = true;
+    }
+    prompts = std::max<int64_t>(1, lists + (ids ? 1 : 0));
+  }
+  info.choices = n > INT64_MAX / prompts ? INT64_MAX : n * prompts;
   return info;
 }
 
@@ -138,6 +161,7 @@ void expect_same(Route route, const std::string& body) {
     EXPECT_EQ(actual->info.include_usage, expected->include_usage);
     EXPECT_EQ(actual->info.max_tokens, expected->max_tokens);
     EXPECT_EQ(actual->info.prompt_tokens_estimate, expected->prompt_tokens_estimate);
+    EXPECT_EQ(actual->info.choices, expected->choices);
     EXPECT_EQ(actual->info.user, expected->user);
     boost::system::error_code ec;
     EXPECT_EQ(actual->body(), reference_document(body, ec).as_object());
@@ -213,6 +237,8 @@ TEST(RequestFields, DamagedBodiesReadAsTheDocumentReadThem) {
        R"({"messages":[{"role":"user","content":"x\u00e9y"}],"model":"m\"2","max_completion_tokens":7,"n":1})"},
       {Route::kCompletions, R"({"model":"c","prompt":["abcdefgh",[1,2,3],7],"max_tokens":null,"stream":false})"},
       {Route::kCompletions, R"({"model":"c","prompt":"hello world","stop":["\n"],"temperature":0.5,"user":"dev-7"})"},
+      // A batch: a prompt per string or token-id list, each with n answers.
+      {Route::kCompletions, R"({"model":"c","prompt":["ab",[4,5],"cd",[6]],"n":3,"max_tokens":9})"},
       // A lone surrogate (taken, as U+FFFD) and a pair; damage makes more of both.
       {Route::kCompletions, R"({"model":"c","prompt":"a\ud83d\ude00b\ude00c\ud83dx","max_tokens":3})"},
   };

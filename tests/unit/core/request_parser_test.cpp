@@ -294,5 +294,47 @@ TEST(RequestParser, CostEstimateSaturatesForAHugeMaxTokens) {
             12);
 }
 
+// Each of n answers (and each prompt of a /v1/completions batch) runs up to
+// max_tokens: the estimate the quota reserves and the scheduler charges
+// counted one answer, so n: 16 took sixteen times what it was charged.
+TEST(RequestParser, TheEstimateCountsEveryAnswerAskedFor) {
+  const auto chat = [](const std::string& more) {
+    return parse_ok(Route::kChatCompletions,
+                    R"({"model":"m","messages":[{"role":"user","content":"12345678"}],"max_tokens":100)" + more + "}");
+  };
+  EXPECT_EQ(chat("").info.choices, 1);
+  EXPECT_EQ(chat("").info.cost_estimate(), 6 + 100);
+  EXPECT_EQ(chat(R"(,"n":null)").info.choices, 1);
+  EXPECT_EQ(chat(R"(,"n":4)").info.choices, 4);
+  EXPECT_EQ(chat(R"(,"n":4)").info.cost_estimate(), 6 + 400);
+  // Without max_tokens, the default estimate for each.
+  EXPECT_EQ(parse_ok(Route::kChatCompletions, R"({"model":"m","n":3,"messages":[{"content":"12345678"}]})")
+                .info.cost_estimate(),
+            6 + 3 * kDefaultOutputEstimate);
+
+  const auto batch = [](const std::string& prompt, const std::string& more = "") {
+    return parse_ok(Route::kCompletions, R"({"model":"m","max_tokens":10,"prompt":)" + prompt + more + "}").info;
+  };
+  EXPECT_EQ(batch(R"("abcd")").choices, 1);
+  EXPECT_EQ(batch(R"(["abcd","efgh","ijkl"])").choices, 3);
+  EXPECT_EQ(batch(R"(["abcd","efgh","ijkl"])", R"(,"n":2)").choices, 6);
+  EXPECT_EQ(batch(R"(["abcd","efgh","ijkl"])", R"(,"n":2)").cost_estimate(), 3 + 60);
+  EXPECT_EQ(batch("[1,2,3]").choices, 1);  // one prompt as token ids
+  EXPECT_EQ(batch("[[1,2],[3],[4,5,6]]").choices, 3);
+  EXPECT_EQ(batch("[]").choices, 1);
+
+  // Saturates rather than overflows.
+  EXPECT_EQ(chat(R"(,"n":9223372036854775807)").info.cost_estimate(), INT64_MAX);
+  EXPECT_EQ(chat(R"(,"n":18446744073709551615)").info.cost_estimate(), INT64_MAX);
+
+  for (const char* n : {"0", "-1", "1.5", "\"2\"", "true", "[2]"}) {
+    EXPECT_EQ(parse_err(Route::kChatCompletions,
+                        std::string(R"({"model":"m","messages":[{"content":"x"}],"n":)") + n + "}")
+                  .param,
+              "n")
+        << n;
+  }
+}
+
 }  // namespace
 }  // namespace arbiter

@@ -23,7 +23,7 @@ void add_rate_headers(RequestContext::Headers& headers, const quota::RateStatus&
 
 std::string limit_text(double v) { return fmt::format("{}", v); }
 
-ApiError refusal_error(const quota::Refusal& r, int64_t tokens) {
+ApiError refusal_error(const quota::Refusal& r, const RequestInfo& info) {
   if (r.store_down) {
     return ApiError{ErrorCode::kNoBackend,
                     fmt::format("the quota store is unreachable and {} refuses requests meanwhile "
@@ -34,10 +34,12 @@ ApiError refusal_error(const quota::Refusal& r, int64_t tokens) {
   const std::string limit(quota::limit_name(r.limit));
   if (r.retry_after == quota::Duration::max()) {
     // Waiting would not help: the request alone is over the limit.
+    const bool several = info.choices > 1;
     return ApiError{ErrorCode::kInvalidRequest,
-                    fmt::format("this request needs ~{} tokens (prompt estimate + max_tokens), more than the {} of {} "
-                                "of {}: lower max_tokens or shorten the prompt",
-                                tokens, limit, r.owner, limit_text(r.limit_value)),
+                    fmt::format("this request needs ~{} tokens (prompt estimate + max_tokens{}), more than the {} of {} "
+                                "of {}: lower max_tokens{} or shorten the prompt",
+                                info.cost_estimate(), several ? fmt::format(" x {} answers", info.choices) : "",
+                                limit, r.owner, limit_text(r.limit_value), several ? ", ask for fewer answers" : ""),
                     "max_tokens", std::nullopt};
   }
   const auto wait = std::chrono::ceil<std::chrono::milliseconds>(r.retry_after);
@@ -136,7 +138,7 @@ std::optional<ApiError> QuotaStage::decide(RequestContext& ctx, QuotaBook::Admis
   if (!reserved) {
     const std::string limit(reserved.error().store_down ? "store_down" : quota::limit_name(reserved.error().limit));
     metrics_.quota_refused.with({ctx.tenant->name, limit}).inc();
-    return refusal_error(reserved.error(), ctx.parsed.info.cost_estimate());
+    return refusal_error(reserved.error(), ctx.parsed.info);
   }
   ctx.quota.emplace(book_, std::move(*reserved));
   return std::nullopt;
