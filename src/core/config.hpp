@@ -224,6 +224,9 @@ struct EngineSignalsConfig {
   bool enabled = true;
   Millis interval{100};        // scrape period per backend
   Millis stale_after{2000};    // older verdicts fall back to max_concurrency alone
+  // Scrapes that only time out make a backend down after this long without
+  // an answer (refused ones after three in a row).
+  Millis silence_before_down{10000};
   double kv_saturation = 0.9;  // KV cache use above this takes no new dispatch
 };
 

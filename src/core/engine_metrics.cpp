@@ -219,20 +219,29 @@ void record_scrape(MonitorState& state, ScrapeOutcome outcome, const EngineLoad&
     case ScrapeOutcome::kOk:
       state.last_success = now;
       state.load = load;
-      state.consecutive_failures = 0;
-      break;
+      [[fallthrough]];
     case ScrapeOutcome::kUnusable:
+      state.last_answer = now;
       state.consecutive_failures = 0;
+      state.consecutive_silent = 0;
+      state.refused = false;
       break;
     case ScrapeOutcome::kFailed:
       ++state.consecutive_failures;
+      state.consecutive_silent = 0;
+      state.refused = true;
+      break;
+    case ScrapeOutcome::kSilent:
+      ++state.consecutive_failures;
+      ++state.consecutive_silent;
       break;
   }
 }
 
 sched::BackendSignal judge(const MonitorState& state, sched::TimePoint now, const SignalRules& rules) {
   sched::BackendSignal signal;
-  signal.down = state.consecutive_failures >= std::max<uint32_t>(rules.failures_before_down, 1);
+  signal.down = state.consecutive_failures >= std::max<uint32_t>(rules.failures_before_down, 1) &&
+                (state.refused || now - state.last_answer >= rules.silence_before_down);
   signal.stale = now - state.last_success > rules.stale_after;
   if (!signal.stale) {
     const auto& load = state.load;

@@ -16,9 +16,14 @@
 // first. NaN and infinite samples are ignored.
 //
 // Verdict rules (judge()):
-//   down       the last `failures_before_down` scrapes in a row got no answer
-//              (connect refused, timeout, reset, malformed HTTP, 502/503/504):
-//              the backend is skipped until one scrape is answered again.
+//   down       the last `failures_before_down` scrapes in a row got no answer,
+//              and one of them was refused (connect refused, reset, malformed
+//              HTTP, 502/503/504) or the engine has answered nothing for
+//              `silence_before_down`: the backend is skipped until one scrape
+//              is answered again. Deadlines alone (kSilent) take that long
+//              because an engine under load can be slow to render /metrics
+//              (seconds, reported of SGLang) while it serves well; calling it
+//              down then would turn a busy fleet into "every backend is down".
 //   stale      the last scrape with engine figures is older than
 //              `stale_after`: the scheduler ignores `saturated` and falls back
 //              to the concurrency limit alone (never a random pick). The
@@ -74,7 +79,8 @@ EngineLoad parse_engine_load(std::string_view body);
 enum class ScrapeOutcome : uint8_t {
   kOk,        // 200 with engine figures: refreshes the load
   kUnusable,  // answered without figures (404, 501, 200 with other metrics): alive, not fresh
-  kFailed,    // no answer (connect, timeout, reset, malformed) or 502/503/504: counts towards down
+  kFailed,    // refused: connect refused, reset, malformed, or 502/503/504: counts towards down
+  kSilent,    // the scrape's deadline passed without an answer: slow or hung
 };
 
 // The outcome of a scrape that got an HTTP answer.
@@ -86,17 +92,22 @@ struct SignalRules {
   double max_waiting = 0;     // saturated when waiting is above this (0: any queued request)
   sched::Duration stale_after = std::chrono::seconds(2);  // last figures older than this: stale
   uint32_t failures_before_down = 3;  // unanswered scrapes in a row before down (0 reads as 1)
+  // Without a refusal among them, down also needs this long without any answer.
+  sched::Duration silence_before_down = std::chrono::seconds(10);
 };
 
 // What the monitor remembers about one backend between scrapes.
 struct MonitorState {
   sched::TimePoint last_success{};    // last kOk scrape (the monitor's start before the first)
-  uint32_t consecutive_failures = 0;  // kFailed scrapes since the last answered one
+  sched::TimePoint last_answer{};     // last kOk or kUnusable scrape (likewise)
+  uint32_t consecutive_failures = 0;  // kFailed and kSilent scrapes since the last answered one
+  uint32_t consecutive_silent = 0;    // kSilent scrapes in a row (the next deadline grows with them)
+  bool refused = false;               // a kFailed among the consecutive failures
   EngineLoad load;                    // figures of the last kOk scrape
 };
 
 // Folds one scrape into the state: kOk refreshes figures and time, any answer
-// clears the failure run, kFailed extends it.
+// clears the failure run, kFailed and kSilent extend it.
 void record_scrape(MonitorState& state, ScrapeOutcome outcome, const EngineLoad& load,
                    sched::TimePoint now);
 

@@ -71,9 +71,12 @@ struct Attempt {
 
 }  // namespace
 
-std::chrono::milliseconds MonitorOptions::effective_timeout() const {
-  if (timeout.count() > 0) return timeout;
-  return std::min(interval * 5, kMaxAutoTimeout);
+std::chrono::milliseconds MonitorOptions::effective_timeout(uint32_t silent) const {
+  const std::chrono::milliseconds base = timeout.count() > 0 ? timeout : std::min(interval * 5, kMaxAutoTimeout);
+  const auto cap = std::max(base, std::chrono::duration_cast<std::chrono::milliseconds>(rules.silence_before_down / 2));
+  auto t = base;
+  for (uint32_t i = 0; i < silent && t < cap; ++i) t *= 2;
+  return std::min(t, cap);
 }
 
 MonitorCounters& MonitorCounters::operator+=(const MonitorCounters& other) {
@@ -104,7 +107,6 @@ struct BackendMonitor::Shared {
          SignalCallback callback, SignalCallback each)
       : strand(net::make_strand(executor)),
         options(std::move(opts)),
-        timeout(options.effective_timeout()),
         on_change(std::move(callback)),
         on_judged(std::move(each)),
         slots(targets.size()) {
@@ -118,7 +120,6 @@ struct BackendMonitor::Shared {
 
   net::strand<net::any_io_executor> strand;  // every loop and handler runs here
   const MonitorOptions options;              // as given
-  const std::chrono::milliseconds timeout;   // per-scrape deadline
   const SignalCallback on_change;            // verdict changes
   const SignalCallback on_judged;            // every judgement (may be empty)
   std::vector<Slot> slots;                   // one per target; never resized
@@ -148,6 +149,7 @@ void BackendMonitor::Shared::update(Slot& slot, const Attempt* attempt, Clock::t
           slot.problem = attempt->problem;
           break;
         case ScrapeOutcome::kFailed:
+        case ScrapeOutcome::kSilent:
           ++slot.counters.scrapes_failed;
           slot.problem = attempt->problem;
           break;
@@ -289,13 +291,14 @@ Task<void> exchange(const Shared& sh, const MonitorTarget& target, ScrapeConnect
   out.problem = "closed";
 }
 
-// One scrape under the deadline.
+// One scrape under `timeout`.
 Task<void> scrape_once(const Shared& sh, const MonitorTarget& target,
-                       const std::shared_ptr<ScrapeConnection>& conn, Attempt& out) {
+                       const std::shared_ptr<ScrapeConnection>& conn, std::chrono::milliseconds timeout,
+                       Attempt& out) {
   ScrapeConnection& c = *conn;
   ++c.scrape;
   c.timed_out = false;
-  c.deadline.expires_after(sh.timeout);
+  c.deadline.expires_after(timeout);
   std::weak_ptr<ScrapeConnection> weak = conn;
   c.deadline.async_wait([weak, id = c.scrape](const beast::error_code& ec) {
     if (ec) return;
@@ -308,6 +311,8 @@ Task<void> scrape_once(const Shared& sh, const MonitorTarget& target,
   });
   co_await exchange(sh, target, c, out);
   c.deadline.cancel();
+  // No answer within the deadline: slow or hung, not refused.
+  if (c.timed_out && out.outcome == ScrapeOutcome::kFailed) out.outcome = ScrapeOutcome::kSilent;
 }
 
 // Wait before the next attempt: the interval, or a doubling backoff while
@@ -328,10 +333,11 @@ Task<void> scrape_loop(std::shared_ptr<Shared> sh, std::size_t index) {
   while (!sh->stopped.load()) {
     const auto started = Clock::now();
     Attempt attempt;
-    co_await scrape_once(*sh, slot.target, conn, attempt);
+    // Only this loop writes the state (on the strand): no lock to read it.
+    const auto timeout = sh->options.effective_timeout(slot.state.consecutive_silent);
+    co_await scrape_once(*sh, slot.target, conn, timeout, attempt);
     if (sh->stopped.load()) break;
     sh->update(slot, &attempt, Clock::now());
-    // Only this loop writes the state (on the strand): no lock to read it.
     const uint32_t failures = slot.state.consecutive_failures;
     conn->pacer.expires_at(started + pause_after(sh->options, failures));
     co_await conn->pacer.async_wait(kAsTuple);
@@ -368,7 +374,7 @@ void BackendMonitor::start() {
   const auto now = Clock::now();
   {
     std::lock_guard lock(shared_->mu);
-    for (auto& slot : shared_->slots) slot.state.last_success = now;
+    for (auto& slot : shared_->slots) slot.state.last_success = slot.state.last_answer = now;
   }
   for (std::size_t i = 0; i < shared_->slots.size(); ++i) {
     net::co_spawn(shared_->strand, scrape_loop(shared_, i), net::detached);

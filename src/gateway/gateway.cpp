@@ -111,6 +111,7 @@ void Gateway::start_monitor(net::any_io_executor executor) {
   MonitorOptions options;
   options.interval = config_.engine_signals.interval;
   options.rules.stale_after = config_.engine_signals.stale_after;
+  options.rules.silence_before_down = config_.engine_signals.silence_before_down;
   options.rules.kv_threshold = config_.engine_signals.kv_saturation;
   // Verdicts go to the scheduler through BackendHealth (which adds outlier
   // ejection): a saturated backend takes no new dispatch, a stale one falls

@@ -155,6 +155,8 @@ constexpr SettingKey<E> kEngineSignalKeys[] = {
     {"interval_ms", "milliseconds in [1, 86400000]", read_ms<E, &E::interval, 1, kDayMs>, write_ms<E, &E::interval>},
     {"stale_after_ms", "milliseconds in [1, 86400000]", read_ms<E, &E::stale_after, 1, kDayMs>,
      write_ms<E, &E::stale_after>},
+    {"silence_before_down_ms", "milliseconds in [1, 86400000]", read_ms<E, &E::silence_before_down, 1, kDayMs>,
+     write_ms<E, &E::silence_before_down>},
     {"kv_saturation", "number in [0.01, 1]", read_number<E, &E::kv_saturation, 0.01, 1.0>,
      write_number<E, &E::kv_saturation>},
 };

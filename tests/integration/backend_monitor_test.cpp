@@ -249,6 +249,8 @@ TEST(BackendMonitor, FollowsSaturationThenStaleDownAndBack) {
   engine.answer(vllm_body(0, 2, 0.2));
   MonitorOptions options = fast_options();
   options.timeout = 1000ms;  // three hung scrapes take ~3 s: stale (2 s) comes first
+  // Scrapes that only time out: down once the engine has been silent 3 s.
+  options.rules.silence_before_down = 3s;
   MonitorRun run({engine.target(0, 3)}, options);
 
   ASSERT_TRUE(wait_snapshot(run, 0, [](const auto& b) { return b.counters.scrapes_ok >= 3; }, 5s))
@@ -289,7 +291,7 @@ TEST(BackendMonitor, FollowsSaturationThenStaleDownAndBack) {
   ASSERT_TRUE(run.wait_for(is_clear, 5s)) << run.describe_events();
 
   // The engine stops answering: stale about 2 s after its last answer, then
-  // down once three scrapes in a row have timed out.
+  // down once three scrapes in a row have timed out and it has been silent 3 s.
   engine.set(Hang{});
   const auto hung_at = Clock::now();
   e = run.wait_for(is_stale, 8s);
@@ -302,7 +304,7 @@ TEST(BackendMonitor, FollowsSaturationThenStaleDownAndBack) {
 
   e = run.wait_for(is_down, 10s);
   ASSERT_TRUE(e) << run.describe_events() << engine.upstream().describe();
-  EXPECT_GE(ms_between(hung_at, e->at), 2500) << run.describe_events();
+  EXPECT_GE(ms_between(hung_at, e->at), 2900) << run.describe_events();
   {
     const auto b = run.backend(0);
     EXPECT_TRUE(b.signal.down && b.signal.stale);
@@ -335,6 +337,32 @@ TEST(BackendMonitor, FollowsSaturationThenStaleDownAndBack) {
   const auto connections = engine.upstream().connections();
   ASSERT_GE(connections.size(), 2u);  // the hung ones were closed and replaced
   EXPECT_GE(connections[0].requests, 5u) << engine.upstream().describe();
+}
+
+// An engine under load that renders /metrics in 1.5 s (SGLang's has been
+// seen taking seconds) while it serves: its scrapes pass the 500 ms deadline
+// at first, so it goes stale, but the deadline grows until its answers come
+// in time, and it is never called down. (With the deadline fixed and every
+// timeout counted it was down after ~1.5 s, and a fleet under load read
+// "every backend is down".)
+TEST(BackendMonitor, AnEngineSlowToAnswerItsMetricsIsStaleNotDown) {
+  ScriptedEngine engine;
+  Respond slow;
+  slow.body = vllm_body(0, 2, 0.2);
+  slow.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  slow.header_delay = 1500ms;
+  engine.set(slow);
+  MonitorOptions options = fast_options();
+  options.timeout = 500ms;
+  options.rules.stale_after = 1s;
+  MonitorRun run({engine.target(0, 0)}, options);
+  ASSERT_TRUE(run.wait_for(is_stale, 5s)) << run.describe_events();
+  // Answers come through once the deadline has grown past 1.5 s.
+  ASSERT_TRUE(wait_snapshot(run, 0, [](const auto& b) { return b.counters.scrapes_ok >= 3; }, 15s))
+      << run.describe_events() << engine.upstream().describe();
+  EXPECT_EQ(run.backend(0).counters.down_transitions, 0u) << run.describe_events();
+  for (const Event& e : run.events()) EXPECT_FALSE(e.signal.down) << run.describe_events();
+  ASSERT_TRUE(run.stop_and_join(5s));
 }
 
 TEST(BackendMonitor, CountsTransitionsAndScrapes) {

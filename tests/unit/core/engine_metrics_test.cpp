@@ -432,6 +432,42 @@ TEST_F(EngineVerdict, FailureThresholdIsConfigurableAndAtLeastOne) {
   EXPECT_TRUE(judge(state, t0, rules).down);
 }
 
+// An engine under load can take seconds to render /metrics while it serves
+// well: scrapes that only pass their deadline make it stale (its figures
+// ignored), and down only after silence_before_down without any answer. A
+// refusal in the run (the process gone) makes it down after three, as before.
+TEST_F(EngineVerdict, ScrapesThatOnlyTimeOutMakeItDownOnlyAfterTheSilenceRule) {
+  MonitorState state = scraped(0, 0.1);
+  for (int i = 1; i <= 5; ++i) record_scrape(state, ScrapeOutcome::kSilent, {}, t0 + i * 500ms);
+  EXPECT_EQ(state.consecutive_failures, 5u);
+  EXPECT_EQ(state.consecutive_silent, 5u);
+  auto signal = judge(state, t0 + 2500ms, rules);
+  EXPECT_FALSE(signal.down);
+  EXPECT_TRUE(signal.stale);
+  EXPECT_FALSE(judge(state, t0 + 10s - 1ms, rules).down);
+  EXPECT_TRUE(judge(state, t0 + 10s, rules).down);  // hung: down
+  rules.silence_before_down = 4s;
+  EXPECT_TRUE(judge(state, t0 + 4s, rules).down);
+
+  // A refusal in the run: down from the third failure, silence or not.
+  rules.silence_before_down = 10s;
+  MonitorState refused = scraped(0, 0.1);
+  record_scrape(refused, ScrapeOutcome::kSilent, {}, t0 + 100ms);
+  record_scrape(refused, ScrapeOutcome::kSilent, {}, t0 + 200ms);
+  record_scrape(refused, ScrapeOutcome::kFailed, {}, t0 + 300ms);
+  EXPECT_TRUE(judge(refused, t0 + 300ms, rules).down);
+  EXPECT_EQ(refused.consecutive_silent, 0u);
+
+  // A slow answer at last: back, the run and its refusal forgotten.
+  record_scrape(refused, ScrapeOutcome::kUnusable, {}, t0 + 2s);
+  EXPECT_FALSE(judge(refused, t0 + 2s, rules).down);
+  record_scrape(refused, ScrapeOutcome::kSilent, {}, t0 + 3s);
+  record_scrape(refused, ScrapeOutcome::kSilent, {}, t0 + 4s);
+  record_scrape(refused, ScrapeOutcome::kSilent, {}, t0 + 5s);
+  EXPECT_FALSE(judge(refused, t0 + 5s, rules).down);
+  EXPECT_TRUE(judge(refused, t0 + 12s, rules).down);  // 10 s since the last answer
+}
+
 TEST_F(EngineVerdict, FailedScrapesKeepTheLastFigures) {
   MonitorState state = scraped(4, 0.5);
   record_scrape(state, ScrapeOutcome::kFailed, {}, t0 + 100ms);
