@@ -71,10 +71,12 @@ struct Attempt {
 
 }  // namespace
 
-std::chrono::milliseconds MonitorOptions::effective_timeout(uint32_t silent) const {
-  const std::chrono::milliseconds base = timeout.count() > 0 ? timeout : std::min(interval * 5, kMaxAutoTimeout);
-  const auto cap = std::max(base, std::chrono::duration_cast<std::chrono::milliseconds>(rules.silence_before_down / 2));
-  auto t = base;
+std::chrono::milliseconds MonitorOptions::effective_timeout(uint32_t silent,
+                                                            std::chrono::steady_clock::duration answered_in) const {
+  using std::chrono::milliseconds;
+  const milliseconds base = timeout.count() > 0 ? timeout : std::min(interval * 5, kMaxAutoTimeout);
+  const auto cap = std::max(base, std::chrono::duration_cast<milliseconds>(rules.silence_before_down / 2));
+  auto t = std::max(base, std::chrono::ceil<milliseconds>(answered_in * 2));
   for (uint32_t i = 0; i < silent && t < cap; ++i) t *= 2;
   return std::min(t, cap);
 }
@@ -330,14 +332,19 @@ Task<void> scrape_loop(std::shared_ptr<Shared> sh, std::size_t index) {
   Shared::Slot& slot = sh->slots[index];
   auto conn = std::make_shared<ScrapeConnection>(sh->strand, slot.target, sh->options.path);
   slot.io = conn;
+  Clock::duration answered_in{};  // what the last answered scrape took
   while (!sh->stopped.load()) {
     const auto started = Clock::now();
     Attempt attempt;
     // Only this loop writes the state (on the strand): no lock to read it.
-    const auto timeout = sh->options.effective_timeout(slot.state.consecutive_silent);
+    const auto timeout = sh->options.effective_timeout(slot.state.consecutive_silent, answered_in);
     co_await scrape_once(*sh, slot.target, conn, timeout, attempt);
     if (sh->stopped.load()) break;
-    sh->update(slot, &attempt, Clock::now());
+    const auto now = Clock::now();
+    if (attempt.outcome == ScrapeOutcome::kOk || attempt.outcome == ScrapeOutcome::kUnusable) {
+      answered_in = now - started;
+    }
+    sh->update(slot, &attempt, now);
     const uint32_t failures = slot.state.consecutive_failures;
     conn->pacer.expires_at(started + pause_after(sh->options, failures));
     co_await conn->pacer.async_wait(kAsTuple);

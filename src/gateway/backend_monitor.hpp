@@ -45,14 +45,17 @@ struct MonitorOptions {
   std::chrono::milliseconds interval{100};  // scrape period per backend
   // Deadline of one scrape (connect + request + response); 0: min(5 x interval, 1 s).
   // It doubles after each scrape in a row that passed it without an answer,
-  // up to half of rules.silence_before_down: a slow /metrics is waited for.
+  // and is at least twice what the last answer took, up to half of
+  // rules.silence_before_down: a slow /metrics is waited for.
   std::chrono::milliseconds timeout{0};
   std::chrono::milliseconds max_backoff{1000};  // longest wait between failed attempts
   std::string path = "/metrics";                // scraped target
   SignalRules rules;  // kv_threshold, max_waiting, stale_after, failures_before_down
 
-  // The timeout actually used, after `silent` scrapes in a row that passed it.
-  std::chrono::milliseconds effective_timeout(uint32_t silent = 0) const;
+  // The timeout actually used, after `silent` scrapes in a row that passed
+  // it and a last answer that took `answered_in`.
+  std::chrono::milliseconds effective_timeout(uint32_t silent = 0,
+                                              std::chrono::steady_clock::duration answered_in = {}) const;
 };
 
 // Event counts of one backend, monotonic (exported as counters).

@@ -342,7 +342,8 @@ TEST(BackendMonitor, FollowsSaturationThenStaleDownAndBack) {
 // An engine under load that renders /metrics in 1.5 s (SGLang's has been
 // seen taking seconds) while it serves: its scrapes pass the 500 ms deadline
 // at first, so it goes stale, but the deadline grows until its answers come
-// in time, and it is never called down. (With the deadline fixed and every
+// in time and then stays above what they take, so its figures are fresh
+// again, and it is never called down. (With the deadline fixed and every
 // timeout counted it was down after ~1.5 s, and a fleet under load read
 // "every backend is down".)
 TEST(BackendMonitor, AnEngineSlowToAnswerItsMetricsIsStaleNotDown) {
@@ -354,12 +355,20 @@ TEST(BackendMonitor, AnEngineSlowToAnswerItsMetricsIsStaleNotDown) {
   engine.set(slow);
   MonitorOptions options = fast_options();
   options.timeout = 500ms;
-  options.rules.stale_after = 1s;
+  options.rules.stale_after = 2s;  // above the engine's pace, below its first answer (~3 s)
   MonitorRun run({engine.target(0, 0)}, options);
   ASSERT_TRUE(run.wait_for(is_stale, 5s)) << run.describe_events();
-  // Answers come through once the deadline has grown past 1.5 s.
+  // Answers come through once the deadline has grown past 1.5 s, and keep
+  // coming: fresh again.
   ASSERT_TRUE(wait_snapshot(run, 0, [](const auto& b) { return b.counters.scrapes_ok >= 3; }, 15s))
       << run.describe_events() << engine.upstream().describe();
+  const auto answered = run.backend(0).counters;
+  ASSERT_TRUE(wait_snapshot(run, 0, [&](const auto& b) { return b.counters.scrapes_ok >= answered.scrapes_ok + 3; },
+                            10s))
+      << run.describe_events();
+  EXPECT_EQ(run.backend(0).counters.scrapes_failed, answered.scrapes_failed)
+      << "after its first answer every scrape waits long enough";
+  EXPECT_TRUE(run.wait_for(is_clear, 5s)) << run.describe_events();
   EXPECT_EQ(run.backend(0).counters.down_transitions, 0u) << run.describe_events();
   for (const Event& e : run.events()) EXPECT_FALSE(e.signal.down) << run.describe_events();
   ASSERT_TRUE(run.stop_and_join(5s));
