@@ -59,7 +59,6 @@ struct RequestContext {
   // to be recorded (BreakerObserver); none without a breaker.
   std::optional<resilience::BreakerRoute> breaker;
   std::size_t breaker_model = 0;                        // breaker: ModelBreakers index of the requested model
-  bool breaker_recorded = false;                        // breaker: its outcome is in already (BreakerObserver)
   ResumeMethod resume = ResumeMethod::kNone;            // caps: how a preempted run continues
   std::string supersede_key;                            // supersede: empty when none
   // quota: the reservation, for tenants with quotas. Mutable: QuotaObserver
@@ -80,7 +79,7 @@ struct RequestContext {
 
   // The pipeline's observers (Pipeline::run), for answer_started().
   const std::vector<std::unique_ptr<CompletionObserver>>* observers = nullptr;
-  bool answer_began = false;
+  bool answer_began = false;  // answer_started() ran (BreakerObserver recorded it then)
 };
 
 }  // namespace arbiter

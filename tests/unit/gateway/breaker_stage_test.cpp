@@ -75,14 +75,17 @@ struct Rig {
     if (end != End::kNoBackendReached) ctx.rec.backend = config.models[ctx.pool].backends[0].name;
     if (end == End::kFailed) ctx.outcome.error = ApiError{ErrorCode::kUpstreamFailed, "down", {}, {}};
     if (end == End::kNoBackendReached) ctx.outcome.error = ApiError{ErrorCode::kRateLimited, "queue full", {}, {}};
-    BreakerObserver observer(breakers);
+    // As Pipeline::run has it: the observers told through the context.
+    std::vector<std::unique_ptr<CompletionObserver>> observers;
+    observers.push_back(std::make_unique<BreakerObserver>(breakers));
+    ctx.observers = &observers;
     if (end == End::kStreamCut) {
-      observer.on_answer_started(ctx);
+      ctx.answer_started();
       ctx.outcome.stream = true;
       ctx.outcome.status = 499;
       ctx.outcome.error = ApiError{ErrorCode::kUpstreamFailed, "broke off", {}, {}};
     }
-    observer.on_complete(ctx);
+    observers.front()->on_complete(ctx);
     return std::nullopt;
   }
 };

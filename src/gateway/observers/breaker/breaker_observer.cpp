@@ -22,15 +22,14 @@ bool backends_failed(const RelayOutcome& outcome) {
 }
 
 void BreakerObserver::on_answer_started(RequestContext& ctx) {
-  if (!ctx.breaker || ctx.breaker_recorded) return;
-  ctx.breaker_recorded = true;
+  if (!ctx.breaker) return;
   breakers_.record(ctx.breaker_model, *ctx.breaker, false, sched::Clock::now());
 }
 
 void BreakerObserver::on_complete(const RequestContext& ctx) {
   // Refused before the breaker stage or by the breaker itself: not routed;
   // or a stream, recorded when its answer began.
-  if (!ctx.breaker || ctx.breaker_recorded) return;
+  if (!ctx.breaker || ctx.answer_began) return;
   // Routed, then refused by a later admission stage (a quota): it reached
   // no model, so it says nothing; a half-open trial it was goes back.
   if (!ctx.admitted) {
