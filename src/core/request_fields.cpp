@@ -197,6 +197,7 @@ class Handler {
       case Role::kParts: content_chars_ = parts_chars_; break;
       case Role::kPart: parts_chars_ += part_chars_; break;
       case Role::kTokenIds: out_.prompt_tokens += static_cast<int64_t>(members); break;
+      case Role::kPrompt: out_.prompt_count += prompt_ids_ ? 1 : 0; break;  // the integers: one prompt
       default: break;
     }
     --depth_;
@@ -241,7 +242,7 @@ class Handler {
           ++out_.prompt_count;
         } else if (kind == JsonKind::kInt64 || kind == JsonKind::kUint64) {
           out_.prompt_tokens += 1;
-          out_.prompt_ids = true;
+          prompt_ids_ = true;
         } else if (kind == JsonKind::kArray) {
           ++out_.prompt_count;
           return Role::kTokenIds;
@@ -293,7 +294,7 @@ class Handler {
         out_.prompt_bad_element = false;
         out_.prompt_tokens = kind == JsonKind::kString ? estimate_tokens(string_size) : 0;
         out_.prompt_count = kind == JsonKind::kString ? 1 : 0;
-        out_.prompt_ids = false;
+        prompt_ids_ = false;
         return kind == JsonKind::kArray ? Role::kPrompt : Role::kIgnored;
       default:
         return Role::kIgnored;
@@ -313,6 +314,7 @@ class Handler {
   std::size_t content_chars_ = 0;  // the current message's content
   std::size_t parts_chars_ = 0;    // its parts so far
   std::size_t part_chars_ = 0;     // the current part's text
+  bool prompt_ids_ = false;        // the prompt array holds integers (counted at its end)
 };
 
 }  // namespace

@@ -58,11 +58,9 @@ struct RequestFields {
   JsonKind prompt = JsonKind::kAbsent;
   bool prompt_bad_element = false;
   int64_t prompt_tokens = 0;
-  // How many prompts: an array's strings and token-id arrays, each one
-  // prompt (a string `prompt` is one); integers directly in the array are
-  // one prompt together (prompt_ids).
+  // How many prompts: a string `prompt` is one; in an array each string and
+  // each token-id array is one, and integers directly in it one together.
   int64_t prompt_count = 0;
-  bool prompt_ids = false;
 
   // Where the top-level `messages` and `prompt` keys start in the text
   // (TextSpan::kNone: absent, or a key split across parser buffers): the

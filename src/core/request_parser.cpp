@@ -148,7 +148,7 @@ std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string bo
   out.info.prompt_tokens_estimate = *prompt;
   // Each prompt of a batch gets its n answers.
   const int64_t prompts =
-      route == Route::kCompletions ? std::max<int64_t>(1, f.prompt_count + (f.prompt_ids ? 1 : 0)) : 1;
+      route == Route::kCompletions ? std::max<int64_t>(1, f.prompt_count) : 1;
   out.info.choices = *n > INT64_MAX / prompts ? INT64_MAX : *n * prompts;
   const std::size_t at = route == Route::kChatCompletions ? f.messages_at : f.prompt_at;
   out.info.prompt_at = at == TextSpan::kNone ? std::string::npos : at;
