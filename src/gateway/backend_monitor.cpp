@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <mutex>
+#include <optional>
+#include <string>
+
+#include "gateway/engine_signal_log.hpp"
 
 namespace arbiter {
 
@@ -117,6 +122,7 @@ struct BackendMonitor::Shared {
 
   // Records a scrape (when given), re-judges and reports a change. Strand only.
   void update(Slot& slot, const Attempt* attempt, Clock::time_point now);
+  void log(std::string_view line) const;
   void notify(const SignalCallback& callback, const Slot& slot, const sched::BackendSignal& signal,
               const EngineLoad& load);
 
@@ -137,6 +143,7 @@ void BackendMonitor::Shared::update(Slot& slot, const Attempt* attempt, Clock::t
   EngineLoad load;
   EngineLoad latest;  // the last successful scrape's, for on_judged
   bool changed = false;
+  std::optional<std::string> log_line;
   {
     std::lock_guard lock(mu);
     if (attempt) {
@@ -165,6 +172,11 @@ void BackendMonitor::Shared::update(Slot& slot, const Attempt* attempt, Clock::t
     changed = verdict || signal.engine_running != slot.reported.engine_running ||
               slot.state.load.kv_cache_tokens != slot.reported_kv;
     if (verdict) {
+      // Why: this scrape's problem, or the last one's while failures last.
+      const std::string_view why = attempt ? attempt->problem
+                                   : slot.state.consecutive_failures > 0 ? slot.problem
+                                                                         : std::string_view();
+      log_line = engine_signal_line(slot.target.name, slot.reported, signal, slot.state, why, now);
       if (signal.saturated && !slot.reported.saturated) ++slot.counters.saturated_transitions;
       if (signal.stale && !slot.reported.stale) ++slot.counters.stale_transitions;
       if (signal.down && !slot.reported.down) ++slot.counters.down_transitions;
@@ -176,8 +188,17 @@ void BackendMonitor::Shared::update(Slot& slot, const Attempt* attempt, Clock::t
     }
     if (on_judged) latest = slot.state.load;
   }
+  if (log_line) log(*log_line);
   if (changed) notify(on_change, slot, signal, load);
   notify(on_judged, slot, signal, latest);
+}
+
+void BackendMonitor::Shared::log(std::string_view line) const {
+  if (options.log) {
+    options.log(line);
+  } else {
+    std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+  }
 }
 
 void BackendMonitor::Shared::notify(const SignalCallback& callback, const Slot& slot,

@@ -51,6 +51,9 @@ struct MonitorOptions {
   std::chrono::milliseconds max_backoff{1000};  // longest wait between failed attempts
   std::string path = "/metrics";                // scraped target
   SignalRules rules;  // kv_threshold, max_waiting, stale_after, failures_before_down
+  // Where a change of a backend's health (down, stale, up) is logged, one
+  // JSON line each (gateway/engine_signal_log.hpp); empty: stderr.
+  std::function<void(std::string_view line)> log;
 
   // The timeout actually used, after `silent` scrapes in a row that passed
   // it and a last answer that took `answered_in`.

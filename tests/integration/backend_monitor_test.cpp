@@ -103,6 +103,30 @@ std::string describe(const Event& e) {
 // bring a new running count are counted apart. The thread runs the
 // io_context without a work guard, so it ends exactly when the monitor has
 // nothing left pending.
+bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+
+// The monitor's log lines (MonitorOptions::log), from its strand.
+class LogLines {
+ public:
+  void add(std::string_view line) {
+    std::lock_guard lock(mu_);
+    lines_.emplace_back(line);
+  }
+  std::vector<std::string> lines() const {
+    std::lock_guard lock(mu_);
+    return lines_;
+  }
+  std::string describe() const {
+    std::string out = "logged:\n";
+    for (const std::string& l : lines()) out += "  " + l + "\n";
+    return out;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
 class MonitorRun {
  public:
   MonitorRun(std::vector<MonitorTarget> targets, MonitorOptions options,
@@ -251,6 +275,9 @@ TEST(BackendMonitor, FollowsSaturationThenStaleDownAndBack) {
   options.timeout = 1000ms;  // three hung scrapes take ~3 s: stale (2 s) comes first
   // Scrapes that only time out: down once the engine has been silent 3 s.
   options.rules.silence_before_down = 3s;
+  // What an operator reads: the health changes, not the saturation flaps.
+  auto logged = std::make_shared<LogLines>();
+  options.log = [logged](std::string_view line) { logged->add(line); };
   MonitorRun run({engine.target(0, 3)}, options);
 
   ASSERT_TRUE(wait_snapshot(run, 0, [](const auto& b) { return b.counters.scrapes_ok >= 3; }, 5s))
@@ -327,6 +354,16 @@ TEST(BackendMonitor, FollowsSaturationThenStaleDownAndBack) {
   EXPECT_EQ(b.counters.stale_transitions, 1u) << run.describe_events();
   EXPECT_EQ(b.counters.down_transitions, 1u) << run.describe_events();
   EXPECT_EQ(run.events().size(), 7u) << run.describe_events();  // 4 saturation, stale, down, back
+  const std::vector<std::string> lines = logged->lines();
+  ASSERT_EQ(lines.size(), 3u) << logged->describe();
+  EXPECT_TRUE(contains(lines[0], R"("level":"warn","event":"engine_signal","backend":"127.0.0.1:)")) << lines[0];
+  EXPECT_TRUE(contains(lines[0], R"("from":"up","to":"stale")")) << lines[0];
+  EXPECT_TRUE(contains(lines[0], R"("why":"timeout")")) << lines[0] << " (a scrape had timed out by then)";
+  EXPECT_TRUE(contains(lines[1], R"("from":"stale","to":"down")")) << lines[1];
+  EXPECT_TRUE(contains(lines[1], R"("refused":false,"why":"timeout")")) << lines[1];
+  EXPECT_TRUE(contains(lines[2], R"("level":"info","event":"engine_signal")")) << lines[2];
+  EXPECT_TRUE(contains(lines[2], R"("from":"down","to":"up")")) << lines[2];
+  EXPECT_FALSE(contains(lines[2], "why")) << lines[2];
 
   // Every request was a GET /metrics; the healthy phase used one connection.
   const auto requests = engine.upstream().requests();
