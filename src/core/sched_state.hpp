@@ -92,11 +92,12 @@ struct Node {
   uint32_t prompt = 0;           // estimated prompt tokens: prefill backlog at dispatch
   uint32_t prefix_len = 0;       // prefix blocks
   uint16_t cached_blocks = 0;    // prefix blocks its backend held at dispatch: not in its prefill backlog
-  bool expires = false;          // false once requeued: a started request is never 503'd
-  bool resumable = true;         // may be a preemption victim (Request::resumable)
-  bool linked = false;           // on its class's arrival list (queued) or victim list (running)
-  bool prefilling = false;       // running, its prompt counted in its backend's pending prefill
-  bool extra_slot = false;       // running in one of its backend's extra slots (Backend::extra)
+  uint16_t slots = 1;            // slots it holds while running (Request::sequences)
+  bool expires : 1 = false;      // false once requeued: a started request is never 503'd
+  bool resumable : 1 = true;     // may be a preemption victim (Request::resumable)
+  bool linked : 1 = false;       // on its class's arrival list (queued) or victim list (running)
+  bool prefilling : 1 = false;   // running, its prompt counted in its backend's pending prefill
+  bool extra_slot : 1 = false;   // running in one of its backend's extra slots (Backend::extra)
   NodeState state = NodeState::kFree;  // lifecycle state
 };
 
@@ -111,7 +112,7 @@ struct TenantQueue {
   double vtime = 0;             // virtual start of its next request (tokens / weight)
   uint64_t share_seq = 0;       // activation number: tie-break in the class's tenant heap
   uint32_t queued = 0;          // held + ready requests
-  uint32_t in_flight = 0;       // requests holding a slot
+  uint32_t in_flight = 0;       // slots its requests hold
   int64_t queued_cost = 0;      // tokens queued: tenant drain time
   uint32_t share_pos = kNoPos;  // position in the class's tenant heap (while it has ready work)
   IndexedHeap<OrderKey> queue;  // ready requests by (deadline, seq): EDF then arrival (hybrid)
@@ -172,7 +173,7 @@ struct Backend {
   TimePoint backlog_at{};   // when `backlog` was last brought up to date
   double pending = 0;       // prompts of its running requests with no first token reported
   uint32_t extra = 0;        // slots above `limit` for background work only (signal.extra_slots)
-  uint32_t extra_taken = 0;  // of in_flight, requests started in an extra slot (Node::extra_slot)
+  uint32_t extra_taken = 0;  // of in_flight, slots of requests started in an extra slot (Node::extra_slot)
 
   // Slots in use as work that may (with_extra) or may not take the extra
   // slots sees them, and its slot count. Work started in an extra slot is
@@ -190,8 +191,8 @@ struct Pool {
   uint32_t capacity = 0;            // slots on backends not down: what shares are shares of
   uint32_t extra = 0;               // extra slots on backends not down: background classes' too
   uint32_t next_backend = 0;        // rotating tie-break of the backend pick
-  uint32_t preempting = 0;          // victims on its backends chosen but not yet requeued
-  uint32_t aborting = 0;            // superseded requests on its backends not yet released
+  uint32_t preempting = 0;          // slots of victims on its backends chosen but not yet requeued
+  uint32_t aborting = 0;            // slots of superseded requests on its backends not yet released
   std::vector<uint32_t> lenders;    // PoolSpec::lenders
   uint32_t lent = 0;                // its slots held by other pools' requests
   uint32_t borrowed_head = kNil;    // oldest borrowed preemptible request on its backends (hybrid)

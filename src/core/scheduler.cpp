@@ -187,6 +187,7 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
   Node& n = nodes_[id];
   n.user = request.user;
   n.resumable = request.resumable;
+  n.slots = static_cast<uint16_t>(std::clamp<uint32_t>(request.sequences, 1, kMaxSlotsPerRequest));
   n.seq = next_seq_++;
   n.start_seq = 0;
   n.cost = cost;
@@ -264,8 +265,8 @@ std::optional<Superseded> Scheduler::supersede(uint32_t victim) {
       unlink_victim(victim);
       break;
     case NodeState::kPreempting:
-      if (!borrowed) --cq.preempting;
-      --run.preempting;
+      if (!borrowed) cq.preempting -= n.slots;
+      run.preempting -= n.slots;
       superseded.preempting = true;
       break;
     default:
@@ -273,8 +274,8 @@ std::optional<Superseded> Scheduler::supersede(uint32_t victim) {
   }
   // It keeps its slot until the network layer reports the upstream closed.
   n.state = NodeState::kAborting;
-  if (!borrowed) ++cq.aborting;
-  ++run.aborting;
+  if (!borrowed) cq.aborting += n.slots;
+  run.aborting += n.slots;
   ++counters.superseded_in_flight;
   return superseded;
 }

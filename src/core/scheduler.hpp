@@ -304,7 +304,7 @@ class Scheduler {
   // (pool, tenant), counted only for tenants with a cap.
   bool has_tenant_cap(TenantId tenant) const;
   bool at_tenant_cap(uint32_t pool, TenantId tenant) const;
-  void count_running(uint32_t pool, TenantId tenant, bool started);
+  void count_running(uint32_t pool, TenantId tenant, int32_t slots);  // + started, - released
   // Takes a tenant queue at its cap out of its class's order until the end
   // of the poll (its heap key sinks), so the class serves its other tenants.
   void defer_tenant(uint32_t tq);

@@ -406,13 +406,13 @@ uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double
   // pile onto one engine. A backend's load is the larger of its slots in use
   // here and what its engine reports running: other gateway replicas'
   // requests count too.
-  uint64_t used = 1;
+  uint64_t used = n.slots;
   for (const detail::Backend& b : pool.backends) used += b.signal.down ? 0 : affinity_load(b);
   const uint32_t slots = pool.capacity + (extra ? pool.extra : 0);
   const double average = static_cast<double>(used) / std::max<uint32_t>(slots, 1);
   const double bound = (1 + config_.affinity_load_slack) * average + kAffinityMinSlack;
   const auto under_bound = [&](const detail::Backend& b) {
-    return static_cast<double>(affinity_load(b) + 1) <= bound * b.slots(extra) + kEpsilon;
+    return static_cast<double>(affinity_load(b) + n.slots) <= bound * b.slots(extra) + kEpsilon;
   };
   const auto within = [&](uint32_t i) {
     const detail::Backend& b = pool.backends[i];
@@ -671,15 +671,15 @@ void Scheduler::start(uint32_t id, uint32_t run_pool, uint32_t backend, TimePoin
   // With the limit's slots all taken, only background work gets here: it
   // takes an extra slot.
   n.extra_slot = b.used(false) >= b.limit;
-  b.extra_taken += n.extra_slot;
-  ++b.in_flight;
-  ++cq.in_flight;
-  ++tq.in_flight;
-  count_running(n.pool, tq.tenant, true);
+  if (n.extra_slot) b.extra_taken += n.slots;
+  b.in_flight += n.slots;
+  cq.in_flight += n.slots;
+  tq.in_flight += n.slots;
+  count_running(n.pool, tq.tenant, n.slots);
   ++in_flight_;
   if (borrowed) {
-    ++cq.borrowed;
-    ++pool.lent;
+    cq.borrowed += n.slots;
+    pool.lent += n.slots;
     ++counters_.classes[n.klass].borrowed;
   }
   cq.departed.add(now, 1);
@@ -754,7 +754,8 @@ void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
   // backend, or resumed too recently).
   const int64_t slack = int64_t{p.preempting} + p.aborting;
   const int64_t need = std::max(needy, std::min(waiting, background_running)) - slack;
-  for (int64_t taken = 0; taken < need; ++taken) {
+  // Counted in slots: a victim running several sequences frees them all.
+  for (int64_t taken = 0; taken < need;) {
     const bool guarantee = taken < needy - slack;
     TimePoint guard_ends = TimePoint::max();
     const uint32_t victim = pick_victim(p, now, guarantee, guard_ends);
@@ -763,6 +764,7 @@ void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
       p.guard_ends = std::min(p.guard_ends, guard_ends);
       return;
     }
+    taken += nodes_[victim].slots;
     preempt(victim, out);
   }
 }
@@ -782,7 +784,7 @@ void Scheduler::reclaim_lent(uint32_t pool, TimePoint now, Actions& out) {
     if (cq.ready == 0 || config_.classes[c].background) continue;
     waiting += std::max<int64_t>(0, std::min<int64_t>(cq.ready, cap_room(p, c)));
   }
-  for (int64_t need = waiting - p.preempting - p.aborting; need > 0; --need) {
+  for (int64_t need = waiting - p.preempting - p.aborting; need > 0;) {
     TimePoint guard_ends = TimePoint::max();  // borrowed inside its guard: only to save its SLO
     const uint32_t victim = newest_useful_victim(p, p.borrowed_tail, now, guard_ends);
     if (victim == kNil) {
@@ -790,6 +792,7 @@ void Scheduler::reclaim_lent(uint32_t pool, TimePoint now, Actions& out) {
       return;
     }
     ++counters_.classes[nodes_[victim].klass].reclaimed;
+    need -= nodes_[victim].slots;  // slots: all its sequences come back
     preempt(victim, out);
   }
 }
@@ -798,8 +801,8 @@ void Scheduler::preempt(uint32_t victim, Actions& out) {
   unlink_victim(victim);
   Node& n = nodes_[victim];
   n.state = NodeState::kPreempting;
-  if (n.run_pool == n.pool) ++pools_[n.pool].classes[n.klass].preempting;
-  ++pools_[n.run_pool].preempting;
+  if (n.run_pool == n.pool) pools_[n.pool].classes[n.klass].preempting += n.slots;
+  pools_[n.run_pool].preempting += n.slots;
   ++counters_.classes[n.klass].preempted;
   out.preemptions.push_back({.handle = handle_of(victim),
                              .user = n.user,

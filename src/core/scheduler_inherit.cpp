@@ -15,7 +15,7 @@ bool Scheduler::inherit(Handle heir_handle, Handle old_handle, TimePoint now) {
   Node& o = nodes_[old];
   // Same tenant queue: same pool, class and tenant.
   if ((n.state != NodeState::kHeld && n.state != NodeState::kQueued) ||
-      o.state != NodeState::kAborting || n.tenant != o.tenant ||
+      o.state != NodeState::kAborting || n.tenant != o.tenant || n.slots != o.slots ||
       !config_.classes[n.klass].typing_through) {
     return false;
   }
@@ -25,8 +25,8 @@ bool Scheduler::inherit(Handle heir_handle, Handle old_handle, TimePoint now) {
   // ...onto the old request's slot, which stays counted where it is
   // (backend, class, tenant, borrowed): only its aborting mark goes.
   Pool& run = pools_[o.run_pool];
-  if (o.run_pool == o.pool) --cq.aborting;
-  --run.aborting;
+  if (o.run_pool == o.pool) cq.aborting -= o.slots;
+  run.aborting -= o.slots;
   n.state = NodeState::kInFlight;
   n.run_pool = o.run_pool;
   n.backend = o.backend;

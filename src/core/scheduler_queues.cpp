@@ -324,26 +324,26 @@ void Scheduler::release_slot(uint32_t id) {
   Pool& run = pools_[n.run_pool];
   ClassQueue& cq = pools_[n.pool].classes[n.klass];
   const bool borrowed = n.run_pool != n.pool;
-  --run.backends[n.backend].in_flight;
-  if (n.extra_slot) --run.backends[n.backend].extra_taken;
+  run.backends[n.backend].in_flight -= n.slots;
+  if (n.extra_slot) run.backends[n.backend].extra_taken -= n.slots;
   n.extra_slot = false;
   prefilled(n);
-  --cq.in_flight;
-  --tenants_[n.tenant].in_flight;
-  count_running(n.pool, tenants_[n.tenant].tenant, false);
+  cq.in_flight -= n.slots;
+  tenants_[n.tenant].in_flight -= n.slots;
+  count_running(n.pool, tenants_[n.tenant].tenant, -static_cast<int32_t>(n.slots));
   --in_flight_;
   if (borrowed) {
-    --cq.borrowed;
-    --run.lent;
+    cq.borrowed -= n.slots;
+    run.lent -= n.slots;
   }
   switch (n.state) {
     case NodeState::kPreempting:
-      if (!borrowed) --cq.preempting;
-      --run.preempting;
+      if (!borrowed) cq.preempting -= n.slots;
+      run.preempting -= n.slots;
       break;
     case NodeState::kAborting:
-      if (!borrowed) --cq.aborting;
-      --run.aborting;
+      if (!borrowed) cq.aborting -= n.slots;
+      run.aborting -= n.slots;
       break;
     default:
       unlink_victim(id);

@@ -149,18 +149,14 @@ bool Scheduler::at_tenant_cap(uint32_t pool, TenantId tenant) const {
   return running != FlatIndex::kMissing && running >= cap;
 }
 
-void Scheduler::count_running(uint32_t pool, TenantId tenant, bool started) {
+void Scheduler::count_running(uint32_t pool, TenantId tenant, int32_t slots) {
   // Only tenants with a cap are counted.
   if (!has_tenant_cap(tenant)) return;
   const uint64_t key = pool_tenant_key(pool, tenant);
   const uint32_t found = tenant_running_.find(key);
-  const uint32_t running = found == FlatIndex::kMissing ? 0 : found;
+  const int64_t running = (found == FlatIndex::kMissing ? 0 : found) + int64_t{slots};
   if (found != FlatIndex::kMissing) tenant_running_.erase(key);
-  if (started) {
-    tenant_running_.insert(key, running + 1);
-  } else if (running > 1) {
-    tenant_running_.insert(key, running - 1);
-  }
+  if (running > 0) tenant_running_.insert(key, static_cast<uint32_t>(running));
 }
 
 void Scheduler::defer_tenant(uint32_t tq) {

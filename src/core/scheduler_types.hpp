@@ -25,6 +25,7 @@ struct Handle {
 // The most a request is charged: sums of queued costs stay far from int64's
 // end however large a max_tokens an uncapped class lets through.
 inline constexpr int64_t kMaxCostTokens = int64_t{1} << 40;
+inline constexpr uint32_t kMaxSlotsPerRequest = 65535;  // Request::sequences' bound
 
 struct Request {
   uint64_t user = 0;                  // caller's tag, echoed in every event about the request
@@ -41,6 +42,11 @@ struct Request {
   // stay valid until the request is completed, cancelled, superseded or
   // expired.
   std::span<const uint64_t> prefix_blocks;
+  // Sequences the engine runs for it at once (OpenAI `n`, times a completions
+  // batch's prompts): the slots it holds while it runs. It starts whenever its
+  // backend has one slot free; the backend then takes nothing new until it is
+  // below its limit again. Clamped to [1, kMaxSlotsPerRequest].
+  uint32_t sequences = 1;
 };
 
 // What the load monitor knows about one backend.

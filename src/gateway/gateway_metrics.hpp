@@ -41,7 +41,8 @@ struct GatewayMetrics {
       "arbiter_max_tokens_capped_total", "Requests whose max_tokens the class cap rewrote.",
       {"class"});
   metrics::Family<metrics::Gauge>& backend_in_flight = registry.gauge(
-      "arbiter_backend_in_flight", "Requests in flight per backend.", {"model", "backend"});
+      "arbiter_backend_in_flight", "Slots held per backend: one per sequence a request runs (n answers hold n).",
+      {"model", "backend"});
   metrics::Family<metrics::Gauge>& backend_prefix_cache = registry.gauge(
       "arbiter_backend_prefix_cache_tokens",
       "Prompt prefix tokens prefix-affinity routing assumes the backend's engine caches (its KV size: "
@@ -79,7 +80,7 @@ struct GatewayMetrics {
       "arbiter_tenant_queue_depth", "Requests queued, by model pool, class and tenant.",
       {"model", "class", "tenant"});
   metrics::Family<metrics::Gauge>& class_in_flight = registry.gauge(
-      "arbiter_class_in_flight", "Requests holding a backend slot, by model pool and class.",
+      "arbiter_class_in_flight", "Backend slots held, by model pool and class (n answers hold n).",
       {"model", "class"});
   metrics::Family<metrics::Counter>& scheduler_events = registry.counter(
       "arbiter_scheduler_events_total",

@@ -1,5 +1,7 @@
 #include "gateway/dispatch/dispatch_stage.hpp"
 
+#include <algorithm>
+
 #include <boost/json.hpp>
 
 #include "core/pricing.hpp"
@@ -25,7 +27,9 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
       .deadline = std::nullopt,
       .supersede_key = ctx.supersede_key,
       .resumable = ctx.resume != ResumeMethod::kNone,
-      .prefix_blocks = ctx.prefix};
+      .prefix_blocks = ctx.prefix,
+      // n answers (times a batch's prompts) are that many engine sequences.
+      .sequences = static_cast<uint32_t>(std::min<int64_t>(info.choices, sched::kMaxSlotsPerRequest))};
   const auto enqueued = std::chrono::steady_clock::now();
   std::shared_ptr<TypingOffer> offer;
   if (typing) offer = co_await typing_offer(ctx);

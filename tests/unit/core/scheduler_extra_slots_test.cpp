@@ -23,18 +23,10 @@ using testing::one_pool;
 constexpr ClassId kChat = 0;
 constexpr ClassId kBatch = 1;
 
-ClassPolicy batch() {
-  ClassPolicy c = named("batch");
-  c.background = true;
-  c.preemptible = true;
-  c.max_queue_wait = std::chrono::hours(1);
-  return c;
-}
+ClassPolicy batch() { return testing::patient("batch", true); }
 
 SchedulerConfig config(Policy policy, uint32_t slots = 4) {
-  ClassPolicy chat = named("chat");
-  chat.max_queue_wait = std::chrono::hours(1);
-  return one_pool({chat, batch()}, {slots}, policy);
+  return one_pool({testing::patient("chat"), batch()}, {slots}, policy);
 }
 
 std::size_t count_class(const Actions& a, ClassId klass) {

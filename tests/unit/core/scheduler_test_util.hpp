@@ -22,7 +22,8 @@ inline SchedulerConfig one_pool(std::vector<ClassPolicy> classes, std::vector<ui
   SchedulerConfig config;
   config.policy = policy;
   config.classes = std::move(classes);
-  config.pools = {PoolSpec{.name = "model", .max_concurrency = std::move(backends), .prefill_tokens_per_s = {}}};
+  config.pools = {PoolSpec{
+      .name = "model", .max_concurrency = std::move(backends), .prefill_tokens_per_s = {}}};
   // Victim-choice tests preempt at once; PreemptionWaitsPreemptAfter covers the delay.
   config.preempt_after = Duration::zero();
   return config;
@@ -31,6 +32,15 @@ inline SchedulerConfig one_pool(std::vector<ClassPolicy> classes, std::vector<ui
 inline ClassPolicy named(std::string name) {
   ClassPolicy c;
   c.name = std::move(name);
+  return c;
+}
+
+// A class that waits an hour; `background` also makes it preemptible idle-capacity work.
+inline ClassPolicy patient(std::string name, bool background = false) {
+  ClassPolicy c = named(std::move(name));
+  c.background = background;
+  c.preemptible = background;
+  c.max_queue_wait = std::chrono::hours(1);
   return c;
 }
 
