@@ -47,6 +47,25 @@ TEST(Forwarding, EndToEndHeadersGoToTheEngineAndTheClientsKeyDoesNot) {
   }
 }
 
+// Each run of a request goes upstream under an id of its own: the client's
+// x-request-id for the first, then "-2", "-3"... (an engine keying requests
+// by that header refuses an id it still runs, and a failed run may still be
+// running there). The client's answer keeps the client's id.
+TEST(Forwarding, ARetryRunsUpstreamUnderAnIdOfItsOwnThatStartsWithTheClients) {
+  Harness h;
+  h.upstream().push(Respond{.status = 503, .body = R"({"error":{"message":"busy","type":"server_error"}})"});
+  HttpRequest req = chat_request(chat_body());
+  req.headers.emplace_back("x-request-id", "client-abc-123");
+  const HttpResponse answer = http_call(h.port(), req);
+  ASSERT_EQ(answer.status, 200) << describe_output(h.gateway());
+  EXPECT_EQ(answer.header("x-request-id").value_or("(none)"), "client-abc-123");
+  EXPECT_EQ(answer.header("x-arbiter-retries").value_or("(none)"), "1");
+  const auto seen = h.upstream().requests();
+  ASSERT_EQ(seen.size(), 2u) << h.upstream().describe();
+  EXPECT_EQ(seen[0].header("x-request-id").value_or("(none)"), "client-abc-123");
+  EXPECT_EQ(seen[1].header("x-request-id").value_or("(none)"), "client-abc-123-2");
+}
+
 TEST(Forwarding, WithoutAnEngineKeyNoAuthorizationIsSent) {
   Harness h;
   ASSERT_EQ(http_call(h.port(), chat_request(chat_body())).status, 200);

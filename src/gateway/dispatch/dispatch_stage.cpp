@@ -109,6 +109,21 @@ void DispatchStage::set_run_headers(RequestContext& ctx, const BackendConfig& ba
   if (retries > 0) headers.emplace_back("x-arbiter-retries", std::to_string(retries));
 }
 
+namespace {
+
+std::string upstream_run_id(std::string_view request_id, uint32_t earlier_runs) {
+  // The first run is sent under the request's own id (the client's, when it
+  // gave one), so engine logs match the access log; a retry or a resumed run
+  // after a preemption gets "-2", "-3"..., because an engine that keys its
+  // requests by x-request-id (vLLM with --enable-request-id-headers, before
+  // vllm#27987) refuses an id still running there with 400, and an aborted
+  // run may still be when the next one arrives on the same engine.
+  if (earlier_runs == 0) return std::string(request_id);
+  return std::string(request_id) + "-" + std::to_string(earlier_runs + 1);
+}
+
+}  // namespace
+
 Task<std::optional<RelayOutcome>> DispatchStage::run_inherited(RequestContext& ctx, Dispatcher::Slot& slot,
                                                                TypingOffer* offer) {
   std::optional<HandedStream> handed = co_await slot.inherited_from()->receive(*ctx.sink);
@@ -188,9 +203,10 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
     rec.backend = backend.name;
     set_run_headers(ctx, backend, own_headers, retries);
 
+    const std::string run_id = upstream_run_id(rec.request_id, retries + rec.preemptions);
     UpstreamRequest up{.target = route_path(route),
                        .host = pool.upstream(slot.backend()).host_header(),
-                       .request_id = rec.request_id,
+                       .request_id = run_id,
                        .accept = ctx.req["accept"],
                        .body = {},
                        .authorization = backend.authorization,
