@@ -230,6 +230,14 @@ struct EngineSignalsConfig {
   double kv_saturation = 0.9;  // KV cache use above this takes no new dispatch
 };
 
+// Cross-origin requests from browser apps (docs/configuration.md, `cors`):
+// off while no origin is allowed.
+struct CorsConfig {
+  std::vector<std::string> allowed_origins;  // "https://chat.example.com" (scheme://host[:port]) or "*"
+  bool allow_credentials = false;           // browsers may send cookies / client certificates
+  std::chrono::seconds max_age{600};        // how long a browser keeps a preflight's answer
+};
+
 struct LogConfig {
   bool access_log = true;  // one JSON line per request
   std::string access_file;  // appended to, reopened on SIGUSR1; empty: stdout
@@ -266,6 +274,7 @@ struct Config {
   resilience::RetriesConfig retries;
   resilience::HealthProbesConfig health_probes;
   resilience::ModelBreakerSectionConfig model_breaker;
+  CorsConfig cors;
   LogConfig log;
   // Classes the file listed under a built-in class's name: they started from
   // its scheduling settings and cap (what `--check` reports).

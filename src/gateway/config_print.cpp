@@ -77,6 +77,7 @@ std::string config_to_yaml(const Config& c) {
     << "retries: {" << write_settings(retries_keys(), c.retries, ", ") << "}\n"
     << "health_probes: {" << write_settings(health_probes_keys(), c.health_probes, ", ") << "}\n"
     << "model_breaker: {" << write_settings(model_breaker_keys(), c.model_breaker, ", ") << "}\n"
+    << "cors: {" << write_settings(cors_keys(), c.cors, ", ") << "}\n"
     << "log: {" << write_settings(log_keys(), c.log, ", ") << "}\n";
   return y.str();
 }

@@ -63,6 +63,26 @@ void read_classes(YamlReader& r, const YAML::Node& n, std::vector<ClassConfig>& 
   }
 }
 
+// An origin is what a browser sends in Origin: scheme://host[:port], nothing
+// after; "*" allows any, which credentials rule out (browsers refuse it).
+void check_cors(YamlReader& r, const CorsConfig& cors) {
+  for (std::size_t i = 0; i < cors.allowed_origins.size(); ++i) {
+    const std::string& o = cors.allowed_origins[i];
+    const std::string path = YamlReader::index("cors.allowed_origins", i);
+    if (o == "*") {
+      if (cors.allow_credentials) r.error(path, "\"*\" cannot go with allow_credentials: name the origins");
+      continue;
+    }
+    const std::size_t scheme_end = o.find("://");
+    const bool web = o.starts_with("http://") || o.starts_with("https://");
+    const std::string_view rest = scheme_end == std::string::npos ? "" : std::string_view(o).substr(scheme_end + 3);
+    if (!web || rest.empty() || rest.find_first_of("/?#* ") != std::string_view::npos) {
+      r.error(path, "must be \"*\" or an origin as browsers send it, scheme://host[:port] (e.g. "
+                    "https://chat.example.com), got \"" + o + "\"");
+    }
+  }
+}
+
 bool is_loopback(const std::string& address) {
   return address == "127.0.0.1" || address == "::1" || address == "localhost" || address.starts_with("127.");
 }
@@ -343,7 +363,7 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   if (!r.map(root, "(top level)", {"listener", "admin", "limits", "timeouts", "auth", "tenants", "teams",
                                     "quota_store", "traffic_breaker", "classes", "default_class", "models", "prices",
                                     "scheduler", "engine_signals", "adaptive_capacity", "outlier_detection", "retries",
-                                    "health_probes", "model_breaker", "log"})) {
+                                    "health_probes", "model_breaker", "cors", "log"})) {
     return std::unexpected(errors);
   }
   read_listener(r, root["listener"], c.listener);
@@ -375,6 +395,8 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
   if (c.retries.backoff_max < c.retries.backoff_base) r.error("retries.backoff_max_ms", "must be >= backoff_base_ms");
   read_section(health_probes_keys(), r, root["health_probes"], "health_probes", c.health_probes);
   read_section(model_breaker_keys(), r, root["model_breaker"], "model_breaker", c.model_breaker);
+  read_section(cors_keys(), r, root["cors"], "cors", c.cors);
+  check_cors(r, c.cors);
   read_section(log_keys(), r, root["log"], "log", c.log);
   check_references(r, c);
   check_prices(r, c, prices);

@@ -37,7 +37,8 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
       quotas_(config_, timer_executor),
       usage_(config_),
       pool_index_(startup_->pool_index),
-      access_log_(std::move(access_log)) {
+      access_log_(std::move(access_log)),
+      cors_(config_.cors) {
   for (std::size_t i = 0; i < config_.models.size(); ++i) {
     pools_.push_back(std::make_unique<ModelPool>(config_.models[i], io_threads));
   }
@@ -80,6 +81,7 @@ Gateway::~Gateway() {
 // which names the class); a new observer likewise.
 void Gateway::assemble_pipeline() {
   pipeline_.set_runtime(runtime_);
+  if (cors_.enabled()) pipeline_.set_cors(cors_);
   pipeline_.add_stage(std::make_unique<AuthStage>());
   pipeline_.add_stage(std::make_unique<ParseStage>(config_.limits.max_json_depth));
   pipeline_.add_stage(std::make_unique<RouteStage>(pools_));
@@ -157,6 +159,10 @@ Task<void> Gateway::handle(HttpRequest& req, ClientConnection& conn) {
   }
   // With an admin listener, the public port does not know its routes.
   const bool admin = AdminRoutes::serves(path) && !(config_.admin.enabled && AdminRoutes::operator_only(path));
+  if (req.method() == http::verb::options && cors_.enabled() && (route || admin)) {
+    co_await answer_preflight(req, conn, route ? "POST" : "GET, HEAD");
+    co_return;
+  }
   co_await answer_get(req, conn, path, route.has_value(), admin);
 }
 
@@ -166,10 +172,34 @@ Task<void> Gateway::handle_admin(HttpRequest& req, ClientConnection& conn) {
   co_await answer_get(req, conn, path, false, admin);
 }
 
+Task<void> Gateway::answer_preflight(HttpRequest& req, ClientConnection& conn, std::string_view methods) {
+  // A browser's CORS preflight: may a page of this origin send that method
+  // with those headers? 200 with the permission (as Envoy's CORS filter; any
+  // 2xx will do), or 403 saying why not.
+  const std::string request_id = choose_request_id(req["x-request-id"]);
+  auto allowed = cors_.preflight(req["origin"], req["access-control-request-method"],
+                                 req["access-control-request-headers"], methods);
+  if (!allowed) {
+    const std::vector<std::pair<std::string, std::string>> headers{{"x-request-id", request_id}};
+    const ApiError refused{ErrorCode::kForbidden,
+                           "cross-origin request refused: origin '" + std::string(req["origin"]) +
+                               "' is not in cors.allowed_origins (or the preflight has no "
+                               "Access-Control-Request-Method)",
+                           {}, {}};
+    co_await send_error(conn, refused, headers);
+    co_return;
+  }
+  http::response<http::string_body> res{http::status::ok, 11};
+  res.set("x-request-id", request_id);
+  for (const auto& [name, value] : *allowed) res.set(name, value);
+  co_await conn.send(res);
+}
+
 Task<void> Gateway::answer_get(HttpRequest& req, ClientConnection& conn, std::string_view path, bool inference,
                                bool admin) {
   // Everything but inference answers with the request's id too.
   std::vector<std::pair<std::string, std::string>> headers{{"x-request-id", choose_request_id(req["x-request-id"])}};
+  cors_.add_answer_headers(req["origin"], headers);
   // HEAD: the GET's head alone (RFC 9110 9.3.2; load balancers probe with
   // it). Every one of these routes answers whole, never a stream.
   const bool head = req.method() == http::verb::head;
@@ -181,7 +211,8 @@ Task<void> Gateway::answer_get(HttpRequest& req, ClientConnection& conn, std::st
   if (inference || admin) {
     // Named locals, not braced temporaries, in co_await expressions: GCC 12
     // miscompiles some of those ("array used as initializer").
-    const std::string_view allowed = inference ? "POST" : "GET, HEAD";
+    const std::string_view allowed = inference ? (cors_.enabled() ? "POST, OPTIONS" : "POST")
+                                               : (cors_.enabled() ? "GET, HEAD, OPTIONS" : "GET, HEAD");
     const ApiError err{ErrorCode::kMethodNotAllowed, "use " + std::string(allowed) + " for " + std::string(path), {}, {}};
     headers.emplace_back("allow", allowed);
     co_await send_error(conn, err, headers);

@@ -18,6 +18,7 @@
 #include "gateway/admin/admin_routes.hpp"
 #include "gateway/admin/state_export.hpp"
 #include "gateway/backend_capacity.hpp"
+#include "gateway/cors.hpp"
 #include "gateway/backend_monitor.hpp"
 #include "gateway/dispatch/dispatcher.hpp"
 #include "gateway/dispatch/service_exchange.hpp"
@@ -72,6 +73,8 @@ class Gateway {
   // wrong method for a known route, or 404.
   Task<void> answer_get(HttpRequest& req, ClientConnection& conn, std::string_view path, bool inference,
                         bool admin);
+  // A CORS preflight (OPTIONS) for a route answering `methods`.
+  Task<void> answer_preflight(HttpRequest& req, ClientConnection& conn, std::string_view methods);
   // Copies the scheduler's and the monitor's state into the registry.
   void refresh_metrics();
   void start_monitor(net::any_io_executor executor);
@@ -100,6 +103,7 @@ class Gateway {
   // Written to by the pipeline's AccessLogObserver, so it outlives pipeline_:
   // its destructor writes what is still buffered.
   std::unique_ptr<BatchedLineWriter> access_log_;
+  const Cors cors_;  // browser apps' cross-origin requests (config_.cors)
   Pipeline pipeline_;
 };
 

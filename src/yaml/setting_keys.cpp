@@ -192,6 +192,15 @@ constexpr SettingKey<LogConfig> kLogKeys[] = {
      write_ms<LogConfig, &LogConfig::access_flush>},
 };
 
+constexpr SettingKey<CorsConfig> kCorsKeys[] = {
+    {"allowed_origins", "a list of origins (scheme://host[:port]) or [\"*\"]",
+     read_strings<CorsConfig, &CorsConfig::allowed_origins>, write_strings<CorsConfig, &CorsConfig::allowed_origins>},
+    {"allow_credentials", "true or false", read_bool<CorsConfig, &CorsConfig::allow_credentials>,
+     write_bool<CorsConfig, &CorsConfig::allow_credentials>},
+    {"max_age_s", "seconds in [0, 86400]", read_seconds<CorsConfig, &CorsConfig::max_age, 0, 86'400>,
+     write_seconds<CorsConfig, &CorsConfig::max_age>},
+};
+
 using Q = quota::QuotaStoreConfig;
 constexpr SettingKey<Q> kQuotaStoreKeys[] = {
     {"redis", "host:port of a Redis server (empty: in-process)", read_text<Q, &Q::redis>, write_text<Q, &Q::redis>},
@@ -309,6 +318,7 @@ std::span<const SettingKey<TimeoutsConfig>> timeouts_keys() { return kTimeoutKey
 std::span<const SettingKey<AuthConfig>> auth_keys() { return kAuthKeys; }
 std::span<const SettingKey<EngineSignalsConfig>> engine_signals_keys() { return kEngineSignalKeys; }
 std::span<const SettingKey<LogConfig>> log_keys() { return kLogKeys; }
+std::span<const SettingKey<CorsConfig>> cors_keys() { return kCorsKeys; }
 std::span<const SettingKey<sched::AdaptiveCapacityConfig>> adaptive_capacity_keys() { return kAdaptiveCapacityKeys; }
 std::span<const SettingKey<resilience::OutlierDetectionConfig>> outlier_detection_keys() { return kOutlierKeys; }
 std::span<const SettingKey<resilience::RetriesConfig>> retries_keys() { return kRetryKeys; }

@@ -53,6 +53,7 @@ std::span<const SettingKey<TimeoutsConfig>> timeouts_keys();
 std::span<const SettingKey<AuthConfig>> auth_keys();
 std::span<const SettingKey<EngineSignalsConfig>> engine_signals_keys();
 std::span<const SettingKey<LogConfig>> log_keys();
+std::span<const SettingKey<CorsConfig>> cors_keys();
 // adaptive_capacity (core/adaptive_capacity.hpp): the gateway's section and
 // a scenario's engine.adaptive_capacity.
 std::span<const SettingKey<sched::AdaptiveCapacityConfig>> adaptive_capacity_keys();

@@ -1,6 +1,7 @@
 #include "gateway/pipeline/pipeline.hpp"
 
 #include "core/tenants.hpp"
+#include "gateway/cors.hpp"
 #include "gateway/request_id.hpp"
 
 namespace arbiter {
@@ -25,7 +26,7 @@ RequestContext::RequestContext(Route r, HttpRequest& request, ClientConnection& 
   rec.team = kAnonymousTenant;
   rec.model = kNoLabel;
   rec.cls = kNoLabel;
-  response_headers.reserve(8);  // x-request-id, a stage's, the relay's five: no regrowth
+  response_headers.reserve(12);  // x-request-id, CORS's four, a stage's, the relay's five: no regrowth
   response_headers.emplace_back("x-request-id", rec.request_id);
 }
 
@@ -38,6 +39,7 @@ void RequestContext::answer_started() {
 Task<void> Pipeline::run(Route route, HttpRequest& req, ClientConnection& conn) const {
   RequestContext ctx(route, req, conn);
   ctx.observers = &observers_;
+  if (cors_) cors_->add_answer_headers(req["origin"], ctx.response_headers);
   if (runtime_) ctx.runtime = runtime_->load();  // the request's one atomic load of the config
   for (const auto& observer : observers_) observer->on_start(ctx);
 

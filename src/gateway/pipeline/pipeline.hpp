@@ -14,6 +14,8 @@
 
 namespace arbiter {
 
+class Cors;
+
 class Pipeline {
  public:
   void add_stage(std::unique_ptr<AdmissionStage> stage) { stages_.push_back(std::move(stage)); }
@@ -21,6 +23,8 @@ class Pipeline {
   void add_observer(std::unique_ptr<CompletionObserver> observer) { observers_.push_back(std::move(observer)); }
   // Where each request takes its Runtime from, once, at its start.
   void set_runtime(const RuntimeSlot& slot) { runtime_ = &slot; }
+  // Browser apps' cross-origin requests: their answers' CORS headers.
+  void set_cors(const Cors& cors) { cors_ = &cors; }
 
   // One request of `route`, start to finish: the answer goes out (or the
   // client left) and every observer has seen its end.
@@ -33,6 +37,7 @@ class Pipeline {
   std::unique_ptr<AdmittedHandler> handler_;
   std::vector<std::unique_ptr<CompletionObserver>> observers_;
   const RuntimeSlot* runtime_ = nullptr;
+  const Cors* cors_ = nullptr;  // null: none configured
 };
 
 }  // namespace arbiter

@@ -22,8 +22,7 @@ inline SchedulerConfig one_pool(std::vector<ClassPolicy> classes, std::vector<ui
   SchedulerConfig config;
   config.policy = policy;
   config.classes = std::move(classes);
-  config.pools = {PoolSpec{
-      .name = "model", .max_concurrency = std::move(backends), .prefill_tokens_per_s = {}}};
+  config.pools = {PoolSpec{.name = "model", .max_concurrency = std::move(backends), .prefill_tokens_per_s = {}}};
   // Victim-choice tests preempt at once; PreemptionWaitsPreemptAfter covers the delay.
   config.preempt_after = Duration::zero();
   return config;
