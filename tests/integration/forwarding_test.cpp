@@ -4,6 +4,7 @@
 // engine's own key (backends[].api_key_env or api_key_file) as Bearer.
 #include <stdlib.h>
 
+#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -64,6 +65,23 @@ TEST(Forwarding, ARetryRunsUpstreamUnderAnIdOfItsOwnThatStartsWithTheClients) {
   ASSERT_EQ(seen.size(), 2u) << h.upstream().describe();
   EXPECT_EQ(seen[0].header("x-request-id").value_or("(none)"), "client-abc-123");
   EXPECT_EQ(seen[1].header("x-request-id").value_or("(none)"), "client-abc-123-2");
+}
+
+// vLLM's request_id body field is the engine's key for the request too: a
+// retry carries it with the same suffix; the first run's body is the
+// client's, byte for byte.
+TEST(Forwarding, ARetryCarriesTheBodysRequestIdWithItsRunsSuffix) {
+  Harness h;
+  h.upstream().push(Respond{.status = 503, .body = R"({"error":{"message":"busy","type":"server_error"}})"});
+  const std::string body =
+      R"({"model":"m1","request_id":"body-7","messages":[{"role":"user","content":"hi"}],"max_tokens":8})";
+  ASSERT_EQ(http_call(h.port(), chat_request(body)).status, 200) << describe_output(h.gateway());
+  const auto seen = h.upstream().requests();
+  ASSERT_EQ(seen.size(), 2u) << h.upstream().describe();
+  EXPECT_EQ(seen[0].body, body);
+  const auto retried = boost::json::parse(seen[1].body).as_object();
+  EXPECT_EQ(retried.at("request_id"), "body-7-2") << seen[1].body;
+  EXPECT_EQ(retried.at("max_tokens"), 8);
 }
 
 TEST(Forwarding, WithoutAnEngineKeyNoAuthorizationIsSent) {

@@ -189,6 +189,12 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
   std::vector<std::pair<std::string_view, std::string_view>> forwarded;
   ctx.req.end_to_end(forwarded);
   uint32_t retries = 0;  // runs after failed ones
+  // vLLM's own request_id body field keys the request inside the engine as
+  // x-request-id does: later runs carry theirs with the same suffix. Read
+  // from the document at the first later run (not before: the document is
+  // parsed only for the paths that rewrite the body).
+  std::optional<std::string> body_request_id;
+  bool body_request_id_read = false;
   // What a run again costs the scheduler: the prompt, the output so far (a
   // continuation reads it again) and what is left of the token budget.
   const auto remaining_cost = [&] {
@@ -203,7 +209,15 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
     rec.backend = backend.name;
     set_run_headers(ctx, backend, own_headers, retries);
 
-    const std::string run_id = upstream_run_id(rec.request_id, retries + rec.preemptions);
+    const uint32_t earlier_runs = retries + rec.preemptions;
+    const std::string run_id = upstream_run_id(rec.request_id, earlier_runs);
+    if (earlier_runs > 0 && !body_request_id_read) {
+      body_request_id_read = true;
+      if (const auto* id = ctx.parsed.body().if_contains("request_id"); id && id->is_string()) {
+        body_request_id.emplace(id->get_string());
+      }
+    }
+    const bool new_body_id = earlier_runs > 0 && body_request_id;
     UpstreamRequest up{.target = route_path(route),
                        .host = pool.upstream(slot.backend()).host_header(),
                        .request_id = run_id,
@@ -213,7 +227,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
                        .forwarded = forwarded};
     if (resume) resume->checkpoint.begin_run();
     // The engine orders its own queue the way the gateway does: `priority`.
-    const bool as_sent = !ctx.parsed.document_changed() && !backend.priority_scheduling &&
+    const bool as_sent = !ctx.parsed.document_changed() && !backend.priority_scheduling && !new_body_id &&
                          (!resume || (!resume->checkpoint.resumed() && !resume->aggregate));
     std::string rewritten;  // the body sent when it is serialised from the document
     if (as_sent) {
@@ -221,11 +235,13 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
     } else if (resume) {
       boost::json::object body = run_body(ctx.parsed, ctx.resume, resume->checkpoint, resume->aggregate);
       if (backend.priority_scheduling) body["priority"] = engine_priority_field(backend.engine, slot.engine_priority());
+      if (new_body_id) body["request_id"] = upstream_run_id(*body_request_id, earlier_runs);
       rewritten = boost::json::serialize(body);
       up.body = rewritten;
     } else {
       if (backend.priority_scheduling)
         ctx.parsed.body()["priority"] = engine_priority_field(backend.engine, slot.engine_priority());
+      if (new_body_id) ctx.parsed.body()["request_id"] = upstream_run_id(*body_request_id, earlier_runs);
       rewritten = boost::json::serialize(ctx.parsed.body());
       up.body = rewritten;
     }
