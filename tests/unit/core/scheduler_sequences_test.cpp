@@ -133,6 +133,38 @@ TEST(SchedulerSequencesPreemption, AVictimFreesEverySlotItHeld) {
   EXPECT_EQ(s.backend_in_flight(0, 0), 11u);
 }
 
+// A lender takes back what its own work can use, in slots: two borrowed
+// requests of two sequences each hold its four; two requests of its own need
+// one of them back, not both.
+TEST(SchedulerSequencesLending, TheLenderTakesBackTheSlotsItsWorkNeeds) {
+  ClassPolicy completion = named("completion");
+  ClassPolicy lent_chat = chat();
+  lent_chat.preemptible = true;
+  SchedulerConfig config;
+  config.classes = {completion, lent_chat};
+  config.pools = {PoolSpec{.name = "m/completion", .max_concurrency = {4}, .lenders = {1}},
+                  PoolSpec{.name = "m/chat", .max_concurrency = {4}, .lenders = {0}}};
+  Harness h(std::move(config));
+  for (uint64_t u = 1; u <= 4; ++u)
+    ASSERT_TRUE(h.add(Request{.user = u, .pool = 1, .klass = 1, .cost_tokens = 100}, at_ms(0)));
+  for (uint64_t u = 5; u <= 6; ++u) {
+    ASSERT_TRUE(h.add(Request{.user = u, .pool = 1, .klass = 1, .cost_tokens = 100, .sequences = 2},
+                      at_ms(0)));
+  }
+  ASSERT_EQ(h.poll(at_ms(0)).size(), 6u);
+  Scheduler& s = h.scheduler();
+  EXPECT_EQ(s.lent(0), 4u);
+  for (uint64_t u = 10; u <= 11; ++u) {
+    ASSERT_TRUE(h.add(Request{.user = u, .pool = 0, .klass = 0, .cost_tokens = 100}, at_ms(5)));
+  }
+  EXPECT_TRUE(h.poll(at_ms(5)).empty());
+  ASSERT_EQ(h.actions().preemptions.size(), 1u);
+  EXPECT_EQ(h.actions().preemptions.front().user, 6u) << "the most recently started";
+  ASSERT_TRUE(s.requeue_preempted(h.handle(6), 50, at_ms(6)));
+  EXPECT_EQ(h.poll(at_ms(6)), (std::vector<uint64_t>{10, 11}));
+  EXPECT_EQ(s.lent(0), 2u);
+}
+
 // A tenant cap is in slots: a tenant holding four sequences is at a cap of
 // four, and its next request waits while another tenant's starts.
 TEST(SchedulerSequencesTenantCap, ATenantsSequencesCountAgainstItsCap) {
