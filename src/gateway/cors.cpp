@@ -71,11 +71,23 @@ void Cors::add_answer_headers(std::string_view origin, Headers& out) const {
   out.emplace_back("access-control-expose-headers", std::string(kExposed));
 }
 
-std::optional<Cors::Headers> Cors::preflight(std::string_view origin, std::string_view method,
-                                             std::string_view headers,
-                                             std::string_view methods_allowed) const {
+std::expected<Cors::Headers, std::string> Cors::preflight(std::string_view origin,
+                                                          std::string_view method,
+                                                          std::string_view headers,
+                                                          std::string_view methods_allowed) const {
+  if (origin.empty()) return std::unexpected(std::string("a preflight needs an Origin"));
   const auto allowed = allow_origin(origin);
-  if (!allowed || method.empty() || !plain_field_list(headers)) return std::nullopt;
+  if (!allowed) {
+    // The origin as given, within bounds: it goes into an error message.
+    return std::unexpected("origin '" + std::string(origin.substr(0, 256)) +
+                           "' is not in cors.allowed_origins");
+  }
+  if (method.empty())
+    return std::unexpected(std::string("a preflight needs an Access-Control-Request-Method"));
+  if (!plain_field_list(headers)) {
+    return std::unexpected(
+        std::string("Access-Control-Request-Headers is not a list of field names"));
+  }
   Headers out;
   out.emplace_back("access-control-allow-origin", *allowed);
   if (*allowed != "*") out.emplace_back("vary", "Origin");

@@ -5,6 +5,7 @@
 // added, OPTIONS answered 405 as before) while no origin is allowed.
 #pragma once
 
+#include <expected>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,15 +29,15 @@ class Cors {
   // from a browser) or from an origin not allowed.
   void add_answer_headers(std::string_view origin, Headers& out) const;
 
-  // A preflight's answer headers (the gateway answers 200 with them), or
-  // nullopt when `origin` may not ask (then the answer is 403). `method` and `headers` are the request's
-  // Access-Control-Request-Method and -Headers; the headers asked for are
-  // allowed as asked (the gateway reads only the ones it knows, and the
-  // OpenAI SDKs send headers of their own), once checked to be a plain list
-  // of field names.
-  std::optional<Headers> preflight(std::string_view origin, std::string_view method,
-                                   std::string_view headers,
-                                   std::string_view methods_allowed) const;
+  // A preflight's answer headers (the gateway answers 200 with them), or why
+  // it is refused (the gateway answers 403 saying so). `method` and
+  // `headers` are the request's Access-Control-Request-Method and -Headers;
+  // the headers asked for are allowed as asked (the gateway reads only the
+  // ones it knows, and the OpenAI SDKs send headers of their own), once
+  // checked to be a plain list of field names.
+  std::expected<Headers, std::string> preflight(std::string_view origin, std::string_view method,
+                                                std::string_view headers,
+                                                std::string_view methods_allowed) const;
 
  private:
   // The value of Access-Control-Allow-Origin for `origin`, if allowed.

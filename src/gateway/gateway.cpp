@@ -181,11 +181,7 @@ Task<void> Gateway::answer_preflight(HttpRequest& req, ClientConnection& conn, s
                                  req["access-control-request-headers"], methods);
   if (!allowed) {
     const std::vector<std::pair<std::string, std::string>> headers{{"x-request-id", request_id}};
-    const ApiError refused{ErrorCode::kForbidden,
-                           "cross-origin request refused: origin '" + std::string(req["origin"]) +
-                               "' is not in cors.allowed_origins (or the preflight has no "
-                               "Access-Control-Request-Method)",
-                           {}, {}};
+    const ApiError refused{ErrorCode::kForbidden, "cross-origin request refused: " + allowed.error(), {}, {}};
     co_await send_error(conn, refused, headers);
     co_return;
   }

@@ -55,7 +55,7 @@ TEST(Cors, OtherOriginsAndRequestsWithoutAnOriginGetNothing) {
     Cors::Headers headers;
     cors.add_answer_headers(origin, headers);
     EXPECT_TRUE(headers.empty()) << origin;
-    EXPECT_FALSE(cors.preflight(origin, "POST", "authorization", "POST")) << origin;
+    EXPECT_FALSE(cors.preflight(origin, "POST", "authorization", "POST").has_value()) << origin;
   }
 }
 
@@ -86,10 +86,20 @@ TEST(Cors, APreflightAllowsTheMethodAndTheHeadersAsked) {
 
 TEST(Cors, APreflightWithoutAMethodOrWithOddHeaderNamesIsRefused) {
   const Cors cors(config({"https://chat.example.com"}));
-  EXPECT_FALSE(cors.preflight("https://chat.example.com", "", "authorization", "POST"));
-  EXPECT_FALSE(
-      cors.preflight("https://chat.example.com", "POST", "authorization\r\nset-cookie: x", "POST"));
-  EXPECT_FALSE(cors.preflight("https://chat.example.com", "POST", std::string(4096, 'a'), "POST"));
+  const auto no_method = cors.preflight("https://chat.example.com", "", "authorization", "POST");
+  ASSERT_FALSE(no_method.has_value());
+  EXPECT_NE(no_method.error().find("Access-Control-Request-Method"), std::string::npos);
+  const auto odd =
+      cors.preflight("https://chat.example.com", "POST", "authorization\r\nset-cookie: x", "POST");
+  ASSERT_FALSE(odd.has_value());
+  EXPECT_NE(odd.error().find("field names"), std::string::npos) << odd.error();
+  EXPECT_FALSE(cors.preflight("https://chat.example.com", "POST", std::string(4096, 'a'), "POST")
+                   .has_value());
+  const auto stranger = cors.preflight("https://evil.example.com", "POST", "", "POST");
+  ASSERT_FALSE(stranger.has_value());
+  EXPECT_NE(stranger.error().find("'https://evil.example.com' is not in cors.allowed_origins"),
+            std::string::npos);
+  EXPECT_FALSE(cors.preflight("", "POST", "", "POST").has_value());
   const auto no_headers = cors.preflight("https://chat.example.com", "POST", "", "POST");
   ASSERT_TRUE(no_headers);
   EXPECT_FALSE(as_map(*no_headers).contains("access-control-allow-headers"));
