@@ -19,6 +19,9 @@ std::optional<Route> route_from_path(std::string_view path);
 // the real usage when the request ends).
 inline constexpr int64_t kDefaultOutputEstimate = 256;
 
+// a x b for a >= 0 and b >= 1, INT64_MAX where that would overflow.
+inline int64_t saturating_product(int64_t a, int64_t b) { return a > INT64_MAX / b ? INT64_MAX : a * b; }
+
 struct RequestInfo {
   Route route = Route::kChatCompletions;
   std::string model;
@@ -38,7 +41,7 @@ struct RequestInfo {
   // the choices. Saturates: an uncapped class lets max_tokens reach 2^63 - 1.
   int64_t cost_estimate() const {
     const int64_t each = max_tokens.value_or(kDefaultOutputEstimate);
-    const int64_t output = each > INT64_MAX / choices ? INT64_MAX : each * choices;
+    const int64_t output = saturating_product(each, choices);
     return output > INT64_MAX - prompt_tokens_estimate ? INT64_MAX : prompt_tokens_estimate + output;
   }
 };

@@ -149,7 +149,7 @@ std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string bo
   // Each prompt of a batch gets its n answers.
   const int64_t prompts =
       route == Route::kCompletions ? std::max<int64_t>(1, f.prompt_count) : 1;
-  out.info.choices = *n > INT64_MAX / prompts ? INT64_MAX : *n * prompts;
+  out.info.choices = saturating_product(*n, prompts);
   const std::size_t at = route == Route::kChatCompletions ? f.messages_at : f.prompt_at;
   out.info.prompt_at = at == TextSpan::kNone ? std::string::npos : at;
   out.max_tokens_ = f.max_tokens;
