@@ -1,7 +1,8 @@
 // The log line an operator reads when the engine-signal monitor changes its
 // mind about a backend's health: down, stale, or back up. `saturated` is not
-// logged: it follows load from one scrape to the next, and its transitions
-// are counted in arbiter_backend_saturated_total instead.
+// logged: it follows load from one scrape to the next; the
+// arbiter_backend_saturated gauge shows it, and the monitor counts its
+// transitions (MonitorCounters::saturated_transitions).
 #pragma once
 
 #include <optional>
@@ -12,9 +13,6 @@
 #include "core/scheduler_types.hpp"
 
 namespace arbiter {
-
-// "down", "stale" or "up": the health part of a verdict, worst first.
-std::string_view signal_health(const sched::BackendSignal& signal);
 
 // One JSON line (no newline) when `before` and `after` differ in health, else
 // nothing: level warn when it got worse, info when it got better; `why` (the
