@@ -63,12 +63,15 @@ void Cors::add_answer_headers(std::string_view origin, Headers& out) const {
   if (!enabled()) return;
   const auto allowed = allow_origin(origin);
   if (!allowed) return;
-  const bool echoed = *allowed != "*";
-  out.emplace_back("access-control-allow-origin", *allowed);
-  // An answer that names the origin differs by origin: caches must know.
-  if (echoed) out.emplace_back("vary", "Origin");
-  if (credentials_) out.emplace_back("access-control-allow-credentials", "true");
+  add_origin_headers(*allowed, out);
   out.emplace_back("access-control-expose-headers", std::string(kExposed));
+}
+
+void Cors::add_origin_headers(const std::string& allowed, Headers& out) const {
+  out.emplace_back("access-control-allow-origin", allowed);
+  // An answer that names the origin differs by origin: caches must know.
+  if (allowed != "*") out.emplace_back("vary", "Origin");
+  if (credentials_) out.emplace_back("access-control-allow-credentials", "true");
 }
 
 std::expected<Cors::Headers, std::string> Cors::preflight(std::string_view origin,
@@ -89,9 +92,7 @@ std::expected<Cors::Headers, std::string> Cors::preflight(std::string_view origi
         std::string("Access-Control-Request-Headers is not a list of field names"));
   }
   Headers out;
-  out.emplace_back("access-control-allow-origin", *allowed);
-  if (*allowed != "*") out.emplace_back("vary", "Origin");
-  if (credentials_) out.emplace_back("access-control-allow-credentials", "true");
+  add_origin_headers(*allowed, out);
   out.emplace_back("access-control-allow-methods", std::string(methods_allowed));
   if (!headers.empty()) out.emplace_back("access-control-allow-headers", std::string(headers));
   out.emplace_back("access-control-max-age", max_age_);

@@ -42,6 +42,9 @@ class Cors {
  private:
   // The value of Access-Control-Allow-Origin for `origin`, if allowed.
   std::optional<std::string> allow_origin(std::string_view origin) const;
+  // What every answer to an allowed origin says of it: Allow-Origin (`allowed`,
+  // its value), Vary and, with credentials, Allow-Credentials.
+  void add_origin_headers(const std::string& allowed, Headers& out) const;
 
   std::vector<std::string> origins_;  // lower-cased
   bool any_ = false;                  // "*"
