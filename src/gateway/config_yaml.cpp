@@ -357,6 +357,10 @@ std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text) {
     return std::unexpected(ConfigErrors{"YAML syntax error at line " + std::to_string(e.mark.line + 1) +
                                         ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg});
   }
+  return parse_config(root);
+}
+
+std::expected<Config, ConfigErrors> parse_config(const YAML::Node& root) {
   YamlReader r;
   ConfigErrors& errors = r.errors;
   Config c;

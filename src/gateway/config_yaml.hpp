@@ -10,11 +10,18 @@
 
 #include "core/config.hpp"
 
+namespace YAML {
+class Node;
+}
+
 namespace arbiter {
 
 using ConfigErrors = std::vector<std::string>;
 
 std::expected<Config, ConfigErrors> parse_config(std::string_view yaml_text);
+// The same from a document already loaded (the config fuzz harness looks
+// through it first, and yaml-cpp's load is most of a small config's cost).
+std::expected<Config, ConfigErrors> parse_config(const YAML::Node& root);
 std::expected<Config, ConfigErrors> load_config_file(const std::string& path);
 
 }  // namespace arbiter
