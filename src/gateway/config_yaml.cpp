@@ -1,8 +1,10 @@
 #include "gateway/config_yaml.hpp"
 
+#include <boost/url/parse.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <map>
 #include <set>
@@ -63,8 +65,36 @@ void read_classes(YamlReader& r, const YAML::Node& n, std::vector<ClassConfig>& 
   }
 }
 
-// An origin is what a browser sends in Origin: scheme://host[:port], nothing
-// after; "*" allows any, which credentials rule out (browsers refuse it).
+// Why `origin` can never equal an Origin header a browser sends (RFC 6454
+// serialisation: scheme://host[:port], no user, path, query or fragment, and
+// no port when it is the scheme's default); empty when it can. Listed, it
+// would be an origin that silently never matches.
+std::string origin_problem(const std::string& origin) {
+  namespace urls = boost::urls;
+  const auto url = urls::parse_absolute_uri(origin);
+  if (!url || (url->scheme_id() != urls::scheme::http && url->scheme_id() != urls::scheme::https) ||
+      !url->has_authority() || url->host().empty() || !url->encoded_path().empty() || url->has_query() ||
+      url->has_fragment() || origin.find_first_of("* ") != std::string::npos) {
+    return "must be \"*\" or an origin as browsers send it, scheme://host[:port] (e.g. "
+           "https://chat.example.com), got \"" + origin + "\"";
+  }
+  if (url->has_userinfo()) return "has a user part (\"" + origin + "\"): browsers never send one in an Origin";
+  if (url->has_port()) {
+    const std::string_view text = url->port();
+    unsigned port = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+    if (ec != std::errc{} || end != text.data() + text.size() || port == 0 || port > 65535) {
+      return "has no valid port (1-65535): \"" + origin + "\"";
+    }
+    if (port == (url->scheme_id() == urls::scheme::https ? 443 : 80)) {
+      return "names the default port (\"" + origin + "\"): browsers leave it out, write " +
+             std::string(url->scheme()) + "://" + std::string(url->encoded_host()) + " instead";
+    }
+  }
+  return {};
+}
+
+// "*" allows any origin, which credentials rule out (browsers refuse it).
 void check_cors(YamlReader& r, const CorsConfig& cors) {
   for (std::size_t i = 0; i < cors.allowed_origins.size(); ++i) {
     const std::string& o = cors.allowed_origins[i];
@@ -73,13 +103,7 @@ void check_cors(YamlReader& r, const CorsConfig& cors) {
       if (cors.allow_credentials) r.error(path, "\"*\" cannot go with allow_credentials: name the origins");
       continue;
     }
-    const std::size_t scheme_end = o.find("://");
-    const bool web = o.starts_with("http://") || o.starts_with("https://");
-    const std::string_view rest = scheme_end == std::string::npos ? "" : std::string_view(o).substr(scheme_end + 3);
-    if (!web || rest.empty() || rest.find_first_of("/?#* ") != std::string_view::npos) {
-      r.error(path, "must be \"*\" or an origin as browsers send it, scheme://host[:port] (e.g. "
-                    "https://chat.example.com), got \"" + o + "\"");
-    }
+    if (std::string why = origin_problem(o); !why.empty()) r.error(path, why);
   }
 }
 

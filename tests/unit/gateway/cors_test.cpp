@@ -111,10 +111,10 @@ std::string with_cors(const std::string& cors) {
 
 TEST(CorsConfig, OriginsMustBeWhatBrowsersSend) {
   const auto ok = parse_config(
-      with_cors("{allowed_origins: [\"https://chat.example.com\", \"http://localhost:3000\"], "
-                "max_age_s: 60}"));
+      with_cors("{allowed_origins: [\"https://chat.example.com\", \"http://localhost:3000\", "
+                "\"HTTPS://Chat.Example.com:8443\", \"http://[::1]:3000\"], max_age_s: 60}"));
   ASSERT_TRUE(ok) << (ok ? "" : ok.error().front());
-  EXPECT_EQ(ok->cors.allowed_origins.size(), 2u);
+  EXPECT_EQ(ok->cors.allowed_origins.size(), 4u);
   EXPECT_EQ(ok->cors.max_age, std::chrono::seconds(60));
   // --print-config writes it back as it was read.
   const auto again = parse_config(config_to_yaml(*ok));
@@ -123,13 +123,35 @@ TEST(CorsConfig, OriginsMustBeWhatBrowsersSend) {
   EXPECT_EQ(again->cors.max_age, ok->cors.max_age);
   for (const char* bad :
        {"chat.example.com", "https://chat.example.com/", "https://chat.example.com/app",
-        "ftp://chat.example.com", "https://*.example.com", "https://"}) {
+        "ftp://chat.example.com", "https://*.example.com", "https://", "https://chat.example.com?x",
+        "https://chat.example.com#top", "https://:8443", "https://chat.example.com:abc"}) {
     const auto refused =
         parse_config(with_cors(std::string("{allowed_origins: [\"") + bad + "\"]}"));
     ASSERT_FALSE(refused) << bad;
     EXPECT_NE(refused.error().front().find("cors.allowed_origins[0]"), std::string::npos)
         << refused.error().front();
   }
+}
+
+// Forms a URL allows but no browser sends as an Origin: each would be a
+// listed origin that never matches, so it is refused with the reason.
+TEST(CorsConfig, OriginsNoBrowserSendsAreRefusedWithTheReason) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"https://user@chat.example.com", "user part"},
+      {"https://user:secret@chat.example.com", "user part"},
+      {"https://chat.example.com:443", "write https://chat.example.com instead"},
+      {"http://localhost:80", "write http://localhost instead"},
+      {"https://chat.example.com:99999", "no valid port"},
+      {"https://chat.example.com:0", "no valid port"},
+  };
+  for (const auto& [origin, reason] : cases) {
+    const auto refused = parse_config(with_cors(std::string("{allowed_origins: [\"") + origin + "\"]}"));
+    ASSERT_FALSE(refused) << origin;
+    EXPECT_NE(refused.error().front().find("cors.allowed_origins[0]"), std::string::npos) << refused.error().front();
+    EXPECT_NE(refused.error().front().find(reason), std::string::npos) << refused.error().front();
+  }
+  // A port that is not the scheme's default is part of the origin.
+  EXPECT_TRUE(parse_config(with_cors("{allowed_origins: [\"http://chat.example.com:443\"]}")));
 }
 
 TEST(CorsConfig, AStarCannotGoWithCredentials) {
