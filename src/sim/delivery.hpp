@@ -13,18 +13,36 @@
 
 namespace arbiter::sim {
 
+// One answer's progress: one engine request (a request for n answers runs n).
+struct AnswerProgress {
+  std::atomic<std::uint32_t> tokens{0};  // output tokens generated so far
+  std::atomic<bool> finished{false};     // every token generated (none: refused); stored after `tokens`
+  bool finish_length = false;            // finish_reason "length" (for the metrics; set before submit)
+};
+
 struct Delivery {
   // `ex`: the request coroutine's executor (its connection's strand).
-  explicit Delivery(const net::any_io_executor& ex, bool every_token)
-      : timer(ex, net::steady_timer::time_point::max()), every_token(every_token) {}
+  Delivery(const net::any_io_executor& ex, bool every_token, std::uint32_t answers = 1)
+      : timer(ex, net::steady_timer::time_point::max()),
+        answers(answers),
+        progress(std::make_unique<AnswerProgress[]>(answers)),
+        every_token(every_token) {}
+
+  AnswerProgress& answer(std::uint32_t i) { return progress[i]; }
+  // Every answer has ended (finished or refused).
+  bool all_finished() const {
+    for (std::uint32_t i = 0; i < answers; ++i) {
+      if (!progress[i].finished.load(std::memory_order_acquire)) return false;
+    }
+    return true;
+  }
 
   net::steady_timer timer;                // the request waits here; a cancel wakes it
-  std::atomic<std::uint32_t> tokens{0};   // output tokens generated so far
-  std::atomic<bool> finished{false};      // every token generated; stored after `tokens`
+  const std::uint32_t answers;
+  std::unique_ptr<AnswerProgress[]> progress;  // one per answer
   std::atomic<bool> stopped{false};       // the server stops: give up without answering
   std::atomic<bool> wake_pending{false};  // a wake-up is posted and not yet seen
   const bool every_token;                 // wake on each step's token, or only at the end
-  bool finish_length = false;             // finish_reason "length" (for the metrics; set before submit)
 };
 
 // Wakes the request waiting on `d` (any thread). At most one wake-up is in

@@ -66,15 +66,16 @@ void EngineDriver::deliver(const std::vector<engine::RequestEvent>& events) {
     if (!e.token) continue;  // a preemption is invisible to the client: just a pause
     const auto it = pending_.find(e.id);
     if (it == pending_.end()) continue;  // aborted during the step
-    Delivery& d = *it->second;
-    d.tokens.store(e.tokens_generated, std::memory_order_relaxed);
+    const std::shared_ptr<Delivery>& d = it->second.delivery;
+    AnswerProgress& answer = d->answer(it->second.answer);
+    answer.tokens.store(e.tokens_generated, std::memory_order_relaxed);
     if (e.finished) {
-      metrics_.observe_finished(e.timing, d.finish_length);
-      d.finished.store(true, std::memory_order_release);
-      wake(it->second);
+      metrics_.observe_finished(e.timing, answer.finish_length);
+      answer.finished.store(true, std::memory_order_release);
+      wake(d);
       pending_.erase(it);
-    } else if (d.every_token) {
-      wake(it->second);
+    } else if (d->every_token) {
+      wake(d);
     }
   }
 }
@@ -85,8 +86,8 @@ Clock::time_point EngineDriver::model_time(Clock::time_point now) const {
   return now > timeline_ && now - timeline_ <= kMaxLag ? timeline_ : now;
 }
 
-void EngineDriver::submit(engine::SubmitRequest request, std::shared_ptr<Delivery> delivery) {
-  net::post(strand_, [this, request = std::move(request), delivery = std::move(delivery)]() mutable {
+void EngineDriver::submit(engine::SubmitRequest request, std::shared_ptr<Delivery> delivery, std::uint32_t answer) {
+  net::post(strand_, [this, request = std::move(request), delivery = std::move(delivery), answer]() mutable {
     const engine::RequestId id = request.id;
     if (stopping_) {
       delivery->stopped.store(true);
@@ -95,11 +96,11 @@ void EngineDriver::submit(engine::SubmitRequest request, std::shared_ptr<Deliver
     }
     const auto now = seconds(model_time(Clock::now()));
     if (!engine_.submit(std::move(request), now)) {
-      delivery->finished.store(true, std::memory_order_release);  // no tokens: the caller reports it
+      delivery->answer(answer).finished.store(true, std::memory_order_release);  // no tokens: the caller reports it
       wake(delivery);
       return;
     }
-    pending_.emplace(id, std::move(delivery));
+    pending_.emplace(id, Pending{std::move(delivery), answer});
     poke();
   });
 }
@@ -111,7 +112,7 @@ void EngineDriver::park(engine::RequestId id, std::shared_ptr<Delivery> delivery
       wake(delivery);
       return;
     }
-    pending_.emplace(id, std::move(delivery));
+    pending_.emplace(id, Pending{std::move(delivery), 0});
   });
 }
 
@@ -139,9 +140,9 @@ Task<EngineDriver::Stats> EngineDriver::stats() {
 
 Task<void> EngineDriver::stop_on_strand() {
   stopping_ = true;
-  for (auto& [id, d] : pending_) {
-    d->stopped.store(true);
-    wake(d);
+  for (auto& [id, p] : pending_) {
+    p.delivery->stopped.store(true);
+    wake(p.delivery);
   }
   pending_.clear();
   idle_timer_.cancel();

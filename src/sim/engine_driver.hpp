@@ -35,9 +35,9 @@ class EngineDriver {
   // A fresh request id, unique for this engine.
   engine::RequestId next_id() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
 
-  // Queues the request; tokens arrive through `delivery`. A request the
-  // engine refuses is finished at once with no tokens.
-  void submit(engine::SubmitRequest request, std::shared_ptr<Delivery> delivery);
+  // Queues the request as answer `answer` of `delivery`, where its tokens
+  // arrive. A request the engine refuses is finished at once with no tokens.
+  void submit(engine::SubmitRequest request, std::shared_ptr<Delivery> delivery, std::uint32_t answer = 0);
   // Registers a request that never enters the engine (a hang), so stop() wakes it.
   void park(engine::RequestId id, std::shared_ptr<Delivery> delivery);
   // The request's client is gone: out of the engine at once (counted as
@@ -77,7 +77,11 @@ class EngineDriver {
   std::chrono::steady_clock::time_point timeline_{};  // end of the last step in model time (strand_)
   bool running_ = false;                   // the loop is alive (strand_)
   bool stopping_ = false;                  // stop() was called (strand_)
-  std::unordered_map<engine::RequestId, std::shared_ptr<Delivery>> pending_;  // by id (strand_)
+  struct Pending {
+    std::shared_ptr<Delivery> delivery;
+    std::uint32_t answer = 0;  // which of its answers this engine request is
+  };
+  std::unordered_map<engine::RequestId, Pending> pending_;  // by id (strand_)
   std::atomic<engine::RequestId> next_id_{1};
 };
 

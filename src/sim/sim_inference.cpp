@@ -24,7 +24,22 @@ std::int64_t unix_seconds() {
       .count();
 }
 
-std::string_view finish_reason(const SimRequest& r) { return r.finish_length ? "length" : "stop"; }
+std::string_view finish_reason(const SimAnswer& a) { return a.finish_length ? "length" : "stop"; }
+
+// An answer ended with no token: the engine refused it (it can never fit).
+bool refused(Delivery& d) {
+  for (std::uint32_t a = 0; a < d.answers; ++a) {
+    AnswerProgress& p = d.answer(a);
+    if (p.finished.load(std::memory_order_acquire) && p.tokens.load(std::memory_order_relaxed) == 0) return true;
+  }
+  return false;
+}
+
+Usage usage_of(const SimRequest& r) {
+  Usage u{.prompt_tokens = r.prompt_tokens};
+  for (const SimAnswer& a : r.answers) u.completion_tokens += a.output_tokens;
+  return u;
+}
 
 }  // namespace
 
@@ -44,19 +59,27 @@ Task<void> SimEndpoint::inference(Route route, HttpRequest& req, ClientConnectio
   }
   SimRequest& request = *parsed;
   const Faults faults = this->faults();
-  const engine::RequestId id = driver_.next_id();
+  const auto answers = static_cast<std::uint32_t>(request.answers.size());
+  // One engine request per answer (vLLM's parallel sampling); the first's
+  // id also names the response.
+  std::vector<engine::RequestId> ids(answers);
+  for (engine::RequestId& each : ids) each = driver_.next_id();
+  const engine::RequestId id = ids.front();
   const std::uint32_t crash_after =
       faults.crash_after_tokens > 0 && fault_hits(faults.crash_rate, seed_, index_, FaultKind::kCrash, n)
           ? faults.crash_after_tokens
           : 0;
   const net::any_io_executor executor = co_await net::this_coro::executor;
-  const auto delivery = std::make_shared<Delivery>(executor, request.stream || crash_after > 0);
-  delivery->finish_length = request.finish_length;
+  const auto delivery = std::make_shared<Delivery>(executor, request.stream || crash_after > 0, answers);
+  for (std::uint32_t i = 0; i < answers; ++i) delivery->answer(i).finish_length = request.answers[i].finish_length;
+  const auto abort_all = [this, ids] {
+    for (const engine::RequestId each : ids) driver_.abort(each);
+  };
   // On the connection's strand, the moment the client goes: wake the
   // request and take it out of the engine at once.
-  conn.set_abort_hook([this, id, d = delivery] {
+  conn.set_abort_hook([abort_all, d = delivery] {
     d->timer.cancel();
-    driver_.abort(id);
+    abort_all();
   });
 
   if (faults.added_latency_ms > 0) {
@@ -79,12 +102,14 @@ Task<void> SimEndpoint::inference(Route route, HttpRequest& req, ClientConnectio
     co_return;
   }
 
-  engine::SubmitRequest submit{.id = id,
-                               .prompt_tokens = request.prompt_tokens,
-                               .block_hashes = std::move(request.block_hashes),
-                               .output_tokens = request.output_tokens,
-                               .priority = request.priority};
-  driver_.submit(std::move(submit), delivery);
+  for (std::uint32_t i = 0; i < answers; ++i) {
+    engine::SubmitRequest submit{.id = ids[i],
+                                 .prompt_tokens = request.prompt_tokens,
+                                 .block_hashes = request.block_hashes,
+                                 .output_tokens = request.answers[i].output_tokens,
+                                 .priority = request.priority};
+    driver_.submit(std::move(submit), delivery, i);
+  }
   const std::uint64_t response_n = (std::uint64_t{index_} << 40) + id;
   bool answered = false;
   if (request.stream) {
@@ -94,7 +119,9 @@ Task<void> SimEndpoint::inference(Route route, HttpRequest& req, ClientConnectio
   }
   if (!answered) {
     conn.set_keep_alive(false);  // unanswered or cut: the connection goes too
-    driver_.abort(id);
+    abort_all();
+  } else if (answers > 1) {
+    abort_all();  // a refused answer's siblings still run (the others have left: no-ops)
   }
 }
 
@@ -108,38 +135,50 @@ Task<bool> SimEndpoint::stream_answer(ClientConnection& conn, const SimRequest& 
   const std::string id = response_id(request.route, seed_, response_n);
   const ChunkFormatter format(request.route, id, model_, unix_seconds(), request.include_usage);
   const std::uint32_t limit = crash_after > 0 ? crash_after : std::numeric_limits<std::uint32_t>::max();
+  const auto answers = static_cast<std::uint32_t>(request.answers.size());
   std::string events;               // the SSE events of one write, reused
   std::vector<std::size_t> ends;    // where each event ends in `events`
   std::vector<std::string_view> pieces;
-  std::uint32_t sent = 0;
+  std::vector<std::uint32_t> sent(answers, 0);  // tokens written, per answer
   for (;;) {
     take_wake(delivery);
     if (conn.client_gone() || delivery.stopped.load()) co_return false;
-    const bool finished = delivery.finished.load(std::memory_order_acquire);
-    const std::uint32_t ready = std::min(delivery.tokens.load(std::memory_order_relaxed), limit);
-    if (finished && ready == 0) co_return false;  // the engine refused it: cut the stream
-    if (ready > sent) {
-      events.clear();
-      ends.clear();
-      if (sent == 0 && request.route == Route::kChatCompletions) {
-        format.append_role_event(events);
-        ends.push_back(events.size());
+    events.clear();
+    ends.clear();
+    bool done = true, crashed = false;
+    // Each answer's new tokens, answer by answer (as vLLM interleaves them
+    // by step, a client tells them apart by index).
+    for (std::uint32_t a = 0; a < answers; ++a) {
+      const SimAnswer& answer = request.answers[a];
+      AnswerProgress& progress = delivery.answer(a);
+      const bool finished = progress.finished.load(std::memory_order_acquire);
+      const std::uint32_t ready = std::min(progress.tokens.load(std::memory_order_relaxed), limit);
+      if (finished && ready == 0) co_return false;  // the engine refused it: cut the stream
+      if (ready > sent[a]) {
+        if (sent[a] == 0 && request.route == Route::kChatCompletions) {
+          format.append_role_event(events, a);
+          ends.push_back(events.size());
+        }
+        for (std::uint32_t i = sent[a]; i < ready; ++i) {
+          const bool last = i + 1 == answer.output_tokens;
+          format.append_token_event(events, a, engine::token_word(answer.text_seed, request.text_offset + i),
+                                    last ? finish_reason(answer) : std::string_view{});
+          ends.push_back(events.size());
+        }
+        sent[a] = ready;
       }
-      for (std::uint32_t i = sent; i < ready; ++i) {
-        const bool last = i + 1 == request.output_tokens;
-        format.append_token_event(events, engine::token_word(request.text_seed, request.text_offset + i),
-                                  last ? finish_reason(request) : std::string_view{});
-        ends.push_back(events.size());
-      }
-      const bool done = ready == request.output_tokens;
-      if (done && request.include_usage) {
-        format.append_usage_event(events, Usage{request.prompt_tokens, request.output_tokens});
-        ends.push_back(events.size());
-      }
-      if (done) {
-        events += ChunkFormatter::kDoneEvent;
-        ends.push_back(events.size());
-      }
+      done = done && sent[a] == answer.output_tokens;
+      crashed = crashed || (sent[a] >= limit && sent[a] < answer.output_tokens);
+    }
+    if (done && request.include_usage) {
+      format.append_usage_event(events, usage_of(request));
+      ends.push_back(events.size());
+    }
+    if (done) {
+      events += ChunkFormatter::kDoneEvent;
+      ends.push_back(events.size());
+    }
+    if (!ends.empty()) {
       pieces.clear();
       std::size_t begin = 0;
       for (const std::size_t end : ends) {
@@ -147,47 +186,51 @@ Task<bool> SimEndpoint::stream_answer(ClientConnection& conn, const SimRequest& 
         begin = end;
       }
       if (!co_await conn.send_chunks(pieces)) co_return false;
-      sent = ready;
       if (done) {
         co_await conn.end_stream();
         co_return true;
       }
-      continue;
     }
-    if (sent >= limit) {
+    if (crashed) {
       metrics_.count_fault(InjectedFault::kCrash);
       co_return false;  // the caller drops the connection: no final chunk, no [DONE]
     }
-    co_await wait_for_wake(delivery);
+    if (ends.empty()) co_await wait_for_wake(delivery);
   }
 }
 
 Task<bool> SimEndpoint::whole_answer(ClientConnection& conn, const SimRequest& request, Delivery& delivery,
                                      std::uint32_t crash_after, std::uint64_t response_n) {
+  const auto answers = static_cast<std::uint32_t>(request.answers.size());
   for (;;) {
     take_wake(delivery);
     if (conn.client_gone() || delivery.stopped.load()) co_return false;
-    if (delivery.finished.load(std::memory_order_acquire)) break;
-    if (crash_after > 0 && delivery.tokens.load(std::memory_order_relaxed) >= crash_after) {
-      metrics_.count_fault(InjectedFault::kCrash);
-      co_return false;  // the caller drops the connection unanswered
+    if (delivery.all_finished() || refused(delivery)) break;
+    for (std::uint32_t a = 0; a < answers && crash_after > 0; ++a) {
+      if (delivery.answer(a).tokens.load(std::memory_order_relaxed) >= crash_after) {
+        metrics_.count_fault(InjectedFault::kCrash);
+        co_return false;  // the caller drops the connection unanswered
+      }
     }
     co_await wait_for_wake(delivery);
   }
-  if (delivery.tokens.load(std::memory_order_relaxed) == 0) {
+  if (refused(delivery)) {
     SimError err{500, "the engine refused the request", {}};
     co_await send_error(conn, err);
     co_return true;
   }
-  std::string text;
-  text.reserve(std::size_t{request.output_tokens} * 4);
-  for (std::uint32_t i = 0; i < request.output_tokens; ++i) {
-    text += engine::token_word(request.text_seed, request.text_offset + i);
+  std::vector<ChunkFormatter::Answer> texts(answers);
+  for (std::uint32_t a = 0; a < answers; ++a) {
+    const SimAnswer& answer = request.answers[a];
+    texts[a].text.reserve(std::size_t{answer.output_tokens} * 4);
+    for (std::uint32_t i = 0; i < answer.output_tokens; ++i) {
+      texts[a].text += engine::token_word(answer.text_seed, request.text_offset + i);
+    }
+    texts[a].finish_reason = finish_reason(answer);
   }
   const std::string id = response_id(request.route, seed_, response_n);
   const ChunkFormatter format(request.route, id, model_, unix_seconds(), false);
-  std::string body = format.whole_response(text, finish_reason(request),
-                                           Usage{request.prompt_tokens, request.output_tokens});
+  std::string body = format.whole_response(texts, usage_of(request));
   co_await send_body(conn, http::status::ok, std::move(body), "application/json");
   co_return true;
 }

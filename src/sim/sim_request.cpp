@@ -10,6 +10,7 @@
 #include "engine/generated_text.hpp"
 #include "engine/generation.hpp"
 #include "engine/prompt.hpp"
+#include "sim/mix.hpp"
 
 namespace arbiter::sim {
 
@@ -126,7 +127,9 @@ std::expected<SimRequest, SimError> parse_sim_request(Route route, std::string_v
 
   auto n = read_int(obj, "n", 1, 1);
   if (!n) return std::unexpected(n.error());
-  if (*n != 1) return std::unexpected(bad("arbiter-sim supports only n = 1", "n"));
+  if (*n > kMaxAnswers) {
+    return std::unexpected(bad("arbiter-sim serves at most " + std::to_string(kMaxAnswers) + " answers (n)", "n"));
+  }
   auto priority = read_int(obj, "priority", 0, std::numeric_limits<int>::min());
   if (!priority) return std::unexpected(priority.error());
   if (*priority != 0 && config.policy != engine::SchedulingPolicy::kPriority) {
@@ -153,7 +156,7 @@ std::expected<SimRequest, SimError> parse_sim_request(Route route, std::string_v
   const std::string_view base(prompt->text.data(), prompt->base_size);
   const std::string_view continued = std::string_view(prompt->text).substr(prompt->base_size);
   r.text_offset = continued.empty() ? 0 : engine::count_tokens(continued);
-  r.text_seed = engine::text_seed(limits.seed, limits.model, base, *seed);
+  const std::uint64_t first_seed = engine::text_seed(limits.seed, limits.model, base, *seed);
 
   const std::uint64_t max_len = config.max_model_len;
   if (r.prompt_tokens >= max_len) {
@@ -181,17 +184,22 @@ std::expected<SimRequest, SimError> parse_sim_request(Route route, std::string_v
   }
 
   const auto cap = static_cast<std::uint32_t>(max_tokens);
-  if (ignore_eos || limits.output_mean_tokens == 0) {
-    r.output_tokens = cap;
-  } else {
-    const std::uint32_t natural = engine::generation_length(
-        {.max_tokens = std::numeric_limits<std::uint32_t>::max(), .natural_mean = limits.output_mean_tokens,
-         .seed = r.text_seed});
-    const std::uint32_t remaining = natural > r.text_offset ? natural - r.text_offset : 1;
-    const std::uint32_t lower = std::clamp<std::uint32_t>(static_cast<std::uint32_t>(*min_tokens), 1, cap);
-    r.output_tokens = std::clamp(remaining, lower, cap);
+  r.answers.resize(static_cast<std::size_t>(*n));
+  for (std::size_t i = 0; i < r.answers.size(); ++i) {
+    SimAnswer& a = r.answers[i];
+    a.text_seed = i == 0 ? first_seed : mix(first_seed + i);
+    if (ignore_eos || limits.output_mean_tokens == 0) {
+      a.output_tokens = cap;
+    } else {
+      const std::uint32_t natural = engine::generation_length(
+          {.max_tokens = std::numeric_limits<std::uint32_t>::max(), .natural_mean = limits.output_mean_tokens,
+           .seed = a.text_seed});
+      const std::uint32_t remaining = natural > r.text_offset ? natural - r.text_offset : 1;
+      const std::uint32_t lower = std::clamp<std::uint32_t>(static_cast<std::uint32_t>(*min_tokens), 1, cap);
+      a.output_tokens = std::clamp(remaining, lower, cap);
+    }
+    a.finish_length = a.output_tokens == cap;
   }
-  r.finish_length = r.output_tokens == cap;
   return r;
 }
 

@@ -13,7 +13,10 @@
 // count_tokens(final message), so a request resumed with the text already
 // streamed yields the rest of the original answer.
 //
-// Output length: max_tokens (or max_completion_tokens), by default what is
+// n (1 to kMaxAnswers): that many answers, each with its own text seed (the
+// first one's is the request's, so n = 1 answers as before).
+//
+// Output length, per answer: max_tokens (or max_completion_tokens), by default what is
 // left of max_model_len. Without ignore_eos the "model" has a natural length
 // drawn from the text seed (engine::generation_length with
 // output_mean_tokens; minus the tokens already in a continued message),
@@ -32,6 +35,16 @@
 
 namespace arbiter::sim {
 
+// One of the request's `n` answers. The engine runs each as a sequence of
+// its own, as vLLM's parallel sampling does: each takes a place in
+// max_num_seqs, and each prefills the prompt (submitted together, none finds
+// the others' blocks already computed in the prefix cache).
+struct SimAnswer {
+  std::uint32_t output_tokens = 0;  // tokens the engine will generate
+  bool finish_length = false;       // finish_reason "length" rather than "stop"
+  std::uint64_t text_seed = 0;      // seeds the words (token_word)
+};
+
 struct SimRequest {
   Route route = Route::kChatCompletions;
   bool stream = false;
@@ -39,11 +52,12 @@ struct SimRequest {
   int priority = 0;            // vLLM priority: lower first under the priority policy
   std::uint32_t prompt_tokens = 0;
   std::vector<std::uint64_t> block_hashes;  // full prompt blocks, chained
-  std::uint32_t output_tokens = 0;          // tokens the engine will generate
-  bool finish_length = false;               // finish_reason "length" rather than "stop"
-  std::uint64_t text_seed = 0;              // seeds the words (token_word)
-  std::uint32_t text_offset = 0;            // index of the first generated token
+  std::vector<SimAnswer> answers;           // n of them (index order); the first is n = 1's answer
+  std::uint32_t text_offset = 0;            // index of every answer's first generated token
 };
+
+// The most answers one request may ask for (`n`).
+inline constexpr std::int64_t kMaxAnswers = 128;
 
 // What a request is checked against.
 struct RequestLimits {

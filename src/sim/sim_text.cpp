@@ -16,6 +16,15 @@ void append_usage_object(std::string& out, const Usage& u) {
                  u.prompt_tokens, u.prompt_tokens + u.completion_tokens, u.completion_tokens);
 }
 
+// [{"index":N (the choice's opening, without its closing brace)
+void append_index(std::string& out, std::uint32_t index) {
+  if (index == 0) {
+    out += R"([{"index":0)";  // the common case, without formatting
+    return;
+  }
+  fmt::format_to(std::back_inserter(out), R"([{{"index":{})", index);
+}
+
 void append_finish(std::string& out, std::string_view finish_reason) {
   if (finish_reason.empty()) {
     out += "null";
@@ -42,24 +51,26 @@ ChunkFormatter::ChunkFormatter(Route route, std::string_view id, std::string_vie
   tail_ = include_usage ? ",\"usage\":null}\n\n" : "}\n\n";
 }
 
-void ChunkFormatter::append_role_event(std::string& out) const {
+void ChunkFormatter::append_role_event(std::string& out, std::uint32_t index) const {
   out += head_;
-  out += R"([{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}])";
+  append_index(out, index);
+  out += R"(,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}])";
   out += tail_;
 }
 
-void ChunkFormatter::append_token_event(std::string& out, std::string_view text,
+void ChunkFormatter::append_token_event(std::string& out, std::uint32_t index, std::string_view text,
                                         std::string_view finish_reason) const {
   // Words are plain ASCII letters and spaces: no JSON escaping needed.
   out += head_;
+  append_index(out, index);
   if (route_ == Route::kChatCompletions) {
-    out += R"([{"index":0,"delta":{"content":")";
+    out += R"(,"delta":{"content":")";
     out += text;
     out += R"("},"logprobs":null,"finish_reason":)";
     append_finish(out, finish_reason);
     out += "}]";
   } else {
-    out += R"([{"index":0,"text":")";
+    out += R"(,"text":")";
     out += text;
     out += R"(","logprobs":null,"finish_reason":)";
     append_finish(out, finish_reason);
@@ -75,24 +86,24 @@ void ChunkFormatter::append_usage_event(std::string& out, const Usage& usage) co
   out += "}\n\n";
 }
 
-std::string ChunkFormatter::whole_response(std::string_view text, std::string_view finish_reason,
-                                           const Usage& usage) const {
+std::string ChunkFormatter::whole_response(const std::vector<Answer>& answers, const Usage& usage) const {
   std::string out;
-  out.reserve(text.size() + 320);
+  std::size_t text_bytes = 0;
+  for (const Answer& a : answers) text_bytes += a.text.size();
+  out.reserve(text_bytes + 320 + 120 * answers.size());
   const bool chat = route_ == Route::kChatCompletions;
   fmt::format_to(std::back_inserter(out), R"({{"id":{},"object":"{}","created":{},"model":{},"choices":[)", id_,
                  chat ? "chat.completion" : "text_completion", created_, model_);
-  if (chat) {
-    out += R"({"index":0,"message":{"role":"assistant","content":")";
-    out += text;
-    out += R"("},"logprobs":null,"finish_reason":)";
-  } else {
-    out += R"({"index":0,"text":")";
-    out += text;
-    out += R"(","logprobs":null,"finish_reason":)";
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    if (i > 0) out += ',';
+    fmt::format_to(std::back_inserter(out), R"({{"index":{},)", i);
+    out += chat ? R"("message":{"role":"assistant","content":")" : R"("text":")";
+    out += answers[i].text;
+    out += chat ? R"("},"logprobs":null,"finish_reason":)" : R"(","logprobs":null,"finish_reason":)";
+    append_finish(out, answers[i].finish_reason);
+    out += R"(,"stop_reason":null})";
   }
-  append_finish(out, finish_reason);
-  out += R"(,"stop_reason":null}],"usage":)";
+  out += R"(],"usage":)";
   append_usage_object(out, usage);
   out += '}';
   return out;

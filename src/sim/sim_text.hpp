@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/request.hpp"
 
@@ -25,16 +26,22 @@ class ChunkFormatter {
   ChunkFormatter(Route route, std::string_view id, std::string_view model, std::int64_t created,
                  bool include_usage);
 
-  // Chat only: the first event, {"delta":{"role":"assistant","content":""}}.
-  void append_role_event(std::string& out) const;
-  // One token's event; finish_reason is empty for all but the last.
-  void append_token_event(std::string& out, std::string_view text, std::string_view finish_reason) const;
+  // Chat only: an answer's first event, {"delta":{"role":"assistant","content":""}}.
+  void append_role_event(std::string& out, std::uint32_t index = 0) const;
+  // One token's event of answer `index`; finish_reason is empty for all but
+  // the answer's last.
+  void append_token_event(std::string& out, std::uint32_t index, std::string_view text,
+                          std::string_view finish_reason) const;
   // The final usage event (choices empty), sent when include_usage.
   void append_usage_event(std::string& out, const Usage& usage) const;
   static constexpr std::string_view kDoneEvent = "data: [DONE]\n\n";
 
-  // The non-streaming response.
-  std::string whole_response(std::string_view text, std::string_view finish_reason, const Usage& usage) const;
+  // The non-streaming response, its answers in index order.
+  struct Answer {
+    std::string text;
+    std::string_view finish_reason;
+  };
+  std::string whole_response(const std::vector<Answer>& answers, const Usage& usage) const;
 
  private:
   Route route_;

@@ -4,6 +4,14 @@
 // waits in the gateway's queue until it ends instead of going to the engine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "integration/sim_harness.hpp"
+#include "support/gateway_config.hpp"
+#include "support/gateway_process.hpp"
 #include "support/harness.hpp"
 #include "support/http_client.hpp"
 #include "support/requests.hpp"
@@ -52,6 +60,45 @@ TEST(Sequences, WithOneAnswerTheSecondRequestRunsAtOnce) {
   ASSERT_TRUE(h.upstream().wait_for_requests(2, Millis(5'000))) << describe_output(h.gateway());
   EXPECT_EQ(second.read_head().status, 200);
   first.close_abruptly();
+}
+
+// The same through a real engine: arbiter-sim runs a request for n answers
+// as n sequences (as vLLM does), so the engine's own running count is what
+// the slots bound. Four requests for 3 answers on a backend of 4 slots: the
+// first takes 3, the second starts on the last free one (a request starts
+// on one free slot: 6 running), the other two wait in the gateway. Counted
+// as one slot each, all four would run: 12 sequences.
+TEST(Sequences, TheEngineRunsNoMoreSequencesThanTheSlotsAllowThroughTheGateway) {
+  SimProcess sim({"--profile", "tiny", "--model", "m1", "--step-time-scale", "20"});  // ~20 ms steps
+  GatewayConfig config;
+  config.backend_ports = {sim.port()};
+  config.max_concurrency = 4;
+  GatewayProcess gateway(config.to_yaml());
+  std::vector<std::unique_ptr<HttpConnection>> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(std::make_unique<HttpConnection>(gateway.port()));
+    clients.back()->send(gateway_post(
+        "/v1/chat/completions",
+        sim_chat(R"("n":3,"max_tokens":400,"ignore_eos":true,"stream":true)", "hi " + std::to_string(i), "m1"),
+        kAlphaKey, "chat"));
+  }
+  // Two wait in the gateway; meanwhile the engine never runs more than 6.
+  double most = 0;
+  const auto deadline = Clock::now() + Millis(5'000);
+  for (;;) {
+    most = std::max(most, sim.metric("vllm:num_requests_running").value_or(0));
+    const auto queued = metric_value(http_get(gateway.port(), "/metrics").body, "arbiter_queue_depth",
+                                     {{"class", "chat"}});
+    if (queued.value_or(0) == 2 && most == 6) break;
+    ASSERT_LT(Clock::now(), deadline) << "queued " << queued.value_or(-1) << ", most running " << most;
+    std::this_thread::sleep_for(Millis(10));
+  }
+  for (int i = 0; i < 20; ++i) {
+    most = std::max(most, sim.metric("vllm:num_requests_running").value_or(0));
+    std::this_thread::sleep_for(Millis(10));
+  }
+  EXPECT_EQ(most, 6.0) << sim.metrics();
+  for (auto& c : clients) c->close_abruptly();
 }
 
 }  // namespace

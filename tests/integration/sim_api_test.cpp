@@ -1,6 +1,8 @@
 // arbiter-sim's OpenAI API, metrics, aborts and multi-engine serving,
 // checked against a real process on ephemeral ports.
 #include <csignal>
+#include <map>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -186,6 +188,70 @@ TEST(SimApi, ClientDisconnectMidStreamIsAbortedAndWasted) {
   const double steps = metric_value(text, "arbiter_sim_steps_total").value_or(0);
   std::this_thread::sleep_for(Millis(200));
   EXPECT_EQ(sim.metric("arbiter_sim_steps_total"), steps);
+}
+
+// n answers (vLLM's parallel sampling): each its own sequence on the
+// engine, its own text, told apart by index, usage summed over them.
+TEST(SimApi, NAnswersComeWholeAndStreamedEachByItsIndex) {
+  SimProcess sim;
+  const auto whole = http_call(sim.port(), sim_post("/v1/chat/completions",
+                                                    sim_chat(R"("n":3,"max_tokens":5,"ignore_eos":true)")));
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const json::value answer = whole.json();
+  const auto& choices = answer.at("choices").as_array();
+  ASSERT_EQ(choices.size(), 3u);
+  std::set<std::string> texts;
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(choices[i].at("index").as_int64(), static_cast<std::int64_t>(i));
+    EXPECT_EQ(choices[i].at("finish_reason").as_string(), "length");
+    texts.insert(std::string(choices[i].at("message").at("content").as_string()));
+  }
+  EXPECT_EQ(texts.size(), 3u) << whole.body;
+  EXPECT_EQ(answer.at("usage").at("completion_tokens").as_int64(), 15);
+  EXPECT_EQ(answer.at("usage").at("prompt_tokens").as_int64(), prompt_tokens_of("Say hello."));
+
+  const std::string extra =
+      R"("n":3,"max_tokens":5,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true})";
+  const auto streamed = http_call(sim.port(), sim_post("/v1/chat/completions", sim_chat(extra)));
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  EXPECT_EQ(split_sse_events(streamed.body).back(), "data: [DONE]\n\n");
+  std::map<std::int64_t, std::string> text_of;
+  std::map<std::int64_t, int> roles, finishes;
+  std::int64_t usage = -1;
+  for (const auto& p : sse_payloads(streamed.body)) {
+    if (const auto* u = p.if_contains("usage"); u && u->is_object()) usage = u->at("completion_tokens").as_int64();
+    for (const auto& c : p.at("choices").as_array()) {
+      const std::int64_t index = c.at("index").as_int64();
+      const auto& delta = c.at("delta").as_object();
+      if (delta.contains("role")) ++roles[index];
+      if (const auto* content = delta.if_contains("content")) text_of[index] += content->as_string();
+      if (!c.at("finish_reason").is_null()) ++finishes[index];
+    }
+  }
+  EXPECT_EQ(usage, 15);
+  ASSERT_EQ(text_of.size(), 3u);
+  for (std::int64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(roles[i], 1) << i;
+    EXPECT_EQ(finishes[i], 1) << i;
+    // The same answers as the whole response's, each under its index.
+    EXPECT_EQ(text_of[i], std::string(choices[i].at("message").at("content").as_string())) << i;
+  }
+}
+
+// Each answer is a sequence in the batch: a request for 3 runs 3, and a
+// client that leaves takes all of them out.
+TEST(SimApi, NAnswersRunAsNSequencesAndLeaveTogether) {
+  SimProcess sim({"--step-time-scale", "20"});  // ~20 ms steps: 200 tokens take 4 s
+  HttpConnection conn(sim.port());
+  conn.send(sim_post("/v1/chat/completions", sim_chat(R"("n":3,"max_tokens":200,"ignore_eos":true,"stream":true)")));
+  ASSERT_EQ(conn.read_head().status, 200);
+  ASSERT_GE(conn.read_events(8).size(), 8u);
+  EXPECT_EQ(sim.metric("vllm:num_requests_running"), 3);
+  conn.close_abruptly();
+  const auto aborted =
+      sim.wait_for_metric("arbiter_sim_requests_aborted_total", [](double v) { return v >= 3; }, kWait);
+  EXPECT_EQ(aborted, 3) << sim.metrics();
+  EXPECT_EQ(sim.metric("vllm:num_requests_running"), 0);
 }
 
 TEST(SimApi, FourEnginesServeFourIndependentPorts) {

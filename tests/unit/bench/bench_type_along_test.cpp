@@ -79,7 +79,7 @@ TEST_F(TypeAlongTest, TypedAlongIsTheExtendedPromptPlusTheSimsFirstToken) {
   const RequestSpec second = keystroke(2, first.text, 21, 29);
   const Outgoing b = send(second);
   EXPECT_EQ(b.typed, Typed::kPredicted);
-  EXPECT_EQ(b.keystroke.prompt, a.keystroke.prompt + word(engine_a.text_seed, 0));
+  EXPECT_EQ(b.keystroke.prompt, a.keystroke.prompt + word(engine_a.answers[0].text_seed, 0));
   // The same parameters as the keystroke it extends (the gateway's rule).
   const json::object body_a = json::parse(request_body(scenario_, first, options_, &a.keystroke)).as_object();
   const json::object body_b = json::parse(request_body(scenario_, second, options_, &b.keystroke)).as_object();
@@ -92,13 +92,13 @@ TEST_F(TypeAlongTest, TypedAlongIsTheExtendedPromptPlusTheSimsFirstToken) {
   const RequestSpec third = keystroke(3, second.text, 22, 28);
   const Outgoing c = send(third);
   EXPECT_EQ(c.typed, Typed::kPredicted);
-  EXPECT_EQ(c.keystroke.prompt, b.keystroke.prompt + word(engine_a.text_seed, 1));
+  EXPECT_EQ(c.keystroke.prompt, b.keystroke.prompt + word(engine_a.answers[0].text_seed, 1));
 }
 
 TEST_F(TypeAlongTest, ReceivedTextWinsAndTellsWhichGenerationRuns) {
   const RequestSpec first = keystroke(1, 0, 20, 30);
   const Outgoing a = send(first);
-  const uint64_t seed_a = as_sim_sees(first, a.keystroke).text_seed;
+  const uint64_t seed_a = as_sim_sees(first, a.keystroke).answers[0].text_seed;
   // What the client received matches the prediction: typed as predicted.
   const RequestSpec second = keystroke(2, first.text, 21, 29);
   const Outgoing b = send(second, word(seed_a, 0) + word(seed_a, 1));
@@ -107,7 +107,7 @@ TEST_F(TypeAlongTest, ReceivedTextWinsAndTellsWhichGenerationRuns) {
 
   // The second keystroke ran anew (refused): its client got its own
   // prompt's answer, and that is what is typed, and continued after.
-  const uint64_t seed_b = as_sim_sees(second, b.keystroke).text_seed;
+  const uint64_t seed_b = as_sim_sees(second, b.keystroke).answers[0].text_seed;
   ASSERT_NE(word(seed_b, 0), word(seed_a, 1));
   const RequestSpec third = keystroke(3, second.text, 22, 28);
   const Outgoing c = send(third, word(seed_b, 0));

@@ -3,6 +3,8 @@
 // the errors vLLM would give.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <boost/json.hpp>
 
 #include "engine/generated_text.hpp"
@@ -27,7 +29,8 @@ class SimRequestTest : public ::testing::Test {
   }
   std::string text_of(const SimRequest& r) {
     std::string t;
-    for (std::uint32_t i = 0; i < r.output_tokens; ++i) t += engine::token_word(r.text_seed, r.text_offset + i);
+    const SimAnswer& a = r.answers.front();
+    for (std::uint32_t i = 0; i < a.output_tokens; ++i) t += engine::token_word(a.text_seed, r.text_offset + i);
     return t;
   }
 
@@ -74,8 +77,8 @@ TEST_F(SimRequestTest, CompletionPromptsStringOrTokenIds) {
 TEST_F(SimRequestTest, MaxTokensWithIgnoreEosIsExact) {
   const auto r = chat(R"("max_tokens":37,"ignore_eos":true)");
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->output_tokens, 37u);
-  EXPECT_TRUE(r->finish_length);
+  EXPECT_EQ(r->answers[0].output_tokens, 37u);
+  EXPECT_TRUE(r->answers[0].finish_length);
 }
 
 TEST_F(SimRequestTest, NaturalLengthStaysWithinMinAndMaxTokens) {
@@ -83,24 +86,24 @@ TEST_F(SimRequestTest, NaturalLengthStaysWithinMinAndMaxTokens) {
   for (int seed = 0; seed < 50; ++seed) {
     const auto r = chat(R"("max_tokens":25,"min_tokens":5,"seed":)" + std::to_string(seed));
     ASSERT_TRUE(r);
-    EXPECT_GE(r->output_tokens, 5u);
-    EXPECT_LE(r->output_tokens, 25u);
-    EXPECT_EQ(r->finish_length, r->output_tokens == 25u);
-    stopped += !r->finish_length;
+    EXPECT_GE(r->answers[0].output_tokens, 5u);
+    EXPECT_LE(r->answers[0].output_tokens, 25u);
+    EXPECT_EQ(r->answers[0].finish_length, r->answers[0].output_tokens == 25u);
+    stopped += !r->answers[0].finish_length;
     // Deterministic: the same request gives the same answer.
-    EXPECT_EQ(r->output_tokens, chat(R"("max_tokens":25,"min_tokens":5,"seed":)" + std::to_string(seed))->output_tokens);
+    EXPECT_EQ(r->answers[0].output_tokens, chat(R"("max_tokens":25,"min_tokens":5,"seed":)" + std::to_string(seed))->answers[0].output_tokens);
   }
   EXPECT_GT(stopped, 10);  // mean 20 under a cap of 25: most stop on their own
   const auto all = chat(R"("max_tokens":12,"min_tokens":12)");
   ASSERT_TRUE(all);
-  EXPECT_EQ(all->output_tokens, 12u);
+  EXPECT_EQ(all->answers[0].output_tokens, 12u);
 }
 
 TEST_F(SimRequestTest, NoMaxTokensMeansTheRestOfTheContext) {
   limits_.output_mean_tokens = 0;
   const auto r = chat("");
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->output_tokens, config_.max_model_len - r->prompt_tokens);
+  EXPECT_EQ(r->answers[0].output_tokens, config_.max_model_len - r->prompt_tokens);
 }
 
 TEST_F(SimRequestTest, ContinuingTheFinalMessageResumesTheSameAnswer) {
@@ -147,8 +150,42 @@ TEST_F(SimRequestTest, VllmStyleErrors) {
   ASSERT_FALSE(min_over_max);
   EXPECT_EQ(min_over_max.error().param, "min_tokens");
 
-  EXPECT_EQ(chat(R"("n":2)").error().param, "n");
+  EXPECT_EQ(chat(R"("n":0)").error().param, "n");
+  EXPECT_EQ(chat(R"("n":129)").error().param, "n");
   EXPECT_EQ(parse_sim_request(Route::kChatCompletions, "{", limits_).error().status, 400);
+}
+
+// n answers, as vLLM's parallel sampling gives them: the first is n = 1's
+// answer, the others have texts (and natural lengths) of their own, and
+// the same request gives the same answers.
+TEST_F(SimRequestTest, NAnswersEachWithItsOwnTextTheFirstAsForOne) {
+  const auto one = chat(R"("max_tokens":40,"seed":7)");
+  const auto four = chat(R"("max_tokens":40,"seed":7,"n":4)");
+  ASSERT_TRUE(one);
+  ASSERT_TRUE(four) << four.error().message;
+  ASSERT_EQ(one->answers.size(), 1u);
+  ASSERT_EQ(four->answers.size(), 4u);
+  EXPECT_EQ(four->answers[0].text_seed, one->answers[0].text_seed);
+  EXPECT_EQ(four->answers[0].output_tokens, one->answers[0].output_tokens);
+  std::set<std::uint64_t> seeds;
+  for (const SimAnswer& a : four->answers) {
+    seeds.insert(a.text_seed);
+    EXPECT_GE(a.output_tokens, 1u);
+    EXPECT_LE(a.output_tokens, 40u);
+    EXPECT_EQ(a.finish_length, a.output_tokens == 40u);
+  }
+  EXPECT_EQ(seeds.size(), 4u);
+  const auto again = chat(R"("max_tokens":40,"seed":7,"n":4)");
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(again->answers[i].text_seed, four->answers[i].text_seed);
+    EXPECT_EQ(again->answers[i].output_tokens, four->answers[i].output_tokens);
+  }
+  // Natural lengths differ between answers (mean 20 under a cap of 40).
+  const auto many = chat(R"("max_tokens":40,"n":32)");
+  ASSERT_TRUE(many);
+  std::set<std::uint32_t> lengths;
+  for (const SimAnswer& a : many->answers) lengths.insert(a.output_tokens);
+  EXPECT_GT(lengths.size(), 4u);
 }
 
 TEST_F(SimRequestTest, StreamOptions) {

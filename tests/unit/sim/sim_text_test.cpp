@@ -50,7 +50,7 @@ TEST(SimText, ChatChunksLookLikeVllms) {
   EXPECT_TRUE(role.at("usage").is_null());
 
   out.clear();
-  f.append_token_event(out, " the", "");
+  f.append_token_event(out, 0, " the", "");
   auto tok = event_json(out);
   const auto& choice = tok.at("choices").at(0).as_object();
   EXPECT_EQ(choice.at("index").as_int64(), 0);
@@ -59,7 +59,7 @@ TEST(SimText, ChatChunksLookLikeVllms) {
   EXPECT_TRUE(tok.at("usage").is_null());
 
   out.clear();
-  f.append_token_event(out, " end", "length");
+  f.append_token_event(out, 0, " end", "length");
   EXPECT_EQ(event_json(out).at("choices").at(0).at("finish_reason").as_string(), "length");
 
   out.clear();
@@ -74,14 +74,14 @@ TEST(SimText, ChatChunksLookLikeVllms) {
 TEST(SimText, WithoutIncludeUsageChunksHaveNoUsageField) {
   const ChunkFormatter f(Route::kChatCompletions, "x", "m", 1, false);
   std::string out;
-  f.append_token_event(out, " the", "");
+  f.append_token_event(out, 0, " the", "");
   EXPECT_FALSE(event_json(out).contains("usage"));
 }
 
 TEST(SimText, CompletionChunksCarryText) {
   const ChunkFormatter f(Route::kCompletions, "cmpl-1", "m", 1, false);
   std::string out;
-  f.append_token_event(out, " sky", "stop");
+  f.append_token_event(out, 0, " sky", "stop");
   const auto e = event_json(out);
   EXPECT_EQ(e.at("object").as_string(), "text_completion");
   EXPECT_EQ(e.at("choices").at(0).at("text").as_string(), " sky");
@@ -91,7 +91,7 @@ TEST(SimText, CompletionChunksCarryText) {
 TEST(SimText, WholeResponses) {
   const Usage u{.prompt_tokens = 3, .completion_tokens = 2};
   const auto chat = json::parse(ChunkFormatter(Route::kChatCompletions, "chatcmpl-2", "m", 5, false)
-                                    .whole_response(" a b", "stop", u))
+                                    .whole_response({{" a b", "stop"}}, u))
                         .as_object();
   EXPECT_EQ(chat.at("object").as_string(), "chat.completion");
   EXPECT_EQ(chat.at("choices").at(0).at("message").at("role").as_string(), "assistant");
@@ -100,11 +100,39 @@ TEST(SimText, WholeResponses) {
   EXPECT_EQ(chat.at("usage").at("total_tokens").as_int64(), 5);
 
   const auto cmpl =
-      json::parse(ChunkFormatter(Route::kCompletions, "cmpl-2", "m", 5, false).whole_response(" xy", "length", u))
+      json::parse(ChunkFormatter(Route::kCompletions, "cmpl-2", "m", 5, false).whole_response({{" xy", "length"}}, u))
           .as_object();
   EXPECT_EQ(cmpl.at("object").as_string(), "text_completion");
   EXPECT_EQ(cmpl.at("choices").at(0).at("text").as_string(), " xy");
   EXPECT_EQ(cmpl.at("choices").at(0).at("finish_reason").as_string(), "length");
+}
+
+// A request for n answers: each event and choice carries its answer's index.
+TEST(SimText, SeveralAnswersAreToldApartByIndex) {
+  const ChunkFormatter f(Route::kChatCompletions, "chatcmpl-3", "m", 1, false);
+  std::string out;
+  f.append_role_event(out, 12);
+  EXPECT_EQ(event_json(out).at("choices").at(0).at("index").as_int64(), 12);
+  EXPECT_EQ(event_json(out).at("choices").at(0).at("delta").at("role").as_string(), "assistant");
+  out.clear();
+  f.append_token_event(out, 3, " sky", "stop");
+  const auto tok = event_json(out);
+  EXPECT_EQ(tok.at("choices").at(0).at("index").as_int64(), 3);
+  EXPECT_EQ(tok.at("choices").at(0).at("delta").at("content").as_string(), " sky");
+
+  const Usage u{.prompt_tokens = 3, .completion_tokens = 5};
+  for (const Route route : {Route::kChatCompletions, Route::kCompletions}) {
+    const auto whole =
+        json::parse(ChunkFormatter(route, "id", "m", 5, false).whole_response({{" a b", "stop"}, {" c", "length"}}, u))
+            .as_object();
+    const auto& choices = whole.at("choices").as_array();
+    ASSERT_EQ(choices.size(), 2u);
+    for (std::size_t i = 0; i < 2; ++i) EXPECT_EQ(choices[i].at("index").as_int64(), static_cast<std::int64_t>(i));
+    const bool chat = route == Route::kChatCompletions;
+    EXPECT_EQ(chat ? choices[1].at("message").at("content").as_string() : choices[1].at("text").as_string(), " c");
+    EXPECT_EQ(choices[1].at("finish_reason").as_string(), "length");
+    EXPECT_EQ(whole.at("usage").at("completion_tokens").as_int64(), 5);
+  }
 }
 
 TEST(SimText, ResponseIdsHaveOpenAiPrefixes) {
