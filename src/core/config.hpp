@@ -134,6 +134,10 @@ struct BackendConfig {
   std::string name;          // unique label; defaults to host:port
   EngineKind engine = EngineKind::kVllm;  // maps class priority to the engine's `priority` order
   bool priority_scheduling = false;  // engine runs priority scheduling: send `priority`
+  // A stream whose client did not ask for usage asks the engine for it
+  // (stream_options.include_usage), so its tokens are the engine's count;
+  // the usage chunk that adds is kept from the client.
+  bool stream_usage = true;
   // The engine takes vLLM's continue_final_message (a preempted chat request
   // can resume there); embedded simulators always do.
   bool continue_final_message = false;

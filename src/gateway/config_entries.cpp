@@ -290,6 +290,7 @@ constexpr SettingKey<B> kBackendKeys[] = {
      write_integer<B, &B::max_concurrency>},
     {"priority_scheduling", "true or false", read_bool<B, &B::priority_scheduling>,
      write_bool<B, &B::priority_scheduling>},
+    {"stream_usage", "true or false", read_bool<B, &B::stream_usage>, write_bool<B, &B::stream_usage>},
     {"prefill_tokens_per_s", "number in [0, 1e9]", read_number<B, &B::prefill_tokens_per_s, 0.0, 1e9>,
      write_number<B, &B::prefill_tokens_per_s>},
     {"prefix_cache_tokens", "auto, or integer in [0, 2^40]", read_prefix_cache, write_prefix_cache},

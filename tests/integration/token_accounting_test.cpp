@@ -11,6 +11,16 @@
 namespace arbiter::test {
 namespace {
 
+// A chat request to the gateway for exactly `tokens` tokens, with `extra` fields.
+HttpResponse chat_exactly(const GatewayProcess& gateway, int tokens, const std::string& extra = "",
+                          const std::string& cls = "chat") {
+  const std::string n = std::to_string(tokens);
+  return http_call(gateway.port(),
+                   gateway_post("/v1/chat/completions",
+                                sim_chat(R"("max_tokens":)" + n + R"(,"min_tokens":)" + n + extra, "Some words.", "m1"),
+                                kAlphaKey, cls));
+}
+
 TEST(TokenAccounting, WholeAnswersAreCountedFromTheEnginesUsage) {
   SimProcess sim({"--profile", "tiny", "--model", "m1"});
   GatewayConfig config;
@@ -43,6 +53,52 @@ TEST(TokenAccounting, WholeAnswersAreCountedFromTheEnginesUsage) {
   EXPECT_EQ(metric_value(text, "arbiter_tokens_total", prompt_labels), static_cast<double>(prompt));
 }
 
+// Most streaming clients (the OpenAI SDKs by default) do not ask for usage:
+// the gateway asks the engine for it, counts the engine's tokens, and the
+// client's stream is what it asked for, with no usage chunk.
+TEST(TokenAccounting, AStreamWhoseClientAskedNoUsageIsCountedFromTheEngines) {
+  SimProcess sim({"--profile", "tiny", "--model", "m1"});
+  GatewayConfig config;
+  config.backend_ports = {sim.port()};
+  GatewayProcess gateway(config.to_yaml());
+  const HttpResponse r = chat_exactly(gateway, 7, R"(,"stream":true)");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto payloads = sse_payloads(r.body);
+  ASSERT_EQ(payloads.size(), 8u) << r.body;  // the role chunk and 7 tokens: no usage chunk
+  for (const auto& p : payloads) EXPECT_FALSE(p.at("choices").as_array().empty()) << r.body;
+  EXPECT_EQ(split_sse_events(r.body).back(), "data: [DONE]\n\n");
+  const auto line = gateway.wait_for_log(
+      [](const boost::json::object& o) { return o.contains("completion_tokens"); }, Millis(5'000));
+  ASSERT_TRUE(line.has_value()) << gateway.stdout_text();
+  EXPECT_EQ(line->at("completion_tokens").as_int64(), 7);
+  EXPECT_GT(line->at("prompt_tokens").as_int64(), 0);
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_tokens_total", [](double v) { return v >= 7; }, Millis(5'000),
+                                    {{"class", "chat"}, {"tenant", "alpha"}, {"kind", "completion"}}),
+            7);
+
+  // A client that asks gets its usage chunk, as before.
+  const HttpResponse asked = chat_exactly(gateway, 7, R"(,"stream":true,"stream_options":{"include_usage":true})");
+  ASSERT_EQ(asked.status, 200) << asked.body;
+  EXPECT_EQ(stream_usage_tokens(asked.body), line->at("prompt_tokens").as_int64() + 7) << asked.body;
+}
+
+// stream_usage: false leaves the client's body as it is: the stream's tokens
+// are then unknown to the ledger (quotas count its events instead).
+TEST(TokenAccounting, StreamUsageOffSendsTheBodyAsItCame) {
+  SimProcess sim({"--profile", "tiny", "--model", "m1"});
+  GatewayConfig config;
+  config.backend_ports = {sim.port()};
+  config.backend_extra = ", stream_usage: false";
+  GatewayProcess gateway(config.to_yaml());
+  const HttpResponse r = chat_exactly(gateway, 7, R"(,"stream":true)");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(sse_payloads(r.body).size(), 8u) << r.body;
+  const auto line = gateway.wait_for_log([](const boost::json::object& o) { return o.contains("status"); },
+                                         Millis(5'000));
+  ASSERT_TRUE(line.has_value()) << gateway.stdout_text();
+  EXPECT_FALSE(line->contains("completion_tokens")) << boost::json::serialize(*line);
+}
+
 TEST(TokenAccounting, AResumableStreamIsCountedOverItsRuns) {
   // A batch request (resumable: the gateway asks the engine for usage and
   // keeps a checkpoint) streamed to the client.
@@ -68,6 +124,15 @@ TEST(TokenAccounting, AResumableStreamIsCountedOverItsRuns) {
   EXPECT_EQ(metric_value(text, "arbiter_tokens_total",
                          {{"class", "batch"}, {"tenant", "alpha"}, {"kind", "completion"}}),
             12);
+
+  // The same without stream_options: counted alike, and no usage chunk reaches the client.
+  const HttpResponse plain = chat_exactly(gateway, 12, R"(,"stream":true)", "batch");
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  for (const auto& p : sse_payloads(plain.body)) EXPECT_FALSE(p.at("choices").as_array().empty()) << plain.body;
+  // Accounting runs once the response is out: wait for it.
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_tokens_total", [](double v) { return v >= 24; }, Millis(5'000),
+                                    {{"class", "batch"}, {"tenant", "alpha"}, {"kind", "completion"}}),
+            24);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include "core/pricing.hpp"
+#include "core/stream_usage.hpp"
 #include "core/typing_through.hpp"
 #include "gateway/scheduler_setup.hpp"
 #include "gateway/resilience/run_verdict.hpp"
@@ -229,19 +230,25 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
     // The engine orders its own queue the way the gateway does: `priority`.
     const bool as_sent = !ctx.parsed.document_changed() && !backend.priority_scheduling && !new_body_id &&
                          (!resume || (!resume->checkpoint.resumed() && !resume->aggregate));
+    // A stream whose client did not ask for usage asks for it here, and its
+    // relay keeps the usage chunk from the client (core/stream_usage.hpp).
+    const bool ask_usage = ctx.parsed.info.stream && !ctx.parsed.info.include_usage && backend.stream_usage;
     std::string rewritten;  // the body sent when it is serialised from the document
     if (as_sent) {
       up.body = ctx.parsed.text;  // the client's bytes (a cap written in place)
+      if (ask_usage) up.body = rewritten = ask_stream_usage(ctx.parsed.text);
     } else if (resume) {
       boost::json::object body = run_body(ctx.parsed, ctx.resume, resume->checkpoint, resume->aggregate);
       if (backend.priority_scheduling) body["priority"] = engine_priority_field(backend.engine, slot.engine_priority());
       if (new_body_id) body["request_id"] = upstream_run_id(*body_request_id, earlier_runs);
+      if (ask_usage) ask_stream_usage(body);
       rewritten = boost::json::serialize(body);
       up.body = rewritten;
     } else {
       if (backend.priority_scheduling)
         ctx.parsed.body()["priority"] = engine_priority_field(backend.engine, slot.engine_priority());
       if (new_body_id) ctx.parsed.body()["request_id"] = upstream_run_id(*body_request_id, earlier_runs);
+      if (ask_usage) ask_stream_usage(ctx.parsed.body());
       rewritten = boost::json::serialize(ctx.parsed.body());
       up.body = rewritten;
     }
@@ -264,7 +271,8 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
                                      .on_stream_started = [&ctx] { ctx.answer_started(); },
                                      .hold_failures = retries < health_.max_retries(),
                                      .typing = offer,
-                                     .gaps = adaptive ? &pool.gaps(slot.backend()) : nullptr};
+                                     .gaps = adaptive ? &pool.gaps(slot.backend()) : nullptr,
+                                     .hide_usage_chunk = ask_usage};
     const auto sent = std::chrono::steady_clock::now();
     RelayOutcome outcome = co_await relay(relay_request);
     rec.engine_ms += RequestContext::millis(std::chrono::steady_clock::now() - sent);

@@ -1,5 +1,6 @@
 #include "gateway/relay/upstream_relay.hpp"
 
+#include "core/stream_usage.hpp"
 #include "core/usage.hpp"
 
 #include <array>
@@ -533,7 +534,7 @@ class Exchange {
   // checkpoint (a resumable one), and added to the chunk being built.
   void relay_event(std::string_view event) {
     if (!r_.resume) {
-      count(event);
+      if (count(event) && r_.hide_usage_chunk && is_usage_chunk(event_data(event))) return;
       if (r_.typing) track_event(event, Route::kCompletions, typed_);
       add_part(event);
       return;
@@ -541,6 +542,7 @@ class Exchange {
     // Resumed runs are rewritten to look like the first (one id, usage
     // over all runs).
     EventResult result = track_event(event, r_.resume->route, r_.resume->checkpoint);
+    if (r_.hide_usage_chunk && is_usage_chunk(event_data(event))) return;  // taken into the checkpoint
     if (result.fate == EventFate::kForward) {
       add_part(event);
     } else if (result.fate == EventFate::kRewritten) {
@@ -561,15 +563,16 @@ class Exchange {
   // A plain stream's cost, without parsing its events: the engine's usage
   // chunk when the client asked for one (stream_options.include_usage),
   // else one token per data event (a bound: the role and finish chunks count
-  // too). Quotas and the scheduler's charges settle with it.
-  void count(std::string_view event) {
+  // too). Quotas and the scheduler's charges settle with it. True when the
+  // event carried a usage object.
+  bool count(std::string_view event) {
     static constexpr std::string_view kUsage = "\"usage\":{";
     const std::string_view data = event_data(event);
-    if (data.empty() || data == "[DONE]") return;
+    if (data.empty() || data == "[DONE]") return false;
     ++outcome_.generated;
-    if (memmem(data.data(), data.size(), kUsage.data(), kUsage.size()) != nullptr) {
-      if (auto usage = find_usage(data)) outcome_.usage = usage;
-    }
+    if (memmem(data.data(), data.size(), kUsage.data(), kUsage.size()) == nullptr) return false;
+    if (auto usage = find_usage(data)) outcome_.usage = usage;
+    return true;
   }
 
   // A later run of a request whose stream the client already has got a

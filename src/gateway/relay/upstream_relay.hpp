@@ -89,6 +89,9 @@ struct RelayRequest {
   // Adaptive capacity: the backend's inter-event gaps are counted into it
   // (stream_gaps.hpp). Null: not counted.
   StreamGaps* gaps = nullptr;
+  // The gateway asked the engine for the stream's usage, the client did not
+  // (core/stream_usage.hpp): the usage chunk is read, not forwarded.
+  bool hide_usage_chunk = false;
 };
 
 // An upstream error answer kept back (RelayRequest::hold_failures).

@@ -1,0 +1,28 @@
+// Usage for streams whose client did not ask for it (backend stream_usage):
+// the gateway asks the engine (stream_options.include_usage) so that the
+// stream's tokens are the engine's count, for quotas, charges, metrics and
+// the usage ledger, and keeps the usage chunk that adds from the client,
+// which did not ask for a chunk with no choices (code reading
+// chunk.choices[0] breaks on it).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <boost/json/object.hpp>
+
+namespace arbiter {
+
+// `body` (a JSON object's text) with "stream_options":{"include_usage":true}
+// as its first member. A client's own stream_options comes later in the
+// object and so wins with engines that keep a key's last value (vLLM,
+// SGLang: Python's json); the gateway asks only when the client did not.
+std::string ask_stream_usage(std::string_view body);
+// The same on a document: added when it has no stream_options.
+void ask_stream_usage(boost::json::object& body);
+
+// Whether an SSE event's data (event_data) is the usage chunk: a `usage`
+// object and an empty `choices` list, as vLLM, SGLang and OpenAI send it last.
+bool is_usage_chunk(std::string_view data);
+
+}  // namespace arbiter
