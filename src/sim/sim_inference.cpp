@@ -103,9 +103,10 @@ Task<void> SimEndpoint::inference(Route route, HttpRequest& req, ClientConnectio
   }
 
   for (std::uint32_t i = 0; i < answers; ++i) {
+    const bool last = i + 1 == answers;  // the last takes the hashes, the others a copy
     engine::SubmitRequest submit{.id = ids[i],
                                  .prompt_tokens = request.prompt_tokens,
-                                 .block_hashes = request.block_hashes,
+                                 .block_hashes = last ? std::move(request.block_hashes) : request.block_hashes,
                                  .output_tokens = request.answers[i].output_tokens,
                                  .priority = request.priority};
     driver_.submit(std::move(submit), delivery, i);
