@@ -43,11 +43,11 @@ void check_config(const std::string& text) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
+    int budget = 100000;
+    if (names_key_file(root, 0, budget)) return;
   } catch (const YAML::Exception&) {
     return;
   }
-  int budget = 100000;
-  if (names_key_file(root, 0, budget)) return;
   const auto config = parse_config(root);
   if (!config) {
     FUZZ_CHECK(!config.error().empty());
