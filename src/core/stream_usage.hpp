@@ -3,7 +3,7 @@
 // stream's tokens are the engine's count, for quotas, charges, metrics and
 // the usage ledger, and keeps the usage chunk that adds from the client,
 // which did not ask for a chunk with no choices (code reading
-// chunk.choices[0] breaks on it).
+// chunk.choices[0] breaks on it; core/usage.hpp's is_usage_chunk tells it).
 #pragma once
 
 #include <string>
@@ -20,9 +20,5 @@ namespace arbiter {
 std::string ask_stream_usage(std::string_view body);
 // The same on a document: added when it has no stream_options.
 void ask_stream_usage(boost::json::object& body);
-
-// Whether an SSE event's data (event_data) is the usage chunk: a `usage`
-// object and an empty `choices` list, as vLLM, SGLang and OpenAI send it last.
-bool is_usage_chunk(std::string_view data);
 
 }  // namespace arbiter

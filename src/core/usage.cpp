@@ -75,4 +75,14 @@ std::optional<Usage> find_usage(std::string_view body) {
                .cached_tokens = cached_tokens(object, *prompt)};
 }
 
+bool is_usage_chunk(std::string_view data) {
+  const std::size_t usage = value_at(data, "\"usage\":");
+  if (usage >= data.size() || data[usage] != '{') return false;  // npos included
+  std::size_t i = value_at(data, "\"choices\":");
+  if (i >= data.size() || data[i] != '[') return false;
+  ++i;
+  while (i < data.size() && is_space(data[i])) ++i;
+  return i < data.size() && data[i] == ']';
+}
+
 }  // namespace arbiter

@@ -18,4 +18,9 @@ namespace arbiter {
 // cannot match: JSON escapes its quotes.
 std::optional<Usage> find_usage(std::string_view body);
 
+// Whether an SSE event's data (event_data) is the usage chunk: a `usage`
+// object and an empty `choices` list, as vLLM, SGLang and OpenAI send it
+// last when asked (stream_options.include_usage; core/stream_usage.hpp).
+bool is_usage_chunk(std::string_view data);
+
 }  // namespace arbiter

@@ -6,6 +6,8 @@
 
 #include <boost/json.hpp>
 
+#include "core/usage.hpp"
+
 namespace arbiter {
 namespace {
 
