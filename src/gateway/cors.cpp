@@ -3,16 +3,11 @@
 #include <algorithm>
 #include <cctype>
 
+#include <boost/beast/core/string.hpp>
+
 namespace arbiter {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
 
 // A field-name list as browsers send it: tokens (RFC 9110 5.6.2) separated
 // by commas and spaces, bounded. Anything else is not echoed back.
@@ -46,15 +41,15 @@ Cors::Cors(const CorsConfig& config)
     if (o == "*") {
       any_ = true;
     } else {
-      origins_.push_back(lower(o));
+      origins_.push_back(o);
     }
   }
 }
 
 std::optional<std::string> Cors::allow_origin(std::string_view origin) const {
   if (origin.empty()) return std::nullopt;
-  const std::string o = lower(origin);
-  if (std::find(origins_.begin(), origins_.end(), o) != origins_.end()) return std::string(origin);
+  const auto same = [origin](const std::string& o) { return boost::beast::iequals(o, origin); };
+  if (std::any_of(origins_.begin(), origins_.end(), same)) return std::string(origin);
   if (any_) return std::string("*");
   return std::nullopt;
 }

@@ -46,7 +46,7 @@ class Cors {
   // its value), Vary and, with credentials, Allow-Credentials.
   void add_origin_headers(const std::string& allowed, Headers& out) const;
 
-  std::vector<std::string> origins_;  // lower-cased
+  std::vector<std::string> origins_;  // as configured; compared without regard to case
   bool any_ = false;                  // "*"
   bool credentials_ = false;
   std::string max_age_;  // seconds, as text
