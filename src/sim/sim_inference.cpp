@@ -36,7 +36,8 @@ bool refused(Delivery& d) {
 }
 
 Usage usage_of(const SimRequest& r) {
-  Usage u{.prompt_tokens = r.prompt_tokens};
+  Usage u;
+  for (const SimPrompt& p : r.prompts) u.prompt_tokens += p.tokens;  // once each, whatever n
   for (const SimAnswer& a : r.answers) u.completion_tokens += a.output_tokens;
   return u;
 }
@@ -103,10 +104,13 @@ Task<void> SimEndpoint::inference(Route route, HttpRequest& req, ClientConnectio
   }
 
   for (std::uint32_t i = 0; i < answers; ++i) {
-    const bool last = i + 1 == answers;  // the last takes the hashes, the others a copy
+    const std::uint32_t p = request.answers[i].prompt;
+    // A prompt's last answer takes its hashes, the others a copy.
+    const bool last = i + 1 == answers || request.answers[i + 1].prompt != p;
+    SimPrompt& prompt = request.prompts[p];
     engine::SubmitRequest submit{.id = ids[i],
-                                 .prompt_tokens = request.prompt_tokens,
-                                 .block_hashes = last ? std::move(request.block_hashes) : request.block_hashes,
+                                 .prompt_tokens = prompt.tokens,
+                                 .block_hashes = last ? std::move(prompt.block_hashes) : prompt.block_hashes,
                                  .output_tokens = request.answers[i].output_tokens,
                                  .priority = request.priority};
     driver_.submit(std::move(submit), delivery, i);

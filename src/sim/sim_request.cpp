@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/json.hpp>
 
@@ -75,26 +77,47 @@ std::expected<PromptText, SimError> chat_prompt(const json::object& body) {
   return p;
 }
 
-std::expected<PromptText, SimError> completion_prompt(const json::object& body) {
+// One prompt of a completions request: a string, or a list of token ids.
+std::expected<PromptText, SimError> one_completion_prompt(const json::value& prompt) {
   PromptText p;
-  const json::value& prompt = body.at("prompt");  // checked by parse_request
-  const json::value* single = &prompt;
-  if (const auto* arr = prompt.if_array(); arr && !arr->empty() && !arr->front().is_number()) {
-    if (arr->size() != 1) return std::unexpected(bad("arbiter-sim serves one prompt per request", "prompt"));
-    single = &arr->front();
-  }
-  if (const auto* s = single->if_string()) {
+  if (const auto* s = prompt.if_string()) {
     p.text.assign(s->data(), s->size());
-  } else if (const auto* ids = single->if_array()) {
+  } else if (const auto* ids = prompt.if_array()) {
     for (const auto& id : *ids) {
       if (!id.is_int64() && !id.is_uint64()) return std::unexpected(bad("token ids must be integers", "prompt"));
       append_token_id(p.text, id.is_int64() ? static_cast<std::uint64_t>(id.get_int64()) : id.get_uint64());
     }
   } else {
-    return std::unexpected(bad("'prompt' must be a string, a list of token ids or a list of one of them", "prompt"));
+    return std::unexpected(
+        bad("'prompt' must be a string, a list of token ids, or a list of strings or of lists of token ids", "prompt"));
   }
   p.base_size = p.text.size();
   return p;
+}
+
+// The prompts of a completions request: one, or a batch (a list of strings
+// or of lists of token ids), served as vLLM serves a batch: each prompt its
+// own engine requests.
+std::expected<std::vector<PromptText>, SimError> completion_prompts(const json::object& body) {
+  const json::value& prompt = body.at("prompt");  // checked by parse_request
+  const auto* batch = prompt.if_array();
+  std::vector<PromptText> out;
+  if (!batch || batch->empty() || batch->front().is_number()) {
+    auto one = one_completion_prompt(prompt);
+    if (!one) return std::unexpected(one.error());
+    out.push_back(std::move(*one));
+    return out;
+  }
+  const bool strings = batch->front().is_string();
+  for (const json::value& each : *batch) {
+    if (each.is_string() != strings) {
+      return std::unexpected(bad("a batch of prompts must be all strings or all lists of token ids", "prompt"));
+    }
+    auto one = one_completion_prompt(each);
+    if (!one) return std::unexpected(one.error());
+    out.push_back(std::move(*one));
+  }
+  return out;
 }
 
 std::expected<std::int64_t, SimError> read_int(const json::object& body, const char* key, std::int64_t dflt,
@@ -105,6 +128,73 @@ std::expected<std::int64_t, SimError> read_int(const json::object& body, const c
     return std::unexpected(bad(std::string("'") + key + "' must be an integer >= " + std::to_string(min), key));
   }
   return v->get_int64();
+}
+
+// What the answers of every prompt of a request share.
+struct AnswerRule {
+  std::uint32_t n = 1;
+  std::optional<std::int64_t> max_tokens;  // absent: what is left of the context
+  std::uint64_t min_tokens = 0;
+  std::int64_t seed = 0;
+  bool ignore_eos = false;
+  std::string_view prompt_param;  // what a too-long prompt's error names
+};
+
+// Checks `prompt` against the model's context and KV cache, as vLLM checks
+// each prompt of a batch, then adds it and its n answers to `r` (the choice
+// index of answer i is prompt x n + i).
+std::optional<SimError> add_prompt(const PromptText& prompt, const AnswerRule& rule, const RequestLimits& limits,
+                                   SimRequest& r) {
+  const engine::EngineConfig& config = *limits.config;
+  engine::PromptBlocks blocks = engine::prompt_blocks(prompt.text, config.block_size, engine::hash_bytes(limits.model));
+  const std::uint64_t tokens = blocks.num_tokens;
+  const std::string_view base(prompt.text.data(), prompt.base_size);
+  const std::string_view continued = std::string_view(prompt.text).substr(prompt.base_size);
+  r.text_offset = continued.empty() ? 0 : engine::count_tokens(continued);  // chat's one prompt only
+  const std::uint64_t first_seed = engine::text_seed(limits.seed, limits.model, base, rule.seed);
+
+  const std::uint64_t max_len = config.max_model_len;
+  if (tokens >= max_len) {
+    return bad("This model's maximum context length is " + std::to_string(max_len) +
+                   " tokens. However, your request has " + std::to_string(tokens) + " input tokens.",
+               std::string(rule.prompt_param));
+  }
+  const std::uint64_t max_tokens = rule.max_tokens ? static_cast<std::uint64_t>(*rule.max_tokens) : max_len - tokens;
+  if (tokens + max_tokens > max_len) {
+    return bad("This model's maximum context length is " + std::to_string(max_len) +
+                   " tokens. However, you requested " + std::to_string(tokens + max_tokens) + " tokens (" +
+                   std::to_string(tokens) + " in the messages, " + std::to_string(max_tokens) + " in the completion).",
+               "max_tokens");
+  }
+  if (rule.min_tokens > max_tokens) {
+    return bad("min_tokens must be less than or equal to max_tokens=" + std::to_string(max_tokens), "min_tokens");
+  }
+  // The last token's KV is never stored; beyond the whole cache it can never run.
+  const std::uint64_t kv_tokens = engine::kv_cache_tokens(config);
+  if (tokens + max_tokens - 1 > kv_tokens) {
+    return bad("prompt plus max_tokens exceeds the KV cache of " + std::to_string(kv_tokens) + " tokens", "max_tokens");
+  }
+
+  const auto prompt_index = static_cast<std::uint32_t>(r.prompts.size());
+  r.prompts.push_back({.tokens = blocks.num_tokens, .block_hashes = std::move(blocks.block_hashes)});
+  const auto cap = static_cast<std::uint32_t>(max_tokens);
+  for (std::uint32_t i = 0; i < rule.n; ++i) {
+    SimAnswer& a = r.answers.emplace_back();
+    a.prompt = prompt_index;
+    a.text_seed = i == 0 ? first_seed : mix(first_seed + i);
+    if (rule.ignore_eos || limits.output_mean_tokens == 0) {
+      a.output_tokens = cap;
+    } else {
+      const std::uint32_t natural = engine::generation_length(
+          {.max_tokens = std::numeric_limits<std::uint32_t>::max(), .natural_mean = limits.output_mean_tokens,
+           .seed = a.text_seed});
+      const std::uint32_t remaining = natural > r.text_offset ? natural - r.text_offset : 1;
+      const std::uint32_t lower = std::clamp<std::uint32_t>(static_cast<std::uint32_t>(rule.min_tokens), 1, cap);
+      a.output_tokens = std::clamp(remaining, lower, cap);
+    }
+    a.finish_length = a.output_tokens == cap;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -147,58 +237,28 @@ std::expected<SimRequest, SimError> parse_sim_request(Route route, std::string_v
     ignore_eos = v->get_bool();
   }
 
-  auto prompt = route == Route::kChatCompletions ? chat_prompt(obj) : completion_prompt(obj);
-  if (!prompt) return std::unexpected(prompt.error());
-  const std::uint64_t salt = engine::hash_bytes(limits.model);
-  engine::PromptBlocks blocks = engine::prompt_blocks(prompt->text, config.block_size, salt);
-  r.prompt_tokens = blocks.num_tokens;
-  r.block_hashes = std::move(blocks.block_hashes);
-  const std::string_view base(prompt->text.data(), prompt->base_size);
-  const std::string_view continued = std::string_view(prompt->text).substr(prompt->base_size);
-  r.text_offset = continued.empty() ? 0 : engine::count_tokens(continued);
-  const std::uint64_t first_seed = engine::text_seed(limits.seed, limits.model, base, *seed);
-
-  const std::uint64_t max_len = config.max_model_len;
-  if (r.prompt_tokens >= max_len) {
-    return std::unexpected(bad("This model's maximum context length is " + std::to_string(max_len) +
-                               " tokens. However, your request has " + std::to_string(r.prompt_tokens) +
-                               " input tokens.", "messages"));
+  std::vector<PromptText> prompts;
+  if (route == Route::kChatCompletions) {
+    auto prompt = chat_prompt(obj);
+    if (!prompt) return std::unexpected(prompt.error());
+    prompts.push_back(std::move(*prompt));
+  } else {
+    auto batch = completion_prompts(obj);
+    if (!batch) return std::unexpected(batch.error());
+    prompts = std::move(*batch);
   }
-  const std::uint64_t max_tokens =
-      info.max_tokens ? static_cast<std::uint64_t>(*info.max_tokens) : max_len - r.prompt_tokens;
-  if (r.prompt_tokens + max_tokens > max_len) {
-    return std::unexpected(bad("This model's maximum context length is " + std::to_string(max_len) +
-                               " tokens. However, you requested " + std::to_string(r.prompt_tokens + max_tokens) +
-                               " tokens (" + std::to_string(r.prompt_tokens) + " in the messages, " +
-                               std::to_string(max_tokens) + " in the completion).", "max_tokens"));
+  if (prompts.size() * static_cast<std::size_t>(*n) > static_cast<std::size_t>(kMaxAnswers)) {
+    return std::unexpected(bad("arbiter-sim serves at most " + std::to_string(kMaxAnswers) +
+                               " answers a request (prompts x n)", "prompt"));
   }
-  if (static_cast<std::uint64_t>(*min_tokens) > max_tokens) {
-    return std::unexpected(bad("min_tokens must be less than or equal to max_tokens=" + std::to_string(max_tokens),
-                               "min_tokens"));
-  }
-  // The last token's KV is never stored; beyond the whole cache it can never run.
-  const std::uint64_t kv_tokens = engine::kv_cache_tokens(config);
-  if (r.prompt_tokens + max_tokens - 1 > kv_tokens) {
-    return std::unexpected(bad("prompt plus max_tokens exceeds the KV cache of " + std::to_string(kv_tokens) +
-                               " tokens", "max_tokens"));
-  }
-
-  const auto cap = static_cast<std::uint32_t>(max_tokens);
-  r.answers.resize(static_cast<std::size_t>(*n));
-  for (std::size_t i = 0; i < r.answers.size(); ++i) {
-    SimAnswer& a = r.answers[i];
-    a.text_seed = i == 0 ? first_seed : mix(first_seed + i);
-    if (ignore_eos || limits.output_mean_tokens == 0) {
-      a.output_tokens = cap;
-    } else {
-      const std::uint32_t natural = engine::generation_length(
-          {.max_tokens = std::numeric_limits<std::uint32_t>::max(), .natural_mean = limits.output_mean_tokens,
-           .seed = a.text_seed});
-      const std::uint32_t remaining = natural > r.text_offset ? natural - r.text_offset : 1;
-      const std::uint32_t lower = std::clamp<std::uint32_t>(static_cast<std::uint32_t>(*min_tokens), 1, cap);
-      a.output_tokens = std::clamp(remaining, lower, cap);
-    }
-    a.finish_length = a.output_tokens == cap;
+  const AnswerRule rule{.n = static_cast<std::uint32_t>(*n),
+                        .max_tokens = info.max_tokens,
+                        .min_tokens = static_cast<std::uint64_t>(*min_tokens),
+                        .seed = *seed,
+                        .ignore_eos = ignore_eos,
+                        .prompt_param = route == Route::kChatCompletions ? "messages" : "prompt"};
+  for (const PromptText& prompt : prompts) {
+    if (auto error = add_prompt(prompt, rule, limits, r)) return std::unexpected(std::move(*error));
   }
   return r;
 }

@@ -16,6 +16,12 @@
 // n (1 to kMaxAnswers): that many answers, each with its own text seed (the
 // first one's is the request's, so n = 1 answers as before).
 //
+// A batch (completions: `prompt` as a list of strings or of lists of token
+// ids) is served as vLLM serves one: each prompt is checked and run on its
+// own, n answers each, in prompt order (the choice index of a prompt's i-th
+// answer is prompt x n + i); each prompt's text is what it would be alone.
+// At most kMaxAnswers answers in all.
+//
 // Output length, per answer: max_tokens (or max_completion_tokens), by default what is
 // left of max_model_len. Without ignore_eos the "model" has a natural length
 // drawn from the text seed (engine::generation_length with
@@ -40,9 +46,16 @@ namespace arbiter::sim {
 // max_num_seqs, and each prefills the prompt (submitted together, none finds
 // the others' blocks already computed in the prefix cache).
 struct SimAnswer {
+  std::uint32_t prompt = 0;         // its prompt in SimRequest::prompts
   std::uint32_t output_tokens = 0;  // tokens the engine will generate
   bool finish_length = false;       // finish_reason "length" rather than "stop"
   std::uint64_t text_seed = 0;      // seeds the words (token_word)
+};
+
+// One prompt: a chat's messages, or one of a completions batch.
+struct SimPrompt {
+  std::uint32_t tokens = 0;
+  std::vector<std::uint64_t> block_hashes;  // full prompt blocks, chained
 };
 
 struct SimRequest {
@@ -50,9 +63,8 @@ struct SimRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   int priority = 0;            // vLLM priority: lower first under the priority policy
-  std::uint32_t prompt_tokens = 0;
-  std::vector<std::uint64_t> block_hashes;  // full prompt blocks, chained
-  std::vector<SimAnswer> answers;           // n of them (index order); the first is n = 1's answer
+  std::vector<SimPrompt> prompts;           // one, or a completions batch's in order
+  std::vector<SimAnswer> answers;           // n per prompt, in choice-index order
   std::uint32_t text_offset = 0;            // index of every answer's first generated token
 };
 

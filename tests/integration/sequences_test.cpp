@@ -1,5 +1,5 @@
 // A request for n answers runs n sequences on its engine, so it holds n of its
-// backend's slots (docs/scheduler.md, "Requests for several answers"): with
+// backend's slots (docs/scheduler.md, "Slots are sequences"): with
 // max_concurrency 2, one request with n = 2 leaves no room, and the next one
 // waits in the gateway's queue until it ends instead of going to the engine.
 #include <gtest/gtest.h>
@@ -62,6 +62,18 @@ TEST(Sequences, WithOneAnswerTheSecondRequestRunsAtOnce) {
   first.close_abruptly();
 }
 
+// arbiter-sim (model m1, ~20 ms steps) behind a gateway that gives its one
+// backend 4 slots.
+struct SimBehindGateway {
+  SimProcess sim{{"--profile", "tiny", "--model", "m1", "--step-time-scale", "20"}};
+  GatewayProcess gateway{[this] {
+    GatewayConfig config;
+    config.backend_ports = {sim.port()};
+    config.max_concurrency = 4;
+    return config.to_yaml();
+  }()};
+};
+
 // The same through a real engine: arbiter-sim runs a request for n answers
 // as n sequences (as vLLM does), so the engine's own running count is what
 // the slots bound. Four requests for 3 answers on a backend of 4 slots: the
@@ -69,11 +81,9 @@ TEST(Sequences, WithOneAnswerTheSecondRequestRunsAtOnce) {
 // on one free slot: 6 running), the other two wait in the gateway. Counted
 // as one slot each, all four would run: 12 sequences.
 TEST(Sequences, TheEngineRunsNoMoreSequencesThanTheSlotsAllowThroughTheGateway) {
-  SimProcess sim({"--profile", "tiny", "--model", "m1", "--step-time-scale", "20"});  // ~20 ms steps
-  GatewayConfig config;
-  config.backend_ports = {sim.port()};
-  config.max_concurrency = 4;
-  GatewayProcess gateway(config.to_yaml());
+  SimBehindGateway env;
+  SimProcess& sim = env.sim;
+  GatewayProcess& gateway = env.gateway;
   std::vector<std::unique_ptr<HttpConnection>> clients;
   for (int i = 0; i < 4; ++i) {
     clients.push_back(std::make_unique<HttpConnection>(gateway.port()));
@@ -99,6 +109,37 @@ TEST(Sequences, TheEngineRunsNoMoreSequencesThanTheSlotsAllowThroughTheGateway) 
   }
   EXPECT_EQ(most, 6.0) << sim.metrics();
   for (auto& c : clients) c->close_abruptly();
+}
+
+// A batch of prompts runs n sequences per prompt (vLLM, and arbiter-sim as
+// it): two prompts with n = 2 hold all 4 slots of the backend, so the next
+// request waits in the gateway while the engine runs exactly those 4.
+TEST(Sequences, ABatchOfPromptsHoldsASlotPerPromptAndAnswer) {
+  SimBehindGateway env;
+  SimProcess& sim = env.sim;
+  GatewayProcess& gateway = env.gateway;
+  HttpConnection batch(gateway.port());
+  batch.send(gateway_post("/v1/completions",
+                          R"({"model":"m1","prompt":["a","b"],"n":2,"max_tokens":400,"ignore_eos":true,"stream":true})",
+                          kAlphaKey, "chat"));
+  ASSERT_EQ(batch.read_head().status, 200);
+  ASSERT_GE(batch.read_events(4).size(), 4u);
+  HttpConnection next(gateway.port());
+  next.send(gateway_post("/v1/completions", R"({"model":"m1","prompt":"c","max_tokens":4})", kAlphaKey, "chat"));
+  const auto queued = [&] {
+    return metric_value(http_get(gateway.port(), "/metrics").body, "arbiter_queue_depth", {{"class", "chat"}});
+  };
+  const auto deadline = Clock::now() + Millis(5'000);
+  while (queued().value_or(0) != 1) {
+    ASSERT_LT(Clock::now(), deadline) << "the next request should wait in the gateway; engine running "
+                                      << sim.metric("vllm:num_requests_running").value_or(-1);
+    std::this_thread::sleep_for(Millis(10));
+  }
+  EXPECT_EQ(sim.metric("vllm:num_requests_running"), 4.0) << sim.metrics();
+  // The batch's client leaves: its slots come back and the next one runs.
+  batch.close_abruptly();
+  EXPECT_EQ(next.read_head().status, 200);
+  next.read_rest();
 }
 
 }  // namespace

@@ -254,6 +254,59 @@ TEST(SimApi, NAnswersRunAsNSequencesAndLeaveTogether) {
   EXPECT_EQ(sim.metric("vllm:num_requests_running"), 0);
 }
 
+// A batch of prompts (completions), as vLLM serves one: n answers per prompt,
+// choice index prompt x n + i, each prompt answering as it would alone;
+// usage counts each prompt once. Whole, streamed, and as sequences.
+TEST(SimApi, ABatchOfPromptsIsAnsweredPromptByPromptEachByItsIndex) {
+  SimProcess sim({"--step-time-scale", "20"});  // ~20 ms steps: the running count can be read
+  auto completion = [](const std::string& prompt, const std::string& extra) {
+    return sim_post("/v1/completions", R"({"model":"tiny","prompt":)" + prompt +
+                                           R"(,"max_tokens":6,"ignore_eos":true,"seed":5)" + extra + "}");
+  };
+  const std::string batch = R"(["Once upon a time","In a galaxy far away"])";
+  const auto whole = http_call(sim.port(), completion(batch, R"(,"n":2)"));
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const json::value answer = whole.json();
+  const auto& choices = answer.at("choices").as_array();
+  ASSERT_EQ(choices.size(), 4u) << whole.body;
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(choices[i].at("index").as_int64(), static_cast<std::int64_t>(i));
+  EXPECT_EQ(answer.at("usage").at("prompt_tokens").as_int64(),
+            prompt_tokens_of("Once upon a time") + prompt_tokens_of("In a galaxy far away"));
+  EXPECT_EQ(answer.at("usage").at("completion_tokens").as_int64(), 24);
+  // Each prompt's first answer is its answer alone.
+  const auto alone_0 = http_call(sim.port(), completion(R"("Once upon a time")", ""));
+  const auto alone_1 = http_call(sim.port(), completion(R"("In a galaxy far away")", ""));
+  ASSERT_EQ(alone_0.status, 200);
+  ASSERT_EQ(alone_1.status, 200);
+  EXPECT_EQ(choices[0].at("text"), alone_0.json().at("choices").at(0).at("text"));
+  EXPECT_EQ(choices[2].at("text"), alone_1.json().at("choices").at(0).at("text"));
+  EXPECT_NE(choices[0].at("text"), choices[2].at("text"));
+
+  const auto streamed = http_call(
+      sim.port(), completion(batch, R"(,"n":2,"stream":true,"stream_options":{"include_usage":true})"));
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  std::map<std::int64_t, std::string> text_of;
+  std::int64_t prompt_usage = -1;
+  for (const auto& p : sse_payloads(streamed.body)) {
+    if (const auto* u = p.if_contains("usage"); u && u->is_object()) prompt_usage = u->at("prompt_tokens").as_int64();
+    for (const auto& c : p.at("choices").as_array()) text_of[c.at("index").as_int64()] += c.at("text").as_string();
+  }
+  ASSERT_EQ(text_of.size(), 4u) << streamed.body;
+  for (std::int64_t i = 0; i < 4; ++i) EXPECT_EQ(text_of[i], std::string(choices[i].at("text").as_string())) << i;
+  EXPECT_EQ(prompt_usage, answer.at("usage").at("prompt_tokens").as_int64());
+
+  // Two prompts x n = 2: four sequences in the engine's batch.
+  HttpConnection conn(sim.port());
+  conn.send(sim_post("/v1/completions", R"({"model":"tiny","prompt":["a","b"],"n":2,"max_tokens":200,)"
+                                        R"("ignore_eos":true,"stream":true})"));
+  ASSERT_EQ(conn.read_head().status, 200);
+  ASSERT_GE(conn.read_events(8).size(), 8u);
+  EXPECT_EQ(sim.metric("vllm:num_requests_running"), 4);
+  conn.close_abruptly();
+  EXPECT_EQ(sim.wait_for_metric("arbiter_sim_requests_aborted_total", [](double v) { return v >= 4; }, kWait), 4)
+      << sim.metrics();
+}
+
 TEST(SimApi, FourEnginesServeFourIndependentPorts) {
   SimProcess sim({"--engines", "4"}, 4);
   ASSERT_EQ(sim.ports().size(), 4u);

@@ -43,10 +43,10 @@ TEST_F(SimRequestTest, ChatPromptIsTheConcatenatedContents) {
                           R"({"role":"user","content":[{"type":"text","text":"0123"},{"type":"text","text":"45"}]}])");
   ASSERT_TRUE(r) << r.error().message;
   // "0123456789abcdef012345": 22 bytes, 6 tokens; no full 64-byte block.
-  EXPECT_EQ(r->prompt_tokens, 6u);
-  EXPECT_TRUE(r->block_hashes.empty());
+  EXPECT_EQ(r->prompts.at(0).tokens, 6u);
+  EXPECT_TRUE(r->prompts.at(0).block_hashes.empty());
   const auto p = engine::prompt_blocks("0123456789abcdef012345", 16, engine::hash_bytes("m"));
-  EXPECT_EQ(r->prompt_tokens, p.num_tokens);
+  EXPECT_EQ(r->prompts.at(0).tokens, p.num_tokens);
 }
 
 TEST_F(SimRequestTest, LongPromptsGetChainedBlockHashesSaltedByModel) {
@@ -54,24 +54,78 @@ TEST_F(SimRequestTest, LongPromptsGetChainedBlockHashesSaltedByModel) {
   const auto r = chat("", R"([{"role":"user","content":")" + text + R"("}])");
   ASSERT_TRUE(r);
   const auto p = engine::prompt_blocks(text, 16, engine::hash_bytes("m"));
-  EXPECT_EQ(r->prompt_tokens, 50u);
-  EXPECT_EQ(r->block_hashes, p.block_hashes);
-  EXPECT_EQ(r->block_hashes.size(), 3u);
+  EXPECT_EQ(r->prompts.at(0).tokens, 50u);
+  EXPECT_EQ(r->prompts.at(0).block_hashes, p.block_hashes);
+  EXPECT_EQ(r->prompts.at(0).block_hashes.size(), 3u);
 }
 
 TEST_F(SimRequestTest, CompletionPromptsStringOrTokenIds) {
   const auto s = parse_sim_request(Route::kCompletions, R"({"model":"m","prompt":"12345678"})", limits_);
   ASSERT_TRUE(s);
-  EXPECT_EQ(s->prompt_tokens, 2u);
+  EXPECT_EQ(s->prompts.at(0).tokens, 2u);
   const auto ids = parse_sim_request(Route::kCompletions, R"({"model":"m","prompt":[1,2,3,4,5]})", limits_);
   ASSERT_TRUE(ids);
-  EXPECT_EQ(ids->prompt_tokens, 5u);
+  ASSERT_EQ(ids->prompts.size(), 1u);
+  EXPECT_EQ(ids->prompts[0].tokens, 5u);
   const auto one = parse_sim_request(Route::kCompletions, R"({"model":"m","prompt":["1234"]})", limits_);
   ASSERT_TRUE(one);
-  EXPECT_EQ(one->prompt_tokens, 1u);
-  const auto batch = parse_sim_request(Route::kCompletions, R"({"model":"m","prompt":["a","b"]})", limits_);
-  ASSERT_FALSE(batch);
-  EXPECT_EQ(batch.error().status, 400);
+  ASSERT_EQ(one->prompts.size(), 1u);
+  EXPECT_EQ(one->prompts[0].tokens, 1u);
+}
+
+// A batch of prompts, as vLLM serves one: each prompt checked and run on its
+// own with n answers, prompt by prompt, each answering as it would alone.
+TEST_F(SimRequestTest, ABatchOfPromptsGivesEachPromptItsOwnNAnswers) {
+  auto completion = [&](std::string_view prompt, std::string_view extra) {
+    return parse_sim_request(
+        Route::kCompletions,
+        std::string(R"({"model":"m","max_tokens":30,"seed":3,"prompt":)") + std::string(prompt) + "," +
+            std::string(extra) + "}",
+        limits_);
+  };
+  const std::string long_text(200, 'x');
+  const auto batch = completion(R"(["12345678",")" + long_text + R"("])", R"("n":2)");
+  ASSERT_TRUE(batch) << batch.error().message;
+  ASSERT_EQ(batch->prompts.size(), 2u);
+  EXPECT_EQ(batch->prompts[0].tokens, 2u);
+  EXPECT_EQ(batch->prompts[1].tokens, 50u);
+  EXPECT_EQ(batch->prompts[1].block_hashes,
+            engine::prompt_blocks(long_text, 16, engine::hash_bytes("m")).block_hashes);
+  ASSERT_EQ(batch->answers.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(batch->answers[i].prompt, i / 2) << i;
+  // Each prompt's answers are the ones it gets alone.
+  const auto first = completion(R"("12345678")", R"("n":2)");
+  const auto second = completion(R"([")" + long_text + R"("])", R"("n":2)");
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(second);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(batch->answers[i].text_seed, first->answers[i].text_seed);
+    EXPECT_EQ(batch->answers[i].output_tokens, first->answers[i].output_tokens);
+    EXPECT_EQ(batch->answers[2 + i].text_seed, second->answers[i].text_seed);
+    EXPECT_EQ(batch->answers[2 + i].output_tokens, second->answers[i].output_tokens);
+  }
+  // Lists of token ids, one prompt each.
+  const auto ids = completion("[[1,2,3],[4,5,6,7,8]]", R"("n":1)");
+  ASSERT_TRUE(ids) << ids.error().message;
+  ASSERT_EQ(ids->prompts.size(), 2u);
+  EXPECT_EQ(ids->prompts[0].tokens, 3u);
+  EXPECT_EQ(ids->prompts[1].tokens, 5u);
+  // Refused: a mixed batch, a token id that is not an integer, one prompt
+  // past the context (named as the prompt's), more answers than served.
+  for (const std::string_view bad : {R"(["a",[1,2]])", R"([[1,2],"a"])", R"([[1,"a"]])", R"([{"text":"a"}])"}) {
+    const auto r = completion(bad, R"("n":1)");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().status, 400) << bad;
+    EXPECT_EQ(r.error().param, "prompt") << bad;
+  }
+  const auto past = completion(R"(["a",")" + std::string(4 * config_.max_model_len, 'y') + R"("])", R"("n":1)");
+  ASSERT_FALSE(past);
+  EXPECT_NE(past.error().message.find("maximum context length"), std::string::npos);
+  EXPECT_EQ(past.error().param, "prompt");
+  const auto many = completion(R"(["a","b","c"])", R"("n":43)");  // 129 answers
+  ASSERT_FALSE(many);
+  EXPECT_EQ(many.error().param, "prompt");
+  EXPECT_TRUE(completion(R"(["a","b","c"])", R"("n":42)"));
 }
 
 TEST_F(SimRequestTest, MaxTokensWithIgnoreEosIsExact) {
@@ -103,7 +157,7 @@ TEST_F(SimRequestTest, NoMaxTokensMeansTheRestOfTheContext) {
   limits_.output_mean_tokens = 0;
   const auto r = chat("");
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->answers[0].output_tokens, config_.max_model_len - r->prompt_tokens);
+  EXPECT_EQ(r->answers[0].output_tokens, config_.max_model_len - r->prompts.at(0).tokens);
 }
 
 TEST_F(SimRequestTest, ContinuingTheFinalMessageResumesTheSameAnswer) {
@@ -117,7 +171,7 @@ TEST_F(SimRequestTest, ContinuingTheFinalMessageResumesTheSameAnswer) {
                                 R"("}])");
   ASSERT_TRUE(resumed) << resumed.error().message;
   EXPECT_EQ(resumed->text_offset, 4u);
-  EXPECT_EQ(resumed->prompt_tokens, original->prompt_tokens + 4);
+  EXPECT_EQ(resumed->prompts.at(0).tokens, original->prompts.at(0).tokens + 4);
   EXPECT_EQ(streamed + text_of(*resumed), full);
 }
 
