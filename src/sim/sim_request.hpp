@@ -41,10 +41,11 @@
 
 namespace arbiter::sim {
 
-// One of the request's `n` answers. The engine runs each as a sequence of
-// its own, as vLLM's parallel sampling does: each takes a place in
-// max_num_seqs, and each prefills the prompt (submitted together, none finds
-// the others' blocks already computed in the prefix cache).
+// One of the `n` answers to one of the request's prompts. The engine runs
+// each as a sequence of its own, as vLLM's parallel sampling does: each
+// takes a place in max_num_seqs, and each prefills its prompt (submitted
+// together, none finds the others' blocks already computed in the prefix
+// cache).
 struct SimAnswer {
   std::uint32_t prompt = 0;         // its prompt in SimRequest::prompts
   std::uint32_t output_tokens = 0;  // tokens the engine will generate
