@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -100,17 +101,12 @@ std::expected<PromptText, SimError> one_completion_prompt(const json::value& pro
 // own engine requests.
 std::expected<std::vector<PromptText>, SimError> completion_prompts(const json::object& body) {
   const json::value& prompt = body.at("prompt");  // checked by parse_request
-  const auto* batch = prompt.if_array();
+  const auto* list = prompt.if_array();
+  const bool batch = list && !list->empty() && !list->front().is_number();
+  const std::span<const json::value> items = batch ? std::span(list->data(), list->size()) : std::span(&prompt, 1);
   std::vector<PromptText> out;
-  if (!batch || batch->empty() || batch->front().is_number()) {
-    auto one = one_completion_prompt(prompt);
-    if (!one) return std::unexpected(one.error());
-    out.push_back(std::move(*one));
-    return out;
-  }
-  const bool strings = batch->front().is_string();
-  for (const json::value& each : *batch) {
-    if (each.is_string() != strings) {
+  for (const json::value& each : items) {
+    if (each.is_string() != items.front().is_string()) {
       return std::unexpected(bad("a batch of prompts must be all strings or all lists of token ids", "prompt"));
     }
     auto one = one_completion_prompt(each);
