@@ -41,8 +41,8 @@ std::size_t SseFramer::find_end(std::string_view bytes, std::size_t from) {
 }
 
 std::string_view SseFramer::complete_tail(std::string_view piece, std::size_t n) {
-  if (held_used_ == held_.size()) held_.emplace_back();
-  std::string& event = held_[held_used_++];
+  if (held_used_ == held_.size()) held_.push_back(std::make_unique<std::string>());
+  std::string& event = *held_[held_used_++];
   event.assign(tail_);
   event.append(piece.substr(0, n));
   tail_.clear();

@@ -9,9 +9,10 @@
 #include <cstddef>
 #include <algorithm>
 #include <cstring>
-#include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace arbiter {
 
@@ -47,9 +48,11 @@ class SseFramer {
   void note(std::string_view event);
 
   std::string tail_;  // an event begun, not yet ended
-  // Completed events that were split across pieces; a deque, so a held
-  // string never moves while views into it are out.
-  std::deque<std::string> held_;
+  // Completed events that were split across pieces, each string on the
+  // heap of its own so that it never moves while views into it are out.
+  // Empty until a read cuts an event (a std::deque would allocate ~0.6 KB
+  // per open stream up front).
+  std::vector<std::unique_ptr<std::string>> held_;
   std::size_t held_used_ = 0;
   std::size_t events_ = 0;
   bool saw_done_ = false;

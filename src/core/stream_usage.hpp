@@ -13,11 +13,15 @@
 
 namespace arbiter {
 
-// `body` (a JSON object's text) with "stream_options":{"include_usage":true}
-// as its first member. A client's own stream_options comes later in the
-// object and so wins with engines that keep a key's last value (vLLM,
-// SGLang: Python's json); the gateway asks only when the client did not.
-std::string ask_stream_usage(std::string_view body);
+// "stream_options":{"include_usage":true} as the first member of a JSON
+// object: kStreamUsageAsk goes into `body` (a JSON object's text) at
+// stream_usage_ask_at(body), sent as the body's bytes before it, the ask,
+// then the rest (UpstreamRequest::body_insert: no copy of a long prompt).
+// A client's own stream_options comes later in the object and so wins with
+// engines that keep a key's last value (vLLM, SGLang: Python's json); the
+// gateway asks only when the client did not.
+inline constexpr std::string_view kStreamUsageAsk = R"("stream_options":{"include_usage":true},)";
+std::size_t stream_usage_ask_at(std::string_view body);
 // The same on a document: added when it has no stream_options.
 void ask_stream_usage(boost::json::object& body);
 

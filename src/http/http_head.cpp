@@ -51,7 +51,7 @@ struct Number {
 }  // namespace
 
 void write_request_head(const UpstreamRequest& r, std::string& out) {
-  const Number length(r.body.size());
+  const Number length(r.body.size() + r.body_insert.size());
   HeadWriter(out).write([&](HeadWriter& w) {
     w << "POST " << r.target << " HTTP/1.1\r\n";
     w.field("Host", r.host);

@@ -24,6 +24,11 @@ struct UpstreamRequest {
   std::string_view request_id;  // x-request-id
   std::string_view accept;      // the client's Accept, passed on; empty: none
   std::string_view body;        // JSON
+  // Bytes sent inside the body after its first `insert_at` bytes (the
+  // usage ask, core/stream_usage): a change to the client's body that
+  // costs no copy of it. Empty: the body as it is.
+  std::string_view body_insert;
+  std::size_t insert_at = 0;
   std::string_view authorization;  // the backend's own credential ("Bearer ..."); empty: none
   HeaderViews forwarded;        // the client's end-to-end headers (ServerRequest::end_to_end)
 };

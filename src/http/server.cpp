@@ -88,7 +88,13 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   // complete. Parsing is eager: bytes after the header go into the body at
   // once, so a request that came in one segment costs one read and no
   // further operation.
-  Task<beast::error_code> read_request(RequestParser& parser, bool whole);
+  Task<beast::error_code> parse_request(RequestParser& parser, bool whole);
+  // The rest of a request whose first bytes came (or `header_ec`, why
+  // none did) into `req`: scanned, or parsed by Beast, errors answered.
+  // False: the connection ends. Its own coroutine, so that the parser and
+  // the error paths take no room in run()'s frame while the request is
+  // served (a stream holds that frame for minutes).
+  Task<bool> read_request(HttpRequest& req, beast::error_code header_ec);
   // Takes the request at the front of the buffer into `req` when the strict
   // scan (http/head_scan) accepts it whole, reading the rest of a body that
   // has not all arrived straight into the buffer first; false leaves it to
@@ -115,7 +121,7 @@ Task<void> HttpServer::Session::reply_error(ErrorCode code, std::string message)
   co_await conn_.send(res);
 }
 
-Task<beast::error_code> HttpServer::Session::read_request(RequestParser& parser, bool whole) {
+Task<beast::error_code> HttpServer::Session::parse_request(RequestParser& parser, bool whole) {
   for (;;) {
     const beast::error_code ec = parse_buffered(parser, buffer_);
     if (ec || parser.is_done() || (!whole && parser.is_header_done())) co_return ec;
@@ -175,8 +181,6 @@ Task<void> HttpServer::Session::run() {
   while (!server_.draining()) {
     idle_ = true;
     deadline_.arm(stream_.socket(), first ? opt.header_timeout : opt.keepalive_idle);
-    // The common request (whatever its body's size) is taken by the scan;
-    // anything else is parsed by Beast from the same bytes.
     beast::error_code header_ec;
     if (buffer_.size() == 0) {
       // Idle between requests: no read buffer is held (ClientConnection
@@ -186,54 +190,7 @@ Task<void> HttpServer::Session::run() {
       if (header_ec == net::error::eof) header_ec = http::error::end_of_stream;  // nothing came
     }
     HttpRequest req;
-    std::optional<RequestParser> parser;
-    if (!header_ec && !co_await take_scanned_request(req, header_ec) && !header_ec) {
-      parser.emplace();
-      parser->header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
-      parser->body_limit(opt.max_body_bytes);
-      parser->eager(true);
-      header_ec = co_await read_request(*parser, /*whole=*/false);
-    }
-    idle_ = false;
-    if (deadline_.disarm()) break;  // idle or slow header: connection closed
-    if (auto ec = header_ec; ec) {
-      if (ec == http::error::header_limit) {
-        co_await reply_error(ErrorCode::kHeadersTooLarge, "request header exceeds the limit");
-      } else if (ec == http::error::body_limit) {
-        co_await reply_error(ErrorCode::kPayloadTooLarge, body_too_large_message(opt));
-      } else if (ec != http::error::end_of_stream && ec != net::error::eof &&
-                 ec != net::error::connection_reset && ec != net::error::operation_aborted &&
-                 ec != net::error::bad_descriptor) {
-        std::string message = "malformed HTTP request: " + ec.message();
-        co_await reply_error(ErrorCode::kInvalidRequest, std::move(message));
-      }
-      break;
-    }
-    if (const char* defect = parser ? head_defect(*parser) : host_defect(11, req.field("host").has_value())) {
-      co_await reply_error(ErrorCode::kInvalidRequest, std::string("malformed HTTP request: ") + defect);
-      break;
-    }
-    if (parser && !parser->is_done()) {
-      if (parser->get()[http::field::expect] == "100-continue") {
-        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-        deadline_.arm(stream_.socket(), opt.write_timeout);
-        auto [ec, n] = co_await net::async_write(stream_, net::buffer(kContinue), kAsTuple);
-        if (deadline_.disarm() || ec) break;
-      }
-      deadline_.arm(stream_.socket(), opt.body_timeout);
-      const beast::error_code body_ec = co_await read_request(*parser, /*whole=*/true);
-      if (deadline_.disarm()) break;
-      if (auto ec = body_ec; ec) {
-        if (ec == http::error::body_limit) {
-          co_await reply_error(ErrorCode::kPayloadTooLarge, body_too_large_message(opt));
-        }
-        break;
-      }
-    }
-    if (parser) req = HttpRequest(parser->release());
-    // The request is copied out: a stream that runs for minutes holds no
-    // read buffer (nor a large body's) while it does.
-    if (buffer_.size() == 0) buffer_.shrink_to_fit();
+    if (!co_await read_request(req, header_ec)) break;
 
     conn_.begin_request(req.keep_alive(), /*chunked=*/!req.http10());
     ++server_.active_requests_;
@@ -257,6 +214,61 @@ Task<void> HttpServer::Session::run() {
   beast::error_code ignored;
   stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
   stream_.close();
+}
+
+Task<bool> HttpServer::Session::read_request(HttpRequest& req, beast::error_code header_ec) {
+  const ServerOptions& opt = server_.options_;
+  // The common request (whatever its body's size) is taken by the scan;
+  // anything else is parsed by Beast from the same bytes.
+  std::optional<RequestParser> parser;
+  if (!header_ec && !co_await take_scanned_request(req, header_ec) && !header_ec) {
+    parser.emplace();
+    parser->header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
+    parser->body_limit(opt.max_body_bytes);
+    parser->eager(true);
+    header_ec = co_await parse_request(*parser, /*whole=*/false);
+  }
+  idle_ = false;
+  if (deadline_.disarm()) co_return false;  // idle or slow header: connection closed
+  if (auto ec = header_ec; ec) {
+    if (ec == http::error::header_limit) {
+      co_await reply_error(ErrorCode::kHeadersTooLarge, "request header exceeds the limit");
+    } else if (ec == http::error::body_limit) {
+      co_await reply_error(ErrorCode::kPayloadTooLarge, body_too_large_message(opt));
+    } else if (ec != http::error::end_of_stream && ec != net::error::eof &&
+               ec != net::error::connection_reset && ec != net::error::operation_aborted &&
+               ec != net::error::bad_descriptor) {
+      std::string message = "malformed HTTP request: " + ec.message();
+      co_await reply_error(ErrorCode::kInvalidRequest, std::move(message));
+    }
+    co_return false;
+  }
+  if (const char* defect = parser ? head_defect(*parser) : host_defect(11, req.field("host").has_value())) {
+    co_await reply_error(ErrorCode::kInvalidRequest, std::string("malformed HTTP request: ") + defect);
+    co_return false;
+  }
+  if (parser && !parser->is_done()) {
+    if (parser->get()[http::field::expect] == "100-continue") {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      deadline_.arm(stream_.socket(), opt.write_timeout);
+      auto [ec, n] = co_await net::async_write(stream_, net::buffer(kContinue), kAsTuple);
+      if (deadline_.disarm() || ec) co_return false;
+    }
+    deadline_.arm(stream_.socket(), opt.body_timeout);
+    const beast::error_code body_ec = co_await parse_request(*parser, /*whole=*/true);
+    if (deadline_.disarm()) co_return false;
+    if (auto ec = body_ec; ec) {
+      if (ec == http::error::body_limit) {
+        co_await reply_error(ErrorCode::kPayloadTooLarge, body_too_large_message(opt));
+      }
+      co_return false;
+    }
+  }
+  if (parser) req = HttpRequest(parser->release());
+  // The request is copied out: a stream that runs for minutes holds no
+  // read buffer (nor a large body's) while it does.
+  if (buffer_.size() == 0) buffer_.shrink_to_fit();
+  co_return true;
 }
 
 HttpServer::HttpServer(net::io_context& ioc, ServerOptions options, RequestHandler handler,

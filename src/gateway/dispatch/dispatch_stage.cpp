@@ -50,17 +50,13 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
   ctx.dispatch_queue_ms = ctx.rec.queue_ms;  // observed after the response: not on its path
   ctx.rec.engine_ms = 0;
   health_.on_request(ctx.pool);
-  std::optional<RelayOutcome> inherited;
+  bool inherited = false;
   if (slot->inherited_from()) {
     inherited = co_await run_inherited(ctx, *slot, offer.get());
   } else if (const auto typing = slot->typing_outcome()) {
     count_typing(ctx, *typing);  // the older request was interrupted
   }
-  if (inherited) {
-    ctx.outcome = std::move(*inherited);
-  } else {
-    ctx.outcome = co_await run_upstream(ctx, *slot, offer.get());
-  }
+  if (!inherited) co_await run_upstream(ctx, *slot, offer.get());
   // Fairness and shares are charged with what the request really cost:
   // the engine's usage, or for a stream without it the tokens counted from
   // its events (prompt still estimated).
@@ -125,11 +121,10 @@ std::string upstream_run_id(std::string_view request_id, uint32_t earlier_runs) 
 
 }  // namespace
 
-Task<std::optional<RelayOutcome>> DispatchStage::run_inherited(RequestContext& ctx, Dispatcher::Slot& slot,
-                                                               TypingOffer* offer) {
+Task<bool> DispatchStage::run_inherited(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer) {
   std::optional<HandedStream> handed = co_await slot.inherited_from()->receive(*ctx.sink);
   count_typing(ctx, handed ? TypingOutcome::kHandedOver : TypingOutcome::kLost);
-  if (!handed) co_return std::nullopt;  // it runs anew on the slot it holds
+  if (!handed) co_return false;  // it runs anew on the slot it holds
   ModelPool& pool = *pools_[slot.pool()];
   const BackendConfig& backend = pool.backend(slot.backend());
   ctx.rec.backend = backend.name;
@@ -161,7 +156,8 @@ Task<std::optional<RelayOutcome>> DispatchStage::run_inherited(RequestContext& c
                                    .hold_failures = false,
                                    .typing = offer};
   const auto started = std::chrono::steady_clock::now();
-  RelayOutcome outcome = co_await relay_handed_over(relay_request, std::move(*handed));
+  RelayOutcome& outcome = ctx.outcome;
+  co_await relay_handed_over(relay_request, std::move(*handed), outcome);
   ctx.rec.engine_ms += RequestContext::millis(std::chrono::steady_clock::now() - started);
   if (whole) {
     outcome.usage = whole->checkpoint.usage;
@@ -169,11 +165,12 @@ Task<std::optional<RelayOutcome>> DispatchStage::run_inherited(RequestContext& c
   }
   slot.set_interrupt_hook(nullptr);
   health_.record(slot.pool(), slot.backend(), judge(outcome), outcome.upstream_retry_after);
-  co_return outcome;
+  co_return true;
 }
 
-Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer) {
+Task<void> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer) {
   const Route route = ctx.route;
+  RelayOutcome& outcome = ctx.outcome;  // each run's, written by relay()
   AccessRecord& rec = ctx.rec;
   RequestContext::Headers& headers = ctx.response_headers;
   ResponseSink& sink = *ctx.sink;
@@ -236,7 +233,10 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
     std::string rewritten;  // the body sent when it is serialised from the document
     if (as_sent) {
       up.body = ctx.parsed.text;  // the client's bytes (a cap written in place)
-      if (ask_usage) up.body = rewritten = ask_stream_usage(ctx.parsed.text);
+      if (ask_usage) {
+        up.body_insert = kStreamUsageAsk;
+        up.insert_at = stream_usage_ask_at(ctx.parsed.text);
+      }
     } else if (resume) {
       boost::json::object body = run_body(ctx.parsed, ctx.resume, resume->checkpoint, resume->aggregate);
       if (backend.priority_scheduling) body["priority"] = engine_priority_field(backend.engine, slot.engine_priority());
@@ -274,7 +274,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
                                      .gaps = adaptive ? &pool.gaps(slot.backend()) : nullptr,
                                      .hide_usage_chunk = ask_usage};
     const auto sent = std::chrono::steady_clock::now();
-    RelayOutcome outcome = co_await relay(relay_request);
+    co_await relay(relay_request, outcome);
     rec.engine_ms += RequestContext::millis(std::chrono::steady_clock::now() - sent);
     slot.set_interrupt_hook(nullptr);
     const RunVerdict verdict = judge(outcome);
@@ -298,7 +298,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
         outcome.error = std::move(requeued.error());
         outcome.held.reset();
       }
-      co_await give_up(ctx, outcome, resume ? &*resume : nullptr);
+      co_await give_up(ctx, resume ? &*resume : nullptr);
     }
     if (!outcome.preempted) {
       // A resumable request's usage is counted over all its runs.
@@ -306,7 +306,7 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
         outcome.usage = resume->checkpoint.usage;
         outcome.generated = resume->checkpoint.tokens;
       }
-      co_return outcome;
+      co_return;
     }
 
     // Preempted: queue again, charged for what is left, and continue from
@@ -314,16 +314,14 @@ Task<RelayOutcome> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::
     ++rec.preemptions;
     auto requeued = co_await slot.requeue(remaining_cost(), sink);
     if (!requeued) {
-      RelayOutcome failed;
-      failed.error = std::move(requeued.error());
-      failed.stream = outcome.stream;
+      outcome = RelayOutcome{.stream = outcome.stream, .error = std::move(requeued.error())};
       if (sink.client_gone()) {
-        failed.status = 499;
+        outcome.status = 499;
       } else if (resume->client_stream_started) {
-        co_await end_stream_with_error(sink, *failed.error);
-        failed.status = sink.client_gone() ? 499 : 200;
+        co_await end_stream_with_error(sink, *outcome.error);
+        outcome.status = sink.client_gone() ? 499 : 200;
       }
-      co_return failed;
+      co_return;
     }
     rec.queue_ms += RequestContext::millis(slot.queue_wait());
   }
@@ -351,7 +349,8 @@ Task<bool> DispatchStage::may_run_again(RequestContext& ctx, bool failover, uint
   co_return !ctx.sink->client_gone();
 }
 
-Task<void> DispatchStage::give_up(RequestContext& ctx, RelayOutcome& outcome, const RelayResume* resume) {
+Task<void> DispatchStage::give_up(RequestContext& ctx, const RelayResume* resume) {
+  RelayOutcome& outcome = ctx.outcome;
   ResponseSink& sink = *ctx.sink;
   if (sink.client_gone()) {
     outcome.status = 499;

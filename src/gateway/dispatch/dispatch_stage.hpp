@@ -30,8 +30,9 @@ class DispatchStage final : public AdmittedHandler {
 
  private:
   // Runs a dispatched request on its slot until it ends: several upstream
-  // runs when it is preempted and resumed from its checkpoint.
-  Task<RelayOutcome> run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer);
+  // runs when it is preempted and resumed from its checkpoint. Each run
+  // writes ctx.outcome (no copy of it in this frame or run()'s).
+  Task<void> run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer);
   // Typing through: the request may offer its generation to a newer
   // keystroke (typing_handover.hpp): its class types through, and it is a
   // completion with one string prompt and a supersede key, streamed or not.
@@ -39,8 +40,9 @@ class DispatchStage final : public AdmittedHandler {
   // The offer of a request typing_eligible accepts.
   Task<std::shared_ptr<TypingOffer>> typing_offer(const RequestContext& ctx);
   // The run of a request that took over another's slot: the rest of that
-  // stream, handed over; nothing when it never came (it then runs anew).
-  Task<std::optional<RelayOutcome>> run_inherited(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer);
+  // stream, handed over, into ctx.outcome; false when it never came (it
+  // then runs anew).
+  Task<bool> run_inherited(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer);
   void count_typing(const RequestContext& ctx, TypingOutcome outcome);
   // The x-arbiter-* headers of one run on `backend`.
   void set_run_headers(RequestContext& ctx, const BackendConfig& backend, std::size_t own_headers,
@@ -51,8 +53,8 @@ class DispatchStage final : public AdmittedHandler {
   // stream is open, the next run continues it).
   Task<bool> may_run_again(RequestContext& ctx, bool failover, uint32_t& retries);
   // The failed run's answer when it is not run again: the held upstream
-  // error, or the end of a stream left open.
-  Task<void> give_up(RequestContext& ctx, RelayOutcome& outcome, const RelayResume* resume);
+  // error, or the end of a stream left open (ctx.outcome says which).
+  Task<void> give_up(RequestContext& ctx, const RelayResume* resume);
 
   const Config& config_;
   Dispatcher& dispatcher_;

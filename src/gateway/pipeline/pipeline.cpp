@@ -36,6 +36,22 @@ void RequestContext::answer_started() {
   for (const auto& observer : *observers) observer->on_answer_started(*this);
 }
 
+Task<void> Pipeline::admit(RequestContext& ctx) const {
+  // The first refusal is the answer.
+  for (const auto& stage : stages_) {
+    Verdict verdict = stage->admit(ctx);
+    if (verdict.kind == Verdict::Kind::kWait) {
+      if (auto refused = co_await stage->admit_async(ctx)) {
+        ctx.outcome.error = std::move(refused);
+        co_return;
+      }
+    } else if (verdict.kind == Verdict::Kind::kRefuse) {
+      ctx.outcome.error = std::move(verdict.error);
+      co_return;
+    }
+  }
+}
+
 Task<void> Pipeline::run(Route route, HttpRequest& req, ClientConnection& conn) const {
   RequestContext ctx(route, req, conn);
   ctx.observers = &observers_;
@@ -43,19 +59,7 @@ Task<void> Pipeline::run(Route route, HttpRequest& req, ClientConnection& conn) 
   if (runtime_) ctx.runtime = runtime_->load();  // the request's one atomic load of the config
   for (const auto& observer : observers_) observer->on_start(ctx);
 
-  // Admission: the first refusal is the answer.
-  for (const auto& stage : stages_) {
-    Verdict verdict = stage->admit(ctx);
-    if (verdict.kind == Verdict::Kind::kWait) {
-      if (auto refused = co_await stage->admit_async(ctx)) {
-        ctx.outcome.error = std::move(refused);
-        break;
-      }
-    } else if (verdict.kind == Verdict::Kind::kRefuse) {
-      ctx.outcome.error = std::move(verdict.error);
-      break;
-    }
-  }
+  co_await admit(ctx);
   if (!ctx.outcome.error) {
     ctx.admitted = true;
     co_await handler_->run(ctx);

@@ -33,6 +33,11 @@ class Pipeline {
   const std::vector<std::unique_ptr<AdmissionStage>>& stages() const { return stages_; }
 
  private:
+  // The admission stages in order; the first refusal goes to
+  // ctx.outcome.error. A coroutine of its own: a stage's verdict takes no
+  // room in run()'s frame, which lives as long as the request.
+  Task<void> admit(RequestContext& ctx) const;
+
   std::vector<std::unique_ptr<AdmissionStage>> stages_;
   std::unique_ptr<AdmittedHandler> handler_;
   std::vector<std::unique_ptr<CompletionObserver>> observers_;

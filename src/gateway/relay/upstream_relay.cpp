@@ -6,7 +6,7 @@
 #include <array>
 #include <charconv>
 #include <cstring>
-#include <deque>
+#include <forward_list>
 
 #include "core/sse.hpp"
 #include "http/http_head.hpp"
@@ -52,9 +52,14 @@ ApiError upstream_timeout(std::string message) {
 
 class Exchange {
  public:
-  explicit Exchange(const RelayRequest& r) : r_(r), deadline_(r.deadline) {}
+  // Writes into `outcome`, reset first: the caller's own (a copy per
+  // coroutine frame would cost each open stream ~0.3 KB a frame).
+  Exchange(const RelayRequest& r, RelayOutcome& outcome) : r_(r), deadline_(r.deadline), outcome_(outcome) {
+    outcome_ = RelayOutcome{};
+    if (r_.typing) typing_ = std::make_unique<Typing>();
+  }
 
-  Task<RelayOutcome> run() {
+  Task<void> run() {
     // One retry, only when a reused keep-alive connection failed before any
     // response byte arrived: the engine never saw the request.
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -71,8 +76,11 @@ class Exchange {
       if (r_.sink.client_gone()) co_return cancelled();
       Stream& socket = conn->stream;
       write_request_head(r_.upstream_request, conn->head);
-      const std::array<net::const_buffer, 2> request{net::buffer(conn->head),
-                                                     net::buffer(r_.upstream_request.body)};
+      const UpstreamRequest& up = r_.upstream_request;
+      const std::array<net::const_buffer, 4> request{net::buffer(conn->head),
+                                                     net::buffer(up.body.substr(0, up.insert_at)),
+                                                     net::buffer(up.body_insert),
+                                                     net::buffer(up.body.substr(up.insert_at))};
       auto close_socket = [&socket] { socket.close(); };
       r_.sink.set_abort_hook(close_socket);
       r_.interrupt.hook = close_socket;
@@ -138,15 +146,15 @@ class Exchange {
           outcome_.stream_open = true;
           fail("status", upstream_failed("the backend refused to continue the stream: HTTP " +
                                          std::to_string(parser.status())));
-          co_return outcome_;
+          co_return;
         }
         co_await refuse_continuation(parser.status());
       } else {
         reusable = co_await relay_whole(socket, buffer, parser);
       }
-      if (handed_) {
+      if (typing_ && typing_->handed) {
         co_await hand_over(std::move(conn), std::move(parser));
-        co_return outcome_;
+        co_return;
       }
       // Bytes after the end of the response would be read as the next
       // request's answer: such a connection is not reused.
@@ -155,14 +163,14 @@ class Exchange {
         r_.interrupt.hook = nullptr;
         r_.pool.release(std::move(conn));
       }
-      co_return outcome_;
+      co_return;
     }
     co_return fail("reset", upstream_failed("the backend closed the connection"));
   }
 
   // The heir's side of typing through: the rest of a stream another
   // request's relay handed over, on this thread's reactor.
-  Task<RelayOutcome> run_handed(HandedStream handed) {
+  Task<void> run_handed(HandedStream handed) {
     PooledConnection conn = std::move(handed.conn);
     if (!conn) {
       const auto executor = co_await net::this_coro::executor;
@@ -179,8 +187,9 @@ class Exchange {
     UpstreamResponseParser parser(std::move(handed.parser));
     outcome_.upstream_status = parser.status();
     drained_ = handed.drained;
-    text_checkpoint() = std::move(handed.checkpoint);  // a whole answer's resume (run_inherited), or typed_
-    inherited_.emplace(Inherited{.framer = std::move(handed.framer),
+    if (!typing_) typing_ = std::make_unique<Typing>();
+    text_checkpoint() = std::move(handed.checkpoint);  // a whole answer's resume (run_inherited), or the typed text
+    typing_->inherited.emplace(Inherited{.framer = std::move(handed.framer),
                                  .preamble = std::move(handed.preamble),
                                  .last = handed.last});
     if (r_.sink.client_gone()) co_return cancelled();
@@ -192,16 +201,15 @@ class Exchange {
     } else {
       reusable = co_await relay_stream(socket, conn->buffer, parser);
     }
-    if (handed_) {
+    if (typing_->handed) {
       co_await hand_over(std::move(conn), std::move(parser));
-      co_return outcome_;
+      co_return;
     }
     if (reusable && conn->buffer.size() == 0) {
       r_.sink.set_abort_hook(nullptr);
       r_.interrupt.hook = nullptr;
       r_.pool.release(std::move(conn));
     }
-    co_return outcome_;
   }
 
  private:
@@ -214,8 +222,9 @@ class Exchange {
 
   // The text this request's client has been sent: the resume checkpoint's,
   // or the one kept for typing through.
-  const Checkpoint& text_checkpoint() const { return r_.resume ? r_.resume->checkpoint : typed_; }
-  Checkpoint& text_checkpoint() { return r_.resume ? r_.resume->checkpoint : typed_; }
+  // or the one kept for typing through (typing_ exists).
+  const Checkpoint& text_checkpoint() const { return r_.resume ? r_.resume->checkpoint : typing_->typed; }
+  Checkpoint& text_checkpoint() { return r_.resume ? r_.resume->checkpoint : typing_->typed; }
 
   // A heir claimed the generation at this event boundary: what it gets
   // besides the connection, kept for hand_over. `sent_text`: bytes of text
@@ -231,8 +240,8 @@ class Exchange {
     heir.runs = 1;
     heir.tokens_before_run = 0;
     heir.usage.reset();
-    handed_ = Inherited{.framer = std::move(framer), .preamble = std::move(preamble), .last = last};
-    heir_checkpoint_ = std::move(heir);
+    typing_->handed = Inherited{.framer = std::move(framer), .preamble = std::move(preamble), .last = last};
+    typing_->heir_checkpoint = std::move(heir);
   }
 
   // Gives the upstream connection, mid-response, to the heir (re-homed on
@@ -245,12 +254,12 @@ class Exchange {
                         .released = {},
                         .buffer = {},
                         .parser = std::move(parser),
-                        .framer = std::move(handed_->framer),
-                        .checkpoint = std::move(heir_checkpoint_),
-                        .preamble = std::move(handed_->preamble),
-                        .last = handed_->last,
+                        .framer = std::move(typing_->handed->framer),
+                        .checkpoint = std::move(typing_->heir_checkpoint),
+                        .preamble = std::move(typing_->handed->preamble),
+                        .last = typing_->handed->last,
                         .drained = drained_};
-    handed_.reset();
+    typing_->handed.reset();
     tcp::socket& socket = conn->stream.socket();
     if (r_.typing->heir_on(context_of(socket.get_executor()))) {
       stream.conn = std::move(conn);
@@ -275,16 +284,13 @@ class Exchange {
     return &net::query(executor, net::execution::context);
   }
 
-  RelayOutcome cancelled() {
-    outcome_.status = 499;
-    return outcome_;
-  }
+  void cancelled() { outcome_.status = 499; }
   // Preempted: the caller requeues and runs again. Superseded (or stopped
   // by the drain deadline) before any answer: the caller answers 409 (503).
-  RelayOutcome interrupted() {
+  void interrupted() {
     if (r_.interrupt.preemption) {
       outcome_.preempted = true;
-      return outcome_;
+      return;
     }
     outcome_.interrupted = true;
     if (r_.interrupt.error) {
@@ -292,7 +298,6 @@ class Exchange {
     } else {
       outcome_.error = superseded_error();
     }
-    return outcome_;
   }
 
   static bool is_server_failure(unsigned status) { return status == 429 || status >= 500; }
@@ -312,12 +317,11 @@ class Exchange {
   // answers with the error (status stays 0 until then); mid-stream it ends
   // the stream with it. Kept out of coroutine expressions on purpose: GCC 12
   // destroys temporaries in `?:` inside co_await/co_return twice.
-  RelayOutcome fail(std::string_view kind, ApiError error) {
+  void fail(std::string_view kind, ApiError error) {
     outcome_.upstream_error = kind;
     outcome_.error = std::move(error);
-    return outcome_;
   }
-  RelayOutcome fail_connect(const ConnectError& e) {
+  void fail_connect(const ConnectError& e) {
     if (e.kind == ConnectFailure::kTimeout) {
       return fail("timeout", upstream_timeout("connecting to the backend timed out"));
     }
@@ -327,7 +331,7 @@ class Exchange {
     }
     return fail("connect", upstream_failed("cannot connect to the backend"));
   }
-  RelayOutcome fail_header(const beast::error_code& ec) {
+  void fail_header(const beast::error_code& ec) {
     return fail(is_stale_connection_error(ec) ? "reset" : "protocol",
                 upstream_failed("the backend closed the connection or sent a bad response: " +
                                 ec.message()));
@@ -452,14 +456,15 @@ class Exchange {
     // A stream handed over (typing through) starts with its preamble; the
     // parser's pieces were relayed by the request it came from.
     SseFramer framer;
-    if (inherited_) framer = std::move(inherited_->framer);
-    for (bool handed = inherited_.has_value();; handed = false) {
+    Inherited* const inherited = typing_ && typing_->inherited ? &*typing_->inherited : nullptr;
+    if (inherited) framer = std::move(inherited->framer);
+    for (bool handed = inherited != nullptr;; handed = false) {
       parts_.clear();
-      const std::size_t sent_text = text_checkpoint().text.size();
+      const std::size_t sent_text = r_.typing ? text_checkpoint().text.size() : 0;
       bool last = false;
       if (handed) {
-        if (!inherited_->preamble.empty()) add_part(inherited_->preamble);
-        last = inherited_->last;
+        if (!inherited->preamble.empty()) add_part(inherited->preamble);
+        last = inherited->last;
       } else {
         const std::size_t before = framer.events();
         for (const std::string_view piece : parser.body_pieces()) {
@@ -506,8 +511,8 @@ class Exchange {
   // Tells the typing offer what this client now has.
   void publish(bool tls) {
     const std::string& text = text_checkpoint().text;
-    r_.typing->publish(std::string_view(text).substr(std::min(published_, text.size())), tls);
-    published_ = text.size();
+    r_.typing->publish(std::string_view(text).substr(std::min(typing_->published, text.size())), tls);
+    typing_->published = text.size();
   }
 
   void first_event() {
@@ -535,7 +540,7 @@ class Exchange {
   void relay_event(std::string_view event) {
     if (!r_.resume) {
       if (count(event) && r_.hide_usage_chunk && is_usage_chunk(event_data(event))) return;
-      if (r_.typing) track_event(event, Route::kCompletions, typed_);
+      if (r_.typing) track_event(event, Route::kCompletions, typing_->typed);
       add_part(event);
       return;
     }
@@ -546,7 +551,7 @@ class Exchange {
     if (result.fate == EventFate::kForward) {
       add_part(event);
     } else if (result.fate == EventFate::kRewritten) {
-      add_part(rewritten_.emplace_back(std::move(result.rewritten)));
+      add_part(rewritten_.emplace_front(std::move(result.rewritten)));
     }
   }
 
@@ -594,8 +599,8 @@ class Exchange {
   Task<bool> relay_aggregate(Stream& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
     RelayResume& resume = *r_.resume;
     SseFramer framer;
-    if (inherited_) framer = std::move(inherited_->framer);
-    for (bool handed = inherited_.has_value();; handed = false) {
+    if (typing_ && typing_->inherited) framer = std::move(typing_->inherited->framer);
+    for (bool handed = typing_ && typing_->inherited;; handed = false) {
       if (!handed) {
         const std::size_t before = framer.events();
         for (const std::string_view piece : parser.body_pieces()) {
@@ -695,16 +700,22 @@ class Exchange {
   // written, or the last read did not fill the buffer.
   bool drained_ = true;
   Deadline& deadline_;  // RelayRequest::deadline
-  RelayOutcome outcome_;
+  RelayOutcome& outcome_;  // the caller's
   std::vector<std::string_view> parts_;  // relay_stream: the chunk one read makes
-  std::deque<std::string> rewritten_;    // relay_event: rewritten events in parts_ (a deque: they never move)
-  // Typing through (r_.typing): the text of a plain stream, what of it the
-  // offer has, a stream handed to this request, and one being handed on.
-  Checkpoint typed_;
-  std::size_t published_ = 0;
-  std::optional<Inherited> inherited_;
-  std::optional<Inherited> handed_;  // set when a heir claimed the stream: run() hands it over
-  Checkpoint heir_checkpoint_;
+  // relay_event: rewritten events in parts_ (nodes: they never move; an
+  // empty list allocates nothing, unlike a std::deque)
+  std::forward_list<std::string> rewritten_;
+  // Typing through (r_.typing, or a stream handed to this request): on the
+  // heap, so that the streams that do not type through (most) carry none
+  // of its ~0.8 KB in their frame.
+  struct Typing {
+    Checkpoint typed;            // the text of a plain stream
+    std::size_t published = 0;   // what of it the offer has
+    std::optional<Inherited> inherited;  // a stream handed to this request
+    std::optional<Inherited> handed;     // set when a heir claimed the stream: run() hands it over
+    Checkpoint heir_checkpoint;
+  };
+  std::unique_ptr<Typing> typing_;
 };
 
 }  // namespace
@@ -721,14 +732,14 @@ std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view seco
   return std::nullopt;
 }
 
-Task<RelayOutcome> relay(const RelayRequest& r) {
-  Exchange exchange(r);
-  co_return co_await exchange.run();
+Task<void> relay(const RelayRequest& r, RelayOutcome& outcome) {
+  Exchange exchange(r, outcome);
+  co_await exchange.run();
 }
 
-Task<RelayOutcome> relay_handed_over(const RelayRequest& r, HandedStream stream) {
-  Exchange exchange(r);
-  co_return co_await exchange.run_handed(std::move(stream));
+Task<void> relay_handed_over(const RelayRequest& r, HandedStream stream, RelayOutcome& outcome) {
+  Exchange exchange(r, outcome);
+  co_await exchange.run_handed(std::move(stream));
 }
 
 }  // namespace arbiter

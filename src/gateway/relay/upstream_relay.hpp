@@ -129,11 +129,15 @@ struct RelayOutcome {
   }
 };
 
-Task<RelayOutcome> relay(const RelayRequest& r);
+// One run of a request upstream; how it ended goes to `outcome` (reset
+// first), which must outlive the run. An out-parameter, not a result: a
+// coroutine's result and each awaiting frame's copy of it would stay
+// allocated for as long as a stream is open.
+Task<void> relay(const RelayRequest& r, RelayOutcome& outcome);
 // The heir's side of typing through: relays the rest of a stream another
 // request's relay handed over (its preamble first), as relay() would
 // (nothing is sent upstream; `r.upstream_request` is not read).
-Task<RelayOutcome> relay_handed_over(const RelayRequest& r, HandedStream stream);
+Task<void> relay_handed_over(const RelayRequest& r, HandedStream stream, RelayOutcome& outcome);
 
 // A Retry-After (delta seconds) or retry-after-ms value, or none when it is
 // neither (an HTTP date is not honoured: engines send seconds).

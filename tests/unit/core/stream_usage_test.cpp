@@ -13,15 +13,21 @@ namespace {
 
 namespace json = boost::json;
 
+// The body as it goes upstream: the ask inserted where it goes.
+std::string asked_body(std::string_view body) {
+  const std::size_t at = stream_usage_ask_at(body);
+  return std::string(body.substr(0, at)) + std::string(kStreamUsageAsk) + std::string(body.substr(at));
+}
+
 TEST(StreamUsage, TheBodyAsksForUsageFirstAndKeepsEveryMember) {
   const std::string body = R"(  {"model":"m","stream":true,"messages":[{"role":"user","content":"{\"a\":1}"}]})";
-  const json::object asked = json::parse(ask_stream_usage(body)).as_object();
+  const json::object asked = json::parse(asked_body(body)).as_object();
   EXPECT_TRUE(asked.at("stream_options").at("include_usage").as_bool());
   const json::object original = json::parse(body).as_object();
   for (const auto& [key, value] : original) EXPECT_EQ(asked.at(key), value) << key;
   EXPECT_EQ(asked.size(), original.size() + 1);
   // First in the object: a client's own stream_options, later, is the last value.
-  EXPECT_TRUE(ask_stream_usage(R"({"model":"m"})").starts_with(R"({"stream_options":{"include_usage":true},)"));
+  EXPECT_TRUE(asked_body(R"({"model":"m"})").starts_with(R"({"stream_options":{"include_usage":true},)"));
 }
 
 TEST(StreamUsage, TheDocumentAsksOnlyWhenTheClientSaidNothing) {

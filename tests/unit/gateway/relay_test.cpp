@@ -20,8 +20,10 @@ using testing::RecordingSink;
 // Relays one /v1/chat/completions request to `pool`'s upstream into `sink`,
 // on `ioc`, which outlives the pool: a connection the relay keeps for reuse
 // is a socket of that io_context (AddressSanitizer caught the reverse).
+// `outcome` is what the caller's holds before the run (relay() writes
+// into it).
 RelayOutcome relay_through(net::io_context& ioc, UpstreamPool& pool, ResponseSink& sink,
-                           RelayResume* resume = nullptr) {
+                           RelayResume* resume = nullptr, RelayOutcome outcome = {}) {
   Deadline deadline;
   Interrupt interrupt;
   const TimeoutsConfig timeouts;
@@ -32,8 +34,8 @@ RelayOutcome relay_through(net::io_context& ioc, UpstreamPool& pool, ResponseSin
   const RelayRequest request{.pool = pool, .upstream_request = up, .sink = sink, .deadline = deadline,
                              .timeouts = timeouts, .limits = limits, .response_headers = headers,
                              .interrupt = interrupt, .resume = resume};
-  RelayOutcome outcome;
-  net::co_spawn(ioc, [&]() -> Task<void> { outcome = co_await relay(request); }, net::detached);
+  net::co_spawn(ioc, relay(request, outcome), net::detached);
+  ioc.restart();  // a second run on the same io_context (and pool)
   ioc.run_for(std::chrono::seconds(10));
   return outcome;
 }
@@ -74,6 +76,87 @@ TEST(Relay, AStreamReachesTheSinkByteExact) {
   EXPECT_EQ(sink.content_type, "text/event-stream");
   EXPECT_EQ(sink.body, stream.wire());
   EXPECT_TRUE(sink.ended);
+}
+
+// Two content events, a usage chunk (11 prompt tokens, 2 completion
+// tokens) and [DONE], as vLLM streams them.
+std::string two_events_and_usage() {
+  const std::string usage =
+      "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":2,\"total_tokens\":13}}\n\n";
+  return chat_event("c", R"({"content":"a"})") + chat_event("c", R"({"content":"b"})") + usage + "data: [DONE]\n\n";
+}
+
+// relay() writes into the caller's outcome, which a request keeps across
+// the runs of a retry or a preemption: each run starts from a fresh one,
+// so nothing of a failed run's is left in the run after it.
+TEST(Relay, EachRunStartsFromAFreshOutcome) {
+  test::FakeUpstream upstream;
+  const std::string wire = two_events_and_usage();
+  upstream.push(sse_in_one_write(wire));
+  upstream.push(sse_in_one_write(wire));
+  net::io_context ioc;
+  UpstreamPool pool("127.0.0.1", upstream.port(), 4);
+  RecordingSink first_sink, second_sink;
+  const RelayOutcome fresh = relay_through(ioc, pool, first_sink);
+  RelayOutcome failed_run;
+  failed_run.preempted = true;
+  failed_run.interrupted = true;
+  failed_run.retried = true;
+  failed_run.stream_open = true;
+  failed_run.error = ApiError{ErrorCode::kUpstreamFailed, "an earlier run's", {}, {}};
+  failed_run.upstream_error = "reset";
+  failed_run.upstream_retry_after = std::chrono::milliseconds(5000);
+  failed_run.held = HeldResponse{.status = 503, .content_type = "application/json", .body = "{}", .headers = {}};
+  failed_run.usage = Usage{.prompt_tokens = 1000, .completion_tokens = 1000};
+  failed_run.generated = 99;
+  const RelayOutcome again = relay_through(ioc, pool, second_sink, nullptr, failed_run);
+  ASSERT_EQ(fresh.status, 200);
+  ASSERT_TRUE(fresh.usage);
+  EXPECT_EQ(again.status, fresh.status);
+  EXPECT_EQ(again.stream, fresh.stream);
+  EXPECT_FALSE(again.preempted);
+  EXPECT_FALSE(again.interrupted);
+  EXPECT_FALSE(again.retried);
+  EXPECT_FALSE(again.stream_open);
+  EXPECT_FALSE(again.error);
+  EXPECT_TRUE(again.upstream_error.empty());
+  EXPECT_FALSE(again.upstream_retry_after);
+  EXPECT_FALSE(again.held);
+  ASSERT_TRUE(again.usage);
+  EXPECT_EQ(again.usage->prompt_tokens, 11);
+  EXPECT_EQ(again.usage->completion_tokens, 2);
+  EXPECT_EQ(again.generated, fresh.generated);
+  EXPECT_EQ(again.upstream_status, 200u);
+}
+
+// An insert (the usage ask) goes out inside the client's body, at its
+// place, with a Content-Length that counts it: the engine reads one body.
+TEST(Relay, AnInsertGoesOutInsideTheBody) {
+  test::FakeUpstream upstream;
+  upstream.push(test::Respond{.body = test::chat_completion_body("m1", "hi")});
+  net::io_context ioc;
+  UpstreamPool pool("127.0.0.1", upstream.port(), 4);
+  Deadline deadline;
+  Interrupt interrupt;
+  const TimeoutsConfig timeouts;
+  const LimitsConfig limits;
+  const std::vector<std::pair<std::string, std::string>> headers;
+  const std::string body = R"({"model":"m1","stream":true})";
+  const UpstreamRequest up{.target = "/v1/chat/completions", .host = "127.0.0.1", .request_id = "r1",
+                           .accept = {}, .body = body, .body_insert = R"("inserted":1,)", .insert_at = 1};
+  RecordingSink sink;
+  const RelayRequest request{.pool = pool, .upstream_request = up, .sink = sink, .deadline = deadline,
+                             .timeouts = timeouts, .limits = limits, .response_headers = headers,
+                             .interrupt = interrupt, .resume = nullptr};
+  RelayOutcome outcome;
+  net::co_spawn(ioc, relay(request, outcome), net::detached);
+  ioc.run_for(std::chrono::seconds(10));
+  EXPECT_EQ(outcome.status, 200);
+  const auto received = upstream.requests();
+  ASSERT_EQ(received.size(), 1u);
+  const std::string expected = R"({"inserted":1,"model":"m1","stream":true})";
+  EXPECT_EQ(received[0].body, expected);
+  EXPECT_EQ(received[0].header("content-length"), std::to_string(expected.size()));
 }
 
 TEST(Relay, AWholeAnswerReachesTheSinkUnchanged) {
@@ -169,10 +252,7 @@ TEST(Relay, AnEventCutAcrossReadsGoesOutWholeAndByteExact) {
 
 TEST(Relay, UsageInACoalescedReadIsFound) {
   test::FakeUpstream upstream;
-  const std::string usage =
-      "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":2,\"total_tokens\":13}}\n\n";
-  const std::string wire = chat_event("c", R"({"content":"a"})") + chat_event("c", R"({"content":"b"})") + usage +
-                           "data: [DONE]\n\n";
+  const std::string wire = two_events_and_usage();
   upstream.push(sse_in_one_write(wire));
   RecordingSink sink;
   const RelayOutcome outcome = relay_to(upstream, sink);
