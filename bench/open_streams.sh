@@ -3,7 +3,8 @@
 # streams and idle connections"): what the gateway's memory and fds are
 # with many streams open at once, and with many idle keep-alive clients.
 #
-#   bash bench/open_streams.sh [--streams N] [--idle N] [BUILD_DIR] [WORKDIR]
+#   bash bench/open_streams.sh [--streams N] [--idle N] [--prompt-bytes B]
+#                              [--step-time-scale S] [BUILD_DIR] [WORKDIR]
 #
 # Streams (default 9,000): arbiter-sim engines with slow token pacing
 # (--step-time-scale, so every stream stays open for minutes) behind
@@ -12,18 +13,23 @@
 # event and holds them. Idle (default 10,000): N keep-alive connections that
 # each got one /healthz answer and stay silent. For each: the gateway's
 # VmRSS and fd count before, with the N open, and after closing them (5 s
-# later); per connection = (RSS with - RSS before) / N. Prints a Markdown
+# later); per connection = (RSS with - RSS before) / N. --prompt-bytes: each
+# stream's prompt (default 4 bytes; a long chat history or RAG prompt is tens
+# of KiB, and its prefill is slow at the default --step-time-scale 200: give
+# a smaller scale with it). --idle 0 skips the idle connections. Prints a Markdown
 # table; results.tsv in WORKDIR (default BUILD_DIR/open_streams).
 #
 # The fd limit here is 20,000 (hard): a stream costs the gateway two fds
 # (client and upstream), so 10,000 streams do not fit; hence 9,000.
 set -euo pipefail
 
-streams=9000 idle=10000
+streams=9000 idle=10000 prompt_bytes=4 step_scale=200
 while [[ $# -gt 0 && $1 == --* ]]; do
   case $1 in
     --streams) streams=$2; shift ;;
     --idle) idle=$2; shift ;;
+    --prompt-bytes) prompt_bytes=$2; shift ;;
+    --step-time-scale) step_scale=$2; shift ;;
     *) echo "open_streams: unknown flag $1" >&2; exit 2 ;;
   esac
   shift
@@ -48,7 +54,7 @@ wait_file() {  # FILE SECONDS
 # every few seconds per stream), KV for all of them.
 ENGINES=$(((streams + 999) / 1000))
 nice -n 5 "$SIM" --port 0 --port-file "$D/sim.ports" --engines "$ENGINES" --profile llama-8b-a100 \
-  --model hold --max-num-seqs 1000 --num-blocks 200000 --step-time-scale 200 > "$D/sim.log" 2>&1 &
+  --model hold --max-num-seqs 1000 --num-blocks 200000 --step-time-scale "$step_scale" > "$D/sim.log" 2>&1 &
 SIM_PID=$!
 PIDS+=("$SIM_PID")
 wait_file "$D/sim.ports" 20 || { echo "open_streams: sim did not start" >&2; cat "$D/sim.log" >&2; exit 1; }
@@ -90,11 +96,11 @@ measure() {
   start_gateway "$mode"
   # A few requests first, so that the baseline includes what any first
   # request allocates (thread-local buffers, the first upstream connection).
-  "$HOLD" --port "$PORT" --connections 20 --mode "$mode" --model hold < /dev/null > /dev/null
+  "$HOLD" --port "$PORT" --connections 20 --mode "$mode" --model hold "${PROMPT[@]}" < /dev/null > /dev/null
   sleep 3
   before_rss=$(rss_kb) before_fds=$(fds)
   mkfifo "$D/hold.in"
-  nice -n 5 "$HOLD" --port "$PORT" --connections "$n" --mode "$mode" --model hold --in-progress 200 \
+  nice -n 5 "$HOLD" --port "$PORT" --connections "$n" --mode "$mode" --model hold --in-progress 200 "${PROMPT[@]}" \
     < "$D/hold.in" > "$D/hold-$mode.out" 2> "$D/hold-$mode.err" &
   local hold=$!
   PIDS+=("$hold")
@@ -117,8 +123,13 @@ measure() {
   echo "open_streams: $(date -u +%T) $mode x $n: open $open, failed $failed; RSS $before_rss -> $with_rss -> $after_rss KB; fds $before_fds -> $with_fds -> $after_fds" >&2
 }
 
+# The prompt and the output within the profile's 32k context (at most a
+# token per 2 bytes of prompt).
+max_tokens=$((30000 - prompt_bytes / 2))
+((max_tokens >= 1000)) || { echo "open_streams: --prompt-bytes $prompt_bytes leaves no room to generate" >&2; exit 2; }
+PROMPT=(--prompt-bytes "$prompt_bytes" --max-tokens "$max_tokens")
 measure stream "$streams"
-measure idle "$idle"
+((idle > 0)) && measure idle "$idle"
 
 awk -F'\t' 'NR > 1 {
   per = $3 > 0 ? ($7 - $5) / $3 : 0

@@ -4,10 +4,13 @@
 //
 //   hold_open --port P --connections N --mode stream|idle [--model NAME]
 //             [--api-key KEY] [--max-tokens 30000] [--in-progress 256]
+//             [--prompt-bytes 4]
 //
 // stream: each connection sends a streaming /v1/completions (ignore_eos,
 //   max_tokens tokens) and counts as open once its first SSE event arrived;
-//   it then keeps reading (and discarding) until the end.
+//   it then keeps reading (and discarding) until the end. Its prompt is
+//   `prompt-bytes` bytes of text (a long chat history or a RAG prompt is
+//   tens of KiB).
 // idle:   each connection sends one keep-alive GET /healthz, reads the whole
 //   answer, and stays open and silent.
 // At most `in-progress` connections are being set up at a time. Once every
@@ -41,6 +44,7 @@ struct Options {
   std::string api_key;
   int max_tokens = 30000;  // within the llama-8b-a100 profile's 32k context
   int in_progress = 256;
+  int prompt_bytes = 4;
 };
 
 std::optional<Options> parse(int argc, char** argv) {
@@ -55,9 +59,10 @@ std::optional<Options> parse(int argc, char** argv) {
     else if (flag == "--api-key") o.api_key = value;
     else if (flag == "--max-tokens") o.max_tokens = std::stoi(value);
     else if (flag == "--in-progress") o.in_progress = std::stoi(value);
+    else if (flag == "--prompt-bytes") o.prompt_bytes = std::stoi(value);
     else return std::nullopt;
   }
-  if (o.port == 0 || o.connections < 1 || o.in_progress < 1) return std::nullopt;
+  if (o.port == 0 || o.connections < 1 || o.in_progress < 1 || o.prompt_bytes < 1) return std::nullopt;
   return o;
 }
 
@@ -109,14 +114,17 @@ int main(int argc, char** argv) {
   const auto o = parse(argc, argv);
   if (!o) {
     std::fputs("usage: hold_open --port P --connections N --mode stream|idle [--model NAME] [--api-key KEY] "
-               "[--max-tokens N] [--in-progress N]\n",
+               "[--max-tokens N] [--in-progress N] [--prompt-bytes N]\n",
                stderr);
     return 2;
   }
   const std::string auth = o->api_key.empty() ? "" : "Authorization: Bearer " + o->api_key + "\r\n";
   std::string request;
   if (o->stream) {
-    const std::string body = "{\"model\":\"" + o->model + "\",\"prompt\":\"hold\",\"max_tokens\":" +
+    std::string prompt = "hold";
+    prompt.resize(static_cast<std::size_t>(o->prompt_bytes), ' ');
+    for (std::size_t i = 5; i < prompt.size(); i += 5) prompt[i] = 'w';  // "hold w    w    w..."
+    const std::string body = "{\"model\":\"" + o->model + "\",\"prompt\":\"" + prompt + "\",\"max_tokens\":" +
                              std::to_string(o->max_tokens) + ",\"ignore_eos\":true,\"stream\":true}";
     request = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + auth +
               "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
