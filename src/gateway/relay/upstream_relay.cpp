@@ -190,8 +190,8 @@ class Exchange {
     if (!typing_) typing_ = std::make_unique<Typing>();
     text_checkpoint() = std::move(handed.checkpoint);  // a whole answer's resume (run_inherited), or the typed text
     typing_->inherited.emplace(Inherited{.framer = std::move(handed.framer),
-                                 .preamble = std::move(handed.preamble),
-                                 .last = handed.last});
+                                         .preamble = std::move(handed.preamble),
+                                         .last = handed.last});
     if (r_.sink.client_gone()) co_return cancelled();
     if (r_.interrupt.requested) co_return interrupted();
     // if/else, not ?: around co_await (GCC 12, see docs/architecture.md).
@@ -221,7 +221,6 @@ class Exchange {
   };
 
   // The text this request's client has been sent: the resume checkpoint's,
-  // or the one kept for typing through.
   // or the one kept for typing through (typing_ exists).
   const Checkpoint& text_checkpoint() const { return r_.resume ? r_.resume->checkpoint : typing_->typed; }
   Checkpoint& text_checkpoint() { return r_.resume ? r_.resume->checkpoint : typing_->typed; }
@@ -707,7 +706,7 @@ class Exchange {
   std::forward_list<std::string> rewritten_;
   // Typing through (r_.typing, or a stream handed to this request): on the
   // heap, so that the streams that do not type through (most) carry none
-  // of its ~0.8 KB in their frame.
+  // of its ~0.7 KB in their frame.
   struct Typing {
     Checkpoint typed;            // the text of a plain stream
     std::size_t published = 0;   // what of it the offer has
