@@ -75,8 +75,8 @@ class Exchange {
       }
       if (r_.sink.client_gone()) co_return cancelled();
       Stream& socket = conn->stream;
-      write_request_head(r_.upstream_request, conn->head);
       const UpstreamRequest& up = r_.upstream_request;
+      write_request_head(up, conn->head);
       const std::array<net::const_buffer, 4> request{net::buffer(conn->head),
                                                      net::buffer(up.body.substr(0, up.insert_at)),
                                                      net::buffer(up.body_insert),
@@ -219,6 +219,9 @@ class Exchange {
     std::string preamble;
     bool last = false;
   };
+
+  // The stream handed to this request (run_handed), if any.
+  Inherited* inherited_stream() { return typing_ && typing_->inherited ? &*typing_->inherited : nullptr; }
 
   // The text this request's client has been sent: the resume checkpoint's,
   // or the one kept for typing through (typing_ exists).
@@ -455,7 +458,7 @@ class Exchange {
     // A stream handed over (typing through) starts with its preamble; the
     // parser's pieces were relayed by the request it came from.
     SseFramer framer;
-    Inherited* const inherited = typing_ && typing_->inherited ? &*typing_->inherited : nullptr;
+    Inherited* const inherited = inherited_stream();
     if (inherited) framer = std::move(inherited->framer);
     for (bool handed = inherited != nullptr;; handed = false) {
       parts_.clear();
@@ -598,8 +601,9 @@ class Exchange {
   Task<bool> relay_aggregate(Stream& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser) {
     RelayResume& resume = *r_.resume;
     SseFramer framer;
-    if (typing_ && typing_->inherited) framer = std::move(typing_->inherited->framer);
-    for (bool handed = typing_ && typing_->inherited;; handed = false) {
+    Inherited* const inherited = inherited_stream();
+    if (inherited) framer = std::move(inherited->framer);
+    for (bool handed = inherited != nullptr;; handed = false) {
       if (!handed) {
         const std::size_t before = framer.events();
         for (const std::string_view piece : parser.body_pieces()) {

@@ -17,20 +17,22 @@ namespace {
 using testing::RecordingCopy;
 using testing::RecordingSink;
 
-// Relays one /v1/chat/completions request to `pool`'s upstream into `sink`,
-// on `ioc`, which outlives the pool: a connection the relay keeps for reuse
-// is a socket of that io_context (AddressSanitizer caught the reverse).
-// `outcome` is what the caller's holds before the run (relay() writes
-// into it).
+const UpstreamRequest kChatRequest{.target = "/v1/chat/completions", .host = "127.0.0.1", .request_id = "r1",
+                                   .accept = {}, .body = R"({"model":"m1"})"};
+
+// Relays `up` (by default a /v1/chat/completions request) to `pool`'s
+// upstream into `sink`, on `ioc`, which outlives the pool: a connection the
+// relay keeps for reuse is a socket of that io_context (AddressSanitizer
+// caught the reverse). `outcome` is what the caller's holds before the run
+// (relay() writes into it).
 RelayOutcome relay_through(net::io_context& ioc, UpstreamPool& pool, ResponseSink& sink,
-                           RelayResume* resume = nullptr, RelayOutcome outcome = {}) {
+                           RelayResume* resume = nullptr, RelayOutcome outcome = {},
+                           const UpstreamRequest& up = kChatRequest) {
   Deadline deadline;
   Interrupt interrupt;
   const TimeoutsConfig timeouts;
   const LimitsConfig limits;
   const std::vector<std::pair<std::string, std::string>> headers{{"x-request-id", "r1"}};
-  const UpstreamRequest up{.target = "/v1/chat/completions", .host = "127.0.0.1", .request_id = "r1",
-                           .accept = {}, .body = R"({"model":"m1"})"};
   const RelayRequest request{.pool = pool, .upstream_request = up, .sink = sink, .deadline = deadline,
                              .timeouts = timeouts, .limits = limits, .response_headers = headers,
                              .interrupt = interrupt, .resume = resume};
@@ -136,21 +138,12 @@ TEST(Relay, AnInsertGoesOutInsideTheBody) {
   upstream.push(test::Respond{.body = test::chat_completion_body("m1", "hi")});
   net::io_context ioc;
   UpstreamPool pool("127.0.0.1", upstream.port(), 4);
-  Deadline deadline;
-  Interrupt interrupt;
-  const TimeoutsConfig timeouts;
-  const LimitsConfig limits;
-  const std::vector<std::pair<std::string, std::string>> headers;
-  const std::string body = R"({"model":"m1","stream":true})";
-  const UpstreamRequest up{.target = "/v1/chat/completions", .host = "127.0.0.1", .request_id = "r1",
-                           .accept = {}, .body = body, .body_insert = R"("inserted":1,)", .insert_at = 1};
+  UpstreamRequest up = kChatRequest;
+  up.body = R"({"model":"m1","stream":true})";
+  up.body_insert = R"("inserted":1,)";
+  up.insert_at = 1;
   RecordingSink sink;
-  const RelayRequest request{.pool = pool, .upstream_request = up, .sink = sink, .deadline = deadline,
-                             .timeouts = timeouts, .limits = limits, .response_headers = headers,
-                             .interrupt = interrupt, .resume = nullptr};
-  RelayOutcome outcome;
-  net::co_spawn(ioc, relay(request, outcome), net::detached);
-  ioc.run_for(std::chrono::seconds(10));
+  const RelayOutcome outcome = relay_through(ioc, pool, sink, nullptr, {}, up);
   EXPECT_EQ(outcome.status, 200);
   const auto received = upstream.requests();
   ASSERT_EQ(received.size(), 1u);
