@@ -67,7 +67,7 @@ settle() {
   local until=$((SECONDS + 60))
   while ((SECONDS < until)); do
     curl -s --max-time 2 "$GATEWAY_URL/metrics" > "$D/gateway.metrics" || return 1
-    awk '/^arbiter_(requests_in_flight|backend_in_flight|class_in_flight|queue_depth|tenant_queue_depth|quota_in_flight)[{ ]/ && $NF != 0 { busy = 1 }
+    awk '/^arbiter_(requests_in_flight|backend_in_flight|class_in_flight|queue_depth|tenant_queue_depth|quota_in_flight|request_body_bytes)[{ ]/ && $NF != 0 { busy = 1 }
          END { exit busy }' "$D/gateway.metrics" && return 0
     sleep 0.1
   done

@@ -33,7 +33,7 @@ import sys
 
 IN_FLIGHT = ["arbiter_requests_in_flight", "arbiter_backend_in_flight", "arbiter_class_in_flight",
              "arbiter_queue_depth", "arbiter_tenant_queue_depth", "arbiter_quota_in_flight",
-             "arbiter_quota_reserved_tokens"]
+             "arbiter_quota_reserved_tokens", "arbiter_request_body_bytes"]
 SLOPE_LIMIT_MB_MIN = 1.0
 RSS_TOLERANCE = (0.10, 16 * 1024)  # fraction, KB
 FD_TOLERANCE = 2

@@ -17,7 +17,7 @@ import urllib.request
 
 GAUGES = ["arbiter_requests_in_flight", "arbiter_backend_in_flight", "arbiter_class_in_flight",
           "arbiter_queue_depth", "arbiter_tenant_queue_depth", "arbiter_quota_in_flight",
-          "arbiter_quota_reserved_tokens"]
+          "arbiter_quota_reserved_tokens", "arbiter_request_body_bytes"]
 COUNTERS = ["arbiter_requests_total"]
 COLUMNS = ["unix_time", "phase", "rss_kb", "fds", "upstream_fds", "threads"] + GAUGES + COUNTERS
 

@@ -80,6 +80,11 @@ boost::json::object& ParsedRequest::body() {
   return const_cast<json::object&>(std::as_const(*this).body());
 }
 
+void ParsedRequest::release_body() {
+  std::string().swap(text);
+  body_.reset();
+}
+
 const boost::json::object& ParsedRequest::body() const {
   if (!body_) {
     // parse_request checked that `text` is a JSON object, within its depth

@@ -33,6 +33,11 @@ class ParsedRequest {
   boost::json::object& body();
   const boost::json::object& body() const;
   bool document_changed() const { return document_changed_; }
+  // Frees the text and the document for good; `info` stays. For a request
+  // nothing will send again (DispatchStage: a stream whose answer began and
+  // that cannot be resumed), so that an open stream does not hold its
+  // prompt. body() must not be called after it.
+  void release_body();
 
  private:
   friend std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string body,

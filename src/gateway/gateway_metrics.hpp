@@ -14,6 +14,13 @@ struct GatewayMetrics {
       {"model", "class", "tenant", "status"});
   metrics::Gauge& in_flight =
       registry.gauge("arbiter_requests_in_flight", "Requests being handled right now.", {}).with({});
+  metrics::Gauge& request_body_bytes =
+      registry
+          .gauge("arbiter_request_body_bytes",
+                 "Bytes of request bodies held by requests being handled. A stream lets go of its body when "
+                 "its answer begins, unless a preemption may run it again.",
+                 {})
+          .with({});
   metrics::Family<metrics::Histogram>& duration = registry.histogram(
       "arbiter_request_duration_seconds",
       "Time from request received to the last response byte written.", {"model", "class"});

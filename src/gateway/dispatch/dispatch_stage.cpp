@@ -74,6 +74,13 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
   }
 }
 
+void DispatchStage::release_body(RequestContext& ctx) {
+  if (ctx.body_released) return;
+  ctx.body_released = true;
+  metrics_.request_body_bytes.sub(static_cast<double>(ctx.rec.bytes_in));
+  ctx.parsed.release_body();
+}
+
 void DispatchStage::count_typing(const RequestContext& ctx, TypingOutcome outcome) {
   metrics_.typing_through.with({config_.classes[ctx.cls].name, std::string(typing_outcome_name(outcome))}).inc();
 }
@@ -125,6 +132,7 @@ Task<bool> DispatchStage::run_inherited(RequestContext& ctx, Dispatcher::Slot& s
   std::optional<HandedStream> handed = co_await slot.inherited_from()->receive(*ctx.sink);
   count_typing(ctx, handed ? TypingOutcome::kHandedOver : TypingOutcome::kLost);
   if (!handed) co_return false;  // it runs anew on the slot it holds
+  release_body(ctx);  // never sent: the request is the one already running
   ModelPool& pool = *pools_[slot.pool()];
   const BackendConfig& backend = pool.backend(slot.backend());
   ctx.rec.backend = backend.name;
@@ -268,7 +276,16 @@ Task<void> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::Slot& sl
                                      .on_first_event = backend.prefill_tokens_per_s > 0
                                                            ? std::function<void()>([&slot] { slot.first_token(); })
                                                            : std::function<void()>(),
-                                     .on_stream_started = [&ctx] { ctx.answer_started(); },
+                                     .on_stream_started =
+                                         [this, &ctx, &rewritten, resumable = resume.has_value()] {
+                                           ctx.answer_started();
+                                           // The client has a byte: no retry or failover sends the
+                                           // body again, and only a resumable request runs again.
+                                           if (!resumable) {
+                                             release_body(ctx);
+                                             std::string().swap(rewritten);
+                                           }
+                                         },
                                      .hold_failures = retries < health_.max_retries(),
                                      .typing = offer,
                                      .gaps = adaptive ? &pool.gaps(slot.backend()) : nullptr,

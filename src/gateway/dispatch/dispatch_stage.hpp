@@ -44,6 +44,10 @@ class DispatchStage final : public AdmittedHandler {
   // then runs anew).
   Task<bool> run_inherited(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer);
   void count_typing(const RequestContext& ctx, TypingOutcome outcome);
+  // Frees the body of a request nothing will send again (a stream whose
+  // answer began and that no preemption resumes, or an heir of typing
+  // through), so that an open stream does not hold its prompt.
+  void release_body(RequestContext& ctx);
   // The x-arbiter-* headers of one run on `backend`.
   void set_run_headers(RequestContext& ctx, const BackendConfig& backend, std::size_t own_headers,
                        uint32_t retries) const;

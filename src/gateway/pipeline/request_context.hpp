@@ -71,6 +71,9 @@ struct RequestContext {
   // (CompletionObserver::on_answer_started).
   void answer_started();
   RelayOutcome outcome;                     // how it ended (error: a gateway-made answer)
+  // The body was freed before the end (DispatchStage::release_body): it is
+  // no longer counted in arbiter_request_body_bytes.
+  bool body_released = false;
   std::optional<double> dispatch_queue_ms;  // the first dispatch's queue wait
 
   // The answer's extra headers (x-request-id, x-arbiter-*) and the access-log line.

@@ -41,7 +41,10 @@ RequestMetrics::RequestMetrics(const Config& config, GatewayMetrics& metrics)
                                                     (config.tenants.size() + 1))),
       team_series_(std::make_unique<TeamSeries[]>(config.models.size() * (config.tenants.size() + 1))) {}
 
-void RequestMetrics::on_start(RequestContext&) { metrics_.in_flight.add(1); }
+void RequestMetrics::on_start(RequestContext& ctx) {
+  metrics_.in_flight.add(1);
+  metrics_.request_body_bytes.add(static_cast<double>(ctx.rec.bytes_in));
+}
 
 metrics::Histogram& RequestMetrics::class_histogram(const RequestContext& ctx,
                                                     std::atomic<metrics::Histogram*> ClassSeries::*member,
@@ -91,6 +94,7 @@ void RequestMetrics::on_complete(const RequestContext& ctx) {
   if (outcome.retried) metrics_.upstream_retries.with({rec.backend}).inc();
   if (rec.preemptions > 0) metrics_.resumed.with({rec.model, rec.cls}).inc();
   metrics_.in_flight.sub(1);
+  if (!ctx.body_released) metrics_.request_body_bytes.sub(static_cast<double>(rec.bytes_in));
 }
 
 }  // namespace arbiter
