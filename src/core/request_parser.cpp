@@ -80,6 +80,10 @@ boost::json::object& ParsedRequest::body() {
   return const_cast<json::object&>(std::as_const(*this).body());
 }
 
+void ParsedRequest::drop_document() {
+  if (!document_changed_) body_.reset();
+}
+
 void ParsedRequest::release_body() {
   std::string().swap(text);
   body_.reset();

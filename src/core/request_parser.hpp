@@ -33,6 +33,11 @@ class ParsedRequest {
   boost::json::object& body();
   const boost::json::object& body() const;
   bool document_changed() const { return document_changed_; }
+  // Frees the document when `text` holds all it does (nothing was changed
+  // in the document alone); body() builds it again when asked. For a request
+  // that needed it once and may then wait long in a queue, which would
+  // otherwise hold its body twice.
+  void drop_document();
   // Frees the text and the document for good; `info` stays. For a request
   // nothing will send again (DispatchStage: a stream whose answer began and
   // that cannot be resumed), so that an open stream does not hold its

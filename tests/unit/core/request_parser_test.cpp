@@ -220,6 +220,24 @@ TEST(RequestParser, TheDocumentIsBuiltFromTheTextOnlyWhenAsked) {
   EXPECT_EQ(q.body().at("max_tokens").as_int64(), 100);
 }
 
+TEST(RequestParser, ADroppedDocumentIsBuiltAgainAndOneWithItsOwnChangesIsKept) {
+  const std::string text = R"({"model":"m","max_tokens":500,"messages":[{"role":"user","content":"x"}]})";
+  auto p = parse_ok(Route::kChatCompletions, text);
+  const boost::json::object first = p.body();
+  p.drop_document();
+  EXPECT_EQ(p.body(), first);
+  EXPECT_EQ(p.text, text);
+  // A change only the document holds is not in the text: dropping it would lose it.
+  auto q = parse_ok(Route::kChatCompletions, R"({"model":"m","max_tokens":null,"messages":[{"content":"x"}]})");
+  ASSERT_TRUE(apply_max_tokens_cap(q, 100));
+  q.drop_document();
+  EXPECT_TRUE(q.document_changed());
+  EXPECT_EQ(q.body().at("max_tokens").as_int64(), 100);
+  rewrite_model(q, "m2");
+  q.drop_document();
+  EXPECT_EQ(q.body().at("model").as_string(), "m2");
+}
+
 }  // namespace
 }  // namespace arbiter
 
