@@ -42,7 +42,7 @@ std::optional<double> body_bytes(const GatewayProcess& gateway) {
   return metric_value(http_get(gateway.port(), "/metrics").body, "arbiter_request_body_bytes");
 }
 
-TEST(RequestBody, AStreamLetsGoOfItsBodyWhenItsAnswerBeginsAndAQueuedRequestHoldsIts) {
+TEST(RequestBody, AStreamLetsGoOfItsBodyWhenItsAnswerBeginsAndAQueuedOneHoldsItsOwn) {
   SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
   GatewayProcess gateway(one_slot(sim.port()).to_yaml());
   const std::string body = long_stream();
