@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace arbiter {
@@ -187,7 +188,10 @@ EngineLoad parse_engine_load(std::string_view body) {
         const std::string_view set = line.substr(labels, i - labels);
         const auto blocks = label_number(set, "num_gpu_blocks");
         const auto size = label_number(set, "block_size");
-        if (blocks && size && *blocks > 0 && *size > 0) load.kv_cache_tokens = *blocks * *size;
+        // A product past 64 bits is no engine's cache (it would wrap, to 0 even): not read.
+        if (blocks && size && *blocks > 0 && *size > 0 && *blocks <= UINT64_MAX / *size) {
+          load.kv_cache_tokens = *blocks * *size;
+        }
         continue;
       }
     }

@@ -142,6 +142,13 @@ TEST(EngineMetrics, ReadsTheKvCacheSizeFromVllmsCacheConfigInfo) {
   // A label whose name ends like the one looked for is not it.
   EXPECT_FALSE(parse_engine_load("vllm:cache_config_info{old_num_gpu_blocks=\"9\",block_size=\"16\"} 1\n")
                    .kv_cache_tokens);
+  // Found by fuzzing (fuzz_engine_metrics): 2^62 blocks of 16 wrapped to 0 tokens. A size
+  // past 64 bits is not read; the largest that fits is.
+  EXPECT_FALSE(parse_engine_load("vllm:cache_config_info{num_gpu_blocks=\"4611686018427387904\",block_size=\"16\"} 1\n")
+                   .kv_cache_tokens);
+  EXPECT_EQ(parse_engine_load("vllm:cache_config_info{num_gpu_blocks=\"1152921504606846975\",block_size=\"16\"} 1\n")
+                .kv_cache_tokens,
+            1152921504606846975u * 16);
 }
 
 TEST(EngineMetrics, ReadsSglangGauges) {
