@@ -69,8 +69,10 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
   std::string classes;
   for (const std::string& name : scheduler_class_names(s)) classes += (classes.empty() ? "" : ", ") + name;
   for (const TenantSpec& t : s.tenants) {
-    out << "  - {name: " << t.name << ", weight: " << t.weight << ", api_keys: ["
-        << tenant_api_key(t.name) << "], allowed_classes: [" << classes << "]}\n";
+    out << "  - {name: " << t.name << ", weight: " << t.weight;
+    if (t.max_running > 0) out << ", max_running: " << t.max_running;
+    if (t.max_share > 0) out << ", max_share: " << t.max_share;
+    out << ", api_keys: [" << tenant_api_key(t.name) << "], allowed_classes: [" << classes << "]}\n";
   }
   out << "classes:\n";
   for (const ClassSpec& c : s.classes) {

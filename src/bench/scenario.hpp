@@ -134,7 +134,9 @@ struct ClassSpec {
 
 struct TenantSpec {
   std::string name;
-  double weight = 1;  // scheduler weight inside every class
+  double weight = 1;      // scheduler weight inside every class
+  uint32_t max_running = 0;  // slots it may hold per pool (the gateway's tenants[].max_running); 0: no cap
+  double max_share = 0;      // share of a pool's slots it may hold (tenants[].max_share); 0: no cap
 };
 
 struct EngineSpec {

@@ -402,11 +402,13 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
     if (!t.IsSequence()) r.error("tenants", "must be a list");
     for (std::size_t i = 0; t.IsSequence() && i < t.size(); ++i) {
       const auto p = Reader::index("tenants", i);
-      if (!r.map(t[i], p, {"name", "weight"})) continue;
+      if (!r.map(t[i], p, {"name", "weight", "max_running", "max_share"})) continue;
       TenantSpec tenant;
       r.read(t[i], p, "name", tenant.name);
       if (tenant.name.empty()) r.error(Reader::join(p, "name"), "is required");
       r.read(t[i], p, "weight", tenant.weight, 1e-6, 1e6);
+      r.read(t[i], p, "max_running", tenant.max_running, 0u, 100'000u);
+      r.read(t[i], p, "max_share", tenant.max_share, 0.0, 1.0);
       s.tenants.push_back(tenant);
     }
   }

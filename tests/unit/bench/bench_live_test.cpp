@@ -212,6 +212,22 @@ TEST(BenchGatewayConfig, PoolsAndTheirLendingCarryOver) {
   EXPECT_FALSE(config->models[1].lends);
 }
 
+// A scenario's tenant caps are the gateway's tenants[].max_running and
+// max_share: live mode holds the tenant to what virtual mode does.
+TEST(BenchGatewayConfig, TenantCapsCarryOver) {
+  Scenario s = smoke();
+  s.tenants[0].max_running = 5;
+  s.tenants.push_back({.name = "other", .weight = 1, .max_share = 0.3});
+  std::vector<std::string> warnings;
+  auto config = parse_config(gateway_config_yaml(s, GatewayConfigOptions{}, warnings));
+  ASSERT_TRUE(config) << config.error().front();
+  ASSERT_EQ(config->tenants.size(), s.tenants.size());
+  EXPECT_EQ(config->tenants[0].max_running, 5u);
+  EXPECT_DOUBLE_EQ(config->tenants[0].max_share, 0);
+  EXPECT_EQ(config->tenants.back().max_running, 0u);
+  EXPECT_DOUBLE_EQ(config->tenants.back().max_share, 0.3);
+}
+
 // A scenario's engine.adaptive_capacity is the gateway's adaptive_capacity:
 // live mode runs the controller virtual mode runs.
 TEST(BenchGatewayConfig, AdaptiveCapacityCarriesOver) {

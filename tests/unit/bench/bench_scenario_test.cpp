@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "bench/scenario_yaml.hpp"
+#include "bench/virtual_run.hpp"
 #include "core/config.hpp"
 
 namespace arbiter::bench {
@@ -171,7 +172,7 @@ TEST(BenchScenario, OverridesAndTrafficKinds) {
   auto s = parse_scenario(R"(
 name: t
 engine: {profile: tiny, count: 3, max_concurrency: 8, priority_scheduling: true}
-tenants: [{name: a, weight: 2}, {name: b}]
+tenants: [{name: a, weight: 2, max_running: 7}, {name: b, max_share: 0.25}]
 classes:
   - name: completion
     scheduler: {debounce_ms: 100, min_share: 0.2}
@@ -190,6 +191,12 @@ classes:
   EXPECT_DOUBLE_EQ(c.policy.min_share, 0.2);
   EXPECT_DOUBLE_EQ(c.policy.weight, 2);  // the core default survives the override
   EXPECT_EQ(c.tenant_mix, (std::vector<double>{0, 1}));
+  EXPECT_EQ(s->tenants[0].max_running, 7u);
+  EXPECT_DOUBLE_EQ(s->tenants[1].max_share, 0.25);
+  const sched::SchedulerConfig sc = scheduler_config(*s, sched::Policy::kHybrid);
+  EXPECT_EQ(sc.tenant_max_running.at(0), 7u);
+  EXPECT_FALSE(sc.tenant_max_running.contains(1));
+  EXPECT_DOUBLE_EQ(sc.tenant_max_share.at(1), 0.25);
   EXPECT_EQ(c.traffic.kind, TrafficKind::kTyping);
   EXPECT_EQ(c.traffic.max_tokens, 128u);  // typing default: the completion cap
   EXPECT_EQ(c.traffic.output.kind, LengthDist::Kind::kUniform);
@@ -208,6 +215,8 @@ TEST(BenchScenario, ErrorsNameTheKeyPath) {
       {"name: t\nbogus: 1\nclasses: [{name: a, traffic: {rate: 1}}]", "bogus: unknown key"},
       {"name: t\nclasses: [{name: a, traffic: {rate: 1, colour: red}}]",
        "classes[0].traffic.colour: unknown key"},
+      {"name: t\ntenants: [{name: a, max_share: 1.5}]\nclasses: [{name: a, traffic: {rate: 1}}]",
+       "tenants[0].max_share: must be between"},
       {"name: t\nclasses: [{name: a, traffic: {rate: fast}}]",
        "classes[0].traffic.rate: must be a number"},
       {"name: t\nclasses: [{name: a, traffic: {rate: -1}}]",

@@ -136,6 +136,24 @@ TEST(BenchVirtualRun, AdaptiveCapacityGrowsPastAFixedLimitForBackgroundWorkOnly)
   EXPECT_EQ(count(adaptive.all, Outcome::kUnfinished), 0u);
 }
 
+// A scenario's tenants[].max_running / max_share are the gateway's tenant
+// caps: the tenant's requests hold at most that many of the pool's slots
+// (here the pool's only tenant, on 64 slots it would otherwise fill).
+TEST(BenchVirtualRun, TenantCapsBoundWhatATenantRuns) {
+  Scenario s = one_chat_class_on_small_slots();
+  const PolicySummary open = run_virtual(s, "hybrid", s.seed);
+  EXPECT_GT(most_running(open), 20);
+  s.tenants[0].max_running = 12;
+  const PolicySummary by_count = run_virtual(s, "hybrid", s.seed);
+  EXPECT_LE(most_running(by_count), 12);
+  EXPECT_GT(most_running(by_count), 6);
+  s.tenants[0].max_running = 0;
+  s.tenants[0].max_share = 0.125;  // of 64 slots: 8
+  const PolicySummary by_share = run_virtual(s, "hybrid", s.seed);
+  EXPECT_LE(most_running(by_share), 8);
+  EXPECT_EQ(count(by_share.all, Outcome::kUnfinished), 0u);
+}
+
 TEST(BenchVirtualRun, CountsAddUpForEveryPolicy) {
   const Scenario s = smoke();
   uint64_t generated = 0;
