@@ -28,6 +28,7 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
   out.slo_lead_fraction = settings.slo_lead_fraction;
   out.early_reject_margin = settings.early_reject_margin;
   out.tenant_headroom = settings.tenant_headroom;
+  out.tenant_fair_cap = settings.tenant_fair_cap;
   out.affinity_load_slack = settings.affinity_load_slack;
   out.preemption = settings.preemption;
   out.preempt_after = settings.preempt_after;

@@ -215,6 +215,7 @@ struct SchedulerSettings {
   double slo_lead_fraction = 0.5;  // rescued for its ttft_slo when this fraction of it is left
   double early_reject_margin = 2;  // 429 at once if predicted to wait over this x its allowed wait
   double tenant_headroom = 0;  // share of a pool's slots a flooding tenant may not take; 0: off
+  double tenant_fair_cap = 0;  // a tenant holds at most this x its fair share of a pool's slots in a busy class; 0: off
   double affinity_load_slack = 0.25;  // prefix affinity keeps a backend within (1 + this) x average load
   bool preemption = true;       // preempt (and resume) preemptible work for a class below min_share
   std::chrono::milliseconds preempt_after{1000};  // how long such a class waits before it preempts

@@ -304,6 +304,9 @@ class Scheduler {
   // (pool, tenant), counted only for tenants with a cap.
   bool has_tenant_cap(TenantId tenant) const;
   bool at_tenant_cap(uint32_t pool, TenantId tenant) const;
+  // Tenant queue `tq` may start nothing more now: its tenant is at a cap of
+  // its own (at_tenant_cap) or at its fair-share cap in the class (tenant_fair_cap).
+  bool tenant_capped(uint32_t tq) const;
   void count_running(uint32_t pool, TenantId tenant, int32_t slots);  // + started, - released
   // Takes a tenant queue at its cap out of its class's order until the end
   // of the poll (its heap key sinks), so the class serves its other tenants.
@@ -311,7 +314,7 @@ class Scheduler {
   void restore_deferred();
   static bool deferred_top(const ClassQueue& cq);  // every tenant with ready work is deferred
   // Ready requests of the class's tenants at their cap: they could not use a freed slot.
-  uint32_t capped_ready(uint32_t pool, const ClassQueue& cq) const;
+  uint32_t capped_ready(const ClassQueue& cq) const;
   bool live(uint32_t tq) const;  // a tenant-queue slab index in use
   int top_priority(const Pool& pool) const;  // best engine_priority of non-background classes in use
   bool top_has_ready(const Pool& pool, int top) const;  // a class of priority `top` has work that may start

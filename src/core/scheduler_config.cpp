@@ -82,6 +82,8 @@ std::optional<std::string> validate(const SchedulerConfig& config) {
   if (!is_fraction(config.slo_lead_fraction)) return "scheduler: slo_lead_fraction must be in [0, 1]";
   if (!(config.tenant_headroom >= 0 && config.tenant_headroom <= 0.5))
     return "scheduler: tenant_headroom must be in [0, 0.5]";
+  if (!(config.tenant_fair_cap >= 0 && config.tenant_fair_cap <= 100))
+    return "scheduler: tenant_fair_cap must be in [0, 100]";
   if (config.rate_window <= Duration::zero()) return "scheduler: rate_window must be > 0";
   if (config.preempt_after < Duration::zero()) return "scheduler: preempt_after must be >= 0";
   if (config.preempt_guard < Duration::zero()) return "scheduler: preempt_guard must be >= 0";

@@ -139,6 +139,14 @@ struct SchedulerConfig {
   // headroom too, so the others' next requests start at once. 0 disables:
   // it trades the flooder's throughput for the others' wait.
   double tenant_headroom = 0;
+  // Fair-share cap (hybrid): a tenant whose demand in a class (requests
+  // queued and running) is beyond kFlooding times its weight's share among
+  // the class's busy tenants holds at most this multiple of that share of
+  // the pool's slots (at least one); more wait (reason tenant_cap) while the
+  // others are served. A tenant alone in its class is not capped. 0
+  // disables: a flooding tenant may then fill every slot the others leave
+  // free for a moment, and their next requests wait for its long ones.
+  double tenant_fair_cap = 0;
   // Prefix affinity (pools with prefix_cache_tokens): a request goes to the
   // backend holding the longest prefix of its prompt, or, when none has room
   // within the bound, to its prompt's rendezvous choice (deterministic, so

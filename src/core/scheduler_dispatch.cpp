@@ -258,9 +258,9 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool e
     if (least == kNil && (extra || (run = lender_with_room(pool, now, least)) == kNil)) return;
     const uint32_t id = pick_request(pool, now, top);
     if (id == kNil) return;
-    // A tenant at its cap (tenant_max_running): its other requests wait out
-    // this poll behind the class's other tenants.
-    if (hybrid && at_tenant_cap(pool, tenants_[nodes_[id].tenant].tenant)) {
+    // A tenant at its cap (tenant_max_running, tenant_fair_cap): its other
+    // requests wait out this poll behind the class's other tenants.
+    if (hybrid && tenant_capped(nodes_[id].tenant)) {
       defer_tenant(nodes_[id].tenant);
       continue;
     }
@@ -735,7 +735,7 @@ void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {
     // class one slot below its cap with 100 requests queued needs one; and
     // requests of tenants at their cap could not use a freed slot.
     const int64_t usable =
-        std::min<int64_t>(static_cast<int64_t>(cq.ready) - capped_ready(pool, cq), cap_room(p, c));
+        std::min<int64_t>(static_cast<int64_t>(cq.ready) - capped_ready(cq), cap_room(p, c));
     if (usable <= 0) continue;
     waiting += usable;
     const double deficit = share_deficit(cls.min_share, cq, capacity);

@@ -100,7 +100,7 @@ uint32_t Scheduler::head_of_class(uint32_t pool, uint32_t klass, TimePoint now) 
       std::pair(nodes_[oldest].deadline, nodes_[oldest].seq) <
           std::pair(nodes_[fair].deadline, nodes_[fair].seq) &&
       !overusing(nodes_[oldest].tenant, now) && !flooding(nodes_[oldest].tenant, now) &&
-      !at_tenant_cap(pool, tenants_[nodes_[oldest].tenant].tenant)) {
+      !tenant_capped(nodes_[oldest].tenant)) {
     return oldest;
   }
   return fair;
@@ -149,6 +149,24 @@ bool Scheduler::at_tenant_cap(uint32_t pool, TenantId tenant) const {
   return running != FlatIndex::kMissing && running >= cap;
 }
 
+bool Scheduler::tenant_capped(uint32_t tq) const {
+  const TenantQueue& t = tenants_[tq];
+  if (at_tenant_cap(t.pool, t.tenant)) return true;
+  // The fair-share cap: busy_weight counts this tenant too, so one alone in
+  // its class (or beside idle ones) is never capped. Only a tenant whose
+  // demand (queued and running) is beyond kFlooding times its share of the
+  // class's is held to it: a demand share does not fall when the cap holds
+  // the tenant back (its queue grows), where a service share would, and
+  // tenants of equal weight in a surge are not capped for a momentary excess.
+  if (config_.tenant_fair_cap <= 0) return false;
+  const ClassQueue& cq = pools_[t.pool].classes[t.klass];
+  if (cq.busy_weight <= t.weight * (1 + 1e-9)) return false;
+  const double share = t.weight / cq.busy_weight;
+  const double cap = std::max(1.0, std::floor(config_.tenant_fair_cap * share * pools_[t.pool].capacity));
+  return t.in_flight >= cap &&
+         beyond_share(t.queued + t.in_flight, cq.queued + cq.in_flight, share, kFlooding);
+}
+
 void Scheduler::count_running(uint32_t pool, TenantId tenant, int32_t slots) {
   // Only tenants with a cap are counted.
   if (!has_tenant_cap(tenant)) return;
@@ -176,13 +194,15 @@ void Scheduler::restore_deferred() {
   deferred_.clear();
 }
 
-uint32_t Scheduler::capped_ready(uint32_t pool, const ClassQueue& cq) const {
+uint32_t Scheduler::capped_ready(const ClassQueue& cq) const {
   // O(tenants with ready work in the class), and only with caps configured.
-  if (config_.tenant_max_running.empty() && config_.tenant_max_share.empty()) return 0;
+  if (config_.tenant_max_running.empty() && config_.tenant_max_share.empty() && config_.tenant_fair_cap <= 0) {
+    return 0;
+  }
   uint32_t capped = 0;
   for (uint32_t pos = 0; pos < cq.tenants.size(); ++pos) {
-    const TenantQueue& t = tenants_[cq.tenants.at(pos).id];
-    if (at_tenant_cap(pool, t.tenant)) capped += static_cast<uint32_t>(t.queue.size());
+    const uint32_t tq = cq.tenants.at(pos).id;
+    if (tenant_capped(tq)) capped += static_cast<uint32_t>(tenants_[tq].queue.size());
   }
   return capped;
 }

@@ -103,7 +103,7 @@ enum class WaitReason : uint8_t {
   kShareCap,   // its class was at its max_share while others had work
   kDebounce,   // held by its class's debounce (a newer keystroke may supersede it)
   kTenantHeadroom,  // its tenant floods the class and the free slots are the others' (tenant_headroom)
-  kTenantCap,       // its tenants' requests hold as many slots as their cap allows (tenant_max_running, tenant_max_share)
+  kTenantCap,       // its tenants' requests hold as many slots as their cap allows (tenant_max_running, tenant_max_share, tenant_fair_cap)
 };
 inline constexpr std::size_t kWaitReasons = 8;
 std::string_view wait_reason_name(WaitReason reason);

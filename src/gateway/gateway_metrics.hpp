@@ -79,7 +79,7 @@ struct GatewayMetrics {
       "backend at max_concurrency), saturated (engine signals), prefill (the engines' prefill "
       "backlog), share_cap (the class at its max_share), debounce, tenant_headroom (a flooding "
       "tenant's request kept off the slots left for the others), tenant_cap (its tenants at "
-      "tenants[].max_running or max_share).",
+      "tenants[].max_running or max_share, or a flooding tenant at scheduler.tenant_fair_cap).",
       {"model", "class", "reason"});
   metrics::Family<metrics::Gauge>& queue_depth = registry.gauge(
       "arbiter_queue_depth", "Requests queued, by model pool and class.", {"model", "class"});

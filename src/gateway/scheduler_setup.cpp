@@ -9,6 +9,7 @@ sched::SchedulerConfig to_scheduler_config(const Config& config) {
   out.slo_lead_fraction = config.scheduler.slo_lead_fraction;
   out.early_reject_margin = config.scheduler.early_reject_margin;
   out.tenant_headroom = config.scheduler.tenant_headroom;
+  out.tenant_fair_cap = config.scheduler.tenant_fair_cap;
   out.affinity_load_slack = config.scheduler.affinity_load_slack;
   out.preemption = config.scheduler.preemption;
   out.preempt_after = config.scheduler.preempt_after;

@@ -53,6 +53,8 @@ constexpr SchedulerKey kSchedulerKeys[] = {
      write_number<Sch, &Sch::slo_lead_fraction>},
     {"tenant_headroom", "number in [0, 0.5]", read_number<Sch, &Sch::tenant_headroom, 0.0, 0.5>,
      write_number<Sch, &Sch::tenant_headroom>},
+    {"tenant_fair_cap", "number in [0, 100]", read_number<Sch, &Sch::tenant_fair_cap, 0.0, 100.0>,
+     write_number<Sch, &Sch::tenant_fair_cap>},
     {"early_reject_margin", "number in [0, 1000]", read_number<Sch, &Sch::early_reject_margin, 0.0, 1000.0>,
      write_number<Sch, &Sch::early_reject_margin>},
     {"affinity_load_slack", "number in [0, 100]", read_number<Sch, &Sch::affinity_load_slack, 0.0, 100.0>,

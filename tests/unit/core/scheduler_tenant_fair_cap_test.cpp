@@ -1,0 +1,139 @@
+// The fair-share cap (SchedulerConfig::tenant_fair_cap): a tenant whose
+// demand floods its class holds at most that multiple of its weight's share
+// (among the class's busy tenants) of the pool's slots, so the slots it
+// leaves free are there when the other tenants' next requests arrive.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "scheduler_test_util.hpp"
+
+namespace arbiter::sched::testing {
+namespace {
+
+constexpr TenantId kFlooder = 1;
+constexpr uint64_t kOthers = 1'000;  // the other tenants' tags start here
+constexpr uint32_t kSlots = 20;
+
+struct FairCapRun {
+  std::unique_ptr<Harness> harness;
+  std::size_t first = 0;   // tenant 1's requests started by the (last) poll
+  std::size_t others = 0;  // the other tenants' requests started by it
+};
+
+// One class, one backend of 20 slots. Tenant 1 queues `first` requests at
+// t=0 (the oldest), tenants 2-4 `each` at t=1; one poll at t=2.
+FairCapRun run(double fair_cap, uint64_t first, uint64_t each) {
+  ClassPolicy chat = named("chat");
+  chat.max_queue = 10'000;
+  chat.max_queue_per_tenant = 10'000;
+  SchedulerConfig config = one_pool({chat}, {kSlots});
+  config.tenant_fair_cap = fair_cap;
+  FairCapRun out{.harness = std::make_unique<Harness>(std::move(config))};
+  Harness& h = *out.harness;
+  for (uint64_t i = 0; i < first; ++i) h.add(i, 0, kFlooder, 100, at_ms(0));
+  for (uint64_t t = 0; t < 3; ++t) {
+    for (uint64_t i = 0; i < each; ++i) h.add(kOthers + t * 100 + i, 0, static_cast<TenantId>(2 + t), 100, at_ms(1));
+  }
+  for (const uint64_t tag : h.poll(at_ms(2))) ++(tag < kOthers ? out.first : out.others);
+  return out;
+}
+
+TEST(SchedulerTenantFairCap, AFloodingTenantHoldsItsCapAndTheRestStaysFreeForTheOthers) {
+  // Uncapped, the flood's older requests take every slot the others' six
+  // leave: the measure below sees a difference.
+  const FairCapRun open = run(0, 60, 2);
+  EXPECT_EQ(open.first + open.others, kSlots);
+  EXPECT_GT(open.first, 10u);
+
+  // Four busy tenants of weight 1: a quarter each, twice that of 20 slots
+  // is 10. Tenant 1's demand (60 of 66) is beyond the flooding bound.
+  FairCapRun capped = run(2, 60, 2);
+  Harness& h = *capped.harness;
+  EXPECT_EQ(capped.first, 10u);
+  EXPECT_EQ(capped.others, 6u);
+  EXPECT_EQ(h.scheduler().waits_for(0, 0), WaitReason::kTenantCap);
+  // Another tenant's request arriving now finds a free slot at once.
+  h.add(kOthers + 900, 0, 9, 100, at_ms(3));
+  EXPECT_EQ(h.poll(at_ms(3)), std::vector<uint64_t>{kOthers + 900});
+  // Once it ended (four busy tenants again, the cap 10), one of the flood's
+  // requests ends: exactly one more of them starts.
+  ASSERT_TRUE(h.complete(kOthers + 900, at_ms(4)));
+  ASSERT_TRUE(h.complete(0, at_ms(4)));
+  const auto next = h.poll(at_ms(4));
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_LT(next[0], kOthers);
+  // Completed as they run, every request is served and every count drains.
+  for (int64_t ms = 10; ms < 2'000 && h.scheduler().in_flight() > 0; ms += 10) {
+    for (uint64_t u = 0; u < 60; ++u) h.complete(u, at_ms(ms));
+    for (uint64_t t = 0; t < 3; ++t) {
+      for (uint64_t i = 0; i < 2; ++i) h.complete(kOthers + t * 100 + i, at_ms(ms));
+    }
+    h.poll(at_ms(ms));
+  }
+  EXPECT_EQ(h.scheduler().queued(), 0u);
+  EXPECT_EQ(h.scheduler().in_flight(), 0u);
+  EXPECT_EQ(h.scheduler().tenant_queues(), 0u);
+  EXPECT_EQ(h.scheduler().counters().total().completed, 67u);
+}
+
+TEST(SchedulerTenantFairCap, ATenantAloneIsNotCapped) {
+  // Its share among the busy tenants is all of it.
+  EXPECT_EQ(run(2, 60, 0).first, kSlots);
+}
+
+// 50 slots. Tenant 1 alone queues 26 requests at t=0 (all start: alone, it
+// is not capped), tenants 2-4 then 6 each (all start, 6 slots stay free),
+// then tenant 1 queues `more`. Its cap is 2 x 1/4 x 50 = 25 and it holds
+// 26: how many of the `more` start depends on its demand alone.
+FairCapRun more_started(double fair_cap, uint64_t more) {
+  ClassPolicy chat = named("chat");
+  chat.max_queue = 10'000;
+  chat.max_queue_per_tenant = 10'000;
+  SchedulerConfig config = one_pool({chat}, {50});
+  config.tenant_fair_cap = fair_cap;
+  FairCapRun out{.harness = std::make_unique<Harness>(std::move(config))};
+  Harness& h = *out.harness;
+  for (uint64_t i = 0; i < 26; ++i) h.add(i, 0, kFlooder, 100, at_ms(0));
+  EXPECT_EQ(h.poll(at_ms(0)).size(), 26u);
+  for (uint64_t t = 0; t < 3; ++t) {
+    for (uint64_t i = 0; i < 6; ++i) h.add(kOthers + t * 100 + i, 0, static_cast<TenantId>(2 + t), 100, at_ms(1));
+  }
+  EXPECT_EQ(h.poll(at_ms(1)).size(), 18u);
+  for (uint64_t i = 0; i < more; ++i) h.add(100 + i, 0, kFlooder, 100, at_ms(2));
+  out.first = h.poll(at_ms(2)).size();
+  return out;
+}
+
+TEST(SchedulerTenantFairCap, OnlyAFloodingDemandIsCapped) {
+  // 30 of the class's 48 requests (62.5%) is not beyond the flooding bound,
+  // (1 + 1/4) / 2 of it: tenant 1 goes past its cap.
+  EXPECT_EQ(more_started(2, 4).first, 4u);
+  // 38 of 56 (68%) is: none starts, and the class says why.
+  const FairCapRun flooding = more_started(2, 12);
+  EXPECT_EQ(flooding.first, 0u);
+  EXPECT_EQ(flooding.harness->scheduler().waits_for(0, 0), WaitReason::kTenantCap);
+  // Without the cap the free slots take them.
+  EXPECT_EQ(more_started(0, 12).first, 6u);
+}
+
+TEST(SchedulerTenantFairCap, TheCapIsAtLeastOneSlot) {
+  // A multiple of 0.01 of a quarter of 20 slots is 0.05: one slot.
+  EXPECT_EQ(run(0.01, 60, 2).first, 1u);
+}
+
+TEST(SchedulerTenantFairCap, ConfigOutsideItsRangeIsRefused) {
+  SchedulerConfig config = one_pool({named("chat")}, {4});
+  config.tenant_fair_cap = -1;
+  EXPECT_TRUE(validate(config).has_value());
+  config.tenant_fair_cap = 101;
+  EXPECT_TRUE(validate(config).has_value());
+  config.tenant_fair_cap = 2;
+  EXPECT_FALSE(validate(config).has_value());
+}
+
+}  // namespace
+}  // namespace arbiter::sched::testing
