@@ -2,7 +2,9 @@
 // (scheduler.tenant_headroom): a tenant flooding a class leaves the pool's
 // last slots to the other tenants, whose next request starts at once, and
 // its own held requests say why they waited. Tenant caps
-// (tenants[].max_running): a tenant's requests beyond its cap wait.
+// (tenants[].max_running): a tenant's requests beyond its cap wait. The
+// fair-share cap (scheduler.tenant_fair_cap): so do a flooding tenant's
+// beyond its multiple of its share, with nothing configured per tenant.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -133,6 +135,42 @@ TEST(TenantCap, ATenantsRequestsBeyondItsMaxRunningWaitWhileOthersStart) {
 
 TEST(TenantCap, ATenantsMaxShareIsSlotsOfThePool) {
   expect_alpha_capped_at_two("max_share: 0.34");  // 2.04 of 6 slots: 2
+}
+
+TEST(TenantFairCap, AFloodingTenantHoldsItsFairShareAndTheOthersStartAtOnce) {
+  // Two busy tenants: alpha's share is half, and with tenant_fair_cap 1 it
+  // may hold 3 of the 6 slots while its demand is over 75% of the class's
+  // (8 of 9 requests, then of 10 with beta's second).
+  SimProcess sim({"--profile", "tiny", "--model", "m1", "--added-latency-ms", "3000"});
+  GatewayConfig config;
+  config.backend_ports = {sim.port()};
+  config.max_concurrency = 6;
+  config.extra = "scheduler: {tenant_fair_cap: 1}\n";
+  GatewayProcess gateway(config.to_yaml());
+  const auto call = [&](const char* key) { return chat_async(gateway.port(), key, 5); };
+  auto beta_first = call(kBetaKey);
+  wait_for_gauge(gateway.port(), "arbiter_backend_in_flight", 1);
+  std::vector<std::future<HttpResponse>> alpha;
+  for (int i = 0; i < 8; ++i) alpha.push_back(call(kAlphaKey));
+  wait_for_gauge(gateway.port(), "arbiter_queue_depth", 5);
+  wait_for_gauge(gateway.port(), "arbiter_backend_in_flight", 4);
+  std::this_thread::sleep_for(Millis(300));
+  EXPECT_EQ(gauge(gateway.port(), "arbiter_backend_in_flight"), 4) << "a capped request started";
+  // beta's next request takes one of the two free slots at once, and the
+  // other stays free.
+  auto beta_second = call(kBetaKey);
+  wait_for_gauge(gateway.port(), "arbiter_backend_in_flight", 5);
+  std::this_thread::sleep_for(Millis(300));
+  EXPECT_EQ(gauge(gateway.port(), "arbiter_backend_in_flight"), 5);
+  EXPECT_EQ(gauge(gateway.port(), "arbiter_queue_depth"), 5);
+  for (auto* f : {&beta_first, &beta_second}) {
+    const HttpResponse r = f->get();
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_FALSE(r.header("x-arbiter-wait-reason").has_value()) << *r.header("x-arbiter-wait-reason");
+  }
+  // alpha's five waited for its cap; once beta has no work it is alone
+  // and uncapped, so everything is served.
+  expect_waited_for(alpha, "tenant_cap", 5);
 }
 
 }  // namespace
