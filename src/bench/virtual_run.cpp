@@ -57,10 +57,8 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
   }
   for (std::size_t t = 0; t < scenario.tenants.size(); ++t) {
     const TenantSpec& tenant = scenario.tenants[t];
-    const auto id = static_cast<sched::TenantId>(t);
-    if (tenant.weight != 1) out.tenant_weights[id] = tenant.weight;
-    if (tenant.max_running > 0) out.tenant_max_running[id] = tenant.max_running;
-    if (tenant.max_share > 0) out.tenant_max_share[id] = tenant.max_share;
+    sched::set_tenant_limits(out, static_cast<sched::TenantId>(t), tenant.weight, tenant.max_running,
+                             tenant.max_share);
   }
   return out;
 }

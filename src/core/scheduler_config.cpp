@@ -30,6 +30,13 @@ bool is_fraction(double x) { return std::isfinite(x) && x >= 0 && x <= 1; }
 
 }  // namespace
 
+void set_tenant_limits(SchedulerConfig& config, TenantId tenant, double weight, uint32_t max_running,
+                       double max_share) {
+  if (weight != 1) config.tenant_weights[tenant] = weight;
+  if (max_running > 0) config.tenant_max_running[tenant] = max_running;
+  if (max_share > 0) config.tenant_max_share[tenant] = max_share;
+}
+
 std::optional<std::string> validate(const SchedulerConfig& config) {
   if (config.classes.empty()) return "scheduler: no classes";
   if (config.classes.size() > 255) return "scheduler: more than 255 classes";

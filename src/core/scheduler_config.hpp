@@ -175,4 +175,10 @@ struct SchedulerConfig {
 // Why a config cannot be used, or nullopt when it can.
 std::optional<std::string> validate(const SchedulerConfig& config);
 
+// Records tenant `tenant`'s weight and caps in `config`, only those that
+// differ from the defaults (weight 1, no cap): the gateway's tenants[] and
+// arbiter-bench's scenario tenants both go through it.
+void set_tenant_limits(SchedulerConfig& config, TenantId tenant, double weight, uint32_t max_running,
+                       double max_share);
+
 }  // namespace arbiter::sched

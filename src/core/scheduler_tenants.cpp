@@ -159,10 +159,11 @@ bool Scheduler::tenant_capped(uint32_t tq) const {
   // the tenant back (its queue grows), where a service share would, and
   // tenants of equal weight in a surge are not capped for a momentary excess.
   if (config_.tenant_fair_cap <= 0) return false;
-  const ClassQueue& cq = pools_[t.pool].classes[t.klass];
+  const Pool& pool = pools_[t.pool];
+  const ClassQueue& cq = pool.classes[t.klass];
   if (cq.busy_weight <= t.weight * (1 + 1e-9)) return false;
   const double share = t.weight / cq.busy_weight;
-  const double cap = std::max(1.0, std::floor(config_.tenant_fair_cap * share * pools_[t.pool].capacity));
+  const double cap = std::max(1.0, std::floor(config_.tenant_fair_cap * share * pool.capacity));
   return t.in_flight >= cap &&
          beyond_share(t.queued + t.in_flight, cq.queued + cq.in_flight, share, kFlooding);
 }

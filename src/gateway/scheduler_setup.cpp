@@ -35,15 +35,8 @@ sched::SchedulerConfig to_scheduler_config(const Config& config) {
     }
   }
   for (std::size_t i = 0; i < config.tenants.size(); ++i) {
-    if (config.tenants[i].weight != 1) {
-      out.tenant_weights[static_cast<sched::TenantId>(i)] = config.tenants[i].weight;
-    }
-    if (config.tenants[i].max_running > 0) {
-      out.tenant_max_running[static_cast<sched::TenantId>(i)] = config.tenants[i].max_running;
-    }
-    if (config.tenants[i].max_share > 0) {
-      out.tenant_max_share[static_cast<sched::TenantId>(i)] = config.tenants[i].max_share;
-    }
+    const TenantConfig& t = config.tenants[i];
+    sched::set_tenant_limits(out, static_cast<sched::TenantId>(i), t.weight, t.max_running, t.max_share);
   }
   return out;
 }

@@ -24,15 +24,20 @@ struct FairCapRun {
   std::size_t others = 0;  // the other tenants' requests started by it
 };
 
-// One class, one backend of 20 slots. Tenant 1 queues `first` requests at
-// t=0 (the oldest), tenants 2-4 `each` at t=1; one poll at t=2.
-FairCapRun run(double fair_cap, uint64_t first, uint64_t each) {
+// One class whose queues hold every request, one backend of `slots`.
+std::unique_ptr<Harness> harness(double fair_cap, uint32_t slots) {
   ClassPolicy chat = named("chat");
   chat.max_queue = 10'000;
   chat.max_queue_per_tenant = 10'000;
-  SchedulerConfig config = one_pool({chat}, {kSlots});
+  SchedulerConfig config = one_pool({chat}, {slots});
   config.tenant_fair_cap = fair_cap;
-  FairCapRun out{.harness = std::make_unique<Harness>(std::move(config))};
+  return std::make_unique<Harness>(std::move(config));
+}
+
+// One class, one backend of 20 slots. Tenant 1 queues `first` requests at
+// t=0 (the oldest), tenants 2-4 `each` at t=1; one poll at t=2.
+FairCapRun run(double fair_cap, uint64_t first, uint64_t each) {
+  FairCapRun out{.harness = harness(fair_cap, kSlots)};
   Harness& h = *out.harness;
   for (uint64_t i = 0; i < first; ++i) h.add(i, 0, kFlooder, 100, at_ms(0));
   for (uint64_t t = 0; t < 3; ++t) {
@@ -90,12 +95,7 @@ TEST(SchedulerTenantFairCap, ATenantAloneIsNotCapped) {
 // then tenant 1 queues `more`. Its cap is 2 x 1/4 x 50 = 25 and it holds
 // 26: how many of the `more` start depends on its demand alone.
 FairCapRun more_started(double fair_cap, uint64_t more) {
-  ClassPolicy chat = named("chat");
-  chat.max_queue = 10'000;
-  chat.max_queue_per_tenant = 10'000;
-  SchedulerConfig config = one_pool({chat}, {50});
-  config.tenant_fair_cap = fair_cap;
-  FairCapRun out{.harness = std::make_unique<Harness>(std::move(config))};
+  FairCapRun out{.harness = harness(fair_cap, 50)};
   Harness& h = *out.harness;
   for (uint64_t i = 0; i < 26; ++i) h.add(i, 0, kFlooder, 100, at_ms(0));
   EXPECT_EQ(h.poll(at_ms(0)).size(), 26u);
