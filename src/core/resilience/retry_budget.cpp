@@ -18,13 +18,11 @@ RetryBudget::RetryBudget(RetryConfig config)
 void RetryBudget::on_request(TimePoint now) {
   last_ = std::max(last_, now);
   requests_.add(last_);
-  ++requests_total_;
 }
 
 bool RetryBudget::try_retry(TimePoint now) {
   last_ = std::max(last_, now);
-  if (!within(retries_.count(last_), requests_.count(last_)) ||
-      !within(retries_total_, requests_total_)) {
+  if (!within(retries_.count(last_), requests_.count(last_))) {
     ++refused_total_;
     return false;
   }

@@ -2,16 +2,20 @@
 // retry throttling bound them: a request may be retried (up to max_retries
 // times, which the caller counts) only while the pool's retries stay within
 // a share of its requests, so a pool whose backends all fail sees at most
-// 1 + budget times the load its clients send, not 1 + max_retries times.
+// 1 + budget times the load its clients send (past a small floor), not
+// 1 + max_retries times.
 //
-// Two bounds, both checked before a retry is granted:
-// - over the sliding `window`: retries <= max(min_retries, budget x
-//   requests). The floor lets a quiet pool retry its occasional failure.
-// - over the pool's whole life: the same bound on the totals. It binds only
-//   a pool that keeps failing at a low rate, where the floor granted afresh
-//   each window would otherwise let retries outnumber budget x requests: so
-//   once a pool has had min_retries / budget requests, its upstream
-//   attempts never exceed (1 + budget) x its requests, however they arrive.
+// One bound, checked before a retry is granted, over the sliding `window`
+// (SlidingCount: what was counted in the last 9 to 10 of its 10 slices):
+// retries <= max(min_retries, budget x requests), the retry being asked
+// counted. The floor lets a quiet pool retry its occasional failure, and it
+// is granted afresh each window: a pool's early retries never weigh on a
+// later incident once they have left the window (issue 40: a cap over the
+// pool's whole life used to refuse a later incident's first retries until
+// the pool had served min_retries / budget requests). So over any window,
+// upstream attempts <= requests + max(min_retries, budget x requests):
+// (1 + budget) x requests wherever a window has min_retries / budget
+// requests or more, at most min_retries extra below that.
 //
 // The back-off before a retry is "full jitter" exponential: uniform in
 // [0, min(backoff_max, backoff_base x 2^(attempt - 1))], as Envoy's
@@ -67,7 +71,7 @@ class RetryBudget {
   RetryConfig config_;
   SlidingCount requests_, retries_;
   TimePoint last_{};  // the latest time seen
-  uint64_t requests_total_ = 0, retries_total_ = 0, refused_total_ = 0;
+  uint64_t retries_total_ = 0, refused_total_ = 0;  // for metrics, never for the bound
 };
 
 }  // namespace arbiter::resilience
