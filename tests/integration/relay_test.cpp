@@ -63,7 +63,7 @@ TEST(Relay, UpstreamClientErrorPassesThroughUnchanged) {
   Harness h;
   Respond r;
   r.status = 400;
-  r.body = R"({"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400})";
+  r.body = R"({"error":{"message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400}})";
   h.upstream().push(r);
 
   const auto res = http_call(h.port(), chat_request(chat_body()));

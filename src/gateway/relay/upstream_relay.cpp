@@ -9,6 +9,7 @@
 #include <forward_list>
 
 #include "core/sse.hpp"
+#include "core/upstream_error.hpp"
 #include "http/http_head.hpp"
 #include "http/upstream_response.hpp"
 #include "http/write_now.hpp"
@@ -675,15 +676,26 @@ class Exchange {
       const Read read = co_await read_more(socket, buffer, parser, r_.timeouts.stream_idle);
       if (after_read(read) != ReadEnd::kData) co_return false;
     }
+    // An engine's error answer, whatever its shape, reaches the client as an
+    // OpenAI error object (core/upstream_error.hpp), streamed request or not.
+    std::string_view content_type = parser.content_type();
+    std::string error_body;
+    if (parser.status() < 200 || parser.status() >= 300) {
+      if (auto wrapped = openai_error_body(parser.status(), whole)) {
+        error_body = std::move(*wrapped);
+        whole = error_body;
+      }
+      content_type = "application/json";
+    }
     if (r_.hold_failures && is_server_failure(parser.status())) {
       outcome_.held = HeldResponse{.status = parser.status(),
-                                   .content_type = std::string(parser.content_type()),
+                                   .content_type = std::string(content_type),
                                    .body = std::string(whole),
                                    .headers = parser.forwarded()};
       co_return parser.keep_alive();
     }
     const ResponseHead head{.status = parser.status(),
-                            .content_type = parser.content_type(),
+                            .content_type = content_type,
                             .cache_control = {},
                             .upstream = parser.forwarded(),
                             .gateway = r_.response_headers};

@@ -2,7 +2,8 @@
 // (the client, usually):
 // SSE streams as they arrive, every complete event of one read in one chunk
 // (byte-exact, never held back for a later read), other answers whole and
-// unchanged. Closes the upstream connection the
+// unchanged, except that an error answer (non-2xx) that is not an OpenAI
+// error object becomes one (core/upstream_error.hpp). Closes the upstream connection the
 // moment the client goes away, so the engine aborts the work.
 //
 // A resumable request (RelayRequest::resume) may take several runs: the
