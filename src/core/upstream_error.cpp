@@ -1,7 +1,6 @@
 #include "core/upstream_error.hpp"
 
 #include <algorithm>
-
 #include <boost/json.hpp>
 
 namespace arbiter {
@@ -125,9 +124,11 @@ std::optional<std::string> openai_error_body(unsigned status, std::string_view b
       if (const auto* type = string_member(*object, "type"); type && !type->empty()) {
         error["type"] = bounded_message(view(*type), kFieldBytes);
       }
-      if (const auto* param = string_member(*object, "param")) error["param"] = bounded_message(view(*param), kFieldBytes);
+      if (const auto* param = string_member(*object, "param"))
+        error["param"] = bounded_message(view(*param), kFieldBytes);
       if (const auto* code = object->if_contains("code")) {
-        if (code->is_string()) error["code"] = bounded_message(view(code->get_string()), kFieldBytes);
+        if (code->is_string())
+          error["code"] = bounded_message(view(code->get_string()), kFieldBytes);
         if (code->is_number()) error["code"] = *code;
       }
     } else if (!(message = string_member(*object, "error"))) {
@@ -136,7 +137,8 @@ std::optional<std::string> openai_error_body(unsigned status, std::string_view b
   }
   std::string text = bounded_message(message ? view(*message) : body);
   if (text.empty()) {
-    text = "the backend answered HTTP " + std::to_string(status) + (message ? " with an empty message" : " with an empty body");
+    text = "the backend answered HTTP " + std::to_string(status) +
+           (message ? " with an empty message" : " with an empty body");
   }
   error["message"] = std::move(text);
   boost::json::object outer;

@@ -42,7 +42,8 @@ bool is_openai_error(std::string_view body);
 
 // `text` as a message: trimmed, valid UTF-8, at most `max_bytes` bytes of
 // it (then "..." added).
-std::string bounded_message(std::string_view text, std::size_t max_bytes = kUpstreamErrorMessageBytes);
+std::string bounded_message(std::string_view text,
+                            std::size_t max_bytes = kUpstreamErrorMessageBytes);
 
 // The body the client gets for an engine's non-2xx answer with `body`:
 // nullopt when `body` is an OpenAI error object already (it goes as it is),

@@ -3,8 +3,9 @@
 // flat error object, each with the engine's status kept and its text as the
 // message, streamed request or not, sent at once or held for a retry that
 // never came; an engine's proper OpenAI error passes through byte for byte.
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
 
 #include "core/upstream_error.hpp"
 #include "support/harness.hpp"
@@ -36,7 +37,8 @@ boost::json::object openai_error(const HttpResponse& res, int status, std::strin
   boost::system::error_code ec;
   const boost::json::value v = boost::json::parse(res.body, ec);
   if (ec || !v.is_object() || !v.as_object().contains("error") || !v.at("error").is_object()) {
-    ADD_FAILURE() << "HTTP " << res.status << " without an OpenAI error object: [" << res.body << "]";
+    ADD_FAILURE() << "HTTP " << res.status << " without an OpenAI error object: [" << res.body
+                  << "]";
     return {};
   }
   const boost::json::object error = v.at("error").as_object();
@@ -50,27 +52,36 @@ boost::json::object openai_error(const HttpResponse& res, int status, std::strin
 TEST(UpstreamErrorShape, AnEmptyNotFoundBecomesAnOpenAiError) {
   Harness h(no_retries());
   h.upstream().push(Respond{.status = 404, .body = ""});
-  const auto error = openai_error(http_call(h.port(), chat_request(chat_body())), 404, "invalid_request_error");
+  const auto error =
+      openai_error(http_call(h.port(), chat_request(chat_body())), 404, "invalid_request_error");
   EXPECT_EQ(message(error), "the backend answered HTTP 404 with an empty body");
 }
 
 TEST(UpstreamErrorShape, PlainTextAndHtmlServerErrorsBecomeOpenAiErrors) {
   Harness h(no_retries());
-  h.upstream().push(Respond{.status = 500, .body = "Internal Server Error\n", .content_type = "text/plain"});
-  const std::string html = "<html><head><title>503 Service Temporarily Unavailable</title></head></html>";
-  h.upstream().push(Respond{.status = 503, .body = html, .content_type = "text/html; charset=utf-8"});
+  h.upstream().push(
+      Respond{.status = 500, .body = "Internal Server Error\n", .content_type = "text/plain"});
+  const std::string html =
+      "<html><head><title>503 Service Temporarily Unavailable</title></head></html>";
+  h.upstream().push(
+      Respond{.status = 503, .body = html, .content_type = "text/html; charset=utf-8"});
 
-  const auto text = openai_error(http_call(h.port(), chat_request(chat_body())), 500, "server_error");
+  const auto text =
+      openai_error(http_call(h.port(), chat_request(chat_body())), 500, "server_error");
   EXPECT_EQ(message(text), "Internal Server Error");
-  const auto page = openai_error(http_call(h.port(), chat_request(chat_body())), 503, "server_error");
+  const auto page =
+      openai_error(http_call(h.port(), chat_request(chat_body())), 503, "server_error");
   EXPECT_EQ(message(page), boost::json::value(html));
 }
 
 TEST(UpstreamErrorShape, TheEnginesTextIsBounded) {
   Harness h(no_retries());
-  h.upstream().push(Respond{.status = 502, .body = std::string(64 * 1024, 'z'), .content_type = "text/plain"});
-  const auto error = openai_error(http_call(h.port(), chat_request(chat_body())), 502, "server_error");
-  EXPECT_EQ(message(error), boost::json::value(std::string(kUpstreamErrorMessageBytes, 'z') + "..."));
+  h.upstream().push(
+      Respond{.status = 502, .body = std::string(64 * 1024, 'z'), .content_type = "text/plain"});
+  const auto error =
+      openai_error(http_call(h.port(), chat_request(chat_body())), 502, "server_error");
+  EXPECT_EQ(message(error),
+            boost::json::value(std::string(kUpstreamErrorMessageBytes, 'z') + "..."));
 }
 
 TEST(UpstreamErrorShape, AProperOpenAiErrorPassesThroughByteForByte) {
@@ -90,8 +101,10 @@ TEST(UpstreamErrorShape, VllmsFlatErrorObjectIsLifted) {
   Harness h(no_retries());
   h.upstream().push(Respond{
       .status = 400,
-      .body = R"({"object":"error","message":"max_tokens must be at least 1","type":"BadRequestError","param":"max_tokens","code":400})"});
-  const auto error = openai_error(http_call(h.port(), chat_request(chat_body())), 400, "BadRequestError");
+      .body =
+          R"({"object":"error","message":"max_tokens must be at least 1","type":"BadRequestError","param":"max_tokens","code":400})"});
+  const auto error =
+      openai_error(http_call(h.port(), chat_request(chat_body())), 400, "BadRequestError");
   EXPECT_EQ(message(error), "max_tokens must be at least 1");
   EXPECT_EQ(field(error, "param"), "max_tokens");
   EXPECT_EQ(field(error, "code"), 400);
@@ -100,14 +113,19 @@ TEST(UpstreamErrorShape, VllmsFlatErrorObjectIsLifted) {
 // A stream request that the engine refuses with a plain answer: the same.
 TEST(UpstreamErrorShape, AStreamRequestsErrorAnswerIsWrappedToo) {
   Harness h(no_retries());
-  h.upstream().push(Respond{.status = 400, .body = "prompt too long", .content_type = "text/plain"});
-  h.upstream().push(Respond{.status = 503, .body = "data: overloaded\n\n", .content_type = "text/event-stream"});
-  const std::string proper = R"({"error":{"message":"no","type":"invalid_request_error","param":null,"code":null}})";
+  h.upstream().push(
+      Respond{.status = 400, .body = "prompt too long", .content_type = "text/plain"});
+  h.upstream().push(
+      Respond{.status = 503, .body = "data: overloaded\n\n", .content_type = "text/event-stream"});
+  const std::string proper =
+      R"({"error":{"message":"no","type":"invalid_request_error","param":null,"code":null}})";
   h.upstream().push(Respond{.status = 422, .body = proper});
 
-  const auto text = openai_error(http_call(h.port(), chat_request(chat_body(true))), 400, "invalid_request_error");
+  const auto text = openai_error(http_call(h.port(), chat_request(chat_body(true))), 400,
+                                 "invalid_request_error");
   EXPECT_EQ(message(text), "prompt too long");
-  const auto sse = openai_error(http_call(h.port(), chat_request(chat_body(true))), 503, "server_error");
+  const auto sse =
+      openai_error(http_call(h.port(), chat_request(chat_body(true))), 503, "server_error");
   EXPECT_EQ(message(sse), "data: overloaded");
   const auto res = http_call(h.port(), chat_request(chat_body(true)));
   EXPECT_EQ(res.status, 422);
@@ -119,7 +137,9 @@ TEST(UpstreamErrorShape, AStreamRequestsErrorAnswerIsWrappedToo) {
 TEST(UpstreamErrorShape, AHeldFailureIsWrappedWhenTheRetriesRunOut) {
   Harness h;  // max_retries 2
   for (int i = 0; i < 3; ++i) {
-    h.upstream().push(Respond{.status = 500, .body = "engine failure " + std::to_string(i), .content_type = "text/plain"});
+    h.upstream().push(Respond{.status = 500,
+                              .body = "engine failure " + std::to_string(i),
+                              .content_type = "text/plain"});
   }
   const auto res = http_call(h.port(), chat_request(chat_body()));
   ASSERT_EQ(h.upstream().request_count(), 3u) << h.upstream().describe();
@@ -131,10 +151,11 @@ TEST(UpstreamErrorShape, AHeldFailureIsWrappedWhenTheRetriesRunOut) {
 // An engine's 429 keeps its status and its Retry-After: only the body changes.
 TEST(UpstreamErrorShape, ARateLimitKeepsItsHeaders) {
   Harness h(no_retries());
-  h.upstream().push(Respond{.status = 429,
-                            .body = "Too Many Requests",
-                            .content_type = "text/plain",
-                            .headers = {{"Retry-After", "3"}, {"x-ratelimit-remaining-requests", "0"}}});
+  h.upstream().push(
+      Respond{.status = 429,
+              .body = "Too Many Requests",
+              .content_type = "text/plain",
+              .headers = {{"Retry-After", "3"}, {"x-ratelimit-remaining-requests", "0"}}});
   const auto res = http_call(h.port(), chat_request(chat_body()));
   const auto error = openai_error(res, 429, "rate_limit_error");
   EXPECT_EQ(message(error), "Too Many Requests");

@@ -3,9 +3,9 @@
 // the type by status, the message bounded, valid UTF-8 and escaped.
 #include "core/upstream_error.hpp"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <string>
 
 #include "core/error.hpp"
@@ -42,13 +42,14 @@ std::string message_of(const std::optional<std::string>& body) {
 }
 
 TEST(UpstreamError, AnOpenAiErrorObjectIsNotTouched) {
-  for (const char* body : {
-           R"({"error":{"message":"busy","type":"server_error","param":null,"code":null}})",
-           // vLLM's newer shape: an integer code.
-           R"({"error":{"message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400}})",
-           // llama.cpp's, with members in its own order and none missing that matter.
-           R"( {"error":{"code":503,"message":"Loading model","type":"unavailable_error"}} )",
-       }) {
+  for (
+      const char* body : {
+          R"({"error":{"message":"busy","type":"server_error","param":null,"code":null}})",
+          // vLLM's newer shape: an integer code.
+          R"({"error":{"message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400}})",
+          // llama.cpp's, with members in its own order and none missing that matter.
+          R"( {"error":{"code":503,"message":"Loading model","type":"unavailable_error"}} )",
+      }) {
     EXPECT_TRUE(is_openai_error(body)) << body;
     EXPECT_EQ(openai_error_body(503, body), std::nullopt) << body;
   }
@@ -70,7 +71,8 @@ TEST(UpstreamError, AnEmptyBodySaysSo) {
   EXPECT_EQ(error.at("type"), "invalid_request_error");
   EXPECT_TRUE(error.at("param").is_null());
   EXPECT_EQ(error.at("code"), "upstream_error");
-  EXPECT_EQ(message_of(openai_error_body(502, " \r\n")), "the backend answered HTTP 502 with an empty body");
+  EXPECT_EQ(message_of(openai_error_body(502, " \r\n")),
+            "the backend answered HTTP 502 with an empty body");
 }
 
 TEST(UpstreamError, TheTypeFollowsTheStatusAsTheGatewaysOwnErrorsDo) {
@@ -93,22 +95,26 @@ TEST(UpstreamError, TextAndHtmlBecomeTheMessage) {
   const auto text = error_of(openai_error_body(500, "Internal Server Error\n"));
   EXPECT_EQ(text.at("message"), "Internal Server Error");
   EXPECT_EQ(text.at("type"), "server_error");
-  const std::string html = "<html><head><title>503 Service Unavailable</title></head>\n<body>\"down\"</body></html>";
+  const std::string html =
+      "<html><head><title>503 Service Unavailable</title></head>\n<body>\"down\"</body></html>";
   EXPECT_EQ(message_of(openai_error_body(503, html)), html);
   // JSON of another shape: its text, whole.
   EXPECT_EQ(message_of(openai_error_body(400, R"({"errors":[1,2]})")), R"({"errors":[1,2]})");
-  EXPECT_EQ(message_of(openai_error_body(422, R"({"detail":[{"loc":["body"]}]})")), R"({"detail":[{"loc":["body"]}]})");
+  EXPECT_EQ(message_of(openai_error_body(422, R"({"detail":[{"loc":["body"]}]})")),
+            R"({"detail":[{"loc":["body"]}]})");
 }
 
 TEST(UpstreamError, VllmsFlatShapeIsLiftedWithItsOwnFields) {
   const auto error = error_of(openai_error_body(
-      400, R"({"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":"messages","code":400})"));
+      400,
+      R"({"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":"messages","code":400})"));
   EXPECT_EQ(error.at("message"), "This model's maximum context length is 4096 tokens.");
   EXPECT_EQ(error.at("type"), "BadRequestError");
   EXPECT_EQ(error.at("param"), "messages");
   EXPECT_EQ(error.at("code"), 400);
   // Fields missing or of another kind: the status's.
-  const auto bare = error_of(openai_error_body(429, R"({"object":"error","message":"slow down","type":null,"code":[1]})"));
+  const auto bare = error_of(
+      openai_error_body(429, R"({"object":"error","message":"slow down","type":null,"code":[1]})"));
   EXPECT_EQ(bare.at("message"), "slow down");
   EXPECT_EQ(bare.at("type"), "rate_limit_error");
   EXPECT_TRUE(bare.at("param").is_null());
@@ -119,7 +125,8 @@ TEST(UpstreamError, VllmsFlatShapeIsLiftedWithItsOwnFields) {
 
 TEST(UpstreamError, AStringErrorOrDetailIsTheMessage) {
   // TGI's shape, FastAPI's own 404.
-  EXPECT_EQ(message_of(openai_error_body(503, R"({"error":"Model is overloaded","error_type":"overloaded"})")),
+  EXPECT_EQ(message_of(openai_error_body(
+                503, R"({"error":"Model is overloaded","error_type":"overloaded"})")),
             "Model is overloaded");
   EXPECT_EQ(message_of(openai_error_body(404, R"({"detail":"Not Found"})")), "Not Found");
 }
@@ -129,12 +136,14 @@ TEST(UpstreamError, TheMessageIsBounded) {
   const std::string message = message_of(openai_error_body(500, long_text));
   EXPECT_EQ(message, std::string(kUpstreamErrorMessageBytes, 'x') + "...");
   // So is a flat shape's, and the fields lifted with it.
-  const std::string flat = R"({"object":"error","message":")" + long_text + R"(","type":")" + long_text + R"("})";
+  const std::string flat =
+      R"({"object":"error","message":")" + long_text + R"(","type":")" + long_text + R"("})";
   const auto error = error_of(openai_error_body(400, flat));
   EXPECT_EQ(error.at("message").as_string().size(), kUpstreamErrorMessageBytes + 3);
   EXPECT_LE(error.at("type").as_string().size(), 131u);
   // Exactly the bound: nothing cut.
-  EXPECT_EQ(bounded_message(std::string(kUpstreamErrorMessageBytes, 'y')), std::string(kUpstreamErrorMessageBytes, 'y'));
+  EXPECT_EQ(bounded_message(std::string(kUpstreamErrorMessageBytes, 'y')),
+            std::string(kUpstreamErrorMessageBytes, 'y'));
   EXPECT_EQ(bounded_message("abcdef", 4), "abcd...");
 }
 
@@ -143,16 +152,26 @@ TEST(UpstreamError, TheMessageIsValidUtf8CutAtACharacter) {
   EXPECT_EQ(bounded_message("\xC3\xA9\xC3\xA9", 3), "\xC3\xA9...");
   // Invalid bytes (a lone continuation, an overlong form, a surrogate, a
   // truncated sequence, 0xFF) become U+FFFD; valid 3- and 4-byte ones stay.
-  EXPECT_EQ(bounded_message("a\x80" "b\xC0\xAF" "c\xED\xA0\x80" "d\xE2\x82" "e\xFF" "\xE2\x82\xAC\xF0\x9F\x98\x80"),
-            "a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD" "c\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"
-            "d\xEF\xBF\xBD\xEF\xBF\xBD" "e\xEF\xBF\xBD" "\xE2\x82\xAC\xF0\x9F\x98\x80");
+  EXPECT_EQ(bounded_message("a\x80"
+                            "b\xC0\xAF"
+                            "c\xED\xA0\x80"
+                            "d\xE2\x82"
+                            "e\xFF"
+                            "\xE2\x82\xAC\xF0\x9F\x98\x80"),
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD\xEF\xBF\xBD"
+            "c\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"
+            "d\xEF\xBF\xBD\xEF\xBF\xBD"
+            "e\xEF\xBF\xBD"
+            "\xE2\x82\xAC\xF0\x9F\x98\x80");
   // An engine's body with bytes that are not UTF-8 still makes valid JSON.
   const auto body = openai_error_body(500, "bad \xFF\xFE bytes \"quoted\"\n\t\x01 tail");
   ASSERT_TRUE(body);
   boost::system::error_code ec;
   const auto v = boost::json::parse(*body, ec);  // Boost.JSON rejects invalid UTF-8
   ASSERT_FALSE(ec) << *body;
-  EXPECT_EQ(v.at("error").at("message"), "bad \xEF\xBF\xBD\xEF\xBF\xBD bytes \"quoted\"\n\t\x01 tail");
+  EXPECT_EQ(v.at("error").at("message"),
+            "bad \xEF\xBF\xBD\xEF\xBF\xBD bytes \"quoted\"\n\t\x01 tail");
 }
 
 }  // namespace
