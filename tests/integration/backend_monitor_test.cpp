@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "support/fake_upstream.hpp"
+#include "support/raw_socket.hpp"
 
 namespace arbiter::test {
 namespace {
@@ -254,12 +255,6 @@ bool is_saturated(const Event& e) { return e.signal.saturated; }
 bool is_stale(const Event& e) { return e.signal.stale; }
 bool is_down(const Event& e) { return e.signal.down; }
 
-// A loopback port with nothing listening.
-uint16_t closed_port() {
-  boost::asio::io_context ioc;
-  boost::asio::ip::tcp::acceptor a(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
-  return a.local_endpoint().port();
-}
 
 MonitorOptions fast_options() {
   MonitorOptions o;
@@ -445,7 +440,8 @@ TEST(BackendMonitor, RefusedConnectionsGoDownFast) {
   target.pool = 0;
   target.backend = 0;
   target.host = "127.0.0.1";
-  target.port = closed_port();
+  const ClosedPort closed;  // nothing listens, and the port stays ours for the whole test
+  target.port = closed.port();
   MonitorRun run({target}, fast_options());
   auto e = run.wait_for(is_down, 5s);
   ASSERT_TRUE(e) << run.describe_events();

@@ -8,6 +8,7 @@
 
 #include "support/harness.hpp"
 #include "support/http_client.hpp"
+#include "support/raw_socket.hpp"
 #include "support/requests.hpp"
 
 namespace arbiter::test {
@@ -99,15 +100,10 @@ TEST(UpstreamFailure, ResetBeforeHeaderGives502) {
 }
 
 TEST(UpstreamFailure, ConnectionRefusedGives502) {
-  // A port that was free a moment ago: nothing listens there.
-  uint16_t dead_port = 0;
-  {
-    boost::asio::io_context ioc;
-    boost::asio::ip::tcp::acceptor a(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
-    dead_port = a.local_endpoint().port();
-  }
+  // Nothing listens there, and the port stays ours for the whole test.
+  const ClosedPort dead;
   GatewayConfig cfg;
-  cfg.backend_ports = {dead_port};
+  cfg.backend_ports = {dead.port()};
   GatewayProcess gw(cfg.to_yaml());
   const auto res = http_call(gw.port(), chat_request(chat_body()));
   expect_error_body(res, 502);

@@ -66,4 +66,22 @@ std::string RawSocket::read_until(std::string_view needle, Millis timeout) {
 
 std::string RawSocket::read_until_close(Millis timeout) { return read_until({}, timeout); }
 
+ClosedPort::ClosedPort() {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    throw std::system_error(err, std::generic_category(), "bind");
+  }
+  port_ = ntohs(addr.sin_port);
+}
+
+ClosedPort::~ClosedPort() { ::close(fd_); }
+
 }  // namespace arbiter::test

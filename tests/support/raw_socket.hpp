@@ -37,4 +37,22 @@ class RawSocket {
   bool closed_ = false;
 };
 
+// A loopback port where nothing listens, held for the object's lifetime:
+// a socket bound to an ephemeral port (without SO_REUSEADDR) and never
+// listening, so a connection to it is refused at once and no other
+// process can be handed the port while the test runs. (A port bound and
+// released again could go to another test's server running in parallel.)
+class ClosedPort {
+ public:
+  ClosedPort();
+  ~ClosedPort();
+  ClosedPort(const ClosedPort&) = delete;
+  ClosedPort& operator=(const ClosedPort&) = delete;
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+};
+
 }  // namespace arbiter::test
