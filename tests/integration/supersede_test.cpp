@@ -42,14 +42,25 @@ TEST(Supersede, KeystrokeStormOfFiveReachesTheEngineAsOne) {
     answers.push_back(std::async(std::launch::async, [&h, i] {
       return http_call(h.port(), keyed("editor-7", i));
     }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // typing, in order
+    // Typing, in order: each keystroke is in the gateway (queued, or
+    // having replaced the one before) before the next is sent, so which is
+    // the newest does not depend on how threads are scheduled. Each is held
+    // for the 1.5 s debounce from its arrival, far longer than this takes.
+    if (i == 0) {
+      ASSERT_EQ(h.wait_for_metric("arbiter_queue_depth", 1, Millis(10'000), {{"class", "completion"}}), 1);
+    } else {
+      ASSERT_EQ(h.wait_for_metric("arbiter_scheduler_events_total", i, Millis(10'000),
+                                  {{"class", "completion"}, {"event", "superseded_queued"}}),
+                i);
+    }
   }
   int served = 0;
   int superseded = 0;
-  for (auto& f : answers) {
-    const HttpResponse r = f.get();
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    const HttpResponse r = answers[i].get();
     if (r.status == 200) {
       ++served;
+      EXPECT_EQ(i, answers.size() - 1) << "the newest keystroke is the one served, not keystroke " << i;
     } else {
       ASSERT_EQ(r.status, 409) << r.body;
       EXPECT_EQ(boost::json::parse(r.body).at("error").at("code"), "superseded");
@@ -60,6 +71,9 @@ TEST(Supersede, KeystrokeStormOfFiveReachesTheEngineAsOne) {
   EXPECT_EQ(served, 1);
   EXPECT_EQ(superseded, 4);
   ASSERT_EQ(h.upstream().request_count(), 1u) << h.upstream().describe();
+  // The engine got the newest keystroke (its x-test-seq, forwarded as sent).
+  EXPECT_EQ(h.upstream().requests()[0].header("x-test-seq"), std::optional<std::string>("4"))
+      << h.upstream().describe();
   EXPECT_EQ(h.wait_for_metric("arbiter_scheduler_events_total", 4, Millis(2000),
                               {{"class", "completion"}, {"event", "superseded_queued"}}),
             4);
