@@ -40,11 +40,13 @@ std::optional<int> readyz_during_drain(HttpConnection& kept, uint16_t port, std:
 
 TEST(Shutdown, SigtermDrainsLiveStreamThenExitsZero) {
   GatewayConfig cfg;
-  cfg.drain_ms = 10'000;
+  cfg.drain_ms = 30'000;
   Harness h(cfg);
   Stream s;
-  s.payloads = chat_chunks(20);
-  s.interval = Millis(100);  // ~2 s, well inside the drain deadline
+  // ~6 s, well inside the drain deadline, and long enough for /readyz to be
+  // polled while the stream is still live on a loaded machine.
+  s.payloads = chat_chunks(60);
+  s.interval = Millis(100);
   h.upstream().push(s);
 
   HttpConnection probe(h.port());
@@ -58,18 +60,25 @@ TEST(Shutdown, SigtermDrainsLiveStreamThenExitsZero) {
   ASSERT_GE(stream.read_events(2).size(), 2u);
 
   h.gateway().terminate();
-  std::this_thread::sleep_for(Millis(200));  // let the signal land
+  // Polled until the signal has landed: 200 before, 503 once draining.
   std::string how;
-  const auto ready = readyz_during_drain(probe, h.port(), how);
+  std::optional<int> ready;
+  const auto deadline = Clock::now() + Millis(5'000);
+  for (;;) {
+    how.clear();
+    ready = readyz_during_drain(probe, h.port(), how);
+    if (ready != 200 || Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(Millis(20));
+  }
   ASSERT_TRUE(h.gateway().running()) << "the gateway exited with a stream still live";
   EXPECT_EQ(ready, std::optional<int>(503)) << "/readyz must say 503 while draining; " << how;
 
-  const auto body = stream.read_rest(Millis(10'000));
+  const auto body = stream.read_rest(Millis(30'000));
   EXPECT_FALSE(stream.error()) << *stream.error();
   EXPECT_TRUE(stream.complete());
   EXPECT_EQ(body, s.wire()) << "the live stream was cut by the drain";
 
-  EXPECT_EQ(h.gateway().wait_exit(Millis(10'000)), 0);
+  EXPECT_EQ(h.gateway().wait_exit(Millis(30'000)), 0);
 }
 
 TEST(Shutdown, IdleGatewayExitsZeroPromptly) {

@@ -64,10 +64,19 @@ TEST(SimFaults, AddedLatencyDelaysTheAnswer) {
   const auto start = Clock::now();
   ASSERT_EQ(http_call(sim.port(), small_chat()).status, 200);
   EXPECT_GE(ms_between(start, Clock::now()), 300.0);
+  // Cleared at run time: told apart by order, not by a time. A request
+  // held by a 60 s latency is still unanswered when one sent after the
+  // fault was cleared has its answer (a latency still applied would hold
+  // the second past the call's 30 s bound).
+  ASSERT_EQ(sim.set_faults(R"({"added_latency_ms":60000})"), 200);
+  HttpConnection held(sim.port());
+  held.send(small_chat());
+  // Received (and its faults read, in the same step) before they change.
+  ASSERT_EQ(sim.wait_for_metric("arbiter_sim_requests_received_total", [](double v) { return v >= 2; }, Millis(30'000)), 2);
   ASSERT_EQ(sim.set_faults(R"({"added_latency_ms":0})"), 200);
-  const auto again = Clock::now();
-  ASSERT_EQ(http_call(sim.port(), small_chat()).status, 200);
-  EXPECT_LT(ms_between(again, Clock::now()), 300.0);
+  ASSERT_EQ(http_call(sim.port(), small_chat(), Millis(30'000)).status, 200);
+  EXPECT_THROW(held.read_head(Millis(1)), TimeoutError) << "the 60 s latency was not applied";
+  held.close_abruptly();
 }
 
 TEST(SimFaults, HangReadsTheRequestAndNeverAnswers) {
@@ -129,23 +138,27 @@ TEST(SimFaults, CrashByAdminEndpointHitsItsShareOfRequests) {
 }
 
 TEST(SimFaults, SlowStartAnswers503ThenServes) {
-  SimProcess sim({"--slow-start-s", "1"});
+  // Taken before the process starts, so its 3 s window ends at least 3 s
+  // after this however slowly it starts; long enough that the first calls
+  // below land inside it on a loaded machine.
   const auto started = Clock::now();
+  SimProcess sim({"--slow-start-s", "3"});
   const auto health = http_get(sim.port(), "/health");
   EXPECT_EQ(health.status, 503);
   const auto early = http_call(sim.port(), small_chat());
   EXPECT_EQ(early.status, 503);
   EXPECT_EQ(early.json().at("error").at("code").as_int64(), 503);
   // Then it serves.
+  const auto deadline = started + Millis(30'000);
   while (http_get(sim.port(), "/health").status != 200) {
-    ASSERT_LT(ms_between(started, Clock::now()), 5'000.0);
+    ASSERT_LT(Clock::now(), deadline) << "still starting after 30 s";
     std::this_thread::sleep_for(Millis(50));
   }
-  EXPECT_GE(ms_between(started, Clock::now()), 700.0);
+  EXPECT_GE(ms_between(started, Clock::now()), 3'000.0);
   EXPECT_EQ(http_call(sim.port(), small_chat()).status, 200);
   EXPECT_EQ(sim.metric("arbiter_sim_faults_injected_total", {{"kind", "slow_start"}}), 1);
-  // At run time the window restarts from now.
-  ASSERT_EQ(sim.set_faults(R"({"slow_start_s":0.5})"), 200);
+  // At run time the window restarts from now (60 s: still open at the next call).
+  ASSERT_EQ(sim.set_faults(R"({"slow_start_s":60})"), 200);
   EXPECT_EQ(http_get(sim.port(), "/health").status, 503);
 }
 
