@@ -16,6 +16,7 @@
 #include "gateway/config_yaml.hpp"
 #include "app/embedded_sims.hpp"
 #include "gateway/gateway.hpp"
+#include "http/connection_cap.hpp"
 #include "http/server.hpp"
 
 namespace {
@@ -78,10 +79,11 @@ bool write_port_file(const std::string& path, uint16_t port) {
 }
 
 // Each client and upstream connection is a descriptor: the soft limit
-// (often 1024) goes up to the hard one, logged either way.
-void raise_fd_limit() {
+// (often 1024) goes up to the hard one, logged either way. Returns the
+// soft limit now in force (0: unknown).
+std::size_t raise_fd_limit() {
   rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
   const rlim_t before = limit.rlim_cur;
   if (before < limit.rlim_max) {
     limit.rlim_cur = limit.rlim_max;
@@ -90,6 +92,23 @@ void raise_fd_limit() {
   std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"fd_limit\",\"soft_before\":%llu,\"soft\":%llu,\"hard\":%llu}\n",
                static_cast<unsigned long long>(before), static_cast<unsigned long long>(limit.rlim_cur),
                static_cast<unsigned long long>(limit.rlim_max));
+  return static_cast<std::size_t>(std::min<rlim_t>(limit.rlim_cur, 10'000'000));
+}
+
+// listener.max_connections, or with 0 the default from the descriptors
+// (http/connection_cap.hpp), logged.
+std::size_t connection_cap(const arbiter::Config& cfg, std::size_t fd_limit) {
+  if (cfg.listener.max_connections > 0 || fd_limit == 0) return cfg.listener.max_connections;
+  std::size_t upstream = 0;
+  for (const auto& model : cfg.models) {
+    for (const auto& backend : model.backends) {
+      upstream += backend.max_concurrency * (backend.type == arbiter::BackendType::kSim ? 2 : 1);
+    }
+  }
+  const std::size_t cap = arbiter::default_connection_cap(fd_limit, upstream);
+  std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"connection_cap\",\"max_connections\":%zu,"
+               "\"fd_limit\":%zu,\"upstream_descriptors\":%zu}\n", cap, fd_limit, upstream);
+  return cap;
 }
 
 // The gateway's connections first (their streams still need the engines),
@@ -154,7 +173,7 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGHUP, SIG_IGN);  // until the handler below is installed
   std::signal(SIGUSR1, SIG_IGN);  // likewise (its default action kills)
-  raise_fd_limit();
+  const std::size_t fd_limit = raise_fd_limit();
 
   const unsigned threads =
       config->listener.threads ? config->listener.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -200,7 +219,8 @@ int main(int argc, char** argv) {
                                      .keepalive_idle = cfg.timeouts.keepalive_idle,
                                      .write_timeout = cfg.timeouts.client_write,
                                      .tls = tls,
-                                     .max_connections = cfg.listener.max_connections};
+                                     .max_connections = connection_cap(cfg, fd_limit),
+                                     .on_refusal = [&gateway](const HttpRefusal& r) { gateway.note_refusal(r); }};
   HttpServer server(ioc, server_options,
                     [&gateway](HttpRequest& req, ClientConnection& conn) {
                       return gateway.handle(req, conn);

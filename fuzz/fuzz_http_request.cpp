@@ -7,10 +7,17 @@
 // - a ServerRequest from the scan and one from Beast agree (fields, the
 //   end-to-end fields passed upstream);
 // - the upstream head written with the client's end-to-end fields parses back
-//   (Beast) to exactly those fields: no field can smuggle another.
-// Input: one byte choosing the header and body limits, then the bytes as
-// they came from the client.
+//   (Beast) to exactly those fields: no field can smuggle another;
+// - the server's own reading (http/beast_request) gives one verdict however
+//   the bytes are split across reads; the head's limit is exact (a request
+//   is accepted only when its head, up to the first empty line, fits the
+//   limit, and refused header_limit when it does not); a chunked body's
+//   trailer never shows among the request's fields (they are those of the
+//   head alone, as Beast reads the head by itself).
+// Input: one byte choosing the header and body limits and the split points,
+// then the bytes as they came from the client.
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -18,6 +25,7 @@
 
 #include "fuzz_check.hpp"
 #include "http_fields.hpp"
+#include "http/beast_request.hpp"
 #include "http/head_scan.hpp"
 #include "http/http_head.hpp"
 #include "http/parse_buffered.hpp"
@@ -124,15 +132,86 @@ void check_request(std::string_view wire, std::size_t header_limit, std::size_t 
   check_upstream_head(from_beast, end_to_end(from_beast));
 }
 
+struct ServerRead {
+  beast::error_code ec;
+  std::optional<ServerRequest> request;
+};
+
+// As the server reads: the bytes delivered in pieces cut after the offsets
+// `seed` picks (none when 0), parsed by BeastRequest after each.
+ServerRead server_read(std::string_view wire, std::size_t header_limit, std::size_t body_limit, uint8_t seed) {
+  BeastRequest parser(header_limit, body_limit);
+  beast::flat_buffer buffer;
+  ServerRead out;
+  std::size_t given = 0;
+  uint32_t state = seed * 2654435761u + 1;
+  while (given < wire.size()) {
+    std::size_t piece = wire.size() - given;
+    if (seed != 0) {
+      state = state * 1103515245u + 12345u;
+      piece = std::min<std::size_t>(piece, 1 + (state >> 16) % 97);
+    }
+    buffer.commit(net::buffer_copy(buffer.prepare(piece), net::buffer(wire.data() + given, piece)));
+    given += piece;
+    out.ec = parser.parse(buffer, /*whole=*/true);
+    if (out.ec || parser.done()) break;
+  }
+  if (!out.ec && parser.done()) out.request.emplace(parser.release());
+  return out;
+}
+
+// The head's bytes: up to and with the first empty line (what an accepted
+// request's head is: Beast takes no bare LF).
+std::optional<std::size_t> head_size(std::string_view wire) {
+  const std::size_t end = wire.find("\r\n\r\n");
+  if (end == std::string_view::npos) return std::nullopt;
+  return end + 4;
+}
+
+void check_server_read(std::string_view wire, std::size_t header_limit, std::size_t body_limit, uint8_t seed) {
+  const ServerRead whole = server_read(wire, header_limit, body_limit, 0);
+  const ServerRead split = server_read(wire, header_limit, body_limit, seed);
+  const std::optional<std::size_t> head = head_size(wire);
+  for (const ServerRead* read : {&whole, &split}) {
+    if (read->request) {
+      FUZZ_CHECK(head && *head <= header_limit);
+      // The head alone, read by Beast: the request's fields are its fields.
+      http::request_parser<http::empty_body> head_only;
+      head_only.header_limit(static_cast<std::uint32_t>(header_limit));
+      head_only.body_limit(std::numeric_limits<std::uint64_t>::max());
+      beast::error_code ec;
+      head_only.put(net::buffer(wire.data(), *head), ec);
+      FUZZ_CHECK(head_only.is_header_done());
+      const ServerRequest from_head(http::request<http::string_body>(http::request_header<>(head_only.get().base())));
+      FUZZ_CHECK(by_name(end_to_end(*read->request)) == by_name(end_to_end(from_head)));
+      for (const char* name : {"host", "authorization", "x-arbiter-class", "x-arbiter-tenant", "content-type"}) {
+        FUZZ_CHECK(read->request->field(name) == from_head.field(name));
+      }
+    } else if (read->ec == http::error::header_limit) {
+      FUZZ_CHECK(!head || *head > header_limit);
+    }
+  }
+  // Accepted whatever the reads, and read the same, or refused either way
+  // (which error may differ: a malformed field past the limit is one or
+  // the other, depending on where the read that brought it ended).
+  FUZZ_CHECK(whole.request.has_value() == split.request.has_value());
+  if (whole.request) {
+    FUZZ_CHECK(whole.request->body() == split.request->body());
+    FUZZ_CHECK(by_name(end_to_end(*whole.request)) == by_name(end_to_end(*split.request)));
+  }
+}
+
 }  // namespace
 }  // namespace arbiter
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   arbiter::fuzz::Input in(data, size);
-  const uint8_t limits = in.byte();
+  const uint8_t limits = in.byte();  // bits 0-3: the limits; 4-7: where the server's reads end
   // The server's defaults, and limits small enough for the fuzzer to cross.
   static constexpr std::size_t kHeaderLimits[] = {16 * 1024, 64, 200, 1024};
   static constexpr std::size_t kBodyLimits[] = {1 << 20, 0, 16, 100};
   arbiter::check_request(in.rest(), kHeaderLimits[limits & 3], kBodyLimits[(limits >> 2) & 3]);
+  arbiter::check_server_read(in.rest(), kHeaderLimits[limits & 3], kBodyLimits[(limits >> 2) & 3],
+                             static_cast<uint8_t>(limits >> 4));
   return 0;
 }

@@ -52,9 +52,17 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
   }
   dispatcher_ = std::make_unique<Dispatcher>(std::move(*scheduler), timer_executor);
   dispatcher_->start();
-  health_ = std::make_unique<BackendHealth>(config_, *dispatcher_, timer_executor, metrics_);
-  health_->start();
   breakers_ = std::make_unique<ModelBreakers>(config_, metrics_);
+  health_ = std::make_unique<BackendHealth>(config_, *dispatcher_, timer_executor, metrics_);
+  // Pool p serves model config_.models[p]: its breaker's index by name.
+  std::vector<std::size_t> breaker_of;
+  for (const ModelConfig& m : config_.models) breaker_of.push_back(*breakers_->index(m.name));
+  if (config_.health_probes.enabled) {
+    health_->set_breaker_hooks(
+        [this, breaker_of](uint32_t pool) { return breakers_->waiting_open(breaker_of[pool], sched::Clock::now()); },
+        [this, breaker_of](uint32_t pool) { breakers_->backend_recovered(breaker_of[pool], sched::Clock::now()); });
+  }
+  health_->start();
   if (config_.engine_signals.enabled) start_monitor(timer_executor);
   quotas_.start();
   dynamic_quotas_ = std::make_unique<DynamicQuotaUpdater>(config_, quotas_, usage_, metrics_);
@@ -64,6 +72,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
     service_exchange_->start();
   }
   admin_ = std::make_unique<AdminRoutes>(config_, tenants_, metrics_, usage_, [this] { refresh_metrics(); });
+  refusals_ = std::make_unique<RefusalLog>(metrics_, access_log_.get());
   assemble_pipeline();
 }
 
@@ -168,8 +177,19 @@ Task<void> Gateway::handle(HttpRequest& req, ClientConnection& conn) {
 
 Task<void> Gateway::handle_admin(HttpRequest& req, ClientConnection& conn) {
   const std::string_view path = path_of(req.target());
-  const bool admin = AdminRoutes::operator_only(path) || path == "/healthz" || path == "/readyz";
+  // Only the admin routes it knows: an unknown /admin/* path is 404.
+  const bool admin = AdminRoutes::serves(path) && (AdminRoutes::operator_only(path) || path == "/healthz" || path == "/readyz");
   co_await answer_get(req, conn, path, false, admin);
+}
+
+void Gateway::note_route_refusal(const HttpRequest& req, ClientConnection& conn, const ApiError& err,
+                                 std::string_view reason) {
+  refusals_->record(HttpRefusal{.status = err.status(),
+                                .reason = reason,
+                                .detail = err.message,
+                                .method = req.method_string(),
+                                .target = req.target(),
+                                .remote = conn.remote_address()});
 }
 
 Task<void> Gateway::answer_preflight(HttpRequest& req, ClientConnection& conn, std::string_view methods) {
@@ -211,12 +231,14 @@ Task<void> Gateway::answer_get(HttpRequest& req, ClientConnection& conn, std::st
                                                : (cors_.enabled() ? "GET, HEAD, OPTIONS" : "GET, HEAD");
     const ApiError err{ErrorCode::kMethodNotAllowed, "use " + std::string(allowed) + " for " + std::string(path), {}, {}};
     headers.emplace_back("allow", allowed);
+    note_route_refusal(req, conn, err, "method_not_allowed");
     co_await send_error(conn, err, headers);
     co_return;
   }
   const ApiError not_found{ErrorCode::kNotFound,
                            "no route for " + std::string(req.method_string()) + " " + std::string(path),
                            {}, {}};
+  note_route_refusal(req, conn, not_found, "no_route");
   co_await send_error(conn, not_found, headers);
 }
 

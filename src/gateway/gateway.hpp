@@ -24,6 +24,7 @@
 #include "gateway/dispatch/service_exchange.hpp"
 #include "gateway/gateway_metrics.hpp"
 #include "gateway/model_pool.hpp"
+#include "gateway/observers/refusals/refusal_log.hpp"
 #include "gateway/observers/usage/usage_book.hpp"
 #include "gateway/stages/quota/dynamic_quota_updater.hpp"
 #include "gateway/pipeline/pipeline.hpp"
@@ -62,6 +63,9 @@ class Gateway {
   void reopen_access_log() {
     if (access_log_) access_log_->reopen();
   }
+  // A request the HTTP server refused itself (ServerOptions::on_refusal):
+  // counted and logged as the router's own refusals are. Any thread.
+  void note_refusal(const HttpRefusal& refusal) { refusals_->record(refusal); }
   const Config& config() const { return config_; }
   GatewayMetrics& metrics() { return metrics_; }
   // The inference routes' pipeline (its admission stages, for inspection).
@@ -73,6 +77,9 @@ class Gateway {
   // wrong method for a known route, or 404.
   Task<void> answer_get(HttpRequest& req, ClientConnection& conn, std::string_view path, bool inference,
                         bool admin);
+  // A 404 or 405 of the router, for the refusal log.
+  void note_route_refusal(const HttpRequest& req, ClientConnection& conn, const ApiError& err,
+                          std::string_view reason);
   // A CORS preflight (OPTIONS) for a route answering `methods`.
   Task<void> answer_preflight(HttpRequest& req, ClientConnection& conn, std::string_view methods);
   // Copies the scheduler's and the monitor's state into the registry.
@@ -103,6 +110,7 @@ class Gateway {
   // Written to by the pipeline's AccessLogObserver, so it outlives pipeline_:
   // its destructor writes what is still buffered.
   std::unique_ptr<BatchedLineWriter> access_log_;
+  std::unique_ptr<RefusalLog> refusals_;  // refusals before the pipeline: counted, logged (rate-limited)
   const Cors cors_;  // browser apps' cross-origin requests (config_.cors)
   Pipeline pipeline_;
 };

@@ -194,6 +194,18 @@ struct GatewayMetrics {
                        "(tenant fairness across replicas; every 500 ms with quota_store.redis).",
                        {})
           .with({});
+  metrics::Family<metrics::Counter>& http_refusals = registry.counter(
+      "arbiter_http_refusals_total",
+      "Requests refused before the request pipeline, by reason (malformed: framing the server refuses, "
+      "smuggling attempts included; header_too_large; body_too_large; too_many_connections; no_route; "
+      "method_not_allowed) and status. Also counted in arbiter_requests_total with model and class none.",
+      {"reason", "status"});
+  metrics::Counter& http_refusals_unlogged =
+      registry.counter("arbiter_http_refusals_unlogged_total",
+                       "Refusals before the pipeline whose access-log line was left out: at most 20 such lines a "
+                       "second (bursts of 100), so that a flood of bad requests does not flood the log.",
+                       {})
+          .with({});
   metrics::Counter& access_log_dropped =
       registry.counter("arbiter_access_log_dropped_total",
                        "Access-log lines dropped: the writer fell 4 MiB behind (a full pipe, a slow disk) or a "

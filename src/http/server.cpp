@@ -10,8 +10,8 @@
 #include <boost/json/string_view.hpp>
 
 #include "core/error.hpp"
+#include "http/beast_request.hpp"
 #include "http/head_scan.hpp"
-#include "http/parse_buffered.hpp"
 
 namespace arbiter {
 
@@ -35,15 +35,25 @@ std::string body_too_large_message(const ServerOptions& opt) {
 }
 // accept() out of file descriptors: how long until the next try.
 constexpr std::chrono::milliseconds kAcceptBackoff{100};
-// A refused connection (max_connections) is closed after this at the latest.
-constexpr std::chrono::milliseconds kRefuseLinger{1'000};
+// accept() out of file descriptors, an idle connection closed to make
+// room: the next try comes sooner.
+constexpr std::chrono::milliseconds kAcceptAfterEviction{5};
+// After a refusal that leaves the client's request unread (413, 431, a
+// malformed head), what it still sends is read and dropped for at most this
+// long before the connection closes (nginx's lingering close): closed at
+// once, the unread bytes make the kernel send a reset, which can destroy
+// the answer before the client reads it.
+constexpr std::chrono::milliseconds kLingerTime{2'000};
+// What a refused connection's client already sent is read up to this much
+// (closing with bytes unread sends a reset instead of the 503).
+constexpr std::size_t kRefusedReadMax = 64 * 1024;
 
 // A head whose framing another hop could read differently (request
 // smuggling) or that RFC 9112 says to refuse: answered 400 and the
 // connection closed, since where its body ends is not known. Beast itself
 // refuses Transfer-Encoding: chunked with Content-Length, and a repeated
 // chunked; it takes any other Transfer-Encoding as "no body".
-const char* head_defect(const http::request_parser<http::string_body>& parser) {
+const char* head_defect(const BeastRequest::Parser& parser) {
   const auto& head = parser.get();
   if (head.find(http::field::transfer_encoding) != head.end()) {
     // RFC 9112 6.1: with both, Transfer-Encoding would win; refused instead.
@@ -60,8 +70,6 @@ const char* head_defect(const http::request_parser<http::string_body>& parser) {
 
 class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Session> {
  public:
-  using RequestParser = http::request_parser<http::string_body>;
-
   // `tls`: the listener's TLS context for this connection, or null.
   Session(HttpServer& server, tcp::socket socket, TlsContext tls)
       : server_(server),
@@ -81,14 +89,29 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   }
   net::any_io_executor executor() { return stream_.get_executor(); }
   Deadline& deadline() { return deadline_; }
+  // Any thread: waiting for a request's first bytes, since when (steady
+  // clock ticks); an idle connection may be closed to make room for a new one.
+  bool idle() const { return idle_.load(std::memory_order_relaxed); }
+  int64_t idle_since() const { return idle_since_.load(std::memory_order_relaxed); }
+  // The accept loop chose it to close: not chosen again.
+  bool claim_eviction() { return !evicted_.exchange(true); }
+  bool eviction_claimed() const { return evicted_.load(std::memory_order_relaxed); }
 
  private:
+  // Answers an error the server found itself (the handler never ran), tells
+  // on_refusal, and then lingers: the connection ends after it.
+  Task<void> refuse_request(ErrorCode code, std::string_view reason, std::string message,
+                            const BeastRequest* parsed);
   Task<void> reply_error(ErrorCode code, std::string message);
+  // Reads and drops what the client still sends, within kLingerTime.
+  Task<void> linger();
+  void set_idle(bool idle) {
+    if (idle) idle_since_.store(Deadline::Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+    idle_.store(idle, std::memory_order_relaxed);
+  }
   // Reads and parses until the header (or, with `whole`, the message) is
-  // complete. Parsing is eager: bytes after the header go into the body at
-  // once, so a request that came in one segment costs one read and no
-  // further operation.
-  Task<beast::error_code> parse_request(RequestParser& parser, bool whole);
+  // complete (http/beast_request: the head's limit exact, trailers dropped).
+  Task<beast::error_code> parse_request(BeastRequest& parser, bool whole);
   // The rest of a request whose first bytes came (or `header_ec`, why
   // none did) into `req`: scanned, or parsed by Beast, errors answered.
   // False: the connection ends. Its own coroutine, so that the parser and
@@ -109,8 +132,38 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   beast::flat_buffer buffer_;
   Deadline deadline_;
   ClientConnection conn_;
-  bool idle_ = true;  // waiting for a request header (safe to close on drain)
+  std::atomic<bool> idle_{true};  // waiting for a request header (safe to close on drain or at the cap)
+  std::atomic<int64_t> idle_since_{Deadline::Clock::now().time_since_epoch().count()};
+  std::atomic<bool> evicted_{false};
 };
+
+Task<void> HttpServer::Session::refuse_request(ErrorCode code, std::string_view reason, std::string message,
+                                               const BeastRequest* parsed) {
+  const ApiError err{code, message, {}, {}};
+  if (const auto& notify = server_.options_.on_refusal) {
+    HttpRefusal refusal{.status = err.status(), .reason = reason, .detail = message, .remote = conn_.remote_address()};
+    if (parsed && parsed->header_done()) {
+      refusal.method = parsed->parser().get().method_string();
+      refusal.target = parsed->parser().get().target();
+    }
+    notify(refusal);
+  }
+  co_await reply_error(code, std::move(message));
+  co_await linger();
+}
+
+Task<void> HttpServer::Session::linger() {
+  beast::error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  deadline_.arm(stream_.socket(), kLingerTime);
+  for (;;) {
+    buffer_.consume(buffer_.size());
+    const beast::error_code ec = co_await conn_.wait_for_bytes();
+    if (ec) break;  // the client closed, or kLingerTime passed (the deadline closed the socket)
+  }
+  deadline_.disarm();
+  buffer_.consume(buffer_.size());
+}
 
 Task<void> HttpServer::Session::reply_error(ErrorCode code, std::string message) {
   const ApiError err{code, std::move(message), {}, {}};
@@ -121,13 +174,13 @@ Task<void> HttpServer::Session::reply_error(ErrorCode code, std::string message)
   co_await conn_.send(res);
 }
 
-Task<beast::error_code> HttpServer::Session::parse_request(RequestParser& parser, bool whole) {
+Task<beast::error_code> HttpServer::Session::parse_request(BeastRequest& parser, bool whole) {
   for (;;) {
-    const beast::error_code ec = parse_buffered(parser, buffer_);
-    if (ec || parser.is_done() || (!whole && parser.is_header_done())) co_return ec;
+    const beast::error_code ec = parser.parse(buffer_, whole);
+    if (ec || parser.done() || (!whole && parser.header_done())) co_return ec;
     if (const beast::error_code read_ec = co_await conn_.wait_for_bytes(); read_ec) {
       if (read_ec != net::error::eof) co_return read_ec;
-      co_return finish_at_eof(parser);
+      co_return parser.finish_at_eof();
     }
   }
 }
@@ -142,7 +195,7 @@ Task<bool> HttpServer::Session::take_scanned_request(HttpRequest& req, beast::er
     if (scanned.awaiting == 0) co_return false;
     // The head is taken: the body's rest, whatever its size, in as few
     // reads as the kernel allows, within client_body_ms.
-    idle_ = false;
+    set_idle(false);
     if (deadline_.disarm()) {  // the header's deadline passed: the connection is closed
       ec = net::error::operation_aborted;
       co_return false;
@@ -179,7 +232,7 @@ Task<void> HttpServer::Session::run() {
     }
   }
   while (!server_.draining()) {
-    idle_ = true;
+    set_idle(true);
     deadline_.arm(stream_.socket(), first ? opt.header_timeout : opt.keepalive_idle);
     beast::error_code header_ec;
     if (buffer_.size() == 0) {
@@ -220,35 +273,35 @@ Task<bool> HttpServer::Session::read_request(HttpRequest& req, beast::error_code
   const ServerOptions& opt = server_.options_;
   // The common request (whatever its body's size) is taken by the scan;
   // anything else is parsed by Beast from the same bytes.
-  std::optional<RequestParser> parser;
+  std::optional<BeastRequest> parser;
   if (!header_ec && !co_await take_scanned_request(req, header_ec) && !header_ec) {
-    parser.emplace();
-    parser->header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
-    parser->body_limit(opt.max_body_bytes);
-    parser->eager(true);
+    parser.emplace(opt.max_header_bytes, opt.max_body_bytes);
     header_ec = co_await parse_request(*parser, /*whole=*/false);
   }
-  idle_ = false;
+  set_idle(false);
   if (deadline_.disarm()) co_return false;  // idle or slow header: connection closed
+  const BeastRequest* parsed = parser ? &*parser : nullptr;
   if (auto ec = header_ec; ec) {
     if (ec == http::error::header_limit) {
-      co_await reply_error(ErrorCode::kHeadersTooLarge, "request header exceeds the limit");
+      std::string message = "request header exceeds " + std::to_string(opt.max_header_bytes) + " bytes";
+      co_await refuse_request(ErrorCode::kHeadersTooLarge, "header_too_large", std::move(message), parsed);
     } else if (ec == http::error::body_limit) {
-      co_await reply_error(ErrorCode::kPayloadTooLarge, body_too_large_message(opt));
+      co_await refuse_request(ErrorCode::kPayloadTooLarge, "body_too_large", body_too_large_message(opt), parsed);
     } else if (ec != http::error::end_of_stream && ec != net::error::eof &&
                ec != net::error::connection_reset && ec != net::error::operation_aborted &&
                ec != net::error::bad_descriptor) {
       std::string message = "malformed HTTP request: " + ec.message();
-      co_await reply_error(ErrorCode::kInvalidRequest, std::move(message));
+      co_await refuse_request(ErrorCode::kInvalidRequest, "malformed", std::move(message), parsed);
     }
     co_return false;
   }
-  if (const char* defect = parser ? head_defect(*parser) : host_defect(11, req.field("host").has_value())) {
-    co_await reply_error(ErrorCode::kInvalidRequest, std::string("malformed HTTP request: ") + defect);
+  if (const char* defect = parser ? head_defect(parser->parser()) : host_defect(11, req.field("host").has_value())) {
+    co_await refuse_request(ErrorCode::kInvalidRequest, "malformed", std::string("malformed HTTP request: ") + defect,
+                            parsed);
     co_return false;
   }
-  if (parser && !parser->is_done()) {
-    if (parser->get()[http::field::expect] == "100-continue") {
+  if (parser && !parser->done()) {
+    if (parser->parser().get()[http::field::expect] == "100-continue") {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       deadline_.arm(stream_.socket(), opt.write_timeout);
       auto [ec, n] = co_await net::async_write(stream_, net::buffer(kContinue), kAsTuple);
@@ -259,12 +312,16 @@ Task<bool> HttpServer::Session::read_request(HttpRequest& req, beast::error_code
     if (deadline_.disarm()) co_return false;
     if (auto ec = body_ec; ec) {
       if (ec == http::error::body_limit) {
-        co_await reply_error(ErrorCode::kPayloadTooLarge, body_too_large_message(opt));
+        co_await refuse_request(ErrorCode::kPayloadTooLarge, "body_too_large", body_too_large_message(opt), parsed);
+      } else if (ec != http::error::partial_message && ec != net::error::eof && ec != net::error::connection_reset &&
+                 ec != net::error::operation_aborted && ec != net::error::bad_descriptor) {
+        std::string message = "malformed HTTP request body: " + ec.message();
+        co_await refuse_request(ErrorCode::kInvalidRequest, "malformed", std::move(message), parsed);
       }
       co_return false;
     }
   }
-  if (parser) req = HttpRequest(parser->release());
+  if (parser) req = parser->release();
   // The request is copied out: a stream that runs for minutes holds no
   // read buffer (nor a large body's) while it does.
   if (buffer_.size() == 0) buffer_.shrink_to_fit();
@@ -336,36 +393,46 @@ Task<void> HttpServer::sweep_loop() {
   }
 }
 
-Task<void> HttpServer::refuse(tcp::socket socket) {
+void HttpServer::refuse(tcp::socket socket) {
   const ApiError err{ErrorCode::kTooManyConnections, "too many open connections; retry shortly", {}, {}};
   const std::string body = error_body(err);
   const std::string response = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
                                "Retry-After: " + retry_after_seconds(*err.effective_retry_after()) +
                                "\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
                                "\r\n\r\n" + body;
-  net::steady_timer limit(socket.get_executor());
-  limit.expires_after(kRefuseLinger);
-  limit.async_wait([&socket](const beast::error_code& ec) {
-    beast::error_code ignored;
-    if (!ec) socket.close(ignored);
-  });
-  auto [write_ec, written] = co_await net::async_write(socket, net::buffer(response), kAsTuple);
+  beast::error_code ec;
+  socket.non_blocking(true, ec);
+  // A new socket's send buffer takes the few hundred bytes at once.
+  if (!ec) net::write(socket, net::buffer(response), ec);
   beast::error_code ignored;
   socket.shutdown(tcp::socket::shutdown_send, ignored);
-  // Read what the client sent until it closes: closing with its request
-  // unread would send a reset, which may destroy the 503 before it is read.
-  std::array<char, 1024> sink;
-  while (!write_ec) {
-    auto [ec, n] = co_await socket.async_read_some(net::buffer(sink), kAsTuple);
-    if (ec) break;
+  std::array<char, 4096> sink;
+  for (std::size_t read = 0; !ec && read < kRefusedReadMax;) {
+    read += socket.read_some(net::buffer(sink), ec);
   }
-  limit.cancel();
   socket.close(ignored);
+  if (options_.on_refusal) {
+    options_.on_refusal(HttpRefusal{.status = err.status(), .reason = "too_many_connections", .detail = err.message});
+  }
+}
+
+bool HttpServer::evict_idle() {
+  std::shared_ptr<Session> oldest;
+  {
+    std::lock_guard lock(sessions_mu_);
+    for (const auto& s : sessions_) {
+      if (s->idle() && !s->eviction_claimed() && (!oldest || s->idle_since() < oldest->idle_since())) oldest = s;
+    }
+    if (!oldest || !oldest->claim_eviction()) return false;
+  }
+  net::post(oldest->executor(), [oldest] { oldest->close(/*idle_only=*/true); });
+  return true;
 }
 
 Task<void> HttpServer::accept_loop() {
   bool starved = false;  // accept is failing for want of descriptors: logged once
   net::steady_timer backoff(acceptor_.get_executor());
+  std::size_t evictions = 0;  // idle connections closed at the cap, for the log line
   while (!draining()) {
     net::any_io_executor home = net::make_strand(ioc_);
     if (workers_) home = workers_->next().get_executor();
@@ -383,7 +450,8 @@ Task<void> HttpServer::accept_loop() {
                        static_cast<long long>(kAcceptBackoff.count()));
           starved = true;
         }
-        backoff.expires_after(kAcceptBackoff);
+        // An idle connection gives its descriptor up; else wait for one.
+        backoff.expires_after(evict_idle() ? kAcceptAfterEviction : kAcceptBackoff);
         co_await backoff.async_wait(kAsTuple);
       }
       continue;
@@ -395,9 +463,17 @@ Task<void> HttpServer::accept_loop() {
     }
     beast::error_code ignored;
     if (options_.max_connections > 0 && open_connections() >= options_.max_connections) {
-      const auto executor = socket.get_executor();  // before the socket moves
-      net::co_spawn(executor, refuse(std::move(socket)), net::detached);
-      continue;
+      // The new client is served in the place of the one idle the longest.
+      if (!evict_idle()) {
+        refuse(std::move(socket));
+        continue;
+      }
+      if (evictions++ == 0) {
+        std::fprintf(stderr,
+                     "{\"level\":\"warn\",\"event\":\"connection_cap_reached\",\"max_connections\":%zu,"
+                     "\"note\":\"idle connections are closed to make room (logged once)\"}\n",
+                     options_.max_connections);
+      }
     }
     socket.set_option(tcp::no_delay(true), ignored);
     TlsContext tls;

@@ -22,6 +22,18 @@
 
 namespace arbiter {
 
+// What the server refused without a handler: the status it answered, a
+// stable reason (a metric label), the detail, and what it read of the
+// request (empty when it read none).
+struct HttpRefusal {
+  int status = 0;
+  std::string_view reason;  // "malformed", "header_too_large", "body_too_large", "too_many_connections"
+  std::string_view detail;
+  std::string_view method;
+  std::string_view target;
+  std::string_view remote;  // the client's address
+};
+
 struct ServerOptions {
   std::string address = "127.0.0.1";
   uint16_t port = 0;
@@ -34,8 +46,15 @@ struct ServerOptions {
   // TLS on every connection (the handshake within header_timeout); null:
   // plain TCP.
   std::shared_ptr<ServerTls> tls;
-  // Open connections at most (0: no limit); one beyond is answered 503 and closed.
+  // Open connections at most (0: no limit; the gateway sets one from its
+  // descriptors, http/connection_cap.hpp). At the cap a new connection
+  // takes the place of the connection idle the longest (waiting for a
+  // request), which is closed; with none idle it is answered 503 at once.
   std::size_t max_connections = 0;
+  // Told of every request refused by the server itself (malformed or
+  // smuggling framing, 413, 431) and of every connection refused at the
+  // cap, on the connection's strand or the acceptor's; must not block.
+  std::function<void(const HttpRefusal&)> on_refusal;
 };
 
 using HttpRequest = ServerRequest;
@@ -74,10 +93,14 @@ class HttpServer {
   // (or kernel memory) it waits kAcceptBackoff before trying again, logging
   // once per episode: retrying at once spins a core that also runs timers.
   Task<void> accept_loop();
-  // A connection beyond max_connections: 503 (too_many_connections) with
-  // Connection: close, then closed once the client has read it (or after
-  // a second).
-  static Task<void> refuse(tcp::socket socket);
+  // A connection beyond max_connections with no idle one to close: 503
+  // (too_many_connections) with Connection: close, written at once, what
+  // the client already sent read, then closed. No lingering: a flood of
+  // refused connections holds no descriptor.
+  void refuse(tcp::socket socket);
+  // Closes the connection idle the longest (waiting for a request's first
+  // bytes); false when none is.
+  bool evict_idle();
   // Closes sockets whose Deadline passed; ticks every kDeadlineTick. Also
   // reloads the TLS certificate when its files changed.
   Task<void> sweep_loop();

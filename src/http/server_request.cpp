@@ -21,14 +21,19 @@ ServerRequest::ServerRequest(const ScannedRequest& scanned)
   }
 }
 
-ServerRequest::ServerRequest(http::request<http::string_body>&& parsed)
+ServerRequest::ServerRequest(http::request<http::string_body>&& parsed,
+                             const std::vector<std::pair<std::string, std::string>>* head_fields)
     : method_(parsed.method()),
       keep_alive_(parsed.keep_alive()),
       http10_(parsed.version() < 11),
       body_(std::move(parsed.body())) {
   method_string_ = add(parsed.method_string());
   target_ = add(parsed.target());
-  for (const auto& f : parsed) fields_.push_back({add(f.name_string()), add(f.value())});
+  if (head_fields) {
+    for (const auto& [name, value] : *head_fields) fields_.push_back({add(name), add(value)});
+  } else {
+    for (const auto& f : parsed) fields_.push_back({add(f.name_string()), add(f.value())});
+  }
 }
 
 ServerRequest::Slice ServerRequest::add(std::string_view bytes) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "http/asio.hpp"
@@ -21,8 +22,11 @@ class ServerRequest {
   ServerRequest() = default;
   // From the strict scan (http/head_scan): copies the head and the body.
   explicit ServerRequest(const ScannedRequest& scanned);
-  // From Beast's parser, for what the scan declines.
-  explicit ServerRequest(http::request<http::string_body>&& parsed);
+  // From Beast's parser, for what the scan declines. `head_fields`, when
+  // given, replace the message's fields: those of the head alone, when Beast
+  // added a chunked body's trailer to them (http/beast_request.hpp).
+  explicit ServerRequest(http::request<http::string_body>&& parsed,
+                         const std::vector<std::pair<std::string, std::string>>* head_fields = nullptr);
 
   http::verb method() const { return method_; }
   std::string_view method_string() const { return slice(method_string_); }

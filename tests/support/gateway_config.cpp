@@ -9,7 +9,7 @@ std::string GatewayConfig::to_yaml() const {
   y << "listener: {address: 127.0.0.1, port: 0, threads: " << threads
     << (max_connections ? ", max_connections: " + std::to_string(max_connections) : "") << "}\n"
     << "timeouts: {upstream_first_byte_ms: " << upstream_first_byte_ms
-    << ", stream_idle_ms: " << stream_idle_ms << ", drain_ms: " << drain_ms << "}\n"
+    << ", stream_idle_ms: " << stream_idle_ms << ", drain_ms: " << drain_ms << timeouts_extra << "}\n"
     << "limits: {max_body_bytes: " << max_body_bytes
     << (max_json_depth ? ", max_json_depth: " + std::to_string(*max_json_depth) : "") << "}\n"
     << "auth: {enabled: " << (auth ? "true" : "false") << "}\n"

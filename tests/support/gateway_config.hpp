@@ -36,6 +36,7 @@ struct GatewayConfig {
   std::string alpha_classes;
   std::string alpha_extra;    // added to alpha's map, e.g. ", quotas: [{requests_per_minute: 10}]"
   std::string extra;          // appended verbatim (top-level keys)
+  std::string timeouts_extra; // added to the timeouts map, e.g. ", client_header_ms: 60000"
   std::string backend_extra;  // added to every backend's map, e.g. ", continue_final_message: true"
   std::vector<std::string> backend_extras;  // then to backend i's map, when given
   // YAML lines right after m1's backends: m1's own keys (4 spaces, e.g.
