@@ -135,6 +135,18 @@ void ModelBreaker::open(BreakerStage to, TimePoint at) {
   }
 }
 
+void ModelBreaker::backend_recovered(TimePoint now) {
+  advance(now);
+  if (stage_ == BreakerStage::kClosed || half_open_) return;
+  open_until_ = last_;
+  advance(last_);
+}
+
+bool ModelBreaker::waiting_open(TimePoint now) {
+  advance(now);
+  return stage_ != BreakerStage::kClosed && !half_open_;
+}
+
 void ModelBreaker::close(TimePoint at) {
   change(BreakerStage::kClosed, at, Duration::zero(), false);
   requests_.clear();

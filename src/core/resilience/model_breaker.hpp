@@ -88,6 +88,13 @@ class ModelBreaker {
   // instead, or the breaker would wait for ever for an outcome that never
   // comes. Anything else is a no-op.
   void release(const BreakerRoute& route, TimePoint now);
+  // An active probe found a backend of the model answering: an opening
+  // ends now and the half-open trials decide, so a model whose engine came
+  // back from a crash does not wait out its back-off. No-op unless open.
+  void backend_recovered(TimePoint now);
+  // Open and not yet half-open at `now`: requests go where the stage says,
+  // none to the primary.
+  bool waiting_open(TimePoint now);
   // The stage at `now`, once what fell due is applied.
   BreakerStage stage(TimePoint now);
   // Failures / requests over the window, among requests routed since the

@@ -16,6 +16,9 @@ namespace {
 constexpr std::chrono::milliseconds kLoopTick{100};
 // How long an engine's 429 without Retry-After holds it.
 constexpr std::chrono::milliseconds kOverloadHold{1000};
+// A model whose breaker is open has its backends probed this often: one
+// 1-token completion each, only while it is open.
+constexpr std::chrono::milliseconds kOpenProbeEvery{1000};
 
 void log_transition(const ModelConfig& model, const BackendConfig& backend,
                     const resilience::OutlierTransition& t) {
@@ -51,6 +54,29 @@ BackendHealth::~BackendHealth() { stop(); }
 
 void BackendHealth::start() {
   net::co_spawn(strand_, loop(), net::detached);
+}
+
+void BackendHealth::set_breaker_hooks(std::function<bool(uint32_t)> breaker_open,
+                                      std::function<void(uint32_t)> probe_ok) {
+  breaker_open_ = std::move(breaker_open);
+  probe_ok_ = std::move(probe_ok);
+  breaker_probing_.clear();
+  for (const ModelConfig& m : config_.models) breaker_probing_.emplace_back(m.backends.size(), false);
+}
+
+void BackendHealth::add_breaker_probes(Clock::time_point now, std::vector<Probe>& probes) {
+  if (!breaker_open_ || now < next_breaker_probes_) return;
+  next_breaker_probes_ = now + kOpenProbeEvery;
+  for (uint32_t p = 0; p < breaker_probing_.size(); ++p) {
+    if (!breaker_open_(p)) continue;
+    for (uint32_t b = 0; b < breaker_probing_[p].size(); ++b) {
+      const bool already = breaker_probing_[p][b] ||
+                           std::ranges::any_of(probes, [&](const Probe& q) { return q.pool == p && q.backend == b; });
+      if (already) continue;
+      breaker_probing_[p][b] = true;
+      probes.push_back({p, b, false});
+    }
+  }
 }
 
 void BackendHealth::stop() {
@@ -182,6 +208,7 @@ Task<void> BackendHealth::loop() {
       }
     }
     tell(updates);
+    add_breaker_probes(now, probes);
     for (const Probe& probe : probes) net::co_spawn(strand_, run_probe(probe), net::detached);
     timer_.expires_after(kLoopTick);
     co_await timer_.async_wait(kAsTuple);
@@ -208,6 +235,7 @@ Task<void> BackendHealth::run_probe(Probe probe) {
                  backend.name.c_str(), failure.c_str());
   }
   if (stopped_) co_return;
+  if (!breaker_probing_.empty()) breaker_probing_[probe.pool][probe.backend] = false;
   std::vector<Update> updates;
   {
     std::lock_guard lock(mu_);
@@ -216,6 +244,7 @@ Task<void> BackendHealth::run_probe(Probe probe) {
     settle_locked(probe.pool, now, updates);
   }
   tell(updates);
+  if (failure.empty() && probe_ok_) probe_ok_(probe.pool);
 }
 
 void BackendHealth::export_state() {

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -44,6 +45,13 @@ class BackendHealth {
 
   void start();
   void stop();  // idempotent; the loop ends when the io_context next runs it
+
+  // The model breakers' part (before start()): while `breaker_open(pool)`
+  // says the pool's model waits out an opening, its backends are probed
+  // every kOpenProbeEvery; any probe of a pool's backend that succeeds
+  // calls `probe_ok(pool)`, which ends the model's opening (into its
+  // half-open trials) instead of waiting out the back-off.
+  void set_breaker_hooks(std::function<bool(uint32_t pool)> breaker_open, std::function<void(uint32_t pool)> probe_ok);
 
   // The engine-signal monitor's verdict for a backend (BackendMonitor's callback).
   void on_signal(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal);
@@ -85,6 +93,9 @@ class BackendHealth {
     uint32_t pool, backend;
     bool on_return;  // decides an ejected backend's return
   };
+  // Probes of the backends of models whose breaker is open, not already
+  // being probed for it. Strand.
+  void add_breaker_probes(Clock::time_point now, std::vector<Probe>& probes);
 
   // Applies what fell due by `now` in pool `p`, notes transitions, and
   // collects the signals that changed. Lock held.
@@ -103,6 +114,10 @@ class BackendHealth {
   net::steady_timer timer_;        // strand
   std::atomic<bool> stopped_{false};
   Clock::time_point next_periodic_{};  // strand: the next round of periodic probes
+  std::function<bool(uint32_t)> breaker_open_;  // set before start()
+  std::function<void(uint32_t)> probe_ok_;
+  Clock::time_point next_breaker_probes_{};       // strand
+  std::vector<std::vector<bool>> breaker_probing_;  // strand: [pool][backend] a breaker's probe in flight
 };
 
 }  // namespace arbiter

@@ -43,6 +43,19 @@ void ModelBreakers::release(std::size_t index, const resilience::BreakerRoute& r
   note_transitions_locked(index);
 }
 
+void ModelBreakers::backend_recovered(std::size_t index, TimePoint now) {
+  std::lock_guard lock(mu_);
+  breakers_[index].backend_recovered(now);
+  note_transitions_locked(index);
+}
+
+bool ModelBreakers::waiting_open(std::size_t index, TimePoint now) {
+  std::lock_guard lock(mu_);
+  const bool open = breakers_[index].waiting_open(now);
+  note_transitions_locked(index);
+  return open;
+}
+
 void ModelBreakers::note_transitions_locked(std::size_t index) {
   for (const resilience::BreakerTransition& t : breakers_[index].take_transitions()) {
     const std::string from(resilience::stage_name(t.from)), to(resilience::stage_name(t.to));

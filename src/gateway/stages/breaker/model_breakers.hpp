@@ -30,6 +30,10 @@ class ModelBreakers {
   // A routed request refused by a later admission stage (ModelBreaker::release).
   void release(std::size_t index, const resilience::BreakerRoute& route, TimePoint now);
 
+  // ModelBreaker::backend_recovered and waiting_open, by index.
+  void backend_recovered(std::size_t index, TimePoint now);
+  bool waiting_open(std::size_t index, TimePoint now);
+
   // Gauges for a metrics scrape.
   void export_state(TimePoint now);
 
