@@ -243,6 +243,19 @@ std::vector<StoreCharge> QuotaLedger::settle_with_store(TimePoint now, Duration 
   return out;
 }
 
+std::vector<StoreCharge> QuotaLedger::outage_charges() {
+  std::vector<StoreCharge> out;
+  if (!sharing_) return out;
+  for (uint32_t id = 0; id < entries_.size(); ++id) {
+    for_limits(entries_[id], 0, [&](QuotaLimit& l, LimitKind kind, double) {
+      if (const double units = l.take_unreported(); units != 0) {
+        out.push_back({.ref = {.entry = id, .kind = kind}, .units = units});
+      }
+    });
+  }
+  return out;
+}
+
 RateStatus QuotaLedger::status(const Subject& who, TimePoint now) const {
   RateStatus s;
   auto tighter = [&](std::optional<RateStatus::Figures>& slot, const QuotaLimit& l) {

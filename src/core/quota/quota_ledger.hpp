@@ -141,6 +141,10 @@ class QuotaLedger {
   // Idle leases, debt and what the stand-ins admitted while the store was
   // down, to hand to the store (zeroed here).
   std::vector<StoreCharge> settle_with_store(TimePoint now, Duration idle);
+  // Only what the stand-ins admitted while the store was down (zeroed
+  // here): what a store coming back is charged before any lease is taken
+  // from it, so the outage cannot be granted a fresh window on top.
+  std::vector<StoreCharge> outage_charges();
   void restore(const StoreCharge& charge) { limit(charge.ref).restore(charge.units); }
   // The store key's parts: the entry's owner and index, and the limit.
   const std::string& owner(LimitRef ref) const { return entries_[ref.entry].owner; }

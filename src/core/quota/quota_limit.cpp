@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace arbiter::quota {
 
@@ -105,6 +106,11 @@ double QuotaLimit::settle_with_store(TimePoint now, Duration idle) {
     lease_->units = 0;
   }
   return out;
+}
+
+double QuotaLimit::take_unreported() {
+  if (!lease_) return 0;
+  return -std::exchange(lease_->unreported, 0.0);
 }
 
 void QuotaLimit::restore(double units) {

@@ -56,6 +56,10 @@ class QuotaLimit {
   // debt (negative: charge), plus what the local stand-in admitted while
   // the store was down (charge). Zeroes them; 0 when there is nothing.
   double settle_with_store(TimePoint now, Duration idle);
+  // What the local stand-in admitted while the store was down, as a
+  // charge (negative; zeroed here; 0 when nothing), whatever the lease
+  // holds: billed to the store before it is used again.
+  double take_unreported();
   // A hand-back the store did not take: kept for the next one.
   void restore(double units);
 

@@ -11,6 +11,9 @@ namespace {
 // A request whose lease stays short past the store's timeout (others kept
 // spending the refills first) is refused for a moment.
 constexpr quota::Duration kRetryShortLease = std::chrono::milliseconds(100);
+// A store back from an outage: rounds of charging what the stand-in
+// admitted before it is marked up (probe_store).
+constexpr int kReconcilePasses = 3;
 
 std::optional<quota::Sharing> sharing(const quota::QuotaStoreConfig& store) {
   if (store.redis.empty()) return std::nullopt;
@@ -235,16 +238,7 @@ Task<void> QuotaBook::maintain() {
     }
   }
   if (probe) {
-    store_calls_.fetch_add(1, std::memory_order_relaxed);
-    const auto pong = co_await store_->ping();
-    std::lock_guard lock(mu_);
-    if (pong) {
-      breaker_.succeeded();
-      ledger_.set_store_up(true);
-      log_store("up", "reachable again: counts reconcile");
-    } else {
-      store_failed(quota::Clock::now());
-    }
+    co_await probe_store();
     co_return;
   }
   if (!up) co_return;  // down, and no probe due yet
@@ -257,6 +251,40 @@ Task<void> QuotaBook::maintain() {
     log_store("down", "a heartbeat failed");
     co_return;
   }
+  co_await send_charges(std::move(charges), "a lease hand-back failed");
+}
+
+Task<void> QuotaBook::probe_store() {
+  store_calls_.fetch_add(1, std::memory_order_relaxed);
+  if (!co_await store_->ping()) {
+    std::lock_guard lock(mu_);
+    store_failed(quota::Clock::now());
+    co_return;
+  }
+  // Reachable again. What the stand-in admitted during the outage is
+  // charged first and the store marked up only after: marked up at once,
+  // the next request would take a lease from a window that had not yet
+  // paid for the outage. Requests keep using the stand-in meanwhile; what
+  // they add goes out in the next pass, and after kReconcilePasses the rest
+  // is taken under the same lock that marks the store up and charged at once.
+  for (int pass = 0;; ++pass) {
+    std::vector<quota::StoreCharge> charges;
+    bool now_up = false;
+    {
+      std::lock_guard lock(mu_);
+      charges = ledger_.outage_charges();
+      if (charges.empty() || pass + 1 >= kReconcilePasses) {
+        breaker_.succeeded();
+        ledger_.set_store_up(true);
+        now_up = true;
+        log_store("up", "reachable again: the outage's admissions charged");
+      }
+    }
+    if (!co_await send_charges(std::move(charges), "charging the outage failed") || now_up) co_return;
+  }
+}
+
+Task<bool> QuotaBook::send_charges(std::vector<quota::StoreCharge> charges, std::string_view why) {
   for (std::size_t i = 0; i < charges.size(); ++i) {
     const quota::QuotaLimit& limit = ledger_.limit_at(charges[i].ref);
     store_calls_.fetch_add(1, std::memory_order_relaxed);
@@ -271,9 +299,10 @@ Task<void> QuotaBook::maintain() {
     std::lock_guard lock(mu_);
     for (std::size_t k = i; k < charges.size(); ++k) ledger_.restore(charges[k]);
     store_failed(quota::Clock::now());
-    log_store("down", "a lease hand-back failed");
-    break;
+    log_store("down", why);
+    co_return false;
   }
+  co_return true;
 }
 
 }  // namespace arbiter

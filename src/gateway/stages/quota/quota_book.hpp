@@ -79,6 +79,12 @@ class QuotaBook {
   void add_breakers(const Config& config);
   Task<void> refill(quota::LeaseNeed need);
   Task<void> maintain();  // one round of the maintenance loop
+  // A down store's probe; when it answers, the outage is charged, then the store is up.
+  Task<void> probe_store();
+  // Sends charges (hand-backs, debt, the outage's admissions) to the store;
+  // on a failure restores those not sent, takes the store down (logged with
+  // `why`) and returns false.
+  Task<bool> send_charges(std::vector<quota::StoreCharge> charges, std::string_view why);
   void store_failed(quota::TimePoint now);  // under mu_
   // The ledger's answer and, unless its lease is short, the status after it. Under mu_.
   Admission admit(const quota::Subject& who, quota::TimePoint now, int64_t tokens);
