@@ -152,6 +152,26 @@ std::vector<std::string> stderr_lines(const GatewayProcess& gateway, const std::
   return out;
 }
 
+// Sets `stop` and joins `threads` however the scope is left (an ASSERT's
+// return included: a joinable std::thread's destructor would terminate the
+// whole binary, hiding every later test's result).
+class StopAndJoin {
+ public:
+  StopAndJoin(std::atomic<bool>& stop, std::vector<std::thread>& threads) : stop_(stop), threads_(threads) {}
+  ~StopAndJoin() { now(); }
+  StopAndJoin(const StopAndJoin&) = delete;
+  StopAndJoin& operator=(const StopAndJoin&) = delete;
+  void now() {
+    stop_ = true;
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  std::atomic<bool>& stop_;
+  std::vector<std::thread>& threads_;
+};
+
 std::string joined(const std::vector<std::string>& lines) {
   std::string out;
   for (const auto& l : lines) out += l + "\n";
@@ -412,9 +432,12 @@ TEST(Resilience, ModelBreakerWalksDegradedFallbackIsolatedAndBack) {
                         "\", name: awq0}\n"
                         "  - name: small\n    backends:\n      - {url: \"http://127.0.0.1:" +
                         std::to_string(small[0]->port()) + "\", name: small0}\n";
-  // Openings of 0.5, 1, 2 s (capped), so the walk and its recovery take
-  // seconds; a window long enough to hold each stage's requests.
-  config.extra = "model_breaker: {window_ms: 2000, min_requests: 10, base_open_ms: 500, max_open_ms: 2000}\n";
+  // Openings of 3, 6 s (capped): each stage's ten requests must all be
+  // served inside its opening, which a loaded 2-core machine cannot be
+  // trusted to do in 0.5 s; the isolated openings are waited out by
+  // polling, not timed. A window (30 s, each stage starts it afresh) long
+  // enough to hold each stage's requests however slowly they go.
+  config.extra = "model_breaker: {window_ms: 30000, min_requests: 10, base_open_ms: 3000, max_open_ms: 6000}\n";
   GatewayProcess gateway(config.to_yaml());
   const uint16_t port = gateway.port();
   const auto ask = [&] { return call(port, chat("chat", 2, false), Millis(5'000)); };
@@ -453,7 +476,7 @@ TEST(Resilience, ModelBreakerWalksDegradedFallbackIsolatedAndBack) {
   EXPECT_TRUE(stage_is("degraded")) << log();
   EXPECT_EQ(transitions("closed", "degraded"), 1) << log();
 
-  // Degraded (open 0.5 s): m1-awq serves; 1 failure in 10: 10% -> fallback.
+  // Degraded (open 3 s): m1-awq serves; 1 failure in 10: 10% -> fallback.
   for (int i = 0; i < 9; ++i) {
     const Answer a = ask();
     ASSERT_EQ(a.status, 200) << a.body << "\n" << log();
@@ -466,7 +489,7 @@ TEST(Resilience, ModelBreakerWalksDegradedFallbackIsolatedAndBack) {
   EXPECT_TRUE(stage_is("fallback")) << log();
   EXPECT_EQ(transitions("degraded", "fallback"), 1) << log();
 
-  // Fallback (open 1 s): small serves; 2 failures in 10: 20% -> isolated.
+  // Fallback (open 6 s): small serves; 2 failures in 10: 20% -> isolated.
   for (int i = 0; i < 8; ++i) {
     const Answer a = ask();
     ASSERT_EQ(a.status, 200) << a.body << "\n" << log();
@@ -480,21 +503,30 @@ TEST(Resilience, ModelBreakerWalksDegradedFallbackIsolatedAndBack) {
   EXPECT_TRUE(stage_is("isolated")) << log();
   EXPECT_EQ(transitions("fallback", "isolated"), 1) << log();
 
-  // Isolated (open 2 s): refused at once with Retry-After, model_unavailable.
-  const auto isolated_at = Clock::now();
+  // Isolated (open 6 s): refused by the gateway's breaker itself (its
+  // code, model_unavailable, is no engine's) with Retry-After.
   {
     const Answer a = ask();
     ASSERT_EQ(a.status, 503) << a.body;
-    EXPECT_LT(a.ms, 500);
     EXPECT_EQ(boost::json::parse(a.body).at("error").at("code"), "model_unavailable") << a.body;
     ASSERT_TRUE(a.header("retry-after").has_value());
     const int retry = std::stoi(*a.header("retry-after"));
     EXPECT_GE(retry, 1);
-    EXPECT_LE(retry, 2);
+    EXPECT_LE(retry, 6);
   }
-  // Half-open while m1 still fails: the trial fails, isolation opens again.
-  while (ms_between(isolated_at, Clock::now()) < 2'100) std::this_thread::sleep_for(Millis(50));
-  EXPECT_EQ(ask().status, 500) << "a half-open trial goes to m1 itself\n" << log();
+  // Refused until the opening ends (polled, 100 ms apart), then half-open
+  // while m1 still fails: the trial goes to m1 itself and fails, and
+  // isolation opens again.
+  const auto until_not_refused = [&](Millis deadline) {
+    const auto until = Clock::now() + deadline;
+    Answer a = ask();
+    while (a.status == 503 && Clock::now() < until) {
+      std::this_thread::sleep_for(Millis(100));
+      a = ask();
+    }
+    return a;
+  };
+  EXPECT_EQ(until_not_refused(Millis(30'000)).status, 500) << "a half-open trial goes to m1 itself\n" << log();
   {
     const Answer a = ask();
     EXPECT_EQ(a.status, 503) << a.body << "\n" << log();
@@ -504,13 +536,7 @@ TEST(Resilience, ModelBreakerWalksDegradedFallbackIsolatedAndBack) {
   // The faults cleared: at the next half-open the trials succeed and the
   // breaker closes.
   for (auto* s : {&m1, &awq, &small}) ASSERT_EQ((*s)[0]->set_faults(R"({"error_rate":0})"), 200);
-  const auto reopened = Clock::now();
-  Answer trial;
-  while (ms_between(reopened, Clock::now()) < 3'000) {
-    trial = ask();
-    if (trial.status != 503) break;
-    std::this_thread::sleep_for(Millis(100));
-  }
+  const Answer trial = until_not_refused(Millis(30'000));
   const auto health_metrics = [&] {
     std::string out;
     std::istringstream all(gateway_metrics(port));
@@ -545,14 +571,14 @@ TEST(Resilience, ModelBreakerWalksDegradedFallbackIsolatedAndBack) {
   EXPECT_EQ(rerouted("m1-awq"), 10);
   EXPECT_EQ(rerouted("small"), 10);
   EXPECT_GE(rerouted("isolated"), 2);
-  // The openings' back-off as logged: 0.5, 1, 2, then 2 (capped) again.
+  // The openings' back-off as logged: 3, 6, then 6 (capped) twice.
   std::vector<std::string> opens;
   for (const auto& line : stderr_lines(gateway, "\"event\":\"model_breaker\"")) {
     if (line.find("\"half_open\":false") == std::string::npos) continue;
     const auto at = line.find("\"open_s\":");
     opens.push_back(line.substr(at + 9, line.find('}', at) - at - 9));
   }
-  EXPECT_EQ(opens, (std::vector<std::string>{"0.500", "1.000", "2.000", "2.000", "0.000"})) << log();
+  EXPECT_EQ(opens, (std::vector<std::string>{"3.000", "6.000", "6.000", "6.000", "0.000"})) << log();
 }
 
 // ---------------------------------------------------------------------------
@@ -621,54 +647,52 @@ TEST(Resilience, EveryBackendKilledRequestsFailFastWith503AndRetryAfter) {
   ASSERT_EQ(sims_metric(sims, "vllm:num_requests_running"), 3);
   ASSERT_EQ(gw_metric(gateway.port(), "arbiter_queue_depth"), 3);
 
-  const auto kill = Clock::now();
   for (auto& s : sims) s->child().signal(SIGKILL);
   for (auto& s : sims) s->child().wait(Millis(2'000));
+  // Answered, not left to wait for the class's 30 s queue deadline: each
+  // call gives up after 10 s (status -1), far short of it.
   for (auto& f : caught) {
     const Answer a = f.get();
-    const double at = ms_between(kill, Clock::now());
-    EXPECT_GE(a.status, 500) << a.status << " " << a.failure << a.body;
-    // Answered, not left to wait for the class's 30 s queue deadline.
-    EXPECT_LT(at, 1'000) << "running or queued at the kill: " << a.status << " " << a.body << " after " << at
-                         << " ms\n" << describe_output(gateway);
-    if (std::getenv("RES_VERBOSE")) std::cout << "caught by the kill: " << a.status << " after " << at << " ms " << a.body.substr(0, 160) << "\n";
+    EXPECT_GE(a.status, 500) << "running or queued at the kill: " << a.status << " " << a.failure << a.body
+                             << " after " << a.ms << " ms\n" << describe_output(gateway);
+    if (std::getenv("RES_VERBOSE")) std::cout << "caught by the kill: " << a.status << " after " << a.ms << " ms " << a.body.substr(0, 160) << "\n";
   }
-  // Requests one after another for 2.5 s from the kill, each bounded by 5 s.
+  // Until the monitor has missed a few scrapes (100 ms apart), the dead
+  // backends are tried (502, at once). Waited for on /metrics, without
+  // requests, so the breaker (on by default: 20 requests in its window
+  // before it judges) has seen only the 7 above when the fail-fast answers
+  // begin.
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_backend_down", [](double v) { return v == 3; }, Millis(20'000)), 3)
+      << describe_output(gateway);
+  // Then every request is refused by the gateway itself: 503 with a
+  // Retry-After, no_backend_available, and once the breaker (which counts
+  // these answers as the model's failures) isolates the model, its own
+  // model_unavailable. Each call is bounded by 5 s: far short of the
+  // class's 30 s queue wait, so an answer at all is a fail-fast one.
   std::vector<Answer> answers;
-  while (ms_between(kill, Clock::now()) < 2'500) {
-    Answer a = call(gateway.port(), chat("chat", 2, false), Millis(5'000));
-    a.sent_ms = ms_between(kill, Clock::now()) - a.ms;
-    answers.push_back(std::move(a));
-    std::this_thread::sleep_for(Millis(50));
-  }
+  for (int i = 0; i < 20; ++i) answers.push_back(call(gateway.port(), chat("chat", 2, false), Millis(5'000)));
   if (std::getenv("RES_VERBOSE"))
     for (const auto& a : answers)
-      std::cout << a.sent_ms << " ms: " << a.status << " in " << a.ms << " ms " << a.header("retry-after").value_or("-")
-                << " " << a.body.substr(0, 160) << "\n";
-  int late = 0, no_backend = 0;
+      std::cout << a.status << " in " << a.ms << " ms " << a.header("retry-after").value_or("-") << " "
+                << a.body.substr(0, 160) << "\n";
+  int no_backend = 0, isolated = 0;
   for (const auto& a : answers) {
-    const std::string what = "sent " + std::to_string(a.sent_ms) + " ms after the kill: " +
-                             std::to_string(a.status) + " in " + std::to_string(a.ms) + " ms: " + a.body;
-    EXPECT_LT(a.ms, 1'000) << what << "\n" << describe_output(gateway);
-    EXPECT_GE(a.status, 500) << what;
+    const std::string what = std::to_string(a.status) + " in " + std::to_string(a.ms) + " ms: " + a.failure + a.body;
+    EXPECT_EQ(a.status, 503) << what << "\n" << describe_output(gateway);
+    EXPECT_TRUE(a.header("retry-after").has_value()) << what;
     std::string code;
     try {
       code = boost::json::parse(a.body).at("error").at("code").as_string();
     } catch (const std::exception&) {
     }
     no_backend += code == "no_backend_available";
-    // Until the monitor has missed a few scrapes (100 ms apart), the dead
-    // backends are tried (502, at once).
-    if (a.sent_ms < 700) continue;
-    ++late;
-    EXPECT_EQ(a.status, 503) << what;
-    EXPECT_TRUE(a.header("retry-after").has_value()) << what;
-    // The breaker (on by default) counts these answers as the model's
-    // failures: once it isolates the model, its own 503 answers instead.
+    isolated += code == "model_unavailable";
     EXPECT_TRUE(code == "no_backend_available" || code == "model_unavailable") << what;
   }
-  EXPECT_GT(late, 5);
+  // The breaker judges from its 20th request in the window: the first of
+  // these are the gateway's fail-fast answers, the breaker's after that.
   EXPECT_GE(no_backend, 3) << "fail-fast answers before the breaker isolated the model";
+  EXPECT_EQ(no_backend + isolated, 20);
 }
 
 // ---------------------------------------------------------------------------
@@ -712,10 +736,7 @@ TEST(Resilience, EjectedBackendReturnsThroughAProbeAndSlowStart) {
       }
     });
   }
-  const auto stop_clients = [&] {
-    stop = true;
-    for (auto& t : clients) t.join();
-  };
+  StopAndJoin stop_clients(stop, clients);
 
   ASSERT_EQ(sims[0]->set_faults(R"({"error_rate":1,"error_status":500})"), 200);
   const bool ejected = wait_for_event("\"to\":\"ejected\",\"reason\":\"consecutive_failures\"", Millis(2'000));
@@ -731,7 +752,7 @@ TEST(Resilience, EjectedBackendReturnsThroughAProbeAndSlowStart) {
   const double received_back = sims[0]->metric("arbiter_sim_requests_received_total").value_or(-1);
   std::this_thread::sleep_for(Millis(300));
   const double received_later = sims[0]->metric("arbiter_sim_requests_received_total").value_or(-1);
-  stop_clients();
+  stop_clients.now();
 
   const std::string metrics = gateway_metrics(gateway.port());
   const std::string facts = joined(events()) + summary(answers) + "sim0 received: at ejection " +
@@ -796,7 +817,7 @@ TEST(Resilience, HalfOpenTrialsRefusedByAQuotaDoNotWedgeTheBreaker) {
   const auto start = Clock::now();
   Answer a;
   std::map<int, int> seen;
-  while (ms_between(start, Clock::now()) < 2'000) {
+  while (ms_between(start, Clock::now()) < 20'000) {  // a generous deadline: polled, not timed
     a = as(kBetaKey);
     ++seen[a.status];
     if (a.status == 200) break;
@@ -804,7 +825,7 @@ TEST(Resilience, HalfOpenTrialsRefusedByAQuotaDoNotWedgeTheBreaker) {
   }
   std::string statuses;
   for (const auto& [status, n] : seen) statuses += std::to_string(status) + " x" + std::to_string(n) + " ";
-  EXPECT_EQ(a.status, 200) << "beta got " << statuses << "for 2 s after the faults cleared; last: " << a.body << "\n"
+  EXPECT_EQ(a.status, 200) << "beta got " << statuses << "for 20 s after the faults cleared; last: " << a.body << "\n"
                            << log();
 }
 
