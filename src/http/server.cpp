@@ -38,6 +38,8 @@ constexpr std::chrono::milliseconds kAcceptBackoff{100};
 // accept() out of file descriptors, an idle connection closed to make
 // room: the next try comes sooner.
 constexpr std::chrono::milliseconds kAcceptAfterEviction{5};
+// An episode of accept failures ends once none failed for this long.
+constexpr std::chrono::milliseconds kEpisodeQuiet{1'000};
 // After a refusal that leaves the client's request unread (413, 431, a
 // malformed head), what it still sends is read and dropped for at most this
 // long before the connection closes (nginx's lingering close): closed at
@@ -430,7 +432,11 @@ bool HttpServer::evict_idle() {
 }
 
 Task<void> HttpServer::accept_loop() {
-  bool starved = false;  // accept is failing for want of descriptors: logged once
+  // Accept is failing for want of descriptors: logged once an episode. While
+  // idle connections are closed to make room, accepts succeed between the
+  // failures; the episode ends only once none has failed for kEpisodeQuiet.
+  bool starved = false;
+  Deadline::Clock::time_point last_starved{};
   net::steady_timer backoff(acceptor_.get_executor());
   std::size_t evictions = 0;  // idle connections closed at the cap, for the log line
   while (!draining()) {
@@ -450,13 +456,14 @@ Task<void> HttpServer::accept_loop() {
                        static_cast<long long>(kAcceptBackoff.count()));
           starved = true;
         }
+        last_starved = Deadline::Clock::now();
         // An idle connection gives its descriptor up; else wait for one.
         backoff.expires_after(evict_idle() ? kAcceptAfterEviction : kAcceptBackoff);
         co_await backoff.async_wait(kAsTuple);
       }
       continue;
     }
-    if (starved) {
+    if (starved && Deadline::Clock::now() - last_starved >= kEpisodeQuiet) {
       std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"accept_recovered\",\"open_connections\":%zu}\n",
                    open_connections());
       starved = false;
