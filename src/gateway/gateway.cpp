@@ -182,14 +182,8 @@ Task<void> Gateway::handle_admin(HttpRequest& req, ClientConnection& conn) {
   co_await answer_get(req, conn, path, false, admin);
 }
 
-void Gateway::note_route_refusal(const HttpRequest& req, ClientConnection& conn, const ApiError& err,
-                                 std::string_view reason) {
-  refusals_->record(HttpRefusal{.status = err.status(),
-                                .reason = reason,
-                                .detail = err.message,
-                                .method = req.method_string(),
-                                .target = req.target(),
-                                .remote = conn.remote_address()});
+void Gateway::note_route_refusal(const HttpRequest& req, const ApiError& err, std::string_view reason) {
+  refusals_->record(HttpRefusal{.status = err.status(), .reason = reason, .target = req.target()});
 }
 
 Task<void> Gateway::answer_preflight(HttpRequest& req, ClientConnection& conn, std::string_view methods) {
@@ -231,14 +225,14 @@ Task<void> Gateway::answer_get(HttpRequest& req, ClientConnection& conn, std::st
                                                : (cors_.enabled() ? "GET, HEAD, OPTIONS" : "GET, HEAD");
     const ApiError err{ErrorCode::kMethodNotAllowed, "use " + std::string(allowed) + " for " + std::string(path), {}, {}};
     headers.emplace_back("allow", allowed);
-    note_route_refusal(req, conn, err, "method_not_allowed");
+    note_route_refusal(req, err, "method_not_allowed");
     co_await send_error(conn, err, headers);
     co_return;
   }
   const ApiError not_found{ErrorCode::kNotFound,
                            "no route for " + std::string(req.method_string()) + " " + std::string(path),
                            {}, {}};
-  note_route_refusal(req, conn, not_found, "no_route");
+  note_route_refusal(req, not_found, "no_route");
   co_await send_error(conn, not_found, headers);
 }
 

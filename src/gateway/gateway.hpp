@@ -78,8 +78,7 @@ class Gateway {
   Task<void> answer_get(HttpRequest& req, ClientConnection& conn, std::string_view path, bool inference,
                         bool admin);
   // A 404 or 405 of the router, for the refusal log.
-  void note_route_refusal(const HttpRequest& req, ClientConnection& conn, const ApiError& err,
-                          std::string_view reason);
+  void note_route_refusal(const HttpRequest& req, const ApiError& err, std::string_view reason);
   // A CORS preflight (OPTIONS) for a route answering `methods`.
   Task<void> answer_preflight(HttpRequest& req, ClientConnection& conn, std::string_view methods);
   // Copies the scheduler's and the monitor's state into the registry.

@@ -141,13 +141,9 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
 
 Task<void> HttpServer::Session::refuse_request(ErrorCode code, std::string_view reason, std::string message,
                                                const BeastRequest* parsed) {
-  const ApiError err{code, message, {}, {}};
   if (const auto& notify = server_.options_.on_refusal) {
-    HttpRefusal refusal{.status = err.status(), .reason = reason, .detail = message, .remote = conn_.remote_address()};
-    if (parsed && parsed->header_done()) {
-      refusal.method = parsed->parser().get().method_string();
-      refusal.target = parsed->parser().get().target();
-    }
+    HttpRefusal refusal{.status = map_error(code).status, .reason = reason};
+    if (parsed && parsed->header_done()) refusal.target = parsed->parser().get().target();
     notify(refusal);
   }
   co_await reply_error(code, std::move(message));
@@ -414,7 +410,7 @@ void HttpServer::refuse(tcp::socket socket) {
   }
   socket.close(ignored);
   if (options_.on_refusal) {
-    options_.on_refusal(HttpRefusal{.status = err.status(), .reason = "too_many_connections", .detail = err.message});
+    options_.on_refusal(HttpRefusal{.status = err.status(), .reason = "too_many_connections"});
   }
 }
 

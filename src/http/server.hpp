@@ -23,15 +23,11 @@
 namespace arbiter {
 
 // What the server refused without a handler: the status it answered, a
-// stable reason (a metric label), the detail, and what it read of the
-// request (empty when it read none).
+// stable reason (a metric label) and the request's target when it read one.
 struct HttpRefusal {
   int status = 0;
   std::string_view reason;  // "malformed", "header_too_large", "body_too_large", "too_many_connections"
-  std::string_view detail;
-  std::string_view method;
   std::string_view target;
-  std::string_view remote;  // the client's address
 };
 
 struct ServerOptions {
