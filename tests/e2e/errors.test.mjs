@@ -9,6 +9,7 @@ import {
   APIError,
   APIConnectionError,
   AuthenticationError,
+  BadRequestError,
   InternalServerError,
   NotFoundError,
   RateLimitError,
@@ -94,6 +95,27 @@ test('RateLimitError: an upstream 429 passes through to the SDK', T, wrap(async 
   // The engine is fine again afterwards.
   const ok = await sdk.chat.completions.create({ model: 'm1', messages: hi });
   assert.equal(ok.choices[0].finish_reason, 'stop');
+}));
+
+// An engine's error in another shape (an empty 404, a text/plain 400) reaches
+// the SDK as an OpenAI error object, so it raises the class its status says
+// with the engine's words as the message (issue 40, defect 9).
+test('An engine error that is not an OpenAI object still raises the right SDK error', T, wrap(async () => {
+  const sdk = stack.client();
+  stack.engine.enqueue({ status: 404, raw: '' });
+  await assert.rejects(sdk.chat.completions.create({ model: 'm1', messages: hi }), (e) => {
+    assert.ok(e instanceof NotFoundError, `expected NotFoundError, got ${e?.constructor?.name}: ${e}`);
+    assertOpenAIErrorBody(e);
+    assert.match(e.error.message, /404/);
+    return true;
+  });
+  stack.engine.enqueue({ status: 400, raw: 'prompt too long for this engine', contentType: 'text/plain' });
+  await assert.rejects(sdk.chat.completions.create({ model: 'm1', messages: hi }), (e) => {
+    assert.ok(e instanceof BadRequestError, `expected BadRequestError, got ${e?.constructor?.name}: ${e}`);
+    assertOpenAIErrorBody(e);
+    assert.equal(e.error.message, 'prompt too long for this engine');
+    return true;
+  });
 }));
 
 // On a gateway of its own, so that whatever happens here cannot spill into

@@ -8,7 +8,8 @@
 //
 // Behaviour per request, in this order:
 //   1. engine.enqueue({status, headers, body}) answers the next POST with
-//      exactly that (used to inject upstream errors such as 429).
+//      exactly that (used to inject upstream errors such as 429); with
+//      `raw` (a string) and `contentType` instead of `body`, those bytes.
 //   2. A directive in the prompt: when the last chat message's content (or
 //      the completions prompt) starts with `#engine ` followed by a JSON
 //      object, that object overrides the defaults:
@@ -181,6 +182,13 @@ export async function startFakeEngine({ host = '127.0.0.1', port = 0 } = {}) {
       try {
         rec.body = JSON.parse(rec.rawBody);
       } catch {}
+      if (typeof s.raw === 'string') {
+        // Bytes as they are, in whatever shape an engine or a proxy in front of it sends errors.
+        rec.status = s.status ?? 200;
+        res.writeHead(rec.status, { 'content-type': s.contentType ?? 'text/plain', 'content-length': Buffer.byteLength(s.raw), ...(s.headers ?? {}) });
+        rec.headersSentAt = Date.now();
+        return res.end(s.raw, () => (rec.finishedAt = Date.now()));
+      }
       return sendJson(s.status ?? 200, s.body ?? {}, s.headers ?? {});
     }
 
