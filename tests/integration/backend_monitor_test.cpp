@@ -318,9 +318,9 @@ TEST(BackendMonitor, FollowsSaturationThenStaleDownAndBack) {
   const auto hung_at = Clock::now();
   e = run.wait_for(is_stale, 8s);
   ASSERT_TRUE(e) << run.describe_events() << engine.upstream().describe();
-  const double stale_after_ms = ms_between(hung_at, e->at);
-  EXPECT_GE(stale_after_ms, 1800) << run.describe_events();
-  EXPECT_LE(stale_after_ms, 4500) << run.describe_events();
+  // Not before its 2 s (a lower bound: a loaded machine only makes it later),
+  // and before it is down (the order, not a clock, says it came in time).
+  EXPECT_GE(ms_between(hung_at, e->at), 1800) << run.describe_events();
   EXPECT_FALSE(e->signal.down) << "two 1 s timeouts at most by then";
   EXPECT_FALSE(e->signal.saturated);
 
@@ -337,10 +337,8 @@ TEST(BackendMonitor, FollowsSaturationThenStaleDownAndBack) {
   // Back: clear again (the next attempt follows the current timeout, then a
   // short backoff).
   engine.answer(vllm_body(0, 1, 0.1));
-  const auto back_at = Clock::now();
   e = run.wait_for(is_clear, 10s);
   ASSERT_TRUE(e) << run.describe_events() << engine.upstream().describe();
-  EXPECT_LE(ms_between(back_at, e->at), 5000) << run.describe_events();
   EXPECT_EQ(e->load.running, 1.0);
 
   ASSERT_TRUE(run.stop_and_join(5s)) << "the io_context did not run out of work after stop()";
@@ -445,7 +443,8 @@ TEST(BackendMonitor, RefusedConnectionsGoDownFast) {
   MonitorRun run({target}, fast_options());
   auto e = run.wait_for(is_down, 5s);
   ASSERT_TRUE(e) << run.describe_events();
-  EXPECT_LT(ms_between(run.started_at(), e->at), 1500) << "three refusals take ~100 ms";
+  // Fast: down on three refusals, before the start's 2 s grace period ends
+  // (stale comes after it), not after a scrape timeout.
   EXPECT_FALSE(e->signal.stale) << "within the start's grace period";
   e = run.wait_for(is_stale, 6s);
   ASSERT_TRUE(e) << run.describe_events();
