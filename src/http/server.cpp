@@ -95,9 +95,10 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   // clock ticks); an idle connection may be closed to make room for a new one.
   bool idle() const { return idle_.load(std::memory_order_relaxed); }
   int64_t idle_since() const { return idle_since_.load(std::memory_order_relaxed); }
-  // The accept loop chose it to close: not chosen again.
-  bool claim_eviction() { return !evicted_.exchange(true); }
-  bool eviction_claimed() const { return evicted_.load(std::memory_order_relaxed); }
+  // The accept loop chose it to close: not chosen again. Under the
+  // server's sessions_mu_.
+  void mark_evicted() { evicted_ = true; }
+  bool evicted() const { return evicted_; }
 
  private:
   // Answers an error the server found itself (the handler never ran), tells
@@ -136,7 +137,7 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   ClientConnection conn_;
   std::atomic<bool> idle_{true};  // waiting for a request header (safe to close on drain or at the cap)
   std::atomic<int64_t> idle_since_{Deadline::Clock::now().time_since_epoch().count()};
-  std::atomic<bool> evicted_{false};
+  bool evicted_ = false;  // guarded by the server's sessions_mu_
 };
 
 Task<void> HttpServer::Session::refuse_request(ErrorCode code, std::string_view reason, std::string message,
@@ -419,9 +420,10 @@ bool HttpServer::evict_idle() {
   {
     std::lock_guard lock(sessions_mu_);
     for (const auto& s : sessions_) {
-      if (s->idle() && !s->eviction_claimed() && (!oldest || s->idle_since() < oldest->idle_since())) oldest = s;
+      if (s->idle() && !s->evicted() && (!oldest || s->idle_since() < oldest->idle_since())) oldest = s;
     }
-    if (!oldest || !oldest->claim_eviction()) return false;
+    if (!oldest) return false;
+    oldest->mark_evicted();
   }
   net::post(oldest->executor(), [oldest] { oldest->close(/*idle_only=*/true); });
   return true;
