@@ -6,14 +6,6 @@
 
 namespace arbiter {
 
-namespace {
-
-// Label values for requests that never got that far: bounded cardinality
-// (a client's made-up model name never becomes a label).
-constexpr std::string_view kNoLabel = "none";
-
-}  // namespace
-
 Task<std::optional<ApiError>> AdmissionStage::admit_async(RequestContext&) { co_return std::nullopt; }
 
 RequestContext::RequestContext(Route r, HttpRequest& request, ClientConnection& connection)

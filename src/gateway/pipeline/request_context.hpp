@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,12 @@
 namespace arbiter {
 
 class CompletionObserver;
+
+// The model and class label of a request refused before they were known
+// (by the pipeline's first stages, or before the pipeline: the refusal
+// log): bounded cardinality, a client's made-up model name never becomes a
+// label.
+inline constexpr std::string_view kNoLabel = "none";
 
 struct RequestContext {
   using Clock = std::chrono::steady_clock;

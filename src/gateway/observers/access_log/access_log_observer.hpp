@@ -9,15 +9,18 @@
 
 namespace arbiter {
 
+// `rec`'s line, formatted into this thread's reused buffer, handed to `log`.
+inline void log_access(BatchedLineWriter& log, const AccessRecord& rec) {
+  thread_local fmt::memory_buffer line;
+  line.clear();
+  append_access_line(rec, line);
+  log.append({line.data(), line.size()});
+}
+
 class AccessLogObserver final : public CompletionObserver {
  public:
   explicit AccessLogObserver(BatchedLineWriter& log) : log_(log) {}
-  void on_complete(const RequestContext& ctx) override {
-    thread_local fmt::memory_buffer line;
-    line.clear();
-    append_access_line(ctx.rec, line);
-    log_.append({line.data(), line.size()});
-  }
+  void on_complete(const RequestContext& ctx) override { log_access(log_, ctx.rec); }
 
  private:
   BatchedLineWriter& log_;

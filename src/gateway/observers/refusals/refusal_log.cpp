@@ -3,15 +3,15 @@
 #include <string>
 
 #include "core/tenants.hpp"
+#include "gateway/observers/access_log/access_log_observer.hpp"
+#include "gateway/pipeline/request_context.hpp"
 #include "gateway/request_id.hpp"
-#include "observability/access_log.hpp"
 
 namespace arbiter {
 
 namespace {
 // A refused request's target is the client's to choose: the log keeps its start.
 constexpr std::size_t kMaxLoggedTarget = 256;
-constexpr std::string_view kNoLabel = "none";  // as the pipeline's requests refused early
 }  // namespace
 
 RefusalLog::RefusalLog(GatewayMetrics& metrics, BatchedLineWriter* log)
@@ -45,10 +45,7 @@ void RefusalLog::record(const HttpRefusal& refusal) {
   rec.route = refusal.target.substr(0, kMaxLoggedTarget);
   rec.status = refusal.status;
   rec.error = refusal.reason;
-  thread_local fmt::memory_buffer line;
-  line.clear();
-  append_access_line(rec, line);
-  log_->append({line.data(), line.size()});
+  log_access(*log_, rec);
 }
 
 }  // namespace arbiter
