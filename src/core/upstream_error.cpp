@@ -1,7 +1,10 @@
 #include "core/upstream_error.hpp"
 
 #include <algorithm>
+#include <cstdint>
+
 #include <boost/json.hpp>
+#include <boost/json/detail/utf8.hpp>
 
 namespace arbiter {
 
@@ -23,29 +26,13 @@ std::string_view trim(std::string_view text) {
 
 // Length of the well-formed UTF-8 sequence at text[i] (RFC 3629: no
 // overlong forms, surrogates or code points past U+10FFFF), 0 if none.
+// Boost.JSON's own check, as core/json_fast_scan uses it.
 std::size_t utf8_length(std::string_view text, std::size_t i) {
-  const auto at = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char c = at(i);
-  if (c < 0x80) return 1;
-  std::size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + n > text.size() || at(i + 1) < lo || at(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k) {
-    if (at(i + k) < 0x80 || at(i + k) > 0xBF) return 0;
-  }
+  const char c = text[i];
+  if (static_cast<unsigned char>(c) < 0x80) return 1;
+  const uint16_t first = boost::json::detail::classify_utf8(c);
+  const std::size_t n = first & 0xff;
+  if (n == 0 || text.size() - i < n || !boost::json::detail::is_valid_utf8(text.data() + i, first)) return 0;
   return n;
 }
 
