@@ -168,6 +168,18 @@ std::optional<std::size_t> head_size(std::string_view wire) {
   return end + 4;
 }
 
+// The first `head` bytes of `wire` read by Beast as a head alone, no limits:
+// its header, or nullopt when Beast refuses it.
+std::optional<http::request_header<>> head_alone(std::string_view wire, std::size_t head) {
+  http::request_parser<http::empty_body> parser;
+  parser.header_limit(std::numeric_limits<std::uint32_t>::max());
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+  beast::error_code ec;
+  parser.put(net::buffer(wire.data(), head), ec);
+  if (!parser.is_header_done()) return std::nullopt;
+  return http::request_header<>(parser.get().base());
+}
+
 void check_server_read(std::string_view wire, std::size_t header_limit, std::size_t body_limit, uint8_t seed) {
   const ServerRead whole = server_read(wire, header_limit, body_limit, 0);
   const ServerRead split = server_read(wire, header_limit, body_limit, seed);
@@ -176,19 +188,19 @@ void check_server_read(std::string_view wire, std::size_t header_limit, std::siz
     if (read->request) {
       FUZZ_CHECK(head && *head <= header_limit);
       // The head alone, read by Beast: the request's fields are its fields.
-      http::request_parser<http::empty_body> head_only;
-      head_only.header_limit(static_cast<std::uint32_t>(header_limit));
-      head_only.body_limit(std::numeric_limits<std::uint64_t>::max());
-      beast::error_code ec;
-      head_only.put(net::buffer(wire.data(), *head), ec);
-      FUZZ_CHECK(head_only.is_header_done());
-      const ServerRequest from_head(http::request<http::string_body>(http::request_header<>(head_only.get().base())));
+      std::optional<http::request_header<>> alone = head_alone(wire, *head);
+      FUZZ_CHECK(alone);
+      const ServerRequest from_head(http::request<http::string_body>(std::move(*alone)));
       FUZZ_CHECK(by_name(end_to_end(*read->request)) == by_name(end_to_end(from_head)));
       for (const char* name : {"host", "authorization", "x-arbiter-class", "x-arbiter-tenant", "content-type"}) {
         FUZZ_CHECK(read->request->field(name) == from_head.field(name));
       }
     } else if (read->ec == http::error::header_limit) {
-      FUZZ_CHECK(!head || *head > header_limit);
+      // A head within the limit is refused for its size only when it is not
+      // a head at all: Beast's own limit (the backstop) asks for a version's
+      // 8 bytes before it looks at them, so a malformed start line ending
+      // near the limit is refused as too long rather than as malformed.
+      FUZZ_CHECK(!head || *head > header_limit || !head_alone(wire, *head));
     }
   }
   // Accepted whatever the reads, and read the same, or refused either way
