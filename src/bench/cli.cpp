@@ -45,10 +45,11 @@ constexpr const char* kUsage =
     "                [--policy fifo|priority|hybrid] [--port N] [--model NAME]\n"
     "      an arbiter config running the scenario's gateway (default --sim)\n"
     "  arbiter-bench sweep [--count N] [--seed N] [--from K] [--duration S] [--engines N]\n"
-    "                [--jobs N] [--out DIR] [--max-losing N] [--type-along P]\n"
+    "                [--jobs N] [--seeds N] [--out DIR] [--max-losing N] [--type-along P]\n"
     "                [--typing-through on|off] [--adaptive-capacity YAML] [--scheduler YAML]\n"
-    "      generated scenarios under fifo, priority and hybrid; exit 1 when hybrid loses\n"
-    "      by the regret yardstick on more than N of them (default 0; DIR: sweep.md and\n"
+    "      generated scenarios, each run with N arrival seeds (default 3), under fifo,\n"
+    "      priority, hybrid and direct; exit 1 when hybrid loses by the yardstick of\n"
+    "      DECISIONS.md (D1-D5) on more than N of them (default 0; DIR: sweep.md and\n"
     "      each losing scenario's YAML); --adaptive-capacity: every scenario's\n"
     "      engine.adaptive_capacity, a YAML flow mapping such as '{enabled: true}';\n"
     "      --scheduler: every scenario's scheduler section, e.g. '{tenant_headroom: 0.125}'\n"
@@ -305,13 +306,13 @@ int run_sweep_command(int argc, char** argv) {
   if (!parse_flags(argc, argv,
                    {"--count", "--seed", "--from", "--duration", "--engines", "--jobs", "--out",
                     "--max-losing", "--type-along", "--typing-through", "--adaptive-capacity",
-                    "--scheduler"},
+                    "--scheduler", "--seeds"},
                    {}, f, status)) {
     return status;
   }
   uint64_t seed = 1;
   uint32_t count = 200, first = 0, max_losing = 0;
-  unsigned jobs = 1;
+  unsigned jobs = 1, seeds = 3;
   SweepShape shape;
   if (f.contains("--seed") && !parse_number(f["--seed"], seed)) return usage("--seed must be an integer");
   if (f.contains("--count") && !(parse_number(f["--count"], count) && count > 0))
@@ -320,6 +321,8 @@ int run_sweep_command(int argc, char** argv) {
     return usage("--from must be an integer");
   if (f.contains("--jobs") && !(parse_number(f["--jobs"], jobs) && jobs > 0 && jobs <= 256))
     return usage("--jobs must be an integer from 1 to 256");
+  if (f.contains("--seeds") && !(parse_number(f["--seeds"], seeds) && seeds > 0 && seeds <= 9))
+    return usage("--seeds must be an integer from 1 to 9");
   if (f.contains("--max-losing") && !parse_number(f["--max-losing"], max_losing))
     return usage("--max-losing must be an integer");
   if (f.contains("--duration") &&
@@ -338,25 +341,27 @@ int run_sweep_command(int argc, char** argv) {
   }
   if (f.contains("--adaptive-capacity")) shape.adaptive_capacity = f["--adaptive-capacity"];
   if (f.contains("--scheduler")) shape.scheduler = f["--scheduler"];
-  const auto cases = run_sweep(seed, first, count, shape, jobs);
-  std::size_t losing = 0;
+  const auto cases = run_sweep(seed, first, count, shape, jobs, seeds);
+  std::size_t losing = 0, noisy = 0;
   for (const SweepCase& c : cases) {
-    if (c.regrets.empty() && c.features.empty()) continue;
+    if (c.regrets.empty() && c.features.empty() && c.noise.empty()) continue;
     losing += !c.regrets.empty();
+    noisy += !c.noise.empty();
     std::fprintf(stderr, "%s (%s):\n", c.name.c_str(), c.finding.c_str());
-    for (const Regret& r : c.regrets) std::fprintf(stderr, "  %s\n", describe(r).c_str());
-    for (const Regret& r : c.features) std::fprintf(stderr, "  %s\n", describe(r).c_str());
+    for (const auto* list : {&c.regrets, &c.features, &c.noise}) {
+      for (const Regret& r : *list) std::fprintf(stderr, "  %s\n", describe(r).c_str());
+    }
   }
   if (f.contains("--out")) {
     if (!make_dir(f["--out"])) return 1;
-    std::ofstream(f["--out"] + "/sweep.md") << render_sweep_markdown(seed, cases, command_line(argc, argv));
+    std::ofstream(f["--out"] + "/sweep.md") << render_sweep_markdown(seed, seeds, cases, command_line(argc, argv));
     for (const SweepCase& c : cases) {
-      if (!c.regrets.empty() || !c.features.empty())
+      if (!c.regrets.empty() || !c.features.empty() || !c.noise.empty())
         std::ofstream(f["--out"] + "/" + c.name + ".yaml") << c.yaml;
     }
   }
-  std::fprintf(stderr, "sweep: %zu scenarios, %zu where hybrid loses (at most %u allowed)\n",
-               cases.size(), losing, max_losing);
+  std::fprintf(stderr, "sweep: %zu scenarios, %zu where hybrid loses (at most %u allowed), noise floor %zu\n",
+               cases.size(), losing, max_losing, noisy);
   return losing > max_losing ? 1 : 0;
 }
 

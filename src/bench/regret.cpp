@@ -110,7 +110,9 @@ std::string describe(const Regret& regret) {
   if (share) {
     std::snprintf(buf, sizeof buf, "%s: hybrid %.2f%%, allowed %.2f%%", regret.figure.c_str(),
                   regret.hybrid * 100, regret.bound * 100);
-  } else if (regret.figure.starts_with("goodput")) {
+  } else if (std::isinf(regret.hybrid)) {
+    std::snprintf(buf, sizeof buf, "%s: hybrid over 1%% failed, allowed %.0f", regret.figure.c_str(), regret.bound);
+  } else if (regret.figure.find("goodput") != std::string::npos || regret.figure.ends_with("served requests")) {
     std::snprintf(buf, sizeof buf, "%s: hybrid %.2f, at least %.2f", regret.figure.c_str(),
                   regret.hybrid, regret.bound);
   } else {

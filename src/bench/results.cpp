@@ -1,6 +1,8 @@
 #include "bench/results.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace arbiter::bench {
 
@@ -26,7 +28,8 @@ Collector::Collector(const Scenario& scenario)
     : scenario_(scenario),
       classes_(scenario.classes.size()),
       tenants_(scenario.tenants.size()),
-      phases_(scenario.phases.size(), std::vector<Group>(scenario.classes.size())) {}
+      phases_(scenario.phases.size(), std::vector<Group>(scenario.classes.size())),
+      cells_(scenario.classes.size() * scenario.tenants.size()) {}
 
 void Collector::record(const RequestRecord& r) {
   ++recorded_;
@@ -42,6 +45,11 @@ void Collector::record(const RequestRecord& r) {
   }
   add(classes_[r.klass], r, good, on_time);
   add(tenants_[r.tenant], r, good, on_time);
+  Cell& cell = cells_[std::size_t{r.klass} * tenants_.size() + r.tenant];
+  ++cell.generated;
+  ++cell.outcomes[static_cast<std::size_t>(r.outcome)];
+  cell.good += good;
+  if (r.outcome == Outcome::kCompleted) cell.ttft.push_back(static_cast<float>((r.first_token - r.arrival) * 1e3));
   for (std::size_t p = 0; p < scenario_.phases.size(); ++p) {
     const PhaseSpec& phase = scenario_.phases[p];
     if (r.arrival >= phase.from_s && r.arrival < phase.to_s) add(phases_[p][r.klass], r, good, on_time);
@@ -78,6 +86,12 @@ GroupSummary Collector::finish(std::string name, Group& g, double duration_s) {
       s.ttft_cdf_ms.push_back(g.ttft[at]);
     }
   }
+  // Nearest rank among the answered requests; the failed ones rank last.
+  const uint64_t answered = g.generated - g.outcomes[static_cast<std::size_t>(Outcome::kSuperseded)];
+  const auto rank = static_cast<uint64_t>(std::ceil(0.99 * static_cast<double>(answered)));
+  s.ttft_p99_failed_ms = answered == 0            ? std::numeric_limits<double>::quiet_NaN()
+                         : rank <= g.ttft.size() ? g.ttft[rank - 1]
+                                                 : std::numeric_limits<double>::infinity();
   s.ttft_ms = percentiles(g.ttft);
   s.e2e_ms = percentiles(g.e2e);
   s.tpot_ms = percentiles(g.tpot);
@@ -103,6 +117,76 @@ void Collector::merge_into(Group& all, const Group& g) {
   all.with_deadline += g.with_deadline;
   all.met_deadline += g.met_deadline;
   all.good += g.good;
+}
+
+void Collector::merge_into(Group& all, const Cell& c) {
+  all.generated += c.generated;
+  for (std::size_t o = 0; o < kOutcomes; ++o) all.outcomes[o] += c.outcomes[o];
+  all.ttft.insert(all.ttft.end(), c.ttft.begin(), c.ttft.end());
+  all.good += c.good;
+}
+
+void Collector::summarize_flooding(PolicySummary& out) {
+  const std::size_t tenants = tenants_.size();
+  const std::vector<uint16_t> sched = scheduler_classes(scenario_);
+  const std::vector<std::string> sched_names = scheduler_class_names(scenario_);
+  const auto cell = [&](std::size_t c, std::size_t t) -> const Cell& { return cells_[c * tenants + t]; };
+  const auto answered = [](const Cell& c) {
+    return c.generated - c.outcomes[static_cast<std::size_t>(Outcome::kSuperseded)];
+  };
+  // flooding[k * tenants + t]: tenant t floods scheduler class k.
+  std::vector<bool> flooding(sched_names.size() * tenants, false);
+  for (std::size_t k = 0; k < sched_names.size(); ++k) {
+    std::vector<uint64_t> sent(tenants, 0), done(tenants, 0), asked(tenants, 0);
+    for (std::size_t c = 0; c < sched.size(); ++c) {
+      if (sched[c] != k) continue;
+      for (std::size_t t = 0; t < tenants; ++t) {
+        sent[t] += cell(c, t).generated;
+        asked[t] += answered(cell(c, t));
+        done[t] += cell(c, t).outcomes[static_cast<std::size_t>(Outcome::kCompleted)];
+      }
+    }
+    double weights = 0, requests = 0, completed = 0, all_asked = 0;
+    for (std::size_t t = 0; t < tenants; ++t) {
+      if (sent[t] == 0) continue;
+      weights += scenario_.tenants[t].weight;
+      requests += static_cast<double>(sent[t]);
+      completed += static_cast<double>(done[t]);
+      all_asked += static_cast<double>(asked[t]);
+    }
+    for (std::size_t t = 0; t < tenants; ++t) {
+      if (sent[t] == 0) continue;
+      const double weight_share = scenario_.tenants[t].weight / weights;
+      const double demand_share = static_cast<double>(sent[t]) / requests;
+      if (demand_share <= kFloodFactor * weight_share) continue;
+      flooding[k * tenants + t] = true;
+      out.flooders.push_back({.klass = sched_names[k],
+                              .tenant = scenario_.tenants[t].name,
+                              .weight_share = weight_share,
+                              .demand_share = demand_share,
+                              .answered = asked[t],
+                              .completed = done[t],
+                              .others_answered = static_cast<uint64_t>(all_asked) - asked[t],
+                              .class_completed = static_cast<uint64_t>(completed)});
+    }
+  }
+  if (out.flooders.empty()) {
+    cells_.clear();
+    out.fair_classes = out.classes;
+    out.fair_all = out.all;
+    return;
+  }
+  Group all;
+  for (std::size_t c = 0; c < sched.size(); ++c) {
+    Group row;
+    for (std::size_t t = 0; t < tenants; ++t) {
+      if (!flooding[sched[c] * tenants + t]) merge_into(row, cell(c, t));
+    }
+    merge_into(all, row);
+    out.fair_classes.push_back(finish(scenario_.classes[c].name, row, scenario_.duration_s));
+  }
+  out.fair_all = finish("all", all, scenario_.duration_s);
+  cells_.clear();
 }
 
 PolicySummary Collector::summarize(std::string policy, const EngineTotals& engine) {
@@ -133,6 +217,7 @@ PolicySummary Collector::summarize(std::string policy, const EngineTotals& engin
     shares.push_back(out.tenants.back().good_share);
     per_weight.push_back(out.tenants.back().goodput_rps / scenario_.tenants[t].weight);
   }
+  summarize_flooding(out);
   out.jain = jain_index(shares);
   out.jain_goodput = jain_index(per_weight);
   const double capacity = engine.duration_s * engine.engines;

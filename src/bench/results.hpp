@@ -91,6 +91,27 @@ struct GroupSummary {
   double goodput_rps = 0;
   double good_share = 0;           // good / (generated - superseded)
   std::vector<float> ttft_cdf_ms;  // TTFT at quantiles 0, 0.005, ..., 1 (201 points)
+  // P99 TTFT with every failed request (429, 503, time-out, unfinished)
+  // counted as slower than every served one (DECISIONS.md D3): +inf when
+  // more than 1% of the answered requests failed, NaN when none was answered.
+  double ttft_p99_failed_ms = 0;
+};
+
+// DECISIONS.md D2: a tenant whose requests in a scheduler class are over
+// kFloodFactor times its weight's share among the class's busy tenants
+// (those with requests there) is flooding it.
+inline constexpr double kFloodFactor = 3;
+
+// A flooding tenant in one scheduler class, judged on its own (D2).
+struct FlooderSummary {
+  std::string klass;  // the scheduler class
+  std::string tenant;
+  double weight_share = 0;       // its weight over the busy tenants' weights
+  double demand_share = 0;       // its requests over the class's
+  uint64_t answered = 0;         // its requests, superseded ones excluded
+  uint64_t completed = 0;        // of them, served to the end
+  uint64_t others_answered = 0;  // the class's other tenants' answered requests
+  uint64_t class_completed = 0;  // every tenant's completed requests in the class
 };
 
 // One phase of the run (Scenario::phases): the requests that arrived in it.
@@ -108,6 +129,12 @@ struct PolicySummary {
   std::vector<GroupSummary> tenants;  // scenario order
   std::vector<PhaseSummary> phases;   // scenario order
   GroupSummary all;
+  // The yardstick's view (D2): class rows and the whole run without the
+  // flooding tenants' requests (outcomes, TTFT and goodput only), and each
+  // flooder on its own. Without a flooder, copies of classes and all.
+  std::vector<GroupSummary> fair_classes;  // scenario order
+  GroupSummary fair_all;
+  std::vector<FlooderSummary> flooders;
   EngineTotals engine;
   // false in live mode: engine-side figures (utilisation, waste, the engine
   // totals) are not observable over HTTP; they are NaN and reported unknown.
@@ -144,14 +171,23 @@ class Collector {
     LogHistogram itl;
     uint64_t with_deadline = 0, met_deadline = 0, good = 0;
   };
+  // One class row's requests of one tenant: what the D2 view needs.
+  struct Cell {
+    uint64_t generated = 0, good = 0;
+    std::array<uint64_t, kOutcomes> outcomes{};
+    std::vector<float> ttft;  // ms, completed requests
+  };
   void add(Group& g, const RequestRecord& r, bool good, bool on_time);
   static void merge_into(Group& all, const Group& g);
+  static void merge_into(Group& all, const Cell& c);
   GroupSummary finish(std::string name, Group& g, double duration_s);
+  void summarize_flooding(PolicySummary& out);
 
   const Scenario& scenario_;
   std::vector<Group> classes_;
   std::vector<Group> tenants_;
   std::vector<std::vector<Group>> phases_;  // [phase][class]
+  std::vector<Cell> cells_;                 // [class * tenants + tenant]
   uint64_t recorded_ = 0;
 };
 

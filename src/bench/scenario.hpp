@@ -171,9 +171,13 @@ inline constexpr std::string_view kHybridNoPreemption = "hybrid-no-preemption";
 inline constexpr std::string_view kHybridNoAffinity = "hybrid-no-affinity";  // hybrid, least-loaded routing
 inline constexpr std::string_view kHybridNoBorrowing = "hybrid-no-borrowing";  // hybrid, pools lend nothing
 inline constexpr std::string_view kHybridNoDebounce = "hybrid-no-debounce";  // hybrid, no class holds keyed requests
+// Hybrid with another rendezvous salt: a tie-break and nothing else, the
+// sweep's noise floor (DECISIONS.md D1).
+inline constexpr std::string_view kHybridTieBreak = "hybrid-tiebreak";
 inline bool is_policy_name(std::string_view name) {
   return name == "direct" || name == kHybridNoPreemption || name == kHybridNoAffinity ||
-         name == kHybridNoBorrowing || name == kHybridNoDebounce || sched::policy_from_string(name);
+         name == kHybridNoBorrowing || name == kHybridNoDebounce || name == kHybridTieBreak ||
+         sched::policy_from_string(name);
 }
 
 struct Scenario;

@@ -32,6 +32,13 @@ Percentiles percentiles(std::vector<float>& samples) {
   return out;
 }
 
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 double jain_index(std::span<const double> x) {
   double sum = 0, squares = 0;
   for (double v : x) {

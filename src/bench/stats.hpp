@@ -20,6 +20,10 @@ struct Percentiles {
 double percentile(std::span<float> samples, double p);
 Percentiles percentiles(std::vector<float>& samples);
 
+// The middle value (the mean of the two middle ones for an even count); 0
+// for none. Infinities sort last.
+double median(std::vector<double> values);
+
 // Jain's fairness index (sum x)^2 / (n * sum x^2), in [1/n, 1]; 1 for no or all-zero inputs.
 double jain_index(std::span<const double> x);
 

@@ -40,28 +40,41 @@ std::string random_scenario_yaml(uint64_t seed, uint32_t index, const SweepShape
 
 namespace arbiter::bench {
 
-// One generated scenario's verdict.
+// One generated scenario's verdict, judged by the yardstick of DECISIONS.md
+// (bench/yardstick.hpp) over runs that differ only in the arrival seed.
 struct SweepCase {
   uint32_t index = 0;
   std::string name;
   std::string finding;  // the generator's one-line description
   std::string yaml;     // to re-run it on its own
-  std::vector<Regret> regrets;   // the yardstick against fifo, priority and direct
-  // Figures against hybrid without one of its features ("affinity: ..." against
-  // hybrid-no-affinity, "debounce: ..." against hybrid-no-debounce).
+  std::vector<Regret> regrets;   // hybrid against fifo, priority and direct (D1-D5)
+  // Hybrid against itself without one of its features, the classes the
+  // feature touches ("affinity: ..." against hybrid-no-affinity, "debounce:
+  // ..." against hybrid-no-debounce), by the same rules.
   std::vector<Regret> features;
-  double goodput[4] = {0, 0, 0, 0};  // fifo, priority, hybrid, direct
+  // The noise floor (D1): hybrid-tiebreak, a tie-break and nothing else,
+  // against hybrid.
+  std::vector<Regret> noise;
+  // The issue-11 yardstick (bench/regret.hpp) on the first seed's run,
+  // printed beside the new one for a release.
+  std::vector<Regret> old_regrets;
+  // fifo, priority, hybrid, direct: goodput without flooders (D2), the
+  // median over the seeds.
+  double goodput[4] = {0, 0, 0, 0};
+  bool direct_meets_slo = false;  // direct's good share >= kDirectMeetsSlo on the median
   double cpu_s = 0;
 };
 
-// Runs scenarios first..first+count-1 of the sweep seeded `seed` under fifo,
-// priority, hybrid, direct, hybrid-no-affinity and hybrid-no-debounce, `jobs`
+// Runs scenarios first..first+count-1 of the sweep seeded `seed`, each with
+// `seeds` arrival seeds, under fifo, priority, hybrid, direct,
+// hybrid-no-affinity, hybrid-no-debounce and hybrid-tiebreak, `jobs`
 // scenarios at a time.
 std::vector<SweepCase> run_sweep(uint64_t seed, uint32_t first, uint32_t count,
-                                 const SweepShape& shape, unsigned jobs);
+                                 const SweepShape& shape, unsigned jobs, unsigned seeds = 3);
 
-// The sweep's summary in Markdown: counts, every regret, the goodput ratios.
-std::string render_sweep_markdown(uint64_t seed, const std::vector<SweepCase>& cases,
+// The sweep's summary in Markdown: counts, every losing figure, the goodput
+// ratios; `seeds` as run_sweep was given.
+std::string render_sweep_markdown(uint64_t seed, unsigned seeds, const std::vector<SweepCase>& cases,
                                   const std::string& command);
 
 }  // namespace arbiter::bench

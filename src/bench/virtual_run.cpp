@@ -108,10 +108,12 @@ class VirtualRun {
       const bool no_affinity = policy == kHybridNoAffinity;
       const bool no_borrowing = policy == kHybridNoBorrowing;
       const bool no_debounce = policy == kHybridNoDebounce;
+      const bool tie_break = policy == kHybridTieBreak;
       sched::SchedulerConfig config =
-          scheduler_config(s, no_preemption || no_affinity || no_borrowing || no_debounce
+          scheduler_config(s, no_preemption || no_affinity || no_borrowing || no_debounce || tie_break
                                   ? sched::Policy::kHybrid
                                   : *sched::policy_from_string(policy));
+      if (tie_break) config.rendezvous_salt = 0x5eed'7ab1e'b4eaULL;
       if (no_debounce) {
         for (sched::ClassPolicy& c : config.classes) {
           c.debounce = sched::Duration::zero();

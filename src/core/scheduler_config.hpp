@@ -154,6 +154,10 @@ struct SchedulerConfig {
   // with the request, stay within (1 + this) x the pool's average share
   // (consistent hashing with bounded loads). Otherwise the least loaded.
   double affinity_load_slack = 0.25;
+  // Mixed into every rendezvous choice above. Replicas must share it (they
+  // do by default); arbiter-bench's noise-floor variant (hybrid-tiebreak)
+  // changes it and nothing else, so its near-ties break another way.
+  uint64_t rendezvous_salt = 0;
   // Time constant of the completion-rate estimate behind Retry-After.
   Duration rate_window = std::chrono::seconds(10);
   // Drain rate assumed before any completion was seen: tokens per second per

@@ -437,7 +437,7 @@ uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double
     const double cost = x.prefill_rate > 0
                             ? (backlog(x, now) + std::max(0.0, n.prompt - saved)) / x.prefill_rate
                             : -saved;
-    const uint64_t score = rendezvous(n.prefix[0], b);
+    const uint64_t score = rendezvous(n.prefix[0] ^ config_.rendezvous_salt, b);
     const bool tie = best != kNil && std::abs(cost - best_cost) <= kAffinityTie;
     if (best == kNil || (tie ? score > best_score : cost < best_cost)) {
       best = b;
