@@ -80,6 +80,11 @@ struct TenantConfig {
   double weight = 1;                         // share against other tenants of a class
   uint32_t max_running = 0;                  // backend slots it may hold per model pool (hybrid); 0: no cap
   double max_share = 0;                      // share of a model pool's slots it may hold (hybrid); 0: no cap
+  // Client hints (core/client_hints.hpp): how far above its class's
+  // priority an x-priority hint may take a request (0: not above it), and
+  // the tightest x-slo-ttft-ms it may claim (0: its class's own target).
+  int max_priority_raise = 0;
+  std::chrono::milliseconds min_ttft_hint{0};
   std::vector<std::string> key_sha256;       // lower-case hex SHA-256 of each key
   // Verified client certificates (listener.tls) whose subject CN or a DNS
   // SAN is one of these name this tenant, without an API key.

@@ -70,7 +70,7 @@ struct Node {
   int64_t charged = 0;       // tokens charged to class/tenant at dispatch
   TimePoint queued_since{};  // enqueue or requeue time: queue-wait sample
   TimePoint deadline{};      // EDF key; kept across requeues so standing survives
-  TimePoint slo_at{};        // arrival + its class's ttft_slo; max: none (or already answered)
+  TimePoint slo_at{};        // arrival + its ttft_slo (the client's hint, or its class's); max: none
   // Its entry in the supersede-key map while it is the newest request with
   // that key (map keys are stable in memory); null otherwise. Kept out of
   // the node so unkeyed requests pay 8 bytes, not a string.
@@ -98,6 +98,7 @@ struct Node {
   bool linked : 1 = false;       // on its class's arrival list (queued) or victim list (running)
   bool prefilling : 1 = false;   // running, its prompt counted in its backend's pending prefill
   bool extra_slot : 1 = false;   // running in one of its backend's extra slots (Backend::extra)
+  bool hinted : 1 = false;       // slo_at is the client's TTFT hint, not its class's: ordered by it (order_key)
   NodeState state = NodeState::kFree;  // lifecycle state
 };
 
@@ -115,7 +116,7 @@ struct TenantQueue {
   uint32_t in_flight = 0;       // slots its requests hold
   int64_t queued_cost = 0;      // tokens queued: tenant drain time
   uint32_t share_pos = kNoPos;  // position in the class's tenant heap (while it has ready work)
-  IndexedHeap<OrderKey> queue;  // ready requests by (deadline, seq): EDF then arrival (hybrid)
+  IndexedHeap<OrderKey> queue;  // ready requests by (order_key, seq): EDF then arrival (hybrid)
   DecayingRate served{kShareWindow};  // tokens dispatched: over its share or not (hybrid)
   double remote = 0;            // tokens per second other replicas serve it (set_remote_service)
   uint32_t next_free = kNil;    // free-list link

@@ -194,7 +194,9 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
   n.charged = 0;
   n.queued_since = now;
   n.deadline = deadline;
-  n.slo_at = cls.ttft_slo > Duration::zero() ? add_saturating(now, cls.ttft_slo) : TimePoint::max();
+  n.hinted = request.ttft_slo.has_value();
+  const Duration ttft_slo = request.ttft_slo.value_or(cls.ttft_slo);
+  n.slo_at = ttft_slo > Duration::zero() ? add_saturating(now, ttft_slo) : TimePoint::max();
   n.key = nullptr;
   n.prefix = request.prefix_blocks.data();
   n.prefix_len = static_cast<uint32_t>(request.prefix_blocks.size());

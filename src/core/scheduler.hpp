@@ -204,6 +204,13 @@ class Scheduler {
   void maybe_free_tenant(uint32_t tq);
 
   // Queue membership (scheduler_queues.cpp).
+  // Its place in its class (hybrid: its tenant's queue, and earliest
+  // deadline first among tenants within their share), in ticks: its
+  // deadline, or with a TTFT hint tighter than its class's TTFT target that
+  // much earlier, so that a class's requests go by arrival + their TTFT
+  // target. A looser hint keeps its deadline: every request must start by
+  // its queue deadline. Unhinted: exactly its deadline, as always.
+  int64_t order_key(const Node& n) const;
   void make_ready(uint32_t id);    // held/requeued -> kQueued in its policy's order heap
   void remove_ready(uint32_t id);  // kQueued -> out of every order heap
   void drop_queued(uint32_t id);   // held or queued -> gone (cancel, supersede, expiry)

@@ -173,6 +173,22 @@ void Scheduler::maybe_free_tenant(uint32_t tq) {
   free_tenants_ = tq;
 }
 
+int64_t Scheduler::order_key(const Node& n) const {
+  const int64_t deadline = ticks(n.deadline);
+  if (!n.hinted) return deadline;
+  // slo_at is arrival + hint; the class's requests are at arrival +
+  // max_queue_wait, their TTFT target (class_ttft_target) that much
+  // earlier: the hint is placed on the same scale. min: the deadline (the
+  // class's, or the client's own where tighter) still holds. Saturating: a
+  // class without a queue deadline has none to shift by.
+  const ClassPolicy& cls = config_.classes[n.klass];
+  const Duration shift = cls.ttft_slo > Duration::zero() ? cls.max_queue_wait - cls.ttft_slo : Duration::zero();
+  const int64_t slo = ticks(n.slo_at);
+  const int64_t shift_ticks = shift.count();
+  const bool overflows = shift_ticks > 0 && slo > INT64_MAX - shift_ticks;  // slo_at is a time, never near the minimum
+  return std::min(deadline, overflows ? INT64_MAX : slo + shift_ticks);
+}
+
 void Scheduler::make_ready(uint32_t id) {
   Node& n = nodes_[id];
   Pool& pool = pools_[n.pool];
@@ -194,7 +210,7 @@ void Scheduler::make_ready(uint32_t id) {
   // idleness does not bank credit (start-time fair queueing).
   if (cq.ready == 1) cq.vtime = std::max(cq.vtime, pool.class_vclock);
   TenantQueue& tq = tenants_[n.tenant];
-  tq.queue.push({ticks(n.deadline), n.seq}, id, order_pos());
+  tq.queue.push({order_key(n), n.seq}, id, order_pos());
   if (tq.share_pos == kNoPos) {
     tq.vtime = std::max(tq.vtime, cq.tenant_vclock);
     tq.share_seq = next_share_seq_++;

@@ -79,7 +79,7 @@ uint32_t Scheduler::fairest_not_flooding(const ClassQueue& cq, TimePoint now) co
 
 uint32_t Scheduler::head_of_class(uint32_t pool, uint32_t klass, TimePoint now) {
   // Earliest deadline first among tenants within their share: the class's
-  // oldest request (its deadline is the class's) goes first if its deadline
+  // oldest request (its deadline is the class's) goes first if its order_key
   // is earlier than the fair tenant's head and its tenant was not recently
   // served beyond its share (overusing(), flooding()). Otherwise the tenant
   // with the least virtual time, then its earliest deadline, passing over
@@ -95,10 +95,17 @@ uint32_t Scheduler::head_of_class(uint32_t pool, uint32_t klass, TimePoint now) 
   const uint32_t fairest = fairest_not_flooding(cq, now);
   cq.tenant_vclock = std::max(cq.tenant_vclock, tenants_[cq.tenants.top().id].vtime);
   const uint32_t fair = tenants_[fairest].queue.top().id;
-  const uint32_t oldest = cq.arrivals_head;
+  uint32_t oldest = cq.arrivals_head;
+  if (oldest != kNil && nodes_[oldest].state == NodeState::kQueued) {
+    // Inside a tenant, earliest deadline first: where a TTFT hint is
+    // involved, the tenant's first request by order_key takes the oldest's
+    // turn (without hints the oldest keeps it, as it always did).
+    const uint32_t first = tenants_[nodes_[oldest].tenant].queue.top().id;
+    if (nodes_[first].hinted || nodes_[oldest].hinted) oldest = first;
+  }
   if (oldest != kNil && oldest != fair && nodes_[oldest].state == NodeState::kQueued &&
-      std::pair(nodes_[oldest].deadline, nodes_[oldest].seq) <
-          std::pair(nodes_[fair].deadline, nodes_[fair].seq) &&
+      std::pair(order_key(nodes_[oldest]), nodes_[oldest].seq) <
+          std::pair(order_key(nodes_[fair]), nodes_[fair].seq) &&
       !overusing(nodes_[oldest].tenant, now) && !flooding(nodes_[oldest].tenant, now) &&
       !tenant_capped(nodes_[oldest].tenant)) {
     return oldest;

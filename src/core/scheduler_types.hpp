@@ -35,6 +35,11 @@ struct Request {
   int64_t cost_tokens = 1;            // estimated tokens (prompt + max_tokens); clamped to [1, kMaxCostTokens]
   int64_t prompt_tokens = 0;          // estimated prompt (prefill) tokens; 0: not counted
   std::optional<TimePoint> deadline;  // the client's own queue deadline; the class's applies too
+  // The client's own TTFT target (x-slo-ttft-ms, bounded by its tenant:
+  // core/client_hints.hpp) instead of its class's: under hybrid it orders
+  // the request among its tenant's in the class (earliest deadline first)
+  // and is the SLO that rescue and borrowing judge it by. nullopt: the class's.
+  std::optional<Duration> ttft_slo;
   std::string_view supersede_key;     // empty: none; only requests of the same tenant match
   bool resumable = true;              // false: never a preemption victim (the caller could not resume it)
   // Chained hashes of the prompt's leading blocks (core/prefix_blocks.hpp)

@@ -14,6 +14,7 @@
 #include "gateway/stages/auth/auth_stage.hpp"
 #include "gateway/stages/breaker/breaker_stage.hpp"
 #include "gateway/stages/caps/caps_stage.hpp"
+#include "gateway/stages/hints/hints_stage.hpp"
 #include "gateway/stages/parse/parse_stage.hpp"
 #include "gateway/stages/quota/quota_export.hpp"
 #include "gateway/stages/quota/quota_stage.hpp"
@@ -94,6 +95,7 @@ void Gateway::assemble_pipeline() {
   pipeline_.add_stage(std::make_unique<AuthStage>());
   pipeline_.add_stage(std::make_unique<ParseStage>(config_.limits.max_json_depth));
   pipeline_.add_stage(std::make_unique<RouteStage>(pools_));
+  pipeline_.add_stage(std::make_unique<HintsStage>(metrics_));
   pipeline_.add_stage(std::make_unique<BreakerStage>(*breakers_, metrics_));
   pipeline_.add_stage(std::make_unique<CapsStage>(pools_, metrics_));
   pipeline_.add_stage(std::make_unique<QuotaStage>(config_, quotas_, metrics_));

@@ -47,6 +47,11 @@ struct GatewayMetrics {
   metrics::Family<metrics::Counter>& rewrites = registry.counter(
       "arbiter_max_tokens_capped_total", "Requests whose max_tokens the class cap rewrote.",
       {"class"});
+  metrics::Family<metrics::Counter>& client_hints = registry.counter(
+      "arbiter_client_hints_total",
+      "Client hints (x-priority: hint=priority, x-slo-ttft-ms: hint=ttft) by outcome: used as sent, clamped to "
+      "the tenant's bound, or invalid (answered 400).",
+      {"hint", "outcome"});
   metrics::Family<metrics::Gauge>& backend_in_flight = registry.gauge(
       "arbiter_backend_in_flight", "Slots held per backend: one per sequence a request runs (n answers hold n).",
       {"model", "backend"});

@@ -45,16 +45,21 @@ ServerRequest::Slice ServerRequest::add(std::string_view bytes) {
 namespace {
 
 // The fields a proxy never passes on by name, found by length first: most
-// fields of a request are none of them and cost one switch.
+// fields of a request are none of them and cost one switch. The client
+// hints (x-priority, x-slo-ttft-ms: core/client_hints.hpp) are the
+// gateway's own too: it bounds them by the tenant, and the claim as sent
+// must not reach a scheduler behind an engine's URL (another inference
+// gateway) unbounded.
 bool hop_by_hop_or_own(std::string_view name) {
   switch (name.size()) {
     case 2: return lower_equals(name, "te");
     case 4: return lower_equals(name, "host");
     case 6: return lower_equals(name, "accept") || lower_equals(name, "expect");
     case 7: return lower_equals(name, "trailer") || lower_equals(name, "upgrade");
-    case 10: return lower_equals(name, "connection") || lower_equals(name, "keep-alive");
+    case 10: return lower_equals(name, "connection") || lower_equals(name, "keep-alive") ||
+                    lower_equals(name, "x-priority");
     case 12: return lower_equals(name, "content-type") || lower_equals(name, "x-request-id");
-    case 13: return lower_equals(name, "authorization");
+    case 13: return lower_equals(name, "authorization") || lower_equals(name, "x-slo-ttft-ms");
     case 14: return lower_equals(name, "content-length");
     case 17: return lower_equals(name, "transfer-encoding");
     default: return false;

@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "core/client_hints.hpp"
 #include "core/pricing.hpp"
 #include "core/stream_usage.hpp"
 #include "core/typing_through.hpp"
@@ -19,6 +20,10 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
   // path's aggregation), so the text generated so far is known.
   const bool typing = typing_eligible(ctx);
   if (typing && !info.stream) ctx.resume = ResumeMethod::kPromptAppend;
+  // Client hints, bounded by the tenant here, where the class is final (the
+  // traffic breaker may have moved the request to its degrade_class).
+  const BoundHints hints = bound_client_hints(ctx.hints, config_.classes[ctx.cls].policy, ctx.tenant);
+  count_hints(ctx, hints);
   const sched::Request queued{
       .pool = static_cast<sched::PoolId>(ctx.pool),
       .klass = static_cast<sched::ClassId>(ctx.cls),
@@ -26,6 +31,7 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
       .cost_tokens = info.cost_estimate(),
       .prompt_tokens = info.prompt_tokens_estimate,
       .deadline = std::nullopt,
+      .ttft_slo = hints.ttft,
       .supersede_key = ctx.supersede_key,
       .resumable = ctx.resume != ResumeMethod::kNone,
       .prefix_blocks = ctx.prefix,
@@ -56,7 +62,7 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
   } else if (const auto typing = slot->typing_outcome()) {
     count_typing(ctx, *typing);  // the older request was interrupted
   }
-  if (!inherited) co_await run_upstream(ctx, *slot, offer.get());
+  if (!inherited) co_await run_upstream(ctx, *slot, offer.get(), hints.priority);
   // Fairness and shares are charged with what the request really cost:
   // the engine's usage, or for a stream without it the tokens counted from
   // its events (prompt still estimated).
@@ -79,6 +85,18 @@ void DispatchStage::release_body(RequestContext& ctx) {
   ctx.body_released = true;
   metrics_.request_body_bytes.sub(static_cast<double>(ctx.rec.bytes_in));
   ctx.parsed.release_body();
+}
+
+void DispatchStage::count_hints(RequestContext& ctx, const BoundHints& hints) {
+  std::string clamped;  // the answer says which hints its tenant's bounds changed: not silent
+  const auto count = [&](std::string_view hint, bool sent, bool was_clamped) {
+    if (!sent) return;
+    metrics_.client_hints.with({hint, was_clamped ? "clamped" : "used"}).inc();
+    if (was_clamped) clamped.append(clamped.empty() ? "" : ", ").append(hint);
+  };
+  count("priority", ctx.hints.priority.has_value(), hints.priority_clamped);
+  count("ttft", ctx.hints.ttft.has_value(), hints.ttft_clamped);
+  if (!clamped.empty()) ctx.response_headers.emplace_back("x-arbiter-hints-clamped", std::move(clamped));
 }
 
 void DispatchStage::count_typing(const RequestContext& ctx, TypingOutcome outcome) {
@@ -176,13 +194,17 @@ Task<bool> DispatchStage::run_inherited(RequestContext& ctx, Dispatcher::Slot& s
   co_return true;
 }
 
-Task<void> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer) {
+Task<void> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer,
+                                       std::optional<int> priority) {
   const Route route = ctx.route;
   RelayOutcome& outcome = ctx.outcome;  // each run's, written by relay()
   AccessRecord& rec = ctx.rec;
   RequestContext::Headers& headers = ctx.response_headers;
   ResponseSink& sink = *ctx.sink;
   const RequestInfo& info = ctx.parsed.info;
+  // The engine orders its own queue the way the gateway does: `priority`,
+  // the class's or the request's own (x-priority, bounded).
+  const int engine_priority = priority.value_or(slot.engine_priority());
   std::optional<RelayResume> resume;
   if (ctx.resume != ResumeMethod::kNone) {
     resume.emplace();
@@ -232,7 +254,6 @@ Task<void> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::Slot& sl
                        .authorization = backend.authorization,
                        .forwarded = forwarded};
     if (resume) resume->checkpoint.begin_run();
-    // The engine orders its own queue the way the gateway does: `priority`.
     const bool as_sent = !ctx.parsed.document_changed() && !backend.priority_scheduling && !new_body_id &&
                          (!resume || (!resume->checkpoint.resumed() && !resume->aggregate));
     // A stream whose client did not ask for usage asks for it here, and its
@@ -247,14 +268,14 @@ Task<void> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::Slot& sl
       }
     } else if (resume) {
       boost::json::object body = run_body(ctx.parsed, ctx.resume, resume->checkpoint, resume->aggregate);
-      if (backend.priority_scheduling) body["priority"] = engine_priority_field(backend.engine, slot.engine_priority());
+      if (backend.priority_scheduling) body["priority"] = engine_priority_field(backend.engine, engine_priority);
       if (new_body_id) body["request_id"] = upstream_run_id(*body_request_id, earlier_runs);
       if (ask_usage) ask_stream_usage(body);
       rewritten = boost::json::serialize(body);
       up.body = rewritten;
     } else {
       if (backend.priority_scheduling)
-        ctx.parsed.body()["priority"] = engine_priority_field(backend.engine, slot.engine_priority());
+        ctx.parsed.body()["priority"] = engine_priority_field(backend.engine, engine_priority);
       if (new_body_id) ctx.parsed.body()["request_id"] = upstream_run_id(*body_request_id, earlier_runs);
       if (ask_usage) ask_stream_usage(ctx.parsed.body());
       rewritten = boost::json::serialize(ctx.parsed.body());

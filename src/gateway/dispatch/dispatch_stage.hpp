@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "gateway/dispatch/dispatcher.hpp"
@@ -32,7 +33,8 @@ class DispatchStage final : public AdmittedHandler {
   // Runs a dispatched request on its slot until it ends: several upstream
   // runs when it is preempted and resumed from its checkpoint. Each run
   // writes ctx.outcome (no copy of it in this frame or run()'s).
-  Task<void> run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer);
+  // `priority`: the request's engine priority hint, bounded; nullopt: its class's.
+  Task<void> run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer, std::optional<int> priority);
   // Typing through: the request may offer its generation to a newer
   // keystroke (typing_handover.hpp): its class types through, and it is a
   // completion with one string prompt and a supersede key, streamed or not.
@@ -44,6 +46,9 @@ class DispatchStage final : public AdmittedHandler {
   // then runs anew).
   Task<bool> run_inherited(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer);
   void count_typing(const RequestContext& ctx, TypingOutcome outcome);
+  // Client hints as bounded: arbiter_client_hints_total, and the answer's
+  // x-arbiter-hints-clamped header naming those the tenant's bounds changed.
+  void count_hints(RequestContext& ctx, const BoundHints& hints);
   // Frees the body of a request nothing will send again (a stream whose
   // answer began and that no preemption resumes, or an heir of typing
   // through), so that an open stream does not hold its prompt.

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/client_hints.hpp"
 #include "core/config.hpp"
 #include "core/request_parser.hpp"
 #include "core/resume.hpp"
@@ -62,6 +63,7 @@ struct RequestContext {
   std::size_t pool = 0;                                 // route: the pool for its class
   std::size_t cls = 0;                                  // route: its class
   std::vector<uint64_t> prefix;                         // route: prompt prefix blocks (affinity)
+  ClientHints hints;                                    // hints: x-priority, x-slo-ttft-ms as sent
   // breaker: where the requested model's breaker sent it, for its outcome
   // to be recorded (BreakerObserver); none without a breaker.
   std::optional<resilience::BreakerRoute> breaker;

@@ -224,6 +224,7 @@ TEST(ConfigEntries, EveryKeyOfEveryEntryGoesThroughPrintConfigAndBack) {
       ", client_cert: optional, client_ca_file: " + pki.ca_file() + "}}\n"
       "tenants:\n"
       "  - {name: a, team: ta, weight: 2.5, max_running: 12, max_share: 0.25, api_keys: [k1], api_key_sha256: [" + hash + "],\n"
+      "     max_priority_raise: 3, min_ttft_hint_ms: 250,\n"
       "     client_cert_names: [svc.a], allowed_classes: [gold], quota_store_down: closed,\n"
       "     quotas: [{requests_per_minute: 10, tokens_per_minute: 20, tokens_per_day: 30, max_concurrent: 4,\n"
       "               classes: [gold], models: [m1]}]}\n"
