@@ -152,7 +152,7 @@ std::string render_sweep_markdown(uint64_t seed, unsigned seeds, const std::vect
   out += "The issue-11 yardstick on the first seed alone, for comparison: " + std::to_string(old_losing) +
          " losing scenarios (" + std::to_string(old_figures) + " figures).\n\n";
   out += "Prefix affinity against hybrid without it: " + std::to_string(with_feature[0]) +
-         " scenarios where a class's P99 TTFT (D3) is over 1.05x + 20 ms outside its SLO (" +
+         " scenarios where a class's P99 TTFT (D3) is over its bound (1.2x + 20 ms) outside its SLO (" +
          std::to_string(feature_figures[0]) +
          " figures; not counted above). The debounce against hybrid without it (every class's debounce 0): " +
          std::to_string(with_feature[1]) + " scenarios (" + std::to_string(feature_figures[1]) +
