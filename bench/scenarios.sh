@@ -34,9 +34,9 @@ for file in bench/scenarios/*.yaml; do
   name=$(basename "$file" .yaml)
   out=docs/bench/$name
   rm -rf "$out"
-  cmd="build/arbiter-bench virtual --scenario $file --out $out --jobs $JOBS"
+  cmd="build/arbiter-bench virtual --scenario $file --out $out --jobs $JOBS --seeds 3"
   echo "=== $name" >&2
-  "$BENCH" virtual --scenario "$file" --out "$out" --jobs "$JOBS"
+  "$BENCH" virtual --scenario "$file" --out "$out" --jobs "$JOBS" --seeds 3
   "$BENCH" check "$out"
   # The report states the command; show the canonical build path, not this machine's.
   sed -i "s#^    .*arbiter-bench virtual .*#    $cmd#" "$out/report.md"

@@ -20,6 +20,7 @@
 #include "bench/regret.hpp"
 #include "bench/scenario_yaml.hpp"
 #include "bench/sweep.hpp"
+#include "bench/yardstick.hpp"
 #include "bench/virtual_run.hpp"
 
 namespace arbiter::bench {
@@ -27,10 +28,11 @@ namespace {
 
 constexpr const char* kUsage =
     "usage:\n"
-    "  arbiter-bench virtual --scenario FILE --out DIR [--seed N] [--jobs N]\n"
+    "  arbiter-bench virtual --scenario FILE --out DIR [--seed N] [--jobs N] [--seeds N]\n"
     "                [--policies direct,fifo,priority,hybrid,hybrid-no-preemption,hybrid-no-affinity,hybrid-no-borrowing,\n"
-    "                 hybrid-no-debounce]\n"
-    "      --jobs N: N policies at a time, one thread each (default 1)\n"
+    "                 hybrid-no-debounce,hybrid-tiebreak]\n"
+    "      --jobs N: N policies at a time, one thread each (default 1); --seeds N: the\n"
+    "      DECISIONS.md yardstick over N runs with other arrival seeds (default 1)\n"
     "  arbiter-bench live --scenario FILE --target http://HOST:PORT --out DIR [--seed N]\n"
     "                [--label NAME] [--max-s S] [--gateway-config FILE] [--model NAME]\n"
     "                [--exact-lengths on|off] [--max-connections N] [--direct] [--requests-out FILE]\n"
@@ -108,10 +110,12 @@ std::string command_line(int argc, char** argv) {
 }
 
 // results.json, report.md and the plots into `out_dir`.
-int write_outputs(const std::string& out_dir, const Scenario& scenario, const RunResults& results) {
+// `appendix`: Markdown added at the end of the report.
+int write_outputs(const std::string& out_dir, const Scenario& scenario, const RunResults& results,
+                  const std::string& appendix = {}) {
   const auto plots = write_plots(out_dir, scenario, results);
   std::ofstream report(out_dir + "/report.md");
-  report << render_markdown(scenario, results, plots);
+  report << render_markdown(scenario, results, plots) << appendix;
   if (!write_results_json(out_dir + "/results.json", scenario, results) || !report ||
       plots.empty()) {
     std::cerr << "arbiter-bench: cannot write the results into " << out_dir << "\n";
@@ -232,7 +236,7 @@ int run_gateway_config_command(int argc, char** argv) {
 }
 
 int run_virtual_command(int argc, char** argv) {
-  std::string scenario_path, out_dir, policies, seed_text, jobs_text;
+  std::string scenario_path, out_dir, policies, seed_text, jobs_text, seeds_text;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     std::string* target = flag == "--scenario"   ? &scenario_path
@@ -240,6 +244,7 @@ int run_virtual_command(int argc, char** argv) {
                           : flag == "--seed"     ? &seed_text
                           : flag == "--policies" ? &policies
                           : flag == "--jobs"     ? &jobs_text
+                          : flag == "--seeds"    ? &seeds_text
                                                  : nullptr;
     if (target == nullptr) return usage("unknown flag " + flag);
     if (i + 1 >= argc) return usage(flag + " needs a value");
@@ -260,6 +265,9 @@ int run_virtual_command(int argc, char** argv) {
     if (ec != std::errc{} || end != seed_text.data() + seed_text.size())
       return usage("--seed must be an integer");
   }
+  unsigned seeds = 1;
+  if (!seeds_text.empty() && !(parse_number(seeds_text, seeds) && seeds > 0 && seeds <= 9))
+    return usage("--seeds must be an integer from 1 to 9");
   unsigned jobs = 1;
   if (!jobs_text.empty()) {
     auto [end, ec] = std::from_chars(jobs_text.data(), jobs_text.data() + jobs_text.size(), jobs);
@@ -296,8 +304,24 @@ int run_virtual_command(int argc, char** argv) {
         p.all.goodput_rps, p.utilisation * 100, p.wall_s);
   }
   for (const Regret& r : find_regrets(*scenario, results))
-    std::fprintf(stderr, "%s: hybrid loses: %s\n", scenario->name.c_str(), describe(r).c_str());
-  return write_outputs(out_dir, *scenario, results);
+    std::fprintf(stderr, "%s: hybrid loses (issue 11): %s\n", scenario->name.c_str(), describe(r).c_str());
+  // DECISIONS.md D1-D5: the yardstick's policies again with other arrival
+  // seeds, judged with the first run.
+  std::vector<std::vector<Check>> runs{judge(*scenario, results)};
+  for (unsigned k = 1; k < seeds && !runs.front().empty(); ++k) {
+    RunResults more;
+    for (const std::string_view p : {"fifo", "priority", "hybrid", "direct"}) {
+      if (find_policy(results, p)) more.policies.push_back(run_virtual(*scenario, p, arrival_seed(results.info.seed, k)));
+    }
+    runs.push_back(judge(*scenario, more));
+  }
+  if (runs.front().empty()) return write_outputs(out_dir, *scenario, results);
+  const std::vector<Regret> losses = combine(runs);
+  for (const Regret& r : losses) {
+    std::fprintf(stderr, "%s: hybrid loses (D1-D5, %u runs): %s\n", scenario->name.c_str(), seeds,
+                 describe(r).c_str());
+  }
+  return write_outputs(out_dir, *scenario, results, render_verdict(losses, seeds));
 }
 
 int run_sweep_command(int argc, char** argv) {

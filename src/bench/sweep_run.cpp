@@ -22,9 +22,6 @@ std::string num(double v) {
   return buf;
 }
 
-// The arrival seed of run `k` of a scenario: its own seed for the first.
-uint64_t arrival_seed(const Scenario& scenario, unsigned k) { return scenario.seed + k * 1'000'003ULL; }
-
 // Every run of one scenario, and its verdicts.
 void judge_case(SweepCase& out, const Scenario& scenario, unsigned seeds) {
   constexpr std::string_view kPolicies[] = {"fifo", "priority", "hybrid", "direct",
@@ -34,7 +31,7 @@ void judge_case(SweepCase& out, const Scenario& scenario, unsigned seeds) {
   for (unsigned k = 0; k < seeds; ++k) {
     RunResults results;
     for (const std::string_view policy : kPolicies) {
-      results.policies.push_back(run_virtual(scenario, policy, arrival_seed(scenario, k)));
+      results.policies.push_back(run_virtual(scenario, policy, arrival_seed(scenario.seed, k)));
     }
     for (std::size_t p = 0; p < 4; ++p) goodput[p].push_back(results.policies[p].fair_all.goodput_rps);
     direct_share.push_back(results.policies[3].fair_all.good_share);

@@ -172,4 +172,15 @@ std::vector<Regret> combine(const std::vector<std::vector<Check>>& runs) {
   return out;
 }
 
+std::string render_verdict(const std::vector<Regret>& losses, unsigned runs) {
+  std::string out = "\n## Yardstick (DECISIONS.md D1-D5)\n\nOver " + std::to_string(runs) + " run" +
+                    (runs == 1 ? "" : "s") + " differing only in the arrival seed" +
+                    (runs >= 3 ? " (a loss on most of them and on the medians)" : "") +
+                    ", flooding tenants judged apart (docs/arbiter-bench.md): ";
+  if (losses.empty()) return out + "hybrid loses on no figure.\n";
+  out += "hybrid loses on " + std::to_string(losses.size()) + (losses.size() == 1 ? " figure:\n\n" : " figures:\n\n");
+  for (const Regret& r : losses) out += "- " + describe(r) + " (medians)\n";
+  return out;
+}
+
 }  // namespace arbiter::bench

@@ -66,6 +66,12 @@ std::vector<Check> judge_variant(const Scenario& scenario, const RunResults& res
                                  std::string_view prefix, bool latency_only,
                                  const std::function<bool(const ClassSpec&)>& touches);
 
+// The arrival seed of run `k` of a scenario whose first run has `seed`.
+inline uint64_t arrival_seed(uint64_t seed, unsigned k) { return seed + k * 1'000'003ULL; }
+
+// The verdict of `runs` runs as a report section (Markdown).
+std::string render_verdict(const std::vector<Regret>& losses, unsigned runs);
+
 // D1: the figures that lose on a majority of the runs (2 of 3) and on their
 // medians (the median value against the median bound). A figure missing
 // from a run does not lose there.
