@@ -171,7 +171,8 @@ std::string random_scenario_yaml(uint64_t seed, uint32_t index, const SweepShape
   for (const ClassDraft& cd : classes) {
     y += "  - name: " + cd.name + "\n    slo: " + cd.slo + "\n    tenants: " + cd.tenants +
          "\n    traffic: {" + cd.traffic + ", rate: " + num(cd.base_rate) + surge + "}\n";
-    if (shape.typing_through && cd.name == "completion") y += "    scheduler: {typing_through: true}\n";
+    if (shape.typing_through && cd.name == "completion")
+      y += std::string("    scheduler: {typing_through: ") + (*shape.typing_through ? "true" : "false") + "}\n";
   }
   return y;
 }

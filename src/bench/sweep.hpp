@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace arbiter::bench {
@@ -16,10 +17,11 @@ struct SweepShape {
   uint32_t max_engines = 6;
   // Typing through (issue 12): the completion class's keystrokes type along
   // their suggestions this often (TrafficSpec::type_along), and its
-  // scheduler class has ClassPolicy::typing_through. Neither draws from the
-  // generator: a scenario is the same one with either.
+  // scheduler class's ClassPolicy::typing_through is set (none: the default
+  // class's). Neither draws from the generator: a scenario is the same one
+  // with either.
   double type_along = 0;
-  bool typing_through = false;
+  std::optional<bool> typing_through;  // none: the class's default
   std::string adaptive_capacity;  // YAML flow mapping: every scenario's engine.adaptive_capacity; empty: none
   std::string scheduler;          // YAML flow mapping: every scenario's scheduler section; empty: none
 };

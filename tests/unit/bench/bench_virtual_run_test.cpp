@@ -205,7 +205,7 @@ classes:
     slo: {ttft_ms: 200}
     traffic: {kind: typing, developers: 50, rate: 3, type_along: 0.8,
               output: {dist: uniform, min: 8, max: 64}}
-)") + (typing_through ? "    scheduler: {typing_through: true}\n" : ""));
+)") + (typing_through ? "    scheduler: {typing_through: true}\n" : "    scheduler: {typing_through: false}\n"));
     EXPECT_TRUE(s) << s.error();
     return *s;
   };
