@@ -309,10 +309,6 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   r.read(n, path, "prefix_affinity", e.prefix_affinity);
   read_section(adaptive_capacity_keys(), r, n["adaptive_capacity"], "engine.adaptive_capacity", e.adaptive);
   if (const char* why = sched::validate(e.adaptive)) r.error("engine.adaptive_capacity", why);
-  // On by default where the gateway reads engine signals (as the gateway's
-  // config): without them the slots stay at max_concurrency unless asked.
-  const YAML::Node adaptive = n["adaptive_capacity"];
-  if (!e.signals && !(adaptive && adaptive.IsMap() && adaptive["enabled"])) e.adaptive.enabled = false;
   if (e.priority_scheduling) e.config.policy = engine::SchedulingPolicy::kPriority;
 }
 

@@ -104,9 +104,11 @@ uint32_t CapacityController::extra_ceiling() const {
 
 void CapacityController::share() {
   const double load = this->load();
-  // Alone: the engine holds no more than this gateway sent it (a little
-  // slack for the scrape's lag behind the gateway's own count).
-  const bool alone = load - in_flight_ <= std::max(2.0, load / 32);
+  // Alone: the engine holds no more than this gateway sent it, within the
+  // slack a scrape's lag behind the gateway's own count leaves (live, a
+  // single gateway's backend otherwise looked shared now and then, and gave
+  // its background work's extra slots away).
+  const bool alone = load - in_flight_ <= std::max(4.0, load / 8);
   if (alone) {
     part_ = budget_;
   } else if (load > budget_) {
@@ -147,16 +149,14 @@ bool CapacityController::update(Clock::time_point now) {
       break;
     }
     case Verdict::kSettle: {
-      // Toward what the engine runs (the budget) and this gateway's part of
-      // it (the limit), at most a backoff step below where each is, never
-      // below the start.
-      const auto settled = [&](uint32_t x, double runs) {
-        const auto target = static_cast<uint32_t>(std::floor(runs));
-        if (x <= start_ || x <= target) return x;
-        return std::max({start_, target, static_cast<uint32_t>(std::floor(x * config_.backoff))});
-      };
-      budget_ = settled(budget_, running_);
-      limit_ = settled(limit_, in_flight_ * running_ / load());
+      // The budget toward what the engine runs, at most a backoff step, never
+      // below the start; the part follows it (share()). Background work's
+      // extra slots hold, as before: an engine also queues for a step's token
+      // budget, and they are given back to slow gaps and a full KV cache.
+      const auto runs = static_cast<uint32_t>(std::floor(running_));
+      if (budget_ > start_ && budget_ > runs) {
+        budget_ = std::max({start_, runs, static_cast<uint32_t>(std::floor(budget_ * config_.backoff))});
+      }
       break;
     }
     case Verdict::kHalve:

@@ -22,11 +22,10 @@
 //           cache is fuller than kv_shrink_above (the extra slots go first:
 //           the budget and the part follow it down);
 //   settle  when the engine queues requests itself (waiting > 0: it is past
-//           what it runs at once): nothing grows, the budget shrinks toward
-//           what the engine runs, and the extra slots toward this gateway's
-//           part of it (at most x backoff an interval); never below the
-//           start here: an engine also queues prompts for want of a step's
-//           token budget, which fewer slots do not cure;
+//           what it runs at once): nothing grows, and the budget shrinks
+//           toward what the engine runs (at most x backoff an interval);
+//           never below the start here: an engine also queues prompts for
+//           want of a step's token budget, which fewer slots do not cure;
 //   halve   the slots above the start (or x backoff, whichever is smaller),
 //           budget and limit alike, when other (non-background) work ran or
 //           waited meanwhile and, while the backend used more slots than
@@ -84,7 +83,7 @@
 namespace arbiter::sched {
 
 struct AdaptiveCapacityConfig {
-  bool enabled = true;
+  bool enabled = false;
   uint32_t min_limit = 8;    // floor: never fewer slots than this
   uint32_t max_limit = 256;  // ceiling: never more (the start is the backend's max_concurrency)
   // Slots above the base at most this share of it (background work's

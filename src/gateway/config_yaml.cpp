@@ -416,13 +416,6 @@ std::expected<Config, ConfigErrors> parse_config(const YAML::Node& root) {
   read_section(scheduler_keys(), r, root["scheduler"], "scheduler", c.scheduler);
   read_section(engine_signals_keys(), r, root["engine_signals"], "engine_signals", c.engine_signals);
   read_section(adaptive_capacity_keys(), r, root["adaptive_capacity"], "adaptive_capacity", c.adaptive_capacity);
-  // On by default, where there are engine figures to learn from: without
-  // engine signals max_concurrency stays fixed, unless asked otherwise
-  // (which is an error below).
-  const YAML::Node adaptive = root["adaptive_capacity"];
-  if (!c.engine_signals.enabled && !(adaptive && adaptive.IsMap() && adaptive["enabled"])) {
-    c.adaptive_capacity.enabled = false;
-  }
   check_adaptive_capacity(r, c.adaptive_capacity, c.engine_signals, "adaptive_capacity");
   read_model_adaptive_capacities(r, root["models"], c);
   read_section(outlier_detection_keys(), r, root["outlier_detection"], "outlier_detection", c.outlier_detection);

@@ -123,16 +123,15 @@ double most_running(const PolicySummary& p) {
   return most;
 }
 
-// Issue 41: with adaptive capacity (the default) every class's slots follow
-// the engine past a fixed max_concurrency (a chat class alone: the sweep's
-// scenario 176, below direct clients with 32 fixed slots); slots above that
-// for background work only are opt-in (max_extra_share).
+// Issue 41: with adaptive capacity every class's slots follow the engine
+// past a fixed max_concurrency (a chat class alone: the sweep's scenario
+// 176, below direct clients with 32 fixed slots); slots above that for
+// background work only take max_extra_share.
 TEST(BenchVirtualRun, AdaptiveCapacityGrowsPastAFixedLimit) {
   Scenario chat = one_chat_class_on_small_slots();
-  ASSERT_TRUE(chat.engine.adaptive.enabled);  // the default
-  EXPECT_GT(most_running(run_virtual(chat, "hybrid", chat.seed)), 64);
-  chat.engine.adaptive.enabled = false;
   EXPECT_LE(most_running(run_virtual(chat, "hybrid", chat.seed)), 64);
+  chat.engine.adaptive.enabled = true;
+  EXPECT_GT(most_running(run_virtual(chat, "hybrid", chat.seed)), 64);
   Scenario s = one_background_class_on_small_slots();
   s.engine.adaptive.enabled = false;
   EXPECT_LE(most_running(run_virtual(s, "hybrid", s.seed)), 64);
@@ -258,9 +257,7 @@ TEST(BenchVirtualRun, OverloadRejectsAndExpiresButLosesNothing) {
 name: overload
 duration_s: 3
 drain_s: 60
-# A fixed limit of 2 (adaptive capacity, the default, would grow it): what
-# the gateway does with a queue it cannot dispatch.
-engine: {profile: tiny, count: 1, max_concurrency: 2, adaptive_capacity: {enabled: false}}
+engine: {profile: tiny, count: 1, max_concurrency: 2}
 classes:
   - name: chat
     scheduler: {max_queue: 20, max_queue_wait_ms: 300}

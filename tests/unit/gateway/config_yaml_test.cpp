@@ -130,20 +130,15 @@ classes:
               Contains(HasSubstr("tenant_fair_cap")));
 }
 
-// adaptive_capacity: on by default (issue 41), with no extra slots for
-// background work; the bench's keys and rules; it learns from the engines'
-// figures, so it needs engine signals: off without them, unless written
-// (an error).
-TEST(ConfigYaml, AdaptiveCapacityIsOnByDefaultAndNeedsEngineSignals) {
+// adaptive_capacity: off by default (issue 41 measured it for the default:
+// docs/configuration.md), with no extra slots for background work unless
+// asked; the bench's keys and rules; it learns from the engines' figures, so
+// it needs engine signals.
+TEST(ConfigYaml, AdaptiveCapacityIsOffByDefaultAndNeedsEngineSignals) {
   auto d = parse_config(kMinimal);
   ASSERT_TRUE(d) << ::testing::PrintToString(d.error());
-  EXPECT_TRUE(d->adaptive_capacity.enabled);
+  EXPECT_FALSE(d->adaptive_capacity.enabled);
   EXPECT_DOUBLE_EQ(d->adaptive_capacity.max_extra_share, 0);
-  EXPECT_TRUE(d->any_adaptive_capacity());
-  auto quiet = parse_config(std::string(kMinimal) + "engine_signals: {enabled: false}\n");
-  ASSERT_TRUE(quiet) << ::testing::PrintToString(quiet.error());
-  EXPECT_FALSE(quiet->adaptive_capacity.enabled);
-  EXPECT_FALSE(quiet->any_adaptive_capacity());
   auto c = parse_config(std::string(kMinimal) + "adaptive_capacity: {enabled: true, min: 2, max_extra_share: 0.5}\n");
   ASSERT_TRUE(c) << ::testing::PrintToString(c.error());
   EXPECT_TRUE(c->adaptive_capacity.enabled);
