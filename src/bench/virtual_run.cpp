@@ -41,10 +41,14 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
   const EngineSpec& e = scenario.engine;
   const uint64_t cache = e.prefix_affinity ? engine::kv_cache_tokens(e.config) : 0;
   const PoolLayout layout = pool_layout(scenario);
+  // With adaptive capacity the controller's limit (BackendSignal::max_in_flight)
+  // applies, up to its ceiling: max_concurrency is only where it starts.
+  const uint32_t slots = e.adaptive.enabled && e.signals ? std::max(e.max_concurrency, e.adaptive.max_limit)
+                                                         : e.max_concurrency;
   for (std::size_t p = 0; p < layout.count.size(); ++p) {
     const uint32_t n = layout.count[p];
     out.pools.push_back({.name = "model/" + std::to_string(p),
-                         .max_concurrency = std::vector<uint32_t>(n, e.max_concurrency),
+                         .max_concurrency = std::vector<uint32_t>(n, slots),
                          .prefill_tokens_per_s = std::vector<double>(n, engine::prefill_tokens_per_s(e.config)),
                          .prefix_cache_tokens = std::vector<uint64_t>(n, cache)});
   }
@@ -91,6 +95,7 @@ struct Live {
   bool active = false;
   bool run_first_token = false;  // the current run has not produced a token yet
   double run_last_token = -1;    // the current run's latest token (its gaps feed adaptive capacity)
+  double run_submitted = -1;     // when the current run reached its engine (its first token feeds it too)
 };
 
 class VirtualRun {
@@ -271,6 +276,7 @@ class VirtualRun {
     l.engine = e;
     l.run_first_token = true;
     l.run_last_token = -1;
+    l.run_submitted = now_;
     ++in_engine_[e];
     due_.push_back(e);
     return true;
@@ -436,6 +442,7 @@ class VirtualRun {
       // streamed token.
       if (!scheds_.empty() && l.run_first_token) {
         l.run_first_token = false;
+        count_first(l);
         scheds_[l.replica].first_token(l.handle, time_point());
         dirty_ = true;
       }
@@ -538,21 +545,37 @@ class VirtualRun {
                                       .extra_slots = capacity_.back().extra()});
       }
     }
-    gaps_.assign(engines_.size(), {0, 0});
+    gaps_.assign(engines_.size(), {});
     gap_target_s_.assign(layout_.first.size(), std::chrono::duration<double>(adaptive_.itl_target).count());
+    gap_classes_.assign(layout_.first.size(), {});
   }
 
   void count_gap(uint32_t e, double gap_s) {
     if (gaps_.empty()) return;
-    ++gaps_[e].first;
-    gaps_[e].second += gap_s <= gap_target_s_[layout_.pool_of_engine(e)];
+    sched::GapCounts& g = gaps_[e];
+    const bool within = gap_s <= gap_target_s_[layout_.pool_of_engine(e)];
+    ++g.total;
+    g.within += within;
+    g.seconds += gap_s;
+    g.within_seconds += within ? gap_s : 0;
+  }
+
+  // A run's first token against its class's ttft_slo (non-background
+  // classes that declare one): what the engine added to its wait.
+  void count_first(const Live& l) {
+    if (gaps_.empty()) return;
+    const ClassSpec& c = s_.classes[l.spec.klass];
+    if (!c.slo.ttft_ms || c.policy.background) return;
+    sched::GapCounts& g = gaps_[l.engine];
+    ++g.firsts;
+    g.firsts_slow += (now_ - l.run_submitted) * 1000 > adaptive_.ttft_headroom * *c.slo.ttft_ms;
   }
 
   // Each pool's gap target until the next scrape: the tightest tpot_slo of
-  // the non-background classes with work on it in any replica.
+  // the non-background classes that have had work on it in any replica.
   void set_gap_targets() {
     for (uint32_t pool = 0; pool < gap_target_s_.size(); ++pool) {
-      gap_target_s_[pool] = sched::pool_gap_target(adaptive_, scheds_, pool).count();
+      gap_target_s_[pool] = sched::pool_gap_target(adaptive_, scheds_, pool, gap_classes_[pool]).count();
     }
   }
 
@@ -564,12 +587,13 @@ class VirtualRun {
     sched::CapacityController& c = capacity_[r * engines_.size() + e];
     const uint32_t pool = layout_.pool_of_engine(e);
     const sched::Occupancy seen = sched::occupancy_of(scheds_[r], pool, e - layout_.first[pool]);
-    c.engine(st.num_requests_waiting, st.kv_cache_usage_perc);
-    c.gaps(gaps_[e].first, gaps_[e].second);
+    c.engine(st.num_requests_waiting, st.kv_cache_usage_perc, st.num_requests_running);
+    c.gaps(gaps_[e]);
     c.occupancy(seen);
     c.update(time_point());
     signal.max_in_flight = c.base();
     signal.extra_slots = c.extra();
+    signal.engine_share = c.engine_share();
   }
 
   void scrape_signals() {
@@ -584,7 +608,7 @@ class VirtualRun {
         adapt(r, e, st, signal);
         changed = scheds_[r].set_backend_state(pool, e - layout_.first[pool], signal) || changed;
       }
-      if (!gaps_.empty()) gaps_[e] = {0, 0};
+      if (!gaps_.empty()) gaps_[e] = {};
     }
     if (!gap_target_s_.empty()) set_gap_targets();
     if (changed) {
@@ -649,8 +673,9 @@ class VirtualRun {
   std::vector<sched::Scheduler> scheds_;   // one per gateway replica; none: direct
   sched::AdaptiveCapacityConfig adaptive_;  // the scenario's, enabled only for gateway policies
   std::vector<double> gap_target_s_;  // per pool until the next scrape (adaptive capacity)
+  std::vector<std::vector<bool>> gap_classes_;  // per pool: the classes its gap target counts
   std::vector<sched::CapacityController> capacity_;  // replica-major, per engine; empty: off
-  std::vector<std::pair<uint64_t, uint64_t>> gaps_;  // per engine since the last scrape: gaps, within target
+  std::vector<sched::GapCounts> gaps_;  // per engine since the last scrape
   // Prefix agreement: the engines (bit e % 64) each prefix block was sent
   // to, and of the dispatches whose prompt shared a block with an earlier
   // one, how many went to an engine the deepest such block had gone to.

@@ -170,6 +170,10 @@ struct Backend {
   BackendSignal signal;     // latest load-monitor verdict
   double prefill_rate = 0;  // prompt tokens prefilled per second; 0: backlog not limited
   double max_backlog = 0;   // backlog (tokens) at which it takes nothing new; 0: no limit
+  // prefill_rate and max_backlog with the whole engine to this gateway
+  // (signal.engine_share 1); a share of the engine prefills a share of it.
+  double full_rate = 0;
+  double full_backlog = 0;
   double backlog = 0;       // prompt tokens dispatched and not yet prefilled, as of backlog_at
   TimePoint backlog_at{};   // when `backlog` was last brought up to date
   double pending = 0;       // prompts of its running requests with no first token reported

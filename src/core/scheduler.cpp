@@ -89,7 +89,9 @@ Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {
                                .in_flight = 0,
                                .signal = {},
                                .prefill_rate = rate,
-                               .max_backlog = rate * backlog_s});
+                               .max_backlog = rate * backlog_s,
+                               .full_rate = rate,
+                               .full_backlog = rate * backlog_s});
       pool.capacity += spec.max_concurrency[i];
       pool.prefill_rate = std::max(pool.prefill_rate, rate);
     }
@@ -395,6 +397,13 @@ bool Scheduler::set_backend_state(PoolId pool, BackendId backend, BackendSignal 
   // it comes back): what the prefix index says about it no longer holds.
   if (went_down) p.prefix.forget(backend);
   changed.signal = signal;
+  // Where other gateways send to the engine too, this one's prompts get its
+  // share of the prefill rate, and its backlog limit is that share of one
+  // (never 0: that is no limit). The backlog drained since it was last
+  // brought up to date counts at the new rate: at most a scrape's error.
+  const double share = std::clamp(signal.engine_share, 1e-3, 1.0);
+  changed.prefill_rate = changed.full_rate * share;
+  changed.max_backlog = changed.full_backlog * share;
   const uint32_t limit =
       signal.max_in_flight > 0 ? std::min(signal.max_in_flight, changed.configured) : changed.configured;
   if (went_down || came_up || limit != changed.limit || signal.extra_slots != changed.extra) {

@@ -71,13 +71,19 @@ struct BackendSignal {
   // them is not counted against the other classes, which keep the whole
   // limit as their headroom. 0: none.
   uint32_t extra_slots = 0;
+  // This gateway's share of the engine (0..1], where other gateway replicas
+  // send to it too (adaptive capacity's part of the engine's budget): the
+  // backend's prefill backlog limit is scaled by it, so the replicas
+  // together leave the engine one backlog's worth of prompts, as one
+  // gateway would. 1: the whole engine.
+  double engine_share = 1;
 };
 
 // The same verdict (saturated, stale, down, slot limits): only a new verdict can let
 // work start or stop; a new running count only informs routing.
 inline bool same_verdict(const BackendSignal& a, const BackendSignal& b) {
   return a.saturated == b.saturated && a.stale == b.stale && a.down == b.down &&
-         a.max_in_flight == b.max_in_flight && a.extra_slots == b.extra_slots;
+         a.max_in_flight == b.max_in_flight && a.extra_slots == b.extra_slots && a.engine_share == b.engine_share;
 }
 
 // An older request with the same supersede key that a new one replaced.

@@ -14,6 +14,7 @@ BackendCapacity::BackendCapacity(const Config& config, Dispatcher& dispatcher,
       pools_(pools),
       health_(health) {
   backends_.resize(config.models.size());
+  gap_classes_.resize(config.models.size());
   for (std::size_t p = 0; p < config.models.size(); ++p) {
     const ModelConfig& model = config.models[p];
     if (!config.adaptive_capacity_of(p).enabled) continue;  // its backends keep max_concurrency
@@ -40,7 +41,7 @@ void BackendCapacity::observe(uint32_t pool, uint32_t backend, const sched::Back
   Backend& b = backends_[pool][backend];
   const sched::AdaptiveCapacityConfig& settings = config_.adaptive_capacity_of(pool);
   StreamGaps& gaps = pools_[pool]->gaps(backend);
-  const StreamGaps::Counts counted = gaps.take();
+  const sched::GapCounts counted = gaps.take();
   const uint32_t before = b.controller.limit();
   if (signal.stale || signal.down) {
     b.controller = sched::CapacityController(settings, config_.models[pool].backends[backend].max_concurrency, now);
@@ -51,12 +52,12 @@ void BackendCapacity::observe(uint32_t pool, uint32_t backend, const sched::Back
   std::chrono::duration<double> target{};
   dispatcher_.inspect([&](const sched::Scheduler& s) {
     occupancy = sched::occupancy_of(s, pool, backend);
-    target = sched::pool_gap_target(settings, std::span(&s, 1), pool);
+    target = sched::pool_gap_target(settings, std::span(&s, 1), pool, gap_classes_[pool]);
   });
   gaps.set_target(std::chrono::duration_cast<StreamGaps::Clock::duration>(target));
   b.gap_target_gauge->set(target.count());
-  b.controller.engine(load.waiting.value_or(0), load.kv_usage.value_or(0));
-  b.controller.gaps(counted.total, counted.within);
+  b.controller.engine(load.waiting.value_or(0), load.kv_usage.value_or(0), load.running.value_or(0));
+  b.controller.gaps(counted);
   b.controller.occupancy(occupancy);
   if (b.controller.update(now)) publish(pool, backend, before);
 }
@@ -64,11 +65,11 @@ void BackendCapacity::observe(uint32_t pool, uint32_t backend, const sched::Back
 void BackendCapacity::publish(uint32_t pool, uint32_t backend, uint32_t before) {
   Backend& b = backends_[pool][backend];
   const sched::CapacityController& c = b.controller;
-  b.limit_gauge->set(std::min(c.base(), config_.models[pool].backends[backend].max_concurrency));
+  b.limit_gauge->set(c.base());
   b.extra_gauge->set(c.extra());
   if (c.limit() > before) b.ups->inc();
   if (c.limit() < before) b.downs->inc();
-  health_.set_capacity(pool, backend, c.base(), c.extra());
+  health_.set_capacity(pool, backend, c.base(), c.extra(), c.engine_share());
 }
 
 }  // namespace arbiter

@@ -68,6 +68,7 @@ class BackendCapacity {
   const std::vector<std::unique_ptr<ModelPool>>& pools_;
   BackendHealth& health_;
   std::vector<std::vector<Backend>> backends_;  // [pool][backend], empty for a fixed pool; the monitor's strand
+  std::vector<std::vector<bool>> gap_classes_;  // [pool]: the classes its gap target counts (pool_gap_target)
 };
 
 }  // namespace arbiter

@@ -1,5 +1,7 @@
 #include "gateway/scheduler_setup.hpp"
 
+#include <algorithm>
+
 namespace arbiter {
 
 sched::SchedulerConfig to_scheduler_config(const Config& config) {
@@ -17,10 +19,15 @@ sched::SchedulerConfig to_scheduler_config(const Config& config) {
   out.max_prefill_backlog = config.scheduler.max_prefill_backlog;
   out.affinity_cache_credit = config.scheduler.affinity_cache_credit;
   for (const auto& c : config.classes) out.classes.push_back(c.policy);
-  for (const auto& m : config.models) {
+  for (std::size_t p = 0; p < config.models.size(); ++p) {
+    const ModelConfig& m = config.models[p];
+    // With adaptive capacity BackendCapacity's limit applies (through
+    // BackendHealth), up to its ceiling: max_concurrency is where it starts.
+    const sched::AdaptiveCapacityConfig& adaptive = config.adaptive_capacity_of(p);
     sched::PoolSpec pool{.name = m.pool_name(), .max_concurrency = {}, .prefill_tokens_per_s = {}, .prefix_cache_tokens = {}};
     for (const auto& b : m.backends) {
-      pool.max_concurrency.push_back(b.max_concurrency);
+      pool.max_concurrency.push_back(adaptive.enabled ? std::max(b.max_concurrency, adaptive.max_limit)
+                                                      : b.max_concurrency);
       pool.prefill_tokens_per_s.push_back(b.prefill_tokens_per_s);
       pool.prefix_cache_tokens.push_back(b.prefix_cache_tokens);
     }

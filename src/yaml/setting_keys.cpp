@@ -181,6 +181,10 @@ constexpr SettingKey<AC> kAdaptiveCapacityKeys[] = {
      write_number<AC, &AC::kv_grow_below>},
     {"kv_shrink_above", "number in [0.01, 1]", read_number<AC, &AC::kv_shrink_above, 0.01, 1.0>,
      write_number<AC, &AC::kv_shrink_above>},
+    {"ttft_headroom", "number in [0.01, 1]", read_number<AC, &AC::ttft_headroom, 0.01, 1.0>,
+     write_number<AC, &AC::ttft_headroom>},
+    {"budget_patience", "integer in [1, 1000]", read_integer<AC, &AC::budget_patience, 1, 1000>,
+     write_integer<AC, &AC::budget_patience>},
     {"growth", "number in [0.001, 1]", read_number<AC, &AC::growth, 0.001, 1.0>, write_number<AC, &AC::growth>},
     {"backoff", "number in [0.01, 0.99]", read_number<AC, &AC::backoff, 0.01, 0.99>, write_number<AC, &AC::backoff>},
 };

@@ -27,8 +27,11 @@ constexpr unsigned kSlots = 4;  // max_concurrency: the controller's start
 const Labels kBackend{{"model", "m1"}};
 
 // `chat_keys`: more of chat's class keys (e.g. ", tpot_slo_ms: 1");
-// `enabled`: the global section's switch.
-GatewayConfig adaptive_config(uint16_t port, const std::string& chat_keys = "", bool enabled = true) {
+// `enabled`: the global section's switch; `budget_patience`: 1000 keeps the
+// budget (every class's slots) at the start, for the tests of background
+// work's extra slots.
+GatewayConfig adaptive_config(uint16_t port, const std::string& chat_keys = "", bool enabled = true,
+                              int budget_patience = 1000) {
   GatewayConfig config;
   config.backend_ports = {port};
   config.max_concurrency = kSlots;
@@ -42,7 +45,8 @@ GatewayConfig adaptive_config(uint16_t port, const std::string& chat_keys = "", 
       // (the sim's steps take ~12 ms); extra slots up to the start again.
       "adaptive_capacity: {enabled: " + std::string(enabled ? "true" : "false") +
       ", min: 1, max: 64, max_extra_share: 1, interval_ms: 100,\n"
-      "                    min_gaps: 8, itl_target_ms: 200}\n";
+      "                    min_gaps: 8, itl_target_ms: 200, budget_patience: " + std::to_string(budget_patience) +
+      "}\n";
   return config;
 }
 
@@ -116,6 +120,30 @@ TEST(AdaptiveCapacity, BackgroundWorkGetsExtraSlotsOtherClassesKeepTheLimit) {
                                     kBackend)
                 .value_or(0),
             0);
+}
+
+// Issue 41: the slots follow the engine for every class. A chat backlog
+// four times max_concurrency, on an engine with room (no ttft_slo, gaps
+// within the 200 ms target): the backend's limit grows past its start and
+// the engine runs more chat requests than max_concurrency at once.
+TEST(AdaptiveCapacity, EveryClassGetsTheSlotsTheEngineHasRoomFor) {
+  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
+  GatewayProcess gateway(adaptive_config(sim.port(), "", true, 2).to_yaml());
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_backend_slot_limit", [](double v) { return v == kSlots; },
+                                    Millis(10'000), kBackend),
+            kSlots);
+  auto chat = send_streams(gateway.port(), "chat", 4 * kSlots, 400);
+  EXPECT_GT(gateway.wait_for_metric("arbiter_backend_slot_limit", [](double v) { return v > kSlots; },
+                                    Millis(60'000), kBackend)
+                .value_or(0),
+            kSlots)
+      << describe_output(gateway);
+  EXPECT_GT(most_running_until_done(sim, chat), kSlots) << "chat never ran above max_concurrency";
+  expect_all_ok(chat);
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_backend_extra_slots", [](double) { return true; }, Millis(1'000),
+                                    kBackend)
+                .value_or(-1),
+            0);  // no background work: no extra slots
 }
 
 // A class's tpot_slo_ms is the gap target while it has work on the pool:

@@ -284,7 +284,12 @@ Task<void> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::Slot& sl
 
     Interrupt interrupt;
     slot.set_interrupt_hook([&interrupt, &slot] { interrupt.fire(slot.preempted(), slot.interrupt_error()); });
-    const bool adaptive = config_.adaptive_capacity_of(slot.pool()).enabled;  // its relay counts gaps
+    const sched::AdaptiveCapacityConfig& capacity = config_.adaptive_capacity_of(slot.pool());
+    const bool adaptive = capacity.enabled;  // its relay counts gaps
+    const sched::ClassPolicy& policy = config_.classes[ctx.cls].policy;
+    const auto first_token_bound = policy.background ? std::chrono::steady_clock::duration::zero()
+                                                     : std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                           policy.ttft_slo * capacity.ttft_headroom);
     const RelayRequest relay_request{.pool = pool.upstream(slot.backend()),
                                      .upstream_request = up,
                                      .sink = sink,
@@ -310,6 +315,7 @@ Task<void> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::Slot& sl
                                      .hold_failures = retries < health_.max_retries(),
                                      .typing = offer,
                                      .gaps = adaptive ? &pool.gaps(slot.backend()) : nullptr,
+                                     .first_token_bound = first_token_bound,
                                      .hide_usage_chunk = ask_usage};
     const auto sent = std::chrono::steady_clock::now();
     co_await relay(relay_request, outcome);

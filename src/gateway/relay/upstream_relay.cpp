@@ -88,6 +88,7 @@ class Exchange {
       AbortHookGuard guard{r_.sink, r_.interrupt};
       if (r_.interrupt.requested) co_return interrupted();
       const auto sent_at = Clock::now();
+      sent_at_ = sent_at;
       const auto deadline = sent_at + r_.timeouts.upstream_first_byte;
 
       WriteResult written;
@@ -529,7 +530,11 @@ class Exchange {
   void count_gaps(std::size_t events) {
     if (!r_.gaps || events == 0) return;
     const auto now = Clock::now();
-    if (last_events_at_) r_.gaps->count(static_cast<uint32_t>(events), now - *last_events_at_);
+    if (last_events_at_) {
+      r_.gaps->count(static_cast<uint32_t>(events), now - *last_events_at_);
+    } else if (r_.first_token_bound.count() > 0) {
+      r_.gaps->count_first(now - sent_at_ > r_.first_token_bound);
+    }
     last_events_at_ = now;
   }
 
@@ -711,6 +716,7 @@ class Exchange {
   const RelayRequest& r_;
   bool first_event_seen_ = false;  // on_first_event ran for this run
   std::optional<Clock::time_point> last_events_at_;  // count_gaps: this run's latest read with events
+  Clock::time_point sent_at_{};                      // count_gaps: when this run's request went out
   // The upstream socket is probably empty (plain TCP): the request was just
   // written, or the last read did not fill the buffer.
   bool drained_ = true;

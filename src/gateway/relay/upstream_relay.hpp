@@ -90,6 +90,11 @@ struct RelayRequest {
   // Adaptive capacity: the backend's inter-event gaps are counted into it
   // (stream_gaps.hpp). Null: not counted.
   StreamGaps* gaps = nullptr;
+  // With `gaps`: the time from sending the request to its first events that
+  // its class leaves the engine (ttft_slo x ttft_headroom); longer counts as
+  // a slow first token. Zero: first tokens not counted (no ttft_slo, or a
+  // background class).
+  std::chrono::steady_clock::duration first_token_bound{};
   // The gateway asked the engine for the stream's usage, the client did not
   // (core/stream_usage.hpp): the usage chunk is read, not forwarded.
   bool hide_usage_chunk = false;

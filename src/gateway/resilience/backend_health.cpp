@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <tuple>
 
 #include "core/resilience/resilience_settings.hpp"
 #include "gateway/resilience/health_probe.hpp"
@@ -94,11 +93,12 @@ void BackendHealth::on_signal(uint32_t pool, uint32_t backend, const sched::Back
   tell(updates);
 }
 
-void BackendHealth::set_capacity(uint32_t pool, uint32_t backend, uint32_t base, uint32_t extra) {
+void BackendHealth::set_capacity(uint32_t pool, uint32_t backend, uint32_t base, uint32_t extra,
+                                 double engine_share) {
   std::vector<Update> updates;
   {
     std::lock_guard lock(mu_);
-    pools_[pool].capacity[backend] = {base, extra};
+    pools_[pool].capacity[backend] = {.base = base, .extra = extra, .engine_share = engine_share};
     settle_locked(pool, Clock::now(), updates);
   }
   tell(updates);
@@ -167,7 +167,9 @@ void BackendHealth::settle_locked(uint32_t p, Clock::time_point now, std::vector
   pool.panic = !usable && excluded;
   for (uint32_t b = 0; b < pool.monitor.size(); ++b) {
     sched::BackendSignal signal = pool.monitor[b];
-    std::tie(signal.max_in_flight, signal.extra_slots) = pool.capacity[b];
+    signal.max_in_flight = pool.capacity[b].base;
+    signal.extra_slots = pool.capacity[b].extra;
+    signal.engine_share = pool.capacity[b].engine_share;
     if (pool.detector.excluded(b)) {
       signal.down = signal.down || !pool.panic;
     } else if (const double share = pool.detector.capacity_fraction(b, now); share < 1) {

@@ -57,8 +57,10 @@ class BackendHealth {
   void on_signal(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal);
   // Adaptive capacity's limits for a backend (gateway/backend_capacity.hpp):
   // `base` slots for every class (0: max_concurrency), `extra` above them
-  // for background work. A slow start after an ejection caps both.
-  void set_capacity(uint32_t pool, uint32_t backend, uint32_t base, uint32_t extra);
+  // for background work, `engine_share` this gateway's share of the engine
+  // (BackendSignal::engine_share). A slow start after an ejection caps both
+  // slot counts.
+  void set_capacity(uint32_t pool, uint32_t backend, uint32_t base, uint32_t extra, double engine_share);
   // How a run on a backend ended; `retry_after`: the engine's, on a 429/503.
   void record(uint32_t pool, uint32_t backend, RunVerdict verdict,
               std::optional<std::chrono::milliseconds> retry_after);
@@ -81,7 +83,12 @@ class BackendHealth {
     resilience::OutlierDetector detector;
     resilience::RetryBudget budget;
     std::vector<sched::BackendSignal> monitor;    // the monitor's last verdict per backend
-    std::vector<std::pair<uint32_t, uint32_t>> capacity;  // adaptive capacity's (base, extra); 0: none
+    struct Capacity {
+      uint32_t base = 0;  // 0: none (max_concurrency)
+      uint32_t extra = 0;
+      double engine_share = 1;
+    };
+    std::vector<Capacity> capacity;  // adaptive capacity's
     std::vector<sched::BackendSignal> published;  // what the scheduler was last told
     bool panic = false;
   };

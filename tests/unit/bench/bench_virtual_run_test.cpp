@@ -123,13 +123,20 @@ double most_running(const PolicySummary& p) {
   return most;
 }
 
-TEST(BenchVirtualRun, AdaptiveCapacityGrowsPastAFixedLimitForBackgroundWorkOnly) {
+// Issue 41: with adaptive capacity every class's slots follow the engine
+// past a fixed max_concurrency (a chat class alone: the sweep's scenario
+// 176, below direct clients with 32 fixed slots); slots above that for
+// background work only take max_extra_share.
+TEST(BenchVirtualRun, AdaptiveCapacityGrowsPastAFixedLimit) {
   Scenario chat = one_chat_class_on_small_slots();
-  chat.engine.adaptive.enabled = true;
   EXPECT_LE(most_running(run_virtual(chat, "hybrid", chat.seed)), 64);
+  chat.engine.adaptive.enabled = true;
+  EXPECT_GT(most_running(run_virtual(chat, "hybrid", chat.seed)), 64);
   Scenario s = one_background_class_on_small_slots();
+  s.engine.adaptive.enabled = false;
   EXPECT_LE(most_running(run_virtual(s, "hybrid", s.seed)), 64);
   s.engine.adaptive.enabled = true;
+  s.engine.adaptive.max_extra_share = 0.25;
   const PolicySummary adaptive = run_virtual(s, "hybrid", s.seed);
   EXPECT_GT(most_running(adaptive), 64);
   EXPECT_LE(most_running(adaptive), 80);  // 32 x (1 + max_extra_share 0.25) per engine

@@ -1,10 +1,14 @@
-// Adaptive capacity per backend: the controller grows the slot limit only
-// while the limit holds background work back, no other work waits, and the
-// engine shows room; shrinks it on a full KV cache and gives extra slots
-// back when decode steps are too slow for other work there; stays within
-// its bounds and ignores noise. Background work alone has no per-token
-// target: the gaps do not bound it. Slots above the start are background
-// work's only (extra()).
+// Adaptive capacity per backend: the engine's budget (every class's slots)
+// grows only while other work waits for a full part of it, the engine
+// queues nothing, its KV cache has room, and the streams' time goes to fast
+// decode steps with every first token within its headroom, for a few
+// intervals in a row; it settles toward what the engine runs while the
+// engine queues; replicas share it. The extra slots grow only while the
+// limit holds background work back, no other work waits, and the engine
+// shows room; a full KV cache shrinks, slow decode steps give back what
+// growth added; everything stays within its bounds and ignores noise.
+// Background work alone has no per-token target: the gaps do not bound it.
+// Slots above the base are background work's only (extra()).
 #include "core/adaptive_capacity.hpp"
 
 #include <gtest/gtest.h>
@@ -36,10 +40,14 @@ struct Interval {
   double kv = 0.3;
   uint64_t gaps = 100;
   uint64_t within = 90;  // of `gaps`, within the gap target
+  double fast_time = -1;  // share of the gaps' time in those within; -1: as their count
+  uint64_t firsts_slow = 0;
   bool background_waiting = true;
   int in_flight = -1;  // -1: at the limit
   bool others_waiting = false;
   bool others_running = false;
+  int others_in_flight = 0;  // -1: all of in_flight
+  double running = -1;       // the engine's; -1: what this gateway sent, less `waiting`
 };
 
 class Driver {
@@ -48,12 +56,20 @@ class Driver {
 
   // Feeds one interval's figures and lets it decide; returns the new limit.
   uint32_t step(const Interval& i) {
-    c_.engine(i.waiting, i.kv);
-    c_.gaps(i.gaps, i.within);
-    c_.occupancy({.in_flight = i.in_flight < 0 ? c_.limit() : static_cast<uint32_t>(i.in_flight),
+    const uint32_t in_flight = i.in_flight < 0 ? c_.limit() : static_cast<uint32_t>(i.in_flight);
+    c_.engine(i.waiting, i.kv, i.running < 0 ? std::max(0.0, in_flight - i.waiting) : i.running);
+    const double share = i.fast_time < 0 ? (i.gaps == 0 ? 0 : static_cast<double>(i.within) / i.gaps) : i.fast_time;
+    c_.gaps({.total = i.gaps,
+             .within = i.within,
+             .seconds = static_cast<double>(i.gaps),
+             .within_seconds = share * static_cast<double>(i.gaps),
+             .firsts = i.firsts_slow + 1,
+             .firsts_slow = i.firsts_slow});
+    c_.occupancy({.in_flight = in_flight,
                   .background_waiting = i.background_waiting,
                   .others_waiting = i.others_waiting,
-                  .others_running = i.others_running});
+                  .others_running = i.others_running,
+                  .others_in_flight = i.others_in_flight < 0 ? in_flight : static_cast<uint32_t>(i.others_in_flight)});
     now_ += 200ms;
     c_.update(now_);
     return c_.limit();
@@ -80,7 +96,7 @@ TEST(AdaptiveCapacity, GrowsWhileTheLimitHoldsWorkBackAndTheEngineHasRoom) {
 
 TEST(AdaptiveCapacity, DecidesOncePerInterval) {
   CapacityController c(config(), 64, Clock::time_point{});
-  c.gaps(100, 100);
+  c.gaps({.total = 100, .within = 100, .seconds = 1, .within_seconds = 1});
   c.occupancy({.in_flight = 64, .background_waiting = true});
   EXPECT_FALSE(c.update(Clock::time_point{} + 100ms));
   EXPECT_EQ(c.limit(), 64u);
@@ -216,6 +232,187 @@ TEST(AdaptiveCapacity, PropertyBoundedStepsAndGrowthOnlyWhenAllowed) {
   }
 }
 
+// A backend whose part of the engine is full of other (non-background)
+// work with more of it waiting, on an engine with room whose streams' time
+// goes to fast decode steps.
+Interval wants_budget() {
+  return {.background_waiting = false, .others_waiting = true, .others_running = true, .others_in_flight = -1};
+}
+
+// Issue 41: the slots follow the engine for every class, not only
+// background work's, after budget_patience intervals in a row that allow it.
+TEST(AdaptiveCapacity, BudgetGrowsForEveryClassAfterItsPatience) {
+  Driver d;
+  for (uint32_t i = 1; i < config().budget_patience; ++i) EXPECT_EQ(d.step(wants_budget()), 64u) << i;
+  EXPECT_EQ(d.step(wants_budget()), 72u);
+  EXPECT_EQ(d.controller().base(), 72u);  // every class's
+  EXPECT_EQ(d.controller().budget(), 72u);
+  EXPECT_EQ(d.controller().extra(), 0u);
+  for (int i = 0; i < 200; ++i) d.step(wants_budget());
+  EXPECT_EQ(d.controller().base(), 256u);  // the ceiling: max (vLLM's max_num_seqs)
+  // One interval that does not allow it starts the patience over.
+  Driver again;
+  for (uint32_t i = 1; i < config().budget_patience; ++i) again.step(wants_budget());
+  Interval waits = wants_budget();
+  waits.others_waiting = false;
+  again.step(waits);
+  EXPECT_EQ(again.step(wants_budget()), 64u);
+}
+
+// Each condition of the budget's growth, alone missing, holds it.
+TEST(AdaptiveCapacity, BudgetDoesNotGrowWithoutEachCondition) {
+  const auto after_patience = [](Interval in) {
+    Driver d;
+    for (uint32_t i = 0; i < 2 * config().budget_patience; ++i) d.step(in);
+    return d.controller().budget();
+  };
+  // The control: it grows from the patience's last interval on (64, 72, 81, 91, 102, 114, 128).
+  EXPECT_EQ(after_patience(wants_budget()), 128u);
+  Interval in = wants_budget();
+  in.others_waiting = false;  // nothing waits for a slot
+  EXPECT_EQ(after_patience(in), 64u);
+  in = wants_budget();
+  in.others_in_flight = 20;  // background work holds the part: the scheduler's to take back
+  EXPECT_EQ(after_patience(in), 64u);
+  in = wants_budget();
+  in.in_flight = 40;  // free slots
+  EXPECT_EQ(after_patience(in), 64u);
+  in = wants_budget();
+  in.waiting = 1;  // the engine queues
+  EXPECT_EQ(after_patience(in), 64u);
+  in = wants_budget();
+  in.kv = 0.85;
+  EXPECT_EQ(after_patience(in), 64u);
+  in = wants_budget();
+  in.within = 40;  // most decode steps too slow for the tightest TPOT
+  EXPECT_EQ(after_patience(in), 64u);
+  in = wants_budget();
+  in.fast_time = 0.3;  // most steps fast, but most of the time in slow (prefill) steps
+  EXPECT_EQ(after_patience(in), 64u);
+  in = wants_budget();
+  in.firsts_slow = 1;  // a first token past its class's headroom
+  EXPECT_EQ(after_patience(in), 64u);
+}
+
+// What growth added for every class goes back when the classes there pay
+// for it: decode steps too slow, or first tokens past their headroom.
+TEST(AdaptiveCapacity, SlowFirstTokensGiveTheBudgetBack) {
+  Driver d;
+  for (int i = 0; i < 20; ++i) d.step(wants_budget());
+  const uint32_t grown = d.controller().budget();
+  ASSERT_GT(grown, 100u);
+  Interval slow = wants_budget();
+  slow.firsts_slow = 2;
+  EXPECT_EQ(d.step(slow), 64 + (grown - 64) / 2);
+  for (int i = 0; i < 10; ++i) d.step(slow);
+  EXPECT_EQ(d.limit(), 64u);  // never below the start
+}
+
+// The engine queues requests itself: the budget settles toward what it
+// runs, a backoff step at a time, never below the start.
+TEST(AdaptiveCapacity, AnEngineThatQueuesSettlesTheBudgetToWhatItRuns) {
+  Driver d;
+  for (int i = 0; i < 20; ++i) d.step(wants_budget());
+  ASSERT_GE(d.controller().budget(), 150u);
+  Interval queues = wants_budget();
+  queues.waiting = 20;
+  queues.running = 120;
+  for (int i = 0; i < 20; ++i) d.step(queues);
+  EXPECT_EQ(d.controller().budget(), 120u);
+  queues.running = 30;
+  for (int i = 0; i < 20; ++i) d.step(queues);
+  EXPECT_EQ(d.controller().budget(), 64u);
+}
+
+// Three gateway replicas in front of one engine, each with its own
+// controller and its own clients (more demand than slots), seeing the same
+// engine figures: their parts converge to equal shares and add up to the
+// budget, where each alone would have taken its whole start.
+TEST(AdaptiveCapacity, ReplicasShareTheEnginesBudget) {
+  AdaptiveCapacityConfig c = config();
+  c.max_extra_share = 0;
+  Clock::time_point now{};
+  std::vector<CapacityController> replicas(3, CapacityController(c, 64, now));
+  std::vector<uint32_t> in_flight{64, 10, 0};
+  for (int i = 0; i < 300; ++i) {
+    now += 200ms;
+    const uint32_t engine_runs = in_flight[0] + in_flight[1] + in_flight[2];
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      CapacityController& x = replicas[r];
+      x.engine(0, 0.3, engine_runs);
+      // Slow decode steps for the others there: the budget holds at the start.
+      x.gaps({.total = 100, .within = 10, .seconds = 1, .within_seconds = 0.1});
+      x.occupancy({.in_flight = in_flight[r], .others_waiting = true, .others_running = true,
+                   .others_in_flight = in_flight[r]});
+      x.update(now);
+    }
+    // Each fills what it is given (requests end and start between scrapes).
+    for (std::size_t r = 0; r < replicas.size(); ++r) in_flight[r] = replicas[r].base();
+  }
+  // The sum saws between a backoff under the budget and a step (2 slots)
+  // per replica over it; the parts even out from 64 / 10 / 0.
+  uint32_t sum = 0;
+  for (const CapacityController& x : replicas) {
+    EXPECT_EQ(x.budget(), 64u);
+    EXPECT_NEAR(x.base(), 64 / 3.0, 4);
+    sum += x.base();
+  }
+  EXPECT_LE(sum, 64u + 3 * 2);
+  EXPECT_GE(sum, 64u * 9 / 10 - 3);
+}
+
+// Property: whatever the engine, the gaps and the queue show, the budget,
+// the part and the limit stay ordered within [min, max]; while the engine
+// queues, none of them grows; the budget grows above the start only after
+// budget_patience intervals in a row that each allowed it.
+TEST(AdaptiveCapacity, PropertyBudgetWithinBoundsAndNeverGrowingWhileTheEngineQueues) {
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<double> unit(0, 1);
+  AdaptiveCapacityConfig c = config();
+  c.max_extra_share = 0.5;
+  Driver d(c, 64);
+  uint32_t streak = 0;
+  for (int i = 0; i < 50'000; ++i) {
+    const CapacityController& x = d.controller();
+    const uint32_t budget = x.budget(), base = x.base(), limit = x.limit();
+    Interval in{.waiting = unit(rng) < 0.3 ? std::floor(unit(rng) * 10) : 0.0,
+                .kv = unit(rng) < 0.5 ? unit(rng) * 0.8 : unit(rng),
+                .gaps = static_cast<uint64_t>(unit(rng) * 200),
+                .fast_time = unit(rng),
+                .firsts_slow = unit(rng) < 0.1 ? 1u : 0u,
+                .background_waiting = unit(rng) < 0.5,
+                .in_flight = static_cast<int>(unit(rng) * 300),
+                .others_waiting = unit(rng) < 0.6,
+                .others_running = unit(rng) < 0.7,
+                .running = unit(rng) < 0.3 ? unit(rng) * 600 : -1};
+    in.within = static_cast<uint64_t>(unit(rng) * static_cast<double>(in.gaps));
+    in.others_in_flight = static_cast<int>(unit(rng) * in.in_flight);
+    const double load = std::max(in.running < 0 ? in.in_flight : in.running + in.waiting, 1.0 * in.in_flight);
+    const bool allowed = in.waiting == 0 && in.kv < c.kv_grow_below && in.kv <= c.kv_shrink_above &&
+                         in.others_waiting && static_cast<uint32_t>(in.in_flight) >= base &&
+                         in.others_in_flight >= std::floor(base * c.backoff) && load >= budget &&
+                         in.gaps >= c.min_gaps &&
+                         static_cast<double>(in.within) >= c.itl_quantile * static_cast<double>(in.gaps) &&
+                         in.fast_time >= c.itl_quantile && in.firsts_slow == 0;
+    streak = allowed ? streak + 1 : 0;
+    d.step(in);
+    ASSERT_LE(c.min_limit, x.base());
+    ASSERT_LE(x.base(), x.budget());
+    ASSERT_LE(x.budget(), c.max_limit);
+    ASSERT_LE(x.base(), x.limit());
+    ASSERT_LE(x.limit(), c.max_limit);
+    if (in.waiting > 0) {
+      ASSERT_LE(x.budget(), budget) << i;
+      ASSERT_LE(x.base(), base) << i;
+      ASSERT_LE(x.limit(), limit) << i;
+    }
+    if (x.budget() > budget && budget >= 64) {
+      ASSERT_GE(streak, c.budget_patience) << i;
+      ASSERT_LE(x.budget(), budget + std::max(1u, static_cast<uint32_t>(budget * c.growth)));
+    }
+  }
+}
+
 // Slow gaps while other (interactive) work runs or waits give back half the
 // extra slots at once, not a tenth: that work pays for every extra sequence.
 TEST(AdaptiveCapacity, SlowGapsWithOtherWorkThereHalveTheExtraSlots) {
@@ -248,7 +445,9 @@ TEST(AdaptiveCapacity, ExtraSlotsAtMostAShareOfTheStart) {
   c.max_extra_share = 0;
   Driver none(c, 64);
   EXPECT_EQ(none.step({}), 64u);
-  EXPECT_EQ(AdaptiveCapacityConfig{}.max_extra_share, 0.25);  // the default
+  // The default: no extra slots (issue 41: they cost day's critical P99
+  // TTFT 242 -> 251 ms; docs/configuration.md).
+  EXPECT_EQ(AdaptiveCapacityConfig{}.max_extra_share, 0);
 }
 
 TEST(AdaptiveCapacity, GapTargetIsTheTightestDeclaredBound) {

@@ -351,6 +351,26 @@ TEST(SchedulerLifecycle, APrefillBacklogHoldsWorkInTheGatewayUntilItDrains) {
   EXPECT_FALSE(h.scheduler().first_token(handles[4], *wake));  // still queued
 }
 
+// Issue 41: a gateway replica that has a share of the engine (adaptive
+// capacity's part of its budget) keeps that share of the prefill backlog,
+// drained at that share of the prefill rate: the replicas together leave the
+// engine one backlog, as one gateway would.
+TEST(SchedulerLifecycle, AShareOfTheEngineIsThatShareOfItsPrefillBacklog) {
+  Harness h(prefill_limited({named("c")}));
+  EXPECT_TRUE(h.scheduler().set_backend_state(0, 0, {.engine_share = 0.5}));
+  for (uint64_t i = 0; i < 6; ++i) add_prompt(h, i, 0, 100, at_ms(0));
+  // 125 tokens of backlog, not 250: two start, at 200 the third waits.
+  EXPECT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{0, 1}));
+  // It drains at 500 tokens/s: below 125 after 150 ms (1000 tokens/s: 75 ms).
+  const auto wake = h.scheduler().next_wakeup();
+  ASSERT_TRUE(wake.has_value());
+  EXPECT_GE(*wake, at_ms(150));
+  EXPECT_LE(*wake, at_ms(151));
+  // The whole engine again: the whole backlog.
+  EXPECT_TRUE(h.scheduler().set_backend_state(0, 0, {}));
+  EXPECT_EQ(h.poll(at_ms(0)), (std::vector<uint64_t>{2}));
+}
+
 TEST(SchedulerLifecycle, BelowTheTopPriorityTheBacklogKeepsHeadroom) {
   // "low" may fill only half of the prefill limit (125 tokens), so a request
   // of the top class finds a short prefill queue in the engine.

@@ -19,9 +19,31 @@ TEST(StreamGaps, CountsGapsWithinTheTarget) {
   gaps.count(1, 10ms);
   gaps.count(1, 30ms);
   gaps.count(1, 31ms);
-  const StreamGaps::Counts c = gaps.take();
+  const sched::GapCounts c = gaps.take();
   EXPECT_EQ(c.total, 3u);
   EXPECT_EQ(c.within, 2u);
+}
+
+// Issue 41: the time counts too (an engine busy with prefill chunks has few
+// slow steps by count and most of its time in them), and first events
+// against their class's headroom.
+TEST(StreamGaps, CountsTheGapsTimeAndFirstTokens) {
+  StreamGaps gaps;
+  gaps.set_target(30ms);
+  gaps.count(1, 10ms);
+  gaps.count(1, 20ms);
+  gaps.count(1, 200ms);
+  gaps.count_first(false);
+  gaps.count_first(true);
+  const sched::GapCounts c = gaps.take();
+  EXPECT_EQ(c.within, 2u);
+  EXPECT_NEAR(c.seconds, 0.230, 1e-9);
+  EXPECT_NEAR(c.within_seconds, 0.030, 1e-9);
+  EXPECT_EQ(c.firsts, 2u);
+  EXPECT_EQ(c.firsts_slow, 1u);
+  const sched::GapCounts again = gaps.take();
+  EXPECT_EQ(again.firsts + again.firsts_slow, 0u);
+  EXPECT_EQ(again.seconds, 0);
 }
 
 TEST(StreamGaps, EventsOfOneReadShareItsGap) {
@@ -29,7 +51,7 @@ TEST(StreamGaps, EventsOfOneReadShareItsGap) {
   gaps.set_target(30ms);
   gaps.count(4, 100ms);  // 25 ms each
   gaps.count(2, 100ms);  // 50 ms each
-  const StreamGaps::Counts c = gaps.take();
+  const sched::GapCounts c = gaps.take();
   EXPECT_EQ(c.total, 6u);
   EXPECT_EQ(c.within, 4u);
 }
@@ -41,7 +63,7 @@ TEST(StreamGaps, NothingIsWithinBeforeATargetIsSetAndTakeResets) {
   gaps.set_target(30ms);
   gaps.count(2, 2ms);
   EXPECT_EQ(gaps.take().within, 2u);
-  const StreamGaps::Counts again = gaps.take();
+  const sched::GapCounts again = gaps.take();
   EXPECT_EQ(again.total + again.within, 0u);
 }
 
@@ -55,7 +77,7 @@ TEST(StreamGaps, ManyThreadsCountEveryGap) {
     });
   }
   for (std::thread& t : threads) t.join();
-  const StreamGaps::Counts c = gaps.take();
+  const sched::GapCounts c = gaps.take();
   EXPECT_EQ(c.total, 40'000u);
   EXPECT_EQ(c.within, 20'000u);
 }
