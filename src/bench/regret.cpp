@@ -38,6 +38,10 @@ std::size_t critical_class(const Scenario& scenario) {
   return best;
 }
 
+bool debounces(const ClassSpec& klass) {
+  return klass.policy.debounce > sched::Duration::zero() || klass.policy.adaptive_debounce;
+}
+
 bool comparable(const RunResults& results) {
   return find_policy(results, "fifo") && find_policy(results, "priority") && find_policy(results, "hybrid");
 }
@@ -98,9 +102,7 @@ std::vector<Regret> find_regrets(const Scenario& scenario, const RunResults& res
     }
   };
   against(kHybridNoAffinity, "affinity", [](const ClassSpec&) { return true; });
-  against(kHybridNoDebounce, "debounce", [](const ClassSpec& c) {
-    return c.policy.debounce > sched::Duration::zero() || c.policy.adaptive_debounce;
-  });
+  against(kHybridNoDebounce, "debounce", debounces);
   return out;
 }
 

@@ -41,6 +41,9 @@ double failed_share(const GroupSummary& g);
 // engine_priority, then scenario order); scenario.classes.size() if none.
 std::size_t critical_class(const Scenario& scenario);
 
+// The classes hybrid-no-debounce changes: a debounce or adaptive debounce.
+bool debounces(const ClassSpec& klass);
+
 // True when the results hold fifo, priority and hybrid, so regrets can be judged.
 bool comparable(const RunResults& results);
 

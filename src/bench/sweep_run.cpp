@@ -38,10 +38,7 @@ void judge_case(SweepCase& out, const Scenario& scenario, unsigned seeds) {
     main.push_back(judge(scenario, results));
     auto affinity = judge_variant(scenario, results, "hybrid", kHybridNoAffinity, "affinity", true,
                                   [](const ClassSpec&) { return true; });
-    auto debounce = judge_variant(scenario, results, "hybrid", kHybridNoDebounce, "debounce", true,
-                                  [](const ClassSpec& c) {
-                                    return c.policy.debounce > sched::Duration::zero() || c.policy.adaptive_debounce;
-                                  });
+    auto debounce = judge_variant(scenario, results, "hybrid", kHybridNoDebounce, "debounce", true, debounces);
     affinity.insert(affinity.end(), debounce.begin(), debounce.end());
     features.push_back(std::move(affinity));
     noise.push_back(judge_variant(scenario, results, kHybridTieBreak, "hybrid", "tie-break", false,
