@@ -87,9 +87,8 @@ class Exchange {
       r_.interrupt.hook = close_socket;
       AbortHookGuard guard{r_.sink, r_.interrupt};
       if (r_.interrupt.requested) co_return interrupted();
-      const auto sent_at = Clock::now();
-      sent_at_ = sent_at;
-      const auto deadline = sent_at + r_.timeouts.upstream_first_byte;
+      sent_at_ = Clock::now();
+      const auto deadline = sent_at_ + r_.timeouts.upstream_first_byte;
 
       WriteResult written;
       if (const std::size_t n = write_at_once(socket, request, written.ec); !written.ec && n < net::buffer_size(request)) {
@@ -131,7 +130,7 @@ class Exchange {
         co_return fail_header(ec);
       }
       outcome_.upstream_ms =
-          std::chrono::duration<double, std::milli>(Clock::now() - sent_at).count();
+          std::chrono::duration<double, std::milli>(Clock::now() - sent_at_).count();
       note_status(parser);
 
       const bool sse = parser.status() == 200 && parser.content_type().starts_with("text/event-stream");
@@ -716,7 +715,7 @@ class Exchange {
   const RelayRequest& r_;
   bool first_event_seen_ = false;  // on_first_event ran for this run
   std::optional<Clock::time_point> last_events_at_;  // count_gaps: this run's latest read with events
-  Clock::time_point sent_at_{};                      // count_gaps: when this run's request went out
+  Clock::time_point sent_at_{};                      // when this run's request went out
   // The upstream socket is probably empty (plain TCP): the request was just
   // written, or the last read did not fill the buffer.
   bool drained_ = true;
