@@ -49,12 +49,14 @@ constexpr const char* kUsage =
     "  arbiter-bench sweep [--count N] [--seed N] [--from K] [--duration S] [--engines N]\n"
     "                [--jobs N] [--seeds N] [--out DIR] [--max-losing N] [--type-along P]\n"
     "                [--typing-through on|off] [--adaptive-capacity YAML] [--scheduler YAML]\n"
+    "                [--class-scheduler CLASS:YAML]\n"
     "      generated scenarios, each run with N arrival seeds (default 3), under fifo,\n"
     "      priority, hybrid and direct; exit 1 when hybrid loses by the yardstick of\n"
     "      DECISIONS.md (D1-D5) on more than N of them (default 0; DIR: sweep.md and\n"
     "      each losing scenario's YAML); --adaptive-capacity: every scenario's\n"
     "      engine.adaptive_capacity, a YAML flow mapping such as '{enabled: true}';\n"
-    "      --scheduler: every scenario's scheduler section, e.g. '{tenant_headroom: 0.125}'\n"
+    "      --scheduler: every scenario's scheduler section, e.g. '{tenant_headroom: 0.125}';\n"
+    "      --class-scheduler: one class's, e.g. 'completion:{adaptive_debounce: true}'\n"
     "  arbiter-bench check DIR\n"
     "      verify DIR/results.json (counts add up, percentiles ordered)\n";
 
@@ -330,7 +332,7 @@ int run_sweep_command(int argc, char** argv) {
   if (!parse_flags(argc, argv,
                    {"--count", "--seed", "--from", "--duration", "--engines", "--jobs", "--out",
                     "--max-losing", "--type-along", "--typing-through", "--adaptive-capacity",
-                    "--scheduler", "--seeds"},
+                    "--scheduler", "--class-scheduler", "--seeds"},
                    {}, f, status)) {
     return status;
   }
@@ -365,6 +367,14 @@ int run_sweep_command(int argc, char** argv) {
   }
   if (f.contains("--adaptive-capacity")) shape.adaptive_capacity = f["--adaptive-capacity"];
   if (f.contains("--scheduler")) shape.scheduler = f["--scheduler"];
+  if (f.contains("--class-scheduler")) {
+    const std::string& v = f["--class-scheduler"];
+    const std::size_t colon = v.find(':');
+    if (colon == 0 || colon == std::string::npos || colon + 1 == v.size())
+      return usage("--class-scheduler is CLASS:YAML, e.g. 'completion:{adaptive_debounce: true}'");
+    shape.class_name = v.substr(0, colon);
+    shape.class_scheduler = v.substr(colon + 1);
+  }
   const auto cases = run_sweep(seed, first, count, shape, jobs, seeds);
   std::size_t losing = 0, noisy = 0;
   for (const SweepCase& c : cases) {

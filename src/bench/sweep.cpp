@@ -171,8 +171,15 @@ std::string random_scenario_yaml(uint64_t seed, uint32_t index, const SweepShape
   for (const ClassDraft& cd : classes) {
     y += "  - name: " + cd.name + "\n    slo: " + cd.slo + "\n    tenants: " + cd.tenants +
          "\n    traffic: {" + cd.traffic + ", rate: " + num(cd.base_rate) + surge + "}\n";
+    std::string keys;
     if (shape.typing_through && cd.name == "completion")
-      y += std::string("    scheduler: {typing_through: ") + (*shape.typing_through ? "true" : "false") + "}\n";
+      keys = std::string("typing_through: ") + (*shape.typing_through ? "true" : "false");
+    if (cd.name == shape.class_name) {
+      const std::string& m = shape.class_scheduler;  // "{...}": its inside joins the keys above
+      const std::string inner = m.size() >= 2 && m.front() == '{' && m.back() == '}' ? m.substr(1, m.size() - 2) : m;
+      keys += (keys.empty() ? "" : ", ") + inner;
+    }
+    if (!keys.empty()) y += "    scheduler: {" + keys + "}\n";
   }
   return y;
 }

@@ -24,6 +24,10 @@ struct SweepShape {
   std::optional<bool> typing_through;  // none: the class's default
   std::string adaptive_capacity;  // YAML flow mapping: every scenario's engine.adaptive_capacity; empty: none
   std::string scheduler;          // YAML flow mapping: every scenario's scheduler section; empty: none
+  // One class's scheduler keys in every scenario that has it, e.g.
+  // {"completion", "{adaptive_debounce: true}"}: the class name and a YAML
+  // flow mapping (joined with typing_through's key for completion).
+  std::string class_name, class_scheduler;
 };
 
 // The YAML of scenario `index` of the sweep seeded `seed`: 1-`max_engines`

@@ -176,5 +176,29 @@ TEST(BenchSweep, TheSchedulerSectionGoesIntoEveryScenario) {
   }
 }
 
+TEST(BenchSweep, AClassSchedulerGoesIntoThatClassBesideTypingThrough) {
+  // --class-scheduler: that class's keys in every scenario that has it,
+  // joined with --typing-through's key for completion; other classes and
+  // the arrivals unchanged.
+  const SweepShape shape{.typing_through = false,
+                         .class_name = "completion",
+                         .class_scheduler = "{adaptive_debounce: true}"};
+  int with_completion = 0;
+  for (uint32_t i = 0; i < 20; ++i) {
+    auto plain = parse_scenario(random_scenario_yaml(3, i));
+    auto with = parse_scenario(random_scenario_yaml(3, i, shape));
+    ASSERT_TRUE(plain.has_value() && with.has_value()) << i;
+    ASSERT_EQ(with->classes.size(), plain->classes.size());
+    for (std::size_t c = 0; c < with->classes.size(); ++c) {
+      const bool completion = with->classes[c].name == "completion";
+      with_completion += completion;
+      EXPECT_EQ(with->classes[c].policy.adaptive_debounce, completion) << i;
+      EXPECT_EQ(with->classes[c].policy.typing_through, completion ? false : plain->classes[c].policy.typing_through);
+      EXPECT_EQ(with->classes[c].traffic.rate.base, plain->classes[c].traffic.rate.base);
+    }
+  }
+  EXPECT_GT(with_completion, 0);  // the draw has the class somewhere
+}
+
 }  // namespace
 }  // namespace arbiter::bench
