@@ -14,15 +14,16 @@ std::vector<ClassConfig> default_classes() {
   // a keystroke burst with one x-arbiter-supersede-key collapses to its last
   // request (the OpenAI `user` field only where a config sets
   // supersede_by_user: it names an end user, not a keystroke chain). The
-  // debounce is fixed: adaptive_debounce is opt-in (docs/scheduler.md,
-  // "Supersede and debounce", has the sweep's verdict). Typing through is on
-  // (DECISIONS.md D7: the sweep loses on fewer scenarios with it;
-  // docs/benchmarks.md, "The opt-ins under the yardstick").
+  // debounce is learned per key, at most 30 ms (adaptive_debounce), and
+  // typing through is on: by DECISIONS.md D7 the sweep loses on fewer
+  // scenarios with each (docs/benchmarks.md, "The opt-ins under the
+  // yardstick").
   out[1].name = "completion";
   out[1].match = ClassMatch{.routes = {Route::kCompletions}};
   out[1].max_tokens_cap = kCompletionMaxTokensCap;
   out[1].policy = {.name = "completion", .min_share = 0.1, .weight = 2, .max_queue_wait = milliseconds(1'000),
-                   .debounce = milliseconds(30), .typing_through = true, .engine_priority = 1,
+                   .debounce = milliseconds(30), .adaptive_debounce = true, .typing_through = true,
+                   .engine_priority = 1,
                    .ttft_slo = milliseconds(200)};
   out[2].name = "chat";
   out[2].match = ClassMatch{.routes = {Route::kChatCompletions}};

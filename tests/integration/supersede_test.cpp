@@ -17,13 +17,15 @@ namespace {
 
 // A completion class whose debounce is long enough for a noisy machine to
 // send the whole burst inside it (and a queue deadline above that: the
-// built-in completion class it starts from allows 1 s).
+// built-in completion class it starts from allows 1 s). The hold is fixed:
+// the built-in's adaptive debounce would start a key's first requests at
+// once, before it knows the key's rhythm.
 GatewayConfig storm_config() {
   GatewayConfig c;
   c.extra =
       "classes:\n"
       "  - {name: completion, match: {routes: [/v1/completions]}, max_tokens_cap: 128,\n"
-      "     debounce_ms: 1500, max_queue_wait_ms: 5000, supersede_by_user: true}\n"
+      "     debounce_ms: 1500, adaptive_debounce: false, max_queue_wait_ms: 5000, supersede_by_user: true}\n"
       "  - {name: chat, match: {routes: [/v1/chat/completions]}}\n";
   return c;
 }
