@@ -6,6 +6,22 @@
 #include "core/prefix_blocks.hpp"
 
 namespace arbiter::sched {
+namespace {
+
+// The next kept depth after d (see the header): every one of the first 8,
+// then every ~quarter-further one.
+constexpr uint32_t next_kept(uint32_t d) { return d + (d < 8 ? 1 : std::max<uint32_t>(1, d / 4)); }
+
+constexpr std::size_t count_kept() {
+  std::size_t n = 0;
+  for (uint32_t d = 1; d <= kMaxPrefixBlocks; d = next_kept(d)) ++n;
+  return n;
+}
+
+// Kept depths of the longest prompt (kMaxPrefixBlocks blocks).
+constexpr std::size_t kMaxKept = count_kept();
+
+}  // namespace
 
 PrefixIndex::PrefixIndex(std::vector<uint64_t> capacity)
     : capacity_(std::move(capacity)),
@@ -32,7 +48,7 @@ const PrefixIndex::Entry* PrefixIndex::find(uint64_t hash) const {
 const std::vector<uint32_t>& PrefixIndex::kept_depths() {
   static const std::vector<uint32_t> depths = [] {
     std::vector<uint32_t> out;
-    for (uint32_t d = 1; d <= kMaxPrefixBlocks; d += d < 8 ? 1 : std::max<uint32_t>(1, d / 4)) out.push_back(d);
+    for (uint32_t d = 1; d <= kMaxPrefixBlocks; d = next_kept(d)) out.push_back(d);
     return out;
   }();
   return depths;
@@ -50,10 +66,19 @@ PrefixIndex::Match PrefixIndex::longest(std::span<const uint64_t> blocks) const 
   const auto& depths = kept_depths();
   std::size_t lo = 0;  // count of kept depths known held
   std::size_t hi = kept_within(blocks.size());
+  // The search reads a few of the kept depths' entries. Loading every hash
+  // slot, then every entry found, costs two waits for memory instead of two
+  // per step of the search (at a pool's size the index is not in cache).
+  std::array<const Entry*, kMaxKept> entries;
+  for (std::size_t k = 0; k < hi; ++k) index_.prefetch(key_of(blocks[depths[k] - 1]));
+  for (std::size_t k = 0; k < hi; ++k) {
+    entries[k] = find(blocks[depths[k] - 1]);
+    if (entries[k] != nullptr) __builtin_prefetch(entries[k]);
+  }
   const Entry* deepest = nullptr;
   while (lo < hi) {
     const std::size_t mid = lo + (hi - lo + 1) / 2;
-    const Entry* e = find(blocks[depths[mid - 1] - 1]);
+    const Entry* e = entries[mid - 1];
     const bool held =
         e != nullptr && std::any_of(e->holders.begin(), e->holders.begin() + e->count,
                                     [this](const Holder& h) { return holds(h); });
@@ -79,11 +104,23 @@ void PrefixIndex::record(uint32_t backend, std::span<const uint64_t> blocks) {
   // Deepest first, so a prompt's earlier blocks are the more recent ones:
   // evicted last, which keeps what a backend holds prefix-closed.
   const auto& depths = kept_depths();
-  for (std::size_t k = kept_within(blocks.size()); k-- > 0;) {
+  const std::size_t kept = kept_within(blocks.size());
+  // Every block's hash slot, then every entry found, loaded at once: one
+  // wait for memory per pass instead of two per block.
+  std::array<uint32_t, kMaxKept> found;
+  for (std::size_t k = 0; k < kept; ++k) index_.prefetch(key_of(blocks[depths[k] - 1]));
+  for (std::size_t k = 0; k < kept; ++k) {
+    found[k] = index_.find(key_of(blocks[depths[k] - 1]));
+    if (found[k] != FlatIndex::kMissing) __builtin_prefetch(&slots_[found[k]]);
+  }
+  for (std::size_t k = kept; k-- > 0;) {
     const std::size_t i = depths[k] - 1;
     const uint64_t tick = ++clock_[backend];
     const uint64_t key = key_of(blocks[i]);
-    uint32_t slot = index_.find(key);
+    uint32_t slot = found[k];
+    // Absent a moment ago; unless an equal block earlier in this loop put it
+    // there (its slot is in cache now).
+    if (slot == FlatIndex::kMissing) slot = index_.find(key);
     if (slot == FlatIndex::kMissing) {
       slot = static_cast<uint32_t>(slots_.size());
       slots_.push_back(Entry{.hash = blocks[i], .count = 0, .holders = {}});

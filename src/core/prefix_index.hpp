@@ -17,6 +17,8 @@
 // a 64-block (8k-token) prompt instead of 64. At a pool's size the index
 // lives in memory, not cache, and each position costs a miss; a match is
 // then known to within a quarter of its depth, plenty to tell backends apart.
+// Both calls load every position's hash slot, then every entry, before
+// using any: the misses overlap (BM_AffinityCycle 2.65 -> 2.2 us).
 #pragma once
 
 #include <array>
@@ -43,7 +45,8 @@ class PrefixIndex {
 
   // The deepest prefix of `blocks` some backend still holds, and which.
   // A binary search: recording touches a prompt's blocks together, so what
-  // a backend holds is prefix-closed. O(log |blocks|) lookups.
+  // a backend holds is prefix-closed. One lookup per kept depth (loaded
+  // together), O(log |blocks|) entries examined.
   Match longest(std::span<const uint64_t> blocks) const;
 
   // `backend` was sent a prompt with these blocks. O(|blocks|).

@@ -26,6 +26,13 @@ class FlatIndex {
     }
   }
 
+  // Starts loading the key's home slot, so a batch of lookups waits for
+  // memory once rather than once per key (a large table lives in memory,
+  // not cache).
+  void prefetch(uint64_t key) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[home(key)]);
+  }
+
   // The key must be absent.
   void insert(uint64_t key, uint32_t value) {
     // Grow at half full: probe sequences stay short.
