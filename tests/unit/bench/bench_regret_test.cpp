@@ -180,9 +180,8 @@ TEST(BenchSweep, AClassSchedulerGoesIntoThatClassBesideTypingThrough) {
   // --class-scheduler: that class's keys in every scenario that has it,
   // joined with --typing-through's key for completion; other classes and
   // the arrivals unchanged.
-  const SweepShape shape{.typing_through = false,
-                         .class_name = "completion",
-                         .class_scheduler = "{adaptive_debounce: true}"};
+  // A debounce no class has by default, so the key can only come from the flag.
+  const SweepShape shape{.typing_through = false, .class_name = "completion", .class_scheduler = "{debounce_ms: 77}"};
   int with_completion = 0;
   for (uint32_t i = 0; i < 20; ++i) {
     auto plain = parse_scenario(random_scenario_yaml(3, i));
@@ -192,7 +191,10 @@ TEST(BenchSweep, AClassSchedulerGoesIntoThatClassBesideTypingThrough) {
     for (std::size_t c = 0; c < with->classes.size(); ++c) {
       const bool completion = with->classes[c].name == "completion";
       with_completion += completion;
-      EXPECT_EQ(with->classes[c].policy.adaptive_debounce, completion) << i;
+      EXPECT_EQ(with->classes[c].policy.debounce,
+                completion ? std::chrono::milliseconds(77) : plain->classes[c].policy.debounce)
+          << i;
+      EXPECT_NE(plain->classes[c].policy.debounce, std::chrono::milliseconds(77)) << i;
       EXPECT_EQ(with->classes[c].policy.typing_through, completion ? false : plain->classes[c].policy.typing_through);
       EXPECT_EQ(with->classes[c].traffic.rate.base, plain->classes[c].traffic.rate.base);
     }
