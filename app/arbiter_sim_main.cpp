@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/profile.hpp"
+#include "observability/event_log.hpp"
 #include "sim/sim_flags.hpp"
 #include "sim/sim_server.hpp"
 
@@ -76,9 +77,8 @@ int main(int argc, char** argv) {
     if (!port_list.empty()) port_list += ',';
     port_list += std::to_string(p);
   }
-  std::fprintf(stderr,
-               "{\"level\":\"info\",\"event\":\"listening\",\"model\":\"%s\",\"profile\":\"%s\",\"ports\":[%s]}\n",
-               (*sim)->model().c_str(), flags->options.profile.c_str(), port_list.c_str());
+  log_event(EventLevel::kInfo, "listening",
+            {{"model", (*sim)->model()}, {"profile", flags->options.profile}, {"ports", port_list}});
 
   // First signal: drain. A second one: stop at once.
   net::signal_set signals(ioc, SIGTERM, SIGINT);
@@ -90,10 +90,10 @@ int main(int argc, char** argv) {
       return;
     }
     draining = true;
-    std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"draining\",\"signal\":%d}\n", sig);
+    log_event(EventLevel::kInfo, "draining", {{"signal", sig}});
     const auto deadline = std::chrono::milliseconds(static_cast<std::int64_t>(flags->drain_s * 1000));
     net::co_spawn(ioc, (*sim)->stop(deadline), [&](std::exception_ptr) {
-      std::fputs("{\"level\":\"info\",\"event\":\"stopped\"}\n", stderr);
+      log_event(EventLevel::kInfo, "stopped");
       ioc.stop();
     });
     signals.async_wait(on_signal);

@@ -6,12 +6,11 @@
 #include <cstdio>
 #include <utility>
 
-#include <boost/json/serialize.hpp>
-#include <boost/json/string_view.hpp>
 
 #include "core/error.hpp"
 #include "http/beast_request.hpp"
 #include "http/head_scan.hpp"
+#include "observability/event_log.hpp"
 
 namespace arbiter {
 
@@ -24,10 +23,9 @@ void log_handler_failure(const std::exception_ptr& failure) {
   try {
     std::rethrow_exception(failure);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "{\"level\":\"error\",\"event\":\"handler_exception\",\"what\":\"%s\"}\n",
-                 e.what());
+    log_event(EventLevel::kError, "handler_exception", {{"what", e.what()}});
   } catch (...) {
-    std::fprintf(stderr, "{\"level\":\"error\",\"event\":\"handler_exception\"}\n");
+    log_event(EventLevel::kError, "handler_exception");
   }
 }
 std::string body_too_large_message(const ServerOptions& opt) {
@@ -363,13 +361,10 @@ void HttpServer::reload_tls() {
   const std::optional<std::string> reloaded = options_.tls->reload_if_changed();
   if (!reloaded) return;
   if (reloaded->empty()) {
-    std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"tls_reloaded\",\"cert_file\":\"%s\"}\n",
-                 options_.tls->cert_file().c_str());
+    log_event(EventLevel::kInfo, "tls_reloaded", {{"cert_file", options_.tls->cert_file()}});
   } else {
-    std::fprintf(stderr,
-                 "{\"level\":\"error\",\"event\":\"tls_reload_failed\",\"what\":%s,"
-                 "\"note\":\"the previous certificate stays in use\"}\n",
-                 boost::json::serialize(boost::json::string_view(*reloaded)).c_str());
+    log_event(EventLevel::kError, "tls_reload_failed",
+              {{"what", *reloaded}, {"note", "the previous certificate stays in use"}});
   }
 }
 
@@ -447,11 +442,10 @@ Task<void> HttpServer::accept_loop() {
           ec == net::error::no_memory) {
         // Keep serving the connections we have; try again later, not at once.
         if (!starved) {
-          std::fprintf(stderr,
-                       "{\"level\":\"error\",\"event\":\"accept_failed\",\"error\":\"%s\","
-                       "\"open_connections\":%zu,\"retry_ms\":%lld}\n",
-                       ec.message().c_str(), open_connections(),
-                       static_cast<long long>(kAcceptBackoff.count()));
+          log_event(EventLevel::kError, "accept_failed",
+                    {{"error", ec.message()},
+                     {"open_connections", open_connections()},
+                     {"retry_ms", kAcceptBackoff.count()}});
           starved = true;
         }
         last_starved = Deadline::Clock::now();
@@ -462,8 +456,7 @@ Task<void> HttpServer::accept_loop() {
       continue;
     }
     if (starved && Deadline::Clock::now() - last_starved >= kEpisodeQuiet) {
-      std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"accept_recovered\",\"open_connections\":%zu}\n",
-                   open_connections());
+      log_event(EventLevel::kInfo, "accept_recovered", {{"open_connections", open_connections()}});
       starved = false;
     }
     beast::error_code ignored;
@@ -474,10 +467,9 @@ Task<void> HttpServer::accept_loop() {
         continue;
       }
       if (evictions++ == 0) {
-        std::fprintf(stderr,
-                     "{\"level\":\"warn\",\"event\":\"connection_cap_reached\",\"max_connections\":%zu,"
-                     "\"note\":\"idle connections are closed to make room (logged once)\"}\n",
-                     options_.max_connections);
+        log_event(EventLevel::kWarn, "connection_cap_reached",
+                  {{"max_connections", options_.max_connections},
+                   {"note", "idle connections are closed to make room (logged once)"}});
       }
     }
     socket.set_option(tcp::no_delay(true), ignored);

@@ -8,6 +8,8 @@
 
 #include <fmt/compile.h>
 
+#include "observability/json_escape.hpp"
+
 namespace arbiter {
 
 namespace {
@@ -131,44 +133,13 @@ bool put_clean(char* p, std::string_view text) {
   return escape_bits(w) == 0;
 }
 
-// `text` escaped as Boost.JSON's serializer escapes it (the line's format
-// before it was hand-written), at most 6 bytes out per byte in: the rare
-// string that put_clean declines, kept out of line so that the common path
-// stays small.
-[[gnu::noinline]] char* put_escaped(char* p, std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  const char* run = text.data();  // bytes copied as they are, in runs
-  const char* const end = text.data() + text.size();
-  for (const char* c = run; c != end; ++c) {
-    const auto byte = static_cast<unsigned char>(*c);
-    if (byte >= 0x20 && byte != '"' && byte != '\\') continue;
-    p = put(p, {run, static_cast<std::size_t>(c - run)});
-    run = c + 1;
-    *p++ = '\\';
-    switch (byte) {
-      case '"': *p++ = '"'; break;
-      case '\\': *p++ = '\\'; break;
-      case '\b': *p++ = 'b'; break;
-      case '\t': *p++ = 't'; break;
-      case '\n': *p++ = 'n'; break;
-      case '\f': *p++ = 'f'; break;
-      case '\r': *p++ = 'r'; break;
-      default: {
-        const char u[] = {'u', '0', '0', kHex[byte >> 4], kHex[byte & 15]};
-        p = put(p, {u, sizeof u});
-      }
-    }
-  }
-  return put(p, {run, static_cast<std::size_t>(end - run)});
-}
-
 // `text` as a JSON string, quotes included.
 char* put_json_string(char* p, std::string_view text) {
   *p++ = '"';
   if (put_clean(p, text)) [[likely]] {
     p += text.size();
   } else {
-    p = put_escaped(p, text);
+    p = put_json_escaped(p, text);  // the rare string put_clean declines
   }
   *p++ = '"';
   return p;
@@ -259,7 +230,7 @@ void append_access_line(const AccessRecord& r, fmt::memory_buffer& out) {
   const std::string_view texts[] = {r.request_id, r.tenant, r.team,  r.cls,        r.model,
                                     r.backend,    r.route,  r.error, r.wait_reason};
   std::size_t room = 512 + 8 * kMaxNumber;  // the keys and every number at its longest
-  for (const std::string_view t : texts) room += 6 * t.size() + 2;
+  for (const std::string_view t : texts) room += kJsonEscapedMaxPerByte * t.size() + 2;
   const std::size_t start = out.size();
   out.resize(start + room);  // no fill: the bytes are written below
   char* const begin = out.data() + start;

@@ -1,4 +1,5 @@
 #include "observability/batched_line_writer.hpp"
+#include "observability/event_log.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -120,8 +121,7 @@ void BatchedLineWriter::write_batch(std::string_view batch) {
     // Gone for good (a closed pipe, a full disk): the rest of the batch is
     // lost; counted, and said once until a write succeeds again.
     if (!failing_) {
-      std::fprintf(stderr, "{\"level\":\"error\",\"event\":\"access log write failed\",\"error\":\"%s\"}\n",
-                   std::strerror(errno));
+      log_event(EventLevel::kError, "access log write failed", {{"error", std::strerror(errno)}});
     }
     failing_ = true;
     dropped_.inc(lines_in(batch.substr(off)));
@@ -134,8 +134,7 @@ void BatchedLineWriter::reopen_file() {
   if (options_.file.empty()) return;
   const int fd = open_for_append(options_.file);
   if (fd < 0) {  // keep writing to the old file rather than lose lines
-    std::fprintf(stderr, "{\"level\":\"error\",\"event\":\"access log reopen failed\",\"file\":\"%s\",\"error\":\"%s\"}\n",
-                 options_.file.c_str(), std::strerror(errno));
+    log_event(EventLevel::kError, "access log reopen failed", {{"file", options_.file}, {"error", std::strerror(errno)}});
     return;
   }
   ::close(fd_);

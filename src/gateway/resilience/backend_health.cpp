@@ -6,6 +6,7 @@
 
 #include "core/resilience/resilience_settings.hpp"
 #include "gateway/resilience/health_probe.hpp"
+#include "observability/event_log.hpp"
 
 namespace arbiter {
 
@@ -21,14 +22,13 @@ constexpr std::chrono::milliseconds kOpenProbeEvery{1000};
 
 void log_transition(const ModelConfig& model, const BackendConfig& backend,
                     const resilience::OutlierTransition& t) {
-  std::fprintf(stderr,
-               "{\"level\":\"warn\",\"event\":\"backend_health\",\"pool\":\"%s\",\"backend\":\"%s\","
-               "\"from\":\"%.*s\",\"to\":\"%.*s\",\"reason\":\"%.*s\",\"ejection_s\":%.3f}\n",
-               model.pool_name().c_str(), backend.name.c_str(),
-               static_cast<int>(resilience::state_name(t.from).size()), resilience::state_name(t.from).data(),
-               static_cast<int>(resilience::state_name(t.to).size()), resilience::state_name(t.to).data(),
-               static_cast<int>(t.reason.size()), t.reason.data(),
-               std::chrono::duration<double>(t.ejection).count());
+  log_event(EventLevel::kWarn, "backend_health",
+            {{"pool", model.pool_name()},
+             {"backend", backend.name},
+             {"from", resilience::state_name(t.from)},
+             {"to", resilience::state_name(t.to)},
+             {"reason", t.reason},
+             {"ejection_s", std::chrono::duration<double>(t.ejection).count()}});
 }
 
 }  // namespace
@@ -232,9 +232,7 @@ Task<void> BackendHealth::run_probe(Probe probe) {
   if (failure.empty()) failure = co_await probe_backend(target, config_.health_probes.timeout);
   metrics_.health_probes.with({model.name, backend.name, failure.empty() ? "ok" : "failed"}).inc();
   if (!failure.empty()) {
-    std::fprintf(stderr,
-                 "{\"level\":\"warn\",\"event\":\"health_probe_failed\",\"backend\":\"%s\",\"why\":\"%s\"}\n",
-                 backend.name.c_str(), failure.c_str());
+    log_event(EventLevel::kWarn, "health_probe_failed", {{"backend", backend.name}, {"why", failure}});
   }
   if (stopped_) co_return;
   if (!breaker_probing_.empty()) breaker_probing_[probe.pool][probe.backend] = false;

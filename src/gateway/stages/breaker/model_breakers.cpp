@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/resilience/resilience_settings.hpp"
+#include "observability/event_log.hpp"
 
 namespace arbiter {
 
@@ -60,11 +61,13 @@ void ModelBreakers::note_transitions_locked(std::size_t index) {
   for (const resilience::BreakerTransition& t : breakers_[index].take_transitions()) {
     const std::string from(resilience::stage_name(t.from)), to(resilience::stage_name(t.to));
     if (!t.half_open) metrics_.model_breaker_transitions.with({names_[index], from, to}).inc();
-    std::fprintf(stderr,
-                 "{\"level\":\"warn\",\"event\":\"model_breaker\",\"model\":\"%s\",\"from\":\"%s\",\"to\":\"%s\","
-                 "\"half_open\":%s,\"error_rate\":%.4f,\"open_s\":%.3f}\n",
-                 names_[index].c_str(), from.c_str(), to.c_str(), t.half_open ? "true" : "false", t.error_rate,
-                 std::chrono::duration<double>(t.open_for).count());
+    log_event(EventLevel::kWarn, "model_breaker",
+              {{"model", names_[index]},
+               {"from", from},
+               {"to", to},
+               {"half_open", t.half_open},
+               {"error_rate", t.error_rate},
+               {"open_s", std::chrono::duration<double>(t.open_for).count()}});
   }
 }
 

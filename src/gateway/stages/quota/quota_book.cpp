@@ -1,4 +1,5 @@
 #include "gateway/stages/quota/quota_book.hpp"
+#include "observability/event_log.hpp"
 
 #include <cstdio>
 
@@ -21,9 +22,8 @@ std::optional<quota::Sharing> sharing(const quota::QuotaStoreConfig& store) {
 }
 
 void log_store(std::string_view event, std::string_view detail) {
-  std::fprintf(stderr, "{\"level\":\"%s\",\"event\":\"quota_store_%.*s\",\"detail\":\"%.*s\"}\n",
-               event == "up" ? "info" : "warn", static_cast<int>(event.size()), event.data(),
-               static_cast<int>(detail.size()), detail.data());
+  log_event(event == "up" ? EventLevel::kInfo : EventLevel::kWarn, "quota_store_" + std::string(event),
+            {{"detail", detail}});
 }
 
 }  // namespace
