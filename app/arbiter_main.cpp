@@ -9,9 +9,12 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "core/config_exposure.hpp"
+#include "observability/event_log.hpp"
 #include "gateway/config_print.hpp"
 #include "gateway/config_yaml.hpp"
 #include "app/embedded_sims.hpp"
@@ -89,9 +92,8 @@ std::size_t raise_fd_limit() {
     limit.rlim_cur = limit.rlim_max;
     if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) limit.rlim_cur = before;
   }
-  std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"fd_limit\",\"soft_before\":%llu,\"soft\":%llu,\"hard\":%llu}\n",
-               static_cast<unsigned long long>(before), static_cast<unsigned long long>(limit.rlim_cur),
-               static_cast<unsigned long long>(limit.rlim_max));
+  arbiter::log_event(arbiter::EventLevel::kInfo, "fd_limit",
+                     {{"soft_before", before}, {"soft", limit.rlim_cur}, {"hard", limit.rlim_max}});
   return static_cast<std::size_t>(std::min<rlim_t>(limit.rlim_cur, 10'000'000));
 }
 
@@ -106,8 +108,8 @@ std::size_t connection_cap(const arbiter::Config& cfg, std::size_t fd_limit) {
     }
   }
   const std::size_t cap = arbiter::default_connection_cap(fd_limit, upstream);
-  std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"connection_cap\",\"max_connections\":%zu,"
-               "\"fd_limit\":%zu,\"upstream_descriptors\":%zu}\n", cap, fd_limit, upstream);
+  arbiter::log_event(arbiter::EventLevel::kInfo, "connection_cap",
+                     {{"max_connections", cap}, {"fd_limit", fd_limit}, {"upstream_descriptors", upstream}});
   return cap;
 }
 
@@ -127,15 +129,17 @@ arbiter::Task<void> drain_all(arbiter::Gateway& gateway, arbiter::HttpServer& se
 bool open_listener(arbiter::HttpServer& server, const std::string& port_file, const char* what) {
   const auto port = server.listen();
   if (!port) {
-    std::fprintf(stderr, "arbiter: %s listener: %s\n", what, port.error().c_str());
+    // The config section that names the address and port.
+    const char* section = std::string_view(what) == "admin" ? "admin" : "listener";
+    std::fprintf(stderr, "arbiter: %s listener: %s (%s.address and %s.port in the config)\n", what,
+                 port.error().c_str(), section, section);
     return false;
   }
   if (!port_file.empty() && !write_port_file(port_file, *port)) {
     std::fprintf(stderr, "arbiter: cannot write port file %s\n", port_file.c_str());
     return false;
   }
-  std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"listening\",\"listener\":\"%s\",\"port\":%u}\n", what,
-               static_cast<unsigned>(*port));
+  arbiter::log_event(arbiter::EventLevel::kInfo, "listening", {{"listener", what}, {"port", *port}});
   return true;
 }
 
@@ -165,6 +169,9 @@ int main(int argc, char** argv) {
     // Per-class pools split a model into several entries: count the names.
     std::set<std::string> models;
     for (const auto& m : config->models) models.insert(m.name);
+    for (const std::string& warning : exposure_warnings(*config)) {
+      std::printf("%s: warning: %s\n", flags->config.c_str(), warning.c_str());
+    }
     std::printf("%s: configuration OK (%zu models in %zu pools, %zu classes, %zu tenants)\n",
                 flags->config.c_str(), models.size(), config->models.size(), config->classes.size(),
                 config->tenants.size());
@@ -237,22 +244,24 @@ int main(int argc, char** argv) {
         ioc, options, [&gateway](HttpRequest& req, ClientConnection& conn) { return gateway.handle_admin(req, conn); },
         &io);
     if (!open_listener(*admin, flags->admin_port_file, "admin")) return 1;
-  } else if (cfg.admin.token.empty() && cfg.listener.address != "127.0.0.1") {
-    std::fprintf(stderr,
-                 "{\"level\":\"warn\",\"event\":\"/metrics and /admin/usage are served on %s:%u without a "
-                 "token: they show tenant names and traffic; set admin.enabled or admin.token_env "
-                 "(docs/security.md)\"}\n",
-                 cfg.listener.address.c_str(), static_cast<unsigned>(cfg.listener.port));
+  } else {
+    log_event(EventLevel::kInfo, "admin_listener_off",
+              {{"note", "admin.enabled is false: /metrics and /admin/* are served nowhere"}});
+  }
+  for (const std::string& warning : exposure_warnings(cfg)) {
+    log_event(EventLevel::kWarn, "exposed", {{"note", warning}});
   }
   if (!open_listener(server, flags->port_file, "api")) return 1;
   server.start();
   if (admin) admin->start();
   gateway.set_ready(true);
-  std::fprintf(stderr,
-               "{\"level\":\"info\",\"event\":\"started\",\"address\":\"%s\",\"tls\":%s,"
-               "\"threads\":%u,\"models\":%zu,\"simulated_engines\":%zu,\"admin_listener\":%s}\n",
-               cfg.listener.address.c_str(), tls ? "true" : "false", threads, cfg.models.size(), (*sims)->size(),
-               admin ? "true" : "false");
+  log_event(EventLevel::kInfo, "started",
+            {{"address", cfg.listener.address},
+             {"tls", tls != nullptr},
+             {"threads", threads},
+             {"models", cfg.models.size()},
+             {"simulated_engines", (*sims)->size()},
+             {"admin_listener", admin != nullptr}});
 
   // First signal: drain. A second one: stop at once. SIGHUP (what
   // operators send to reload) is logged and ignored: reload is not built,
@@ -268,23 +277,21 @@ int main(int argc, char** argv) {
       return;
     }
     if (sig == SIGHUP) {
-      std::fputs("{\"level\":\"warn\",\"event\":\"SIGHUP ignored: configuration reload is not built; "
-                 "restart to apply a new config\"}\n",
-                 stderr);
+      log_event(EventLevel::kWarn, "sighup_ignored",
+                {{"note", "SIGHUP ignored: configuration reload is not built; restart to apply a new config"}});
       signals.async_wait(on_signal);
       return;
     }
     if (draining) {
-      std::fputs("{\"level\":\"warn\",\"event\":\"second signal, stopping now\"}\n", stderr);
+      log_event(EventLevel::kWarn, "second_signal", {{"note", "second signal, stopping now"}});
       io.stop();
       return;
     }
     draining = true;
     gateway.set_ready(false);
-    std::fprintf(stderr, "{\"level\":\"info\",\"event\":\"draining\",\"signal\":%d,\"deadline_ms\":%lld}\n",
-                 sig, static_cast<long long>(cfg.timeouts.drain.count()));
+    log_event(EventLevel::kInfo, "draining", {{"signal", sig}, {"deadline_ms", cfg.timeouts.drain.count()}});
     net::co_spawn(ioc, drain_all(gateway, server, admin.get(), **sims, cfg.timeouts.drain), [&](std::exception_ptr) {
-      std::fputs("{\"level\":\"info\",\"event\":\"stopped\"}\n", stderr);
+      log_event(EventLevel::kInfo, "stopped");
       io.stop();
     });
     signals.async_wait(on_signal);

@@ -75,7 +75,7 @@ finish_drill() {
   forget "$LOAD_PID"
   event load-ended "rc=$rc"
   for ((i = 0; i < 100; ++i)); do
-    curl -s --max-time 2 "$GATEWAY_URL/metrics" > "$D/gateway.metrics" || break
+    curl -s --max-time 2 "$GATEWAY_ADMIN_URL/metrics" > "$D/gateway.metrics" || break
     awk '/^arbiter_(requests_in_flight|backend_in_flight|class_in_flight|queue_depth)[{ ]/ && $NF != 0 { busy = 1 }
          END { exit busy }' "$D/gateway.metrics" && break
     sleep 0.1

@@ -92,11 +92,13 @@ start_gateway() {  # SCENARIO
     "$D/gateway.yaml" > "$D/gateway.yaml.new" && mv "$D/gateway.yaml.new" "$D/gateway.yaml"
   "$ARBITER" --config "$D/gateway.yaml" --check > /dev/null
   rm -f "$D/gateway.port"
-  "$ARBITER" --config "$D/gateway.yaml" --port-file "$D/gateway.port" > "$D/gateway.log" 2>&1 &
+  "$ARBITER" --config "$D/gateway.yaml" --port-file "$D/gateway.port" --admin-port-file "$D/gateway.admin-port" \
+    > "$D/gateway.log" 2>&1 &
   GATEWAY_PID=$!
   PIDS+=("$GATEWAY_PID")
   wait_file "$D/gateway.port" 10 "$GATEWAY_PID" || { echo "chaos: gateway did not start" >&2; cat "$D/gateway.log" >&2; return 1; }
   GATEWAY_URL=http://127.0.0.1:$(cat "$D/gateway.port")
+  GATEWAY_ADMIN_URL=http://127.0.0.1:$(cat "$D/gateway.admin-port")  # /metrics
   sleep 0.3  # a first scrape of every engine
 }
 

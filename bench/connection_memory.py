@@ -25,6 +25,7 @@ import tempfile
 import time
 
 CONFIG = """listener: {{address: 127.0.0.1, port: 0, threads: 1}}
+admin: {{port: 0}}
 timeouts: {{keepalive_idle_ms: 600000, stream_idle_ms: 600000, upstream_first_byte_ms: 600000}}
 log: {{access_log: false}}
 models:

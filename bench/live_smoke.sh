@@ -27,7 +27,7 @@ start_gateway "$bench" "$arbiter" "$scenario" "$dir"
 # Live mode must say what it cannot see rather than print zeros.
 grep -q '"utilisation": null' "$dir/live/results.json"
 # Typing through happened live: the gateway counts each generation handed over.
-curl -s "$GATEWAY_URL/metrics" > "$dir/gateway-metrics.txt"
+curl -s "$GATEWAY_ADMIN_URL/metrics" > "$dir/gateway-metrics.txt"
 handed=$(sed -n 's/^arbiter_typing_through_total{class="completion",outcome="handed_over"} //p' \
   "$dir/gateway-metrics.txt")
 echo "generations handed over: ${handed:-0}"

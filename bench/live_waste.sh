@@ -33,7 +33,8 @@ trap cleanup EXIT
 for _ in $(seq 100); do [[ -f $dir/sim.ports && $(wc -l < "$dir/sim.ports") -ge $count ]] && break; sleep 0.1; done
 urls=$(sed 's#^#http://127.0.0.1:#' "$dir/sim.ports" | paste -sd,)
 "$bench" gateway-config --scenario "$scenario" --engines-url "$urls" --port 0 --out "$dir/gateway.yaml"
-"$arbiter" --config "$dir/gateway.yaml" --port-file "$dir/port" > "$dir/gateway.log" 2>&1 &
+"$arbiter" --config "$dir/gateway.yaml" --port-file "$dir/port" --admin-port-file "$dir/admin-port" \
+  > "$dir/gateway.log" 2>&1 &
 gateway_pid=$!
 for _ in $(seq 100); do [[ -s $dir/port ]] && break; sleep 0.1; done
 [[ -s $dir/port ]] || { cat "$dir/gateway.log" >&2; exit 1; }
@@ -41,7 +42,7 @@ for _ in $(seq 100); do [[ -s $dir/port ]] && break; sleep 0.1; done
   --gateway-config "$dir/gateway.yaml" --out "$dir/live"
 sleep 2  # the last aborts reach the engines
 for port in $(cat "$dir/sim.ports"); do curl -s "http://127.0.0.1:$port/metrics"; done > "$dir/sim-metrics.txt"
-curl -s "http://127.0.0.1:$(cat "$dir/port")/metrics" > "$dir/gateway-metrics.txt"
+curl -s "http://127.0.0.1:$(cat "$dir/admin-port")/metrics" > "$dir/gateway-metrics.txt"
 "$bench" virtual --scenario "$scenario" --policies hybrid --out "$dir/virtual"
 python3 - "$dir/sim-metrics.txt" "$dir/virtual/results.json" "$dir/gateway-metrics.txt" \
   "$dir/live/results.json" <<'PY'

@@ -61,6 +61,7 @@ wait_file "$D/sim.ports" 20 || { echo "open_streams: sim did not start" >&2; cat
 
 {
   echo "listener: {address: 127.0.0.1, port: 0}"
+  echo "admin: {port: 0}"
   echo "log: {access_log: false}"
   echo "classes:"
   echo "  - {name: bulk, max_share: 1, max_queue: 100000, max_queue_per_tenant: 100000}"

@@ -151,10 +151,11 @@ wait_port() {
 }
 
 # Starts arbiter as NAME with $TMP/NAME.yaml; returns once $TMP/NAME.port
-# names a port it listens on.
+# names a port it listens on ($TMP/NAME.admin-port: its admin listener's).
 start_arbiter() {
   local name=$1
-  start "$name" "$ARBITER" --config "$TMP/$name.yaml" --port-file "$TMP/$name.port"
+  start "$name" "$ARBITER" --config "$TMP/$name.yaml" --port-file "$TMP/$name.port" \
+    --admin-port-file "$TMP/$name.admin-port"
   for _ in $(seq 200); do
     [[ -s $TMP/$name.port ]] && break
     kill -0 "${PID_OF[$name]}" 2>/dev/null || { cat "$TMP/$name.log" >&2; die "$name exited at start"; }
@@ -401,7 +402,7 @@ fi
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 if ((WITH_LOG && HAVE_ARBITER)); then
-  DROPPED=$( (exec 3<>"/dev/tcp/127.0.0.1/$LOG_ARBITER_PORT" && printf 'GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >&3 &&
+  DROPPED=$( (exec 3<>"/dev/tcp/127.0.0.1/$(tr -dc 0-9 <"$TMP/arbiter_log.admin-port")" && printf 'GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >&3 &&
     timeout 5 cat <&3) | awk '/^arbiter_access_log_dropped_total/ { print $2 }')
   TABLES+=$'\n\n'$(python3 "$ROOT/bench/access_log_report.py" "$RESULTS" "$TMP/nginx-access.log" "$TMP/arbiter-access.log" \
     "${DROPPED:--}" "$TMP/arbiter_before.log")

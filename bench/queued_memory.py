@@ -48,6 +48,7 @@ def main():
         preemptible = "true" if a.preemptible else "false"
         with open(f"{d}/gateway.yaml", "w") as f:
             f.write("listener: {address: 127.0.0.1, port: 0}\n"
+                    "admin: {port: 0}\n"
                     "log: {access_log: false}\n"
                     "classes:\n"
                     f"  - {{name: bulk, max_share: 1, max_queue: 100000, max_queue_per_tenant: 100000,"
@@ -59,15 +60,17 @@ def main():
                     f"      - {{name: s, url: http://127.0.0.1:{sim_port}, max_concurrency: 1,"
                     " continue_final_message: true}\n")
         gateway = subprocess.Popen([f"{a.build}/arbiter", "--config", f"{d}/gateway.yaml", "--port-file",
-                                    f"{d}/gateway.port"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                    f"{d}/gateway.port", "--admin-port-file", f"{d}/admin.port"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         port = wait_port(f"{d}/gateway.port", gateway)
+        admin_port = wait_port(f"{d}/admin.port", gateway)
 
         def rss_kb():
             with open(f"/proc/{gateway.pid}/status") as f:
                 return int(next(line for line in f if line.startswith("VmRSS")).split()[1])
 
         def metric(name):
-            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            text = urllib.request.urlopen(f"http://127.0.0.1:{admin_port}/metrics", timeout=5).read().decode()
             return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                        if line.startswith(name + "{") or line.startswith(name + " "))
 

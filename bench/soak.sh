@@ -66,7 +66,7 @@ awk -v w="$WARM_S" '/^duration_s:/ { print "duration_s: " w; next } { print }' \
 settle() {
   local until=$((SECONDS + 60))
   while ((SECONDS < until)); do
-    curl -s --max-time 2 "$GATEWAY_URL/metrics" > "$D/gateway.metrics" || return 1
+    curl -s --max-time 2 "$GATEWAY_ADMIN_URL/metrics" > "$D/gateway.metrics" || return 1
     awk '/^arbiter_(requests_in_flight|backend_in_flight|class_in_flight|queue_depth|tenant_queue_depth|quota_in_flight|request_body_bytes)[{ ]/ && $NF != 0 { busy = 1 }
          END { exit busy }' "$D/gateway.metrics" && return 0
     sleep 0.1
@@ -74,7 +74,7 @@ settle() {
   return 0  # the report's check says which gauge stayed up
 }
 sample() {  # PHASE: one row of samples.tsv now
-  python3 "$ROOT/bench/soak_sample.py" --pid "$GATEWAY_PID" --url "$GATEWAY_URL" \
+  python3 "$ROOT/bench/soak_sample.py" --pid "$GATEWAY_PID" --url "$GATEWAY_ADMIN_URL" \
     --upstream-ports "$(printf '%s\n' "${SIM_PORT[@]}" | paste -sd,)" --phase "$1" >> "$D/samples.tsv"
 }
 live() {  # SCENARIO SECONDS LABEL: arbiter-bench live in the background from T0
@@ -124,7 +124,7 @@ sleep 5
 kill "$SAMPLER_PID" 2>/dev/null || true
 forget "$SAMPLER_PID"
 sample end
-curl -s --max-time 2 "$GATEWAY_URL/metrics" > "$D/gateway.metrics" || true
+curl -s --max-time 2 "$GATEWAY_ADMIN_URL/metrics" > "$D/gateway.metrics" || true
 
 rc=0
 python3 "$ROOT/bench/soak_report.py" --minutes "$minutes" --upstream-bound "$UPSTREAM_BOUND" "$D" > "$D/report.md" || rc=$?

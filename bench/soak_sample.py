@@ -3,7 +3,9 @@
 and in-flight gauges now.
 
     python3 bench/soak_sample.py --header
-    python3 bench/soak_sample.py --pid PID --url URL --upstream-ports P,P --phase NAME
+    python3 bench/soak_sample.py --pid PID --url ADMIN_URL --upstream-ports P,P --phase NAME
+
+ADMIN_URL is the gateway's admin listener (its /metrics).
 
 rss_kb (VmRSS), fds (/proc/PID/fd), upstream_fds (those of its TCP sockets
 whose peer is one of the engines' ports: the kept-alive upstream

@@ -54,8 +54,11 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
       << "# Tenants authenticate with sk-bench-<tenant> (docs/arbiter-bench.md); live mode\n"
       << "# claims each request's class with x-arbiter-class.\n";
   for (const std::string& w : warnings) out << "# Not expressed: " << w << "\n";
-  out << "listener: {address: 127.0.0.1, port: " << o.port << "}\n"
-      << "auth: {enabled: true}\n"
+  out << "listener: {address: 127.0.0.1, port: " << o.port << "}\n";
+  // A listener on a free port gets an admin listener (/metrics) on one too:
+  // gateways started side by side do not race for its default port.
+  if (o.port == 0) out << "admin: {port: 0}\n";
+  out << "auth: {enabled: true}\n"
       << "scheduler: {" << write_settings(scheduler_keys(), scheduler, ", ") << "}\n"
       << "engine_signals: {enabled: " << yes_no(e.signals)
       << ", interval_ms: " << static_cast<int64_t>(e.scrape_ms)

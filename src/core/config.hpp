@@ -39,12 +39,13 @@ struct ListenerConfig {
   ListenerTlsConfig tls;
 };
 
-// A second listener for the gateway's own endpoints (docs/security.md,
-// "Admin listener"): /metrics and /admin/* leave the public port, which
-// then answers them 404. The token guards /metrics and /admin/* wherever
-// they are served; /healthz and /readyz never ask for it.
+// The listener for the gateway's own endpoints (docs/security.md, "Admin
+// listener"), on loopback unless set: /metrics and /admin/* are served there
+// only; the public port answers them 404 (issue 42: a fresh install served
+// tenant names and spend to anyone who could reach the API). The token
+// guards them; /healthz and /readyz never ask for it.
 struct AdminConfig {
-  bool enabled = false;                // false: admin endpoints on the main listener
+  bool enabled = true;                 // false: no admin listener, and /metrics and /admin/* nowhere
   std::string address = "127.0.0.1";   // interface to bind
   uint16_t port = 9090;                // 0 picks a free one (--admin-port-file)
   std::string token_env;               // bearer token: an environment variable's name

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/config_exposure.hpp"
 #include "core/quota/traffic_breaker.hpp"
 #include "gateway/config_entries.hpp"
 #include "gateway/redis/redis_connection.hpp"
@@ -105,10 +106,6 @@ void check_cors(YamlReader& r, const CorsConfig& cors) {
     }
     if (std::string why = origin_problem(o); !why.empty()) r.error(path, why);
   }
-}
-
-bool is_loopback(const std::string& address) {
-  return address == "127.0.0.1" || address == "::1" || address == "localhost" || address.starts_with("127.");
 }
 
 // The admin listener: its token, and the rules that keep it from

@@ -168,8 +168,9 @@ Task<void> Gateway::handle(HttpRequest& req, ClientConnection& conn) {
     co_await pipeline_.run(*route, req, conn);
     co_return;
   }
-  // With an admin listener, the public port does not know its routes.
-  const bool admin = AdminRoutes::serves(path) && !(config_.admin.enabled && AdminRoutes::operator_only(path));
+  // The public port does not know the operator's routes (/metrics, /admin/*):
+  // they are the admin listener's alone.
+  const bool admin = AdminRoutes::serves(path) && !AdminRoutes::operator_only(path);
   if (req.method() == http::verb::options && cors_.enabled() && (route || admin)) {
     co_await answer_preflight(req, conn, route ? "POST" : "GET, HEAD");
     co_return;

@@ -68,11 +68,12 @@ pids+=($!)
 for _ in $(seq 100); do [[ -s $tmp/sim.port ]] && break; sleep 0.1; done
 [[ -s $tmp/sim.port ]] || { cat "$tmp/sim.log" >&2; fail "arbiter-sim did not start"; }
 sim_port=$(head -1 "$tmp/sim.port")
-sed -e 's/^  port: 8080$/  port: 0/' -e "s|http://127.0.0.1:8000|http://127.0.0.1:$sim_port|" \
+sed -e 's/^  port: 8080$/  port: 0/' -e 's/^  port: 9090$/  port: 0/' -e "s|http://127.0.0.1:8000|http://127.0.0.1:$sim_port|" \
   "$root/etc/arbiter/arbiter.yaml" >"$tmp/arbiter.yaml"
-[[ $(diff "$root/etc/arbiter/arbiter.yaml" "$tmp/arbiter.yaml" | grep -c '^>') == 2 ]] ||
-  fail "the packaged config no longer has 'port: 8080' and http://127.0.0.1:8000 to replace"
-"$root/usr/bin/arbiter" --config "$tmp/arbiter.yaml" --port-file "$tmp/gw.port" >"$tmp/access.log" 2>"$tmp/gw.log" &
+[[ $(diff "$root/etc/arbiter/arbiter.yaml" "$tmp/arbiter.yaml" | grep -c '^>') == 3 ]] ||
+  fail "the packaged config no longer has 'port: 8080', the admin 'port: 9090' and http://127.0.0.1:8000 to replace"
+"$root/usr/bin/arbiter" --config "$tmp/arbiter.yaml" --port-file "$tmp/gw.port" --admin-port-file "$tmp/admin.port" \
+  >"$tmp/access.log" 2>"$tmp/gw.log" &
 gw_pid=$!
 pids+=($gw_pid)
 for _ in $(seq 100); do [[ -s $tmp/gw.port ]] && break; sleep 0.1; done
@@ -81,6 +82,11 @@ gw="http://127.0.0.1:$(cat "$tmp/gw.port")"
 
 [[ $(curl -sS -m 10 "$gw/healthz") == '{"status":"ok"}' ]] || fail "GET /healthz"
 ok "packaged gateway: GET /healthz"
+admin="http://127.0.0.1:$(cat "$tmp/admin.port")"
+[[ $(curl -sS -m 10 -o /dev/null -w '%{http_code}' "$gw/metrics") == 404 ]] || fail "/metrics answered on the API port"
+metrics=$(curl -sS -m 10 "$admin/metrics")
+grep -q '^arbiter_' <<<"$metrics" || fail "GET /metrics on the admin listener"
+ok "packaged gateway: /metrics on the loopback admin listener only"
 answer=$(curl -sS -m 30 -H 'content-type: application/json' "$gw/v1/chat/completions" \
   -d '{"model":"llama-3.1-8b-instruct","messages":[{"role":"user","content":"hello"}],"max_tokens":8}')
 grep -q '"object":"chat.completion"' <<<"$answer" && grep -q '"finish_reason"' <<<"$answer" ||

@@ -54,17 +54,19 @@ allowed=$(comm -23 <(expand @system-service | sort -u) <(expand @privileged | so
 grep -qx setuid <<<"$allowed" && fail "the filter as read here allows setuid: the check cannot fail"
 cat >"$tmp/sim.yaml" <<'YAML'
 listener: {address: 127.0.0.1, port: 0, threads: 2}
+admin: {port: 0}
 models:
   - name: m
     backends:
       - {type: sim, profile: tiny, max_concurrency: 4}
 YAML
-strace -f -qq -o "$tmp/trace" "$bin" --config "$tmp/sim.yaml" --port-file "$tmp/port" >/dev/null 2>"$tmp/gw.log" &
+strace -f -qq -o "$tmp/trace" "$bin" --config "$tmp/sim.yaml" --port-file "$tmp/port" --admin-port-file "$tmp/admin.port" \
+  >/dev/null 2>"$tmp/gw.log" &
 tracer=$!
 for _ in $(seq 100); do [[ -s $tmp/port ]] && break; sleep 0.1; done
 [[ -s $tmp/port ]] || { kill "$tracer"; cat "$tmp/gw.log" >&2; fail "the gateway did not start under strace"; }
 gw=http://127.0.0.1:$(cat "$tmp/port")
-curl -sS -m 10 -o /dev/null "$gw/healthz" && curl -sS -m 10 -o /dev/null "$gw/metrics" &&
+curl -sS -m 10 -o /dev/null "$gw/healthz" && curl -sS -m 10 -o /dev/null "http://127.0.0.1:$(cat "$tmp/admin.port")/metrics" &&
   curl -sS -m 30 -H 'content-type: application/json' "$gw/v1/chat/completions" \
     -d '{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":4,"stream":true}' |
   grep -q '^data: \[DONE\]' || { kill "$tracer"; fail "the gateway did not answer under strace"; }

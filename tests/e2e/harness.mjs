@@ -110,7 +110,9 @@ export async function startGateway(config, { startTimeoutMs = 15_000 } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'arbiter-e2e-'));
   const configFile = path.join(dir, 'arbiter.yaml');
   const portFile = path.join(dir, 'port');
-  fs.writeFileSync(configFile, toYaml(config) + '\n');
+  // The admin listener on a free port: gateways started side by side do not
+  // race for its default one.
+  fs.writeFileSync(configFile, toYaml({ admin: { port: 0 }, ...config }) + '\n');
 
   const proc = spawn(bin, ['--config', configFile, '--port-file', portFile], {
     stdio: ['ignore', 'pipe', 'pipe'],

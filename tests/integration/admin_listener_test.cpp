@@ -1,5 +1,7 @@
-// The admin listener and its token (issue 16, defect 5): /metrics and
-// /admin/* leave the public port, ask for the admin token, and the
+// The admin listener and its token (issue 16, defect 5; on by default since
+// issue 42): /metrics and /admin/* are served on it only, on loopback unless
+// set, never on the public port; they ask for the admin token when one is
+// set; an API port open beyond this host without auth is named; and the
 // embedded simulated engines answer only the gateway.
 #include <dirent.h>
 #include <unistd.h>
@@ -8,7 +10,7 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <set>
+#include <map>
 #include <sstream>
 
 #include "support/harness.hpp"
@@ -64,16 +66,58 @@ TEST(AdminListener, TakesMetricsAndUsageOffThePublicPortBehindTheToken) {
   EXPECT_EQ(http_get(admin, "/v1/models", {bearer(kAlphaKey)}).status, 404);
 }
 
-TEST(AdminListener, ATokenAloneGuardsTheAdminRoutesOnThePublicPort) {
+// TCP listening sockets of `pid`: port -> local address as /proc/net/tcp
+// writes it (hex, e.g. 0100007F for 127.0.0.1).
+std::map<uint16_t, std::string> listening(pid_t pid);
+
+TEST(AdminListener, ByDefaultTheOperatorRoutesAreOnALoopbackListenerOnly) {
+  // The config names no admin section (the harness adds only `port: 0`, so
+  // tests side by side do not race for 9090).
+  Harness h;
+  const uint16_t admin = h.admin_port();
+  ASSERT_NE(admin, 0) << describe_output(h.gateway());
+  EXPECT_EQ(listening(h.gateway().pid()).at(admin), "0100007F") << "the admin listener is on 127.0.0.1";
+  for (const char* path : {"/metrics", "/admin/usage"}) {
+    EXPECT_EQ(http_get(h.port(), path).status, 404) << path;
+    EXPECT_EQ(http_get(admin, path).status, 200) << path;
+  }
+  EXPECT_EQ(http_get(h.port(), "/healthz").status, 200);
+  EXPECT_EQ(http_call(h.port(), chat_request(chat_body())).status, 200);
+  // The defaults themselves: on, loopback, 9090.
+  TempDir dir("arbiter-admin");
+  const auto printed = run_command({arbiter_binary(), "--config",
+                                    dir.write("c.yaml", "models: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n"),
+                                    "--print-config"},
+                                   Millis(20'000));
+  EXPECT_NE(printed.out.find("admin: {enabled: true, address: \"127.0.0.1\", port: 9090"), std::string::npos)
+      << printed.out;
+}
+
+TEST(AdminListener, TurnedOffTheOperatorRoutesAreServedNowhere) {
   TempDir dir("arbiter-admin");
   GatewayConfig config;
   config.extra = admin_section(dir, false);
   Harness h(config);
-  EXPECT_EQ(h.gateway().admin_port(), 0);
-  EXPECT_EQ(http_get(h.port(), "/metrics").status, 401);
-  EXPECT_EQ(http_get(h.port(), "/admin/usage").status, 401);
-  EXPECT_EQ(http_get(h.port(), "/metrics", {bearer(kAdminToken)}).status, 200);
+  EXPECT_EQ(h.admin_port(), 0);
+  EXPECT_EQ(http_get(h.port(), "/metrics", {bearer(kAdminToken)}).status, 404);
+  EXPECT_EQ(http_get(h.port(), "/admin/usage", {bearer(kAdminToken)}).status, 404);
   EXPECT_EQ(http_get(h.port(), "/healthz").status, 200);
+  EXPECT_NE(h.gateway().stderr_text().find("/metrics and /admin/* are served nowhere"), std::string::npos)
+      << h.gateway().stderr_text();
+}
+
+TEST(AdminListener, AnApiPortOpenBeyondThisHostWithoutAuthIsNamed) {
+  const std::string models = "models: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n";
+  const auto open = run_arbiter_check("listener: {address: 0.0.0.0, port: 8080}\n" + models);
+  EXPECT_EQ(open.exit_code, 0) << open.err;
+  EXPECT_NE(open.out.find("warning: auth.enabled is false on 0.0.0.0"), std::string::npos) << open.out;
+  const auto local = run_arbiter_check("listener: {address: 127.0.0.1, port: 8080}\n" + models);
+  EXPECT_EQ(local.out.find("warning"), std::string::npos) << local.out;
+  const auto keyed = run_arbiter_check(
+      "listener: {address: 0.0.0.0, port: 8080}\nauth: {enabled: true}\n"
+      "tenants: [{name: a, api_keys: [" + std::string(kAlphaKey) + "]}]\n" + models);
+  EXPECT_EQ(keyed.exit_code, 0) << keyed.err;
+  EXPECT_EQ(keyed.out.find("warning"), std::string::npos) << keyed.out;
 }
 
 TEST(AdminListener, ConfigRefusesWhatWouldExposeIt) {
@@ -90,9 +134,8 @@ TEST(AdminListener, ConfigRefusesWhatWouldExposeIt) {
   EXPECT_EQ(run_arbiter_check(base + "admin: {enabled: true}\n").exit_code, 0);
 }
 
-// TCP ports `pid` listens on, from /proc (its socket inodes, then the
-// LISTEN rows of /proc/net/tcp).
-std::set<uint16_t> listening_ports(pid_t pid) {
+// From /proc: its socket inodes, then the LISTEN rows of /proc/net/tcp.
+std::map<uint16_t, std::string> listening(pid_t pid) {
   std::set<std::string> inodes;
   const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
   if (DIR* d = opendir(fd_dir.c_str())) {
@@ -106,7 +149,7 @@ std::set<uint16_t> listening_ports(pid_t pid) {
     }
     closedir(d);
   }
-  std::set<uint16_t> ports;
+  std::map<uint16_t, std::string> ports;
   std::ifstream tcp("/proc/net/tcp");
   std::string line;
   std::getline(tcp, line);  // header
@@ -115,7 +158,8 @@ std::set<uint16_t> listening_ports(pid_t pid) {
     std::string slot, local, remote, state, queues, timer, retr, uid, timeout, inode;
     in >> slot >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
     if (state != "0A" || !inodes.contains(inode)) continue;
-    ports.insert(static_cast<uint16_t>(std::stoul(local.substr(local.find(':') + 1), nullptr, 16)));
+    const std::size_t colon = local.find(':');
+    ports.emplace(static_cast<uint16_t>(std::stoul(local.substr(colon + 1), nullptr, 16)), local.substr(0, colon));
   }
   return ports;
 }
@@ -123,10 +167,11 @@ std::set<uint16_t> listening_ports(pid_t pid) {
 TEST(AdminListener, EmbeddedSimulatedEnginesAnswerOnlyTheGateway) {
   GatewayProcess gw("listener: {port: 0, threads: 1}\n"
                     "models: [{name: m1, backends: [{type: sim, profile: tiny}]}]\n");
-  std::set<uint16_t> sims = listening_ports(gw.pid());
+  std::map<uint16_t, std::string> sims = listening(gw.pid());
   sims.erase(gw.port());
+  sims.erase(gw.admin_port());
   ASSERT_EQ(sims.size(), 1u) << "expected one simulated engine's port";
-  const uint16_t sim = *sims.begin();
+  const uint16_t sim = sims.begin()->first;
 
   // Through the gateway: served.
   const auto answer = http_call(gw.port(), chat_request(chat_body(false, 4)));

@@ -84,7 +84,7 @@ TEST(ClassPools, ALendingPoolServesAChatAboutToMissItsSlo) {
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.header("x-arbiter-backend").value_or("?"), "ide");
   EXPECT_GE(std::stod(r.header("x-arbiter-queue-ms").value_or("0")), 900);
-  const auto metrics = http_get(b.gateway->port(), "/metrics").body;
+  const auto metrics = http_get(b.gateway->admin_port(), "/metrics").body;
   EXPECT_EQ(metric_value(metrics, "arbiter_scheduler_events_total", {{"class", "chat"}, {"event", "borrowed"}}), 1);
 }
 

@@ -54,7 +54,7 @@ TEST(EarlyAnswer, ABacklogThatCannotMakeItsDeadlineIsAnsweredAtOnce) {
       gateway.port(), gateway_post("/v1/chat/completions", long_chat(2), kBetaKey, "chat"), Millis(30'000));
   EXPECT_EQ(admitted.status, 200) << admitted.body;
   for (auto& f : backlog) f.get();  // 200 or 503 by deadline, either way answered
-  const auto metrics = http_get(gateway.port(), "/metrics").body;
+  const auto metrics = http_get(gateway.admin_port(), "/metrics").body;
   EXPECT_GE(metric_value(metrics, "arbiter_scheduler_events_total",
                          {{"class", "chat"}, {"event", "rejected_predicted"}})
                 .value_or(0),

@@ -57,10 +57,13 @@ TEST(Endpoints, AModelIsRetrievedByName) {
 // answered 405).
 TEST(Endpoints, HeadOfEveryGetRouteIsItsHeadWithoutABody) {
   Harness h;
-  for (const std::string path : {"/v1/models", "/v1/models/m1", "/metrics", "/healthz"}) {
-    const auto get = http_get(h.port(), path, {bearer(kAlphaKey)});
+  // /metrics is the admin listener's.
+  const std::vector<std::pair<uint16_t, std::string>> routes{
+      {h.port(), "/v1/models"}, {h.port(), "/v1/models/m1"}, {h.admin_port(), "/metrics"}, {h.port(), "/healthz"}};
+  for (const auto& [port, path] : routes) {
+    const auto get = http_get(port, path, {bearer(kAlphaKey)});
     ASSERT_EQ(get.status, 200) << path;
-    RawSocket s(h.port());
+    RawSocket s(port);
     s.send("HEAD " + path + " HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer " + std::string(kAlphaKey) +
            "\r\n\r\nGET /nope HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n");
     const std::string got = s.read_until_close(Millis(5'000));

@@ -49,7 +49,7 @@ HttpResponse realtime_call(uint16_t port) {
 }
 
 void expect_preempted_once(GatewayProcess& gateway, SimProcess& sim) {
-  const auto events = http_get(gateway.port(), "/metrics").body;
+  const auto events = http_get(gateway.admin_port(), "/metrics").body;
   EXPECT_EQ(metric_value(events, "arbiter_scheduler_events_total", {{"class", "batch"}, {"event", "preempted"}}), 1);
   // Counted once the answer has gone out: the client may have it first.
   EXPECT_EQ(gateway.wait_for_metric("arbiter_requests_resumed_total", [](double v) { return v >= 1; }, Millis(5'000),

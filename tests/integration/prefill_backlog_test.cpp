@@ -36,7 +36,7 @@ TEST(PrefillBacklog, ARequestWaitsForTheFirstTokenOfTheOneBeforeIt) {
                           kAlphaKey, "chat"));
   // Dispatched (its prompt now in the backend's backlog), not yet started.
   const auto deadline = Clock::now() + Millis(5'000);
-  while (metric_value(http_get(gateway.port(), "/metrics").body, "arbiter_backend_in_flight", {}).value_or(0) < 1) {
+  while (metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_backend_in_flight", {}).value_or(0) < 1) {
     ASSERT_LT(Clock::now(), deadline) << "the first request was never dispatched";
     std::this_thread::sleep_for(Millis(5));
   }

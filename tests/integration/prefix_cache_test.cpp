@@ -27,7 +27,7 @@ TEST(PrefixCache, AutoTakesTheEnginesKvSizeAndAConfiguredOneStays) {
   config.backend_extras = {", name: auto", ", name: fixed, prefix_cache_tokens: 5120"};
   GatewayProcess gateway(config.to_yaml());
   const auto cache_of = [&](const char* backend) {
-    return metric_value(http_get(gateway.port(), "/metrics").body, "arbiter_backend_prefix_cache_tokens",
+    return metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_backend_prefix_cache_tokens",
                         {{"backend", backend}});
   };
   std::optional<double> seen;

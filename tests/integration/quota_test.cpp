@@ -100,9 +100,9 @@ TEST(Quota, AHammeredTenantIsAdmittedItsTokenQuotaAndNoMore) {
   EXPECT_GT(beta_ok, 0);
   EXPECT_EQ(beta_other, 0);
   const Labels entry{{"owner", "tenant alpha"}, {"quota", "0"}};
-  EXPECT_EQ(gauge(gateway.port(), "arbiter_quota_in_flight", entry), 0);
-  EXPECT_EQ(gauge(gateway.port(), "arbiter_quota_reserved_tokens", entry), 0);
-  EXPECT_GE(metric_value(http_get(gateway.port(), "/metrics").body, "arbiter_quota_refused_total",
+  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_quota_in_flight", entry), 0);
+  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_quota_reserved_tokens", entry), 0);
+  EXPECT_GE(metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_quota_refused_total",
                          {{"tenant", "alpha"}, {"limit", "tokens_per_minute"}})
                 .value_or(0),
             refused);
@@ -181,14 +181,14 @@ TEST(Quota, CancelledAndFailedRequestsLeaveNothingReserved) {
   const Labels entry{{"owner", "tenant alpha"}, {"quota", "0"}};
   // The gateway notices each client leaving on its own schedule.
   const auto deadline = Clock::now() + Millis(10'000);
-  while (Clock::now() < deadline && gauge(gateway.port(), "arbiter_quota_in_flight", entry) != 0) {
+  while (Clock::now() < deadline && gauge(gateway.admin_port(), "arbiter_quota_in_flight", entry) != 0) {
     std::this_thread::sleep_for(Millis(20));
   }
-  EXPECT_EQ(gauge(gateway.port(), "arbiter_quota_in_flight", entry), 0);
-  EXPECT_EQ(gauge(gateway.port(), "arbiter_quota_reserved_tokens", entry), 0);
+  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_quota_in_flight", entry), 0);
+  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_quota_reserved_tokens", entry), 0);
   // What the refused and failed ones reserved went back: well under the
   // million is left used (12 requests of ~100 tokens were served at most).
-  EXPECT_GT(gauge(gateway.port(), "arbiter_quota_remaining",
+  EXPECT_GT(gauge(gateway.admin_port(), "arbiter_quota_remaining",
                   {{"owner", "tenant alpha"}, {"quota", "0"}, {"limit", "tokens_per_minute"}}),
             1'000'000 - 12 * 120);
 }
@@ -241,7 +241,7 @@ TEST(Quota, ATenantAskingFarOverItsQuotaIsDegradedThenBlocked) {
   EXPECT_GE(green, 20) << degraded << " degraded, " << blocked << " blocked";
   EXPECT_GT(degraded, 0);
   EXPECT_GT(blocked, 0);
-  const std::string text = http_get(gateway.port(), "/metrics").body;
+  const std::string text = http_get(gateway.admin_port(), "/metrics").body;
   EXPECT_GE(metric_value(text, "arbiter_traffic_breaker_transitions_total",
                          {{"tenant", "alpha"}, {"from", "orange"}, {"to", "red"}})
                 .value_or(0),
@@ -273,7 +273,7 @@ TEST(Quota, StreamsAreChargedWhatTheyGeneratedNotWhatTheyReserved) {
   const std::size_t data_events = sse_payloads(plain.body).size();
   ASSERT_GE(data_events, 11u);
   ASSERT_LT(data_events, 900u) << "the test needs a stream well under its reservation";
-  const double charged = 100'000 - gauge(gateway.port(), "arbiter_quota_remaining", tokens_left);
+  const double charged = 100'000 - gauge(gateway.admin_port(), "arbiter_quota_remaining", tokens_left);
   EXPECT_GE(charged, static_cast<double>(data_events));
   EXPECT_LE(charged, static_cast<double>(data_events) + 10) << "reserved ~1,000";
   const double after_plain = 100'000 - charged;
@@ -288,7 +288,7 @@ TEST(Quota, StreamsAreChargedWhatTheyGeneratedNotWhatTheyReserved) {
   ASSERT_EQ(counted.status, 200);
   const int64_t used = stream_usage_tokens(counted.body);
   ASSERT_GT(used, 0);
-  const double after_counted = gauge(gateway.port(), "arbiter_quota_remaining", tokens_left);
+  const double after_counted = gauge(gateway.admin_port(), "arbiter_quota_remaining", tokens_left);
   EXPECT_NEAR(after_plain - after_counted, static_cast<double>(used), 3);
 }
 

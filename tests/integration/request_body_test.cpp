@@ -39,7 +39,7 @@ std::string long_stream() {
 }
 
 std::optional<double> body_bytes(const GatewayProcess& gateway) {
-  return metric_value(http_get(gateway.port(), "/metrics").body, "arbiter_request_body_bytes");
+  return metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_request_body_bytes");
 }
 
 TEST(RequestBody, AStreamLetsGoOfItsBodyWhenItsAnswerBeginsAndAQueuedOneHoldsItsOwn) {

@@ -97,7 +97,7 @@ TEST(Sequences, TheEngineRunsNoMoreSequencesThanTheSlotsAllowThroughTheGateway) 
   const auto deadline = Clock::now() + Millis(5'000);
   for (;;) {
     most = std::max(most, sim.metric("vllm:num_requests_running").value_or(0));
-    const auto queued = metric_value(http_get(gateway.port(), "/metrics").body, "arbiter_queue_depth",
+    const auto queued = metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_queue_depth",
                                      {{"class", "chat"}});
     if (queued.value_or(0) == 2 && most == 6) break;
     ASSERT_LT(Clock::now(), deadline) << "queued " << queued.value_or(-1) << ", most running " << most;
@@ -127,7 +127,7 @@ TEST(Sequences, ABatchOfPromptsHoldsASlotPerPromptAndAnswer) {
   HttpConnection next(gateway.port());
   next.send(gateway_post("/v1/completions", R"({"model":"m1","prompt":"c","max_tokens":4})", kAlphaKey, "chat"));
   const auto queued = [&] {
-    return metric_value(http_get(gateway.port(), "/metrics").body, "arbiter_queue_depth", {{"class", "chat"}});
+    return metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_queue_depth", {{"class", "chat"}});
   };
   const auto deadline = Clock::now() + Millis(5'000);
   while (queued().value_or(0) != 1) {

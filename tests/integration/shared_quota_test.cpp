@@ -178,8 +178,8 @@ TEST(SharedQuota, ThreeReplicasAdmitOneTokenQuotaBetweenThem) {
   for (auto& g : replicas) {
     EXPECT_EQ(g->wait_for_metric("arbiter_quota_in_flight", is_zero, Millis(5'000), entry).value_or(-1), 0);
     EXPECT_EQ(g->wait_for_metric("arbiter_quota_reserved_tokens", is_zero, Millis(5'000), entry).value_or(-1), 0);
-    EXPECT_EQ(metric(g->port(), "arbiter_quota_store_failures_total"), 0);
-    EXPECT_EQ(metric(g->port(), "arbiter_quota_store_up"), 1);
+    EXPECT_EQ(metric(g->admin_port(), "arbiter_quota_store_failures_total"), 0);
+    EXPECT_EQ(metric(g->admin_port(), "arbiter_quota_store_up"), 1);
   }
 }
 
@@ -225,17 +225,17 @@ TEST(SharedQuota, AHungOrDeadRedisCostsAtMostItsTimeoutAndCountsReconcile) {
   }
   EXPECT_LT(slowest_ms, 2'000);
   EXPECT_EQ(admitted_down, 20);
-  EXPECT_EQ(metric(a.port(), "arbiter_quota_store_up"), 0);
+  EXPECT_EQ(metric(a.admin_port(), "arbiter_quota_store_up"), 0);
 
   // Dead, then back empty (no persistence): the 20 admitted meanwhile are
   // charged to it, so a replica started now finds them spent.
   redis.resume();
   redis.restart();
   const auto deadline = Clock::now() + Millis(10'000);
-  while (metric(a.port(), "arbiter_quota_store_up") != 1 && Clock::now() < deadline) {
+  while (metric(a.admin_port(), "arbiter_quota_store_up") != 1 && Clock::now() < deadline) {
     std::this_thread::sleep_for(Millis(50));
   }
-  ASSERT_EQ(metric(a.port(), "arbiter_quota_store_up"), 1) << a.stderr_text();
+  ASSERT_EQ(metric(a.admin_port(), "arbiter_quota_store_up"), 1) << a.stderr_text();
   // A maintenance round after the probe (every 500 ms) hands them over:
   // waited for in Redis itself. Empty after the restart, it holds the
   // limit's key once the 20 are charged, its expiry ~20 s out (one request
@@ -290,7 +290,7 @@ TEST(SharedQuota, ATenantFloodingOneReplicaIsHeldToItsShareOnTheOthers) {
   // began, then two of the shared one's after that (a fixed 1.2 s was too
   // short under ThreadSanitizer: the shared replica had not heard of it).
   const auto two_more_exchanges = [](GatewayProcess& gateway) {
-    const double base = metric(gateway.port(), "arbiter_service_exchanges_total");
+    const double base = metric(gateway.admin_port(), "arbiter_service_exchanges_total");
     return gateway
                .wait_for_metric("arbiter_service_exchanges_total", [&](double v) { return v >= base + 2; },
                                 Millis(20'000))
@@ -346,7 +346,7 @@ TEST(SharedQuota, ATenantFloodingOneReplicaIsHeldToItsShareOnTheOthers) {
   // arrival order.
   EXPECT_LT(sb, sa) << "shared: beta dispatched " << sb - sa << " ms after alpha";
   EXPECT_GT(ab, aa) << "control: beta dispatched " << ab - aa << " ms after alpha";
-  EXPECT_GT(metric(shared.port(), "arbiter_service_exchanges_total"), 1);
+  EXPECT_GT(metric(shared.admin_port(), "arbiter_service_exchanges_total"), 1);
 }
 
 // Two replicas share one max_concurrent: 4 of 12 simultaneous requests get
@@ -379,8 +379,8 @@ TEST(SharedQuota, ConcurrencyIsOneLimitAcrossReplicas) {
   // A store call that failed would put a replica on its local stand-in (a
   // share of the limit): say so when a round misses.
   auto failures = [&] {
-    return "store failures: " + std::to_string(metric(a.port(), "arbiter_quota_store_failures_total")) + ", " +
-           std::to_string(metric(b.port(), "arbiter_quota_store_failures_total"));
+    return "store failures: " + std::to_string(metric(a.admin_port(), "arbiter_quota_store_failures_total")) + ", " +
+           std::to_string(metric(b.admin_port(), "arbiter_quota_store_failures_total"));
   };
   EXPECT_EQ(round(), std::pair(4, 8)) << "first round; " << failures();
   // The slots come back (ended, then handed back once idle for 200 ms; the

@@ -75,7 +75,7 @@ TEST(TenantHeadroom, AFloodingTenantLeavesTheLastSlotsToTheOthers) {
 
   // beta has a small request running: it is a tenant with work.
   auto beta_first = call(kBetaKey, 10);
-  wait_for_gauge(gateway.port(), "arbiter_backend_in_flight", 1);
+  wait_for_gauge(gateway.admin_port(), "arbiter_backend_in_flight", 1);
   // alpha sends six large ones. Its first starts within its share; after
   // it alpha has had nearly all of the class's recent service, over 75%
   // (halfway from its half among the two tenants with work to all): it
@@ -83,16 +83,16 @@ TEST(TenantHeadroom, AFloodingTenantLeavesTheLastSlotsToTheOthers) {
   // three wait beside the 2 free slots.
   std::vector<std::future<HttpResponse>> alpha;
   for (int i = 0; i < 6; ++i) alpha.push_back(call(kAlphaKey, 400));
-  wait_for_gauge(gateway.port(), "arbiter_queue_depth", 3);
-  wait_for_gauge(gateway.port(), "arbiter_backend_in_flight", 4);
+  wait_for_gauge(gateway.admin_port(), "arbiter_queue_depth", 3);
+  wait_for_gauge(gateway.admin_port(), "arbiter_backend_in_flight", 4);
   std::this_thread::sleep_for(Millis(300));
-  EXPECT_EQ(gauge(gateway.port(), "arbiter_backend_in_flight"), 4) << "a held request started";
-  EXPECT_EQ(gauge(gateway.port(), "arbiter_queue_depth"), 3);
+  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_backend_in_flight"), 4) << "a held request started";
+  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_queue_depth"), 3);
 
   // beta's next request takes a kept slot at once, ahead of alpha's three.
   auto beta_second = call(kBetaKey, 10);
-  wait_for_gauge(gateway.port(), "arbiter_backend_in_flight", 5);
-  EXPECT_EQ(gauge(gateway.port(), "arbiter_queue_depth"), 3);
+  wait_for_gauge(gateway.admin_port(), "arbiter_backend_in_flight", 5);
+  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_queue_depth"), 3);
 
   expect_started_at_once(beta_first, beta_second);
   if (HasFatalFailure()) return;
@@ -102,7 +102,7 @@ TEST(TenantHeadroom, AFloodingTenantLeavesTheLastSlotsToTheOthers) {
   if (HasFatalFailure()) return;
   // Counted as each exchange ends, which may be just after its last byte.
   const auto counted = [&] {
-    return metric_value(http_get(gateway.port(), "/metrics").body, "arbiter_queue_waits_total",
+    return metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_queue_waits_total",
                         {{"reason", "tenant_headroom"}})
         .value_or(0);
   };
@@ -124,11 +124,11 @@ void expect_alpha_capped_at_two(const std::string& cap) {
   const auto call = [&](const char* key) { return chat_async(gateway.port(), key, 5); };
   std::vector<std::future<HttpResponse>> alpha;
   for (int i = 0; i < 4; ++i) alpha.push_back(call(kAlphaKey));
-  wait_for_gauge(gateway.port(), "arbiter_queue_depth", 2);
-  EXPECT_EQ(gauge(gateway.port(), "arbiter_backend_in_flight"), 2);
+  wait_for_gauge(gateway.admin_port(), "arbiter_queue_depth", 2);
+  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_backend_in_flight"), 2);
   auto beta = call(kBetaKey);
-  wait_for_gauge(gateway.port(), "arbiter_backend_in_flight", 3);
-  EXPECT_EQ(gauge(gateway.port(), "arbiter_queue_depth"), 2);
+  wait_for_gauge(gateway.admin_port(), "arbiter_backend_in_flight", 3);
+  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_queue_depth"), 2);
   const HttpResponse b = beta.get();
   ASSERT_EQ(b.status, 200) << b.body;
   EXPECT_FALSE(b.header("x-arbiter-wait-reason").has_value());
@@ -155,20 +155,20 @@ TEST(TenantFairCap, AFloodingTenantHoldsItsFairShareAndTheOthersStartAtOnce) {
   GatewayProcess gateway(config.to_yaml());
   const auto call = [&](const char* key) { return chat_async(gateway.port(), key, 5); };
   auto beta_first = call(kBetaKey);
-  wait_for_gauge(gateway.port(), "arbiter_backend_in_flight", 1);
+  wait_for_gauge(gateway.admin_port(), "arbiter_backend_in_flight", 1);
   std::vector<std::future<HttpResponse>> alpha;
   for (int i = 0; i < 8; ++i) alpha.push_back(call(kAlphaKey));
-  wait_for_gauge(gateway.port(), "arbiter_queue_depth", 5);
-  wait_for_gauge(gateway.port(), "arbiter_backend_in_flight", 4);
+  wait_for_gauge(gateway.admin_port(), "arbiter_queue_depth", 5);
+  wait_for_gauge(gateway.admin_port(), "arbiter_backend_in_flight", 4);
   std::this_thread::sleep_for(Millis(300));
-  EXPECT_EQ(gauge(gateway.port(), "arbiter_backend_in_flight"), 4) << "a capped request started";
+  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_backend_in_flight"), 4) << "a capped request started";
   // beta's next request takes one of the two free slots at once, and the
   // other stays free.
   auto beta_second = call(kBetaKey);
-  wait_for_gauge(gateway.port(), "arbiter_backend_in_flight", 5);
+  wait_for_gauge(gateway.admin_port(), "arbiter_backend_in_flight", 5);
   std::this_thread::sleep_for(Millis(300));
-  EXPECT_EQ(gauge(gateway.port(), "arbiter_backend_in_flight"), 5);
-  EXPECT_EQ(gauge(gateway.port(), "arbiter_queue_depth"), 5);
+  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_backend_in_flight"), 5);
+  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_queue_depth"), 5);
   expect_started_at_once(beta_first, beta_second);
   if (HasFatalFailure()) return;
   // alpha's five waited for its cap; once beta has no work it is alone

@@ -247,12 +247,12 @@ TEST_F(HttpsUpstreamTest, PrivateCaBackendServesWholeAnswersAndStreams) {
   // Kept-alive upstream connections are reused: several more in a row.
   for (int i = 0; i < 5; ++i) EXPECT_EQ(conn.request(chat()).status, 200);
   // The engine monitor scrapes the HTTPS backend's /metrics too: answered
-  // (a gateway's metrics carry no engine figures: "unusable", not "failed").
+  // (a gateway answers /metrics on its public port 404: "unusable", not "failed").
   const auto deadline = Clock::now() + Millis(10'000);
   double answered = 0;
   std::string metrics;
   while (answered < 3 && Clock::now() < deadline) {
-    metrics = http_get(front.port(), "/metrics").body;
+    metrics = http_get(front.admin_port(), "/metrics").body;
     answered = metric_value(metrics, "arbiter_backend_scrapes_total", {{"outcome", "ok"}}).value_or(0) +
                metric_value(metrics, "arbiter_backend_scrapes_total", {{"outcome", "unusable"}}).value_or(0);
     std::this_thread::sleep_for(Millis(100));

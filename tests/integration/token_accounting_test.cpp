@@ -44,7 +44,7 @@ TEST(TokenAccounting, WholeAnswersAreCountedFromTheEnginesUsage) {
   EXPECT_EQ(line->at("prompt_tokens").as_int64(), prompt);
   EXPECT_EQ(line->at("completion_tokens").as_int64(), 9);
 
-  const std::string text = http_get(gateway.port(), "/metrics").body;
+  const std::string text = http_get(gateway.admin_port(), "/metrics").body;
   const Labels who{{"class", "chat"}, {"tenant", "alpha"}};
   Labels completion = who, prompt_labels = who;
   completion["kind"] = "completion";
@@ -120,7 +120,7 @@ TEST(TokenAccounting, AResumableStreamIsCountedOverItsRuns) {
   ASSERT_TRUE(line.has_value()) << gateway.stdout_text();
   EXPECT_EQ(line->contains("completion_tokens") ? line->at("completion_tokens").as_int64() : -1, 12)
       << boost::json::serialize(*line);
-  const std::string text = http_get(gateway.port(), "/metrics").body;
+  const std::string text = http_get(gateway.admin_port(), "/metrics").body;
   EXPECT_EQ(metric_value(text, "arbiter_tokens_total",
                          {{"class", "batch"}, {"tenant", "alpha"}, {"kind", "completion"}}),
             12);

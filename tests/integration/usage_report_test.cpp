@@ -91,7 +91,7 @@ TEST(UsageReport, TeamsAreChargedTheEnginesUsageAtTheConfiguredPrices) {
   }
 
   // The report by team, JSON: the engine's tokens, the logged costs.
-  const HttpResponse json = http_get(gateway.port(), "/admin/usage?group_by=team");
+  const HttpResponse json = http_get(gateway.admin_port(), "/admin/usage?group_by=team");
   ASSERT_EQ(json.status, 200) << json.body;
   EXPECT_EQ(json.header("content-type"), "application/json");
   const auto report = json.json().as_object();
@@ -112,7 +112,7 @@ TEST(UsageReport, TeamsAreChargedTheEnginesUsageAtTheConfiguredPrices) {
   EXPECT_EQ(report.at("total").at("completion_tokens").as_int64(), 18);
 
   // The same by tenant, CSV.
-  const HttpResponse csv = http_get(gateway.port(), "/admin/usage?group_by=tenant,class&format=csv");
+  const HttpResponse csv = http_get(gateway.admin_port(), "/admin/usage?group_by=tenant,class&format=csv");
   ASSERT_EQ(csv.status, 200) << csv.body;
   EXPECT_EQ(csv.header("content-type"), "text/csv; charset=utf-8");
   std::istringstream in(csv.body);
@@ -136,7 +136,7 @@ TEST(UsageReport, TeamsAreChargedTheEnginesUsageAtTheConfiguredPrices) {
   EXPECT_NEAR(std::stod(b[6]), by_team["beta"].cost, 1e-12);
 
   // The metrics by team and model.
-  const std::string text = http_get(gateway.port(), "/metrics").body;
+  const std::string text = http_get(gateway.admin_port(), "/metrics").body;
   EXPECT_EQ(metric_value(text, "arbiter_team_tokens_total", {{"team", "ml"}, {"model", "m1"}, {"kind", "completion"}}), 14);
   EXPECT_EQ(metric_value(text, "arbiter_team_tokens_total", {{"team", "beta"}, {"kind", "prompt"}}),
             static_cast<double>(by_team["beta"].prompt));
@@ -160,7 +160,7 @@ TEST(UsageReport, CachedPromptTokensAreReportedAndPricedApart) {
   ASSERT_EQ(lines.size(), 1u) << h.gateway().stdout_text();
   EXPECT_EQ(lines[0].at("cached_tokens").as_int64(), 800);
   EXPECT_NEAR(lines[0].at("cost").to_number<double>(), 0.002, 1e-12);
-  const auto report = http_get(h.port(), "/admin/usage?group_by=model").json();
+  const auto report = http_get(h.admin_port(), "/admin/usage?group_by=model").json();
   EXPECT_EQ(report.at("rows").at(0).at("model"), "m1");
   EXPECT_EQ(report.at("rows").at(0).at("cached_tokens").as_int64(), 800);
   EXPECT_NEAR(report.at("total").at("cost").to_number<double>(), 0.002, 1e-12);
@@ -176,16 +176,16 @@ TEST(UsageReport, BadParametersAre400WithTheReason) {
            {"/admin/usage?from=1714525200&to=1714521600", "from must be before to"},
            {"/admin/usage?format=xml", "format: 'xml' is not json or csv"}}) {
     SCOPED_TRACE(target);
-    const HttpResponse r = http_get(h.port(), target);
+    const HttpResponse r = http_get(h.admin_port(), target);
     EXPECT_EQ(r.status, 400);
     EXPECT_NE(r.json().at("error").at("message").as_string().find(words), std::string::npos) << r.body;
   }
   // Nothing used yet: an empty report.
-  const HttpResponse empty = http_get(h.port(), "/admin/usage");
+  const HttpResponse empty = http_get(h.admin_port(), "/admin/usage");
   ASSERT_EQ(empty.status, 200);
   EXPECT_TRUE(empty.json().at("rows").as_array().empty());
   // Only GET.
-  EXPECT_EQ(http_call(h.port(), HttpRequest{.method = "POST", .target = "/admin/usage", .headers = {}, .body = ""}).status,
+  EXPECT_EQ(http_call(h.admin_port(), HttpRequest{.method = "POST", .target = "/admin/usage", .headers = {}, .body = ""}).status,
             405);
 }
 

@@ -28,6 +28,12 @@ std::optional<uint16_t> read_port_file(const std::string& path, std::string& las
   return static_cast<uint16_t>(value);
 }
 
+// The config with `admin: {port: 0}` added when it has no admin section.
+std::string with_free_admin_port(const std::string& yaml) {
+  if (yaml.starts_with("admin:") || yaml.find("\nadmin:") != std::string::npos) return yaml;
+  return yaml + (yaml.empty() || yaml.back() == '\n' ? "" : "\n") + "admin: {port: 0}\n";
+}
+
 }  // namespace
 
 std::string arbiter_binary() {
@@ -38,7 +44,7 @@ std::string arbiter_binary() {
 GatewayProcess::GatewayProcess(const std::string& config_yaml, Millis start_timeout,
                                std::optional<unsigned> fd_limit)
     : dir_("arbiter-gw") {
-  dir_.write("config.yaml", config_yaml);
+  dir_.write("config.yaml", with_free_admin_port(config_yaml));
   const std::string port_file = dir_.file("port");
   child_ = std::make_unique<ChildProcess>(
       std::vector<std::string>{arbiter_binary(), "--config", config_path(), "--port-file", port_file,
@@ -104,7 +110,7 @@ std::optional<double> GatewayProcess::wait_for_metric(const std::string& name,
                                                       const Headers& headers) const {
   const auto deadline = Clock::now() + timeout;
   for (;;) {
-    const HttpResponse res = http_get(port != 0 ? port : port_, "/metrics", headers);
+    const HttpResponse res = http_get(port != 0 ? port : admin_port_, "/metrics", headers);
     const auto v = res.status == 200 ? metric_value(res.body, name, labels) : std::nullopt;
     if ((v && pred(*v)) || Clock::now() >= deadline) return v;
     std::this_thread::sleep_for(Millis(20));

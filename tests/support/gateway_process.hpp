@@ -38,8 +38,10 @@ class GatewayProcess {
   GatewayProcess& operator=(const GatewayProcess&) = delete;
 
   uint16_t port() const { return port_; }
-  // The admin listener's port (admin.enabled), 0 without one: it is bound
-  // before the main port file is written.
+  // The admin listener's port (/metrics, /admin/*), 0 where the config turns
+  // it off: it is bound before the main port file is written. A config with
+  // no `admin:` section gets `admin: {port: 0}`, so gateways started side by
+  // side do not race for the default port.
   uint16_t admin_port() const { return admin_port_; }
   pid_t pid() const { return child_->pid(); }
 
@@ -57,8 +59,8 @@ class GatewayProcess {
   std::optional<boost::json::object> wait_for_log(
       const std::function<bool(const boost::json::object&)>& pred, Millis timeout) const;
 
-  // Polls GET /metrics (on `port`, the main one by default; `headers` for the
-  // admin listener's token) until the named sample satisfies `pred`; the last
+  // Polls GET /metrics (on `port`, the admin listener's by default; `headers`
+  // for the admin token) until the named sample satisfies `pred`; the last
   // value seen. For what the observers count once an answer has gone out
   // (requests, durations, tokens, upstream errors, resumes, breaker stages):
   // a client can read its whole answer before those move.

@@ -21,7 +21,7 @@ Harness::~Harness() {
 }
 
 std::optional<double> Harness::metric(const std::string& name, const Labels& labels) {
-  const auto res = http_get(port(), "/metrics");
+  const auto res = http_get(gateway_->admin_port(), "/metrics");
   if (res.status != 200) return std::nullopt;
   return metric_value(res.body, name, labels);
 }

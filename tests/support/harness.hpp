@@ -22,6 +22,7 @@ class Harness {
   FakeUpstream& upstream() { return upstream_; }
   GatewayProcess& gateway() { return *gateway_; }
   uint16_t port() const { return gateway_->port(); }
+  uint16_t admin_port() const { return gateway_->admin_port(); }  // /metrics, /admin/*
 
   // GET /metrics, then the named sample (summed over matching labels).
   std::optional<double> metric(const std::string& name, const Labels& labels = {});

@@ -33,7 +33,7 @@ class AdminRoutes {
   // Whether `path` is one of these routes for GET.
   static bool serves(std::string_view path);
   // Whether `path` is one that shows tenants and traffic (/metrics,
-  // /admin/*): the admin listener's alone when it is enabled.
+  // /admin/*): the admin listener's alone, never the public port's.
   static bool operator_only(std::string_view path);
   // Answers a GET of a path serves() accepted, with `headers` (x-request-id).
   Task<void> handle(std::string_view path, HttpRequest& req, ClientConnection& conn,
