@@ -6,7 +6,7 @@
 
 namespace arbiter {
 
-Task<std::optional<ApiError>> AdmissionStage::admit_async(RequestContext&) { co_return std::nullopt; }
+Task<Verdict> AdmissionStage::admit_async(RequestContext&) { co_return Verdict::go(); }
 
 RequestContext::RequestContext(Route r, HttpRequest& request, ClientConnection& connection)
     : route(r), req(request), conn(connection), sink(&connection), started(Clock::now()) {
@@ -29,16 +29,16 @@ void RequestContext::answer_started() {
 }
 
 Task<void> Pipeline::admit(RequestContext& ctx) const {
-  // The first refusal is the answer.
+  // The first refusal, or the first stage's own answer, ends the chain.
   for (const auto& stage : stages_) {
     Verdict verdict = stage->admit(ctx);
-    if (verdict.kind == Verdict::Kind::kWait) {
-      if (auto refused = co_await stage->admit_async(ctx)) {
-        ctx.outcome.error = std::move(refused);
-        co_return;
-      }
-    } else if (verdict.kind == Verdict::Kind::kRefuse) {
+    if (verdict.kind == Verdict::Kind::kWait) verdict = co_await stage->admit_async(ctx);
+    if (verdict.kind == Verdict::Kind::kRefuse) {
       ctx.outcome.error = std::move(verdict.error);
+      co_return;
+    }
+    if (verdict.kind == Verdict::Kind::kAnswered) {
+      ctx.answered_by = stage->name();
       co_return;
     }
   }
@@ -52,7 +52,7 @@ Task<void> Pipeline::run(Route route, HttpRequest& req, ClientConnection& conn) 
   for (const auto& observer : observers_) observer->on_start(ctx);
 
   co_await admit(ctx);
-  if (!ctx.outcome.error) {
+  if (!ctx.outcome.error && ctx.answered_by.empty()) {
     ctx.admitted = true;
     co_await handler_->run(ctx);
   }

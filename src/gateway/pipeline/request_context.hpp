@@ -74,6 +74,7 @@ struct RequestContext {
   // settles it from on_complete, which sees the context const.
   mutable std::optional<QuotaPermit> quota;
   bool admitted = false;                                // every admission stage let it through
+  std::string_view answered_by;                         // the stage that answered it itself (Verdict::answered)
 
   // Dispatch and relay.
   // The relay's first write of a stream's head: tells the observers, once

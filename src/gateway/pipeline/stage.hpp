@@ -17,7 +17,12 @@ struct Verdict {
   enum class Kind : uint8_t {
     kContinue,  // on to the next stage
     kRefuse,    // answer `error` (4xx/5xx) and stop
-    kWait,      // the stage must wait (e.g. a remote quota): run admit_async
+    kWait,      // the stage must wait (e.g. a remote quota, a write): run admit_async
+    // The stage answered the request itself (a cache hit, a canned degraded
+    // answer, a shadow decision): it wrote the answer through ctx.sink and
+    // set ctx.outcome.status. No later stage and no handler runs; the
+    // observers see the request end as for any other.
+    kAnswered,
   };
   Kind kind = Kind::kContinue;
   std::optional<ApiError> error;
@@ -25,18 +30,21 @@ struct Verdict {
   static Verdict go() { return {}; }
   static Verdict refuse(ApiError e) { return {Kind::kRefuse, std::move(e)}; }
   static Verdict wait() { return {Kind::kWait, std::nullopt}; }
+  static Verdict answered() { return {Kind::kAnswered, std::nullopt}; }
 };
 
-// Runs before dispatch, in chain order: may refuse the request. Most stages
-// decide at once (admit); one that must wait returns Verdict::wait() and
-// the pipeline co_awaits admit_async, so the others cost no coroutine frame.
+// Runs before dispatch, in chain order: may refuse or answer the request.
+// Most stages decide at once (admit); one that must wait (or write: a sink
+// is written from a coroutine) returns Verdict::wait() and the pipeline
+// co_awaits admit_async, so the others cost no coroutine frame.
 class AdmissionStage {
  public:
   virtual ~AdmissionStage() = default;
   virtual std::string_view name() const = 0;
   virtual Verdict admit(RequestContext& ctx) = 0;
-  // Only after admit() returned wait(): nullopt lets the request go on.
-  virtual Task<std::optional<ApiError>> admit_async(RequestContext& ctx);
+  // Only after admit() returned wait(): go, refuse or answered (a wait
+  // here counts as go).
+  virtual Task<Verdict> admit_async(RequestContext& ctx);
 };
 
 // Told when a request starts and when it has ended (answered, refused or

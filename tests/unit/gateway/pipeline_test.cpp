@@ -1,7 +1,8 @@
 // The request pipeline (gateway/pipeline/): stages in order, the first
-// refusal answered and nothing after it run, a stage that waits, the
-// handler only for admitted requests, observers exactly once each, and a
-// request keeps the config snapshot it started with.
+// refusal answered and nothing after it run, a stage that waits, a stage
+// that answers the request itself, the handler only for admitted requests,
+// observers exactly once each, and a request keeps the config snapshot it
+// started with.
 #include "gateway/pipeline/pipeline.hpp"
 
 #include <gtest/gtest.h>
@@ -35,9 +36,10 @@ class Step final : public AdmissionStage {
     trace_.steps.push_back(name_);
     return verdict_;
   }
-  Task<std::optional<ApiError>> admit_async(RequestContext&) override {
+  Task<Verdict> admit_async(RequestContext&) override {
     trace_.steps.push_back(name_ + " (waited)");
-    co_return async_;
+    if (async_) co_return Verdict::refuse(*async_);
+    co_return Verdict::go();
   }
 
  private:
@@ -168,6 +170,45 @@ TEST(Pipeline, AStageThatWaitsIsAwaitedAndMayRefuse) {
   EXPECT_EQ(trace.last_status, 429);
 }
 
+// A stage that answers from what it holds (as a result cache would): it
+// waits to write, then writes the whole answer itself.
+class Canned final : public AdmissionStage {
+ public:
+  explicit Canned(Trace& trace) : trace_(trace) {}
+  std::string_view name() const override { return "canned"; }
+  Verdict admit(RequestContext&) override {
+    trace_.steps.push_back("canned");
+    return Verdict::wait();
+  }
+  Task<Verdict> admit_async(RequestContext& ctx) override {
+    http::response<http::string_body> res{http::status::ok, 11};
+    res.body() = "from the stage";
+    const bool sent = co_await ctx.sink->send(res);
+    ctx.outcome.status = sent ? 200 : 499;
+    co_return Verdict::answered();
+  }
+
+ private:
+  Trace& trace_;
+};
+
+TEST(Pipeline, AStageMayAnswerItselfAndThenNothingAfterItRuns) {
+  Trace trace;
+  std::vector<std::unique_ptr<AdmissionStage>> stages;
+  stages.push_back(std::make_unique<Step>(trace, "auth", Verdict::go()));
+  stages.push_back(std::make_unique<Canned>(trace));
+  stages.push_back(std::make_unique<Step>(trace, "quota", Verdict::go()));
+  const std::string got = run(chain(trace, std::move(stages)));
+  EXPECT_EQ(trace.steps, (std::vector<std::string>{"auth", "canned"})) << "no later stage, no handler";
+  EXPECT_TRUE(got.starts_with("HTTP/1.1 200")) << got;
+  EXPECT_NE(got.find("from the stage"), std::string::npos) << got;
+  EXPECT_EQ(got.find("answered"), std::string::npos) << "the handler's answer too: " << got;
+  EXPECT_EQ(trace.starts, 1);
+  EXPECT_EQ(trace.completes, 1);
+  EXPECT_EQ(trace.last_status, 200);
+  EXPECT_TRUE(trace.last_error.empty()) << trace.last_error;
+}
+
 TEST(Pipeline, ObserversHearThatAnAnswerBeganOnceHoweverOftenTheHandlerSaysSo) {
   Trace trace;
   Pipeline p;
@@ -201,9 +242,9 @@ class Reload final : public AdmissionStage {
   Reload(RuntimeSlot& slot, std::shared_ptr<const Runtime> next) : slot_(slot), next_(std::move(next)) {}
   std::string_view name() const override { return "reload"; }
   Verdict admit(RequestContext&) override { return next_ ? Verdict::wait() : Verdict::go(); }
-  Task<std::optional<ApiError>> admit_async(RequestContext&) override {
+  Task<Verdict> admit_async(RequestContext&) override {
     slot_.store(std::move(next_));  // while this request waits here
-    co_return std::nullopt;
+    co_return Verdict::go();
   }
 
  private:

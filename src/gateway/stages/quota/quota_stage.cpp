@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "gateway/stages/route/route_stage.hpp"
+#include "observability/event_log.hpp"
 
 namespace arbiter {
 
@@ -78,11 +79,12 @@ std::optional<ApiError> QuotaStage::traffic(RequestContext& ctx, quota::TimePoin
   for (const quota::TrafficTransition& change : t.transitions) {
     const std::string from(quota::stage_name(change.from)), to(quota::stage_name(change.to));
     metrics_.traffic_transitions.with({ctx.tenant->name, from, to}).inc();
-    std::fprintf(stderr,
-                 "{\"level\":\"warn\",\"event\":\"traffic_breaker\",\"tenant\":\"%s\",\"from\":\"%s\","
-                 "\"to\":\"%s\",\"demand_ratio\":%.3f,\"backoff_s\":%.3f}\n",
-                 ctx.tenant->name.c_str(), from.c_str(), to.c_str(), change.demand_ratio,
-                 std::chrono::duration<double>(change.backoff).count());
+    log_event(EventLevel::kWarn, "traffic_breaker",
+              {{"tenant", ctx.tenant->name},
+               {"from", from},
+               {"to", to},
+               {"demand_ratio", change.demand_ratio},
+               {"backoff_s", std::chrono::duration<double>(change.backoff).count()}});
   }
   const quota::TrafficStage stage = t.verdict.stage;
   if (stage == quota::TrafficStage::kGreen) return std::nullopt;
@@ -128,8 +130,10 @@ Verdict QuotaStage::admit(RequestContext& ctx) {
   return Verdict::go();
 }
 
-Task<std::optional<ApiError>> QuotaStage::admit_async(RequestContext& ctx) {
-  co_return decide(ctx, co_await book_.reserve(subject(ctx), ctx.parsed.info.cost_estimate()));
+Task<Verdict> QuotaStage::admit_async(RequestContext& ctx) {
+  std::optional<ApiError> refused = decide(ctx, co_await book_.reserve(subject(ctx), ctx.parsed.info.cost_estimate()));
+  if (refused) co_return Verdict::refuse(std::move(*refused));
+  co_return Verdict::go();
 }
 
 std::optional<ApiError> QuotaStage::decide(RequestContext& ctx, QuotaBook::Admission admission) {

@@ -24,7 +24,7 @@ class QuotaStage final : public AdmissionStage {
   // Decided at once unless a shared lease must be refilled from the store
   // first (then admit_async, bounded by quota_store.timeout_ms).
   Verdict admit(RequestContext& ctx) override;
-  Task<std::optional<ApiError>> admit_async(RequestContext& ctx) override;
+  Task<Verdict> admit_async(RequestContext& ctx) override;
 
  private:
   quota::Subject subject(const RequestContext& ctx) const;
