@@ -1,5 +1,7 @@
 #include "core/config.hpp"
 
+#include <algorithm>
+
 namespace arbiter {
 
 std::vector<ClassConfig> default_classes() {
@@ -49,6 +51,17 @@ std::string ModelConfig::pool_name() const {
   std::string out = name;
   for (std::size_t i = 0; i < classes.size(); ++i) out += (i == 0 ? "/" : "+") + classes[i];
   return out;
+}
+
+std::size_t class_pool(const Config& config, const std::vector<std::size_t>& pools, std::size_t cls) {
+  const std::string& name = config.classes[cls].name;
+  std::size_t general = pools.front();
+  for (const std::size_t p : pools) {
+    const auto& classes = config.models[p].classes;
+    if (classes.empty()) general = p;
+    if (std::find(classes.begin(), classes.end(), name) != classes.end()) return p;
+  }
+  return general;
 }
 
 }  // namespace arbiter

@@ -292,6 +292,11 @@ struct Config {
   std::vector<std::string> inherited_classes;
 };
 
+// The pool of a model (`pools`: its pools, indexes into config.models) that
+// serves class `cls`: the one whose class list names it, else the one
+// without a list (config validation makes sure there is one).
+std::size_t class_pool(const Config& config, const std::vector<std::size_t>& pools, std::size_t cls);
+
 // The classes used when the config names none: an interactive completion
 // class capped at 128 tokens, standard chat, and two header-only classes.
 std::vector<ClassConfig> default_classes();

@@ -4,22 +4,11 @@
 
 #include "gateway/admin/state_export.hpp"
 #include "gateway/dispatch/dispatch_stage.hpp"
-#include "gateway/observers/access_log/access_log_observer.hpp"
-#include "gateway/observers/breaker/breaker_observer.hpp"
-#include "gateway/observers/metrics/request_metrics.hpp"
-#include "gateway/observers/usage/usage_observer.hpp"
 #include "gateway/relay/upstream_relay.hpp"
 #include "gateway/request_id.hpp"
 #include "gateway/scheduler_setup.hpp"
-#include "gateway/stages/auth/auth_stage.hpp"
-#include "gateway/stages/breaker/breaker_stage.hpp"
-#include "gateway/stages/caps/caps_stage.hpp"
-#include "gateway/stages/hints/hints_stage.hpp"
-#include "gateway/stages/parse/parse_stage.hpp"
+#include "gateway/pipeline_registry.hpp"
 #include "gateway/stages/quota/quota_export.hpp"
-#include "gateway/stages/quota/quota_stage.hpp"
-#include "gateway/stages/route/route_stage.hpp"
-#include "gateway/stages/supersede/supersede_stage.hpp"
 
 namespace arbiter {
 
@@ -86,26 +75,24 @@ Gateway::~Gateway() {
   if (service_exchange_) service_exchange_->stop();
 }
 
-// The inference routes' chain. A new admission stage goes here, in the
-// order it must run (auth before anything is parsed; quotas after route,
-// which names the class); a new observer likewise.
+// The inference routes' chain, from the registry (gateway/pipeline_registry):
+// each stage in its phase's place, then the handler and the observers.
 void Gateway::assemble_pipeline() {
   pipeline_.set_runtime(runtime_);
   if (cors_.enabled()) pipeline_.set_cors(cors_);
-  pipeline_.add_stage(std::make_unique<AuthStage>());
-  pipeline_.add_stage(std::make_unique<ParseStage>(config_.limits.max_json_depth));
-  pipeline_.add_stage(std::make_unique<RouteStage>(pools_));
-  pipeline_.add_stage(std::make_unique<HintsStage>(metrics_));
-  pipeline_.add_stage(std::make_unique<BreakerStage>(*breakers_, metrics_));
-  pipeline_.add_stage(std::make_unique<CapsStage>(pools_, metrics_));
-  pipeline_.add_stage(std::make_unique<QuotaStage>(config_, quotas_, metrics_));
-  pipeline_.add_stage(std::make_unique<SupersedeStage>());
+  const PipelineParts parts{.config = config_,
+                            .pools = pools_,
+                            .metrics = metrics_,
+                            .breakers = *breakers_,
+                            .quotas = quotas_,
+                            .usage = usage_,
+                            .access_log = access_log_.get()};
+  for (const StageEntry& stage : stage_registry()) pipeline_.add_stage(stage.make(parts));
   pipeline_.set_handler(std::make_unique<DispatchStage>(config_, *dispatcher_, pools_, *health_, metrics_));
-  pipeline_.add_observer(std::make_unique<RequestMetrics>(config_, metrics_));
-  if (access_log_) pipeline_.add_observer(std::make_unique<AccessLogObserver>(*access_log_));
-  pipeline_.add_observer(std::make_unique<QuotaObserver>());
-  pipeline_.add_observer(std::make_unique<UsageObserver>(config_, usage_));
-  pipeline_.add_observer(std::make_unique<BreakerObserver>(*breakers_));
+  for (const ObserverEntry& observer : observer_registry()) {
+    if (!observer.enabled(config_)) continue;
+    if (auto made = observer.make(parts)) pipeline_.add_observer(std::move(made));
+  }
 }
 
 void Gateway::start_monitor(net::any_io_executor executor) {

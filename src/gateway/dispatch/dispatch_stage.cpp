@@ -25,7 +25,7 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
   const BoundHints hints = bound_client_hints(ctx.hints, config_.classes[ctx.cls].policy, ctx.tenant);
   count_hints(ctx, hints);
   const sched::Request queued{
-      .pool = static_cast<sched::PoolId>(ctx.pool),
+      .pool = static_cast<sched::PoolId>(ctx.pool()),
       .klass = static_cast<sched::ClassId>(ctx.cls),
       .tenant = tenant_id(config_, ctx.tenant),
       .cost_tokens = info.cost_estimate(),
@@ -55,7 +55,7 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
   }
   ctx.dispatch_queue_ms = ctx.rec.queue_ms;  // observed after the response: not on its path
   ctx.rec.engine_ms = 0;
-  health_.on_request(ctx.pool);
+  health_.on_request(ctx.pool());
   bool inherited = false;
   if (slot->inherited_from()) {
     inherited = co_await run_inherited(ctx, *slot, offer.get());
@@ -75,7 +75,7 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
   }
   // The bill: the tokens the engine reported (none: no token cost) and the
   // time the request held an engine.
-  if (const auto& price = config_.models[ctx.pool].price) {
+  if (const auto& price = config_.models[ctx.pool()].price) {
     ctx.rec.cost = request_cost(*price, usage, ctx.rec.engine_ms / 1000);
   }
 }
@@ -372,7 +372,7 @@ Task<void> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::Slot& sl
 }
 
 Task<bool> DispatchStage::may_run_again(RequestContext& ctx, bool failover, uint32_t& retries) {
-  const std::string& pool = config_.models[ctx.pool].pool_name();
+  const std::string& pool = config_.models[ctx.pool()].pool_name();
   if (retries >= health_.max_retries()) {
     metrics_.retries.with({pool, "exhausted"}).inc();
     co_return false;
@@ -381,14 +381,14 @@ Task<bool> DispatchStage::may_run_again(RequestContext& ctx, bool failover, uint
   // max_retries times: outside the budget, which bounds the extra load of
   // retrying requests that have nothing yet. (With the budget, a crash of
   // an engine holding over a tenth of a pool's streams cut the rest.)
-  if (!failover && !health_.try_retry(ctx.pool)) {
+  if (!failover && !health_.try_retry(ctx.pool())) {
     metrics_.retries.with({pool, "refused_budget"}).inc();
     co_return false;
   }
   ++retries;
   metrics_.retries.with({pool, failover ? "failover" : "retry"}).inc();
   net::steady_timer backoff(co_await net::this_coro::executor);
-  backoff.expires_after(health_.backoff(ctx.pool, retries));
+  backoff.expires_after(health_.backoff(ctx.pool(), retries));
   co_await backoff.async_wait(kAsTuple);
   co_return !ctx.sink->client_gone();
 }

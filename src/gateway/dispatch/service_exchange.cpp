@@ -4,7 +4,6 @@
 
 #include "core/tenants.hpp"
 #include "gateway/redis/replica_name.hpp"
-#include "gateway/stages/route/route_stage.hpp"
 
 namespace arbiter {
 

@@ -1,5 +1,7 @@
 #include "gateway/pipeline/pipeline.hpp"
 
+#include <algorithm>
+
 #include "core/tenants.hpp"
 #include "gateway/cors.hpp"
 #include "gateway/request_id.hpp"
@@ -7,6 +9,24 @@
 namespace arbiter {
 
 Task<Verdict> AdmissionStage::admit_async(RequestContext&) { co_return Verdict::go(); }
+
+std::string_view phase_name(Phase phase) {
+  switch (phase) {
+    case Phase::kAuthenticate: return "authenticate";
+    case Phase::kParse: return "parse";
+    case Phase::kRoute: return "route";
+    case Phase::kProtect: return "protect";
+    case Phase::kAnswerEarly: return "answer_early";
+    case Phase::kAdmit: return "admit";
+  }
+  return "?";
+}
+
+void Pipeline::add_stage(std::unique_ptr<AdmissionStage> stage) {
+  const auto after = std::find_if(stages_.begin(), stages_.end(),
+                                  [&](const auto& s) { return s->phase() > stage->phase(); });
+  stages_.insert(after, std::move(stage));
+}
 
 RequestContext::RequestContext(Route r, HttpRequest& request, ClientConnection& connection)
     : route(r), req(request), conn(connection), sink(&connection), started(Clock::now()) {
@@ -20,6 +40,13 @@ RequestContext::RequestContext(Route r, HttpRequest& request, ClientConnection& 
   rec.cls = kNoLabel;
   response_headers.reserve(12);  // x-request-id, CORS's four, a stage's, the relay's five: no regrowth
   response_headers.emplace_back("x-request-id", rec.request_id);
+}
+
+void RequestContext::route_to(const Config& config, const std::vector<std::size_t>& pools, std::size_t klass) {
+  model_pools = &pools;
+  cls = klass;
+  pool_ = class_pool(config, pools, klass);
+  rec.cls = config.classes[klass].name;
 }
 
 void RequestContext::answer_started() {

@@ -18,7 +18,8 @@ class Cors;
 
 class Pipeline {
  public:
-  void add_stage(std::unique_ptr<AdmissionStage> stage) { stages_.push_back(std::move(stage)); }
+  // In its phase's place: after every stage of the same or an earlier phase.
+  void add_stage(std::unique_ptr<AdmissionStage> stage);
   void set_handler(std::unique_ptr<AdmittedHandler> handler) { handler_ = std::move(handler); }
   void add_observer(std::unique_ptr<CompletionObserver> observer) { observers_.push_back(std::move(observer)); }
   // Where each request takes its Runtime from, once, at its start.

@@ -59,9 +59,14 @@ struct RequestContext {
   // Admission, filled by the stages in order (gateway/stages/).
   const TenantConfig* tenant = nullptr;                 // auth: null when anonymous
   ParsedRequest parsed;                                 // parse
-  const std::vector<std::size_t>* model_pools = nullptr;  // route: the model's pools
-  std::size_t pool = 0;                                 // route: the pool for its class
-  std::size_t cls = 0;                                  // route: its class
+  // Where it goes: its model's pools, its class and the pool of the one
+  // that serves the other (class_pool). The one place the three are set:
+  // route, a breaker's fallback model and a traffic breaker's lower class
+  // all go through it; it keeps the access log's class label in step.
+  void route_to(const Config& config, const std::vector<std::size_t>& model_pools, std::size_t klass);
+  std::size_t pool() const { return pool_; }
+  const std::vector<std::size_t>* model_pools = nullptr;  // route_to: the model's pools
+  std::size_t cls = 0;                                  // route_to: its class
   std::vector<uint64_t> prefix;                         // route: prompt prefix blocks (affinity)
   ClientHints hints;                                    // hints: x-priority, x-slo-ttft-ms as sent
   // breaker: where the requested model's breaker sent it, for its outcome
@@ -93,6 +98,9 @@ struct RequestContext {
   // The pipeline's observers (Pipeline::run), for answer_started().
   const std::vector<std::unique_ptr<CompletionObserver>>* observers = nullptr;
   bool answer_began = false;  // answer_started() ran (BreakerObserver recorded it then)
+
+ private:
+  std::size_t pool_ = 0;  // route_to
 };
 
 }  // namespace arbiter

@@ -1,7 +1,7 @@
 // The two kinds of pluggable steps of the request pipeline
 // (gateway/pipeline/pipeline.hpp). A feature is a class in its own folder
-// under gateway/stages/ (or gateway/observers/) and one line in
-// Gateway::Gateway where the chain is assembled.
+// under gateway/stages/ (or gateway/observers/) and one line in the
+// registry the chain is assembled from (gateway/pipeline_registry.cpp).
 #pragma once
 
 #include <optional>
@@ -33,6 +33,23 @@ struct Verdict {
   static Verdict answered() { return {Kind::kAnswered, std::nullopt}; }
 };
 
+// The phases of the request path, in the order they run (as nginx's phases
+// or Envoy's filter chain). Each admission stage declares its own; inside a
+// phase, stages run in the registry's order.
+enum class Phase : uint8_t {
+  kAuthenticate,  // who is asking: the tenant
+  kParse,         // the body, once
+  kRoute,         // model, class and the pool they give; the client's hints
+  kProtect,       // the model's health and the gateway's load: breakers, degradation
+  kAnswerEarly,   // answers that need no engine (a result cache)
+  kAdmit,         // may it run now: caps, quotas, supersede
+};
+inline constexpr Phase kPhases[] = {Phase::kAuthenticate, Phase::kParse,       Phase::kRoute,
+                                    Phase::kProtect,      Phase::kAnswerEarly, Phase::kAdmit};
+
+// "authenticate", "parse", "route", "protect", "answer_early", "admit".
+std::string_view phase_name(Phase phase);
+
 // Runs before dispatch, in chain order: may refuse or answer the request.
 // Most stages decide at once (admit); one that must wait (or write: a sink
 // is written from a coroutine) returns Verdict::wait() and the pipeline
@@ -41,6 +58,7 @@ class AdmissionStage {
  public:
   virtual ~AdmissionStage() = default;
   virtual std::string_view name() const = 0;
+  virtual Phase phase() const = 0;
   virtual Verdict admit(RequestContext& ctx) = 0;
   // Only after admit() returned wait(): go, refuse or answered (a wait
   // here counts as go).

@@ -72,7 +72,7 @@ struct Rig {
     }
     if (model) *model = ctx.parsed.info.model;
     ctx.admitted = true;
-    if (end != End::kNoBackendReached) ctx.rec.backend = config.models[ctx.pool].backends[0].name;
+    if (end != End::kNoBackendReached) ctx.rec.backend = config.models[ctx.pool()].backends[0].name;
     if (end == End::kFailed) ctx.outcome.error = ApiError{ErrorCode::kUpstreamFailed, "down", {}, {}};
     if (end == End::kNoBackendReached) ctx.outcome.error = ApiError{ErrorCode::kRateLimited, "queue full", {}, {}};
     // As Pipeline::run has it: the observers told through the context.

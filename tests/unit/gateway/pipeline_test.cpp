@@ -31,7 +31,11 @@ class Step final : public AdmissionStage {
  public:
   Step(Trace& trace, std::string name, Verdict verdict, std::optional<ApiError> async_result = std::nullopt)
       : trace_(trace), name_(std::move(name)), verdict_(std::move(verdict)), async_(std::move(async_result)) {}
+  Step(Trace& trace, std::string name, Phase phase, Verdict verdict) : Step(trace, std::move(name), std::move(verdict)) {
+    phase_ = phase;
+  }
   std::string_view name() const override { return name_; }
+  Phase phase() const override { return phase_; }
   Verdict admit(RequestContext&) override {
     trace_.steps.push_back(name_);
     return verdict_;
@@ -47,6 +51,7 @@ class Step final : public AdmissionStage {
   std::string name_;
   Verdict verdict_;
   std::optional<ApiError> async_;
+  Phase phase_ = Phase::kAdmit;
 };
 
 class Answer final : public AdmittedHandler {
@@ -136,6 +141,20 @@ TEST(Pipeline, AdmittedRequestsRunEveryStageInOrderThenTheHandler) {
   EXPECT_EQ(trace.last_status, 200);
 }
 
+TEST(Pipeline, StagesRunByPhaseThenInTheOrderTheyWereAdded) {
+  Trace trace;
+  std::vector<std::unique_ptr<AdmissionStage>> stages;
+  stages.push_back(std::make_unique<Step>(trace, "quota", Phase::kAdmit, Verdict::go()));
+  stages.push_back(std::make_unique<Step>(trace, "route", Phase::kRoute, Verdict::go()));
+  stages.push_back(std::make_unique<Step>(trace, "supersede", Phase::kAdmit, Verdict::go()));
+  stages.push_back(std::make_unique<Step>(trace, "auth", Phase::kAuthenticate, Verdict::go()));
+  stages.push_back(std::make_unique<Step>(trace, "hints", Phase::kRoute, Verdict::go()));
+  stages.push_back(std::make_unique<Step>(trace, "breaker", Phase::kProtect, Verdict::go()));
+  run(chain(trace, std::move(stages)));
+  EXPECT_EQ(trace.steps,
+            (std::vector<std::string>{"auth", "route", "hints", "breaker", "quota", "supersede", "handler"}));
+}
+
 TEST(Pipeline, TheFirstRefusalIsTheAnswerAndNothingAfterItRuns) {
   Trace trace;
   std::vector<std::unique_ptr<AdmissionStage>> stages;
@@ -176,6 +195,7 @@ class Canned final : public AdmissionStage {
  public:
   explicit Canned(Trace& trace) : trace_(trace) {}
   std::string_view name() const override { return "canned"; }
+  Phase phase() const override { return Phase::kAnswerEarly; }
   Verdict admit(RequestContext&) override {
     trace_.steps.push_back("canned");
     return Verdict::wait();
@@ -195,7 +215,7 @@ class Canned final : public AdmissionStage {
 TEST(Pipeline, AStageMayAnswerItselfAndThenNothingAfterItRuns) {
   Trace trace;
   std::vector<std::unique_ptr<AdmissionStage>> stages;
-  stages.push_back(std::make_unique<Step>(trace, "auth", Verdict::go()));
+  stages.push_back(std::make_unique<Step>(trace, "auth", Phase::kAuthenticate, Verdict::go()));
   stages.push_back(std::make_unique<Canned>(trace));
   stages.push_back(std::make_unique<Step>(trace, "quota", Verdict::go()));
   const std::string got = run(chain(trace, std::move(stages)));
@@ -241,6 +261,7 @@ class Reload final : public AdmissionStage {
  public:
   Reload(RuntimeSlot& slot, std::shared_ptr<const Runtime> next) : slot_(slot), next_(std::move(next)) {}
   std::string_view name() const override { return "reload"; }
+  Phase phase() const override { return Phase::kAdmit; }
   Verdict admit(RequestContext&) override { return next_ ? Verdict::wait() : Verdict::go(); }
   Task<Verdict> admit_async(RequestContext&) override {
     slot_.store(std::move(next_));  // while this request waits here

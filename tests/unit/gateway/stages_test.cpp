@@ -85,7 +85,7 @@ TEST(Stages, AnAdmittedCompletionIsRoutedCappedAndKeyed) {
   EXPECT_EQ(ctx.tenant->name, "ide");                          // auth
   EXPECT_EQ(ctx.parsed.info.model, "m1");                      // parse
   EXPECT_EQ(rig.config.classes[ctx.cls].name, "completion");   // route: class...
-  EXPECT_EQ(rig.config.models[ctx.pool].pool_name(), "m1/completion");  // ...and its pool
+  EXPECT_EQ(rig.config.models[ctx.pool()].pool_name(), "m1/completion");  // ...and its pool
   EXPECT_EQ(ctx.rec.cls, "completion");
   EXPECT_EQ(ctx.response_headers.back(),                       // caps: 900 -> the built-in 128
             (std::pair<std::string, std::string>{"x-arbiter-max-tokens-capped", "128"}));
@@ -140,7 +140,7 @@ TEST(Stages, AChatGoesToTheGeneralPoolWithNoKeyOrCap) {
                             R"({"model":"m1","messages":[{"role":"user","content":"hi"}],"user":"u"})");
   RequestContext ctx(Route::kChatCompletions, req, rig.loop.conn());
   ASSERT_FALSE(rig.admit(ctx));
-  EXPECT_EQ(rig.config.models[ctx.pool].pool_name(), "m1");
+  EXPECT_EQ(rig.config.models[ctx.pool()].pool_name(), "m1");
   EXPECT_TRUE(ctx.supersede_key.empty());  // chat does not supersede by user
   EXPECT_EQ(ctx.response_headers.size(), 1u);  // x-request-id only
 }

@@ -51,21 +51,21 @@ metrics::Histogram& RequestMetrics::class_histogram(const RequestContext& ctx,
                                                     metrics::Family<metrics::Histogram>& family) {
   const AccessRecord& rec = ctx.rec;
   if (!ctx.admitted) return family.with({rec.model, rec.cls});  // labelled `none`: not cached
-  return cached_series(class_series_[ctx.pool * config_.classes.size() + ctx.cls].*member,
+  return cached_series(class_series_[ctx.pool() * config_.classes.size() + ctx.cls].*member,
                        [&]() -> metrics::Histogram& { return family.with({rec.model, rec.cls}); });
 }
 
 void RequestMetrics::count_usage(const RequestContext& ctx) {
   const AccessRecord& rec = ctx.rec;
   const std::size_t tenants = config_.tenants.size() + 1, tenant = tenant_id(config_, ctx.tenant);
-  TeamSeries& team = team_series_[ctx.pool * tenants + tenant];
+  TeamSeries& team = team_series_[ctx.pool() * tenants + tenant];
   if (rec.cost >= 0) {
     cached_series(team.cost, [&]() -> metrics::RealCounter& {
       return metrics_.cost.with({rec.team, rec.model});
     }).add(rec.cost);
   }
   if (rec.prompt_tokens < 0) return;  // the engine reported no usage
-  count_tokens(token_series_[(ctx.pool * config_.classes.size() + ctx.cls) * tenants + tenant], rec,
+  count_tokens(token_series_[(ctx.pool() * config_.classes.size() + ctx.cls) * tenants + tenant], rec,
                [&](std::string_view kind) -> metrics::Counter& {
                  return metrics_.tokens.with({rec.model, rec.cls, rec.tenant, kind});
                });

@@ -10,7 +10,7 @@ void UsageObserver::on_complete(const RequestContext& ctx) {
   if (!ctx.dispatch_queue_ms) return;  // never reached an engine: nothing used
   const AccessRecord& rec = ctx.rec;
   const usage::UsageKey key{.tenant = tenant_id(config_, ctx.tenant),
-                            .model = static_cast<uint16_t>(ctx.pool),
+                            .model = static_cast<uint16_t>(ctx.pool()),
                             .klass = static_cast<uint16_t>(ctx.cls)};
   const bool reported = rec.prompt_tokens >= 0;
   const usage::UsageTotals used{.requests = 1,

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "gateway/stages/route/route_stage.hpp"
 
 namespace arbiter {
 
@@ -25,15 +24,14 @@ Verdict BreakerStage::admit(RequestContext& ctx) {
   ctx.breaker_model = *index;
   if (route.target == resilience::BreakerTarget::kPrimary) return Verdict::go();
   // The config checked both name models it serves.
-  const ModelConfig& requested = runtime.config.models[ctx.pool];
+  const ModelConfig& requested = runtime.config.models[ctx.pool()];
   const std::string& target = route.target == resilience::BreakerTarget::kDegraded ? requested.degraded
                                                                                    : requested.fallback;
   const auto it = runtime.pool_index.find(target);
   if (it == runtime.pool_index.end()) return Verdict::go();
   metrics_.model_rerouted.with({model, target}).inc();
   rewrite_model(ctx.parsed, target);
-  ctx.model_pools = &it->second;
-  ctx.pool = class_pool(runtime.config, it->second, ctx.cls);
+  ctx.route_to(runtime.config, it->second, ctx.cls);
   ctx.prefix.clear();  // hashed for the requested model's pool; a cold start for the other is fine
   ctx.response_headers.emplace_back("x-arbiter-model", target);
   ctx.response_headers.emplace_back("x-arbiter-breaker",

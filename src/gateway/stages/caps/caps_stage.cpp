@@ -12,7 +12,7 @@ Verdict CapsStage::admit(RequestContext& ctx) {
   }
   // Only work the scheduler may preempt needs a way to resume.
   if (config.scheduler.preemption && (cls.policy.preemptible || cls.policy.background)) {
-    ctx.resume = resume_method(ctx.parsed, pools_[ctx.pool]->continues_chat());
+    ctx.resume = resume_method(ctx.parsed, pools_[ctx.pool()]->continues_chat());
     // Read for that alone: a queued batch request would hold its body twice
     // (a 16 KiB prompt: 49.8 KB queued against 29.6; docs/benchmarks.md).
     ctx.parsed.drop_document();

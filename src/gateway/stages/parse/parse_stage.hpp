@@ -15,7 +15,10 @@ namespace arbiter {
 class ParseStage final : public AdmissionStage {
  public:
   explicit ParseStage(std::size_t max_json_depth = kDefaultMaxJsonDepth) : max_json_depth_(max_json_depth) {}
-  std::string_view name() const override { return "parse"; }
+  static constexpr std::string_view kName = "parse";
+  static constexpr Phase kPhase = Phase::kParse;
+  std::string_view name() const override { return kName; }
+  Phase phase() const override { return kPhase; }
   Verdict admit(RequestContext& ctx) override;
 
  private:

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "gateway/stages/route/route_stage.hpp"
 #include "observability/event_log.hpp"
 
 namespace arbiter {
@@ -110,9 +109,7 @@ void QuotaStage::degrade(RequestContext& ctx) {
   std::string what;
   if (degrade_class_ && *degrade_class_ != ctx.cls) {
     // A lower priority: the class's pool, cap and scheduling from here on.
-    ctx.cls = *degrade_class_;
-    ctx.pool = class_pool(config_, *ctx.model_pools, ctx.cls);
-    ctx.rec.cls = config_.classes[ctx.cls].name;
+    ctx.route_to(config_, *ctx.model_pools, *degrade_class_);
     if (const auto& cap = config_.classes[ctx.cls].max_tokens_cap) apply_max_tokens_cap(ctx.parsed, *cap);
     what = ", class=" + ctx.rec.cls;
   }

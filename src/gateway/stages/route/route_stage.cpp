@@ -1,7 +1,5 @@
 #include "gateway/stages/route/route_stage.hpp"
 
-#include <algorithm>
-
 #include "core/prefix_blocks.hpp"
 
 namespace arbiter {
@@ -14,7 +12,6 @@ Verdict RouteStage::admit(RequestContext& ctx) {
     return Verdict::refuse(
         ApiError{ErrorCode::kModelNotFound, "the model '" + info.model + "' does not exist", "model", {}});
   }
-  ctx.model_pools = &it->second;
   ctx.rec.model = info.model;
   const std::optional<std::string_view> claimed = ctx.req.field("x-arbiter-class");
   auto cls = runtime.classifier.classify({.route = ctx.route,
@@ -23,25 +20,12 @@ Verdict RouteStage::admit(RequestContext& ctx) {
                                           .claimed = claimed,
                                           .max_tokens = info.max_tokens});
   if (!cls) return Verdict::refuse(std::move(cls.error()));
-  ctx.cls = *cls;
-  ctx.rec.cls = runtime.config.classes[ctx.cls].name;
-  ctx.pool = class_pool(runtime.config, it->second, ctx.cls);
+  ctx.route_to(runtime.config, it->second, *cls);
   // Hashed before a cap edits the text: the prompt's offset is the scan's.
-  if (const std::size_t at = info.prompt_at; at < ctx.parsed.text.size() && pools_[ctx.pool]->routes_by_prefix()) {
+  if (const std::size_t at = info.prompt_at; at < ctx.parsed.text.size() && pools_[ctx.pool()]->routes_by_prefix()) {
     prefix_blocks(std::string_view(ctx.parsed.text).substr(at), 0, ctx.prefix);
   }
   return Verdict::go();
-}
-
-std::size_t class_pool(const Config& config, const std::vector<std::size_t>& pools, std::size_t cls) {
-  const std::string& name = config.classes[cls].name;
-  std::size_t general = pools.front();
-  for (const std::size_t p : pools) {
-    const auto& classes = config.models[p].classes;
-    if (classes.empty()) general = p;
-    if (std::find(classes.begin(), classes.end(), name) != classes.end()) return p;
-  }
-  return general;
 }
 
 }  // namespace arbiter

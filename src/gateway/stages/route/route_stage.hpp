@@ -19,18 +19,14 @@ class RouteStage final : public AdmissionStage {
   // `pools`: the pools of the request's Runtime's pool_index (indexes of
   // its config.models).
   explicit RouteStage(const std::vector<std::unique_ptr<ModelPool>>& pools) : pools_(pools) {}
-  std::string_view name() const override { return "route"; }
+  static constexpr std::string_view kName = "route";
+  static constexpr Phase kPhase = Phase::kRoute;
+  std::string_view name() const override { return kName; }
+  Phase phase() const override { return kPhase; }
   Verdict admit(RequestContext& ctx) override;
 
  private:
-  // The pool of `pools` that serves class `cls`: the one naming it, else the
-  // one without classes (config validation makes sure there is one).
-
   const std::vector<std::unique_ptr<ModelPool>>& pools_;
 };
-
-// The pool of a model (`pools`: its pools, config indexes) that serves class
-// `cls`: the one whose class list names it, else the one without a list.
-std::size_t class_pool(const Config& config, const std::vector<std::size_t>& pools, std::size_t cls);
 
 }  // namespace arbiter

@@ -1,0 +1,58 @@
+// What the inference routes' pipeline is assembled from: every admission
+// stage and completion observer, one entry each, in the order they run
+// inside their phase (the Pipeline puts each stage in its phase's place).
+// A new feature adds its entry here and nothing else outside its folder;
+// `--print-config` prints the chain a config gives (describe_pipeline).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/config.hpp"
+#include "gateway/pipeline/stage.hpp"
+
+namespace arbiter {
+
+class BatchedLineWriter;
+class ModelBreakers;
+class ModelPool;
+class QuotaBook;
+class UsageBook;
+struct GatewayMetrics;
+
+// The gateway's parts the stages and observers hold on to.
+struct PipelineParts {
+  const Config& config;
+  const std::vector<std::unique_ptr<ModelPool>>& pools;
+  GatewayMetrics& metrics;
+  ModelBreakers& breakers;
+  QuotaBook& quotas;
+  UsageBook& usage;
+  BatchedLineWriter* access_log;  // null: the access log is off
+};
+
+struct StageEntry {
+  std::string_view name;
+  Phase phase;
+  std::unique_ptr<AdmissionStage> (*make)(const PipelineParts& parts);
+};
+
+struct ObserverEntry {
+  std::string_view name;
+  bool (*enabled)(const Config& config);
+  // Null when a part it needs is missing (an access log with no writer).
+  std::unique_ptr<CompletionObserver> (*make)(const PipelineParts& parts);
+};
+
+std::span<const StageEntry> stage_registry();
+std::span<const ObserverEntry> observer_registry();
+
+// The chain a config gives: "authenticate: auth; parse: parse; route: route,
+// hints; protect: breaker; admit: caps, quota, supersede; handler: dispatch;
+// observers: metrics, access_log, quota, usage, breaker".
+std::string describe_pipeline(const Config& config);
+
+}  // namespace arbiter
