@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/sse.hpp"
-#include "gateway/relay/stream_gaps.hpp"
+#include "gateway/stream_gaps.hpp"
 
 namespace arbiter {
 namespace {

@@ -1,7 +1,7 @@
 // Client hints: a request's own priority and TTFT deadline, sent as headers
 // in the convention of the peers (docs/configuration.md, "Client hints"),
 // read once and bounded by what its tenant is allowed. Pure: the gateway's
-// HintsStage parses, DispatchStage bounds (the class is final only there:
+// HintsStage parses, DispatchHandler bounds (the class is final only there:
 // the traffic breaker may move a request to its degrade_class).
 #pragma once
 

@@ -39,7 +39,7 @@ class ParsedRequest {
   // otherwise hold its body twice.
   void drop_document();
   // Frees the text and the document for good; `info` stays. For a request
-  // nothing will send again (DispatchStage: a stream whose answer began and
+  // nothing will send again (DispatchHandler: a stream whose answer began and
   // that cannot be resumed), so that an open stream does not hold its
   // prompt. body() must not be called after it.
   void release_body();

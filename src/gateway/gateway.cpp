@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #include "gateway/admin/state_export.hpp"
-#include "gateway/dispatch/dispatch_stage.hpp"
+#include "gateway/handler/dispatch_handler.hpp"
 #include "gateway/relay/upstream_relay.hpp"
 #include "gateway/request_id.hpp"
 #include "gateway/scheduler_setup.hpp"
@@ -88,7 +88,7 @@ void Gateway::assemble_pipeline() {
                             .usage = usage_,
                             .access_log = access_log_.get()};
   for (const StageEntry& stage : stage_registry()) pipeline_.add_stage(stage.make(parts));
-  pipeline_.set_handler(std::make_unique<DispatchStage>(config_, *dispatcher_, pools_, *health_, metrics_));
+  pipeline_.set_handler(std::make_unique<DispatchHandler>(config_, *dispatcher_, pools_, *health_, metrics_));
   for (const ObserverEntry& observer : observer_registry()) {
     if (!observer.enabled(config_)) continue;
     if (auto made = observer.make(parts)) pipeline_.add_observer(std::move(made));

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/config.hpp"
-#include "gateway/relay/stream_gaps.hpp"
+#include "gateway/stream_gaps.hpp"
 #include "http/upstream_pool.hpp"
 
 namespace arbiter {

@@ -1,7 +1,7 @@
 #include "gateway/pipeline_registry.hpp"
 
 #include "gateway/observers/access_log/access_log_observer.hpp"
-#include "gateway/observers/breaker/breaker_observer.hpp"
+#include "gateway/stages/breaker/breaker_observer.hpp"
 #include "gateway/observers/metrics/request_metrics.hpp"
 #include "gateway/observers/usage/usage_observer.hpp"
 #include "gateway/stages/auth/auth_stage.hpp"

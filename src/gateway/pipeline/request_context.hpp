@@ -18,9 +18,9 @@
 #include "core/config.hpp"
 #include "core/request_parser.hpp"
 #include "core/resume.hpp"
+#include "gateway/pipeline/request_slots.hpp"
 #include "gateway/relay/upstream_relay.hpp"
 #include "gateway/runtime.hpp"
-#include "gateway/stages/quota/quota_book.hpp"
 #include "core/resilience/model_breaker.hpp"
 #include "http/client_connection.hpp"
 #include "http/server.hpp"
@@ -75,9 +75,8 @@ struct RequestContext {
   std::size_t breaker_model = 0;                        // breaker: ModelBreakers index of the requested model
   ResumeMethod resume = ResumeMethod::kNone;            // caps: how a preempted run continues
   std::string supersede_key;                            // supersede: empty when none
-  // quota: the reservation, for tenants with quotas. Mutable: QuotaObserver
-  // settles it from on_complete, which sees the context const.
-  mutable std::optional<QuotaPermit> quota;
+  // What features keep on the request (quota: its reservation).
+  RequestSlots slots;
   bool admitted = false;                                // every admission stage let it through
   std::string_view answered_by;                         // the stage that answered it itself (Verdict::answered)
 
@@ -86,7 +85,7 @@ struct RequestContext {
   // (CompletionObserver::on_answer_started).
   void answer_started();
   RelayOutcome outcome;                     // how it ended (error: a gateway-made answer)
-  // The body was freed before the end (DispatchStage::release_body): it is
+  // The body was freed before the end (DispatchHandler::release_body): it is
   // no longer counted in arbiter_request_body_bytes.
   bool body_released = false;
   std::optional<double> dispatch_queue_ms;  // the first dispatch's queue wait

@@ -26,7 +26,7 @@
 #include "http/http_head.hpp"
 #include "http/response_sink.hpp"
 #include "gateway/error_response.hpp"
-#include "gateway/relay/stream_gaps.hpp"
+#include "gateway/stream_gaps.hpp"
 #include "http/upstream_pool.hpp"
 #include "gateway/relay/typing_handover.hpp"
 

@@ -11,7 +11,7 @@
 #include "gateway/config_yaml.hpp"
 #include "gateway/gateway_metrics.hpp"
 #include "gateway/model_pool.hpp"
-#include "gateway/observers/breaker/breaker_observer.hpp"
+#include "gateway/stages/breaker/breaker_observer.hpp"
 #include "gateway/stages/breaker/breaker_stage.hpp"
 #include "gateway/stages/parse/parse_stage.hpp"
 #include "gateway/stages/route/route_stage.hpp"

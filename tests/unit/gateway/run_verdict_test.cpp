@@ -2,7 +2,7 @@
 // request's end tells its model's breaker (backends_failed).
 #include <gtest/gtest.h>
 
-#include "gateway/observers/breaker/breaker_observer.hpp"
+#include "gateway/stages/breaker/breaker_observer.hpp"
 #include "gateway/resilience/run_verdict.hpp"
 
 namespace arbiter {

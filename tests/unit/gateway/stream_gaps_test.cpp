@@ -1,7 +1,7 @@
 // The relays' count of a backend's inter-event gaps (adaptive capacity):
 // within the target or not, several events of one read sharing its gap,
 // taken (and reset) at each scrape, and counted from many threads at once.
-#include "gateway/relay/stream_gaps.hpp"
+#include "gateway/stream_gaps.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // and TTFT deadline (x-slo-ttft-ms), read into ctx.hints as sent
 // (core/client_hints.hpp). A malformed value is a 400 naming its header,
 // counted in arbiter_client_hints_total{outcome="invalid"}. The tenant's
-// bounds apply later, in DispatchStage, once the class is final.
+// bounds apply later, in DispatchHandler, once the class is final.
 #pragma once
 
 #include "gateway/gateway_metrics.hpp"

@@ -141,24 +141,25 @@ std::optional<ApiError> QuotaStage::decide(RequestContext& ctx, QuotaBook::Admis
     metrics_.quota_refused.with({ctx.tenant->name, limit}).inc();
     return refusal_error(reserved.error(), ctx.parsed.info);
   }
-  ctx.quota.emplace(book_, std::move(*reserved));
+  ctx.slots.emplace<QuotaPermit>(book_, std::move(*reserved));
   return std::nullopt;
 }
 
 void QuotaObserver::on_complete(const RequestContext& ctx) {
-  if (!ctx.quota) return;
+  QuotaPermit* const quota = ctx.slots.get<QuotaPermit>();
+  if (quota == nullptr) return;
   const RelayOutcome& o = ctx.outcome;
   const auto now = quota::Clock::now();
   if (!ctx.admitted || !ctx.dispatch_queue_ms) {
-    ctx.quota->release();  // never reached an engine
+    quota->release();  // never reached an engine
   } else if (const auto used = o.used_tokens(ctx.parsed.info.prompt_tokens_estimate)) {
-    ctx.quota->settle(now, *used);
+    quota->settle(now, *used);
   } else if (o.status == 200 || (o.status == 499 && ctx.conn.body_bytes_sent() > 0)) {
     // A whole answer without usage (the engine gave none; or the client
     // left while it was being sent): at most what was reserved.
-    ctx.quota->settle(now, ctx.quota->reserved_tokens());
+    quota->settle(now, quota->reserved_tokens());
   } else {
-    ctx.quota->release();  // refused or failed: the engine produced nothing for it
+    quota->release();  // refused or failed: the engine produced nothing for it
   }
 }
 

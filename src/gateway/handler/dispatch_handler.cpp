@@ -1,4 +1,4 @@
-#include "gateway/dispatch/dispatch_stage.hpp"
+#include "gateway/handler/dispatch_handler.hpp"
 
 #include <algorithm>
 
@@ -13,7 +13,7 @@
 
 namespace arbiter {
 
-Task<void> DispatchStage::run(RequestContext& ctx) {
+Task<void> DispatchHandler::run(RequestContext& ctx) {
   const RequestInfo& info = ctx.parsed.info;
   // A completion its client does not stream may still be typed through:
   // the engine streams it to the gateway, which sends it whole (the resume
@@ -80,14 +80,14 @@ Task<void> DispatchStage::run(RequestContext& ctx) {
   }
 }
 
-void DispatchStage::release_body(RequestContext& ctx) {
+void DispatchHandler::release_body(RequestContext& ctx) {
   if (ctx.body_released) return;
   ctx.body_released = true;
   metrics_.request_body_bytes.sub(static_cast<double>(ctx.rec.bytes_in));
   ctx.parsed.release_body();
 }
 
-void DispatchStage::count_hints(RequestContext& ctx, const BoundHints& hints) {
+void DispatchHandler::count_hints(RequestContext& ctx, const BoundHints& hints) {
   std::string clamped;  // the answer says which hints its tenant's bounds changed: not silent
   const auto count = [&](std::string_view hint, bool sent, bool was_clamped) {
     if (!sent) return;
@@ -99,17 +99,17 @@ void DispatchStage::count_hints(RequestContext& ctx, const BoundHints& hints) {
   if (!clamped.empty()) ctx.response_headers.emplace_back("x-arbiter-hints-clamped", std::move(clamped));
 }
 
-void DispatchStage::count_typing(const RequestContext& ctx, TypingOutcome outcome) {
+void DispatchHandler::count_typing(const RequestContext& ctx, TypingOutcome outcome) {
   metrics_.typing_through.with({config_.classes[ctx.cls].name, std::string(typing_outcome_name(outcome))}).inc();
 }
 
-bool DispatchStage::typing_eligible(const RequestContext& ctx) const {
+bool DispatchHandler::typing_eligible(const RequestContext& ctx) const {
   return config_.classes[ctx.cls].policy.typing_through && !ctx.supersede_key.empty() &&
          ctx.parsed.info.route == Route::kCompletions &&
          resume_method(ctx.parsed, false) == ResumeMethod::kPromptAppend;
 }
 
-Task<std::shared_ptr<TypingOffer>> DispatchStage::typing_offer(const RequestContext& ctx) {
+Task<std::shared_ptr<TypingOffer>> DispatchHandler::typing_offer(const RequestContext& ctx) {
   const RequestInfo& info = ctx.parsed.info;
   const boost::json::object& body = ctx.parsed.body();
   const auto executor = co_await net::this_coro::executor;
@@ -118,7 +118,7 @@ Task<std::shared_ptr<TypingOffer>> DispatchStage::typing_offer(const RequestCont
                                           &net::query(executor, net::execution::context), executor);
 }
 
-void DispatchStage::set_run_headers(RequestContext& ctx, const BackendConfig& backend, std::size_t own_headers,
+void DispatchHandler::set_run_headers(RequestContext& ctx, const BackendConfig& backend, std::size_t own_headers,
                                     uint32_t retries) const {
   const AccessRecord& rec = ctx.rec;
   RequestContext::Headers& headers = ctx.response_headers;
@@ -146,7 +146,7 @@ std::string upstream_run_id(std::string_view request_id, uint32_t earlier_runs) 
 
 }  // namespace
 
-Task<bool> DispatchStage::run_inherited(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer) {
+Task<bool> DispatchHandler::run_inherited(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer) {
   std::optional<HandedStream> handed = co_await slot.inherited_from()->receive(*ctx.sink);
   count_typing(ctx, handed ? TypingOutcome::kHandedOver : TypingOutcome::kLost);
   if (!handed) co_return false;  // it runs anew on the slot it holds
@@ -194,7 +194,7 @@ Task<bool> DispatchStage::run_inherited(RequestContext& ctx, Dispatcher::Slot& s
   co_return true;
 }
 
-Task<void> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer,
+Task<void> DispatchHandler::run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer,
                                        std::optional<int> priority) {
   const Route route = ctx.route;
   RelayOutcome& outcome = ctx.outcome;  // each run's, written by relay()
@@ -371,7 +371,7 @@ Task<void> DispatchStage::run_upstream(RequestContext& ctx, Dispatcher::Slot& sl
   }
 }
 
-Task<bool> DispatchStage::may_run_again(RequestContext& ctx, bool failover, uint32_t& retries) {
+Task<bool> DispatchHandler::may_run_again(RequestContext& ctx, bool failover, uint32_t& retries) {
   const std::string& pool = config_.models[ctx.pool()].pool_name();
   if (retries >= health_.max_retries()) {
     metrics_.retries.with({pool, "exhausted"}).inc();
@@ -393,7 +393,7 @@ Task<bool> DispatchStage::may_run_again(RequestContext& ctx, bool failover, uint
   co_return !ctx.sink->client_gone();
 }
 
-Task<void> DispatchStage::give_up(RequestContext& ctx, const RelayResume* resume) {
+Task<void> DispatchHandler::give_up(RequestContext& ctx, const RelayResume* resume) {
   RelayOutcome& outcome = ctx.outcome;
   ResponseSink& sink = *ctx.sink;
   if (sink.client_gone()) {

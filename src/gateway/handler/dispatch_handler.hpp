@@ -22,9 +22,9 @@
 
 namespace arbiter {
 
-class DispatchStage final : public AdmittedHandler {
+class DispatchHandler final : public AdmittedHandler {
  public:
-  DispatchStage(const Config& config, Dispatcher& dispatcher, const std::vector<std::unique_ptr<ModelPool>>& pools,
+  DispatchHandler(const Config& config, Dispatcher& dispatcher, const std::vector<std::unique_ptr<ModelPool>>& pools,
                 BackendHealth& health, GatewayMetrics& metrics)
       : config_(config), dispatcher_(dispatcher), pools_(pools), health_(health), metrics_(metrics) {}
   Task<void> run(RequestContext& ctx) override;

@@ -1,4 +1,4 @@
-#include "gateway/observers/breaker/breaker_observer.hpp"
+#include "gateway/stages/breaker/breaker_observer.hpp"
 
 namespace arbiter {
 
