@@ -46,7 +46,7 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
     adaptive.enabled = false;
   }
   // The scenario's scheduler settings under the policy asked for.
-  SchedulerSettings scheduler = s.scheduler;
+  sched::SchedulerTunables scheduler = s.scheduler;
   if (auto policy = sched::policy_from_string(o.policy)) scheduler.policy = *policy;
   std::ostringstream out;
   out << "# arbiter gateway config for arbiter-bench scenario '" << s.name << "'.\n"

@@ -239,7 +239,7 @@ struct Scenario {
   std::vector<PoolGroup> pools;  // empty: one pool of every engine
   // The gateway's scheduler section (yaml/setting_keys.hpp), its defaults;
   // `policy` is not used: the run's policies are.
-  SchedulerSettings scheduler;
+  sched::SchedulerTunables scheduler;
   std::vector<TenantSpec> tenants;
   std::vector<ClassSpec> classes;
   std::vector<PhaseSpec> phases;  // reported apart as well; none by default

@@ -22,19 +22,8 @@ namespace arbiter::bench {
 
 sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy policy) {
   sched::SchedulerConfig out;
+  static_cast<sched::SchedulerTunables&>(out) = scenario.scheduler;
   out.policy = policy;
-  const SchedulerSettings& settings = scenario.scheduler;
-  out.aging_fraction = settings.aging_fraction;
-  out.slo_lead_fraction = settings.slo_lead_fraction;
-  out.early_reject_margin = settings.early_reject_margin;
-  out.tenant_headroom = settings.tenant_headroom;
-  out.tenant_fair_cap = settings.tenant_fair_cap;
-  out.affinity_load_slack = settings.affinity_load_slack;
-  out.preemption = settings.preemption;
-  out.preempt_after = settings.preempt_after;
-  out.preempt_guard = settings.preempt_guard;
-  out.max_prefill_backlog = settings.max_prefill_backlog;
-  out.affinity_cache_credit = settings.affinity_cache_credit;
   for (const ClassSpec& c : scenario.classes) {
     if (c.scheduler_class.empty()) out.classes.push_back(c.policy);
   }

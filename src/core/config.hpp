@@ -215,20 +215,6 @@ struct ModelConfig {
   std::string pool_name() const;
 };
 
-struct SchedulerSettings {
-  sched::Policy policy = sched::Policy::kHybrid;  // fifo | priority | hybrid
-  double aging_fraction = 0.2;  // urgent when this fraction of max_queue_wait is left
-  double slo_lead_fraction = 0.5;  // rescued for its ttft_slo when this fraction of it is left
-  double early_reject_margin = 2;  // 429 at once if predicted to wait over this x its allowed wait
-  double tenant_headroom = 0;  // share of a pool's slots a flooding tenant may not take; 0: off
-  double tenant_fair_cap = 0;  // a tenant holds at most this x its fair share of a pool's slots in a busy class; 0: off
-  double affinity_load_slack = 0.25;  // prefix affinity keeps a backend within (1 + this) x average load
-  bool preemption = true;       // preempt (and resume) preemptible work for a class below min_share
-  std::chrono::milliseconds preempt_after{1000};  // how long such a class waits before it preempts
-  std::chrono::milliseconds preempt_guard{10'000};  // a resumed victim is not preempted again sooner
-  std::chrono::milliseconds max_prefill_backlog{250};  // per backend with a prefill rate; 0: off
-  bool affinity_cache_credit = false;  // prefix holders: backlog counts the uncached part; saturation does not turn them away
-};
 
 // Scraping each backend's /metrics for saturation (docs/engine-signals.md).
 struct EngineSignalsConfig {
@@ -268,7 +254,7 @@ struct Config {
   std::vector<ClassConfig> classes;  // in match order
   std::string default_class;         // when no rule matches
   std::vector<ModelConfig> models;
-  SchedulerSettings scheduler;
+  sched::SchedulerTunables scheduler;
   EngineSignalsConfig engine_signals;
   // Each backend's slot limit learned from its engine's figures and token
   // gaps (core/adaptive_capacity.hpp), starting from its max_concurrency;

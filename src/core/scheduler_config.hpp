@@ -83,10 +83,13 @@ struct PoolSpec {
   std::vector<PoolId> lenders;
 };
 
-struct SchedulerConfig {
+// The scheduler's settings an operator sets (the config's `scheduler:`
+// section, read through its key table in yaml/setting_keys): one struct,
+// held by the gateway's Config and by arbiter-bench's scenarios and
+// handed to the scheduler as its base (issue 42: it was copied field by
+// field from a twin).
+struct SchedulerTunables {
   Policy policy = Policy::kHybrid;   // see Policy
-  std::vector<ClassPolicy> classes;  // at most 255
-  std::vector<PoolSpec> pools;       // at least one, each with a backend
   // A queued request becomes urgent (jumps the weighted order) once less than
   // this fraction of its class's max_queue_wait is left before its deadline.
   double aging_fraction = 0.2;
@@ -154,7 +157,12 @@ struct SchedulerConfig {
   // with the request, stay within (1 + this) x the pool's average share
   // (consistent hashing with bounded loads). Otherwise the least loaded.
   double affinity_load_slack = 0.25;
-  // Mixed into every rendezvous choice above. Replicas must share it (they
+};
+
+struct SchedulerConfig : SchedulerTunables {
+  std::vector<ClassPolicy> classes;  // at most 255
+  std::vector<PoolSpec> pools;       // at least one, each with a backend
+  // Mixed into every prefix-affinity rendezvous choice. Replicas must share it (they
   // do by default); arbiter-bench's noise-floor variant (hybrid-tiebreak)
   // changes it and nothing else, so its near-ties break another way.
   uint64_t rendezvous_salt = 0;

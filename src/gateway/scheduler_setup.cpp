@@ -6,18 +6,7 @@ namespace arbiter {
 
 sched::SchedulerConfig to_scheduler_config(const Config& config) {
   sched::SchedulerConfig out;
-  out.policy = config.scheduler.policy;
-  out.aging_fraction = config.scheduler.aging_fraction;
-  out.slo_lead_fraction = config.scheduler.slo_lead_fraction;
-  out.early_reject_margin = config.scheduler.early_reject_margin;
-  out.tenant_headroom = config.scheduler.tenant_headroom;
-  out.tenant_fair_cap = config.scheduler.tenant_fair_cap;
-  out.affinity_load_slack = config.scheduler.affinity_load_slack;
-  out.preemption = config.scheduler.preemption;
-  out.preempt_after = config.scheduler.preempt_after;
-  out.preempt_guard = config.scheduler.preempt_guard;
-  out.max_prefill_backlog = config.scheduler.max_prefill_backlog;
-  out.affinity_cache_credit = config.scheduler.affinity_cache_credit;
+  static_cast<sched::SchedulerTunables&>(out) = config.scheduler;
   for (const auto& c : config.classes) out.classes.push_back(c.policy);
   for (std::size_t p = 0; p < config.models.size(); ++p) {
     const ModelConfig& m = config.models[p];

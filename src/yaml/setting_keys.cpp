@@ -9,7 +9,7 @@ namespace {
 using namespace setting_rows;
 using sched::ClassPolicy;
 
-void read_policy_name(YamlReader& r, const YAML::Node& v, const std::string& path, SchedulerSettings& s) {
+void read_policy_name(YamlReader& r, const YAML::Node& v, const std::string& path, sched::SchedulerTunables& s) {
   const auto text = r.scalar(v, path);
   if (!text) return;
   if (auto parsed = sched::policy_from_string(*text)) {
@@ -18,7 +18,7 @@ void read_policy_name(YamlReader& r, const YAML::Node& v, const std::string& pat
     r.error(path, "must be fifo, priority or hybrid, not '" + *text + "'");
   }
 }
-std::string write_policy_name(const SchedulerSettings& s) { return std::string(sched::policy_name(s.policy)); }
+std::string write_policy_name(const sched::SchedulerTunables& s) { return std::string(sched::policy_name(s.policy)); }
 
 using C = ClassPolicy;
 constexpr ClassPolicyKey kClassKeys[] = {
@@ -44,7 +44,7 @@ constexpr ClassPolicyKey kClassKeys[] = {
      read_fractional_ms<C, &C::tpot_slo, 0.0, 60'000.0>, write_fractional_ms<C, &C::tpot_slo>},
 };
 
-using Sch = SchedulerSettings;
+using Sch = sched::SchedulerTunables;
 constexpr SchedulerKey kSchedulerKeys[] = {
     {"policy", "fifo, priority or hybrid", read_policy_name, write_policy_name},
     {"aging_fraction", "number in [0, 1]", read_number<Sch, &Sch::aging_fraction, 0.0, 1.0>,

@@ -40,7 +40,7 @@ struct SettingKey {
 };
 
 using ClassPolicyKey = SettingKey<sched::ClassPolicy>;
-using SchedulerKey = SettingKey<SchedulerSettings>;
+using SchedulerKey = SettingKey<sched::SchedulerTunables>;
 
 std::span<const ClassPolicyKey> class_policy_keys();
 std::span<const SchedulerKey> scheduler_keys();

@@ -28,7 +28,7 @@ TEST(BenchScenario, MinimalUsesCoreClassDefaults) {
   ASSERT_EQ(s->tenants.size(), 1u);
   EXPECT_EQ(s->classes[0].tenant_mix, std::vector<double>{1.0});
   EXPECT_EQ(s->policies, (std::vector<std::string>{"direct", "fifo", "priority", "hybrid"}));
-  EXPECT_EQ(s->scheduler.preemption, SchedulerSettings{}.preemption);  // the gateway's default
+  EXPECT_EQ(s->scheduler.preemption, sched::SchedulerTunables{}.preemption);  // the gateway's default
 }
 
 TEST(BenchScenario, AStreamJoinsAnEarlierClassAndPhasesAreRead) {

@@ -42,7 +42,7 @@ TEST(SchedulerKeys, TheDocsDocumentExactlyTheseKeysWithTheseDefaults) {
   for (const SchedulerKey& k : scheduler_keys()) expected.insert(std::string(k.key));
   for (const auto& [key, value] : documented) in_docs.insert(key);
   EXPECT_EQ(in_docs, expected) << "docs/configuration.md's scheduler table and yaml/setting_keys.cpp disagree";
-  const SchedulerSettings plain;
+  const sched::SchedulerTunables plain;
   for (const SchedulerKey& k : scheduler_keys()) {
     const auto it = documented.find(std::string(k.key));
     if (it != documented.end()) {
