@@ -19,6 +19,7 @@
 #include "gateway/config_yaml.hpp"
 #include "app/embedded_sims.hpp"
 #include "gateway/gateway.hpp"
+#include "gateway/pipeline_registry.hpp"
 #include "http/connection_cap.hpp"
 #include "http/server.hpp"
 
@@ -157,6 +158,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (flags->print_config) {
+    // What runs for each inference request, in order: a comment, not a key.
+    std::printf("# pipeline: %s\n", describe_pipeline(*config).c_str());
     std::fputs(arbiter::config_to_yaml(*config).c_str(), stdout);
     return 0;
   }

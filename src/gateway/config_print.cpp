@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "gateway/config_entries.hpp"
-#include "gateway/pipeline_registry.hpp"
 #include "yaml/setting_keys.hpp"
 
 namespace arbiter {
@@ -53,8 +52,6 @@ std::vector<ModelPrice> prices_of(const std::vector<ModelConfig>& models) {
 
 std::string config_to_yaml(const Config& c) {
   std::ostringstream y;
-  // What runs for each inference request, in order (a comment: not a key).
-  y << "# pipeline: " << describe_pipeline(c) << "\n";
   y << "listener: {" << write_settings(listener_keys(), c.listener, ", ");
   if (c.listener.tls.enabled()) y << ", tls: {" << write_settings(listener_tls_keys(), c.listener.tls, ", ") << "}";
   y << "}\n"

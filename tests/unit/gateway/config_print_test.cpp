@@ -36,21 +36,6 @@ TEST(ConfigPrint, EveryExampleReadsBackToTheSameConfiguration) {
   }
 }
 
-// The chain every inference request runs, by phase, as a comment at the top
-// (issue 42): what the registry assembles for this config.
-TEST(ConfigPrint, NamesThePipelineThisConfigRuns) {
-  auto config = parse_config("models: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n");
-  ASSERT_TRUE(config) << ::testing::PrintToString(config.error());
-  const std::string expected =
-      "# pipeline: authenticate: auth; parse: parse; route: route, hints; protect: breaker; "
-      "admit: caps, quota, supersede; handler: dispatch; observers: metrics, access_log, quota, usage, breaker\n";
-  EXPECT_TRUE(config_to_yaml(*config).starts_with(expected)) << config_to_yaml(*config);
-  auto quiet = parse_config("log: {access_log: false}\nmodels: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n");
-  ASSERT_TRUE(quiet);
-  EXPECT_NE(config_to_yaml(*quiet).find("observers: metrics, quota, usage, breaker\n"), std::string::npos)
-      << "no access-log observer without the access log";
-}
-
 // Found by fuzz/fuzz_config_yaml in a clean clone's CI run: a name with a
 // double quote was printed between quotes unescaped, so --print-config wrote
 // YAML that does not parse.
