@@ -10,6 +10,7 @@
 #include "core/typing_through.hpp"
 #include "gateway/scheduler_setup.hpp"
 #include "gateway/resilience/run_verdict.hpp"
+#include "gateway/handler/run_body.hpp"
 
 namespace arbiter {
 
@@ -254,33 +255,20 @@ Task<void> DispatchHandler::run_upstream(RequestContext& ctx, Dispatcher::Slot& 
                        .authorization = backend.authorization,
                        .forwarded = forwarded};
     if (resume) resume->checkpoint.begin_run();
-    const bool as_sent = !ctx.parsed.document_changed() && !backend.priority_scheduling && !new_body_id &&
-                         (!resume || (!resume->checkpoint.resumed() && !resume->aggregate));
     // A stream whose client did not ask for usage asks for it here, and its
     // relay keeps the usage chunk from the client (core/stream_usage.hpp).
     const bool ask_usage = ctx.parsed.info.stream && !ctx.parsed.info.include_usage && backend.stream_usage;
     std::string rewritten;  // the body sent when it is serialised from the document
-    if (as_sent) {
-      up.body = ctx.parsed.text;  // the client's bytes (a cap written in place)
-      if (ask_usage) {
-        up.body_insert = kStreamUsageAsk;
-        up.insert_at = stream_usage_ask_at(ctx.parsed.text);
-      }
-    } else if (resume) {
-      boost::json::object body = run_body(ctx.parsed, ctx.resume, resume->checkpoint, resume->aggregate);
-      if (backend.priority_scheduling) body["priority"] = engine_priority_field(backend.engine, engine_priority);
-      if (new_body_id) body["request_id"] = upstream_run_id(*body_request_id, earlier_runs);
-      if (ask_usage) ask_stream_usage(body);
-      rewritten = boost::json::serialize(body);
-      up.body = rewritten;
-    } else {
-      if (backend.priority_scheduling)
-        ctx.parsed.body()["priority"] = engine_priority_field(backend.engine, engine_priority);
-      if (new_body_id) ctx.parsed.body()["request_id"] = upstream_run_id(*body_request_id, earlier_runs);
-      if (ask_usage) ask_stream_usage(ctx.parsed.body());
-      rewritten = boost::json::serialize(ctx.parsed.body());
-      up.body = rewritten;
-    }
+    build_run_body(ctx.parsed,
+                   {.priority_engine = backend.priority_scheduling ? std::optional(backend.engine) : std::nullopt,
+                    .engine_priority = engine_priority,
+                    .request_id = new_body_id ? std::optional(upstream_run_id(*body_request_id, earlier_runs))
+                                              : std::nullopt,
+                    .ask_usage = ask_usage,
+                    .resume_method = ctx.resume,
+                    .checkpoint = resume ? &resume->checkpoint : nullptr,
+                    .aggregate = resume && resume->aggregate},
+                   up, rewritten);
 
     Interrupt interrupt;
     slot.set_interrupt_hook([&interrupt, &slot] { interrupt.fire(slot.preempted(), slot.interrupt_error()); });
