@@ -268,7 +268,7 @@ struct Config {
   // Whether any pool runs adaptive capacity.
   bool any_adaptive_capacity() const;
   resilience::OutlierDetectionConfig outlier_detection;
-  resilience::RetriesConfig retries;
+  resilience::RetryConfig retries;
   resilience::HealthProbesConfig health_probes;
   resilience::ModelBreakerSectionConfig model_breaker;
   CorsConfig cors;

@@ -265,7 +265,7 @@ constexpr SettingKey<OD> kOutlierKeys[] = {
      write_ms<OD, &OD::max_retry_after>},
 };
 
-using RT = resilience::RetriesConfig;
+using RT = resilience::RetryConfig;
 constexpr SettingKey<RT> kRetryKeys[] = {
     {"max_retries", "integer in [0, 10]", read_integer<RT, &RT::max_retries, 0, 10>,
      write_integer<RT, &RT::max_retries>},
@@ -327,7 +327,7 @@ std::span<const SettingKey<LogConfig>> log_keys() { return kLogKeys; }
 std::span<const SettingKey<CorsConfig>> cors_keys() { return kCorsKeys; }
 std::span<const SettingKey<sched::AdaptiveCapacityConfig>> adaptive_capacity_keys() { return kAdaptiveCapacityKeys; }
 std::span<const SettingKey<resilience::OutlierDetectionConfig>> outlier_detection_keys() { return kOutlierKeys; }
-std::span<const SettingKey<resilience::RetriesConfig>> retries_keys() { return kRetryKeys; }
+std::span<const SettingKey<resilience::RetryConfig>> retries_keys() { return kRetryKeys; }
 std::span<const SettingKey<resilience::HealthProbesConfig>> health_probes_keys() { return kProbeKeys; }
 std::span<const SettingKey<resilience::ModelBreakerSectionConfig>> model_breaker_keys() { return kModelBreakerKeys; }
 

@@ -60,7 +60,7 @@ std::span<const SettingKey<sched::AdaptiveCapacityConfig>> adaptive_capacity_key
 std::span<const SettingKey<quota::QuotaStoreConfig>> quota_store_keys();
 std::span<const SettingKey<quota::TrafficBreakerConfig>> traffic_breaker_keys();
 std::span<const SettingKey<resilience::OutlierDetectionConfig>> outlier_detection_keys();
-std::span<const SettingKey<resilience::RetriesConfig>> retries_keys();
+std::span<const SettingKey<resilience::RetryConfig>> retries_keys();
 std::span<const SettingKey<resilience::HealthProbesConfig>> health_probes_keys();
 std::span<const SettingKey<resilience::ModelBreakerSectionConfig>> model_breaker_keys();
 

@@ -36,13 +36,19 @@
 
 namespace arbiter::resilience {
 
-struct ModelBreakerConfig {
+// What an operator sets for every model's breaker (the config's
+// model_breaker section holds these and `enabled`).
+struct ModelBreakerTunables {
   Duration window = std::chrono::seconds(30);  // the error rate's measure
   uint32_t min_requests = 20;                  // in the window before any stage trips
   double degrade_at = 0.05, fallback_at = 0.10, isolate_at = 0.20;  // error rates, each a stage
   // An opening lasts base_open x 2^(consecutive openings - 1), up to max_open.
   Duration base_open = std::chrono::seconds(5), max_open = std::chrono::seconds(300);
   uint32_t probe_requests = 3;  // half-open: trial requests to the primary, all must succeed
+};
+
+// One model's breaker: the tunables and what the model declares.
+struct ModelBreakerConfig : ModelBreakerTunables {
   bool has_degraded = false, has_fallback = false;  // whether the model declares them
 };
 

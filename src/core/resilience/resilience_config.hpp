@@ -1,11 +1,16 @@
 // The config sections of backend-failure handling (docs/resilience.md),
 // flat for the setting-key tables: outlier_detection, retries,
-// health_probes and model_breaker. resilience_settings.hpp turns them into
-// the state machines' settings.
+// health_probes and model_breaker. Where a section holds what its state
+// machine takes, it is the machine's own struct (retries) or its base
+// (model_breaker); resilience_settings.hpp adds what the rest of the config
+// says.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+
+#include "core/resilience/model_breaker.hpp"
+#include "core/resilience/retry_budget.hpp"
 
 namespace arbiter::resilience {
 
@@ -26,15 +31,8 @@ struct OutlierDetectionConfig {
 };
 
 // retries: a request that failed before the client saw a byte runs again on
-// another backend, and a resumable stream fails over (retry_budget.hpp).
-struct RetriesConfig {
-  uint32_t max_retries = 2;  // per request; 0: no retries and no failover
-  double budget = 0.1;       // retries <= max(min_retries, budget x requests) per pool over window_ms
-  uint32_t min_retries = 10;
-  Millis window{10'000};
-  Millis backoff_base{25};
-  Millis backoff_max{250};
-};
+// another backend, and a resumable stream fails over: the section is the
+// budget's own RetryConfig (retry_budget.hpp).
 
 // health_probes: a 1-token completion per backend (full request path).
 struct HealthProbesConfig {
@@ -44,15 +42,10 @@ struct HealthProbesConfig {
 };
 
 // model_breaker: per model, over the model's requests as clients see them
-// (model_breaker.hpp); models name their degraded variant and fallback.
-struct ModelBreakerSectionConfig {
+// (model_breaker.hpp: the tunables); models name their degraded variant and
+// fallback.
+struct ModelBreakerSectionConfig : ModelBreakerTunables {
   bool enabled = true;
-  Millis window{30'000};
-  uint32_t min_requests = 20;
-  double degrade_at = 0.05, fallback_at = 0.10, isolate_at = 0.20;
-  Millis base_open{5'000};
-  Millis max_open{300'000};
-  uint32_t probe_requests = 3;  // half-open trials to the model itself
 };
 
 }  // namespace arbiter::resilience

@@ -1,5 +1,5 @@
 // The config sections (resilience_config.hpp) as the state machines'
-// settings.
+// settings, where the rest of the config adds to them.
 #pragma once
 
 #include "core/resilience/model_breaker.hpp"
@@ -21,27 +21,13 @@ inline OutlierConfig outlier_settings(const OutlierDetectionConfig& c, bool prob
                        .probe_on_return = probes};
 }
 
-inline RetryConfig retry_settings(const RetriesConfig& c) {
-  return RetryConfig{.max_retries = c.max_retries,
-                     .budget = c.budget,
-                     .min_retries = c.min_retries,
-                     .window = c.window,
-                     .backoff_base = c.backoff_base,
-                     .backoff_max = c.backoff_max};
-}
-
 inline ModelBreakerConfig breaker_settings(const ModelBreakerSectionConfig& c, bool has_degraded,
                                            bool has_fallback) {
-  return ModelBreakerConfig{.window = c.window,
-                            .min_requests = c.min_requests,
-                            .degrade_at = c.degrade_at,
-                            .fallback_at = c.fallback_at,
-                            .isolate_at = c.isolate_at,
-                            .base_open = c.base_open,
-                            .max_open = c.max_open,
-                            .probe_requests = c.probe_requests,
-                            .has_degraded = has_degraded,
-                            .has_fallback = has_fallback};
+  ModelBreakerConfig out;
+  static_cast<ModelBreakerTunables&>(out) = c;
+  out.has_degraded = has_degraded;
+  out.has_fallback = has_fallback;
+  return out;
 }
 
 }  // namespace arbiter::resilience

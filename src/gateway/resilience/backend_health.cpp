@@ -42,10 +42,9 @@ BackendHealth::BackendHealth(const Config& config, Dispatcher& dispatcher, net::
       random_(static_cast<uint64_t>(Clock::now().time_since_epoch().count()) | 1),
       timer_(strand_) {
   const auto outlier = resilience::outlier_settings(config.outlier_detection, config.health_probes.enabled);
-  const auto retry = resilience::retry_settings(config.retries);
   for (const ModelConfig& m : config.models) {
     const auto n = static_cast<uint32_t>(m.backends.size());
-    pools_.emplace_back(resilience::OutlierDetector(outlier, n), resilience::RetryBudget(retry), n);
+    pools_.emplace_back(resilience::OutlierDetector(outlier, n), resilience::RetryBudget(config.retries), n);
   }
 }
 

@@ -15,8 +15,10 @@ using std::chrono::seconds;
 
 const TimePoint t0 = TimePoint{} + std::chrono::hours(1000);
 
-// Isolated at t0: 20 requests, all failed.
-ModelBreaker isolated_at_t0(ModelBreakerConfig config = {}) {
+// Isolated at t0 (an opening of `base_open`): 20 requests, all failed.
+ModelBreaker isolated_at_t0(Duration base_open) {
+  ModelBreakerConfig config;
+  config.base_open = base_open;
   ModelBreaker b(config);
   for (int i = 0; i < 20; ++i) b.record(b.route(t0), true, t0);
   EXPECT_EQ(b.stage(t0), BreakerStage::kIsolated);
@@ -24,7 +26,7 @@ ModelBreaker isolated_at_t0(ModelBreakerConfig config = {}) {
 }
 
 TEST(ModelBreakerRecovery, AProbeEndsTheOpeningAtOnce) {
-  ModelBreaker b = isolated_at_t0({.base_open = seconds(60)});
+  ModelBreaker b = isolated_at_t0(seconds(60));
   const TimePoint probe_ok = t0 + seconds(2);
   EXPECT_TRUE(b.waiting_open(probe_ok));
   EXPECT_EQ(b.route(probe_ok).target, BreakerTarget::kRefuse);
@@ -46,7 +48,7 @@ TEST(ModelBreakerRecovery, AProbeEndsTheOpeningAtOnce) {
 }
 
 TEST(ModelBreakerRecovery, TheTrialsStillDecide) {
-  ModelBreaker b = isolated_at_t0({.base_open = seconds(5)});
+  ModelBreaker b = isolated_at_t0(seconds(5));
   const TimePoint at = t0 + seconds(1);
   b.backend_recovered(at);
   const BreakerRoute trial = b.route(at);
@@ -63,7 +65,7 @@ TEST(ModelBreakerRecovery, ClosedOrHalfOpenIsUnchanged) {
   EXPECT_EQ(closed.stage(t0), BreakerStage::kClosed);
   EXPECT_TRUE(closed.take_transitions().empty());
 
-  ModelBreaker b = isolated_at_t0({.base_open = seconds(5)});
+  ModelBreaker b = isolated_at_t0(seconds(5));
   const TimePoint half_open = t0 + seconds(5);
   EXPECT_FALSE(b.waiting_open(half_open));
   const BreakerRoute trial = b.route(half_open);  // one trial out

@@ -33,7 +33,12 @@ using Target = BreakerTarget;
 const TimePoint t0 = TimePoint{} + std::chrono::hours(1000);  // a slice boundary
 
 // A model that declares both its variants.
-ModelBreakerConfig with_variants() { return {.has_degraded = true, .has_fallback = true}; }
+ModelBreakerConfig with_variants() {
+  ModelBreakerConfig c;
+  c.has_degraded = true;
+  c.has_fallback = true;
+  return c;
+}
 
 // `ok` successes then `failed` failures, each routed and ended at `at`.
 void feed(ModelBreaker& b, int ok, int failed, TimePoint at) {
