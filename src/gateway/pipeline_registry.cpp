@@ -16,37 +16,31 @@
 namespace arbiter {
 namespace {
 
-// A stage's entry: its name and phase as the class declares them.
-template <class Stage>
-constexpr StageEntry stage(std::unique_ptr<AdmissionStage> (*make)(const PipelineParts&)) {
-  return {Stage::kName, Stage::kPhase, make};
-}
-
 bool always(const Config&) { return true; }
 
 const StageEntry kStages[] = {
-    stage<AuthStage>([](const PipelineParts&) -> std::unique_ptr<AdmissionStage> {
+    stage_entry<AuthStage>([](const PipelineParts&) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<AuthStage>();
     }),
-    stage<ParseStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
+    stage_entry<ParseStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<ParseStage>(p.config.limits.max_json_depth);
     }),
-    stage<RouteStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
+    stage_entry<RouteStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<RouteStage>(p.pools);
     }),
-    stage<HintsStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
+    stage_entry<HintsStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<HintsStage>(p.metrics);
     }),
-    stage<BreakerStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
+    stage_entry<BreakerStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<BreakerStage>(p.breakers, p.metrics);
     }),
-    stage<CapsStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
+    stage_entry<CapsStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<CapsStage>(p.pools, p.metrics);
     }),
-    stage<QuotaStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
+    stage_entry<QuotaStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<QuotaStage>(p.config, p.quotas, p.metrics);
     }),
-    stage<SupersedeStage>([](const PipelineParts&) -> std::unique_ptr<AdmissionStage> {
+    stage_entry<SupersedeStage>([](const PipelineParts&) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<SupersedeStage>();
     }),
 };

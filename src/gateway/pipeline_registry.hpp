@@ -47,6 +47,13 @@ struct ObserverEntry {
   std::unique_ptr<CompletionObserver> (*make)(const PipelineParts& parts);
 };
 
+// A stage's entry: its name and phase as the class declares them (kName,
+// kPhase), and how it is made.
+template <class Stage>
+constexpr StageEntry stage_entry(std::unique_ptr<AdmissionStage> (*make)(const PipelineParts&)) {
+  return {Stage::kName, Stage::kPhase, make};
+}
+
 std::span<const StageEntry> stage_registry();
 std::span<const ObserverEntry> observer_registry();
 

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "gateway/config_yaml.hpp"
+#include "gateway/pipeline/pipeline.hpp"
 
 namespace arbiter {
 namespace {
@@ -29,6 +32,44 @@ TEST(PipelineRegistry, StagesAreListedInPhaseOrder) {
   EXPECT_TRUE(std::is_sorted(stages.begin(), stages.end(),
                              [](const StageEntry& a, const StageEntry& b) { return a.phase < b.phase; }))
       << "the pipeline would reorder them: list a stage where it runs";
+}
+
+// docs/architecture.md, "Adding a feature", as code: a stage is a class
+// that declares its name and phase; its registry entry takes both from it;
+// the pipeline puts it in its phase's place wherever it is added.
+class SampleCache final : public AdmissionStage {
+ public:
+  static constexpr std::string_view kName = "sample_cache";
+  static constexpr Phase kPhase = Phase::kAnswerEarly;
+  std::string_view name() const override { return kName; }
+  Phase phase() const override { return kPhase; }
+  Verdict admit(RequestContext&) override { return Verdict::go(); }
+};
+
+// A stand-in for a registry entry's stage: its name and phase.
+class StandIn final : public AdmissionStage {
+ public:
+  explicit StandIn(const StageEntry& entry) : entry_(entry) {}
+  std::string_view name() const override { return entry_.name; }
+  Phase phase() const override { return entry_.phase; }
+  Verdict admit(RequestContext&) override { return Verdict::go(); }
+
+ private:
+  const StageEntry& entry_;
+};
+
+TEST(PipelineRegistry, AStageAddedByTheRecipeRunsInItsPhasesPlace) {
+  constexpr StageEntry entry = stage_entry<SampleCache>(
+      [](const PipelineParts&) -> std::unique_ptr<AdmissionStage> { return std::make_unique<SampleCache>(); });
+  EXPECT_EQ(entry.name, "sample_cache");
+  EXPECT_EQ(entry.phase, Phase::kAnswerEarly);
+  Pipeline pipeline;
+  pipeline.add_stage(std::make_unique<SampleCache>());  // added first, on purpose
+  for (const StageEntry& e : stage_registry()) pipeline.add_stage(std::make_unique<StandIn>(e));
+  std::vector<std::string> order;
+  for (const auto& s : pipeline.stages()) order.emplace_back(s->name());
+  EXPECT_EQ(order, (std::vector<std::string>{"auth", "parse", "route", "hints", "breaker", "sample_cache", "caps",
+                                             "quota", "supersede"}));
 }
 
 }  // namespace
