@@ -400,7 +400,7 @@ std::expected<Config, ConfigErrors> parse_config(const YAML::Node& root) {
   if (const YAML::Node teams = root["teams"]) read_entries(read_team, r, teams, "teams", c.teams);
   read_section(quota_store_keys(), r, root["quota_store"], "quota_store", c.quota_store);
   read_section(traffic_breaker_keys(), r, root["traffic_breaker"], "traffic_breaker", c.traffic_breaker);
-  if (auto why = quota::validate(quota::breaker_settings(c.traffic_breaker))) r.error("traffic_breaker", *why);
+  if (auto why = quota::validate(c.traffic_breaker)) r.error("traffic_breaker", *why);
   read_classes(r, root["classes"], c.classes, c.inherited_classes);
   r.read(root, "", "default_class", c.default_class);
   if (const YAML::Node models = root["models"]) {

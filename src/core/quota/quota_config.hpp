@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/quota/gcra.hpp"
+
 namespace arbiter::quota {
 
 struct QuotaLimits {
@@ -47,16 +49,24 @@ struct QuotaStoreConfig {
   std::string key_prefix = "arbiter";                 // Redis keys: PREFIX:q:OWNER:INDEX:LIMIT
 };
 
+// The traffic breaker's own settings (core/quota/traffic_breaker.hpp).
+struct TrafficBreakerSettings {
+  // Demand / quota above which each stage starts.
+  double throttle_at = 1.5, degrade_at = 2.0, block_at = 3.0;
+  // Demand is measured over this sliding window; a probe lasts as long.
+  Duration window = std::chrono::seconds(10);
+  // At or below a stage's threshold this long to step down from it.
+  Duration hold = std::chrono::seconds(5);
+  Duration base_backoff = std::chrono::seconds(5), max_backoff = std::chrono::seconds(300);
+  uint32_t probe_every = 10;  // half-open: 1 request in this many goes through
+};
+
 // traffic_breaker: each tenant's demand (admitted or not) against its
-// quota rate (core/quota/traffic_breaker.hpp); flat for the config tables.
-struct TrafficBreakerConfig {
+// quota rate: the breaker's settings, whether it runs, and what orange does.
+struct TrafficBreakerConfig : TrafficBreakerSettings {
+  // The quotas' own period: a minute's burst within quota is not over it.
+  TrafficBreakerConfig() { window = std::chrono::seconds(60); }
   bool enabled = true;
-  double throttle_at = 1.5, degrade_at = 2.0, block_at = 3.0;  // demand / quota
-  std::chrono::milliseconds window{60'000};  // the quotas' own period: a minute's burst within quota is not over it
-  std::chrono::milliseconds hold{5'000};
-  std::chrono::milliseconds base_backoff{5'000};
-  std::chrono::milliseconds max_backoff{300'000};
-  uint32_t probe_every = 10;
   int64_t degrade_max_tokens = 256;  // orange: max_tokens capped to this
   std::string degrade_class;         // orange: requests moved to this class; empty: they keep theirs
 };

@@ -192,15 +192,4 @@ TimePoint TrafficBreaker::falls_to(double units, TimePoint from) const {
   }
 }
 
-TrafficBreakerSettings breaker_settings(const TrafficBreakerConfig& c) {
-  return {.throttle_at = c.throttle_at,
-          .degrade_at = c.degrade_at,
-          .block_at = c.block_at,
-          .window = c.window,
-          .hold = c.hold,
-          .base_backoff = c.base_backoff,
-          .max_backoff = c.max_backoff,
-          .probe_every = c.probe_every};
-}
-
 }  // namespace arbiter::quota

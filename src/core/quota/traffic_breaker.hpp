@@ -45,21 +45,9 @@ namespace arbiter::quota {
 enum class TrafficStage : uint8_t { kGreen, kYellow, kOrange, kRed };
 std::string_view stage_name(TrafficStage stage);  // "green", "yellow", "orange", "red"
 
-struct TrafficBreakerSettings {
-  // Demand / quota above which each stage starts.
-  double throttle_at = 1.5, degrade_at = 2.0, block_at = 3.0;
-  // Demand is measured over this sliding window; a probe lasts as long.
-  Duration window = std::chrono::seconds(10);
-  // At or below a stage's threshold this long to step down from it.
-  Duration hold = std::chrono::seconds(5);
-  Duration base_backoff = std::chrono::seconds(5), max_backoff = std::chrono::seconds(300);
-  uint32_t probe_every = 10;  // half-open: 1 request in this many goes through
-};
 
 // What is wrong with the settings, if anything.
 std::optional<std::string> validate(const TrafficBreakerSettings& s);
-// The config section's (quota_config.hpp) settings.
-TrafficBreakerSettings breaker_settings(const TrafficBreakerConfig& c);
 
 struct TrafficTransition {
   TimePoint at;

@@ -10,24 +10,23 @@
 #include <cstdint>
 
 #include "core/resilience/model_breaker.hpp"
+#include "core/resilience/outlier_detector.hpp"
 #include "core/resilience/retry_budget.hpp"
 
 namespace arbiter::resilience {
 
 using Millis = std::chrono::milliseconds;
 
-// outlier_detection: per-backend ejection (core/resilience/outlier_detector.hpp).
-struct OutlierDetectionConfig {
+// outlier_detection: per-backend ejection: the detector's own settings
+// (core/resilience/outlier_detector.hpp; probe_on_return comes from
+// health_probes), whether it runs, and how long an engine's Retry-After may
+// hold a backend.
+struct OutlierDetectionConfig : OutlierConfig {
+  // The rate's window an operator starts from: shorter than the detector's
+  // own default, so a failing engine is ejected within seconds.
+  OutlierDetectionConfig() { window = std::chrono::seconds(5); }
   bool enabled = true;
-  uint32_t consecutive_failures = 5;  // 0: rule off
-  double failure_rate = 0.1;          // over window_ms, and 2x its healthy peers'; above 1: rule off
-  uint32_t min_requests = 10;         // in the window before the rate counts
-  Millis window{5'000};
-  Millis base_ejection{5'000};        // x ejection count ...
-  Millis max_ejection{300'000};       // ... capped here
-  double max_ejected_share = 0.5;     // of a pool at once (at least one backend)
-  Millis slow_start{10'000};          // capacity ramp after a return; 0: off
-  Millis max_retry_after{60'000};     // an engine's Retry-After holds it at most this long
+  Millis max_retry_after{60'000};  // an engine's Retry-After holds it at most this long
 };
 
 // retries: a request that failed before the client saw a byte runs again on

@@ -10,15 +10,9 @@
 namespace arbiter::resilience {
 
 inline OutlierConfig outlier_settings(const OutlierDetectionConfig& c, bool probes) {
-  return OutlierConfig{.consecutive_failures = c.consecutive_failures,
-                       .failure_rate = c.failure_rate,
-                       .min_requests = c.min_requests,
-                       .window = c.window,
-                       .base_ejection = c.base_ejection,
-                       .max_ejection = c.max_ejection,
-                       .max_ejected_share = c.max_ejected_share,
-                       .slow_start = c.slow_start,
-                       .probe_on_return = probes};
+  OutlierConfig out = c;
+  out.probe_on_return = probes;
+  return out;
 }
 
 inline ModelBreakerConfig breaker_settings(const ModelBreakerSectionConfig& c, bool has_degraded,

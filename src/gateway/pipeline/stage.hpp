@@ -65,6 +65,15 @@ class AdmissionStage {
   virtual Task<Verdict> admit_async(RequestContext& ctx);
 };
 
+// A stage's name and phase from what its class declares (kName, kPhase: the
+// registry's entry reads the same two), so a stage writes them once.
+template <class Stage>
+class DeclaredStage : public AdmissionStage {
+ public:
+  std::string_view name() const final { return Stage::kName; }
+  Phase phase() const final { return Stage::kPhase; }
+};
+
 // Told when a request starts and when it has ended (answered, refused or
 // abandoned), exactly once each: metrics, the access log, later audit and
 // quota reconciliation. Must not block.

@@ -10,12 +10,10 @@
 
 namespace arbiter {
 
-class AuthStage final : public AdmissionStage {
+class AuthStage final : public DeclaredStage<AuthStage> {
  public:
   static constexpr std::string_view kName = "auth";
   static constexpr Phase kPhase = Phase::kAuthenticate;
-  std::string_view name() const override { return kName; }
-  Phase phase() const override { return kPhase; }
   Verdict admit(RequestContext& ctx) override;
 };
 

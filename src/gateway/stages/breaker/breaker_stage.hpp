@@ -13,13 +13,11 @@
 
 namespace arbiter {
 
-class BreakerStage final : public AdmissionStage {
+class BreakerStage final : public DeclaredStage<BreakerStage> {
  public:
   BreakerStage(ModelBreakers& breakers, GatewayMetrics& metrics) : breakers_(breakers), metrics_(metrics) {}
   static constexpr std::string_view kName = "breaker";
   static constexpr Phase kPhase = Phase::kProtect;
-  std::string_view name() const override { return kName; }
-  Phase phase() const override { return kPhase; }
   Verdict admit(RequestContext& ctx) override;
 
  private:

@@ -11,15 +11,13 @@
 
 namespace arbiter {
 
-class CapsStage final : public AdmissionStage {
+class CapsStage final : public DeclaredStage<CapsStage> {
  public:
   // The class settings come from the request's config snapshot (ctx.runtime).
   CapsStage(const std::vector<std::unique_ptr<ModelPool>>& pools, GatewayMetrics& metrics)
       : pools_(pools), metrics_(metrics) {}
   static constexpr std::string_view kName = "caps";
   static constexpr Phase kPhase = Phase::kAdmit;
-  std::string_view name() const override { return kName; }
-  Phase phase() const override { return kPhase; }
   Verdict admit(RequestContext& ctx) override;
 
  private:

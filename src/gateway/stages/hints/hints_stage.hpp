@@ -10,13 +10,11 @@
 
 namespace arbiter {
 
-class HintsStage final : public AdmissionStage {
+class HintsStage final : public DeclaredStage<HintsStage> {
  public:
   explicit HintsStage(GatewayMetrics& metrics) : metrics_(metrics) {}
   static constexpr std::string_view kName = "hints";
   static constexpr Phase kPhase = Phase::kRoute;
-  std::string_view name() const override { return kName; }
-  Phase phase() const override { return kPhase; }
   Verdict admit(RequestContext& ctx) override;
 
  private:

@@ -12,13 +12,11 @@
 
 namespace arbiter {
 
-class ParseStage final : public AdmissionStage {
+class ParseStage final : public DeclaredStage<ParseStage> {
  public:
   explicit ParseStage(std::size_t max_json_depth = kDefaultMaxJsonDepth) : max_json_depth_(max_json_depth) {}
   static constexpr std::string_view kName = "parse";
   static constexpr Phase kPhase = Phase::kParse;
-  std::string_view name() const override { return kName; }
-  Phase phase() const override { return kPhase; }
   Verdict admit(RequestContext& ctx) override;
 
  private:

@@ -64,7 +64,7 @@ std::optional<std::pair<double, bool>> breaker_quota(const TenantConfig& t) {
 
 void QuotaBook::add_breakers(const Config& config) {
   if (!config.traffic_breaker.enabled) return;
-  const quota::TrafficBreakerSettings settings = quota::breaker_settings(config.traffic_breaker);
+  const quota::TrafficBreakerSettings& settings = config.traffic_breaker;
   for (const TenantConfig& t : config.tenants) {
     if (auto q = breaker_quota(t)) {
       breakers_.emplace(t.name, Breaker{quota::TrafficBreaker(settings, q->first), q->second});

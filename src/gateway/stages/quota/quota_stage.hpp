@@ -17,13 +17,11 @@
 
 namespace arbiter {
 
-class QuotaStage final : public AdmissionStage {
+class QuotaStage final : public DeclaredStage<QuotaStage> {
  public:
   QuotaStage(const Config& config, QuotaBook& book, GatewayMetrics& metrics);
   static constexpr std::string_view kName = "quota";
   static constexpr Phase kPhase = Phase::kAdmit;
-  std::string_view name() const override { return kName; }
-  Phase phase() const override { return kPhase; }
   // Decided at once unless a shared lease must be refilled from the store
   // first (then admit_async, bounded by quota_store.timeout_ms).
   Verdict admit(RequestContext& ctx) override;

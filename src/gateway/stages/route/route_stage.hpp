@@ -14,15 +14,13 @@
 
 namespace arbiter {
 
-class RouteStage final : public AdmissionStage {
+class RouteStage final : public DeclaredStage<RouteStage> {
  public:
   // `pools`: the pools of the request's Runtime's pool_index (indexes of
   // its config.models).
   explicit RouteStage(const std::vector<std::unique_ptr<ModelPool>>& pools) : pools_(pools) {}
   static constexpr std::string_view kName = "route";
   static constexpr Phase kPhase = Phase::kRoute;
-  std::string_view name() const override { return kName; }
-  Phase phase() const override { return kPhase; }
   Verdict admit(RequestContext& ctx) override;
 
  private:

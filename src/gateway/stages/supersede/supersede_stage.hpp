@@ -20,13 +20,11 @@ namespace arbiter {
 // shorter prompt).
 inline constexpr std::size_t kUserKeyPromptBytes = 256;
 
-class SupersedeStage final : public AdmissionStage {
+class SupersedeStage final : public DeclaredStage<SupersedeStage> {
  public:
   // The class settings come from the request's config snapshot (ctx.runtime).
   static constexpr std::string_view kName = "supersede";
   static constexpr Phase kPhase = Phase::kAdmit;
-  std::string_view name() const override { return kName; }
-  Phase phase() const override { return kPhase; }
   Verdict admit(RequestContext& ctx) override;
 };
 
