@@ -42,7 +42,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
   }
   dispatcher_ = std::make_unique<Dispatcher>(std::move(*scheduler), timer_executor);
   dispatcher_->start();
-  breakers_ = std::make_unique<ModelBreakers>(config_, metrics_);
+  breakers_ = std::make_unique<ModelBreakers>(config_, metrics_.registry);
   health_ = std::make_unique<BackendHealth>(config_, *dispatcher_, timer_executor, metrics_);
   // Pool p serves model config_.models[p]: its breaker's index by name.
   std::vector<std::size_t> breaker_of;

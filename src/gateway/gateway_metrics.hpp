@@ -1,4 +1,6 @@
-// Every metric the gateway exports, declared in one place with stable names.
+// The metrics the gateway exports that belong to no one feature, declared in
+// one place with stable names. A feature's own families live in its folder
+// and register themselves with `registry` (stages/breaker/breaker_metrics.hpp).
 #pragma once
 
 #include "observability/metrics_registry.hpp"
@@ -250,17 +252,6 @@ struct GatewayMetrics {
   metrics::Family<metrics::Counter>& health_probes = registry.counter(
       "arbiter_health_probes_total", "Active health probes (a 1-token completion) by backend and result (ok, failed).",
       {"model", "backend", "result"});
-  metrics::Family<metrics::Gauge>& model_breaker_stage = registry.gauge(
-      "arbiter_model_breaker_stage",
-      "1 for the model breaker's stage (closed, degraded, fallback, isolated), 0 for the others.",
-      {"model", "stage"});
-  metrics::Family<metrics::Counter>& model_breaker_transitions = registry.counter(
-      "arbiter_model_breaker_transitions_total", "Model breaker stage changes, by model, from and to.",
-      {"model", "from", "to"});
-  metrics::Family<metrics::Counter>& model_rerouted = registry.counter(
-      "arbiter_model_rerouted_total",
-      "Requests the model breaker sent to another model (degraded variant or fallback) or refused (isolated).",
-      {"model", "target"});
 };
 
 }  // namespace arbiter

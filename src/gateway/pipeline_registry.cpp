@@ -32,7 +32,7 @@ const StageEntry kStages[] = {
       return std::make_unique<HintsStage>(p.metrics);
     }),
     stage_entry<BreakerStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
-      return std::make_unique<BreakerStage>(p.breakers, p.metrics);
+      return std::make_unique<BreakerStage>(p.breakers);
     }),
     stage_entry<CapsStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<CapsStage>(p.pools, p.metrics);

@@ -42,7 +42,7 @@ struct Rig {
   const Config& config = runtime->config;
   GatewayMetrics metrics;
   std::vector<std::unique_ptr<ModelPool>> pools;
-  ModelBreakers breakers{config, metrics};
+  ModelBreakers breakers{config, metrics.registry};
   net::io_context ioc;
   testing::Loopback loop{ioc};
 
@@ -65,7 +65,7 @@ struct Rig {
     ctx.runtime = runtime;  // as Pipeline::run does
     ParseStage parse;
     RouteStage route(pools);
-    BreakerStage breaker(breakers, metrics);
+    BreakerStage breaker(breakers);
     for (AdmissionStage* stage : std::initializer_list<AdmissionStage*>{&parse, &route, &breaker}) {
       Verdict v = stage->admit(ctx);
       if (v.kind == Verdict::Kind::kRefuse) return v.error;

@@ -12,7 +12,7 @@ Verdict BreakerStage::admit(RequestContext& ctx) {
   const resilience::BreakerRoute route = breakers_.route(*index, sched::Clock::now());
   const std::string& model = breakers_.model(*index);
   if (route.target == resilience::BreakerTarget::kRefuse) {
-    metrics_.model_rerouted.with({model, "isolated"}).inc();
+    breakers_.metrics().rerouted.with({model, "isolated"}).inc();
     const auto wait = std::chrono::ceil<std::chrono::milliseconds>(route.retry_after);
     return Verdict::refuse(ApiError{ErrorCode::kModelIsolated,
                                     fmt::format("the model '{}' is failing and isolated by its breaker; retry after "
@@ -29,7 +29,7 @@ Verdict BreakerStage::admit(RequestContext& ctx) {
                                                                                    : requested.fallback;
   const auto it = runtime.pool_index.find(target);
   if (it == runtime.pool_index.end()) return Verdict::go();
-  metrics_.model_rerouted.with({model, target}).inc();
+  breakers_.metrics().rerouted.with({model, target}).inc();
   rewrite_model(ctx.parsed, target);
   ctx.route_to(runtime.config, it->second, ctx.cls);
   ctx.prefix.clear();  // hashed for the requested model's pool; a cold start for the other is fine

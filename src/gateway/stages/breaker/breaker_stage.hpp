@@ -7,7 +7,6 @@
 // and the pools it reroutes to are the request's Runtime's.
 #pragma once
 
-#include "gateway/gateway_metrics.hpp"
 #include "gateway/pipeline/stage.hpp"
 #include "gateway/stages/breaker/model_breakers.hpp"
 
@@ -15,14 +14,13 @@ namespace arbiter {
 
 class BreakerStage final : public DeclaredStage<BreakerStage> {
  public:
-  BreakerStage(ModelBreakers& breakers, GatewayMetrics& metrics) : breakers_(breakers), metrics_(metrics) {}
+  explicit BreakerStage(ModelBreakers& breakers) : breakers_(breakers) {}
   static constexpr std::string_view kName = "breaker";
   static constexpr Phase kPhase = Phase::kProtect;
   Verdict admit(RequestContext& ctx) override;
 
  private:
   ModelBreakers& breakers_;
-  GatewayMetrics& metrics_;
 };
 
 }  // namespace arbiter

@@ -8,7 +8,7 @@
 
 namespace arbiter {
 
-ModelBreakers::ModelBreakers(const Config& config, GatewayMetrics& metrics) : metrics_(metrics) {
+ModelBreakers::ModelBreakers(const Config& config, metrics::Registry& registry) : metrics_(registry) {
   // A model split into per-class pools appears once per pool: one breaker.
   for (const ModelConfig& m : config.models) {
     if (std::find(names_.begin(), names_.end(), m.name) != names_.end()) continue;
@@ -60,7 +60,7 @@ bool ModelBreakers::waiting_open(std::size_t index, TimePoint now) {
 void ModelBreakers::note_transitions_locked(std::size_t index) {
   for (const resilience::BreakerTransition& t : breakers_[index].take_transitions()) {
     const std::string from(resilience::stage_name(t.from)), to(resilience::stage_name(t.to));
-    if (!t.half_open) metrics_.model_breaker_transitions.with({names_[index], from, to}).inc();
+    if (!t.half_open) metrics_.transitions.with({names_[index], from, to}).inc();
     log_event(EventLevel::kWarn, "model_breaker",
               {{"model", names_[index]},
                {"from", from},
@@ -78,7 +78,7 @@ void ModelBreakers::export_state(TimePoint now) {
     note_transitions_locked(i);
     for (const auto s : {resilience::BreakerStage::kClosed, resilience::BreakerStage::kDegraded,
                          resilience::BreakerStage::kFallback, resilience::BreakerStage::kIsolated}) {
-      metrics_.model_breaker_stage.with({names_[i], std::string(resilience::stage_name(s))}).set(s == stage ? 1 : 0);
+      metrics_.stage.with({names_[i], std::string(resilience::stage_name(s))}).set(s == stage ? 1 : 0);
     }
   }
 }

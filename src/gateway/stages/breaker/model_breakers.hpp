@@ -11,7 +11,7 @@
 
 #include "core/config.hpp"
 #include "core/resilience/model_breaker.hpp"
-#include "gateway/gateway_metrics.hpp"
+#include "gateway/stages/breaker/breaker_metrics.hpp"
 
 namespace arbiter {
 
@@ -19,7 +19,7 @@ class ModelBreakers {
  public:
   using TimePoint = sched::TimePoint;
 
-  ModelBreakers(const Config& config, GatewayMetrics& metrics);
+  ModelBreakers(const Config& config, metrics::Registry& registry);
 
   // The breaker of a model, by name; none for a model not served.
   std::optional<std::size_t> index(std::string_view model) const;
@@ -36,11 +36,13 @@ class ModelBreakers {
 
   // Gauges for a metrics scrape.
   void export_state(TimePoint now);
+  // The breaker's metric families (BreakerStage counts its reroutes there).
+  BreakerMetrics& metrics() { return metrics_; }
 
  private:
   void note_transitions_locked(std::size_t index);
 
-  GatewayMetrics& metrics_;
+  BreakerMetrics metrics_;
   std::vector<std::string> names_;  // model names, one breaker each
   std::mutex mu_;
   std::vector<resilience::ModelBreaker> breakers_;  // guarded by mu_
