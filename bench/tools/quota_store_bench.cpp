@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
   config.quota_store.lease_share = f.lease_share;
   config.quota_store.replicas = 3;
   net::io_context ioc(1);
-  QuotaBook book(config, net::make_strand(ioc));
+  metrics::Registry registry;
+  QuotaBook book(config, net::make_strand(ioc), registry);
   std::vector<double> latencies;
   net::co_spawn(ioc, drive(book, f, latencies), [&](std::exception_ptr) { ioc.stop(); });
   ioc.run();

@@ -24,7 +24,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
       runtime_(startup_),
       config_(startup_->config),
       tenants_(startup_->tenants),
-      quotas_(config_, timer_executor),
+      quotas_(config_, timer_executor, metrics_.registry),
       usage_(config_),
       pool_index_(startup_->pool_index),
       access_log_(std::move(access_log)),
@@ -55,7 +55,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
   health_->start();
   if (config_.engine_signals.enabled) start_monitor(timer_executor);
   quotas_.start();
-  dynamic_quotas_ = std::make_unique<DynamicQuotaUpdater>(config_, quotas_, usage_, metrics_);
+  dynamic_quotas_ = std::make_unique<DynamicQuotaUpdater>(config_, quotas_, usage_);
   dynamic_quotas_->start(timer_executor);
   if (!config_.quota_store.redis.empty()) {
     service_exchange_ = std::make_unique<ServiceExchange>(config_, pool_index_, *dispatcher_, timer_executor);
@@ -143,7 +143,7 @@ void Gateway::refresh_metrics() {
   if (monitor_) export_monitor_state(*monitor_, config_, metrics_);
   health_->export_state();
   breakers_->export_state(sched::Clock::now());
-  export_quota_state(quotas_, metrics_);
+  export_quota_state(quotas_);
   if (service_exchange_) metrics_.service_exchanges.set(service_exchange_->exchanges());
   if (access_log_) metrics_.access_log_dropped.set(access_log_->dropped());
 }

@@ -92,9 +92,10 @@ class Gateway {
   RuntimeSlot runtime_;
   const Config& config_;            // startup_'s
   const TenantDirectory& tenants_;  // startup_'s (the admin routes')
+  // Before the parts that register their own metric families with it.
+  GatewayMetrics metrics_;
   QuotaBook quotas_;  // tenant and team quotas (in-process or shared through Redis)
   UsageBook usage_;   // usage per tenant, model and class by the hour (/admin/usage)
-  GatewayMetrics metrics_;
   std::vector<std::unique_ptr<ModelPool>> pools_;  // in config order (= PoolId)
   const PoolIndex& pool_index_;  // startup_'s: model name -> its pools (pools_ indexes)
   ShownTenantQueues shown_tenant_queues_;  // refresh_metrics: tenant queue gauges last set

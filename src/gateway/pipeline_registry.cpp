@@ -38,7 +38,7 @@ const StageEntry kStages[] = {
       return std::make_unique<CapsStage>(p.pools, p.metrics);
     }),
     stage_entry<QuotaStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
-      return std::make_unique<QuotaStage>(p.config, p.quotas, p.metrics);
+      return std::make_unique<QuotaStage>(p.config, p.quotas);
     }),
     stage_entry<SupersedeStage>([](const PipelineParts&) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<SupersedeStage>();

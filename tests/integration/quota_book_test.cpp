@@ -69,8 +69,9 @@ TEST(QuotaBookLeases, SharedConcurrencyAdmitsExactlyTheLimitWhenManyAskAtOnce) {
       Config config = shared_config(redis, "{max_concurrent: " + std::to_string(limit) + "}");
       config.quota_store.key_prefix += ":" + std::to_string(limit) + ":" + std::to_string(asked);
       net::io_context ioc;
-      auto a = std::make_unique<QuotaBook>(config, ioc.get_executor());
-      auto b = std::make_unique<QuotaBook>(config, ioc.get_executor());
+      metrics::Registry registry_a, registry_b;  // two gateways' own
+      auto a = std::make_unique<QuotaBook>(config, ioc.get_executor(), registry_a);
+      auto b = std::make_unique<QuotaBook>(config, ioc.get_executor(), registry_b);
       EXPECT_EQ(admitted_in_one_round(*a, *b, ioc, asked), std::min(limit, 2 * asked));
     }
   }
@@ -85,8 +86,9 @@ TEST(QuotaBookLeases, SharedTokenQuotaAdmitsWhatTheBucketHoldsWhenManyAskAtOnce)
     Config config = shared_config(redis, "{tokens_per_minute: 2000}");
     config.quota_store.key_prefix += ":tokens:" + std::to_string(asked);
     net::io_context ioc;
-    auto a = std::make_unique<QuotaBook>(config, ioc.get_executor());
-    auto b = std::make_unique<QuotaBook>(config, ioc.get_executor());
+    metrics::Registry registry_a, registry_b;  // two gateways' own
+    auto a = std::make_unique<QuotaBook>(config, ioc.get_executor(), registry_a);
+    auto b = std::make_unique<QuotaBook>(config, ioc.get_executor(), registry_b);
     // 100 tokens each: the bucket's 2,000 hold 20 of them.
     EXPECT_EQ(admitted_in_one_round(*a, *b, ioc, asked, 100), std::min(20, 2 * asked));
   }

@@ -35,10 +35,11 @@ TEST(DynamicQuotaUpdater, TheTeamsLimitFollowsItsUsage) {
   auto config = parse_config(kConfig);
   ASSERT_TRUE(config) << ::testing::PrintToString(config.error());
   net::io_context ioc;
-  QuotaBook quotas(*config, ioc.get_executor());
+  metrics::Registry registry;
+  QuotaBook quotas(*config, ioc.get_executor(), registry);
   UsageBook usage(*config);
-  GatewayMetrics metrics;
-  DynamicQuotaUpdater updater(*config, quotas, usage, metrics);
+  DynamicQuotaUpdater updater(*config, quotas, usage);
+  QuotaMetrics& metrics = quotas.metrics();
 
   // No history: 2 x 50 x 1.5 = 150 requests a minute.
   const quota::TimePoint t0 = quota::TimePoint{} + std::chrono::hours(1000);

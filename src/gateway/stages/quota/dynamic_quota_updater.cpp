@@ -4,9 +4,8 @@
 
 namespace arbiter {
 
-DynamicQuotaUpdater::DynamicQuotaUpdater(const Config& config, QuotaBook& quotas, const UsageBook& usage,
-                                         GatewayMetrics& metrics)
-    : quotas_(quotas), usage_(usage), metrics_(metrics) {
+DynamicQuotaUpdater::DynamicQuotaUpdater(const Config& config, QuotaBook& quotas, const UsageBook& usage)
+    : quotas_(quotas), usage_(usage) {
   for (const quota::TeamConfig& team : config.teams) {
     if (team.dynamic_quota) teams_.push_back({&team});
   }
@@ -21,7 +20,7 @@ void DynamicQuotaUpdater::update(quota::TimePoint now, usage::WallTime wall_now)
     const double limit = quota::dynamic_quota(
         {.members = d.members, .per_member = d.per_member, .complexity = d.complexity, .hourly_usage = hourly});
     quotas_.set_dynamic_limit(t.config->name, now, limit);
-    metrics_.team_dynamic_quota
+    quotas_.metrics().team_dynamic_quota
         .with({t.config->name, d.tokens ? "tokens_per_minute" : "requests_per_minute"})
         .set(limit);
   }

@@ -7,7 +7,6 @@
 #include <memory>
 #include <vector>
 
-#include "gateway/gateway_metrics.hpp"
 #include "gateway/periodic.hpp"
 #include "gateway/observers/usage/usage_book.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
@@ -16,7 +15,7 @@ namespace arbiter {
 
 class DynamicQuotaUpdater {
  public:
-  DynamicQuotaUpdater(const Config& config, QuotaBook& quotas, const UsageBook& usage, GatewayMetrics& metrics);
+  DynamicQuotaUpdater(const Config& config, QuotaBook& quotas, const UsageBook& usage);
 
   // Recomputes the teams whose time has come (all of them the first time).
   void update(quota::TimePoint now, usage::WallTime wall_now);
@@ -31,7 +30,6 @@ class DynamicQuotaUpdater {
   };
   QuotaBook& quotas_;
   const UsageBook& usage_;
-  GatewayMetrics& metrics_;
   std::vector<Team> teams_;
   Periodic loop_;
 };

@@ -35,8 +35,9 @@ struct QuotaBook::Waiter {
   net::steady_timer timer;
 };
 
-QuotaBook::QuotaBook(const Config& config, net::any_io_executor store_executor)
-    : store_config_(config.quota_store),
+QuotaBook::QuotaBook(const Config& config, net::any_io_executor store_executor, metrics::Registry& registry)
+    : metrics_(registry),
+      store_config_(config.quota_store),
       store_executor_(store_executor),
       ledger_(config.tenants, config.teams, sharing(config.quota_store)) {
   if (ledger_.shared()) {

@@ -19,6 +19,7 @@
 #include "core/quota/store_breaker.hpp"
 #include "core/quota/traffic_breaker.hpp"
 #include "gateway/periodic.hpp"
+#include "gateway/stages/quota/quota_metrics.hpp"
 #include "gateway/stages/quota/redis_quota_store.hpp"
 
 namespace arbiter {
@@ -27,12 +28,14 @@ class QuotaBook {
  public:
   // `store_executor` runs the Redis connection and the maintenance loop
   // (when quota_store.redis is set): a strand or a one-thread context.
-  QuotaBook(const Config& config, net::any_io_executor store_executor);
+  // The quota metric families register with `registry`.
+  QuotaBook(const Config& config, net::any_io_executor store_executor, metrics::Registry& registry);
   ~QuotaBook();
 
   // Lock-free: which tenants have quotas never changes.
   bool limits(std::string_view tenant) const { return ledger_.limits(tenant); }
   bool shared() const { return store_ != nullptr; }
+  QuotaMetrics& metrics() { return metrics_; }
 
   // A reservation or a refusal, and the x-ratelimit-* figures after it
   // (taken under the same lock).
@@ -91,6 +94,7 @@ class QuotaBook {
   void wake(quota::LimitRef ref);           // under mu_
   std::string key(quota::LimitRef ref) const;
 
+  QuotaMetrics metrics_;
   const quota::QuotaStoreConfig store_config_;
   net::any_io_executor store_executor_;
   mutable std::mutex mu_;

@@ -2,7 +2,8 @@
 
 namespace arbiter {
 
-void export_quota_state(QuotaBook& book, GatewayMetrics& metrics) {
+void export_quota_state(QuotaBook& book) {
+  QuotaMetrics& metrics = book.metrics();
   for (const auto& [tenant, stage] : book.traffic_stages(quota::Clock::now())) {
     metrics.traffic_stage.with({tenant}).set(static_cast<double>(stage));
   }

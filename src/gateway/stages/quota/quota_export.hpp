@@ -3,11 +3,10 @@
 // scrape time like the scheduler's gauges.
 #pragma once
 
-#include "gateway/gateway_metrics.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
 
 namespace arbiter {
 
-void export_quota_state(QuotaBook& book, GatewayMetrics& metrics);
+void export_quota_state(QuotaBook& book);
 
 }  // namespace arbiter

@@ -61,8 +61,8 @@ std::string format_reset(quota::Duration d) {
   return h ? fmt::format("{}h{}m{}s", h, m, s) : fmt::format("{}m{}s", m, s);
 }
 
-QuotaStage::QuotaStage(const Config& config, QuotaBook& book, GatewayMetrics& metrics)
-    : config_(config), book_(book), metrics_(metrics) {
+QuotaStage::QuotaStage(const Config& config, QuotaBook& book)
+    : config_(config), book_(book) {
   for (std::size_t c = 0; c < config.classes.size(); ++c) {
     if (config.classes[c].name == config.traffic_breaker.degrade_class) degrade_class_ = c;
   }
@@ -77,7 +77,7 @@ std::optional<ApiError> QuotaStage::traffic(RequestContext& ctx, quota::TimePoin
   const QuotaBook::Traffic t = book_.traffic(ctx.tenant->name, now, ctx.parsed.info.cost_estimate());
   for (const quota::TrafficTransition& change : t.transitions) {
     const std::string from(quota::stage_name(change.from)), to(quota::stage_name(change.to));
-    metrics_.traffic_transitions.with({ctx.tenant->name, from, to}).inc();
+    book_.metrics().traffic_transitions.with({ctx.tenant->name, from, to}).inc();
     log_event(EventLevel::kWarn, "traffic_breaker",
               {{"tenant", ctx.tenant->name},
                {"from", from},
@@ -90,7 +90,7 @@ std::optional<ApiError> QuotaStage::traffic(RequestContext& ctx, quota::TimePoin
   ctx.response_headers.emplace_back("x-arbiter-traffic-stage", quota::stage_name(stage));
   if (!t.verdict.admit) {
     add_rate_headers(ctx.response_headers, book_.status(subject(ctx), now));
-    metrics_.quota_refused.with({ctx.tenant->name, "traffic_breaker"}).inc();
+    book_.metrics().quota_refused.with({ctx.tenant->name, "traffic_breaker"}).inc();
     const auto wait = std::chrono::ceil<std::chrono::milliseconds>(t.verdict.retry_after);
     return ApiError{ErrorCode::kRateLimited,
                     fmt::format("traffic breaker open for tenant {}: it asks for over {}x its quota; retry after "
@@ -138,7 +138,7 @@ std::optional<ApiError> QuotaStage::decide(RequestContext& ctx, QuotaBook::Admis
   auto& reserved = admission.result;
   if (!reserved) {
     const std::string limit(reserved.error().store_down ? "store_down" : quota::limit_name(reserved.error().limit));
-    metrics_.quota_refused.with({ctx.tenant->name, limit}).inc();
+    book_.metrics().quota_refused.with({ctx.tenant->name, limit}).inc();
     return refusal_error(reserved.error(), ctx.parsed.info);
   }
   ctx.slots.emplace<QuotaPermit>(book_, std::move(*reserved));

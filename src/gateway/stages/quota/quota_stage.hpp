@@ -11,7 +11,6 @@
 // back-off. QuotaObserver settles the reservation when the request ends.
 #pragma once
 
-#include "gateway/gateway_metrics.hpp"
 #include "gateway/pipeline/stage.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
 
@@ -19,7 +18,7 @@ namespace arbiter {
 
 class QuotaStage final : public DeclaredStage<QuotaStage> {
  public:
-  QuotaStage(const Config& config, QuotaBook& book, GatewayMetrics& metrics);
+  QuotaStage(const Config& config, QuotaBook& book);
   static constexpr std::string_view kName = "quota";
   static constexpr Phase kPhase = Phase::kAdmit;
   // Decided at once unless a shared lease must be refilled from the store
@@ -39,7 +38,6 @@ class QuotaStage final : public DeclaredStage<QuotaStage> {
 
   const Config& config_;
   QuotaBook& book_;
-  GatewayMetrics& metrics_;
   std::optional<std::size_t> degrade_class_;  // traffic_breaker.degrade_class's index
 };
 
