@@ -143,7 +143,9 @@ async function askGateway(binary, configText, envNames, probes, scrapes) {
   const dir = mkdtempSync(join(tmpdir(), "arbiter-deploy-"));
   const config = YAML.parse(configText);
   config.listener = { ...config.listener, address: "127.0.0.1", port: 0 };
-  if (config.admin) config.admin = { ...config.admin, address: "127.0.0.1", port: 0 };
+  // The admin listener is on by default: a variant without the section still
+  // gets a free port, so checks side by side do not race for 9090.
+  config.admin = { ...(config.admin ?? {}), address: "127.0.0.1", port: 0 };
   delete config.quota_store;
   writeFileSync(join(dir, "arbiter.yaml"), YAML.stringify(config));
   const portFile = join(dir, "port");
