@@ -1,5 +1,4 @@
 #include "observability/batched_line_writer.hpp"
-#include "observability/event_log.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -7,9 +6,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <utility>
+
+#include "observability/event_log.hpp"
 
 namespace arbiter {
 

@@ -32,8 +32,8 @@ void EventField::append_to(std::string& line) const {
     case Kind::kFlag: line += flag_ ? "true" : "false"; break;
     // JSON has no NaN or infinity: those are written as null.
     case Kind::kReal: line += std::isfinite(real_) ? fmt::format("{:.6g}", real_) : "null"; break;
-    case Kind::kSigned: line += fmt::format("{}", signed_); break;
-    case Kind::kUnsigned: line += fmt::format("{}", unsigned_); break;
+    case Kind::kSigned: line += fmt::format("{}", static_cast<int64_t>(whole_)); break;
+    case Kind::kUnsigned: line += fmt::format("{}", whole_); break;
   }
 }
 
@@ -50,9 +50,7 @@ std::string event_line(EventLevel level, std::string_view event, std::initialize
 }
 
 bool EventRateLimit::admit(std::string_view kind, int64_t second, uint64_t& held_back) {
-  auto it = kinds_.find(std::string(kind));
-  if (it == kinds_.end()) it = kinds_.emplace(std::string(kind), KindRate{.second = second}).first;
-  KindRate& rate = it->second;
+  KindRate& rate = kinds_.try_emplace(std::string(kind), KindRate{.second = second}).first->second;
   if (rate.second != second) {
     rate.second = second;
     rate.written = 0;

@@ -35,8 +35,7 @@ class EventField {
   EventField(std::string_view key, Int whole)
       : key_(key),
         kind_(std::is_signed_v<Int> ? Kind::kSigned : Kind::kUnsigned),
-        signed_(static_cast<int64_t>(whole)),
-        unsigned_(static_cast<uint64_t>(whole)) {}
+        whole_(static_cast<uint64_t>(whole)) {}
 
   // `,"key":value` appended to `line`.
   void append_to(std::string& line) const;
@@ -48,8 +47,7 @@ class EventField {
   std::string_view text_;
   bool flag_ = false;
   double real_ = 0;
-  int64_t signed_ = 0;
-  uint64_t unsigned_ = 0;
+  uint64_t whole_ = 0;  // a signed number's two's complement when kind_ is kSigned
 };
 
 // The line (with its newline) for an event; `suppressed` > 0 adds that

@@ -6,11 +6,10 @@
 
 #include "core/client_hints.hpp"
 #include "core/pricing.hpp"
-#include "core/stream_usage.hpp"
 #include "core/typing_through.hpp"
-#include "gateway/scheduler_setup.hpp"
-#include "gateway/resilience/run_verdict.hpp"
 #include "gateway/handler/run_body.hpp"
+#include "gateway/resilience/run_verdict.hpp"
+#include "gateway/scheduler_setup.hpp"
 
 namespace arbiter {
 
@@ -120,7 +119,7 @@ Task<std::shared_ptr<TypingOffer>> DispatchHandler::typing_offer(const RequestCo
 }
 
 void DispatchHandler::set_run_headers(RequestContext& ctx, const BackendConfig& backend, std::size_t own_headers,
-                                    uint32_t retries) const {
+                                      uint32_t retries) const {
   const AccessRecord& rec = ctx.rec;
   RequestContext::Headers& headers = ctx.response_headers;
   headers.resize(own_headers);
@@ -196,7 +195,7 @@ Task<bool> DispatchHandler::run_inherited(RequestContext& ctx, Dispatcher::Slot&
 }
 
 Task<void> DispatchHandler::run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer,
-                                       std::optional<int> priority) {
+                                         std::optional<int> priority) {
   const Route route = ctx.route;
   RelayOutcome& outcome = ctx.outcome;  // each run's, written by relay()
   AccessRecord& rec = ctx.rec;

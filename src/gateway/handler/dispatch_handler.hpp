@@ -25,7 +25,7 @@ namespace arbiter {
 class DispatchHandler final : public AdmittedHandler {
  public:
   DispatchHandler(const Config& config, Dispatcher& dispatcher, const std::vector<std::unique_ptr<ModelPool>>& pools,
-                BackendHealth& health, GatewayMetrics& metrics)
+                  BackendHealth& health, GatewayMetrics& metrics)
       : config_(config), dispatcher_(dispatcher), pools_(pools), health_(health), metrics_(metrics) {}
   Task<void> run(RequestContext& ctx) override;
 
