@@ -46,9 +46,8 @@ test: build
 # sanitized build does not keep; so are the Debian package, which ships the
 # Release build, the systemd unit's check, which traces the Release binary's
 # system calls with strace for the unit's filter (a sanitized binary makes
-# others, and LeakSanitizer aborts under ptrace), and the fuzz smokes and
-# unit_tests_sanitized, whose tree has its own sanitizers (the whole unit
-# suite runs sanitized here anyway).
+# others, and LeakSanitizer aborts under ptrace). The fuzz replays run here
+# too: every committed seed and its mutants under the sanitizers.
 define sanitized_suites
 	cmake -S . -B $(1) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARBITER_TCMALLOC=OFF \
 	  -DCMAKE_CXX_COMPILER_LAUNCHER=$$(command -v ccache || true) \
@@ -56,7 +55,7 @@ define sanitized_suites
 	  "-DCMAKE_EXE_LINKER_FLAGS=$(2)"
 	cmake --build $(1) -j $(JOBS)
 	$(4) ctest --test-dir $(1) --output-on-failure -j $(JOBS) -LE timing \
-	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke|deploy_debian_package|deploy_systemd_unit|fuzz_|unit_tests_sanitized'
+	  -E 'arbiter_chaos_short|arbiter_bench_live_smoke|deploy_debian_package|deploy_systemd_unit'
 endef
 
 # AddressSanitizer + LeakSanitizer + UndefinedBehaviorSanitizer (issue 16;
@@ -80,10 +79,12 @@ test-tsan: deps
 	$(call sanitized_suites,$(TSAN_DIR),-fsanitize=thread,,TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1)
 
 # libFuzzer harnesses (fuzz/; docs/security.md, "Fuzzing"): a tree of their
-# own (build-fuzz, GCC with ASan, UBSan and coverage, Debian's libFuzzer),
-# each harness run for FUZZ_SECONDS in turn (or FUZZ_RUNS executions if
-# that comes first), FUZZ_NAMES to pick some.
-# `make test` runs each for 30 s (ctest fuzz_smoke_*).
+# own (build-fuzz, GCC with ASan, UBSan and coverage, Debian's libFuzzer).
+# `make fuzz` builds it, runs the core's unit tests under both sanitizers
+# (unit_tests_sanitized), then each harness for FUZZ_SECONDS in turn (or
+# FUZZ_RUNS executions if that comes first), FUZZ_NAMES to pick some.
+# `make test` replays the committed seeds and fixed mutants of them through
+# each harness in the normal build (ctest fuzz_replay_*).
 FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_NAMES ?=
@@ -91,6 +92,8 @@ fuzz-build: deps
 	JOBS=$(JOBS) bash fuzz/run.sh build $(FUZZ_DIR)
 
 fuzz: fuzz-build
+	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(FUZZ_DIR)/fuzz/unit_tests_sanitized
 	bash fuzz/run.sh run $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_NAMES)
 
 bench: build
