@@ -18,7 +18,9 @@
 # ROUNDS [1; 3 with ACCESS_LOG=1]: callgrind runs per proxy (median, and the
 # range when more than one); CACHE_SIM [0]: 1 adds callgrind's cache
 # simulation and its cycle estimate (bench/request_cost_report.py), for a
-# machine whose perf has no cycles counter.
+# machine whose perf has no cycles counter; KEEP_CALLGRIND=DIR keeps each
+# run's callgrind dump there (DIR/<proxy>.<round>.cg, for callgrind_annotate:
+# where the instructions go).
 # With ACCESS_LOG=1 a second table follows (PERF_ROUNDS [5] > 0): every proxy
 # kept running, log off and on, and `perf stat` on each proxy process over
 # one fixed-rate round of requests (PERF_RATE [2000] req/s, SECONDS_MEASURED
@@ -156,6 +158,7 @@ for name in "${NAMES[@]}"; do
     sleep 0.5
     dump=$(ls -t "$TMP/$name".cg* | head -1)
     read -r ir cycles log_ir log_cycles < <(python3 "$ROOT/bench/request_cost_report.py" callgrind "$dump")
+    [[ -n ${KEEP_CALLGRIND:-} ]] && mkdir -p "$KEEP_CALLGRIND" && cp "$dump" "$KEEP_CALLGRIND/$name.${#per_request[@]}.cg"
     stop_proxy
     rm -f "$TMP/$name".cg*
     per_request+=("$(per_request_of "$ir" "$n")")

@@ -37,8 +37,8 @@ RequestMetrics::RequestMetrics(const Config& config, GatewayMetrics& metrics)
     : config_(config),
       metrics_(metrics),
       class_series_(std::make_unique<ClassSeries[]>(config.models.size() * config.classes.size())),
-      token_series_(std::make_unique<TokenSeries[]>(config.models.size() * config.classes.size() *
-                                                    (config.tenants.size() + 1))),
+      tenant_series_(std::make_unique<TenantSeries[]>(config.models.size() * config.classes.size() *
+                                                      (config.tenants.size() + 1))),
       team_series_(std::make_unique<TeamSeries[]>(config.models.size() * (config.tenants.size() + 1))) {}
 
 void RequestMetrics::on_start(RequestContext& ctx) {
@@ -55,7 +55,12 @@ metrics::Histogram& RequestMetrics::class_histogram(const RequestContext& ctx,
                        [&]() -> metrics::Histogram& { return family.with({rec.model, rec.cls}); });
 }
 
-void RequestMetrics::count_usage(const RequestContext& ctx) {
+RequestMetrics::TenantSeries& RequestMetrics::tenant_series(const RequestContext& ctx) {
+  const std::size_t tenants = config_.tenants.size() + 1, tenant = tenant_id(config_, ctx.tenant);
+  return tenant_series_[(ctx.pool() * config_.classes.size() + ctx.cls) * tenants + tenant];
+}
+
+void RequestMetrics::count_usage(const RequestContext& ctx, TenantSeries& series) {
   const AccessRecord& rec = ctx.rec;
   const std::size_t tenants = config_.tenants.size() + 1, tenant = tenant_id(config_, ctx.tenant);
   TeamSeries& team = team_series_[ctx.pool() * tenants + tenant];
@@ -65,7 +70,7 @@ void RequestMetrics::count_usage(const RequestContext& ctx) {
     }).add(rec.cost);
   }
   if (rec.prompt_tokens < 0) return;  // the engine reported no usage
-  count_tokens(token_series_[(ctx.pool() * config_.classes.size() + ctx.cls) * tenants + tenant], rec,
+  count_tokens(series.tokens, rec,
                [&](std::string_view kind) -> metrics::Counter& {
                  return metrics_.tokens.with({rec.model, rec.cls, rec.tenant, kind});
                });
@@ -77,14 +82,23 @@ void RequestMetrics::count_usage(const RequestContext& ctx) {
 void RequestMetrics::on_complete(const RequestContext& ctx) {
   const AccessRecord& rec = ctx.rec;
   const RelayOutcome& outcome = ctx.outcome;
-  metrics_.requests.with({rec.model, rec.cls, rec.tenant, std::to_string(rec.status)}).inc();
+  // Only an admitted request has its (pool, class, tenant); the others
+  // (labelled class `none`) are rare enough to look up.
+  TenantSeries* series = ctx.admitted ? &tenant_series(ctx) : nullptr;
+  const auto requests = [&]() -> metrics::Counter& {
+    return metrics_.requests.with({rec.model, rec.cls, rec.tenant, std::to_string(rec.status)});
+  };
+  (series && rec.status == 200 ? cached_series(series->ok, requests) : requests()).inc();
   if (ctx.dispatch_queue_ms) {
-    metrics_.queue_wait.with({rec.model, rec.cls, rec.tenant}).observe(*ctx.dispatch_queue_ms / 1000.0);
+    const auto queue_wait = [&]() -> metrics::Histogram& {
+      return metrics_.queue_wait.with({rec.model, rec.cls, rec.tenant});
+    };
+    (series ? cached_series(series->queue_wait, queue_wait) : queue_wait()).observe(*ctx.dispatch_queue_ms / 1000.0);
   }
   if (!rec.wait_reason.empty()) {
     metrics_.queue_waits.with({rec.model, rec.cls, std::string(rec.wait_reason)}).inc();
   }
-  if (ctx.admitted) count_usage(ctx);  // usage and cost exist only for admitted requests
+  if (series) count_usage(ctx, *series);  // usage and cost exist only for admitted requests
   class_histogram(ctx, &ClassSeries::duration, metrics_.duration).observe(rec.duration_ms / 1000.0);
   if (rec.ttfb_ms >= 0) {
     class_histogram(ctx, &ClassSeries::first_byte, metrics_.first_byte).observe(rec.ttfb_ms / 1000.0);

@@ -30,6 +30,14 @@ class RequestMetrics final : public CompletionObserver {
   };
   // One series' token counters, by kind: prompt, completion, cached.
   using TokenSeries = std::array<std::atomic<metrics::Counter*>, 3>;
+  // A (pool, class, tenant)'s series: its tokens, its requests answered 200
+  // (the usual status; others are looked up) and its queue waits. Indexed
+  // (pool * classes + class) * (tenants + 1) + tenant.
+  struct TenantSeries {
+    TokenSeries tokens{};
+    std::atomic<metrics::Counter*> ok{nullptr};
+    std::atomic<metrics::Histogram*> queue_wait{nullptr};
+  };
   // A (pool, tenant)'s team series: its team's tokens and cost on the
   // pool's model. Indexed pool * (tenants + 1) + tenant.
   struct TeamSeries {
@@ -39,14 +47,14 @@ class RequestMetrics final : public CompletionObserver {
   metrics::Histogram& class_histogram(const RequestContext& ctx, std::atomic<metrics::Histogram*> ClassSeries::*member,
                                       metrics::Family<metrics::Histogram>& family);
   // Tokens and cost of an admitted request, into its tenant's and team's series.
-  void count_usage(const RequestContext& ctx);
+  void count_usage(const RequestContext& ctx, TenantSeries& series);
+  // The series of an admitted request's (pool, class, tenant).
+  TenantSeries& tenant_series(const RequestContext& ctx);
 
   const Config& config_;
   GatewayMetrics& metrics_;
   std::unique_ptr<ClassSeries[]> class_series_;
-  // A (pool, class, tenant)'s token counters. Indexed
-  // (pool * classes + class) * (tenants + 1) + tenant.
-  std::unique_ptr<TokenSeries[]> token_series_;
+  std::unique_ptr<TenantSeries[]> tenant_series_;
   std::unique_ptr<TeamSeries[]> team_series_;
 };
 
