@@ -1,13 +1,12 @@
 #include "gateway/handler/dispatch_handler.hpp"
 
 #include <algorithm>
-
 #include <boost/json.hpp>
 
 #include "core/client_hints.hpp"
 #include "core/pricing.hpp"
 #include "core/typing_through.hpp"
-#include "gateway/handler/run_body.hpp"
+#include "gateway/handler/run_policy.hpp"
 #include "gateway/resilience/run_verdict.hpp"
 #include "gateway/scheduler_setup.hpp"
 
@@ -131,26 +130,11 @@ void DispatchHandler::set_run_headers(RequestContext& ctx, const BackendConfig& 
   if (retries > 0) headers.emplace_back("x-arbiter-retries", std::to_string(retries));
 }
 
-namespace {
-
-std::string upstream_run_id(std::string_view request_id, uint32_t earlier_runs) {
-  // The first run is sent under the request's own id (the client's, when it
-  // gave one), so engine logs match the access log; a retry or a resumed run
-  // after a preemption gets "-2", "-3"..., because an engine that keys its
-  // requests by x-request-id (vLLM with --enable-request-id-headers, before
-  // vllm#27987) refuses an id still running there with 400, and an aborted
-  // run may still be when the next one arrives on the same engine.
-  if (earlier_runs == 0) return std::string(request_id);
-  return std::string(request_id) + "-" + std::to_string(earlier_runs + 1);
-}
-
-}  // namespace
-
 Task<bool> DispatchHandler::run_inherited(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer) {
   std::optional<HandedStream> handed = co_await slot.inherited_from()->receive(*ctx.sink);
   count_typing(ctx, handed ? TypingOutcome::kHandedOver : TypingOutcome::kLost);
   if (!handed) co_return false;  // it runs anew on the slot it holds
-  release_body(ctx);  // never sent: the request is the one already running
+  release_body(ctx);             // never sent: the request is the one already running
   ModelPool& pool = *pools_[slot.pool()];
   const BackendConfig& backend = pool.backend(slot.backend());
   ctx.rec.backend = backend.name;
@@ -196,166 +180,136 @@ Task<bool> DispatchHandler::run_inherited(RequestContext& ctx, Dispatcher::Slot&
 
 Task<void> DispatchHandler::run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer,
                                          std::optional<int> priority) {
-  const Route route = ctx.route;
   RelayOutcome& outcome = ctx.outcome;  // each run's, written by relay()
-  AccessRecord& rec = ctx.rec;
-  RequestContext::Headers& headers = ctx.response_headers;
-  ResponseSink& sink = *ctx.sink;
-  const RequestInfo& info = ctx.parsed.info;
-  // The engine orders its own queue the way the gateway does: `priority`,
-  // the class's or the request's own (x-priority, bounded).
-  const int engine_priority = priority.value_or(slot.engine_priority());
   std::optional<RelayResume> resume;
-  if (ctx.resume != ResumeMethod::kNone) {
-    resume.emplace();
-    resume->route = route;
-    resume->aggregate = !info.stream;
-  }
-  const std::size_t own_headers = headers.size();  // x-request-id
-  // The client's end-to-end headers (trace context, custom ones) go to the
-  // engine with every run; views into the request.
-  std::vector<std::pair<std::string_view, std::string_view>> forwarded;
-  ctx.req.end_to_end(forwarded);
-  uint32_t retries = 0;  // runs after failed ones
-  // vLLM's own request_id body field keys the request inside the engine as
-  // x-request-id does: later runs carry theirs with the same suffix. Read
-  // from the document at the first later run (not before: the document is
-  // parsed only for the paths that rewrite the body).
-  std::optional<std::string> body_request_id;
-  bool body_request_id_read = false;
-  // What a run again costs the scheduler: the prompt, the output so far (a
-  // continuation reads it again) and what is left of the token budget.
-  const auto remaining_cost = [&] {
-    const int64_t generated = resume ? resume->checkpoint.tokens : 0;
-    const int64_t left = std::max<int64_t>(info.max_tokens.value_or(kDefaultOutputEstimate) - generated, 1);
-    const int64_t so_far = info.prompt_tokens_estimate + generated;
-    return left > INT64_MAX - so_far ? INT64_MAX : so_far + left;  // max_tokens may be 2^63 - 1
-  };
+  if (ctx.resume != ResumeMethod::kNone)
+    resume.emplace(RelayResume{.route = ctx.route, .aggregate = !ctx.parsed.info.stream});
+  Runs runs{.requests = RunRequestBuilder(ctx.parsed, ctx.req, ctx.rec.request_id, ctx.route),
+            .resume = resume ? &*resume : nullptr,
+            .own_headers = ctx.response_headers.size(),  // x-request-id
+            // The engine orders its own queue the way the gateway does: the
+            // class's priority or the request's own (x-priority, bounded).
+            .engine_priority = priority.value_or(slot.engine_priority())};
   for (;;) {
-    ModelPool& pool = *pools_[slot.pool()];  // its own, or a pool lending it a slot
-    const BackendConfig& backend = pool.backend(slot.backend());
-    rec.backend = backend.name;
-    set_run_headers(ctx, backend, own_headers, retries);
-
-    const uint32_t earlier_runs = retries + rec.preemptions;
-    const std::string run_id = upstream_run_id(rec.request_id, earlier_runs);
-    if (earlier_runs > 0 && !body_request_id_read) {
-      body_request_id_read = true;
-      if (const auto* id = ctx.parsed.body().if_contains("request_id"); id && id->is_string()) {
-        body_request_id.emplace(id->get_string());
-      }
-    }
-    const bool new_body_id = earlier_runs > 0 && body_request_id;
-    UpstreamRequest up{.target = route_path(route),
-                       .host = pool.upstream(slot.backend()).host_header(),
-                       .request_id = run_id,
-                       .accept = ctx.req["accept"],
-                       .body = {},
-                       .authorization = backend.authorization,
-                       .forwarded = forwarded};
-    if (resume) resume->checkpoint.begin_run();
-    // A stream whose client did not ask for usage asks for it here, and its
-    // relay keeps the usage chunk from the client (core/stream_usage.hpp).
-    const bool ask_usage = ctx.parsed.info.stream && !ctx.parsed.info.include_usage && backend.stream_usage;
-    std::string rewritten;  // the body sent when it is serialised from the document
-    build_run_body(ctx.parsed,
-                   {.priority_engine = backend.priority_scheduling ? std::optional(backend.engine) : std::nullopt,
-                    .engine_priority = engine_priority,
-                    .request_id = new_body_id ? std::optional(upstream_run_id(*body_request_id, earlier_runs))
-                                              : std::nullopt,
-                    .ask_usage = ask_usage,
-                    .resume_method = ctx.resume,
-                    .checkpoint = resume ? &resume->checkpoint : nullptr,
-                    .aggregate = resume && resume->aggregate},
-                   up, rewritten);
-
-    Interrupt interrupt;
-    slot.set_interrupt_hook([&interrupt, &slot] { interrupt.fire(slot.preempted(), slot.interrupt_error()); });
-    const sched::AdaptiveCapacityConfig& capacity = config_.adaptive_capacity_of(slot.pool());
-    const bool adaptive = capacity.enabled;  // its relay counts gaps
-    const sched::ClassPolicy& policy = config_.classes[ctx.cls].policy;
-    const auto first_token_bound = policy.background ? std::chrono::steady_clock::duration::zero()
-                                                     : std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                           policy.ttft_slo * capacity.ttft_headroom);
-    const RelayRequest relay_request{.pool = pool.upstream(slot.backend()),
-                                     .upstream_request = up,
-                                     .sink = sink,
-                                     .deadline = ctx.conn.deadline(),
-                                     .timeouts = config_.timeouts,
-                                     .limits = config_.limits,
-                                     .response_headers = headers,
-                                     .interrupt = interrupt,
-                                     .resume = resume ? &*resume : nullptr,
-                                     .on_first_event = backend.prefill_tokens_per_s > 0
-                                                           ? std::function<void()>([&slot] { slot.first_token(); })
-                                                           : std::function<void()>(),
-                                     .on_stream_started =
-                                         [this, &ctx, &rewritten, resumable = resume.has_value()] {
-                                           ctx.answer_started();
-                                           // The client has a byte: no retry or failover sends the
-                                           // body again, and only a resumable request runs again.
-                                           if (!resumable) {
-                                             release_body(ctx);
-                                             std::string().swap(rewritten);
-                                           }
-                                         },
-                                     .hold_failures = retries < health_.max_retries(),
-                                     .typing = offer,
-                                     .gaps = adaptive ? &pool.gaps(slot.backend()) : nullptr,
-                                     .first_token_bound = first_token_bound,
-                                     .hide_usage_chunk = ask_usage};
-    const auto sent = std::chrono::steady_clock::now();
-    co_await relay(relay_request, outcome);
-    rec.engine_ms += RequestContext::millis(std::chrono::steady_clock::now() - sent);
-    slot.set_interrupt_hook(nullptr);
-    const RunVerdict verdict = judge(outcome);
-    health_.record(slot.pool(), slot.backend(), verdict, outcome.upstream_retry_after);
-    // Nothing reached the client (or a resumable stream is still open): the
-    // request may run again elsewhere.
-    // (A resumed run that failed before its first byte leaves its stream open too.)
-    const bool unsent = outcome.held || outcome.stream_open || (outcome.status == 0 && outcome.error);
-    // An engine's 429 goes to another backend, never back to the one that
-    // refused for load: with one backend it is the client's answer.
-    const bool retryable = verdict == RunVerdict::kFailure ||
-                           (verdict == RunVerdict::kOverloaded && pool.backend_count() > 1);
-    if (!outcome.preempted && unsent) {
-      const bool failover = resume && resume->client_stream_started;
-      if (retryable && co_await may_run_again(ctx, failover, retries)) {
-        auto requeued = co_await slot.retry(remaining_cost(), sink);
-        if (requeued) {
-          rec.queue_ms += RequestContext::millis(slot.queue_wait());
-          continue;
+    const RunVerdict verdict = co_await run_once(ctx, slot, offer, runs);
+    switch (after_run(outcome, verdict, pools_[slot.pool()]->backend_count())) {
+      case AfterRun::kRequeue:
+        if (!co_await requeue_preempted(ctx, slot, runs)) co_return;
+        continue;
+      case AfterRun::kRunAgain:
+        if (co_await run_again(ctx, slot, runs)) continue;
+        [[fallthrough]];
+      case AfterRun::kGiveUp:
+        co_await give_up(ctx, runs.resume);
+        [[fallthrough]];
+      case AfterRun::kFinish:
+        // A resumable request's usage is counted over all its runs.
+        if (resume) {
+          outcome.usage = resume->checkpoint.usage;
+          outcome.generated = resume->checkpoint.tokens;
         }
-        outcome.error = std::move(requeued.error());
-        outcome.held.reset();
-      }
-      co_await give_up(ctx, resume ? &*resume : nullptr);
+        co_return;
     }
-    if (!outcome.preempted) {
-      // A resumable request's usage is counted over all its runs.
-      if (resume) {
-        outcome.usage = resume->checkpoint.usage;
-        outcome.generated = resume->checkpoint.tokens;
-      }
-      co_return;
-    }
-
-    // Preempted: queue again, charged for what is left, and continue from
-    // the checkpoint when dispatched.
-    ++rec.preemptions;
-    auto requeued = co_await slot.requeue(remaining_cost(), sink);
-    if (!requeued) {
-      outcome = RelayOutcome{.stream = outcome.stream, .error = std::move(requeued.error())};
-      if (sink.client_gone()) {
-        outcome.status = 499;
-      } else if (resume->client_stream_started) {
-        co_await end_stream_with_error(sink, *outcome.error);
-        outcome.status = sink.client_gone() ? 499 : 200;
-      }
-      co_return;
-    }
-    rec.queue_ms += RequestContext::millis(slot.queue_wait());
   }
+}
+
+Task<RunVerdict> DispatchHandler::run_once(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer,
+                                           Runs& runs) {
+  ModelPool& pool = *pools_[slot.pool()];  // its own, or a pool lending it a slot
+  const BackendConfig& backend = pool.backend(slot.backend());
+  ctx.rec.backend = backend.name;
+  set_run_headers(ctx, backend, runs.own_headers, runs.retries);
+  RelayResume* resume = runs.resume;
+  if (resume) resume->checkpoint.begin_run();
+  const bool ask_usage = asks_usage(ctx.parsed.info, backend);
+  const UpstreamRequest up =
+      runs.requests.build(pool.upstream(slot.backend()).host_header(), backend, runs.retries + ctx.rec.preemptions,
+                          {.engine_priority = runs.engine_priority,
+                           .ask_usage = ask_usage,
+                           .resume_method = ctx.resume,
+                           .checkpoint = resume ? &resume->checkpoint : nullptr,
+                           .aggregate = resume && resume->aggregate});
+  Interrupt interrupt;
+  slot.set_interrupt_hook([&interrupt, &slot] { interrupt.fire(slot.preempted(), slot.interrupt_error()); });
+  const sched::AdaptiveCapacityConfig& capacity = config_.adaptive_capacity_of(slot.pool());
+  const sched::ClassPolicy& policy = config_.classes[ctx.cls].policy;
+  const RelayRequest relay_request{
+      .pool = pool.upstream(slot.backend()),
+      .upstream_request = up,
+      .sink = *ctx.sink,
+      .deadline = ctx.conn.deadline(),
+      .timeouts = config_.timeouts,
+      .limits = config_.limits,
+      .response_headers = ctx.response_headers,
+      .interrupt = interrupt,
+      .resume = resume,
+      .on_first_event = backend.prefill_tokens_per_s > 0 ? std::function<void()>([&slot] { slot.first_token(); })
+                                                         : std::function<void()>(),
+      .on_stream_started =
+          [this, &ctx, &runs] {
+            ctx.answer_started();
+            // The client has a byte: no retry or failover sends the body
+            // again, and only a resumable request runs again.
+            if (!runs.resume) {
+              release_body(ctx);
+              runs.requests.release_body();
+            }
+          },
+      .hold_failures = runs.retries < health_.max_retries(),
+      .typing = offer,
+      .gaps = capacity.enabled ? &pool.gaps(slot.backend()) : nullptr,  // adaptive capacity counts gaps
+      .first_token_bound = policy.background ? std::chrono::steady_clock::duration::zero()
+                                             : std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                   policy.ttft_slo * capacity.ttft_headroom),
+      .hide_usage_chunk = ask_usage};
+  const auto sent = std::chrono::steady_clock::now();
+  co_await relay(relay_request, ctx.outcome);
+  ctx.rec.engine_ms += RequestContext::millis(std::chrono::steady_clock::now() - sent);
+  slot.set_interrupt_hook(nullptr);
+  const RunVerdict verdict = judge(ctx.outcome);
+  health_.record(slot.pool(), slot.backend(), verdict, ctx.outcome.upstream_retry_after);
+  co_return verdict;
+}
+
+Task<bool> DispatchHandler::run_again(RequestContext& ctx, Dispatcher::Slot& slot, Runs& runs) {
+  const bool failover = runs.resume && runs.resume->client_stream_started;
+  if (!co_await may_run_again(ctx, failover, runs.retries)) co_return false;
+  auto requeued = co_await slot.retry(runs.remaining_cost(ctx.parsed.info), *ctx.sink);
+  if (!requeued) {
+    ctx.outcome.error = std::move(requeued.error());
+    ctx.outcome.held.reset();
+    co_return false;
+  }
+  ctx.rec.queue_ms += RequestContext::millis(slot.queue_wait());
+  co_return true;
+}
+
+Task<bool> DispatchHandler::requeue_preempted(RequestContext& ctx, Dispatcher::Slot& slot, Runs& runs) {
+  ++ctx.rec.preemptions;
+  ResponseSink& sink = *ctx.sink;
+  RelayOutcome& outcome = ctx.outcome;
+  auto requeued = co_await slot.requeue(runs.remaining_cost(ctx.parsed.info), sink);
+  if (requeued) {
+    ctx.rec.queue_ms += RequestContext::millis(slot.queue_wait());
+    co_return true;
+  }
+  outcome = RelayOutcome{.stream = outcome.stream, .error = std::move(requeued.error())};
+  if (sink.client_gone()) {
+    outcome.status = 499;
+  } else if (runs.resume->client_stream_started) {
+    co_await end_stream_with_error(sink, *outcome.error);
+    outcome.status = sink.client_gone() ? 499 : 200;
+  }
+  co_return false;
+}
+
+int64_t DispatchHandler::Runs::remaining_cost(const RequestInfo& info) const {
+  // The prompt, the output so far (a continuation reads it again) and what
+  // is left of the token budget.
+  const int64_t generated = resume ? resume->checkpoint.tokens : 0;
+  const int64_t left = std::max<int64_t>(info.max_tokens.value_or(kDefaultOutputEstimate) - generated, 1);
+  const int64_t so_far = info.prompt_tokens_estimate + generated;
+  return left > INT64_MAX - so_far ? INT64_MAX : so_far + left;  // max_tokens may be 2^63 - 1
 }
 
 Task<bool> DispatchHandler::may_run_again(RequestContext& ctx, bool failover, uint32_t& retries) {

@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "gateway/dispatch/dispatcher.hpp"
+#include "gateway/handler/run_request.hpp"
 #include "gateway/model_pool.hpp"
 #include "gateway/pipeline/stage.hpp"
 #include "gateway/resilience/backend_health.hpp"
+#include "gateway/resilience/run_verdict.hpp"
 
 namespace arbiter {
 
@@ -30,11 +32,30 @@ class DispatchHandler final : public AdmittedHandler {
   Task<void> run(RequestContext& ctx) override;
 
  private:
+  // A request's upstream runs so far.
+  struct Runs {
+    RunRequestBuilder requests;
+    RelayResume* resume = nullptr;  // a resumable request's checkpoint; null: none
+    std::size_t own_headers = 0;    // the response headers before any run's (x-request-id)
+    int engine_priority = 0;
+    uint32_t retries = 0;  // runs after failed ones
+    // What a run again costs the scheduler.
+    int64_t remaining_cost(const RequestInfo& info) const;
+  };
   // Runs a dispatched request on its slot until it ends: several upstream
-  // runs when it is preempted and resumed from its checkpoint. Each run
-  // writes ctx.outcome (no copy of it in this frame or run()'s).
+  // runs when it is preempted and resumed from its checkpoint, or retried
+  // (run_policy.hpp decides which). Each run writes ctx.outcome (no copy of
+  // it in this frame or run()'s).
   // `priority`: the request's engine priority hint, bounded; nullopt: its class's.
   Task<void> run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer, std::optional<int> priority);
+  // One run on the slot's backend, judged and recorded for its health.
+  Task<RunVerdict> run_once(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer, Runs& runs);
+  // After a failed run: back off and queue again for another backend;
+  // false when it may not (attempts, budget, client gone, queue refused).
+  Task<bool> run_again(RequestContext& ctx, Dispatcher::Slot& slot, Runs& runs);
+  // After a preemption: queue again; false when refused (the client's
+  // answer or the end of its stream is then sent).
+  Task<bool> requeue_preempted(RequestContext& ctx, Dispatcher::Slot& slot, Runs& runs);
   // Typing through: the request may offer its generation to a newer
   // keystroke (typing_handover.hpp): its class types through, and it is a
   // completion with one string prompt and a supersede key, streamed or not.
