@@ -1,5 +1,5 @@
 // The inter-event gaps of one backend's streamed answers, counted by the
-// relays (upstream_relay.cpp) and taken at each engine-signals scrape by
+// relays (relay/relay_stream.cpp, relay_aggregate.cpp) and taken at each engine-signals scrape by
 // adaptive capacity (gateway/backend_capacity.hpp): how many gaps, how
 // many within the backend's gap target, and their time; and the first
 // events of runs against their class's first-token headroom. The relays of every I/O thread

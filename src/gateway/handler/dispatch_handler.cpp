@@ -23,19 +23,7 @@ Task<void> DispatchHandler::run(RequestContext& ctx) {
   // traffic breaker may have moved the request to its degrade_class).
   const BoundHints hints = bound_client_hints(ctx.hints, config_.classes[ctx.cls].policy, ctx.tenant);
   count_hints(ctx, hints);
-  const sched::Request queued{
-      .pool = static_cast<sched::PoolId>(ctx.pool()),
-      .klass = static_cast<sched::ClassId>(ctx.cls),
-      .tenant = tenant_id(config_, ctx.tenant),
-      .cost_tokens = info.cost_estimate(),
-      .prompt_tokens = info.prompt_tokens_estimate,
-      .deadline = std::nullopt,
-      .ttft_slo = hints.ttft,
-      .supersede_key = ctx.supersede_key,
-      .resumable = ctx.resume != ResumeMethod::kNone,
-      .prefix_blocks = ctx.prefix,
-      // n answers (times a batch's prompts) are that many engine sequences.
-      .sequences = static_cast<uint32_t>(std::min<int64_t>(info.choices, sched::kMaxSlotsPerRequest))};
+  const sched::Request queued = scheduled(ctx, hints);
   const auto enqueued = std::chrono::steady_clock::now();
   std::shared_ptr<TypingOffer> offer;
   if (typing) offer = co_await typing_offer(ctx);
@@ -62,11 +50,33 @@ Task<void> DispatchHandler::run(RequestContext& ctx) {
     count_typing(ctx, *typing);  // the older request was interrupted
   }
   if (!inherited) co_await run_upstream(ctx, *slot, offer.get(), hints.priority);
+  settle(ctx, *slot);
+}
+
+sched::Request DispatchHandler::scheduled(const RequestContext& ctx, const BoundHints& hints) const {
+  const RequestInfo& info = ctx.parsed.info;
+  return {.pool = static_cast<sched::PoolId>(ctx.pool()),
+          .klass = static_cast<sched::ClassId>(ctx.cls),
+          .tenant = tenant_id(config_, ctx.tenant),
+          .cost_tokens = info.cost_estimate(),
+          .prompt_tokens = info.prompt_tokens_estimate,
+          .deadline = std::nullopt,
+          .ttft_slo = hints.ttft,
+          .supersede_key = ctx.supersede_key,
+          .resumable = ctx.resume != ResumeMethod::kNone,
+          .prefix_blocks = ctx.prefix,
+          // n answers (times a batch's prompts) are that many engine sequences.
+          .sequences = static_cast<uint32_t>(std::min<int64_t>(info.choices, sched::kMaxSlotsPerRequest))};
+}
+
+void DispatchHandler::settle(RequestContext& ctx, Dispatcher::Slot& slot) const {
   // Fairness and shares are charged with what the request really cost:
   // the engine's usage, or for a stream without it the tokens counted from
   // its events (prompt still estimated).
   const Usage usage = ctx.outcome.usage.value_or(Usage{});
-  if (const auto used = ctx.outcome.used_tokens(info.prompt_tokens_estimate)) slot->set_actual_tokens(*used);
+  if (const auto used = ctx.outcome.used_tokens(ctx.parsed.info.prompt_tokens_estimate)) {
+    slot.set_actual_tokens(*used);
+  }
   if (ctx.outcome.usage) {
     ctx.rec.prompt_tokens = usage.prompt_tokens;
     ctx.rec.completion_tokens = usage.completion_tokens;
@@ -191,7 +201,11 @@ Task<void> DispatchHandler::run_upstream(RequestContext& ctx, Dispatcher::Slot& 
             // class's priority or the request's own (x-priority, bounded).
             .engine_priority = priority.value_or(slot.engine_priority())};
   for (;;) {
-    const RunVerdict verdict = co_await run_once(ctx, slot, offer, runs);
+    RunCall call;  // in this frame: the relay reads it while it runs
+    prepare_run(ctx, slot, offer, runs, call);
+    const auto sent = std::chrono::steady_clock::now();
+    co_await relay(*call.relay, outcome);
+    const RunVerdict verdict = end_run(ctx, slot, sent);
     switch (after_run(outcome, verdict, pools_[slot.pool()]->backend_count())) {
       case AfterRun::kRequeue:
         if (!co_await requeue_preempted(ctx, slot, runs)) co_return;
@@ -213,8 +227,8 @@ Task<void> DispatchHandler::run_upstream(RequestContext& ctx, Dispatcher::Slot& 
   }
 }
 
-Task<RunVerdict> DispatchHandler::run_once(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer,
-                                           Runs& runs) {
+void DispatchHandler::prepare_run(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer, Runs& runs,
+                                  RunCall& call) {
   ModelPool& pool = *pools_[slot.pool()];  // its own, or a pool lending it a slot
   const BackendConfig& backend = pool.backend(slot.backend());
   ctx.rec.backend = backend.name;
@@ -222,26 +236,25 @@ Task<RunVerdict> DispatchHandler::run_once(RequestContext& ctx, Dispatcher::Slot
   RelayResume* resume = runs.resume;
   if (resume) resume->checkpoint.begin_run();
   const bool ask_usage = asks_usage(ctx.parsed.info, backend);
-  const UpstreamRequest up =
+  call.up =
       runs.requests.build(pool.upstream(slot.backend()).host_header(), backend, runs.retries + ctx.rec.preemptions,
                           {.engine_priority = runs.engine_priority,
                            .ask_usage = ask_usage,
                            .resume_method = ctx.resume,
                            .checkpoint = resume ? &resume->checkpoint : nullptr,
                            .aggregate = resume && resume->aggregate});
-  Interrupt interrupt;
-  slot.set_interrupt_hook([&interrupt, &slot] { interrupt.fire(slot.preempted(), slot.interrupt_error()); });
+  slot.set_interrupt_hook([&call, &slot] { call.interrupt.fire(slot.preempted(), slot.interrupt_error()); });
   const sched::AdaptiveCapacityConfig& capacity = config_.adaptive_capacity_of(slot.pool());
   const sched::ClassPolicy& policy = config_.classes[ctx.cls].policy;
-  const RelayRequest relay_request{
+  call.relay.emplace(RelayRequest{
       .pool = pool.upstream(slot.backend()),
-      .upstream_request = up,
+      .upstream_request = call.up,
       .sink = *ctx.sink,
       .deadline = ctx.conn.deadline(),
       .timeouts = config_.timeouts,
       .limits = config_.limits,
       .response_headers = ctx.response_headers,
-      .interrupt = interrupt,
+      .interrupt = call.interrupt,
       .resume = resume,
       .on_first_event = backend.prefill_tokens_per_s > 0 ? std::function<void()>([&slot] { slot.first_token(); })
                                                          : std::function<void()>(),
@@ -261,14 +274,16 @@ Task<RunVerdict> DispatchHandler::run_once(RequestContext& ctx, Dispatcher::Slot
       .first_token_bound = policy.background ? std::chrono::steady_clock::duration::zero()
                                              : std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                    policy.ttft_slo * capacity.ttft_headroom),
-      .hide_usage_chunk = ask_usage};
-  const auto sent = std::chrono::steady_clock::now();
-  co_await relay(relay_request, ctx.outcome);
+      .hide_usage_chunk = ask_usage});
+}
+
+RunVerdict DispatchHandler::end_run(RequestContext& ctx, Dispatcher::Slot& slot,
+                                    std::chrono::steady_clock::time_point sent) {
   ctx.rec.engine_ms += RequestContext::millis(std::chrono::steady_clock::now() - sent);
   slot.set_interrupt_hook(nullptr);
   const RunVerdict verdict = judge(ctx.outcome);
   health_.record(slot.pool(), slot.backend(), verdict, ctx.outcome.upstream_retry_after);
-  co_return verdict;
+  return verdict;
 }
 
 Task<bool> DispatchHandler::run_again(RequestContext& ctx, Dispatcher::Slot& slot, Runs& runs) {

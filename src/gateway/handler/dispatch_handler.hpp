@@ -32,6 +32,11 @@ class DispatchHandler final : public AdmittedHandler {
   Task<void> run(RequestContext& ctx) override;
 
  private:
+  // What the scheduler queues for the request.
+  sched::Request scheduled(const RequestContext& ctx, const BoundHints& hints) const;
+  // After its runs: the scheduler charged what the request really cost, and
+  // the record's tokens and cost.
+  void settle(RequestContext& ctx, Dispatcher::Slot& slot) const;
   // A request's upstream runs so far.
   struct Runs {
     RunRequestBuilder requests;
@@ -48,8 +53,18 @@ class DispatchHandler final : public AdmittedHandler {
   // it in this frame or run()'s).
   // `priority`: the request's engine priority hint, bounded; nullopt: its class's.
   Task<void> run_upstream(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer, std::optional<int> priority);
-  // One run on the slot's backend, judged and recorded for its health.
-  Task<RunVerdict> run_once(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer, Runs& runs);
+  // One run's request and the relay's, alive while the relay runs (set up
+  // in run_upstream's frame: a coroutine per run would cost a frame).
+  struct RunCall {
+    UpstreamRequest up;
+    Interrupt interrupt;
+    std::optional<RelayRequest> relay;  // references: set once per run
+  };
+  // Sets up the next run on the slot's backend.
+  void prepare_run(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer, Runs& runs, RunCall& call);
+  // After the relay of a run `sent` then: judged and recorded for the
+  // backend's health.
+  RunVerdict end_run(RequestContext& ctx, Dispatcher::Slot& slot, std::chrono::steady_clock::time_point sent);
   // After a failed run: back off and queue again for another backend;
   // false when it may not (attempts, budget, client gone, queue refused).
   Task<bool> run_again(RequestContext& ctx, Dispatcher::Slot& slot, Runs& runs);

@@ -7,17 +7,14 @@
 #include <gtest/gtest.h>
 
 #include "recording_sink.hpp"
+#include "relay_outcomes.hpp"
 #include "support/fake_upstream.hpp"
 
 namespace arbiter {
 namespace {
 
-RelayOutcome answered(unsigned upstream_status) {
-  RelayOutcome o;
-  o.upstream_status = upstream_status;
-  o.status = static_cast<int>(upstream_status);
-  return o;
-}
+using testing::answered;
+using testing::failed;
 
 AfterRun next(const RelayOutcome& o, std::size_t backends = 2) { return after_run(o, judge(o), backends); }
 
@@ -44,9 +41,7 @@ TEST(RunPolicy, AHeldFailureRunsAgainAndAHeldRefusalOnlyWithAnotherBackend) {
 }
 
 TEST(RunPolicy, AConnectionThatFailedBeforeAnyByteRunsAgain) {
-  RelayOutcome refused_connect;
-  refused_connect.upstream_error = "connect";
-  refused_connect.error = ApiError{ErrorCode::kUpstreamFailed, "x", {}, {}};
+  RelayOutcome refused_connect = failed("connect", ErrorCode::kUpstreamFailed);
   EXPECT_TRUE(run_unsent(refused_connect));
   EXPECT_EQ(next(refused_connect, 1), AfterRun::kRunAgain);
   // The same error after the client had the answer's head: nothing to redo.
@@ -56,17 +51,12 @@ TEST(RunPolicy, AConnectionThatFailedBeforeAnyByteRunsAgain) {
 }
 
 TEST(RunPolicy, ABrokenResumableStreamFailsOverAndATooLargeAnswerGivesUp) {
-  RelayOutcome broken;
+  RelayOutcome broken = failed("reset", ErrorCode::kUpstreamFailed);
   broken.upstream_status = 200;
   broken.status = 200;
   broken.stream_open = true;
-  broken.upstream_error = "reset";
-  broken.error = ApiError{ErrorCode::kUpstreamFailed, "x", {}, {}};
   EXPECT_EQ(next(broken), AfterRun::kRunAgain);
-  RelayOutcome too_large;
-  too_large.upstream_error = "too_large";
-  too_large.error = ApiError{ErrorCode::kUpstreamFailed, "x", {}, {}};
-  EXPECT_EQ(next(too_large), AfterRun::kGiveUp) << "says nothing about the backend: the same answer elsewhere";
+  EXPECT_EQ(next(failed("too_large", ErrorCode::kUpstreamFailed)), AfterRun::kGiveUp) << "says nothing about the backend: the same answer elsewhere";
 }
 
 TEST(RunPolicy, APreemptedRunQueuesAgainWhateverElseItSays) {

@@ -4,23 +4,13 @@
 
 #include "gateway/stages/breaker/breaker_observer.hpp"
 #include "gateway/resilience/run_verdict.hpp"
+#include "relay_outcomes.hpp"
 
 namespace arbiter {
 namespace {
 
-RelayOutcome answered(unsigned upstream_status) {
-  RelayOutcome o;
-  o.upstream_status = upstream_status;
-  o.status = static_cast<int>(upstream_status);
-  return o;
-}
-
-RelayOutcome failed(std::string kind, ErrorCode code) {
-  RelayOutcome o;
-  o.upstream_error = std::move(kind);
-  o.error = ApiError{code, "x", {}, {}};
-  return o;
-}
+using testing::answered;
+using testing::failed;
 
 TEST(RunVerdict, FiveHundredsConnectsAndTimeoutsAreFailures) {
   EXPECT_EQ(judge(answered(500)), RunVerdict::kFailure);
