@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gateway/engine_signal_log.hpp"
+#include "http/outbound_connection.hpp"
 
 namespace arbiter {
 
@@ -24,16 +25,11 @@ constexpr std::chrono::milliseconds kMaxAutoTimeout{1000};
 // called from inside the callback does not wait for itself.
 thread_local const void* t_callback_owner = nullptr;
 
-// One backend's scrape connection and the timers of its loop. Owned by the
-// loop's frame; the deadline handler and stop() reach it through weak
-// pointers, so neither can outlive it.
+// One backend's scrape connection and its loop's pacer. Owned by the loop's
+// frame; stop() reaches it through a weak pointer, so it cannot outlive it.
 struct ScrapeConnection {
-  ScrapeConnection(const net::any_io_executor& executor, const MonitorTarget& target,
-                   std::string_view path)
-      : socket(executor), resolver(executor), deadline(executor), pacer(executor) {
-    beast::error_code ec;
-    const auto address = net::ip::make_address(target.host, ec);
-    if (!ec) literal = tcp::endpoint(address, target.port);
+  ScrapeConnection(const net::any_io_executor& executor, const MonitorTarget& target, std::string_view path)
+      : client(std::make_shared<OutboundConnection>(executor, target.host, target.port, target.tls)), pacer(executor) {
     request.method(http::verb::get);
     request.target(path);
     request.version(11);
@@ -47,23 +43,13 @@ struct ScrapeConnection {
 
   // Ends every pending operation of the loop (stop()).
   void close() {
-    beast::error_code ignored;
-    socket.close(ignored);  // a TLS layer over it fails with it
-    resolver.cancel();
-    deadline.cancel();
+    client->close();
     pacer.cancel();
   }
 
-  tcp::socket socket;                     // the keep-alive connection; closed between failures
-  std::unique_ptr<ssl::stream<tcp::socket&>> tls;  // over `socket`, for an https:// backend; new per connection
-  tcp::resolver resolver;                 // for host names; cancelled by the deadline
-  net::steady_timer deadline;             // closes the socket when a scrape overruns
-  net::steady_timer pacer;                // waits for the next scrape
-  beast::flat_buffer buffer;              // read buffer, kept across keep-alive responses
-  http::request<http::empty_body> request;  // the GET, reused for every scrape
-  std::optional<tcp::endpoint> literal;   // the target when its host is an IP literal
-  uint64_t scrape = 0;                    // number of the scrape in progress (deadline check)
-  bool timed_out = false;                 // the deadline fired during this scrape
+  std::shared_ptr<OutboundConnection> client;  // the keep-alive connection and its deadline
+  net::steady_timer pacer;                   // waits for the next scrape
+  http::request<http::empty_body> request;   // the GET, reused for every scrape
 };
 
 // How one scrape attempt ended.
@@ -214,128 +200,21 @@ namespace {
 
 using Shared = BackendMonitor::Shared;
 
-// The TLS handshake of a new connection to an https:// backend, within the
-// scrape's deadline. Fills `out` on failure.
-Task<bool> handshake(const MonitorTarget& target, ScrapeConnection& c, Attempt& out) {
-  c.tls = std::make_unique<ssl::stream<tcp::socket&>>(c.socket, *target.tls);
-  prepare_client_handshake(c.tls->native_handle(), target.host);
-  auto [ec] = co_await c.tls->async_handshake(ssl::stream_base::client, kAsTuple);
-  if (!ec) co_return true;
-  beast::error_code ignored;
-  c.socket.close(ignored);
-  out.problem = c.timed_out ? "timeout" : "tls";
-  co_return false;
-}
-
-// Opens the connection within the scrape's deadline. Fills `out` on failure.
-Task<bool> open_connection(const Shared& sh, const MonitorTarget& target, ScrapeConnection& c,
-                   Attempt& out) {
-  std::vector<tcp::endpoint> endpoints;
-  if (c.literal) {
-    endpoints.push_back(*c.literal);
-  } else {
-    const std::string port = std::to_string(target.port);
-    auto [ec, results] = co_await c.resolver.async_resolve(target.host, port, kAsTuple);
-    if (ec) {
-      out.problem = c.timed_out ? "timeout" : "resolve";
-      co_return false;
-    }
-    for (const auto& r : results) endpoints.push_back(r.endpoint());
-  }
-  // One endpoint at a time: a deadline that closes the socket must end the
-  // attempt, not move on to the next address.
-  for (const auto& endpoint : endpoints) {
-    if (c.timed_out || sh.stopped.load()) break;
-    auto [ec] = co_await c.socket.async_connect(endpoint, kAsTuple);
-    if (!ec) {
-      beast::error_code ignored;
-      c.socket.set_option(tcp::no_delay(true), ignored);
-      c.buffer.clear();
-      out.connected = true;
-      if (!target.tls) co_return true;
-      const bool secured = co_await handshake(target, c, out);
-      co_return secured;
-    }
-    beast::error_code ignored;
-    c.socket.close(ignored);
-  }
-  out.problem = c.timed_out ? "timeout" : "connect";
-  co_return false;
-}
-
-// One request/response on the connection (opened first when closed). A
-// reused connection that fails before any response byte (the engine closed
-// it while idle) is retried once on a fresh one. Fills `out`.
-Task<void> exchange(const Shared& sh, const MonitorTarget& target, ScrapeConnection& c,
-                    Attempt& out) {
-  for (int round = 0; round < 2; ++round) {
-    const bool reused = c.socket.is_open();
-    if (!reused && !co_await open_connection(sh, target, c, out)) co_return;
-    if (sh.stopped.load()) break;
-    beast::error_code write_ec;
-    if (c.tls) {
-      auto [ec, written] = co_await http::async_write(*c.tls, c.request, kAsTuple);
-      write_ec = ec;
-    } else {
-      auto [ec, written] = co_await http::async_write(c.socket, c.request, kAsTuple);
-      write_ec = ec;
-    }
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(kMaxBodyBytes);
-    beast::error_code read_ec = write_ec;
-    if (!write_ec && c.tls) {
-      auto [ec, read] = co_await http::async_read(*c.tls, c.buffer, parser, kAsTuple);
-      read_ec = ec;
-    } else if (!write_ec) {
-      auto [ec, read] = co_await http::async_read(c.socket, c.buffer, parser, kAsTuple);
-      read_ec = ec;
-    }
-    if (read_ec) {
-      beast::error_code ignored;
-      c.socket.close(ignored);
-      if (reused && !parser.got_some() && !c.timed_out) continue;
-      if (c.timed_out) out.problem = "timeout";
-      else if (read_ec == http::error::end_of_stream || write_ec) out.problem = "closed";
-      else out.problem = "read";
-      co_return;
-    }
-    const auto& response = parser.get();
-    if (!response.keep_alive()) {
-      beast::error_code ignored;
-      c.socket.close(ignored);
-    }
-    const unsigned status = response.result_int();
-    if (status == 200) out.load = parse_engine_load(response.body());
-    out.outcome = classify_answer(status, out.load);
-    if (out.outcome == ScrapeOutcome::kFailed) out.problem = "status";
-    else if (out.outcome == ScrapeOutcome::kUnusable) out.problem = status == 200 ? "no_figures" : "status";
+// One scrape under `timeout`. Fills `out`.
+Task<void> scrape_once(ScrapeConnection& c, std::chrono::milliseconds timeout, Attempt& out) {
+  const OutboundResponse answer = co_await c.client->request(c.request, timeout, kMaxBodyBytes);
+  out.connected = answer.connected;
+  if (answer.failure != OutboundFailure::kNone) {
+    out.problem = outbound_failure_name(answer.failure);
+    // No answer within the deadline: slow or hung, not refused.
+    out.outcome = answer.failure == OutboundFailure::kTimeout ? ScrapeOutcome::kSilent : ScrapeOutcome::kFailed;
     co_return;
   }
-  out.problem = "closed";
-}
-
-// One scrape under `timeout`.
-Task<void> scrape_once(const Shared& sh, const MonitorTarget& target,
-                       const std::shared_ptr<ScrapeConnection>& conn, std::chrono::milliseconds timeout,
-                       Attempt& out) {
-  ScrapeConnection& c = *conn;
-  ++c.scrape;
-  c.timed_out = false;
-  c.deadline.expires_after(timeout);
-  std::weak_ptr<ScrapeConnection> weak = conn;
-  c.deadline.async_wait([weak, id = c.scrape](const beast::error_code& ec) {
-    if (ec) return;
-    auto live = weak.lock();
-    if (!live || live->scrape != id) return;
-    live->timed_out = true;
-    beast::error_code ignored;
-    live->socket.close(ignored);
-    live->resolver.cancel();
-  });
-  co_await exchange(sh, target, c, out);
-  c.deadline.cancel();
-  // No answer within the deadline: slow or hung, not refused.
-  if (c.timed_out && out.outcome == ScrapeOutcome::kFailed) out.outcome = ScrapeOutcome::kSilent;
+  const unsigned status = answer.response.result_int();
+  if (status == 200) out.load = parse_engine_load(answer.response.body());
+  out.outcome = classify_answer(status, out.load);
+  if (out.outcome == ScrapeOutcome::kFailed) out.problem = "status";
+  else if (out.outcome == ScrapeOutcome::kUnusable) out.problem = status == 200 ? "no_figures" : "status";
 }
 
 // Wait before the next attempt: the interval, or a doubling backoff while
@@ -359,7 +238,7 @@ Task<void> scrape_loop(std::shared_ptr<Shared> sh, std::size_t index) {
     Attempt attempt;
     // Only this loop writes the state (on the strand): no lock to read it.
     const auto timeout = sh->options.effective_timeout(slot.state.consecutive_silent, answered_in);
-    co_await scrape_once(*sh, slot.target, conn, timeout, attempt);
+    co_await scrape_once(*conn, timeout, attempt);
     if (sh->stopped.load()) break;
     const auto now = Clock::now();
     if (attempt.outcome == ScrapeOutcome::kOk || attempt.outcome == ScrapeOutcome::kUnusable) {

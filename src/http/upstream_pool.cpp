@@ -1,6 +1,7 @@
 #include "http/upstream_pool.hpp"
 
 #include "http/io_pool.hpp"
+#include "http/outbound_connection.hpp"
 
 #include <sys/socket.h>
 
@@ -26,13 +27,11 @@ UpstreamPool::UpstreamPool(std::string host, uint16_t port, std::size_t max_idle
     : host_(std::move(host)),
       port_(port),
       host_header_(host_ + ":" + std::to_string(port)),
+      endpoint_(literal_endpoint(host_, port_)),
       max_idle_(max_idle),
       idle_ttl_(idle_ttl),
       tls_(std::move(tls)),
       lists_(std::max<std::size_t>(threads, 1)) {
-  beast::error_code ec;
-  const auto addr = net::ip::make_address(host_, ec);
-  if (!ec) endpoint_ = tcp::endpoint(addr, port_);
 }
 
 UpstreamPool::IdleList& UpstreamPool::local() {
@@ -60,17 +59,11 @@ Task<std::expected<PooledConnection, ConnectError>> UpstreamPool::connect(Deadli
                                                                             std::chrono::milliseconds connect_timeout) {
   auto executor = co_await net::this_coro::executor;
   tcp::socket socket(executor);
-  std::vector<tcp::endpoint> endpoints;
-  if (endpoint_) {
-    endpoints.push_back(*endpoint_);
-  } else {
-    tcp::resolver resolver(executor);
-    auto [ec, results] = co_await resolver.async_resolve(host_, std::to_string(port_), kAsTuple);
-    if (ec) co_return std::unexpected(ConnectError{ConnectFailure::kResolve, {}});
-    for (const auto& r : results) endpoints.push_back(r.endpoint());
-  }
+  tcp::resolver resolver(executor);
+  const auto endpoints = co_await outbound_endpoints(resolver, host_, port_, endpoint_);
+  if (!endpoints) co_return std::unexpected(ConnectError{ConnectFailure::kResolve, {}});
   deadline.arm(socket, connect_timeout);
-  auto [ec, endpoint] = co_await net::async_connect(socket, endpoints, kAsTuple);
+  auto [ec, endpoint] = co_await net::async_connect(socket, *endpoints, kAsTuple);
   if (deadline.disarm()) co_return std::unexpected(ConnectError{ConnectFailure::kTimeout, {}});
   if (ec) co_return std::unexpected(ConnectError{ConnectFailure::kRefused, {}});
   beast::error_code ignored;
