@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "gateway/config_entries.hpp"
+#include "gateway/config_section.hpp"
 #include "yaml/setting_keys.hpp"
 
 namespace arbiter {
@@ -61,8 +62,6 @@ std::string config_to_yaml(const Config& c) {
     << "auth: {" << write_settings(auth_keys(), c.auth, ", ") << "}\n";
   print_entries(y, "tenants", tenant_keys(), c.tenants);
   print_entries(y, "teams", team_keys(), c.teams);
-  y << "quota_store: {" << write_settings(quota_store_keys(), c.quota_store, ", ") << "}\n";
-  y << "traffic_breaker: {" << write_settings(traffic_breaker_keys(), c.traffic_breaker, ", ") << "}\n";
   y << "classes:\n";
   for (const ClassConfig& cls : c.classes) print_class(y, cls);
   y << "default_class: " << YamlReader::quote(c.default_class) << "\n";
@@ -72,13 +71,9 @@ std::string config_to_yaml(const Config& c) {
   print_entries(y, "prices", price_keys(), prices_of(models));
   y << "scheduler: {" << write_settings(scheduler_keys(), c.scheduler, ", ") << "}\n";
   y << "engine_signals: {" << write_settings(engine_signals_keys(), c.engine_signals, ", ") << "}\n"
-    << "adaptive_capacity: {" << write_settings(adaptive_capacity_keys(), c.adaptive_capacity, ", ") << "}\n"
-    << "outlier_detection: {" << write_settings(outlier_detection_keys(), c.outlier_detection, ", ") << "}\n"
-    << "retries: {" << write_settings(retries_keys(), c.retries, ", ") << "}\n"
-    << "health_probes: {" << write_settings(health_probes_keys(), c.health_probes, ", ") << "}\n"
-    << "model_breaker: {" << write_settings(model_breaker_keys(), c.model_breaker, ", ") << "}\n"
-    << "cors: {" << write_settings(cors_keys(), c.cors, ", ") << "}\n"
-    << "log: {" << write_settings(log_keys(), c.log, ", ") << "}\n";
+    << "adaptive_capacity: {" << write_settings(adaptive_capacity_keys(), c.adaptive_capacity, ", ") << "}\n";
+  for (const ConfigSection& section : feature_sections()) y << section.name << ": {" << section.write(c) << "}\n";
+  y << "log: {" << write_settings(log_keys(), c.log, ", ") << "}\n";
   return y.str();
 }
 

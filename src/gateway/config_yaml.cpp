@@ -1,19 +1,16 @@
 #include "gateway/config_yaml.hpp"
 
-#include <boost/url/parse.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <charconv>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "core/config_exposure.hpp"
-#include "core/quota/traffic_breaker.hpp"
 #include "gateway/config_entries.hpp"
-#include "gateway/redis/redis_connection.hpp"
+#include "gateway/config_section.hpp"
 #include "gateway/scheduler_setup.hpp"
 #include "http/tls_context.hpp"
 #include "yaml/setting_keys.hpp"
@@ -63,48 +60,6 @@ void read_classes(YamlReader& r, const YAML::Node& n, std::vector<ClassConfig>& 
   for (const ClassConfig& cc : out) {
     const auto builtin = [&](const ClassConfig& b) { return b.name == cc.name; };
     if (std::any_of(builtins.begin(), builtins.end(), builtin)) inherited.push_back(cc.name);
-  }
-}
-
-// Why `origin` can never equal an Origin header a browser sends (RFC 6454
-// serialisation: scheme://host[:port], no user, path, query or fragment, and
-// no port when it is the scheme's default); empty when it can. Listed, it
-// would be an origin that silently never matches.
-std::string origin_problem(const std::string& origin) {
-  namespace urls = boost::urls;
-  const auto url = urls::parse_absolute_uri(origin);
-  if (!url || (url->scheme_id() != urls::scheme::http && url->scheme_id() != urls::scheme::https) ||
-      !url->has_authority() || url->host().empty() || !url->encoded_path().empty() || url->has_query() ||
-      url->has_fragment() || origin.find_first_of("* ") != std::string::npos) {
-    return "must be \"*\" or an origin as browsers send it, scheme://host[:port] (e.g. "
-           "https://chat.example.com), got \"" + origin + "\"";
-  }
-  if (url->has_userinfo()) return "has a user part (\"" + origin + "\"): browsers never send one in an Origin";
-  if (url->has_port()) {
-    const std::string_view text = url->port();
-    unsigned port = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
-    if (ec != std::errc{} || end != text.data() + text.size() || port == 0 || port > 65535) {
-      return "has no valid port (1-65535): \"" + origin + "\"";
-    }
-    if (port == (url->scheme_id() == urls::scheme::https ? 443 : 80)) {
-      return "names the default port (\"" + origin + "\"): browsers leave it out, write " +
-             std::string(url->scheme()) + "://" + std::string(url->encoded_host()) + " instead";
-    }
-  }
-  return {};
-}
-
-// "*" allows any origin, which credentials rule out (browsers refuse it).
-void check_cors(YamlReader& r, const CorsConfig& cors) {
-  for (std::size_t i = 0; i < cors.allowed_origins.size(); ++i) {
-    const std::string& o = cors.allowed_origins[i];
-    const std::string path = YamlReader::index("cors.allowed_origins", i);
-    if (o == "*") {
-      if (cors.allow_credentials) r.error(path, "\"*\" cannot go with allow_credentials: name the origins");
-      continue;
-    }
-    if (std::string why = origin_problem(o); !why.empty()) r.error(path, why);
   }
 }
 
@@ -181,13 +136,6 @@ void check_quota_references(YamlReader& r, const Config& c) {
     if (std::none_of(c.tenants.begin(), c.tenants.end(), [&](auto& t) { return t.team == name; })) {
       r.error(YamlReader::index("teams", i) + ".name", "no tenant is in team '" + name + "' (tenants[].team)");
     }
-  }
-}
-
-// quota_store.redis is host:port.
-void check_quota_store(YamlReader& r, const quota::QuotaStoreConfig& store) {
-  if (!store.redis.empty() && !parse_redis_address(store.redis)) {
-    r.error("quota_store.redis", "must be host:port, e.g. 127.0.0.1:6379");
   }
 }
 
@@ -272,7 +220,6 @@ void check_references(YamlReader& r, Config& c) {
     check_names(r, c.classes[i].match->models, path + ".models", c.models, "model");
   }
   check_quota_references(r, c);
-  check_quota_store(r, c.quota_store);
   check_model_variants(r, c);
   if (!c.traffic_breaker.degrade_class.empty() && !has_class(c.traffic_breaker.degrade_class)) {
     r.error("traffic_breaker.degrade_class", "names no class: '" + c.traffic_breaker.degrade_class + "'");
@@ -385,12 +332,12 @@ std::expected<Config, ConfigErrors> parse_config(const YAML::Node& root) {
   YamlReader r;
   ConfigErrors& errors = r.errors;
   Config c;
-  if (!r.map(root, "(top level)", {"listener", "admin", "limits", "timeouts", "auth", "tenants", "teams",
-                                    "quota_store", "traffic_breaker", "classes", "default_class", "models", "prices",
-                                    "scheduler", "engine_signals", "adaptive_capacity", "outlier_detection", "retries",
-                                    "health_probes", "model_breaker", "cors", "log"})) {
-    return std::unexpected(errors);
-  }
+  std::vector<std::string_view> top_level = {"listener", "admin",  "limits",        "timeouts",
+                                             "auth",     "tenants", "teams",         "classes",
+                                             "default_class", "models", "prices", "scheduler",
+                                             "engine_signals", "adaptive_capacity", "log"};
+  for (const ConfigSection& section : feature_sections()) top_level.push_back(section.name);
+  if (!r.map(root, "(top level)", top_level)) return std::unexpected(errors);
   read_listener(r, root["listener"], c.listener);
   read_admin(r, root["admin"], c);
   read_section(limits_keys(), r, root["limits"], "limits", c.limits);
@@ -398,9 +345,6 @@ std::expected<Config, ConfigErrors> parse_config(const YAML::Node& root) {
   read_section(auth_keys(), r, root["auth"], "auth", c.auth);
   if (const YAML::Node tenants = root["tenants"]) read_entries(read_tenant, r, tenants, "tenants", c.tenants);
   if (const YAML::Node teams = root["teams"]) read_entries(read_team, r, teams, "teams", c.teams);
-  read_section(quota_store_keys(), r, root["quota_store"], "quota_store", c.quota_store);
-  read_section(traffic_breaker_keys(), r, root["traffic_breaker"], "traffic_breaker", c.traffic_breaker);
-  if (auto why = quota::validate(c.traffic_breaker)) r.error("traffic_breaker", *why);
   read_classes(r, root["classes"], c.classes, c.inherited_classes);
   r.read(root, "", "default_class", c.default_class);
   if (const YAML::Node models = root["models"]) {
@@ -415,13 +359,9 @@ std::expected<Config, ConfigErrors> parse_config(const YAML::Node& root) {
   read_section(adaptive_capacity_keys(), r, root["adaptive_capacity"], "adaptive_capacity", c.adaptive_capacity);
   check_adaptive_capacity(r, c.adaptive_capacity, c.engine_signals, "adaptive_capacity");
   read_model_adaptive_capacities(r, root["models"], c);
-  read_section(outlier_detection_keys(), r, root["outlier_detection"], "outlier_detection", c.outlier_detection);
-  read_section(retries_keys(), r, root["retries"], "retries", c.retries);
-  if (c.retries.backoff_max < c.retries.backoff_base) r.error("retries.backoff_max_ms", "must be >= backoff_base_ms");
-  read_section(health_probes_keys(), r, root["health_probes"], "health_probes", c.health_probes);
-  read_section(model_breaker_keys(), r, root["model_breaker"], "model_breaker", c.model_breaker);
-  read_section(cors_keys(), r, root["cors"], "cors", c.cors);
-  check_cors(r, c.cors);
+  for (const ConfigSection& section : feature_sections()) {
+    section.read(r, root[std::string(section.name)], section.name, c);
+  }
   read_section(log_keys(), r, root["log"], "log", c.log);
   check_references(r, c);
   check_prices(r, c, prices);

@@ -198,123 +198,9 @@ constexpr SettingKey<LogConfig> kLogKeys[] = {
      write_ms<LogConfig, &LogConfig::access_flush>},
 };
 
-constexpr SettingKey<CorsConfig> kCorsKeys[] = {
-    {"allowed_origins", "a list of origins (scheme://host[:port]) or [\"*\"]",
-     read_strings<CorsConfig, &CorsConfig::allowed_origins>, write_strings<CorsConfig, &CorsConfig::allowed_origins>},
-    {"allow_credentials", "true or false", read_bool<CorsConfig, &CorsConfig::allow_credentials>,
-     write_bool<CorsConfig, &CorsConfig::allow_credentials>},
-    {"max_age_s", "seconds in [0, 86400]", read_seconds<CorsConfig, &CorsConfig::max_age, 0, 86'400>,
-     write_seconds<CorsConfig, &CorsConfig::max_age>},
-};
-
-using Q = quota::QuotaStoreConfig;
-constexpr SettingKey<Q> kQuotaStoreKeys[] = {
-    {"redis", "host:port of a Redis server (empty: in-process)", read_text<Q, &Q::redis>, write_text<Q, &Q::redis>},
-    {"timeout_ms", "milliseconds in [1, 10000]", read_ms<Q, &Q::timeout, 1, 10'000>, write_ms<Q, &Q::timeout>},
-    {"replicas", "integer in [1, 1000]", read_integer<Q, &Q::replicas, 1, 1000>, write_integer<Q, &Q::replicas>},
-    {"lease_share", "number in [0, 0.5]", read_number<Q, &Q::lease_share, 0.0, 0.5>,
-     write_number<Q, &Q::lease_share>},
-    {"lease_idle_ms", "milliseconds in [1, 3600000]", read_ms<Q, &Q::lease_idle, 1, 3'600'000>,
-     write_ms<Q, &Q::lease_idle>},
-    {"key_prefix", "text", read_text<Q, &Q::key_prefix>, write_text<Q, &Q::key_prefix>},
-};
-
-using TB = quota::TrafficBreakerConfig;
-constexpr SettingKey<TB> kTrafficBreakerKeys[] = {
-    {"enabled", "true or false", read_bool<TB, &TB::enabled>, write_bool<TB, &TB::enabled>},
-    {"throttle_at", "number in [1, 100]", read_number<TB, &TB::throttle_at, 1.0, 100.0>,
-     write_number<TB, &TB::throttle_at>},
-    {"degrade_at", "number in [1, 100]", read_number<TB, &TB::degrade_at, 1.0, 100.0>,
-     write_number<TB, &TB::degrade_at>},
-    {"block_at", "number in [1, 100]", read_number<TB, &TB::block_at, 1.0, 100.0>, write_number<TB, &TB::block_at>},
-    {"window_ms", "milliseconds in [100, 3600000]", read_ms<TB, &TB::window, 100, 3'600'000>,
-     write_ms<TB, &TB::window>},
-    {"hold_ms", "milliseconds in [0, 3600000]", read_ms<TB, &TB::hold, 0, 3'600'000>, write_ms<TB, &TB::hold>},
-    {"base_backoff_ms", "milliseconds in [1, 3600000]", read_ms<TB, &TB::base_backoff, 1, 3'600'000>,
-     write_ms<TB, &TB::base_backoff>},
-    {"max_backoff_ms", "milliseconds in [1, 86400000]", read_ms<TB, &TB::max_backoff, 1, kDayMs>,
-     write_ms<TB, &TB::max_backoff>},
-    {"probe_every", "integer in [1, 10000]", read_integer<TB, &TB::probe_every, 1, 10'000>,
-     write_integer<TB, &TB::probe_every>},
-    {"degrade_max_tokens", "integer in [1, 1000000]", read_integer<TB, &TB::degrade_max_tokens, 1, 1'000'000>,
-     write_integer<TB, &TB::degrade_max_tokens>},
-    {"degrade_class", "a class name (empty: none)", read_text<TB, &TB::degrade_class>,
-     write_text<TB, &TB::degrade_class>},
-};
-
-using OD = resilience::OutlierDetectionConfig;
-constexpr SettingKey<OD> kOutlierKeys[] = {
-    {"enabled", "true or false", read_bool<OD, &OD::enabled>, write_bool<OD, &OD::enabled>},
-    {"consecutive_failures", "integer in [0, 1000] (0: rule off)",
-     read_integer<OD, &OD::consecutive_failures, 0, 1000>, write_integer<OD, &OD::consecutive_failures>},
-    {"failure_rate", "number in [0.01, 2] (above 1: rule off)", read_number<OD, &OD::failure_rate, 0.01, 2.0>,
-     write_number<OD, &OD::failure_rate>},
-    {"min_requests", "integer in [1, 100000]", read_integer<OD, &OD::min_requests, 1, 100'000>,
-     write_integer<OD, &OD::min_requests>},
-    {"window_ms", "milliseconds in [100, 3600000]", read_ms<OD, &OD::window, 100, 3'600'000>,
-     write_ms<OD, &OD::window>},
-    {"base_ejection_ms", "milliseconds in [1, 3600000]", read_ms<OD, &OD::base_ejection, 1, 3'600'000>,
-     write_ms<OD, &OD::base_ejection>},
-    {"max_ejection_ms", "milliseconds in [1, 86400000]", read_ms<OD, &OD::max_ejection, 1, kDayMs>,
-     write_ms<OD, &OD::max_ejection>},
-    {"max_ejected_share", "number in [0, 1]", read_number<OD, &OD::max_ejected_share, 0.0, 1.0>,
-     write_number<OD, &OD::max_ejected_share>},
-    {"slow_start_ms", "milliseconds in [0, 3600000]", read_ms<OD, &OD::slow_start, 0, 3'600'000>,
-     write_ms<OD, &OD::slow_start>},
-    {"max_retry_after_ms", "milliseconds in [0, 3600000]", read_ms<OD, &OD::max_retry_after, 0, 3'600'000>,
-     write_ms<OD, &OD::max_retry_after>},
-};
-
-using RT = resilience::RetryConfig;
-constexpr SettingKey<RT> kRetryKeys[] = {
-    {"max_retries", "integer in [0, 10]", read_integer<RT, &RT::max_retries, 0, 10>,
-     write_integer<RT, &RT::max_retries>},
-    {"budget", "number in [0, 1]", read_number<RT, &RT::budget, 0.0, 1.0>, write_number<RT, &RT::budget>},
-    {"min_retries", "integer in [0, 100000]", read_integer<RT, &RT::min_retries, 0, 100'000>,
-     write_integer<RT, &RT::min_retries>},
-    {"window_ms", "milliseconds in [100, 3600000]", read_ms<RT, &RT::window, 100, 3'600'000>,
-     write_ms<RT, &RT::window>},
-    {"backoff_base_ms", "milliseconds in [0, 60000]", read_ms<RT, &RT::backoff_base, 0, 60'000>,
-     write_ms<RT, &RT::backoff_base>},
-    {"backoff_max_ms", "milliseconds in [0, 60000]", read_ms<RT, &RT::backoff_max, 0, 60'000>,
-     write_ms<RT, &RT::backoff_max>},
-};
-
-using HP = resilience::HealthProbesConfig;
-constexpr SettingKey<HP> kProbeKeys[] = {
-    {"enabled", "true or false", read_bool<HP, &HP::enabled>, write_bool<HP, &HP::enabled>},
-    {"interval_ms", "milliseconds in [100, 86400000]", read_ms<HP, &HP::interval, 100, kDayMs>,
-     write_ms<HP, &HP::interval>},
-    {"timeout_ms", "milliseconds in [10, 600000]", read_ms<HP, &HP::timeout, 10, 600'000>,
-     write_ms<HP, &HP::timeout>},
-};
-
-using MB = resilience::ModelBreakerSectionConfig;
-constexpr SettingKey<MB> kModelBreakerKeys[] = {
-    {"enabled", "true or false", read_bool<MB, &MB::enabled>, write_bool<MB, &MB::enabled>},
-    {"window_ms", "milliseconds in [100, 3600000]", read_ms<MB, &MB::window, 100, 3'600'000>,
-     write_ms<MB, &MB::window>},
-    {"min_requests", "integer in [1, 100000]", read_integer<MB, &MB::min_requests, 1, 100'000>,
-     write_integer<MB, &MB::min_requests>},
-    {"degrade_at", "number in [0, 1]", read_number<MB, &MB::degrade_at, 0.0, 1.0>,
-     write_number<MB, &MB::degrade_at>},
-    {"fallback_at", "number in [0, 1]", read_number<MB, &MB::fallback_at, 0.0, 1.0>,
-     write_number<MB, &MB::fallback_at>},
-    {"isolate_at", "number in [0, 1]", read_number<MB, &MB::isolate_at, 0.0, 1.0>,
-     write_number<MB, &MB::isolate_at>},
-    {"base_open_ms", "milliseconds in [1, 3600000]", read_ms<MB, &MB::base_open, 1, 3'600'000>,
-     write_ms<MB, &MB::base_open>},
-    {"max_open_ms", "milliseconds in [1, 86400000]", read_ms<MB, &MB::max_open, 1, kDayMs>,
-     write_ms<MB, &MB::max_open>},
-    {"probe_requests", "integer in [1, 1000]", read_integer<MB, &MB::probe_requests, 1, 1000>,
-     write_integer<MB, &MB::probe_requests>},
-};
-
 }  // namespace
 
 std::span<const ClassPolicyKey> class_policy_keys() { return kClassKeys; }
-std::span<const SettingKey<quota::TrafficBreakerConfig>> traffic_breaker_keys() { return kTrafficBreakerKeys; }
-std::span<const SettingKey<quota::QuotaStoreConfig>> quota_store_keys() { return kQuotaStoreKeys; }
 std::span<const SchedulerKey> scheduler_keys() { return kSchedulerKeys; }
 std::span<const SettingKey<ListenerConfig>> listener_keys() { return kListenerKeys; }
 std::span<const SettingKey<AdminConfig>> admin_keys() { return kAdminKeys; }
@@ -324,12 +210,7 @@ std::span<const SettingKey<TimeoutsConfig>> timeouts_keys() { return kTimeoutKey
 std::span<const SettingKey<AuthConfig>> auth_keys() { return kAuthKeys; }
 std::span<const SettingKey<EngineSignalsConfig>> engine_signals_keys() { return kEngineSignalKeys; }
 std::span<const SettingKey<LogConfig>> log_keys() { return kLogKeys; }
-std::span<const SettingKey<CorsConfig>> cors_keys() { return kCorsKeys; }
 std::span<const SettingKey<sched::AdaptiveCapacityConfig>> adaptive_capacity_keys() { return kAdaptiveCapacityKeys; }
-std::span<const SettingKey<resilience::OutlierDetectionConfig>> outlier_detection_keys() { return kOutlierKeys; }
-std::span<const SettingKey<resilience::RetryConfig>> retries_keys() { return kRetryKeys; }
-std::span<const SettingKey<resilience::HealthProbesConfig>> health_probes_keys() { return kProbeKeys; }
-std::span<const SettingKey<resilience::ModelBreakerSectionConfig>> model_breaker_keys() { return kModelBreakerKeys; }
 
 void read_class_policy(YamlReader& r, const YAML::Node& node, const std::string& path, sched::ClassPolicy& p) {
   read_settings(class_policy_keys(), r, node, path, p);

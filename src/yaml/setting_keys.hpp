@@ -7,7 +7,9 @@
 //   class_policy_keys(): a class's scheduling keys (gateway classes[],
 //                        scenario classes[].scheduler)
 //   scheduler_keys():    the scheduler section (gateway and scenario `scheduler:`)
-//   listener_keys() ... log_keys(): the gateway's other flat sections
+//   listener_keys() ... log_keys(): the gateway's other flat sections (a
+//                        feature's own sections are in its folder:
+//                        gateway/config_section.hpp)
 // The entries of lists (tenants, models and their backends, ...) are tables
 // of the same kind: gateway/config_entries.hpp.
 #pragma once
@@ -53,16 +55,9 @@ std::span<const SettingKey<TimeoutsConfig>> timeouts_keys();
 std::span<const SettingKey<AuthConfig>> auth_keys();
 std::span<const SettingKey<EngineSignalsConfig>> engine_signals_keys();
 std::span<const SettingKey<LogConfig>> log_keys();
-std::span<const SettingKey<CorsConfig>> cors_keys();
 // adaptive_capacity (core/adaptive_capacity.hpp): the gateway's section and
 // a scenario's engine.adaptive_capacity.
 std::span<const SettingKey<sched::AdaptiveCapacityConfig>> adaptive_capacity_keys();
-std::span<const SettingKey<quota::QuotaStoreConfig>> quota_store_keys();
-std::span<const SettingKey<quota::TrafficBreakerConfig>> traffic_breaker_keys();
-std::span<const SettingKey<resilience::OutlierDetectionConfig>> outlier_detection_keys();
-std::span<const SettingKey<resilience::RetryConfig>> retries_keys();
-std::span<const SettingKey<resilience::HealthProbesConfig>> health_probes_keys();
-std::span<const SettingKey<resilience::ModelBreakerSectionConfig>> model_breaker_keys();
 
 // Every key's name, less `except`: the known keys of a mapping.
 template <class Settings>

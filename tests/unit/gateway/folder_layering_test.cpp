@@ -32,7 +32,7 @@ const std::map<std::string, int> kLevel = {
 
 // Root headers the folders share: they include no folder themselves.
 const std::set<std::string> kParts = {
-    "backend_monitor.hpp", "cors.hpp",    "engine_signal_log.hpp", "error_response.hpp", "gateway_metrics.hpp",
+    "backend_monitor.hpp", "config_section.hpp", "cors.hpp", "engine_signal_log.hpp", "error_response.hpp", "gateway_metrics.hpp",
     "model_pool.hpp",      "periodic.hpp", "request_id.hpp",       "runtime.hpp",        "scheduler_setup.hpp",
     "stream_gaps.hpp",
 };

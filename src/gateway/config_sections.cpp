@@ -1,0 +1,23 @@
+// The features' config sections, one line each (gateway/config_section.hpp).
+#include "gateway/config_section.hpp"
+#include "gateway/cors_section.hpp"
+#include "gateway/resilience/resilience_config_section.hpp"
+#include "gateway/stages/breaker/breaker_config_section.hpp"
+#include "gateway/stages/quota/quota_config_section.hpp"
+
+namespace arbiter {
+
+std::span<const ConfigSection> feature_sections() {
+  static const ConfigSection kSections[] = {
+      quota_store_section(),        // stages/quota
+      traffic_breaker_section(),    // stages/quota
+      outlier_detection_section(),  // resilience
+      retries_section(),            // resilience
+      health_probes_section(),      // resilience
+      model_breaker_section(),      // stages/breaker
+      cors_section(),               // cors
+  };
+  return kSections;
+}
+
+}  // namespace arbiter
