@@ -1,7 +1,8 @@
 #include "gateway/engine_signal_log.hpp"
 
-#include <boost/json.hpp>
 #include <chrono>
+
+#include "observability/event_log.hpp"
 
 namespace arbiter {
 
@@ -21,21 +22,24 @@ std::optional<std::string> engine_signal_line(std::string_view backend,
   const int from = health(before);
   const int to = health(after);
   if (from == to) return std::nullopt;
-  // A rare line: Boost.JSON escapes the configured backend name.
-  boost::json::object line;
-  line["level"] = to > from ? "warn" : "info";
-  line["event"] = "engine_signal";
-  line["backend"] = backend;
-  line["from"] = kHealthNames[from];
-  line["to"] = kHealthNames[to];
-  line["silent_ms"] =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now - state.last_answer).count();
-  if (to > 0) {
-    line["failed_scrapes_in_row"] = state.consecutive_failures;
-    line["refused"] = state.refused;
-    line["why"] = why.empty() ? std::string_view("no fresh figures") : why;
-  }
-  return boost::json::serialize(line);
+  // The event logger's line (escaped, typed fields), written by the
+  // monitor's own log callback.
+  const EventLevel level = to > from ? EventLevel::kWarn : EventLevel::kInfo;
+  const int64_t silent_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - state.last_answer).count();
+  std::string line =
+      to == 0 ? event_line(level, "engine_signal",
+                           {{"backend", backend}, {"from", kHealthNames[from]}, {"to", kHealthNames[to]},
+                            {"silent_ms", silent_ms}})
+              : event_line(level, "engine_signal",
+                           {{"backend", backend},
+                            {"from", kHealthNames[from]},
+                            {"to", kHealthNames[to]},
+                            {"silent_ms", silent_ms},
+                            {"failed_scrapes_in_row", state.consecutive_failures},
+                            {"refused", state.refused},
+                            {"why", why.empty() ? std::string_view("no fresh figures") : why}});
+  line.pop_back();  // its newline: the callback writes whole lines
+  return line;
 }
 
 }  // namespace arbiter
