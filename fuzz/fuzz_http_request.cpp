@@ -62,9 +62,9 @@ BeastRead beast_read(std::string_view wire, std::size_t header_limit, std::size_
 }
 
 Fields end_to_end(const ServerRequest& r) {
-  Fields out;
+  ForwardedHeaders out;
   r.end_to_end(out);
-  return out;
+  return Fields(out.begin(), out.end());
 }
 
 // The upstream head with `forwarded`, read back by Beast.

@@ -82,7 +82,7 @@ bool named_by(std::string_view connection, std::string_view name) {
 
 }  // namespace
 
-void ServerRequest::end_to_end(std::vector<std::pair<std::string_view, std::string_view>>& out) const {
+void ServerRequest::end_to_end(ForwardedHeaders& out) const {
   const std::string_view connection = (*this)["connection"];
   for (const Field& f : fields_) {
     const std::string_view name = slice(f.name);

@@ -11,11 +11,17 @@
 #include <utility>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "http/asio.hpp"
 
 namespace arbiter {
 
 struct ScannedRequest;
+
+// A request's end-to-end fields (ServerRequest::end_to_end), views into it:
+// room for eight in place, so the usual request allocates nothing for them.
+using ForwardedHeaders = boost::container::small_vector<std::pair<std::string_view, std::string_view>, 8>;
 
 class ServerRequest {
  public:
@@ -49,7 +55,7 @@ class ServerRequest {
   // x-request-id, Expect), the client's Authorization (its key for the
   // gateway, not the engine) and the gateway's own x-arbiter-* controls.
   // W3C traceparent / tracestate pass through. Views into this request.
-  void end_to_end(std::vector<std::pair<std::string_view, std::string_view>>& out) const;
+  void end_to_end(ForwardedHeaders& out) const;
   std::string& body() { return body_; }
   const std::string& body() const { return body_; }
 

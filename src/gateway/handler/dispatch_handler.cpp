@@ -194,7 +194,8 @@ Task<void> DispatchHandler::run_upstream(RequestContext& ctx, Dispatcher::Slot& 
   std::optional<RelayResume> resume;
   if (ctx.resume != ResumeMethod::kNone)
     resume.emplace(RelayResume{.route = ctx.route, .aggregate = !ctx.parsed.info.stream});
-  Runs runs{.requests = RunRequestBuilder(ctx.parsed, ctx.req, ctx.rec.request_id, ctx.route),
+  Runs runs{.ctx = ctx,
+            .requests = RunRequestBuilder(ctx.parsed, ctx.req, ctx.rec.request_id, ctx.route),
             .resume = resume ? &*resume : nullptr,
             .own_headers = ctx.response_headers.size(),  // x-request-id
             // The engine orders its own queue the way the gateway does: the
@@ -259,12 +260,13 @@ void DispatchHandler::prepare_run(RequestContext& ctx, Dispatcher::Slot& slot, T
       .on_first_event = backend.prefill_tokens_per_s > 0 ? std::function<void()>([&slot] { slot.first_token(); })
                                                          : std::function<void()>(),
       .on_stream_started =
-          [this, &ctx, &runs] {
-            ctx.answer_started();
+          // Two pointers: within std::function's own storage, no allocation.
+          [this, &runs] {
+            runs.ctx.answer_started();
             // The client has a byte: no retry or failover sends the body
             // again, and only a resumable request runs again.
             if (!runs.resume) {
-              release_body(ctx);
+              release_body(runs.ctx);
               runs.requests.release_body();
             }
           },

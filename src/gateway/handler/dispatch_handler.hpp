@@ -39,6 +39,7 @@ class DispatchHandler final : public AdmittedHandler {
   void settle(RequestContext& ctx, Dispatcher::Slot& slot) const;
   // A request's upstream runs so far.
   struct Runs {
+    RequestContext& ctx;  // the request's
     RunRequestBuilder requests;
     RelayResume* resume = nullptr;  // a resumable request's checkpoint; null: none
     std::size_t own_headers = 0;    // the response headers before any run's (x-request-id)

@@ -19,7 +19,8 @@ RunRequestBuilder::RunRequestBuilder(ParsedRequest& parsed, const ServerRequest&
 
 UpstreamRequest RunRequestBuilder::build(std::string_view host, const BackendConfig& backend, uint32_t earlier_runs,
                                          RunBodyOptions body) {
-  run_id_ = upstream_run_id(request_id_, earlier_runs);
+  // The first run goes under the request's own id: no copy of it.
+  if (earlier_runs > 0) run_id_ = upstream_run_id(request_id_, earlier_runs);
   if (earlier_runs > 0 && !body_request_id_read_) {
     body_request_id_read_ = true;
     if (const auto* id = parsed_.body().if_contains("request_id"); id && id->is_string()) {
@@ -30,7 +31,7 @@ UpstreamRequest RunRequestBuilder::build(std::string_view host, const BackendCon
   if (backend.priority_scheduling) body.priority_engine = backend.engine;
   UpstreamRequest up{.target = route_path(route_),
                      .host = host,
-                     .request_id = run_id_,
+                     .request_id = earlier_runs > 0 ? std::string_view(run_id_) : request_id_,
                      .accept = client_["accept"],
                      .body = {},
                      .authorization = backend.authorization,

@@ -14,7 +14,6 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 #include "core/config.hpp"
 #include "core/request_parser.hpp"
@@ -52,9 +51,9 @@ class RunRequestBuilder {
   const ServerRequest& client_;
   std::string_view request_id_;
   Route route_;
-  std::vector<std::pair<std::string_view, std::string_view>> forwarded_;  // views into the client's request
-  std::string run_id_;                                                    // the last run's x-request-id
-  std::string rewritten_;  // the last run's body, when serialised from the document
+  ForwardedHeaders forwarded_;  // views into the client's request
+  std::string run_id_;          // the last run's x-request-id
+  std::string rewritten_;       // the last run's body, when serialised from the document
   // The body's request_id: read from the document at the first later run
   // (not before: the document is parsed only for the paths that rewrite it).
   std::optional<std::string> body_request_id_;

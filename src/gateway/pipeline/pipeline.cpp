@@ -55,20 +55,29 @@ void RequestContext::answer_started() {
   for (const auto& observer : *observers) observer->on_answer_started(*this);
 }
 
-Task<void> Pipeline::admit(RequestContext& ctx) const {
-  // The first refusal, or the first stage's own answer, ends the chain.
-  for (const auto& stage : stages_) {
-    Verdict verdict = stage->admit(ctx);
-    if (verdict.kind == Verdict::Kind::kWait) verdict = co_await stage->admit_async(ctx);
-    if (verdict.kind == Verdict::Kind::kRefuse) {
-      ctx.outcome.error = std::move(verdict.error);
-      co_return;
-    }
-    if (verdict.kind == Verdict::Kind::kAnswered) {
-      ctx.answered_by = stage->name();
-      co_return;
-    }
+bool Pipeline::settle(RequestContext& ctx, const AdmissionStage& stage, Verdict verdict) {
+  if (verdict.kind == Verdict::Kind::kRefuse) {
+    ctx.outcome.error = std::move(verdict.error);
+    return false;
   }
+  if (verdict.kind == Verdict::Kind::kAnswered) {
+    ctx.answered_by = stage.name();
+    return false;
+  }
+  return true;
+}
+
+Task<bool> Pipeline::admit_waiting(RequestContext& ctx, std::size_t i) const {
+  co_return settle(ctx, *stages_[i], co_await stages_[i]->admit_async(ctx));
+}
+
+std::size_t Pipeline::admit_until_wait(RequestContext& ctx, std::size_t from) const {
+  for (std::size_t i = from; i < stages_.size(); ++i) {
+    Verdict verdict = stages_[i]->admit(ctx);
+    if (verdict.kind == Verdict::Kind::kWait) return i;
+    if (!settle(ctx, *stages_[i], std::move(verdict))) break;
+  }
+  return stages_.size();
 }
 
 Task<void> Pipeline::run(Route route, HttpRequest& req, ClientConnection& conn) const {
@@ -78,7 +87,11 @@ Task<void> Pipeline::run(Route route, HttpRequest& req, ClientConnection& conn) 
   if (runtime_) ctx.runtime = runtime_->load();  // the request's one atomic load of the config
   for (const auto& observer : observers_) observer->on_start(ctx);
 
-  co_await admit(ctx);
+  // The stages, in a plain loop until one must wait: only a wait costs a
+  // coroutine (admit_async).
+  for (std::size_t i = admit_until_wait(ctx, 0); i < stages_.size(); i = admit_until_wait(ctx, i + 1)) {
+    if (!co_await admit_waiting(ctx, i)) break;
+  }
   if (!ctx.outcome.error && ctx.answered_by.empty()) {
     ctx.admitted = true;
     co_await handler_->run(ctx);

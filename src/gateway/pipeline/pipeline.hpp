@@ -34,10 +34,17 @@ class Pipeline {
   const std::vector<std::unique_ptr<AdmissionStage>>& stages() const { return stages_; }
 
  private:
-  // The admission stages in order; the first refusal goes to
-  // ctx.outcome.error. A coroutine of its own: a stage's verdict takes no
+  // The admission stages run in a plain loop (no coroutine frame) from
+  // stage `from` until one must wait: its index, or the stage count when
+  // the chain ended (all went on, or one refused or answered).
+  std::size_t admit_until_wait(RequestContext& ctx, std::size_t from) const;
+  // Stage `i`'s wait (admit_async), settled: whether the chain goes on. A
+  // coroutine of its own, only for a stage that waits: its verdict takes no
   // room in run()'s frame, which lives as long as the request.
-  Task<void> admit(RequestContext& ctx) const;
+  Task<bool> admit_waiting(RequestContext& ctx, std::size_t i) const;
+  // A verdict applied: the first refusal goes to ctx.outcome.error, a
+  // stage's own answer to ctx.answered_by; false when the chain ends there.
+  static bool settle(RequestContext& ctx, const AdmissionStage& stage, Verdict verdict);
 
   std::vector<std::unique_ptr<AdmissionStage>> stages_;
   std::unique_ptr<AdmittedHandler> handler_;

@@ -4,7 +4,7 @@
 
 namespace arbiter {
 
-Task<void> UpstreamExchange::run_handed(HandedStream handed) {
+Task<void> UpstreamExchange::run_handed(UpstreamExchange self, HandedStream handed) {
   PooledConnection conn = std::move(handed.conn);
   if (!conn) {
     const auto executor = co_await net::this_coro::executor;
@@ -14,25 +14,25 @@ Task<void> UpstreamExchange::run_handed(HandedStream handed) {
                                       .reused = false});
   }
   Stream& socket = conn->stream;
-  const AbortHookGuard guard = arm_abort(socket);
+  const AbortHookGuard guard = self.arm_abort(socket);
   UpstreamResponseParser parser(std::move(handed.parser));
-  outcome_.upstream_status = parser.status();
-  drained_ = handed.drained;
-  if (!typing_) typing_ = std::make_unique<Typing>();
-  text_checkpoint() = std::move(handed.checkpoint);  // a whole answer's resume (run_inherited), or the typed text
-  typing_->inherited.emplace(
+  self.outcome_.upstream_status = parser.status();
+  self.drained_ = handed.drained;
+  if (!self.typing_) self.typing_ = std::make_unique<Typing>();
+  self.text_checkpoint() = std::move(handed.checkpoint);  // a whole answer's resume (run_inherited), or the typed text
+  self.typing_->inherited.emplace(
       Inherited{.framer = std::move(handed.framer), .preamble = std::move(handed.preamble), .last = handed.last});
-  if (r_.sink.client_gone()) co_return cancelled();
-  if (r_.interrupt.requested) co_return interrupted();
+  if (self.r_.sink.client_gone()) co_return self.cancelled();
+  if (self.r_.interrupt.requested) co_return self.interrupted();
   // if/else, not ?: around co_await (GCC 12, see docs/architecture.md).
   bool reusable = false;
-  if (r_.resume && r_.resume->aggregate) {
-    reusable = co_await relay_aggregate(socket, conn->buffer, parser);
+  if (self.r_.resume && self.r_.resume->aggregate) {
+    reusable = co_await self.relay_aggregate(socket, conn->buffer, parser);
   } else {
-    reusable = co_await relay_stream(socket, conn->buffer, parser);
+    reusable = co_await self.relay_stream(socket, conn->buffer, parser);
   }
-  if (typing_->handed) co_return co_await hand_over(std::move(conn), std::move(parser));
-  keep_if_reusable(conn, reusable);
+  if (self.typing_->handed) co_return co_await self.hand_over(std::move(conn), std::move(parser));
+  self.keep_if_reusable(conn, reusable);
 }
 
 void UpstreamExchange::keep_for_heir(std::size_t skip, std::size_t sent_text, SseFramer& framer, bool last) {

@@ -12,7 +12,7 @@ bool UpstreamExchange::is_stale_connection_error(const beast::error_code& ec) {
          ec == net::error::broken_pipe || ec == http::error::partial_message || ec == ssl::error::stream_truncated;
 }
 
-Task<void> UpstreamExchange::run() {
+Task<void> UpstreamExchange::run(UpstreamExchange self) {
   // One retry, only when a reused keep-alive connection failed before any
   // response byte arrived: the engine never saw the request. (The steps
   // between the awaits are plain functions: a coroutine each would cost a
@@ -21,35 +21,35 @@ Task<void> UpstreamExchange::run() {
     // An idle connection when there is one (not on the retry after a
     // stale one), else a new one.
     PooledConnection conn;
-    if (attempt == 0) conn = r_.pool.take_idle();
+    if (attempt == 0) conn = self.r_.pool.take_idle();
     if (!conn) {
-      auto connected = co_await r_.pool.connect(deadline_, r_.timeouts.upstream_connect);
-      if (r_.sink.client_gone()) co_return cancelled();
-      if (!connected) co_return fail_connect(connected.error());
+      auto connected = co_await self.r_.pool.connect(self.deadline_, self.r_.timeouts.upstream_connect);
+      if (self.r_.sink.client_gone()) co_return self.cancelled();
+      if (!connected) co_return self.fail_connect(connected.error());
       conn = std::move(*connected);
     }
-    if (r_.sink.client_gone()) co_return cancelled();
+    if (self.r_.sink.client_gone()) co_return self.cancelled();
     Stream& socket = conn->stream;
-    const AbortHookGuard guard = arm_abort(socket);
-    if (r_.interrupt.requested) co_return interrupted();
-    const RequestBuffers request = request_buffers(*conn);  // sent_at_ from here
+    const AbortHookGuard guard = self.arm_abort(socket);
+    if (self.r_.interrupt.requested) co_return self.interrupted();
+    const RequestBuffers request = self.request_buffers(*conn);  // sent_at_ from here
     WriteResult written;
     if (const std::size_t n = write_at_once(socket, request, written.ec);
         !written.ec && n < net::buffer_size(request)) {
-      written = co_await write_rest(socket, request, n, deadline_, r_.timeouts.upstream_first_byte);
+      written = co_await write_rest(socket, request, n, self.deadline_, self.r_.timeouts.upstream_first_byte);
     }
-    Step step = after_write(*conn, attempt, written);
+    Step step = self.after_write(*conn, attempt, written);
     UpstreamResponseParser parser;
     if (step == Step::kGoOn) {
-      drained_ = true;
-      const auto deadline = sent_at_ + r_.timeouts.upstream_first_byte;
+      self.drained_ = true;
+      const auto deadline = self.sent_at_ + self.r_.timeouts.upstream_first_byte;
       Read head{};
       while (head && !parser.is_header_done())
-        head = co_await read_more(socket, conn->buffer, parser, deadline - Clock::now());
-      step = after_head(*conn, parser, attempt, head);
+        head = co_await self.read_more(socket, conn->buffer, parser, deadline - Clock::now());
+      step = self.after_head(*conn, parser, attempt, head);
     }
     if (step == Step::kStaleConnection) {
-      outcome_.retried = true;
+      self.outcome_.retried = true;
       continue;
     }
     if (step == Step::kDone) co_return;
@@ -57,19 +57,19 @@ Task<void> UpstreamExchange::run() {
     // around co_await (GCC 12, see docs/architecture.md).
     const bool sse = parser.status() == 200 && parser.content_type().starts_with("text/event-stream");
     bool reusable = false;
-    if (sse && r_.resume && r_.resume->aggregate) {
-      reusable = co_await relay_aggregate(socket, conn->buffer, parser);
+    if (sse && self.r_.resume && self.r_.resume->aggregate) {
+      reusable = co_await self.relay_aggregate(socket, conn->buffer, parser);
     } else if (sse) {
-      reusable = co_await relay_stream(socket, conn->buffer, parser);
-    } else if (r_.resume && r_.resume->client_stream_started) {
-      if (!keep_stream_open(parser)) co_await refuse_continuation(parser.status());
+      reusable = co_await self.relay_stream(socket, conn->buffer, parser);
+    } else if (self.r_.resume && self.r_.resume->client_stream_started) {
+      if (!self.keep_stream_open(parser)) co_await self.refuse_continuation(parser.status());
     } else {
-      reusable = co_await relay_whole(socket, conn->buffer, parser);
+      reusable = co_await self.relay_whole(socket, conn->buffer, parser);
     }
-    if (typing_ && typing_->handed) co_return co_await hand_over(std::move(conn), std::move(parser));
-    co_return keep_if_reusable(conn, reusable);
+    if (self.typing_ && self.typing_->handed) co_return co_await self.hand_over(std::move(conn), std::move(parser));
+    co_return self.keep_if_reusable(conn, reusable);
   }
-  co_return fail("reset", upstream_failed("the backend closed the connection"));
+  co_return self.fail("reset", upstream_failed("the backend closed the connection"));
 }
 
 UpstreamExchange::Step UpstreamExchange::stopped_by_client() {

@@ -37,11 +37,13 @@ class UpstreamExchange {
     if (r_.typing) typing_ = std::make_unique<Typing>();
   }
 
-  Task<void> run();
+  // The exchange, `self` in the coroutine's own frame: one frame for a
+  // relay() call, not one for relay() and one for a member coroutine.
+  static Task<void> run(UpstreamExchange self);
 
   // The heir's side of typing through: the rest of a stream another
   // request's relay handed over, on this thread's reactor.
-  Task<void> run_handed(HandedStream handed);
+  static Task<void> run_handed(UpstreamExchange self, HandedStream handed);
 
  private:
   using Clock = std::chrono::steady_clock;

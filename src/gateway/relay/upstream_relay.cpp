@@ -19,13 +19,11 @@ std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view seco
 }
 
 Task<void> relay(const RelayRequest& r, RelayOutcome& outcome) {
-  UpstreamExchange exchange(r, outcome);
-  co_await exchange.run();
+  return UpstreamExchange::run(UpstreamExchange(r, outcome));
 }
 
 Task<void> relay_handed_over(const RelayRequest& r, HandedStream stream, RelayOutcome& outcome) {
-  UpstreamExchange exchange(r, outcome);
-  co_await exchange.run_handed(std::move(stream));
+  return UpstreamExchange::run_handed(UpstreamExchange(r, outcome), std::move(stream));
 }
 
 }  // namespace arbiter

@@ -120,7 +120,7 @@ TEST(BeastRequest, TrailerFieldsAreReadAndDropped) {
     EXPECT_FALSE(r.field("authorization"));
     EXPECT_FALSE(r.field("x-smuggled"));
     EXPECT_EQ(r.field("x-arbiter-class"), "chat");
-    std::vector<std::pair<std::string_view, std::string_view>> forwarded;
+    ForwardedHeaders forwarded;
     r.end_to_end(forwarded);
     for (const auto& [name, value] : forwarded) {
       EXPECT_NE(name, "x-smuggled");
