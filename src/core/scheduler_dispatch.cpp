@@ -521,8 +521,7 @@ uint32_t Scheduler::pick_rescue(uint32_t pool, TimePoint now, const InTier& in_t
   uint32_t best = kNil;
   for (uint32_t c = 0; c < p.classes.size(); ++c) {
     const ClassQueue& cq = p.classes[c];
-    if (slo_lead_[c] == Duration::zero() || !in_tier(c) || cq.ready == 0 ||
-        closed(p, c)) {
+    if (cq.ready == 0 || slo_lead_[c] == Duration::zero() || !in_tier(c) || closed(p, c)) {
       continue;
     }
     const uint32_t head = cq.arrivals_head;
@@ -545,7 +544,7 @@ uint32_t Scheduler::pick_in_tier(uint32_t pool, TimePoint now, const InTier& in_
   for (uint32_t c = 0; c < classes; ++c) {
     const ClassQueue& cq = p.classes[c];
     const double guaranteed = config_.classes[c].min_share * p.capacity;
-    if (!in_tier(c) || cq.ready == 0 || cq.own_in_flight() + kEpsilon >= guaranteed || closed(p, c)) continue;
+    if (cq.ready == 0 || !in_tier(c) || cq.own_in_flight() + kEpsilon >= guaranteed || closed(p, c)) continue;
     const double ratio = cq.own_in_flight() / guaranteed;
     if (ratio < best_ratio) {
       best_ratio = ratio;
@@ -587,7 +586,7 @@ uint32_t Scheduler::pick_in_tier(uint32_t pool, TimePoint now, const InTier& in_
   best = kNil;
   for (uint32_t c = 0; c < classes; ++c) {
     const ClassQueue& cq = p.classes[c];
-    if (!in_tier(c) || cq.ready == 0 || closed(p, c)) continue;
+    if (cq.ready == 0 || !in_tier(c) || closed(p, c)) continue;
     if (best == kNil || cq.vtime < p.classes[best].vtime) best = c;
   }
   if (best == kNil) return kNil;
@@ -621,8 +620,8 @@ uint32_t Scheduler::pick_leftover(uint32_t pool, TimePoint now) {
 
 bool Scheduler::top_has_ready(const Pool& pool, int top) const {
   for (uint32_t c = 0; c < pool.classes.size(); ++c) {
-    if (!config_.classes[c].background && config_.classes[c].engine_priority == top &&
-        pool.classes[c].ready > 0 && !closed(pool, c)) {
+    if (pool.classes[c].ready > 0 && !config_.classes[c].background && config_.classes[c].engine_priority == top &&
+        !closed(pool, c)) {
       return true;
     }
   }
