@@ -1,6 +1,7 @@
 #include "core/usage.hpp"
 
 #include <charconv>
+#include <cstring>
 
 namespace arbiter {
 namespace {
@@ -20,15 +21,39 @@ std::size_t value_at(std::string_view object, std::string_view quoted_key) {
 
 // The JSON object starting at `begin` of `text` (braces balanced: usage
 // holds numbers and nested *_details objects, no strings with braces in
-// them); empty when there is none or it is cut.
+// them); empty when there is none or it is cut. Brace to brace by memchr,
+// not byte by byte: it runs on every whole answer.
 std::string_view object_at(std::string_view text, std::size_t begin) {
   if (begin >= text.size() || text[begin] != '{') return {};
-  int depth = 0;
-  for (std::size_t end = begin; end < text.size(); ++end) {
-    if (text[end] == '{') ++depth;
-    if (text[end] == '}' && --depth == 0) return text.substr(begin, end + 1 - begin);
+  const char* const end = text.data() + text.size();
+  const char* p = text.data() + begin + 1;
+  int depth = 1;
+  while (p < end) {
+    const auto* close = static_cast<const char*>(std::memchr(p, '}', static_cast<std::size_t>(end - p)));
+    if (!close) return {};
+    if (const auto* open = static_cast<const char*>(std::memchr(p, '{', static_cast<std::size_t>(close - p)))) {
+      ++depth;
+      p = open + 1;
+      continue;
+    }
+    if (--depth == 0) return text.substr(begin, static_cast<std::size_t>(close + 1 - (text.data() + begin)));
+    p = close + 1;
   }
   return {};
+}
+
+// Where the last `"usage":` of `body` starts, or npos: found from its 'u'
+// by memrchr (an answer's usage is at or near its end, and the keys after
+// it have no 'u'), not by comparing at every position from the end.
+std::size_t last_usage_key(std::string_view body) {
+  constexpr std::string_view kKey = "\"usage\":";
+  std::size_t n = body.size();
+  while (const auto* u = static_cast<const char*>(memrchr(body.data(), 'u', n))) {
+    const auto at = static_cast<std::size_t>(u - body.data());
+    if (at >= 1 && body.compare(at - 1, kKey.size(), kKey) == 0) return at - 1;
+    n = at;
+  }
+  return std::string_view::npos;
 }
 
 // The non-negative integer value of `"key":` inside `object` (the text of
@@ -61,10 +86,9 @@ int64_t cached_tokens(std::string_view usage, int64_t prompt_tokens) {
 std::optional<Usage> find_usage(std::string_view body) {
   // Hand-scanned rather than parsed: this runs on every whole answer, and a
   // JSON parser's set-up costs more than the scan (bench/request_cost.sh).
-  constexpr std::string_view kKey = "\"usage\":";
-  const std::size_t at = body.rfind(kKey);
+  const std::size_t at = last_usage_key(body);
   if (at == std::string_view::npos) return std::nullopt;
-  std::size_t begin = at + kKey.size();
+  std::size_t begin = at + std::string_view("\"usage\":").size();
   while (begin < body.size() && body[begin] == ' ') ++begin;
   const std::string_view object = object_at(body, begin);
   if (object.empty()) return std::nullopt;

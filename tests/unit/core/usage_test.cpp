@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
+#include <random>
+
 namespace arbiter {
 namespace {
 
@@ -74,6 +78,52 @@ TEST(Usage, MissingOrMalformedIsNone) {
   EXPECT_FALSE(find_usage(R"({"usage":{"prompt_tokens":-1,"completion_tokens":2}})").has_value());
   EXPECT_FALSE(find_usage(R"({"usage":{"prompt_tokens":1,"completion_tokens":2)").has_value());  // cut
   EXPECT_FALSE(find_usage("").has_value());
+}
+
+// Randomised answers against Boost.JSON's reading of them: usage anywhere
+// among the top-level keys (keys with a 'u' after it: the reverse search's
+// false starts), its keys in any order with any spacing, nested details
+// (brace matching), text with braces and escaped quotes before it.
+TEST(Usage, RandomAnswersReadAsADocumentParserReadsThem) {
+  std::mt19937 rng(42);
+  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const auto space = [&] { return std::string(static_cast<std::size_t>(pick(3)), ' '); };
+  for (int round = 0; round < 2000; ++round) {
+    const int prompt = pick(100000), completion = pick(5000), cached = pick(120000);
+    std::vector<std::string> usage_fields = {"\"prompt_tokens\":" + space() + std::to_string(prompt),
+                                             "\"completion_tokens\":" + space() + std::to_string(completion),
+                                             "\"total_tokens\":" + space() + std::to_string(prompt + completion)};
+    if (pick(2)) {
+      usage_fields.push_back("\"prompt_tokens_details\":" + space() + "{\"cached_tokens\":" + space() +
+                             std::to_string(cached) + (pick(2) ? ",\"audio_tokens\":{\"n\":1}" : "") + "}");
+    }
+    if (pick(2))
+      usage_fields.push_back("\"completion_tokens_details\":{\"reasoning_tokens\":" + std::to_string(pick(9)) + "}");
+    std::shuffle(usage_fields.begin(), usage_fields.end(), rng);
+    std::string usage = "{";
+    for (std::size_t i = 0; i < usage_fields.size(); ++i) usage += (i ? "," + space() : space()) + usage_fields[i];
+    usage += space() + "}";
+    std::vector<std::string> top = {
+        "\"id\":\"chatcmpl-\"", "\"choices\":[{\"message\":{\"content\":\"a {brace} and \\\"usage\\\": {} sub\"}}]",
+        "\"usage\":" + space() + usage, "\"service_tier\":\"auto\"", "\"system_fingerprint\":\"fp_u1\""};
+    std::shuffle(top.begin(), top.end(), rng);
+    std::string body = "{";
+    for (std::size_t i = 0; i < top.size(); ++i) body += (i ? "," : "") + top[i];
+    body += "}";
+    SCOPED_TRACE(body);
+    const boost::json::object doc = boost::json::parse(body).as_object();
+    const boost::json::object& u = doc.at("usage").as_object();
+    const auto found = find_usage(body);
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(found->prompt_tokens, u.at("prompt_tokens").as_int64());
+    EXPECT_EQ(found->completion_tokens, u.at("completion_tokens").as_int64());
+    int64_t expected_cached = 0;
+    if (const auto* details = u.if_contains("prompt_tokens_details")) {
+      const int64_t c = details->at("cached_tokens").as_int64();
+      expected_cached = c <= prompt ? c : 0;
+    }
+    EXPECT_EQ(found->cached_tokens, expected_cached);
+  }
 }
 
 }  // namespace
