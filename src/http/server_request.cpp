@@ -17,7 +17,7 @@ ServerRequest::ServerRequest(const ScannedRequest& scanned)
   target_ = offset_of(scanned.target);
   fields_.reserve(scanned.head.field_count);
   for (const HeadField& f : scanned.head.fields()) {
-    fields_.push_back({offset_of(f.name), offset_of(f.value)});
+    add_field(offset_of(f.name), offset_of(f.value));
   }
 }
 
@@ -30,9 +30,9 @@ ServerRequest::ServerRequest(http::request<http::string_body>&& parsed,
   method_string_ = add(parsed.method_string());
   target_ = add(parsed.target());
   if (head_fields) {
-    for (const auto& [name, value] : *head_fields) fields_.push_back({add(name), add(value)});
+    for (const auto& [name, value] : *head_fields) add_field(add(name), add(value));
   } else {
-    for (const auto& f : parsed) fields_.push_back({add(f.name_string()), add(f.value())});
+    for (const auto& f : parsed) add_field(add(f.name_string()), add(f.value()));
   }
 }
 
@@ -94,7 +94,15 @@ void ServerRequest::end_to_end(ForwardedHeaders& out) const {
   }
 }
 
+void ServerRequest::add_field(Slice name, Slice value) {
+  fields_.push_back({name, value});
+  name_sizes_ |= size_bit(name.size);
+}
+
 std::optional<std::string_view> ServerRequest::field(std::string_view name) const {
+  // Most lookups are of fields a request does not have (x-arbiter-*,
+  // x-priority, origin): no name of that length, no scan.
+  if ((name_sizes_ & size_bit(name.size())) == 0) return std::nullopt;
   for (const Field& f : fields_) {
     if (lower_equals(slice(f.name), name)) return slice(f.value);
   }

@@ -4,6 +4,7 @@
 // path reads five fields at most, by a short scan.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -69,6 +70,9 @@ class ServerRequest {
     Slice value;
   };
   Slice add(std::string_view bytes);  // appended to head_
+  void add_field(Slice name, Slice value);
+  // A name size's bit in name_sizes_ (sizes of 63 and more share one).
+  static uint64_t size_bit(std::size_t size) { return uint64_t{1} << std::min<std::size_t>(size, 63); }
   std::string_view slice(Slice s) const { return std::string_view(head_).substr(s.offset, s.size); }
 
   http::verb method_ = http::verb::unknown;
@@ -78,6 +82,7 @@ class ServerRequest {
   bool http10_ = false;
   std::string head_;
   std::vector<Field> fields_;
+  uint64_t name_sizes_ = 0;  // size_bit of every field name's size
   std::string body_;
 };
 
