@@ -33,8 +33,8 @@ struct ScrapeConnection {
     request.method(http::verb::get);
     request.target(path);
     request.version(11);
-    // An IPv6 literal goes in brackets.
-    const bool v6 = target.host.find(':') != std::string::npos;
+    // An IPv6 literal goes in brackets (a URL's host has them already).
+    const bool v6 = target.host.find(':') != std::string::npos && !target.host.starts_with('[');
     const std::string host = v6 ? "[" + target.host + "]" : target.host;
     request.set(http::field::host, host + ":" + std::to_string(target.port));
     request.set(http::field::user_agent, "arbiter-backend-monitor");

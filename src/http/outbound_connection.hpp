@@ -47,8 +47,9 @@ struct OutboundResponse {
   http::response<http::string_body> response;  // failure kNone
 };
 
-// The address of `host`:`port` when the host is an IP literal; nullopt for
-// a name (resolved per connection).
+// The address of `host`:`port` when the host is an IP literal (an IPv6 one
+// in brackets, as a URL writes it, or bare); nullopt for a name (resolved
+// per connection).
 std::optional<tcp::endpoint> literal_endpoint(const std::string& host, uint16_t port);
 
 // The addresses to try: the literal one, or the name resolved by

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <thread>
 
 #include "support/gateway_process.hpp"
 #include "support/harness.hpp"
@@ -82,6 +83,32 @@ TEST(Forwarding, ARetryCarriesTheBodysRequestIdWithItsRunsSuffix) {
   const auto retried = boost::json::parse(seen[1].body).as_object();
   EXPECT_EQ(retried.at("request_id"), "body-7-2") << seen[1].body;
   EXPECT_EQ(retried.at("max_tokens"), 8);
+}
+
+TEST(Forwarding, AnEngineAtAnIpv6LiteralIsServedAndScraped) {
+  // url: http://[::1]:port, as a URL writes an IPv6 address (the relay, the
+  // engine monitor and the probes all connect to it without resolving).
+  FakeUpstream engine(1, "::1");
+  GatewayConfig config;
+  config.backend_host = "[::1]";
+  config.backend_ports = {engine.port()};
+  config.engine_signals = true;
+  GatewayProcess gateway(config.to_yaml());
+  const auto answer = http_call(gateway.port(), chat_request(chat_body()));
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  const std::string host = "[::1]:" + std::to_string(engine.port());
+  // The monitor's scrapes reach it too, with the same Host.
+  std::optional<RecordedRequest> chat, scrape;
+  for (int i = 0; i < 200 && !(chat && scrape); ++i) {
+    for (const RecordedRequest& r : engine.requests()) {
+      if (r.method == "POST") chat = r;
+      if (r.target == "/metrics") scrape = r;
+    }
+    if (!(chat && scrape)) std::this_thread::sleep_for(Millis(25));
+  }
+  ASSERT_TRUE(chat && scrape) << engine.describe();
+  EXPECT_EQ(chat->header("host"), host);
+  EXPECT_EQ(scrape->header("host"), host);
 }
 
 TEST(Forwarding, WithoutAnEngineKeyNoAuthorizationIsSent) {

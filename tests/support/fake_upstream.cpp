@@ -335,8 +335,8 @@ net::awaitable<void> accept_loop(FakeUpstream::State* st) {
 
 // --- FakeUpstream -----------------------------------------------------------
 
-FakeUpstream::FakeUpstream(unsigned threads) : state_(std::make_unique<State>()) {
-  tcp::endpoint ep(net::ip::make_address("127.0.0.1"), 0);
+FakeUpstream::FakeUpstream(unsigned threads, const std::string& address) : state_(std::make_unique<State>()) {
+  tcp::endpoint ep(net::ip::make_address(address), 0);
   state_->acceptor.open(ep.protocol());
   state_->acceptor.set_option(net::socket_base::reuse_address(true));
   state_->acceptor.bind(ep);

@@ -106,8 +106,9 @@ std::string chat_completion_body(std::string_view model = "m1", std::string_view
 
 class FakeUpstream {
  public:
-  // Starts listening on 127.0.0.1:0 with `threads` I/O threads.
-  explicit FakeUpstream(unsigned threads = 1);
+  // Starts listening on `address` (loopback: 127.0.0.1 or ::1), port 0,
+  // with `threads` I/O threads.
+  explicit FakeUpstream(unsigned threads = 1, const std::string& address = "127.0.0.1");
   ~FakeUpstream();
   FakeUpstream(const FakeUpstream&) = delete;
   FakeUpstream& operator=(const FakeUpstream&) = delete;

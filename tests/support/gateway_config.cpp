@@ -22,7 +22,7 @@ std::string GatewayConfig::to_yaml() const {
     << "  - name: " << kModel << "\n"
     << "    backends:\n";
   for (std::size_t i = 0; i < backend_ports.size(); ++i) {
-    y << "      - {url: \"http://127.0.0.1:" << backend_ports[i] << "\", max_concurrency: " << max_concurrency
+    y << "      - {url: \"http://" << backend_host << ":" << backend_ports[i] << "\", max_concurrency: " << max_concurrency
       << backend_extra << (i < backend_extras.size() ? backend_extras[i] : "") << "}\n";
   }
   y << models_extra << extra;

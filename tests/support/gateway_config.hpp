@@ -19,6 +19,7 @@ inline constexpr const char* kModel = "m1";
 
 struct GatewayConfig {
   std::vector<uint16_t> backend_ports;  // backends of model m1
+  std::string backend_host = "127.0.0.1";  // their host in the URL ("[::1]" for IPv6 loopback)
   unsigned threads = 2;
   unsigned max_concurrency = 8;
   int upstream_first_byte_ms = 5'000;

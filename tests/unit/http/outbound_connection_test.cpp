@@ -121,6 +121,15 @@ TEST(OutboundConnection, CloseEndsAHungRequestAtOnce) {
   EXPECT_EQ(answer->failure, OutboundFailure::kClosed) << outbound_failure_name(answer->failure);
 }
 
+TEST(OutboundConnection, IpLiteralsNeedNoResolving) {
+  EXPECT_EQ(literal_endpoint("127.0.0.1", 8000), tcp::endpoint(net::ip::make_address("127.0.0.1"), 8000));
+  // As a URL's host comes (boost::urls: "[::1]" for http://[::1]:8000), and bare.
+  EXPECT_EQ(literal_endpoint("[::1]", 8000), tcp::endpoint(net::ip::make_address("::1"), 8000));
+  EXPECT_EQ(literal_endpoint("::1", 8000), tcp::endpoint(net::ip::make_address("::1"), 8000));
+  EXPECT_FALSE(literal_endpoint("engine.internal", 8000));
+  EXPECT_FALSE(literal_endpoint("[]", 8000));
+}
+
 TEST(OutboundConnection, FailureNames) {
   EXPECT_EQ(outbound_failure_name(OutboundFailure::kNone), "");
   EXPECT_EQ(outbound_failure_name(OutboundFailure::kResolve), "resolve");
