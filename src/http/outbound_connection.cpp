@@ -24,10 +24,8 @@ std::string_view outbound_failure_name(OutboundFailure failure) {
 
 std::optional<tcp::endpoint> literal_endpoint(const std::string& host, uint16_t port) {
   // An IPv6 literal comes from its URL in brackets (http://[::1]:8000).
-  std::string_view text = host;
-  if (text.size() > 2 && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
   beast::error_code ec;
-  const auto address = net::ip::make_address(text, ec);
+  const auto address = net::ip::make_address(unbracketed_host(host), ec);
   if (ec) return std::nullopt;
   return tcp::endpoint(address, port);
 }

@@ -116,8 +116,10 @@ TlsContext client_tls_for(const BackendConfig& backend) {
 }
 
 void prepare_client_handshake(SSL* s, const std::string& host) {
-  if (is_ip_literal(host)) {
-    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), host.c_str());
+  // An address (a URL's IPv6 one in brackets) is checked against the
+  // certificate's IP names, and sent as no SNI (RFC 6066 allows names only).
+  if (const std::string address(unbracketed_host(host)); is_ip_literal(address)) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), address.c_str());
   } else {
     SSL_set_tlsext_host_name(s, host.c_str());
     SSL_set1_host(s, host.c_str());

@@ -261,6 +261,30 @@ TEST_F(HttpsUpstreamTest, PrivateCaBackendServesWholeAnswersAndStreams) {
   EXPECT_EQ(metric_value(metrics, "arbiter_backend_scrapes_total", {{"outcome", "failed"}}).value_or(0), 0) << metrics;
 }
 
+TEST_F(HttpsUpstreamTest, BackendAtAnIpv6LiteralIsVerifiedByItsIpAddress) {
+  // url: https://[::1]:port: the certificate must name the address (an IP
+  // subjectAltName), and no SNI is sent for an address.
+  pki_.issue("upstream6", {.common_name = "engine", .ips = {"::1"}});
+  std::string upstream_yaml = tls_gateway_yaml(pki_, "upstream6");
+  upstream_yaml.replace(upstream_yaml.find("address: 127.0.0.1"), 18, "address: \"::1\"");
+  GatewayProcess upstream(upstream_yaml);
+  GatewayProcess front(front_yaml("  - name: m1\n    backends:\n      - {url: \"https://[::1]:" +
+                                  std::to_string(upstream.port()) + "\", ca_file: \"" + pki_.ca_file() + "\"}\n"));
+  const auto answer = HttpConnection(front.port()).request(chat());
+  EXPECT_EQ(answer.status, 200) << answer.body << front.stderr_text();
+  // A certificate that names only "localhost" does not cover the address.
+  pki_.issue("upstream6_by_name", {.common_name = "localhost", .dns = {"localhost"}});
+  std::string by_name_yaml = tls_gateway_yaml(pki_, "upstream6_by_name");
+  by_name_yaml.replace(by_name_yaml.find("address: 127.0.0.1"), 18, "address: \"::1\"");
+  GatewayProcess by_name(by_name_yaml);
+  GatewayProcess front_by_name(front_yaml("  - name: m1\n    backends:\n      - {url: \"https://[::1]:" +
+                                          std::to_string(by_name.port()) + "\", ca_file: \"" + pki_.ca_file() +
+                                          "\"}\n"));
+  const auto refused = HttpConnection(front_by_name.port()).request(chat());
+  EXPECT_EQ(refused.status, 502) << refused.body;
+  EXPECT_NE(refused.body.find("IP address mismatch"), std::string::npos) << refused.body;
+}
+
 TEST_F(HttpsUpstreamTest, BadBackendCertificatesAreRefusedWithA502) {
   pki_.issue_server("good");
   pki_.issue("wrong-host", {.common_name = "other.example", .dns = {"other.example"}});
