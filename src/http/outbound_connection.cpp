@@ -1,33 +1,25 @@
 #include "http/outbound_connection.hpp"
 
+#include "http/ip_literal.hpp"
+
 namespace arbiter {
 
 std::string_view outbound_failure_name(OutboundFailure failure) {
   switch (failure) {
-    case OutboundFailure::kNone:
-      return "";
-    case OutboundFailure::kTimeout:
-      return "timeout";
-    case OutboundFailure::kResolve:
-      return "resolve";
-    case OutboundFailure::kConnect:
-      return "connect";
-    case OutboundFailure::kTls:
-      return "tls";
-    case OutboundFailure::kClosed:
-      return "closed";
-    case OutboundFailure::kRead:
-      return "read";
+    case OutboundFailure::kNone: return "";
+    case OutboundFailure::kTimeout: return "timeout";
+    case OutboundFailure::kResolve: return "resolve";
+    case OutboundFailure::kConnect: return "connect";
+    case OutboundFailure::kTls: return "tls";
+    case OutboundFailure::kClosed: return "closed";
+    case OutboundFailure::kRead: return "read";
   }
   return "";
 }
 
 std::optional<tcp::endpoint> literal_endpoint(const std::string& host, uint16_t port) {
-  // An IPv6 literal comes from its URL in brackets (http://[::1]:8000).
-  beast::error_code ec;
-  const auto address = net::ip::make_address(unbracketed_host(host), ec);
-  if (ec) return std::nullopt;
-  return tcp::endpoint(address, port);
+  if (const auto address = ip_literal(host)) return tcp::endpoint(*address, port);
+  return std::nullopt;
 }
 
 Task<std::optional<std::vector<tcp::endpoint>>> outbound_endpoints(tcp::resolver& resolver, const std::string& host,

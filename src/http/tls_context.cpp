@@ -6,6 +6,8 @@
 
 #include <stdexcept>
 
+#include "http/ip_literal.hpp"
+
 namespace arbiter {
 
 namespace {
@@ -39,12 +41,6 @@ std::expected<void, std::string> load_identity(ssl::context& ctx, const std::str
   ctx.use_private_key_file(key_file, ssl::context::pem, ec);
   if (ec) return std::unexpected(failure("cannot load the private key from", key_file, ec));
   return {};
-}
-
-bool is_ip_literal(const std::string& host) {
-  beast::error_code ec;
-  net::ip::make_address(host, ec);
-  return !ec;
 }
 
 std::string asn1_text(const ASN1_STRING* s) {
@@ -118,8 +114,8 @@ TlsContext client_tls_for(const BackendConfig& backend) {
 void prepare_client_handshake(SSL* s, const std::string& host) {
   // An address (a URL's IPv6 one in brackets) is checked against the
   // certificate's IP names, and sent as no SNI (RFC 6066 allows names only).
-  if (const std::string address(unbracketed_host(host)); is_ip_literal(address)) {
-    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), address.c_str());
+  if (const auto address = ip_literal(host)) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), address->to_string().c_str());
   } else {
     SSL_set_tlsext_host_name(s, host.c_str());
     SSL_set1_host(s, host.c_str());

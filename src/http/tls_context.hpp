@@ -27,13 +27,6 @@ std::expected<TlsContext, std::string> make_client_tls(const BackendConfig& back
 // throws std::runtime_error when its files no longer load.
 TlsContext client_tls_for(const BackendConfig& backend);
 
-// A URL's host without the brackets of an IPv6 literal ("[::1]" -> "::1"):
-// the address text that parsing, certificate checks and SNI rules take.
-inline std::string_view unbracketed_host(std::string_view host) {
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') return host.substr(1, host.size() - 2);
-  return host;
-}
-
 // Before a client handshake on `ssl` (an Asio TLS stream's native_handle()):
 // SNI (a host name, not an IP literal) and the name or address the engine's
 // certificate must carry.
