@@ -72,16 +72,16 @@ Task<void> UpstreamExchange::run(UpstreamExchange self) {
   co_return self.fail("reset", upstream_failed("the backend closed the connection"));
 }
 
-UpstreamExchange::Step UpstreamExchange::stopped_by_client() {
+UpstreamExchange::ReadEnd UpstreamExchange::halted() {
   if (r_.sink.client_gone()) {
     cancelled();
-    return Step::kDone;
+    return ReadEnd::kClientGone;
   }
   if (r_.interrupt.requested) {
     interrupted();
-    return Step::kDone;
+    return ReadEnd::kStopped;
   }
-  return Step::kGoOn;
+  return ReadEnd::kData;
 }
 
 UpstreamExchange::RequestBuffers UpstreamExchange::request_buffers(UpstreamConnection& conn) {
@@ -94,7 +94,7 @@ UpstreamExchange::RequestBuffers UpstreamExchange::request_buffers(UpstreamConne
 
 UpstreamExchange::Step UpstreamExchange::after_write(const UpstreamConnection& conn, int attempt,
                                                      const WriteResult& written) {
-  if (const Step step = stopped_by_client(); step != Step::kGoOn) return step;
+  if (halted() != ReadEnd::kData) return Step::kDone;
   if (written.timed_out) {
     fail("timeout", upstream_timeout("the backend did not take the request in time"));
     return Step::kDone;
@@ -110,7 +110,7 @@ UpstreamExchange::Step UpstreamExchange::after_write(const UpstreamConnection& c
 UpstreamExchange::Step UpstreamExchange::after_head(const UpstreamConnection& conn,
                                                     const UpstreamResponseParser& parser, int attempt,
                                                     const Read& head) {
-  if (const Step step = stopped_by_client(); step != Step::kGoOn) return step;
+  if (halted() != ReadEnd::kData) return Step::kDone;
   if (!head && !head.error()) {
     fail("timeout", upstream_timeout("the backend did not answer within " +
                                      std::to_string(r_.timeouts.upstream_first_byte.count()) + " ms"));
@@ -260,14 +260,7 @@ Task<UpstreamExchange::Read> UpstreamExchange::read_more(Stream& socket, beast::
 }
 
 UpstreamExchange::ReadEnd UpstreamExchange::after_read(const Read& read) {
-  if (r_.sink.client_gone()) {
-    outcome_.status = 499;
-    return ReadEnd::kClientGone;
-  }
-  if (r_.interrupt.requested) {
-    interrupted();
-    return ReadEnd::kStopped;
-  }
+  if (const ReadEnd end = halted(); end != ReadEnd::kData) return end;
   if (!read) {
     fail_body(read.error());
     return ReadEnd::kStopped;

@@ -100,15 +100,20 @@ class UpstreamExchange {
   // by the drain deadline) before any answer: the caller answers 409 (503).
   void interrupted();
 
+  // How an operation on the backend ended, the outcome already recorded:
+  // go on (data to relay), the client gone (499), or stopped (superseded,
+  // preempted, or the upstream failed: outcome_.error says which).
+  enum class ReadEnd { kData, kClientGone, kStopped };
+  // The client left, or the run was interrupted: kClientGone or kStopped,
+  // the outcome recorded; else kData.
+  ReadEnd halted();
+
   // Where a run stands after sending and after reading the head.
   enum class Step : uint8_t {
     kGoOn,             // on to the next part
     kDone,             // ended: the outcome says how (client gone, interrupted, failed)
     kStaleConnection,  // a reused connection the backend had closed: the engine never saw the request
   };
-  // The client left (499) or the run was interrupted: kDone, the outcome
-  // recorded; else kGoOn.
-  Step stopped_by_client();
   // The request's head written into `conn`, and its bytes as sent: head,
   // body (with the usage ask spliced in). Sets sent_at_.
   using RequestBuffers = std::array<net::const_buffer, 4>;
@@ -162,10 +167,7 @@ class UpstreamExchange {
   Task<Read> read_more(Stream& socket, beast::flat_buffer& buffer, UpstreamResponseParser& parser,
                        Clock::duration limit, bool offered = false);
 
-  // How a read of the upstream body ended, the outcome already recorded:
-  // data to relay, the client gone (499), or stopped (superseded or the
-  // upstream failed: outcome_.error says which).
-  enum class ReadEnd { kData, kClientGone, kStopped };
+  // How a read of the upstream body ended (ReadEnd), the outcome recorded.
   ReadEnd after_read(const Read& read);
 
   // Returns true when the upstream connection may be reused. Body bytes that
