@@ -1,6 +1,7 @@
 #include "gateway/handler/dispatch_handler.hpp"
 
 #include <algorithm>
+
 #include <boost/json.hpp>
 
 #include "core/client_hints.hpp"
@@ -144,7 +145,7 @@ Task<bool> DispatchHandler::run_inherited(RequestContext& ctx, Dispatcher::Slot&
   std::optional<HandedStream> handed = co_await slot.inherited_from()->receive(*ctx.sink);
   count_typing(ctx, handed ? TypingOutcome::kHandedOver : TypingOutcome::kLost);
   if (!handed) co_return false;  // it runs anew on the slot it holds
-  release_body(ctx);             // never sent: the request is the one already running
+  release_body(ctx);  // never sent: the request is the one already running
   ModelPool& pool = *pools_[slot.pool()];
   const BackendConfig& backend = pool.backend(slot.backend());
   ctx.rec.backend = backend.name;
@@ -203,16 +204,16 @@ Task<void> DispatchHandler::run_upstream(RequestContext& ctx, Dispatcher::Slot& 
             .engine_priority = priority.value_or(slot.engine_priority())};
   for (;;) {
     RunCall call;  // in this frame: the relay reads it while it runs
-    prepare_run(ctx, slot, offer, runs, call);
+    prepare_run(slot, offer, runs, call);
     const auto sent = std::chrono::steady_clock::now();
     co_await relay(*call.relay, outcome);
     const RunVerdict verdict = end_run(ctx, slot, sent);
     switch (after_run(outcome, verdict, pools_[slot.pool()]->backend_count())) {
       case AfterRun::kRequeue:
-        if (!co_await requeue_preempted(ctx, slot, runs)) co_return;
+        if (!co_await requeue_preempted(slot, runs)) co_return;
         continue;
       case AfterRun::kRunAgain:
-        if (co_await run_again(ctx, slot, runs)) continue;
+        if (co_await run_again(slot, runs)) continue;
         [[fallthrough]];
       case AfterRun::kGiveUp:
         co_await give_up(ctx, runs.resume);
@@ -228,8 +229,8 @@ Task<void> DispatchHandler::run_upstream(RequestContext& ctx, Dispatcher::Slot& 
   }
 }
 
-void DispatchHandler::prepare_run(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer, Runs& runs,
-                                  RunCall& call) {
+void DispatchHandler::prepare_run(Dispatcher::Slot& slot, TypingOffer* offer, Runs& runs, RunCall& call) {
+  RequestContext& ctx = runs.ctx;
   ModelPool& pool = *pools_[slot.pool()];  // its own, or a pool lending it a slot
   const BackendConfig& backend = pool.backend(slot.backend());
   ctx.rec.backend = backend.name;
@@ -288,7 +289,8 @@ RunVerdict DispatchHandler::end_run(RequestContext& ctx, Dispatcher::Slot& slot,
   return verdict;
 }
 
-Task<bool> DispatchHandler::run_again(RequestContext& ctx, Dispatcher::Slot& slot, Runs& runs) {
+Task<bool> DispatchHandler::run_again(Dispatcher::Slot& slot, Runs& runs) {
+  RequestContext& ctx = runs.ctx;
   const bool failover = runs.resume && runs.resume->client_stream_started;
   if (!co_await may_run_again(ctx, failover, runs.retries)) co_return false;
   auto requeued = co_await slot.retry(runs.remaining_cost(ctx.parsed.info), *ctx.sink);
@@ -301,7 +303,8 @@ Task<bool> DispatchHandler::run_again(RequestContext& ctx, Dispatcher::Slot& slo
   co_return true;
 }
 
-Task<bool> DispatchHandler::requeue_preempted(RequestContext& ctx, Dispatcher::Slot& slot, Runs& runs) {
+Task<bool> DispatchHandler::requeue_preempted(Dispatcher::Slot& slot, Runs& runs) {
+  RequestContext& ctx = runs.ctx;
   ++ctx.rec.preemptions;
   ResponseSink& sink = *ctx.sink;
   RelayOutcome& outcome = ctx.outcome;

@@ -39,7 +39,7 @@ class DispatchHandler final : public AdmittedHandler {
   void settle(RequestContext& ctx, Dispatcher::Slot& slot) const;
   // A request's upstream runs so far.
   struct Runs {
-    RequestContext& ctx;  // the request's
+    RequestContext& ctx;  // the request whose runs these are
     RunRequestBuilder requests;
     RelayResume* resume = nullptr;  // a resumable request's checkpoint; null: none
     std::size_t own_headers = 0;    // the response headers before any run's (x-request-id)
@@ -62,16 +62,16 @@ class DispatchHandler final : public AdmittedHandler {
     std::optional<RelayRequest> relay;  // references: set once per run
   };
   // Sets up the next run on the slot's backend.
-  void prepare_run(RequestContext& ctx, Dispatcher::Slot& slot, TypingOffer* offer, Runs& runs, RunCall& call);
+  void prepare_run(Dispatcher::Slot& slot, TypingOffer* offer, Runs& runs, RunCall& call);
   // After the relay of a run `sent` then: judged and recorded for the
   // backend's health.
   RunVerdict end_run(RequestContext& ctx, Dispatcher::Slot& slot, std::chrono::steady_clock::time_point sent);
   // After a failed run: back off and queue again for another backend;
   // false when it may not (attempts, budget, client gone, queue refused).
-  Task<bool> run_again(RequestContext& ctx, Dispatcher::Slot& slot, Runs& runs);
+  Task<bool> run_again(Dispatcher::Slot& slot, Runs& runs);
   // After a preemption: queue again; false when refused (the client's
   // answer or the end of its stream is then sent).
-  Task<bool> requeue_preempted(RequestContext& ctx, Dispatcher::Slot& slot, Runs& runs);
+  Task<bool> requeue_preempted(Dispatcher::Slot& slot, Runs& runs);
   // Typing through: the request may offer its generation to a newer
   // keystroke (typing_handover.hpp): its class types through, and it is a
   // completion with one string prompt and a supersede key, streamed or not.
