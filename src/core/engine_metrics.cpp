@@ -11,7 +11,17 @@ namespace arbiter {
 namespace {
 
 // The figure a metric family feeds.
-enum class Figure : uint8_t { kNone, kWaiting, kRunning, kKvUsage, kKvUsageOld, kCacheConfig };
+enum class Figure : uint8_t {
+  kNone,
+  kWaiting,
+  kRunning,
+  kKvUsage,
+  kKvUsageOld,
+  kCacheConfig,
+  kPrefixQueries,  // counter: prompt tokens looked up in the prefix cache
+  kPrefixHits,     // counter: of them, found
+  kCacheHitRate,   // gauge 0..1 (SGLang)
+};
 
 struct KnownFamily {
   std::string_view name;  // full metric name
@@ -26,11 +36,14 @@ constexpr KnownFamily kVllmFamilies[] = {
     {"vllm:kv_cache_usage_perc", Figure::kKvUsage},
     {"vllm:cache_config_info", Figure::kCacheConfig},
     {"vllm:gpu_cache_usage_perc", Figure::kKvUsageOld},
+    {"vllm:prefix_cache_queries_total", Figure::kPrefixQueries},
+    {"vllm:prefix_cache_hits_total", Figure::kPrefixHits},
 };
 constexpr KnownFamily kSglangFamilies[] = {
     {"sglang:num_queue_reqs", Figure::kWaiting},
     {"sglang:num_running_reqs", Figure::kRunning},
     {"sglang:token_usage", Figure::kKvUsage},
+    {"sglang:cache_hit_rate", Figure::kCacheHitRate},
 };
 constexpr KnownFamily kLlamaCppFamilies[] = {
     {"llamacpp:requests_deferred", Figure::kWaiting},
@@ -119,6 +132,9 @@ struct Accumulator {
   std::optional<double> running;
   std::optional<double> kv_usage;
   std::optional<double> kv_usage_old;
+  std::optional<double> prefix_queries;
+  std::optional<double> prefix_hits;
+  std::optional<double> cache_hit_rate;
 
   void add(Figure figure, double value) {
     switch (figure) {
@@ -133,6 +149,15 @@ struct Accumulator {
         break;
       case Figure::kKvUsageOld:
         kv_usage_old = std::max(kv_usage_old.value_or(value), value);
+        break;
+      case Figure::kPrefixQueries:
+        prefix_queries = prefix_queries.value_or(0) + value;
+        break;
+      case Figure::kPrefixHits:
+        prefix_hits = prefix_hits.value_or(0) + value;
+        break;
+      case Figure::kCacheHitRate:  // the worst series, as for KV use
+        cache_hit_rate = std::min(cache_hit_rate.value_or(value), value);
         break;
       case Figure::kNone:
       case Figure::kCacheConfig:  // labels, not a sample: read apart (the KV size)
@@ -207,6 +232,8 @@ EngineLoad parse_engine_load(std::string_view body) {
   load.running = acc.running;
   // vLLM renamed the gauge; a server exporting both is read by the new name.
   load.kv_usage = acc.kv_usage ? acc.kv_usage : acc.kv_usage_old;
+  if (acc.prefix_queries && acc.prefix_hits) load.prefix_cache = PrefixCacheCounts{*acc.prefix_queries, *acc.prefix_hits};
+  if (acc.cache_hit_rate) load.cache_hit_rate = std::clamp(*acc.cache_hit_rate, 0.0, 1.0);
   return load;
 }
 

@@ -10,6 +10,10 @@
 //   SGLang     sglang:num_queue_reqs       sglang:num_running_reqs       sglang:token_usage
 //   llama.cpp  llamacpp:requests_deferred  llamacpp:requests_processing  llamacpp:kv_cache_usage_ratio
 //                                                                        (older servers only)
+// and, for the load coefficient's cache term (core/overload/load_coefficient.hpp),
+// the prefix cache: vLLM's counters vllm:prefix_cache_queries_total and
+// vllm:prefix_cache_hits_total (tokens; summed over series), SGLang's gauge
+// sglang:cache_hit_rate (the lowest series). llama.cpp reports none.
 // Several series of one family (model_name, engine or dp-rank labels) are
 // summed for waiting and running; kv_usage takes the fullest series, since a
 // fraction cannot be summed and the fullest engine is the one that preempts
@@ -54,6 +58,14 @@ enum class EngineFlavour : uint8_t {
 // "vllm" | "sglang" | "llamacpp" | "unknown" (metrics label, logs).
 std::string_view flavour_name(EngineFlavour flavour);
 
+// Cumulative prefix-cache lookups of an engine (vLLM's counters, tokens):
+// the hit rate over a window is the ratio of two scrapes' differences.
+struct PrefixCacheCounts {
+  double queries = 0;
+  double hits = 0;
+  friend bool operator==(const PrefixCacheCounts&, const PrefixCacheCounts&) = default;
+};
+
 // One scrape's figures; a figure the body does not carry stays empty.
 struct EngineLoad {
   std::optional<double> waiting;   // requests queued inside the engine (sum over series)
@@ -63,6 +75,8 @@ struct EngineLoad {
   // num_gpu_blocks x block_size): what prefix-affinity routing sizes its
   // index of the backend by. Not a load figure.
   std::optional<uint64_t> kv_cache_tokens;
+  std::optional<PrefixCacheCounts> prefix_cache;  // vLLM: both counters seen
+  std::optional<double> cache_hit_rate;           // SGLang: the engine's own rate, 0..1
   EngineFlavour flavour = EngineFlavour::kUnknown;  // prefix of the first engine sample seen
 
   // True when at least one figure was found (the scrape is usable).

@@ -127,6 +127,7 @@ struct ClassQueue {
   explicit ClassQueue(Duration rate_window)
       : completed(rate_window), departed(rate_window), dispatched(kShareWindow) {}
   uint32_t ready = 0;             // dispatchable requests
+  bool paused = false;            // no new dispatch (set_class_paused: a degradation stage)
   uint32_t queued = 0;            // ready + held requests (the max_queue limit)
   int64_t queued_cost = 0;        // tokens queued: drain time
   uint32_t in_flight = 0;         // slots held (aborting, preempting and borrowed included)

@@ -67,6 +67,7 @@ std::string_view wait_reason_name(WaitReason reason) {
     case WaitReason::kDebounce: return "debounce";
     case WaitReason::kTenantHeadroom: return "tenant_headroom";
     case WaitReason::kTenantCap: return "tenant_cap";
+    case WaitReason::kPaused: return "paused";
   }
   return "none";
 }
@@ -418,6 +419,18 @@ bool Scheduler::set_backend_state(PoolId pool, BackendId backend, BackendSignal 
     }
   }
   return verdict;
+}
+
+bool Scheduler::set_class_paused(PoolId pool, ClassId klass, bool paused) {
+  if (pool >= pools_.size() || klass >= pools_[pool].classes.size()) return false;
+  bool& flag = pools_[pool].classes[klass].paused;
+  if (flag == paused) return false;
+  flag = paused;
+  return true;
+}
+
+bool Scheduler::class_paused(PoolId pool, ClassId klass) const {
+  return pool < pools_.size() && klass < pools_[pool].classes.size() && pools_[pool].classes[klass].paused;
 }
 
 bool Scheduler::set_prefix_cache(PoolId pool, BackendId backend, uint64_t tokens) {

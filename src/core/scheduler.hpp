@@ -125,6 +125,16 @@ class Scheduler {
   // new work to start. O(B) when the backend goes down or up, else O(1).
   bool set_backend_state(PoolId pool, BackendId backend, BackendSignal signal);
 
+  // Pauses or resumes new dispatch of a class's queued work on a pool
+  // (staged degradation, core/overload/degradation.hpp): a paused class is
+  // capped at nothing, so its running work finishes and its queued work
+  // waits (reason kPaused, deadlines still run) and triggers no
+  // preemption. Hybrid only: the fifo and priority orders do not skip a
+  // class. Returns whether it changed (a resume may let work start: poll).
+  // False for an unknown pool or class. O(1).
+  bool set_class_paused(PoolId pool, ClassId klass, bool paused);
+  bool class_paused(PoolId pool, ClassId klass) const;
+
   // The prompt prefix a backend's engine caches, in tokens (its KV size, as
   // the engine reports it): prefix affinity's index of it holds that much.
   // False for an unknown backend. O(1).

@@ -178,6 +178,8 @@ void Scheduler::note_blocked(uint32_t pool, TimePoint now) {
       // Picked (also when capped: idle slots are lent), then kept off the
       // slots left for the other tenants.
       cq.blocked = WaitReason::kTenantHeadroom;
+    } else if (config_.policy == Policy::kHybrid && cq.paused) {
+      cq.blocked = WaitReason::kPaused;
     } else if (config_.policy == Policy::kHybrid && config_.classes[c].max_share < 1 && capped(p, c)) {
       cq.blocked = WaitReason::kShareCap;  // no slot goes to it while others have work
     } else {
@@ -470,6 +472,8 @@ int64_t Scheduler::cap_room(const Pool& pool, uint32_t klass) const {
   // A class may always hold one slot: on a small pool (max_share * capacity
   // < 1) a cap would otherwise starve it completely. Background classes'
   // share is also of the extra slots, which only they may take.
+  // A paused class takes nothing new (its running work finishes).
+  if (pool.classes[klass].paused) return -static_cast<int64_t>(pool.classes[klass].own_in_flight());
   const ClassPolicy& cls = config_.classes[klass];
   const double slots = pool.capacity + (cls.background ? pool.extra : 0);
   const double cap = std::max(1.0, cls.max_share * slots);
@@ -604,7 +608,8 @@ uint32_t Scheduler::pick_leftover(uint32_t pool, TimePoint now) {
     uint32_t best = kNil;
     for (uint32_t c = 0; c < p.classes.size(); ++c) {
       const ClassQueue& cq = p.classes[c];
-      if (config_.classes[c].background != background || cq.ready == 0 || cq.tenant_held || deferred_top(cq)) {
+      if (config_.classes[c].background != background || cq.ready == 0 || cq.paused || cq.tenant_held ||
+          deferred_top(cq)) {
         continue;
       }
       if (background && capped(p, c)) continue;

@@ -115,8 +115,9 @@ enum class WaitReason : uint8_t {
   kDebounce,   // held by its class's debounce (a newer keystroke may supersede it)
   kTenantHeadroom,  // its tenant floods the class and the free slots are the others' (tenant_headroom)
   kTenantCap,       // its tenants' requests hold as many slots as their cap allows (tenant_max_running, tenant_max_share, tenant_fair_cap)
+  kPaused,          // its class is paused on the pool (set_class_paused: staged degradation)
 };
-inline constexpr std::size_t kWaitReasons = 8;
+inline constexpr std::size_t kWaitReasons = 9;
 std::string_view wait_reason_name(WaitReason reason);
 
 // Recent service of one tenant in one class of one pool, tokens per second

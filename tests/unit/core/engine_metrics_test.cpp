@@ -159,6 +159,26 @@ TEST(EngineMetrics, ReadsSglangGauges) {
   EXPECT_DOUBLE_EQ(load.kv_usage.value_or(-1), 0.37);
 }
 
+TEST(EngineMetrics, ReadsThePrefixCacheCountersForTheLoadCoefficient) {
+  // Both counters, summed over data-parallel engines.
+  const EngineLoad load = parse_engine_load(
+      "vllm:prefix_cache_queries_total{engine=\"0\"} 1000\n"
+      "vllm:prefix_cache_queries_total{engine=\"1\"} 3000\n"
+      "vllm:prefix_cache_hits_total{engine=\"0\"} 500\n"
+      "vllm:prefix_cache_hits_total{engine=\"1\"} 2500\n"
+      "vllm:num_requests_running 1\n");
+  ASSERT_TRUE(load.prefix_cache);
+  EXPECT_EQ(load.prefix_cache->queries, 4000.0);
+  EXPECT_EQ(load.prefix_cache->hits, 3000.0);
+  // One counter without the other is no reading.
+  EXPECT_FALSE(parse_engine_load(kVllmBody).prefix_cache);
+  // SGLang's own rate: the lowest series, clamped to [0, 1].
+  const EngineLoad sglang = parse_engine_load(
+      "sglang:cache_hit_rate{dp=\"0\"} 0.8\nsglang:cache_hit_rate{dp=\"1\"} 0.6\nsglang:num_queue_reqs 0\n");
+  EXPECT_DOUBLE_EQ(sglang.cache_hit_rate.value_or(-1), 0.6);
+  EXPECT_DOUBLE_EQ(parse_engine_load("sglang:cache_hit_rate 1.5\n").cache_hit_rate.value_or(-1), 1.0);
+}
+
 TEST(EngineMetrics, ReadsLlamaCppGaugesWithoutLabels) {
   const EngineLoad load = parse_engine_load(kLlamaCppBody);
   EXPECT_EQ(load.flavour, EngineFlavour::kLlamaCpp);

@@ -1,0 +1,70 @@
+#include "core/overload/degradation.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace arbiter::overload {
+
+std::string_view stage_name(Stage stage) {
+  switch (stage) {
+    case Stage::kNormal: return "normal";
+    case Stage::kElevated: return "elevated";
+    case Stage::kHigh: return "high";
+    case Stage::kShedding: return "shedding";
+  }
+  return "normal";
+}
+
+std::optional<std::string_view> invalid(const StageRules& rules) {
+  double below = 0;
+  for (const double t : rules.enter) {
+    if (!(t > below) || t > 1) return "stage thresholds must rise within (0, 1]";
+    below = t;
+  }
+  if (!(rules.exit_margin >= 0) || rules.exit_margin >= rules.enter[0]) {
+    return "exit_margin must be in [0, the elevated threshold)";
+  }
+  return std::nullopt;
+}
+
+Stage StageController::step(double load, sched::TimePoint now) {
+  auto target = Stage::kNormal;
+  for (std::size_t i = 0; i < rules_.enter.size(); ++i) {
+    if (load >= rules_.enter[i]) target = static_cast<Stage>(i + 1);
+  }
+  if (target > stage_) {
+    stage_ = target;
+    since_ = now;
+    ++transitions_;
+  } else if (stage_ != Stage::kNormal && now - since_ >= rules_.hold &&
+             load < rules_.enter[static_cast<std::size_t>(stage_) - 1] - rules_.exit_margin) {
+    stage_ = static_cast<Stage>(static_cast<uint8_t>(stage_) - 1);
+    since_ = now;
+    ++transitions_;
+  }
+  return stage_;
+}
+
+ClassActions default_actions(bool top_tier, bool background, int64_t default_cap) {
+  if (background) return {.pause = true, .shed = true};
+  if (top_tier) return {.protect = true};
+  return {.cap_max_tokens = default_cap, .variant = true, .shed = true};
+}
+
+double shed_probability(double load, double weight, double shed_at, double max_shed) {
+  if (!(load >= shed_at)) return 0;
+  const double x = shed_at >= 1 ? 1.0 : std::clamp((load - shed_at) / (1 - shed_at), 0.0, 1.0);
+  return max_shed * std::pow(x, std::max(weight, 1e-6));
+}
+
+Decision decide(Stage stage, const ClassActions& actions, double load, double weight, double shed_at,
+                double max_shed, double uniform) {
+  Decision d;
+  if (actions.protect || stage == Stage::kNormal) return d;
+  if (actions.cap_max_tokens > 0) d.cap = actions.cap_max_tokens;
+  if (stage >= Stage::kHigh) d.variant = actions.variant;
+  if (stage == Stage::kShedding && actions.shed) d.shed = uniform < shed_probability(load, weight, shed_at, max_shed);
+  return d;
+}
+
+}  // namespace arbiter::overload
