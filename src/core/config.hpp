@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/adaptive_capacity.hpp"
+#include "core/overload/overload_config.hpp"
 #include "core/pricing.hpp"
 #include "core/quota/quota_config.hpp"
 #include "core/resilience/resilience_config.hpp"
@@ -117,6 +118,9 @@ struct ClassConfig {
   // ones with the same user (keystroke storms), besides the explicit
   // x-arbiter-supersede-key header.
   bool supersede_by_user = false;
+  // What staged degradation does to it (its `degrade:` mapping); none: the
+  // defaults for its kind (overload::default_actions).
+  std::optional<overload::ClassActions> degrade;
 };
 
 enum class BackendType { kHttp, kSim };
@@ -271,6 +275,7 @@ struct Config {
   resilience::RetryConfig retries;
   resilience::HealthProbesConfig health_probes;
   resilience::ModelBreakerSectionConfig model_breaker;
+  overload::DegradationConfig degradation;  // staged degradation (gateway/stages/degrade)
   CorsConfig cors;
   LogConfig log;
   // Classes the file listed under a built-in class's name: they started from

@@ -19,6 +19,7 @@ ErrorMapping map_error(ErrorCode code) {
       return {415, "invalid_request_error", "unsupported_content_encoding", false};
     case ErrorCode::kHeadersTooLarge: return {431, "invalid_request_error", "headers_too_large", false};
     case ErrorCode::kRateLimited: return {429, "rate_limit_error", "rate_limit_exceeded", true};
+    case ErrorCode::kOverloaded: return {429, "rate_limit_error", "overloaded", true};
     case ErrorCode::kInternal: return {500, "server_error", "internal_error", true};
     case ErrorCode::kUpstreamFailed: return {502, "server_error", "upstream_error", true};
     case ErrorCode::kNoBackend: return {503, "server_error", "no_backend_available", true};

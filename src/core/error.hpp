@@ -22,6 +22,7 @@ enum class ErrorCode {
   kUnsupportedEncoding,// 415: a Content-Encoding (gzip, ...) the gateway does not decode
   kHeadersTooLarge,    // 431: header block over the configured limit
   kRateLimited,        // 429: queue or quota full
+  kOverloaded,         // 429: shed by staged degradation (the pool is past its shedding threshold)
   kInternal,           // 500: a bug; never expected
   kUpstreamFailed,     // 502: engine refused, reset or sent garbage
   kNoBackend,          // 503: no backend could take the request in time

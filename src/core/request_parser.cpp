@@ -176,13 +176,22 @@ bool apply_max_tokens_cap(ParsedRequest& request, int64_t cap) {
       request.info.route == Route::kChatCompletions && given(request.max_completion_tokens_);
   JsonScalar& site = uses_new_field ? request.max_completion_tokens_ : request.max_tokens_;
   const std::string digits = std::to_string(cap);
-  if (!request.document_changed_ && given(site) && site.span.offset != TextSpan::kNone) {
+  // vLLM refuses a min_tokens above max_tokens (400): a body that may carry
+  // one takes the document's way, where it is lowered to the cap as well.
+  const bool may_set_min = request.text.find("\"min_tokens\"") != std::string::npos;
+  if (!request.document_changed_ && !may_set_min && given(site) && site.span.offset != TextSpan::kNone) {
     request.text.replace(site.span.offset, site.span.size, digits);
-  } else if (!request.document_changed_ && site.kind == JsonKind::kAbsent) {
+  } else if (!request.document_changed_ && !may_set_min && site.kind == JsonKind::kAbsent) {
     // First in the object: the root is an object, so its brace is the first one.
     request.text.insert(request.text.find('{') + 1, "\"max_tokens\":" + digits + ",");
   } else {
-    request.body()[uses_new_field ? "max_completion_tokens" : "max_tokens"] = cap;
+    boost::json::object& body = request.body();
+    body[uses_new_field ? "max_completion_tokens" : "max_tokens"] = cap;
+    if (boost::json::value* min = body.if_contains("min_tokens"); min && min->is_number()) {
+      boost::system::error_code ec;
+      const double value = min->to_number<double>(ec);
+      if (!ec && value > static_cast<double>(cap)) *min = cap;
+    }
     request.document_changed_ = true;
   }
   if (!request.document_changed_) {

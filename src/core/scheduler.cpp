@@ -612,6 +612,11 @@ uint32_t Scheduler::backend_in_flight(PoolId pool, BackendId backend) const {
   return pools_[pool].backends[backend].in_flight;
 }
 
+uint32_t Scheduler::backend_limit(PoolId pool, BackendId backend) const {
+  if (pool >= pools_.size() || backend >= pools_[pool].backends.size()) return 0;
+  return pools_[pool].backends[backend].limit;
+}
+
 uint32_t Scheduler::capacity(PoolId pool) const { return pools_[pool].capacity; }
 
 std::size_t Scheduler::tenant_queues() const { return tenant_index_.size(); }

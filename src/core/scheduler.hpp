@@ -156,6 +156,7 @@ class Scheduler {
   uint32_t tenant_queue_depth(PoolId pool, ClassId klass, TenantId tenant) const;
   std::vector<TenantDepth> tenant_queue_depths() const;  // O(tenant queues)
   uint32_t backend_in_flight(PoolId pool, BackendId backend) const;
+  uint32_t backend_limit(PoolId pool, BackendId backend) const;  // slots it takes now (0: unknown backend)
   uint32_t capacity(PoolId pool) const;                 // slots on backends not down
   std::size_t queued() const { return queued_; }        // all pools, held included
   std::size_t in_flight() const { return in_flight_; }  // all pools

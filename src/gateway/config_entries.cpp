@@ -8,6 +8,7 @@
 
 #include "core/tenants.hpp"
 #include "engine/profile.hpp"
+#include "gateway/stages/degrade/degrade_config_section.hpp"
 #include "http/tls_context.hpp"
 #include "yaml/setting_rows.hpp"
 
@@ -217,6 +218,14 @@ std::string write_match(const ClassConfig& c) {
   return c.match ? flow_mapping(class_match_keys(), *c.match) : "";
 }
 
+void read_degrade(YamlReader& r, const YAML::Node& v, const std::string& path, ClassConfig& c) {
+  c.degrade.emplace();
+  read_entry(class_degrade_keys(), r, v, path, *c.degrade);
+}
+std::string write_degrade(const ClassConfig& c) {
+  return c.degrade ? flow_mapping(class_degrade_keys(), *c.degrade) : "";
+}
+
 using C = ClassConfig;
 constexpr SettingKey<C> kClassKeys[] = {
     {"name", "text, unique", read_class_name, write_text<C, &C::name>, true},
@@ -224,6 +233,7 @@ constexpr SettingKey<C> kClassKeys[] = {
     {"max_tokens_cap", "integer in [1, 2147483647]", read_optional_integer<C, &C::max_tokens_cap, 1, INT32_MAX>,
      write_optional_integer<C, &C::max_tokens_cap>},
     {"supersede_by_user", "true or false", read_bool<C, &C::supersede_by_user>, write_bool<C, &C::supersede_by_user>},
+    {"degrade", "a mapping of staged-degradation actions", read_degrade, write_degrade},
 };
 
 // ---- models[] and their backends[] ----

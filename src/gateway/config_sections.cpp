@@ -3,6 +3,7 @@
 #include "gateway/cors_section.hpp"
 #include "gateway/resilience/resilience_config_section.hpp"
 #include "gateway/stages/breaker/breaker_config_section.hpp"
+#include "gateway/stages/degrade/degrade_config_section.hpp"
 #include "gateway/stages/quota/quota_config_section.hpp"
 
 namespace arbiter {
@@ -15,6 +16,7 @@ std::span<const ConfigSection> feature_sections() {
       retries_section(),            // resilience
       health_probes_section(),      // resilience
       model_breaker_section(),      // stages/breaker
+      degradation_section(),        // stages/degrade
       cors_section(),               // cors
   };
   return kSections;

@@ -43,6 +43,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
   dispatcher_ = std::make_unique<Dispatcher>(std::move(*scheduler), timer_executor);
   dispatcher_->start();
   breakers_ = std::make_unique<ModelBreakers>(config_, metrics_.registry);
+  overload_ = std::make_unique<OverloadControl>(config_, degrade_actions(config_), *dispatcher_, metrics_.registry);
   health_ = std::make_unique<BackendHealth>(config_, *dispatcher_, timer_executor, metrics_);
   // Pool p serves model config_.models[p]: its breaker's index by name.
   std::vector<std::size_t> breaker_of;
@@ -84,6 +85,7 @@ void Gateway::assemble_pipeline() {
                             .pools = pools_,
                             .metrics = metrics_,
                             .breakers = *breakers_,
+                            .overload = *overload_,
                             .quotas = quotas_,
                             .usage = usage_,
                             .access_log = access_log_.get()};
@@ -116,15 +118,17 @@ void Gateway::start_monitor(net::any_io_executor executor) {
   // Verdicts go to the scheduler through BackendHealth (which adds outlier
   // ejection): a saturated backend takes no new dispatch, a stale one falls
   // back to its concurrency limit.
-  // Adaptive capacity decides at every judgement, changed or not.
-  SignalCallback on_judged;
+  // Adaptive capacity and the load coefficient decide at every judgement, changed or not.
   if (config_.any_adaptive_capacity()) {
     capacity_ = std::make_unique<BackendCapacity>(config_, *dispatcher_, pools_, *health_, metrics_,
                                                   sched::Clock::now());
-    on_judged = [this](uint32_t pool, uint32_t backend, const sched::BackendSignal& signal, const EngineLoad& load) {
-      capacity_->observe(pool, backend, signal, load, sched::Clock::now());
-    };
   }
+  SignalCallback on_judged = [this](uint32_t pool, uint32_t backend, const sched::BackendSignal& signal,
+                                    const EngineLoad& load) {
+    const auto now = sched::Clock::now();
+    if (capacity_) capacity_->observe(pool, backend, signal, load, now);
+    overload_->observe(pool, backend, signal, load, now);
+  };
   monitor_ = std::make_unique<BackendMonitor>(
       executor, std::move(targets), options,
       [this](uint32_t pool, uint32_t backend, const sched::BackendSignal& signal, const EngineLoad& load) {

@@ -7,6 +7,7 @@
 #include "gateway/stages/auth/auth_stage.hpp"
 #include "gateway/stages/breaker/breaker_stage.hpp"
 #include "gateway/stages/caps/caps_stage.hpp"
+#include "gateway/stages/degrade/degrade_stage.hpp"
 #include "gateway/stages/hints/hints_stage.hpp"
 #include "gateway/stages/parse/parse_stage.hpp"
 #include "gateway/stages/quota/quota_stage.hpp"
@@ -33,6 +34,9 @@ const StageEntry kStages[] = {
     }),
     stage_entry<BreakerStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<BreakerStage>(p.breakers);
+    }),
+    stage_entry<DegradeStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
+      return std::make_unique<DegradeStage>(p.overload);
     }),
     stage_entry<CapsStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<CapsStage>(p.pools, p.metrics);

@@ -19,6 +19,7 @@ namespace arbiter {
 class BatchedLineWriter;
 class ModelBreakers;
 class ModelPool;
+class OverloadControl;
 class QuotaBook;
 class UsageBook;
 struct GatewayMetrics;
@@ -29,6 +30,7 @@ struct PipelineParts {
   const std::vector<std::unique_ptr<ModelPool>>& pools;
   GatewayMetrics& metrics;
   ModelBreakers& breakers;
+  OverloadControl& overload;
   QuotaBook& quotas;
   UsageBook& usage;
   BatchedLineWriter* access_log;  // null: the access log is off

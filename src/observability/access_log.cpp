@@ -227,8 +227,8 @@ char* put_ms(char* p, std::string_view key, double v) { return put_ms(put(p, key
 }  // namespace
 
 void append_access_line(const AccessRecord& r, fmt::memory_buffer& out) {
-  const std::string_view texts[] = {r.request_id, r.tenant, r.team,  r.cls,        r.model,
-                                    r.backend,    r.route,  r.error, r.wait_reason};
+  const std::string_view texts[] = {r.request_id, r.tenant, r.team,        r.cls,     r.model,
+                                    r.backend,    r.route,  r.error,       r.wait_reason, r.degraded};
   std::size_t room = 512 + 8 * kMaxNumber;  // the keys and every number at its longest
   for (const std::string_view t : texts) room += kJsonEscapedMaxPerByte * t.size() + 2;
   const std::size_t start = out.size();
@@ -270,6 +270,7 @@ void append_access_line(const AccessRecord& r, fmt::memory_buffer& out) {
   }
   p = put_ms(p, R"(,"duration_ms":)", r.duration_ms);
   if (!r.error.empty()) p = put_text(p, R"(,"error":)", r.error);
+  if (!r.degraded.empty()) p = put_text(p, R"(,"degraded":)", r.degraded);
   p = put(p, "}\n");
   out.resize(start + static_cast<std::size_t>(p - begin));
 }

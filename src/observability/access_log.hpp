@@ -39,6 +39,9 @@ struct AccessRecord {
   double ttfb_ms = -1;     // first body byte to the client; -1 if none
   double duration_ms = 0;
   std::string error;       // gateway-side error code, if any
+  // What staged degradation changed: "<stage>/<action>", a comma list
+  // ("high/cap, high/variant"); empty: nothing.
+  std::string degraded;
 };
 
 // Appends the record's line, '\n' included, to `out`. `ts` is UTC, to the

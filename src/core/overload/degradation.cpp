@@ -15,13 +15,23 @@ std::string_view stage_name(Stage stage) {
   return "normal";
 }
 
+double StageRules::entry(Stage stage) const {
+  switch (stage) {
+    case Stage::kElevated: return elevated_at;
+    case Stage::kHigh: return high_at;
+    case Stage::kShedding: return shed_at;
+    case Stage::kNormal: break;
+  }
+  return 0;
+}
+
 std::optional<std::string_view> invalid(const StageRules& rules) {
   double below = 0;
-  for (const double t : rules.enter) {
+  for (const double t : {rules.elevated_at, rules.high_at, rules.shed_at}) {
     if (!(t > below) || t > 1) return "stage thresholds must rise within (0, 1]";
     below = t;
   }
-  if (!(rules.exit_margin >= 0) || rules.exit_margin >= rules.enter[0]) {
+  if (!(rules.exit_margin >= 0) || rules.exit_margin >= rules.elevated_at) {
     return "exit_margin must be in [0, the elevated threshold)";
   }
   return std::nullopt;
@@ -29,15 +39,15 @@ std::optional<std::string_view> invalid(const StageRules& rules) {
 
 Stage StageController::step(double load, sched::TimePoint now) {
   auto target = Stage::kNormal;
-  for (std::size_t i = 0; i < rules_.enter.size(); ++i) {
-    if (load >= rules_.enter[i]) target = static_cast<Stage>(i + 1);
+  for (const Stage s : {Stage::kElevated, Stage::kHigh, Stage::kShedding}) {
+    if (load >= rules_.entry(s)) target = s;
   }
   if (target > stage_) {
     stage_ = target;
     since_ = now;
     ++transitions_;
   } else if (stage_ != Stage::kNormal && now - since_ >= rules_.hold &&
-             load < rules_.enter[static_cast<std::size_t>(stage_) - 1] - rules_.exit_margin) {
+             load < rules_.entry(stage_) - rules_.exit_margin) {
     stage_ = static_cast<Stage>(static_cast<uint8_t>(stage_) - 1);
     since_ = now;
     ++transitions_;

@@ -16,7 +16,6 @@
 // numbers behind the defaults.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -31,12 +30,17 @@ std::string_view stage_name(Stage stage);  // "normal", "elevated", "high", "she
 
 // When the stages change.
 struct StageRules {
-  // L at which each stage above normal is entered (elevated, high, shedding).
-  std::array<double, 3> enter = {0.70, 0.85, 0.95};
+  // L at which each stage above normal is entered.
+  double elevated_at = 0.70;
+  double high_at = 0.85;
+  double shed_at = 0.95;
   // A stage is left once L is this far below its entry (hysteresis) ...
   double exit_margin = 0.05;
   // ... and it has held at least this long (a stage is entered at once).
   sched::Duration hold = std::chrono::seconds(10);
+
+  // The entry of a stage above normal.
+  double entry(Stage stage) const;
 };
 
 // Why the rules are not usable, or nullopt: thresholds rising within (0, 1],

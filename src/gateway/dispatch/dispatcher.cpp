@@ -408,6 +408,16 @@ void Dispatcher::set_backend_state(sched::PoolId pool, sched::BackendId backend,
   deliver(decisions, nullptr);
 }
 
+void Dispatcher::set_class_paused(sched::PoolId pool, sched::ClassId klass, bool paused) {
+  Decisions decisions;
+  {
+    std::lock_guard lock(mu_);
+    if (!scheduler_.set_class_paused(pool, klass, paused) || paused) return;
+    poll_locked(Clock::now(), decisions);
+  }
+  deliver(decisions, nullptr);
+}
+
 Dispatcher::Slot::~Slot() {
   // Without an engine's usage (a plain stream), the charge stays the estimate.
   if (waiter_) dispatcher_->complete(waiter_, actual_tokens_);

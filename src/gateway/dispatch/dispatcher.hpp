@@ -109,6 +109,9 @@ class Dispatcher {
 
   // Latest engine-signal verdict for one backend.
   void set_backend_state(sched::PoolId pool, sched::BackendId backend, sched::BackendSignal signal);
+  // Pauses or resumes a class's new dispatch on a pool (staged
+  // degradation); a resume polls, so its queued work starts at once.
+  void set_class_paused(sched::PoolId pool, sched::ClassId klass, bool paused);
   // The prompt prefix one backend's engine caches, in tokens (its KV size).
   void set_prefix_cache(sched::PoolId pool, sched::BackendId backend, uint64_t tokens);
 

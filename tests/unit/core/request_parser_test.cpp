@@ -126,6 +126,26 @@ TEST(MaxTokensCap, CapsTheFieldTheChatClientUsed) {
   EXPECT_EQ(q.body().at("messages").as_array().size(), 1u);
 }
 
+TEST(MaxTokensCap, LowersAMinTokensAboveTheCapTooOrVllmRefusesTheRequest) {
+  // vLLM answers 400 "min_tokens must be less than or equal to max_tokens".
+  auto above = parse_ok(Route::kChatCompletions,
+                        R"({"model":"m","max_tokens":600,"min_tokens":600,"messages":[{"role":"user","content":"x"}]})");
+  EXPECT_TRUE(apply_max_tokens_cap(above, 3));
+  EXPECT_TRUE(above.document_changed());  // what goes out is the document
+  EXPECT_EQ(above.body().at("max_tokens").as_int64(), 3);
+  EXPECT_EQ(above.body().at("min_tokens").as_int64(), 3);
+  // Absent max_tokens, a min_tokens below the cap: kept.
+  auto below = parse_ok(Route::kCompletions, R"({"model":"m","prompt":"x","min_tokens":2})");
+  EXPECT_TRUE(apply_max_tokens_cap(below, 3));
+  EXPECT_EQ(below.body().at("max_tokens").as_int64(), 3);
+  EXPECT_EQ(below.body().at("min_tokens").as_int64(), 2);
+  // No min_tokens anywhere: the text is edited in place, no document.
+  auto plain = parse_ok(Route::kCompletions, R"({"model":"m","prompt":"x","max_tokens":600})");
+  EXPECT_TRUE(apply_max_tokens_cap(plain, 3));
+  EXPECT_FALSE(plain.document_changed());
+  EXPECT_NE(plain.text.find("\"max_tokens\":3"), std::string::npos);
+}
+
 // The one-pass scan must read a body exactly as the JSON document would:
 // the last of duplicate keys, unescaped strings, fields nested under keys
 // of the same name elsewhere ignored.

@@ -15,6 +15,7 @@
 #include "../yaml/config_docs.hpp"
 #include "gateway/config_print.hpp"
 #include "gateway/config_yaml.hpp"
+#include "gateway/stages/degrade/degrade_config_section.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_pki.hpp"
 
@@ -90,6 +91,9 @@ bool read_dynamic_quota(YamlReader& r, const YAML::Node& node, const std::string
 bool read_match(YamlReader& r, const YAML::Node& node, const std::string& path, ClassMatch& m) {
   return read_entry(class_match_keys(), r, node, path, m);
 }
+bool read_degrade(YamlReader& r, const YAML::Node& node, const std::string& path, overload::ClassActions& a) {
+  return read_entry(class_degrade_keys(), r, node, path, a);
+}
 
 std::vector<std::string> all_disagreements(const std::string& doc) {
   std::vector<std::string> out;
@@ -106,6 +110,7 @@ std::vector<std::string> all_disagreements(const std::string& doc) {
   for (const auto& k : class_policy_keys()) policy_keys.insert(std::string(k.key));
   add("classes", disagreements(doc, "## `classes`", class_keys(), read_class, {"{name: gold}"}, {}, policy_keys));
   add("match", disagreements(doc, "`match` keys", class_match_keys(), read_match, {"{}"}));
+  add("degrade", disagreements(doc, "`degrade` keys", class_degrade_keys(), read_degrade, {"{}"}));
   add("models", disagreements(doc, "## `models`", model_keys(), read_model,
                               {"{name: m, backends: [{type: sim}]}"}));
   add("backends", disagreements(doc, "`backends` entries:", backend_keys(), read_backend,
@@ -173,6 +178,8 @@ TEST(ConfigEntries, EachEntryRefusesAValueOutOfARowsBounds) {
                         "teams[0].dynamic_quota");
   expect_bounds_refused(class_keys(), "classes: [{name: c, {KEY}}]\n" + model, "classes[0]");
   expect_bounds_refused(class_match_keys(), "classes: [{name: c, match: {{KEY}}}]\n" + model, "classes[0].match");
+  expect_bounds_refused(class_degrade_keys(), "classes: [{name: c, degrade: {{KEY}}}]\n" + model,
+                        "classes[0].degrade");
   expect_bounds_refused(backend_keys(), "models: [{name: m1, backends: [{type: sim, {KEY}}]}]\n",
                         "models[0].backends[0]");
   expect_bounds_refused(price_keys(), model + "prices: [{model: m1, {KEY}}]\n", "prices[0]");
@@ -234,7 +241,7 @@ TEST(ConfigEntries, EveryKeyOfEveryEntryGoesThroughPrintConfigAndBack) {
       "classes:\n"
       "  - {name: gold, match: {routes: [/v1/completions], models: [m1], tenants: [a], max_tokens_at_least: 2,\n"
       "     max_tokens_at_most: 900}, max_tokens_cap: 77, supersede_by_user: true}\n"
-      "  - {name: chat}\n"
+      "  - {name: chat, degrade: {protect: false, cap_max_tokens: 300, pause: true, variant: false, shed: true}}\n"
       "models:\n"
       "  - name: m1\n"
       "    degraded: m2\n"
@@ -274,6 +281,10 @@ TEST(ConfigEntries, EveryKeyOfEveryEntryGoesThroughPrintConfigAndBack) {
   match.push_back(root["classes"][0]["match"]);
   expect_round_trip(class_match_keys(), match, std::vector{*config->classes[0].match},
                     std::vector{*again->classes[0].match});
+  YAML::Node degrade(YAML::NodeType::Sequence);
+  degrade.push_back(root["classes"][1]["degrade"]);
+  expect_round_trip(class_degrade_keys(), degrade, std::vector{*config->classes[1].degrade},
+                    std::vector{*again->classes[1].degrade});
   // models[0] is split into two pools (gold, the rest); the model entries'
   // keys and the backends of every pool.
   std::vector<BackendConfig> backends, backends_again;

@@ -19,7 +19,7 @@ TEST(PipelineRegistry, DescribesTheChainAConfigGives) {
   auto config = parse_config("models: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n");
   ASSERT_TRUE(config) << ::testing::PrintToString(config.error());
   EXPECT_EQ(describe_pipeline(*config),
-            "authenticate: auth; parse: parse; route: route, hints; protect: breaker; "
+            "authenticate: auth; parse: parse; route: route, hints; protect: breaker, degrade; "
             "admit: caps, quota, supersede; handler: dispatch; observers: metrics, access_log, quota, usage, breaker");
   auto quiet = parse_config("log: {access_log: false}\nmodels: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n");
   ASSERT_TRUE(quiet);
@@ -68,7 +68,7 @@ TEST(PipelineRegistry, AStageAddedByTheRecipeRunsInItsPhasesPlace) {
   for (const StageEntry& e : stage_registry()) pipeline.add_stage(std::make_unique<StandIn>(e));
   std::vector<std::string> order;
   for (const auto& s : pipeline.stages()) order.emplace_back(s->name());
-  EXPECT_EQ(order, (std::vector<std::string>{"auth", "parse", "route", "hints", "breaker", "sample_cache", "caps",
+  EXPECT_EQ(order, (std::vector<std::string>{"auth", "parse", "route", "hints", "breaker", "degrade", "sample_cache", "caps",
                                              "quota", "supersede"}));
 }
 

@@ -58,9 +58,9 @@ TEST(StageController, ALoadOscillatingAroundAThresholdDoesNotFlap) {
         last_down = at_ms(t);
         any_down = true;
       }
-      for (std::size_t i = 0; i < rules.enter.size(); ++i) {
-        if (load >= rules.enter[i]) {
-          ASSERT_GE(static_cast<std::size_t>(after), i + 1);
+      for (const Stage s : {Stage::kElevated, Stage::kHigh, Stage::kShedding}) {
+        if (load >= rules.entry(s)) {
+          ASSERT_GE(after, s);
         }
       }
     }
@@ -71,8 +71,8 @@ TEST(StageController, ALoadOscillatingAroundAThresholdDoesNotFlap) {
 
 TEST(StageController, RulesAreChecked) {
   EXPECT_FALSE(invalid(StageRules{}));
-  EXPECT_TRUE(invalid(StageRules{.enter = {0.8, 0.7, 0.95}}));
-  EXPECT_TRUE(invalid(StageRules{.enter = {0.7, 0.85, 1.2}}));
+  EXPECT_TRUE(invalid(StageRules{.elevated_at = 0.8, .high_at = 0.7}));
+  EXPECT_TRUE(invalid(StageRules{.shed_at = 1.2}));
   EXPECT_TRUE(invalid(StageRules{.exit_margin = 0.7}));
   EXPECT_TRUE(invalid(StageRules{.exit_margin = -0.1}));
 }

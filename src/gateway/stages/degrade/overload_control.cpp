@@ -1,0 +1,134 @@
+#include "gateway/stages/degrade/overload_control.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/capacity_view.hpp"
+#include "observability/event_log.hpp"
+
+namespace arbiter {
+
+std::vector<overload::ClassActions> degrade_actions(const Config& config) {
+  int top = std::numeric_limits<int>::max();
+  for (const ClassConfig& c : config.classes) {
+    if (!c.policy.background) top = std::min(top, c.policy.engine_priority);
+  }
+  std::vector<overload::ClassActions> out;
+  for (const ClassConfig& c : config.classes) {
+    out.push_back(c.degrade ? *c.degrade
+                            : overload::default_actions(!c.policy.background && c.policy.engine_priority == top,
+                                                        c.policy.background, config.degradation.cap_max_tokens));
+  }
+  return out;
+}
+
+OverloadControl::OverloadControl(const Config& config, std::vector<overload::ClassActions> actions,
+                                 Dispatcher& dispatcher, metrics::Registry& registry)
+    : config_(config), actions_(std::move(actions)), dispatcher_(dispatcher), metrics_(registry) {
+  for (const ModelConfig& model : config.models) {
+    auto pool = std::make_unique<Pool>();
+    pool->controller = overload::StageController(config.degradation);
+    const std::string name = model.pool_name();
+    pool->drain_ms = std::make_unique<std::atomic<int64_t>[]>(config.classes.size());
+    pool->load_gauge = &metrics_.pool_load.with({name});
+    pool->stage_gauge = &metrics_.stage.with({name});
+    pool->since_gauge = &metrics_.stage_since.with({name});
+    for (const BackendConfig& b : model.backends) {
+      Backend& backend = pool->backends.emplace_back();
+      backend.gauge = &metrics_.backend_load.with({name, b.name});
+      const char* kTerms[] = {"busy", "kv", "queue", "cache_miss"};
+      for (int t = 0; t < 4; ++t) backend.terms[t] = &metrics_.load_term.with({name, b.name, kTerms[t]});
+    }
+    pools_.push_back(std::move(pool));
+  }
+}
+
+std::chrono::milliseconds OverloadControl::retry_after(std::size_t pool, std::size_t cls) const {
+  const int64_t ms = pools_[pool]->drain_ms[cls].load(std::memory_order_relaxed);
+  return std::chrono::milliseconds(std::max<int64_t>(ms, 1'000));
+}
+
+overload::LoadTerms OverloadControl::read_terms(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal,
+                                                const EngineLoad& load, sched::TimePoint now) {
+  Backend& b = pools_[pool]->backends[backend];
+  overload::BackendView view{.fresh = !signal.stale && !signal.down,
+                             .engine_running = load.running,
+                             .engine_waiting = load.waiting,
+                             .kv_usage = load.kv_usage};
+  if (view.fresh) {
+    // A tick re-judges the last scrape's figures: no new window, the last rate stands.
+    if (auto rate = overload::window_hit_rate(b.counts, load.prefix_cache)) b.hit_rate = rate;
+    if (load.prefix_cache) b.counts = load.prefix_cache;
+    view.cache_hit_rate = load.cache_hit_rate ? load.cache_hit_rate : b.hit_rate;
+  }
+  dispatcher_.inspect([&](const sched::Scheduler& s) {
+    const sched::Occupancy seen = sched::occupancy_of(s, pool, backend);
+    view.slots = s.backend_limit(pool, backend);
+    view.own_running = seen.others_in_flight;
+    view.own_background = seen.in_flight - seen.others_in_flight;
+    double queued = 0;
+    for (sched::ClassId k = 0; k < config_.classes.size(); ++k) {
+      if (!config_.classes[k].policy.background) queued += s.queue_depth(pool, k);
+      pools_[pool]->drain_ms[k].store(s.expected_drain(pool, k, now).count(), std::memory_order_relaxed);
+    }
+    const uint32_t capacity = s.capacity(pool);
+    view.queued = capacity == 0 ? queued : queued * view.slots / capacity;
+  });
+  b.slots = view.slots;
+  return overload::load_terms(view);
+}
+
+void OverloadControl::observe(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal,
+                              const EngineLoad& load, sched::TimePoint now) {
+  Pool& p = *pools_[pool];
+  Backend& b = p.backends[backend];
+  const overload::LoadTerms terms = read_terms(pool, backend, signal, load, now);
+  if (signal.down) {
+    b.load.reset();  // no capacity to press: out of the pool's mean
+  } else if (const auto l = overload::combine(terms, config_.degradation)) {
+    b.gauge->set(b.load.update(*l, now, config_.degradation.smoothing));
+  }
+  const std::optional<double>* known[] = {&terms.busy, &terms.kv, &terms.queue, &terms.cache_miss};
+  for (int t = 0; t < 4; ++t) {
+    if (*known[t]) b.terms[t]->set(**known[t]);
+  }
+
+  std::vector<overload::BackendLoad> loads;
+  loads.reserve(p.backends.size());
+  for (const Backend& each : p.backends) loads.push_back({each.load.value(), each.slots});
+  const auto pool_load = overload::pool_load(loads);
+  if (!pool_load) return;  // nothing known: the stage stays
+  p.load.store(*pool_load, std::memory_order_relaxed);
+  p.load_gauge->set(*pool_load);
+  const overload::Stage before = p.controller.stage();
+  if (p.controller.step(*pool_load, now) != before) enter(pool, before, terms);
+}
+
+void OverloadControl::enter(uint32_t pool, overload::Stage from, const overload::LoadTerms& terms) {
+  Pool& p = *pools_[pool];
+  const overload::Stage to = p.controller.stage();
+  p.stage.store(static_cast<uint8_t>(to), std::memory_order_relaxed);
+  p.stage_gauge->set(static_cast<double>(to));
+  p.since_gauge->set(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  const std::string name = config_.models[pool].pool_name();
+  metrics_.transitions.with({name, std::string(overload::stage_name(to))}).inc();
+  const bool enabled = config_.degradation.enabled;
+  log_event(to > from ? EventLevel::kWarn : EventLevel::kInfo, "degradation_stage",
+            {{"pool", name},
+             {"from", overload::stage_name(from)},
+             {"to", overload::stage_name(to)},
+             {"load", p.load.load(std::memory_order_relaxed)},
+             {"busy", terms.busy.value_or(-1)},
+             {"kv", terms.kv.value_or(-1)},
+             {"queue", terms.queue.value_or(-1)},
+             {"cache_miss", terms.cache_miss.value_or(-1)},
+             {"enabled", enabled}});
+  if (!enabled) return;
+  const bool paused = to >= overload::Stage::kElevated;
+  for (sched::ClassId k = 0; k < actions_.size(); ++k) {
+    if (actions_[k].pause && !actions_[k].protect) dispatcher_.set_class_paused(pool, k, paused);
+  }
+}
+
+}  // namespace arbiter
