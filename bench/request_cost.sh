@@ -20,7 +20,8 @@
 # simulation and its cycle estimate (bench/request_cost_report.py), for a
 # machine whose perf has no cycles counter; KEEP_CALLGRIND=DIR keeps each
 # run's callgrind dump there (DIR/<proxy>.<round>.cg, for callgrind_annotate:
-# where the instructions go).
+# where the instructions go); EXTRA_CONFIG: YAML lines appended to the
+# gateway's config (e.g. 'degradation: {enabled: true}', to cost a feature).
 # With ACCESS_LOG=1 a second table follows (PERF_ROUNDS [5] > 0): every proxy
 # kept running, log off and on, and `perf stat` on each proxy process over
 # one fixed-rate round of requests (PERF_RATE [2000] req/s, SECONDS_MEASURED
@@ -64,6 +65,7 @@ read -r UP_PORT PROXY_PORT PROXY_LOG_PORT < <("$LOADGEN" free-port 3)
 sed -e "s|@PORT@|$UP_PORT|g" -e "s|@TMP@|$TMP|g" "$ROOT/bench/nginx/upstream.conf.in" >"$TMP/upstream.conf"
 "$NGINX" -p "$TMP" -c "$TMP/upstream.conf" -e "$TMP/upstream.err" & PIDS+=($!)
 sed -e "s|@UPSTREAM_PORT@|$UP_PORT|g" -e "s|@THREADS@|1|g" "$ROOT/bench/overhead-gateway.yaml.in" >"$TMP/arbiter.yaml"
+[[ -n ${EXTRA_CONFIG:-} ]] && printf '%s\n' "$EXTRA_CONFIG" >>"$TMP/arbiter.yaml"
 # The nginx proxy in the foreground without a master, so that valgrind and
 # strace see the process that does the work.
 sed -e "s|@PORT@|$PROXY_PORT|g" -e "s|@UPSTREAM_PORT@|$UP_PORT|g" -e "s|@WORKERS@|1|g" -e "s|@TMP@|$TMP|g" \

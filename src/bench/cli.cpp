@@ -30,7 +30,7 @@ constexpr const char* kUsage =
     "usage:\n"
     "  arbiter-bench virtual --scenario FILE --out DIR [--seed N] [--jobs N] [--seeds N]\n"
     "                [--policies direct,fifo,priority,hybrid,hybrid-no-preemption,hybrid-no-affinity,hybrid-no-borrowing,\n"
-    "                 hybrid-no-debounce,hybrid-tiebreak]\n"
+    "                 hybrid-no-debounce,hybrid-tiebreak,hybrid-degrade]\n"
     "      --jobs N: N policies at a time, one thread each (default 1); --seeds N: the\n"
     "      DECISIONS.md yardstick over N runs with other arrival seeds (default 1)\n"
     "  arbiter-bench live --scenario FILE --target http://HOST:PORT --out DIR [--seed N]\n"
@@ -44,7 +44,7 @@ constexpr const char* kUsage =
     "      --engine-seed N: the engines are arbiter-sim started with --seed N (default 0):\n"
     "                typed-along keystrokes predict their text from it\n"
     "  arbiter-bench gateway-config --scenario FILE --out FILE [--sim | --engines-url URL,...]\n"
-    "                [--policy fifo|priority|hybrid] [--port N] [--model NAME]\n"
+    "                [--policy fifo|priority|hybrid|hybrid-degrade] [--port N] [--model NAME]\n"
     "      an arbiter config running the scenario's gateway (default --sim)\n"
     "  arbiter-bench sweep [--count N] [--seed N] [--from K] [--duration S] [--engines N]\n"
     "                [--jobs N] [--seeds N] [--out DIR] [--max-losing N] [--type-along P]\n"
@@ -221,7 +221,9 @@ int run_gateway_config_command(int argc, char** argv) {
   if (f.contains("--model")) o.model = f["--model"];
   if (f.contains("--policy")) {
     o.policy = f["--policy"];
-    if (!sched::policy_from_string(o.policy)) return usage("--policy is fifo, priority or hybrid");
+    if (!sched::policy_from_string(o.policy) && o.policy != kHybridDegrade) {
+      return usage("--policy is fifo, priority, hybrid or hybrid-degrade");
+    }
   }
   if (f.contains("--port") && !(parse_number(f["--port"], o.port) && o.port >= 0 && o.port < 65536))
     return usage("--port must be 0..65535");

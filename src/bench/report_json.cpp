@@ -43,6 +43,9 @@ json::object to_json(const GroupSummary& g) {
           {"deadline_rate",
            g.with_deadline ? static_cast<double>(g.met_deadline) / g.with_deadline : 1.0},
           {"good", g.good},
+          {"capped", g.capped},
+          {"good_capped", g.good_capped},
+          {"shed", g.shed},
           {"goodput_rps", g.goodput_rps},
           {"good_share", g.good_share},
           {"ttft_cdf_ms", cdf}};

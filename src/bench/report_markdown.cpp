@@ -61,6 +61,39 @@ struct Row {
 
 }  // namespace
 
+// Staged degradation's part (hybrid-degrade), when a policy degraded or
+// staged anything: per class the answers cut by a cap (never counted as
+// goodput; those otherwise within SLO as degraded goodput) and the requests
+// shed, and the time in each stage.
+void render_degradation(const RunResults& results, std::string& out) {
+  const auto degraded = [](const PolicySummary& p) {
+    return p.degrade_transitions > 0 || p.all.capped > 0 || p.all.shed > 0;
+  };
+  if (std::none_of(results.policies.begin(), results.policies.end(), degraded)) return;
+  out += "\n## Degradation\n\nAnswers cut by a cap are not goodput; those otherwise within their SLO are "
+         "counted as degraded goodput. Shed requests are among the rejected.\n\n"
+         "| policy | class | capped (cut) | capped within SLO, req/s | shed | shed share |\n"
+         "|---|---|---:|---:|---:|---:|\n";
+  for (const PolicySummary& p : results.policies) {
+    if (!degraded(p)) continue;
+    const double window = p.all.good > 0 && p.all.goodput_rps > 0 ? p.all.good / p.all.goodput_rps : 0;
+    std::vector<const GroupSummary*> rows{&p.all};
+    for (const GroupSummary& g : p.classes) rows.push_back(&g);
+    for (const GroupSummary* g : rows) {
+      out += "| " + p.policy + " | " + (g == &p.all ? std::string("all") : g->name) + " | " +
+             std::to_string(g->capped) + " | " +
+             fmt(window > 0 ? static_cast<double>(g->good_capped) / window : 0, 2) + " | " + std::to_string(g->shed) +
+             " | " + pct(share_of(g->shed, g->generated)) + " |\n";
+    }
+    double total = 0;
+    for (const double s : p.stage_seconds) total += s;
+    out += "\n`" + p.policy + "`: " + std::to_string(p.degrade_transitions) + " stage changes; time in stage";
+    const char* names[] = {"normal", "elevated", "high", "shedding"};
+    for (std::size_t s = 0; s < 4; ++s) out += std::string(s ? ", " : " ") + names[s] + " " + pct(total > 0 ? p.stage_seconds[s] / total : 0);
+    out += " (over replicas and pools).\n\n";
+  }
+}
+
 std::string render_markdown(const Scenario& scenario, const RunResults& results,
                             const std::vector<PlotFile>& plots) {
   const EngineSpec& e = scenario.engine;
@@ -209,6 +242,8 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
       }
     }
   }
+
+  render_degradation(results, out);
 
   for (const char* level : {"classes", "tenants"}) {
     out += std::string("\n## Per ") + (level[0] == 'c' ? "class" : "tenant") + "\n\n| policy | " +

@@ -58,6 +58,27 @@ std::vector<PlotFile> write_plots(const std::string& dir, const Scenario& scenar
     if (p.engine_known) util.series.push_back(std::move(u));
   }
   charts.push_back({{"queue-depth.svg", "queue depth over time"}, std::move(queue)});
+  // Staged degradation (hybrid-degrade): the load coefficient and the stage
+  // it took, on one axis (stage 0-3 drawn as 0, 1/3, 2/3, 1).
+  Chart stages;
+  stages.title = scenario.name + ": pool load coefficient L and degradation stage (hybrid-degrade)";
+  stages.x_label = "virtual time, s";
+  stages.y_label = "L; stage / 3";
+  for (const PolicySummary& p : results.policies) {
+    if (p.series.empty() || std::isnan(p.series.front().load)) continue;
+    ChartSeries l, st;
+    l.name = p.policy + " L";
+    st.name = p.policy + " stage";
+    for (const Sample& s : p.series) {
+      l.points.emplace_back(s.t, s.load);
+      st.points.emplace_back(s.t, s.stage / 3);
+    }
+    stages.series.push_back(std::move(l));
+    stages.series.push_back(std::move(st));
+  }
+  if (!stages.series.empty()) {
+    charts.push_back({{"degradation.svg", "load coefficient and degradation stage over time"}, std::move(stages)});
+  }
   if (!util.series.empty())
     charts.push_back({{"utilisation.svg", "engine utilisation over time"}, std::move(util)});
 

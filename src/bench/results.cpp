@@ -43,8 +43,15 @@ void Collector::record(const RequestRecord& r) {
     good = on_time && (!slo.ttft_ms || ttft <= *slo.ttft_ms) &&
            (!slo.tpot_ms || tpot <= *slo.tpot_ms) && (!slo.e2e_ms || e2e <= *slo.e2e_ms);
   }
-  add(classes_[r.klass], r, good, on_time);
-  add(tenants_[r.tenant], r, good, on_time);
+  // A cut answer is not completed as if whole (issue 43): counted apart.
+  const bool good_capped = good && r.degraded == Degraded::kCapped;
+  good = good && !good_capped;
+  for (Group* g : {&classes_[r.klass], &tenants_[r.tenant]}) {
+    add(*g, r, good, on_time);
+    g->capped += r.degraded == Degraded::kCapped;
+    g->good_capped += good_capped;
+    g->shed += r.degraded == Degraded::kShed;
+  }
   Cell& cell = cells_[std::size_t{r.klass} * tenants_.size() + r.tenant];
   ++cell.generated;
   ++cell.outcomes[static_cast<std::size_t>(r.outcome)];
@@ -100,6 +107,9 @@ GroupSummary Collector::finish(std::string name, Group& g, double duration_s) {
   s.with_deadline = g.with_deadline;
   s.met_deadline = g.met_deadline;
   s.good = g.good;
+  s.capped = g.capped;
+  s.good_capped = g.good_capped;
+  s.shed = g.shed;
   s.goodput_rps = duration_s > 0 ? static_cast<double>(g.good) / duration_s : 0;
   const uint64_t judged = g.generated - g.outcomes[static_cast<std::size_t>(Outcome::kSuperseded)];
   s.good_share = judged > 0 ? static_cast<double>(g.good) / static_cast<double>(judged) : 0;
@@ -117,6 +127,9 @@ void Collector::merge_into(Group& all, const Group& g) {
   all.with_deadline += g.with_deadline;
   all.met_deadline += g.met_deadline;
   all.good += g.good;
+  all.capped += g.capped;
+  all.good_capped += g.good_capped;
+  all.shed += g.shed;
 }
 
 void Collector::merge_into(Group& all, const Cell& c) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <limits>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -28,6 +29,13 @@ enum class Outcome : uint8_t {
 inline constexpr std::size_t kOutcomes = 6;
 std::string_view outcome_name(Outcome outcome);
 
+// What staged degradation (hybrid-degrade, docs/overload.md) did to a request.
+enum class Degraded : uint8_t {
+  kNone,
+  kCapped,  // served with max_tokens lowered below what it would have generated: a cut answer
+  kShed,    // refused by graded shedding (its outcome is kRejected)
+};
+
 struct RequestRecord {
   uint16_t klass = 0;
   uint16_t tenant = 0;
@@ -37,6 +45,7 @@ struct RequestRecord {
   double finished = -1;        // seconds, completed only
   uint32_t output_tokens = 0;  // tokens delivered to the client
   double deadline = kNever;    // absolute completion deadline
+  Degraded degraded = Degraded::kNone;
 };
 
 // Engine-side totals of a run, filled by the runner.
@@ -75,6 +84,10 @@ struct Sample {
                            // sent, no token yet)
   double running = 0;      // sequences in flight on the engines (live: streaming)
   double utilisation = 0;  // engine busy time / wall time over the interval, 0..1 (live: NaN)
+  // hybrid-degrade: the highest pool load coefficient and stage (0-3) over
+  // the replicas at the sample; NaN for the other policies.
+  double load = std::numeric_limits<double>::quiet_NaN();
+  double stage = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct GroupSummary {
@@ -84,7 +97,13 @@ struct GroupSummary {
   Percentiles ttft_ms, itl_ms, tpot_ms, e2e_ms;  // completed requests (itl: every gap)
   uint64_t with_deadline = 0;                    // requests that had a deadline
   uint64_t met_deadline = 0;                     // of those, completed by it
-  uint64_t good = 0;               // completed, every SLO of its class and its deadline met
+  uint64_t good = 0;               // completed whole, every SLO of its class and its deadline met
+  // Staged degradation, counted apart so that what it buys shows as such:
+  // answers cut by its cap (never `good`: not whole), of them those that
+  // would otherwise be good, and requests it shed (among the rejected).
+  uint64_t capped = 0;
+  uint64_t good_capped = 0;
+  uint64_t shed = 0;
   // good / the scenario's arrival window (a phase: its length). The same
   // denominator for every policy: dividing by each run's own length made a
   // policy that dropped work (and so finished sooner) look better.
@@ -148,6 +167,10 @@ struct PolicySummary {
   double jain = 1;         // over tenants with traffic, of good_share
   double jain_goodput = 1; // over tenants with traffic, of goodput / tenant weight
   double wall_s = 0;       // CPU wall time of the run
+  // hybrid-degrade: stage changes over every replica and pool, and the
+  // seconds spent in each stage (summed over them).
+  uint64_t degrade_transitions = 0;
+  std::array<double, 4> stage_seconds{};
   std::vector<Sample> series;
 };
 
@@ -170,6 +193,7 @@ class Collector {
     std::vector<float> ttft, tpot, e2e;  // ms, completed requests
     LogHistogram itl;
     uint64_t with_deadline = 0, met_deadline = 0, good = 0;
+    uint64_t capped = 0, good_capped = 0, shed = 0;
   };
   // One class row's requests of one tenant: what the D2 view needs.
   struct Cell {

@@ -174,9 +174,14 @@ inline constexpr std::string_view kHybridNoDebounce = "hybrid-no-debounce";  // 
 // Hybrid with another rendezvous salt: a tie-break and nothing else, the
 // sweep's noise floor (DECISIONS.md D1).
 inline constexpr std::string_view kHybridTieBreak = "hybrid-tiebreak";
+// Hybrid with staged degradation on (docs/overload.md: the load coefficient
+// from the engines, caps, background paused, graded shedding), at the
+// gateway's defaults; virtual mode only.
+inline constexpr std::string_view kHybridDegrade = "hybrid-degrade";
 inline bool is_policy_name(std::string_view name) {
   return name == "direct" || name == kHybridNoPreemption || name == kHybridNoAffinity ||
          name == kHybridNoBorrowing || name == kHybridNoDebounce || name == kHybridTieBreak ||
+         name == kHybridDegrade ||
          sched::policy_from_string(name);
 }
 
@@ -240,6 +245,9 @@ struct Scenario {
   // The gateway's scheduler section (yaml/setting_keys.hpp), its defaults;
   // `policy` is not used: the run's policies are.
   sched::SchedulerTunables scheduler;
+  // Staged degradation under the hybrid-degrade policy (docs/overload.md):
+  // the gateway's defaults unless the scenario's `degradation:` sets them.
+  overload::DegradationConfig degradation;
   std::vector<TenantSpec> tenants;
   std::vector<ClassSpec> classes;
   std::vector<PhaseSpec> phases;  // reported apart as well; none by default

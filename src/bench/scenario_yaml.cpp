@@ -362,7 +362,7 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
   if (!r.map(root, "",
              {"name", "finding", "seed", "duration_s", "max_requests", "drain_s", "engine",
               "direct_routing", "policies", "scheduler", "tenants", "classes", "phases", "gateways",
-              "pools"})) {
+              "pools", "degradation"})) {
     return s;
   }
   r.read(root, "", "name", s.name);
@@ -395,6 +395,9 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
     }
   }
   // The gateway's scheduler keys, but the policy: the run compares policies.
+  // hybrid-degrade's settings (the gateway's `degradation:` keys; `enabled` is the policy's).
+  read_section(degradation_keys(), r, root["degradation"], "degradation", s.degradation);
+  if (auto why = overload::invalid(s.degradation)) r.error("degradation", std::string(*why));
   if (const YAML::Node sch = root["scheduler"]; sch && r.map(sch, "scheduler", key_names(scheduler_keys(), {"policy"}))) {
     read_settings(scheduler_keys(), r, sch, "scheduler", s.scheduler);
   }

@@ -1,18 +1,22 @@
 #include "bench/virtual_run.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <functional>
 #include <numeric>
 #include <optional>
 #include <queue>
+#include <random>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "bench/workload.hpp"
 #include "core/capacity_view.hpp"
+#include "core/overload/degradation.hpp"
+#include "core/overload/overload_config.hpp"
 #include "core/scheduler.hpp"
 #include "core/typing_through.hpp"
 #include "engine/engine.hpp"
@@ -85,6 +89,7 @@ struct Live {
   bool run_first_token = false;  // the current run has not produced a token yet
   double run_last_token = -1;    // the current run's latest token (its gaps feed adaptive capacity)
   double run_submitted = -1;     // when the current run reached its engine (its first token feeds it too)
+  Degraded degraded = Degraded::kNone;  // what staged degradation did to it (hybrid-degrade)
 };
 
 class VirtualRun {
@@ -103,8 +108,9 @@ class VirtualRun {
       const bool no_borrowing = policy == kHybridNoBorrowing;
       const bool no_debounce = policy == kHybridNoDebounce;
       const bool tie_break = policy == kHybridTieBreak;
+      degrade_ = policy == kHybridDegrade;
       sched::SchedulerConfig config =
-          scheduler_config(s, no_preemption || no_affinity || no_borrowing || no_debounce || tie_break
+          scheduler_config(s, no_preemption || no_affinity || no_borrowing || no_debounce || tie_break || degrade_
                                   ? sched::Policy::kHybrid
                                   : *sched::policy_from_string(policy));
       if (tie_break) config.rendezvous_salt = 0x5eed'7ab1e'b4eaULL;
@@ -126,6 +132,7 @@ class VirtualRun {
     engines_.reserve(s.engine.count);
     for (uint32_t e = 0; e < s.engine.count; ++e) engines_.emplace_back(s.engine.config);
     if (!scheds_.empty() && adaptive_.enabled && s.engine.signals) start_adaptive();
+    if (degrade_) start_degradation(seed);
     last_step_.assign(s.engine.count, nullptr);
     stepping_.assign(s.engine.count, false);
     in_engine_.assign(s.engine.count, 0);
@@ -195,6 +202,8 @@ class VirtualRun {
     EngineTotals totals = engine_totals(std::min(now_, cut));
     PolicySummary out = collector_.summarize(policy_, totals);
     out.series = std::move(series_);
+    for (const overload::StageController& c : stages_) out.degrade_transitions += c.transitions();
+    out.stage_seconds = stage_seconds_;
     out.wall_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     return out;
@@ -243,7 +252,8 @@ class VirtualRun {
                        .first_token = l.first_token,
                        .finished = outcome == Outcome::kCompleted ? now_ : -1,
                        .output_tokens = l.delivered,
-                       .deadline = l.spec.deadline});
+                       .deadline = l.spec.deadline,
+                       .degraded = l.degraded});
     if (l.spec.supersede_key != 0) {
       auto it = newest_.find(l.spec.supersede_key);
       if (it != newest_.end() && it->second == ref_of(l)) newest_.erase(it);
@@ -328,6 +338,11 @@ class VirtualRun {
       return;
     }
     const uint64_t key = spec.supersede_key;
+    // A client keeps its connection to one replica: a developer's keystrokes
+    // (supersede key) and a chat session's turns reach the same one.
+    const uint64_t sticky = key != 0 ? key : spec.history.key != 0 ? spec.history.key : spec.id;
+    l.replica = static_cast<uint32_t>(splitmix64(sticky) % scheds_.size());
+    if (degrade_ && !degrade(l)) return;
     prompt_block_hashes(spec, s_.engine.config.block_size, scratch_blocks_);
     affinity_blocks(scratch_blocks_, s_.engine.config.block_size, l.affinity);
     sched::Request request{
@@ -335,7 +350,7 @@ class VirtualRun {
         .pool = pool_of(spec),
         .klass = sched_class_[spec.klass],
         .tenant = spec.tenant,
-        .cost_tokens = static_cast<int64_t>(spec.prompt_tokens()) + spec.max_tokens,
+        .cost_tokens = static_cast<int64_t>(spec.prompt_tokens()) + l.spec.max_tokens,
         .prompt_tokens = spec.prompt_tokens(),
         .deadline =
             spec.deadline != kNever ? std::optional(to_time_point(spec.deadline)) : std::nullopt,
@@ -343,10 +358,6 @@ class VirtualRun {
                              ? std::string_view(reinterpret_cast<const char*>(&key), sizeof key)
                              : std::string_view(),
         .prefix_blocks = l.affinity};
-    // A client keeps its connection to one replica: a developer's keystrokes
-    // (supersede key) and a chat session's turns reach the same one.
-    const uint64_t sticky = key != 0 ? key : spec.history.key != 0 ? spec.history.key : spec.id;
-    l.replica = static_cast<uint32_t>(splitmix64(sticky) % scheds_.size());
     auto admitted = scheds_[l.replica].enqueue(request, time_point());
     if (!admitted) {
       finish(l, Outcome::kRejected);
@@ -560,6 +571,112 @@ class VirtualRun {
     g.firsts_slow += (now_ - l.run_submitted) * 1000 > adaptive_.ttft_headroom * *c.slo.ttft_ms;
   }
 
+  // Staged degradation (hybrid-degrade): each replica's view of each pool,
+  // as the gateway's OverloadControl keeps it, at the gateway's defaults.
+  void start_degradation(uint64_t seed) {
+    degradation_ = s_.degradation;
+    degrade_actions_ = overload::default_class_actions(scheds_.front().config().classes, degradation_.cap_max_tokens);
+    stages_.assign(scheds_.size() * layout_.first.size(), overload::StageController(degradation_));
+    engine_load_.assign(scheds_.size() * engines_.size(), {});
+    hit_counts_.assign(engines_.size(), std::nullopt);
+    hit_rate_.assign(engines_.size(), std::nullopt);
+    pool_load_.assign(scheds_.size() * layout_.first.size(), 0);
+    degrade_rng_.seed(splitmix64(seed ^ 0xde9'2ade));
+  }
+
+  // What the request's pool's stage does to it on arrival; false when it was
+  // shed (and finished).
+  bool degrade(Live& l) {
+    const uint32_t pool = pool_of(l.spec);
+    const overload::StageController& stage = stages_[l.replica * layout_.first.size() + pool];
+    if (stage.stage() == overload::Stage::kNormal) return true;
+    const uint16_t klass = sched_class_[l.spec.klass];
+    const double draw = std::uniform_real_distribution<double>(0, 1)(degrade_rng_);
+    const overload::Decision d =
+        overload::decide(stage.stage(), degrade_actions_[klass], pool_load_[l.replica * layout_.first.size() + pool],
+                         scheds_[l.replica].config().classes[klass].weight, degradation_.shed_at,
+                         degradation_.max_shed, draw);
+    if (d.shed) {
+      l.degraded = Degraded::kShed;
+      finish(l, Outcome::kRejected);
+      return false;
+    }
+    if (d.cap && l.spec.max_tokens > *d.cap) {
+      const auto cap = static_cast<uint32_t>(*d.cap);
+      l.spec.max_tokens = cap;
+      if (l.spec.output_tokens > cap) {
+        l.spec.output_tokens = cap;
+        l.degraded = Degraded::kCapped;  // the answer it gets is cut
+      }
+    }
+    return true;
+  }
+
+  // Each replica's load coefficient per engine and pool from this scrape
+  // (core/overload/load_coefficient.hpp), its stages stepped, background
+  // classes paused from the elevated stage; true when a pause was lifted.
+  bool observe_load() {
+    const std::size_t pools = layout_.first.size();
+    for (uint32_t e = 0; e < engines_.size(); ++e) {
+      const engine::EngineStats st = engines_[e].stats();
+      const std::optional<PrefixCacheCounts> counts =
+          PrefixCacheCounts{static_cast<double>(st.prefix_cache_queries_total),
+                            static_cast<double>(st.prefix_cache_hits_total)};
+      if (auto rate = overload::window_hit_rate(hit_counts_[e], counts)) hit_rate_[e] = rate;
+      hit_counts_[e] = counts;
+      const uint32_t pool = layout_.pool_of_engine(e);
+      const uint32_t b = e - layout_.first[pool];
+      for (uint32_t r = 0; r < scheds_.size(); ++r) {
+        const sched::Scheduler& sc = scheds_[r];
+        const sched::Occupancy seen = sched::occupancy_of(sc, pool, b);
+        double queued = 0;
+        for (sched::ClassId k = 0; k < sc.config().classes.size(); ++k) {
+          if (!sc.config().classes[k].background) queued += sc.queue_depth(pool, k);
+        }
+        const uint32_t slots = sc.backend_limit(pool, b);
+        const uint32_t capacity = sc.capacity(pool);
+        const overload::BackendView view{.fresh = true,
+                                         .engine_running = st.num_requests_running,
+                                         .engine_waiting = st.num_requests_waiting,
+                                         .kv_usage = st.kv_cache_usage_perc,
+                                         .cache_hit_rate = hit_rate_[e],
+                                         .slots = slots,
+                                         .own_running = seen.others_in_flight,
+                                         .own_background = seen.in_flight - seen.others_in_flight,
+                                         .queued = capacity == 0 ? queued : queued * slots / capacity,
+                                         .prefill_fill = sc.prefill_fill(pool, b, time_point())};
+        if (const auto l = overload::combine(overload::load_terms(view), degradation_)) {
+          engine_load_[r * engines_.size() + e].update(*l, time_point(), degradation_.smoothing);
+        }
+      }
+    }
+    bool resumed = false;
+    pool_load_.resize(scheds_.size() * pools);
+    for (uint32_t r = 0; r < scheds_.size(); ++r) {
+      for (uint32_t pool = 0; pool < pools; ++pool) {
+        std::vector<overload::BackendLoad> loads;
+        for (uint32_t b = 0; b < layout_.count[pool]; ++b) {
+          const uint32_t e = layout_.first[pool] + b;
+          loads.push_back({engine_load_[r * engines_.size() + e].value(), scheds_[r].backend_limit(pool, b)});
+        }
+        const auto load = overload::pool_load(loads);
+        if (!load) continue;
+        pool_load_[r * pools + pool] = *load;
+        overload::StageController& c = stages_[r * pools + pool];
+        const overload::Stage before = c.stage();
+        stage_seconds_[static_cast<std::size_t>(before)] += s_.engine.scrape_ms / 1000;
+        if (c.step(*load, time_point()) == before) continue;
+        const bool paused = c.stage() >= overload::Stage::kElevated;
+        for (sched::ClassId k = 0; k < degrade_actions_.size(); ++k) {
+          if (degrade_actions_[k].pause && !degrade_actions_[k].protect) {
+            resumed |= scheds_[r].set_class_paused(pool, k, paused) && !paused;
+          }
+        }
+      }
+    }
+    return resumed;
+  }
+
   // Each pool's gap target until the next scrape: the tightest tpot_slo of
   // the non-background classes that have had work on it in any replica.
   void set_gap_targets() {
@@ -600,6 +717,7 @@ class VirtualRun {
       if (!gaps_.empty()) gaps_[e] = {};
     }
     if (!gap_target_s_.empty()) set_gap_targets();
+    if (degrade_) changed = observe_load() || changed;
     if (changed) {
       poll(time_point());
       start_due_engines();
@@ -617,6 +735,11 @@ class VirtualRun {
     for (const sched::Scheduler& sc : scheds_) out.queued += static_cast<double>(sc.queued());
     out.utilisation =
         std::min(1.0, interval_busy_ / (sample_dt_ * static_cast<double>(engines_.size())));
+    if (degrade_) {
+      out.load = *std::max_element(pool_load_.begin(), pool_load_.end());
+      out.stage = 0;
+      for (const overload::StageController& c : stages_) out.stage = std::max(out.stage, double(c.stage()));
+    }
     interval_busy_ = 0;
     series_.push_back(out);
   }
@@ -661,6 +784,19 @@ class VirtualRun {
   PoolLayout layout_;                      // engines and classes per pool
   std::vector<sched::Scheduler> scheds_;   // one per gateway replica; none: direct
   sched::AdaptiveCapacityConfig adaptive_;  // the scenario's, enabled only for gateway policies
+  // Staged degradation (hybrid-degrade): the gateway's defaults, per replica
+  // and pool its stage and L, per replica and engine its smoothed L, per
+  // engine its prefix-cache window.
+  bool degrade_ = false;
+  overload::DegradationConfig degradation_;  // the scenario's
+  std::vector<overload::ClassActions> degrade_actions_;  // per scheduler class
+  std::vector<overload::StageController> stages_;        // replica-major, per pool
+  std::vector<double> pool_load_;                        // replica-major, per pool
+  std::vector<overload::Smoothed> engine_load_;          // replica-major, per engine
+  std::vector<std::optional<PrefixCacheCounts>> hit_counts_;
+  std::vector<std::optional<double>> hit_rate_;
+  std::mt19937_64 degrade_rng_;  // shedding's draws, from the run's seed
+  std::array<double, 4> stage_seconds_{};  // per stage, over replicas and pools
   std::vector<double> gap_target_s_;  // per pool until the next scrape (adaptive capacity)
   std::vector<std::vector<bool>> gap_classes_;  // per pool: the classes its gap target counts
   std::vector<sched::CapacityController> capacity_;  // replica-major, per engine; empty: off

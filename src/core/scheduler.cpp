@@ -617,6 +617,12 @@ uint32_t Scheduler::backend_limit(PoolId pool, BackendId backend) const {
   return pools_[pool].backends[backend].limit;
 }
 
+double Scheduler::prefill_fill(PoolId pool, BackendId backend, TimePoint now) const {
+  if (pool >= pools_.size() || backend >= pools_[pool].backends.size()) return 0;
+  const detail::Backend& b = pools_[pool].backends[backend];
+  return b.max_backlog > 0 ? std::min(1.0, backlog(b, now) / b.max_backlog) : 0;
+}
+
 uint32_t Scheduler::capacity(PoolId pool) const { return pools_[pool].capacity; }
 
 std::size_t Scheduler::tenant_queues() const { return tenant_index_.size(); }

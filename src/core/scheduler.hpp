@@ -157,6 +157,9 @@ class Scheduler {
   std::vector<TenantDepth> tenant_queue_depths() const;  // O(tenant queues)
   uint32_t backend_in_flight(PoolId pool, BackendId backend) const;
   uint32_t backend_limit(PoolId pool, BackendId backend) const;  // slots it takes now (0: unknown backend)
+  // Its prefill backlog over the backlog limit, 0..1 (0 without a limit):
+  // how full the engine's prefill queue is as the scheduler estimates it.
+  double prefill_fill(PoolId pool, BackendId backend, TimePoint now) const;
   uint32_t capacity(PoolId pool) const;                 // slots on backends not down
   std::size_t queued() const { return queued_; }        // all pools, held included
   std::size_t in_flight() const { return in_flight_; }  // all pools

@@ -189,6 +189,37 @@ constexpr SettingKey<AC> kAdaptiveCapacityKeys[] = {
     {"backoff", "number in [0.01, 0.99]", read_number<AC, &AC::backoff, 0.01, 0.99>, write_number<AC, &AC::backoff>},
 };
 
+using DC = overload::DegradationConfig;
+constexpr SettingKey<DC> kDegradationKeys[] = {
+    {"enabled", "true or false", read_bool<DC, &DC::enabled>, write_bool<DC, &DC::enabled>},
+    {"weight_busy", "number in [0, 1]", read_number<DC, &DC::busy, 0.0, 1.0>, write_number<DC, &DC::busy>},
+    {"weight_kv", "number in [0, 1]", read_number<DC, &DC::kv, 0.0, 1.0>, write_number<DC, &DC::kv>},
+    {"weight_queue", "number in [0, 1]", read_number<DC, &DC::queue, 0.0, 1.0>, write_number<DC, &DC::queue>},
+    {"weight_cache_miss", "number in [0, 1]", read_number<DC, &DC::cache_miss, 0.0, 1.0>,
+     write_number<DC, &DC::cache_miss>},
+    {"smoothing_ms", "milliseconds in [0, 600000]", read_ms<DC, &DC::smoothing, 0, 600'000>,
+     write_ms<DC, &DC::smoothing>},
+    {"elevated_at", "number in (0, 1]", read_number<DC, &DC::elevated_at, 0.0, 1.0>,
+     write_number<DC, &DC::elevated_at>},
+    {"high_at", "number in (0, 1]", read_number<DC, &DC::high_at, 0.0, 1.0>, write_number<DC, &DC::high_at>},
+    {"shed_at", "number in (0, 1]", read_number<DC, &DC::shed_at, 0.0, 1.0>, write_number<DC, &DC::shed_at>},
+    {"exit_margin", "number in [0, 1)", read_number<DC, &DC::exit_margin, 0.0, 1.0>, write_number<DC, &DC::exit_margin>},
+    {"hold_ms", "milliseconds in [0, 3600000]", read_ms<DC, &DC::hold, 0, 3'600'000>, write_ms<DC, &DC::hold>},
+    {"max_shed", "number in [0, 1]", read_number<DC, &DC::max_shed, 0.0, 1.0>, write_number<DC, &DC::max_shed>},
+    {"cap_max_tokens", "integer in [1, 2147483647]", read_integer<DC, &DC::cap_max_tokens, 1, INT32_MAX>,
+     write_integer<DC, &DC::cap_max_tokens>},
+};
+
+using CA = overload::ClassActions;
+constexpr SettingKey<CA> kClassDegradeKeys[] = {
+    {"protect", "true or false", read_bool<CA, &CA::protect>, write_bool<CA, &CA::protect>},
+    {"cap_max_tokens", "integer in [0, 2147483647] (0: no cap)", read_integer<CA, &CA::cap_max_tokens, 0, INT32_MAX>,
+     write_integer<CA, &CA::cap_max_tokens>},
+    {"pause", "true or false", read_bool<CA, &CA::pause>, write_bool<CA, &CA::pause>},
+    {"variant", "true or false", read_bool<CA, &CA::variant>, write_bool<CA, &CA::variant>},
+    {"shed", "true or false", read_bool<CA, &CA::shed>, write_bool<CA, &CA::shed>},
+};
+
 constexpr SettingKey<LogConfig> kLogKeys[] = {
     {"access_log", "true or false", read_bool<LogConfig, &LogConfig::access_log>,
      write_bool<LogConfig, &LogConfig::access_log>},
@@ -211,6 +242,8 @@ std::span<const SettingKey<AuthConfig>> auth_keys() { return kAuthKeys; }
 std::span<const SettingKey<EngineSignalsConfig>> engine_signals_keys() { return kEngineSignalKeys; }
 std::span<const SettingKey<LogConfig>> log_keys() { return kLogKeys; }
 std::span<const SettingKey<sched::AdaptiveCapacityConfig>> adaptive_capacity_keys() { return kAdaptiveCapacityKeys; }
+std::span<const SettingKey<overload::DegradationConfig>> degradation_keys() { return kDegradationKeys; }
+std::span<const SettingKey<overload::ClassActions>> class_degrade_keys() { return kClassDegradeKeys; }
 
 void read_class_policy(YamlReader& r, const YAML::Node& node, const std::string& path, sched::ClassPolicy& p) {
   read_settings(class_policy_keys(), r, node, path, p);

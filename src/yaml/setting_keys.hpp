@@ -58,6 +58,10 @@ std::span<const SettingKey<LogConfig>> log_keys();
 // adaptive_capacity (core/adaptive_capacity.hpp): the gateway's section and
 // a scenario's engine.adaptive_capacity.
 std::span<const SettingKey<sched::AdaptiveCapacityConfig>> adaptive_capacity_keys();
+// Staged degradation (docs/overload.md): the `degradation:` section and a
+// class's `degrade:` mapping; shared by the gateway and arbiter-bench.
+std::span<const SettingKey<overload::DegradationConfig>> degradation_keys();
+std::span<const SettingKey<overload::ClassActions>> class_degrade_keys();
 
 // Every key's name, less `except`: the known keys of a mapping.
 template <class Settings>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace arbiter::overload {
 
@@ -59,6 +60,19 @@ ClassActions default_actions(bool top_tier, bool background, int64_t default_cap
   if (background) return {.pause = true, .shed = true};
   if (top_tier) return {.protect = true};
   return {.cap_max_tokens = default_cap, .variant = true, .shed = true};
+}
+
+std::vector<ClassActions> default_class_actions(std::span<const sched::ClassPolicy> classes, int64_t default_cap) {
+  int top = std::numeric_limits<int>::max();
+  for (const sched::ClassPolicy& c : classes) {
+    if (!c.background) top = std::min(top, c.engine_priority);
+  }
+  std::vector<ClassActions> out;
+  out.reserve(classes.size());
+  for (const sched::ClassPolicy& c : classes) {
+    out.push_back(default_actions(!c.background && c.engine_priority == top, c.background, default_cap));
+  }
+  return out;
 }
 
 double shed_probability(double load, double weight, double shed_at, double max_shed) {

@@ -18,8 +18,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
+#include <vector>
 
+#include "core/scheduler_config.hpp"
 #include "core/scheduler_types.hpp"
 
 namespace arbiter::overload {
@@ -83,6 +86,11 @@ struct ClassActions {
 // priority tier; background work paused and shed; any other class capped at
 // `default_cap`, sent to the variant and shed.
 ClassActions default_actions(bool top_tier, bool background, int64_t default_cap);
+
+// Each class's defaults (default_actions): the top priority tier is the
+// lowest engine_priority among the non-background classes. The gateway and
+// arbiter-bench read the classes the same way.
+std::vector<ClassActions> default_class_actions(std::span<const sched::ClassPolicy> classes, int64_t default_cap);
 
 // The shedding probability of a class of weight `weight` (> 0) at load L:
 // max_shed x x^weight, where x = (L - shed_at) / (1 - shed_at) clamped to

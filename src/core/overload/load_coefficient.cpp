@@ -21,7 +21,8 @@ LoadTerms load_terms(const BackendView& view) {
     if (view.kv_usage) terms.kv = unit(*view.kv_usage);
     if (view.cache_hit_rate) terms.cache_miss = unit(1 - *view.cache_hit_rate);
   }
-  terms.busy = unit(running / slots);
+  // A full prefill queue is a busy engine, while work waits for it.
+  terms.busy = unit(std::max(running / slots, view.queued > 0 ? view.prefill_fill : 0.0));
   terms.queue = unit(waiting / slots);
   return terms;
 }

@@ -6,9 +6,13 @@
 //   busy        requests running that the gateway must serve, over the
 //               backend's slot limit: max(engine running - this gateway's
 //               background requests there, this gateway's other requests
-//               there) / slots. Background work runs on idle capacity and is
-//               preempted for others: it is not pressure (and counting it
-//               would let a night batch pause itself).
+//               there) / slots; or, while work of the pool waits in the
+//               gateway, the scheduler's estimate of the engine's prefill
+//               queue over its limit, when higher (an engine busy
+//               prefilling long prompts runs few sequences but is full).
+//               Background work runs on idle capacity and is preempted for
+//               others: it is not pressure (and counting it would let a
+//               night batch pause itself).
 //   kv          the engine's KV-cache use (vllm:kv_cache_usage_perc, ...).
 //   queue       work waiting: (engine waiting + this gateway's non-background
 //               requests queued for the pool, the backend's part of them) /
@@ -63,6 +67,7 @@ struct BackendView {
   uint32_t own_running = 0;              // this gateway's non-background requests running there
   uint32_t own_background = 0;           // this gateway's background requests running there
   double queued = 0;                     // the backend's part of the pool's non-background queue
+  double prefill_fill = 0;               // its prefill backlog over the limit, 0..1 (Scheduler::prefill_fill)
 };
 
 LoadTerms load_terms(const BackendView& view);

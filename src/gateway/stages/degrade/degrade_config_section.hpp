@@ -1,5 +1,7 @@
-// The `degradation:` section and a class's `degrade:` mapping
-// (core/overload/overload_config.hpp; docs/overload.md).
+// The `degradation:` section (core/overload/overload_config.hpp;
+// docs/overload.md): its key table, and a class's `degrade:` table, are in
+// yaml/setting_keys, shared with arbiter-bench's scenarios; the gateway's
+// checks of it are here.
 #pragma once
 
 #include <span>
@@ -9,8 +11,6 @@
 
 namespace arbiter {
 
-std::span<const SettingKey<overload::DegradationConfig>> degradation_keys();
-std::span<const SettingKey<overload::ClassActions>> class_degrade_keys();
 ConfigSection degradation_section();
 
 }  // namespace arbiter

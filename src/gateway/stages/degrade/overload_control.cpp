@@ -1,7 +1,6 @@
 #include "gateway/stages/degrade/overload_control.hpp"
 
 #include <algorithm>
-#include <limits>
 
 #include "core/capacity_view.hpp"
 #include "observability/event_log.hpp"
@@ -9,15 +8,12 @@
 namespace arbiter {
 
 std::vector<overload::ClassActions> degrade_actions(const Config& config) {
-  int top = std::numeric_limits<int>::max();
-  for (const ClassConfig& c : config.classes) {
-    if (!c.policy.background) top = std::min(top, c.policy.engine_priority);
-  }
-  std::vector<overload::ClassActions> out;
-  for (const ClassConfig& c : config.classes) {
-    out.push_back(c.degrade ? *c.degrade
-                            : overload::default_actions(!c.policy.background && c.policy.engine_priority == top,
-                                                        c.policy.background, config.degradation.cap_max_tokens));
+  std::vector<sched::ClassPolicy> policies;
+  for (const ClassConfig& c : config.classes) policies.push_back(c.policy);
+  std::vector<overload::ClassActions> out =
+      overload::default_class_actions(policies, config.degradation.cap_max_tokens);
+  for (std::size_t c = 0; c < config.classes.size(); ++c) {
+    if (config.classes[c].degrade) out[c] = *config.classes[c].degrade;
   }
   return out;
 }
@@ -73,6 +69,7 @@ overload::LoadTerms OverloadControl::read_terms(uint32_t pool, uint32_t backend,
     }
     const uint32_t capacity = s.capacity(pool);
     view.queued = capacity == 0 ? queued : queued * view.slots / capacity;
+    view.prefill_fill = s.prefill_fill(pool, backend, now);
   });
   b.slots = view.slots;
   return overload::load_terms(view);

@@ -36,6 +36,21 @@ TEST(LoadCoefficient, TheReportsFormulaOnFreshFigures) {
   EXPECT_DOUBLE_EQ(*combine(t, {}), 0.4 * 0.5 + 0.3 * 0.5 + 0.2 * 0.25 + 0.1 * 0.25);
 }
 
+TEST(LoadCoefficient, AFullPrefillQueueIsABusyEngineWhileWorkWaits) {
+  // Long prompts: 16 sequences of 64 slots, but the prefill queue is full.
+  BackendView v = fresh_view();
+  v.engine_running = 16;
+  v.own_running = 16;
+  v.prefill_fill = 1;
+  v.queued = 0;  // nothing waits for it: the engine is not holding anyone back
+  EXPECT_DOUBLE_EQ(*load_terms(v).busy, 0.25);
+  v.queued = 8;
+  EXPECT_DOUBLE_EQ(*load_terms(v).busy, 1);
+  v.prefill_fill = 0.4;  // below the running share: the larger counts
+  v.engine_running = 48;
+  EXPECT_DOUBLE_EQ(*load_terms(v).busy, 0.75);
+}
+
 TEST(LoadCoefficient, BackgroundWorkIsNotPressure) {
   BackendView v = fresh_view();
   v.engine_running = 64;  // full, but 40 of them are this gateway's batch work
