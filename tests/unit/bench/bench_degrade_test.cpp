@@ -1,0 +1,84 @@
+// Staged degradation in virtual mode (hybrid-degrade, docs/overload.md): it
+// is hybrid wherever the load stays below its thresholds, and past them it
+// caps, pauses and sheds the degradable classes, never the protected one,
+// counts what it cut apart from goodput, and does not flap.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "bench/scenario_yaml.hpp"
+#include "bench/virtual_run.hpp"
+
+namespace arbiter::bench {
+namespace {
+
+Scenario load(const char* file) {
+  auto s = load_scenario(std::string(ARBITER_SOURCE_DIR "/bench/scenarios/") + file);
+  EXPECT_TRUE(s) << s.error();
+  return *s;
+}
+
+uint64_t count(const GroupSummary& g, Outcome o) { return g.outcomes[static_cast<std::size_t>(o)]; }
+
+double highest_load(const PolicySummary& p) {
+  double most = 0;
+  for (const Sample& s : p.series) most = std::max(most, s.load);
+  return most;
+}
+
+TEST(BenchDegrade, BelowItsThresholdsItIsHybridExactly) {
+  // Scenarios whose load coefficient stays under the elevated stage (the
+  // burst at 2x of a 60% day is absorbed by deferring batch work), each with
+  // three arrival seeds: the same requests end the same way.
+  for (const char* file : {"smoke.yaml", "burst-200.yaml", "completion-vs-chat.yaml"}) {
+    const Scenario s = load(file);
+    for (uint64_t seed = s.seed; seed < s.seed + 3; ++seed) {
+      SCOPED_TRACE(std::string(file) + " seed " + std::to_string(seed));
+      const PolicySummary hybrid = run_virtual(s, "hybrid", seed);
+      const PolicySummary degrade = run_virtual(s, "hybrid-degrade", seed);
+      ASSERT_LT(highest_load(degrade), s.degradation.elevated_at);
+      EXPECT_EQ(degrade.degrade_transitions, 0u);
+      EXPECT_EQ(degrade.all.capped + degrade.all.shed, 0u);
+      EXPECT_EQ(degrade.all.outcomes, hybrid.all.outcomes);
+      EXPECT_EQ(degrade.all.good, hybrid.all.good);
+      EXPECT_TRUE(std::isnan(hybrid.series.front().load));  // hybrid has no load series
+    }
+  }
+}
+
+TEST(BenchDegrade, PastItsThresholdsItCapsAndShedsButNeverTheProtectedClass) {
+  // The overload scenario with thresholds a compute-bound fleet reaches
+  // (its KV cache stays under 20% full: docs/benchmarks.md).
+  Scenario s = load("overload.yaml");
+  s.degradation.elevated_at = 0.3;
+  s.degradation.high_at = 0.4;
+  s.degradation.shed_at = 0.5;
+  const PolicySummary p = run_virtual(s, "hybrid-degrade", s.seed);
+  const auto klass = [&](std::string_view name) -> const GroupSummary& {
+    return *std::find_if(p.classes.begin(), p.classes.end(), [&](const GroupSummary& g) { return g.name == name; });
+  };
+  const GroupSummary& critical = klass("critical");
+  const GroupSummary& chat = klass("chat");
+  const GroupSummary& batch = klass("batch");
+  EXPECT_EQ(critical.capped + critical.shed, 0u) << "the protected class was degraded";
+  EXPECT_GT(chat.capped, 0u);
+  EXPECT_GT(chat.shed, 0u);
+  EXPECT_GT(batch.shed, 0u);
+  EXPECT_EQ(batch.capped, 0u);  // background work is paused and shed, never cut
+  for (const GroupSummary& g : p.classes) {
+    EXPECT_LE(g.shed, count(g, Outcome::kRejected)) << g.name;
+    EXPECT_LE(g.good_capped, g.capped) << g.name;
+    EXPECT_LE(g.good + g.good_capped, count(g, Outcome::kCompleted)) << g.name;
+  }
+  // Batch classes lower in weight are shed more often than chat.
+  EXPECT_GT(static_cast<double>(batch.shed) / batch.generated, static_cast<double>(chat.shed) / chat.generated);
+  // No flapping: the hold (10 s) bounds the steps down, so a 480 s run of
+  // three overload minutes changes stage a few dozen times at most.
+  EXPECT_GT(p.degrade_transitions, 0u);
+  EXPECT_LE(p.degrade_transitions, 2 * static_cast<uint64_t>(s.duration_s + s.drain_s) / 10);
+  EXPECT_GT(p.stage_seconds[3], 0);
+}
+
+}  // namespace
+}  // namespace arbiter::bench
