@@ -30,7 +30,7 @@ constexpr const char* kUsage =
     "usage:\n"
     "  arbiter-bench virtual --scenario FILE --out DIR [--seed N] [--jobs N] [--seeds N]\n"
     "                [--policies direct,fifo,priority,hybrid,hybrid-no-preemption,hybrid-no-affinity,hybrid-no-borrowing,\n"
-    "                 hybrid-no-debounce,hybrid-tiebreak,hybrid-degrade]\n"
+    "                 hybrid-no-debounce,hybrid-tiebreak,hybrid-no-degradation]\n"
     "      --jobs N: N policies at a time, one thread each (default 1); --seeds N: the\n"
     "      DECISIONS.md yardstick over N runs with other arrival seeds (default 1)\n"
     "  arbiter-bench live --scenario FILE --target http://HOST:PORT --out DIR [--seed N]\n"
@@ -44,19 +44,20 @@ constexpr const char* kUsage =
     "      --engine-seed N: the engines are arbiter-sim started with --seed N (default 0):\n"
     "                typed-along keystrokes predict their text from it\n"
     "  arbiter-bench gateway-config --scenario FILE --out FILE [--sim | --engines-url URL,...]\n"
-    "                [--policy fifo|priority|hybrid|hybrid-degrade] [--port N] [--model NAME]\n"
+    "                [--policy fifo|priority|hybrid|hybrid-no-degradation] [--port N] [--model NAME]\n"
     "      an arbiter config running the scenario's gateway (default --sim)\n"
     "  arbiter-bench sweep [--count N] [--seed N] [--from K] [--duration S] [--engines N]\n"
     "                [--jobs N] [--seeds N] [--out DIR] [--max-losing N] [--type-along P]\n"
     "                [--typing-through on|off] [--adaptive-capacity YAML] [--scheduler YAML]\n"
-    "                [--class-scheduler CLASS:YAML]\n"
+    "                [--class-scheduler CLASS:YAML] [--degradation YAML]\n"
     "      generated scenarios, each run with N arrival seeds (default 3), under fifo,\n"
     "      priority, hybrid and direct; exit 1 when hybrid loses by the yardstick of\n"
     "      DECISIONS.md (D1-D5) on more than N of them (default 0; DIR: sweep.md and\n"
     "      each losing scenario's YAML); --adaptive-capacity: every scenario's\n"
     "      engine.adaptive_capacity, a YAML flow mapping such as '{enabled: true}';\n"
     "      --scheduler: every scenario's scheduler section, e.g. '{tenant_headroom: 0.125}';\n"
-    "      --class-scheduler: one class's, e.g. 'completion:{adaptive_debounce: true}'\n"
+    "      --class-scheduler: one class's, e.g. 'completion:{adaptive_debounce: true}';\n"
+    "      --degradation: every scenario's degradation section, e.g. '{enabled: true}'\n"
     "  arbiter-bench check DIR\n"
     "      verify DIR/results.json (counts add up, percentiles ordered)\n";
 
@@ -221,8 +222,8 @@ int run_gateway_config_command(int argc, char** argv) {
   if (f.contains("--model")) o.model = f["--model"];
   if (f.contains("--policy")) {
     o.policy = f["--policy"];
-    if (!sched::policy_from_string(o.policy) && o.policy != kHybridDegrade) {
-      return usage("--policy is fifo, priority, hybrid or hybrid-degrade");
+    if (!sched::policy_from_string(o.policy) && o.policy != kHybridNoDegradation) {
+      return usage("--policy is fifo, priority, hybrid or hybrid-no-degradation");
     }
   }
   if (f.contains("--port") && !(parse_number(f["--port"], o.port) && o.port >= 0 && o.port < 65536))
@@ -334,7 +335,7 @@ int run_sweep_command(int argc, char** argv) {
   if (!parse_flags(argc, argv,
                    {"--count", "--seed", "--from", "--duration", "--engines", "--jobs", "--out",
                     "--max-losing", "--type-along", "--typing-through", "--adaptive-capacity",
-                    "--scheduler", "--class-scheduler", "--seeds"},
+                    "--scheduler", "--class-scheduler", "--seeds", "--degradation"},
                    {}, f, status)) {
     return status;
   }
@@ -369,6 +370,7 @@ int run_sweep_command(int argc, char** argv) {
   }
   if (f.contains("--adaptive-capacity")) shape.adaptive_capacity = f["--adaptive-capacity"];
   if (f.contains("--scheduler")) shape.scheduler = f["--scheduler"];
+  if (f.contains("--degradation")) shape.degradation = f["--degradation"];
   if (f.contains("--class-scheduler")) {
     const std::string& v = f["--class-scheduler"];
     const std::size_t colon = v.find(':');

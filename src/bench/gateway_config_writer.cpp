@@ -45,11 +45,13 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
     warnings.push_back("engine.adaptive_capacity: off without engine signals, as in virtual mode");
     adaptive.enabled = false;
   }
-  if (o.policy == kHybridDegrade && !e.signals) {
-    warnings.push_back("hybrid-degrade: degradation is off without engine signals (its load comes from them)");
+  if (s.degradation.enabled && o.policy == "hybrid" && !e.signals) {
+    warnings.push_back("degradation: no stage without engine signals (its load comes from them)");
   }
   overload::DegradationConfig degradation = s.degradation;
-  degradation.enabled = o.policy == kHybridDegrade && e.signals;
+  // As in virtual mode: hybrid degrades (by the scenario's section), the
+  // baselines and hybrid-no-degradation do not.
+  degradation.enabled = s.degradation.enabled && o.policy == "hybrid";
   // The scenario's scheduler settings under the policy asked for.
   sched::SchedulerTunables scheduler = s.scheduler;
   if (auto policy = sched::policy_from_string(o.policy)) scheduler.policy = *policy;
@@ -70,7 +72,6 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
       << ", kv_saturation: " << e.kv_threshold << "}\n"
       << "adaptive_capacity: {" << write_settings(adaptive_capacity_keys(), adaptive, ", ") << "}\n"
       << "log: {access_log: false}\n"
-      // hybrid-degrade: hybrid with the scenario's staged degradation, as in virtual mode.
       << "degradation: {" << write_settings(degradation_keys(), degradation, ", ") << "}\n"
       << "tenants:\n";
   // Each tenant lists every class: live mode claims the class of each

@@ -14,7 +14,7 @@ namespace arbiter::bench {
 
 struct GatewayConfigOptions {
   std::string model = "arbiter-bench";   // the pool's model name (live mode's --model)
-  std::string policy = "hybrid";         // scheduler.policy: fifo, priority or hybrid; hybrid-degrade: hybrid + degradation
+  std::string policy = "hybrid";         // scheduler.policy: fifo, priority or hybrid; hybrid-no-degradation: hybrid, degradation off
   std::vector<std::string> engine_urls;  // empty: the scenario's engines as type: sim
   int port = 8080;                       // listener port (0: any free one)
   std::string command;                   // the command that wrote it, for the header

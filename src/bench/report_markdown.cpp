@@ -61,7 +61,7 @@ struct Row {
 
 }  // namespace
 
-// Staged degradation's part (hybrid-degrade), when a policy degraded or
+// Staged degradation's part, when a policy degraded or
 // staged anything: per class the answers cut by a cap (never counted as
 // goodput; those otherwise within SLO as degraded goodput) and the requests
 // shed, and the time in each stage.

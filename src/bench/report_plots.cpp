@@ -58,10 +58,10 @@ std::vector<PlotFile> write_plots(const std::string& dir, const Scenario& scenar
     if (p.engine_known) util.series.push_back(std::move(u));
   }
   charts.push_back({{"queue-depth.svg", "queue depth over time"}, std::move(queue)});
-  // Staged degradation (hybrid-degrade): the load coefficient and the stage
+  // Staged degradation: the load coefficient and the stage
   // it took, on one axis (stage 0-3 drawn as 0, 1/3, 2/3, 1).
   Chart stages;
-  stages.title = scenario.name + ": pool load coefficient L and degradation stage (hybrid-degrade)";
+  stages.title = scenario.name + ": pool load coefficient L and degradation stage";
   stages.x_label = "virtual time, s";
   stages.y_label = "L; stage / 3";
   for (const PolicySummary& p : results.policies) {

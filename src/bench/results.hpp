@@ -29,7 +29,7 @@ enum class Outcome : uint8_t {
 inline constexpr std::size_t kOutcomes = 6;
 std::string_view outcome_name(Outcome outcome);
 
-// What staged degradation (hybrid-degrade, docs/overload.md) did to a request.
+// What staged degradation (docs/overload.md) did to a request.
 enum class Degraded : uint8_t {
   kNone,
   kCapped,  // served with max_tokens lowered below what it would have generated: a cut answer
@@ -84,7 +84,7 @@ struct Sample {
                            // sent, no token yet)
   double running = 0;      // sequences in flight on the engines (live: streaming)
   double utilisation = 0;  // engine busy time / wall time over the interval, 0..1 (live: NaN)
-  // hybrid-degrade: the highest pool load coefficient and stage (0-3) over
+  // Staged degradation: the highest pool load coefficient and stage (0-3) over
   // the replicas at the sample; NaN for the other policies.
   double load = std::numeric_limits<double>::quiet_NaN();
   double stage = std::numeric_limits<double>::quiet_NaN();
@@ -167,7 +167,7 @@ struct PolicySummary {
   double jain = 1;         // over tenants with traffic, of good_share
   double jain_goodput = 1; // over tenants with traffic, of goodput / tenant weight
   double wall_s = 0;       // CPU wall time of the run
-  // hybrid-degrade: stage changes over every replica and pool, and the
+  // Staged degradation: stage changes over every replica and pool, and the
   // seconds spent in each stage (summed over them).
   uint64_t degrade_transitions = 0;
   std::array<double, 4> stage_seconds{};

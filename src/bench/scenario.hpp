@@ -174,14 +174,14 @@ inline constexpr std::string_view kHybridNoDebounce = "hybrid-no-debounce";  // 
 // Hybrid with another rendezvous salt: a tie-break and nothing else, the
 // sweep's noise floor (DECISIONS.md D1).
 inline constexpr std::string_view kHybridTieBreak = "hybrid-tiebreak";
-// Hybrid with staged degradation on (docs/overload.md: the load coefficient
-// from the engines, caps, background paused, graded shedding), at the
-// gateway's defaults; virtual mode only.
-inline constexpr std::string_view kHybridDegrade = "hybrid-degrade";
+// Hybrid without staged degradation (docs/overload.md), which hybrid and its
+// other variants run as the gateway does by default (the scenario's
+// `degradation` section).
+inline constexpr std::string_view kHybridNoDegradation = "hybrid-no-degradation";
 inline bool is_policy_name(std::string_view name) {
   return name == "direct" || name == kHybridNoPreemption || name == kHybridNoAffinity ||
          name == kHybridNoBorrowing || name == kHybridNoDebounce || name == kHybridTieBreak ||
-         name == kHybridDegrade ||
+         name == kHybridNoDegradation ||
          sched::policy_from_string(name);
 }
 
@@ -245,8 +245,10 @@ struct Scenario {
   // The gateway's scheduler section (yaml/setting_keys.hpp), its defaults;
   // `policy` is not used: the run's policies are.
   sched::SchedulerTunables scheduler;
-  // Staged degradation under the hybrid-degrade policy (docs/overload.md):
-  // the gateway's defaults unless the scenario's `degradation:` sets them.
+  // Staged degradation (docs/overload.md): run by hybrid and its variants
+  // but hybrid-no-degradation, as the gateway's config does (`enabled`, on
+  // by default); the gateway's defaults unless the scenario's
+  // `degradation:` sets them. The fifo and priority baselines never degrade.
   overload::DegradationConfig degradation;
   std::vector<TenantSpec> tenants;
   std::vector<ClassSpec> classes;

@@ -395,7 +395,7 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
     }
   }
   // The gateway's scheduler keys, but the policy: the run compares policies.
-  // hybrid-degrade's settings (the gateway's `degradation:` keys; `enabled` is the policy's).
+  // Staged degradation's settings (the gateway's `degradation:` keys).
   read_section(degradation_keys(), r, root["degradation"], "degradation", s.degradation);
   if (auto why = overload::invalid(s.degradation)) r.error("degradation", std::string(*why));
   if (const YAML::Node sch = root["scheduler"]; sch && r.map(sch, "scheduler", key_names(scheduler_keys(), {"policy"}))) {

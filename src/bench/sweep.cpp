@@ -159,6 +159,7 @@ std::string random_scenario_yaml(uint64_t seed, uint32_t index, const SweepShape
   y += "seed: " + std::to_string(seed * 1000 + index) + "\n";
   y += "duration_s: " + num(shape.duration_s) + "\ndrain_s: " + num(shape.drain_s) + "\n";
   if (!shape.scheduler.empty()) y += "scheduler: " + shape.scheduler + "\n";
+  if (!shape.degradation.empty()) y += "degradation: " + shape.degradation + "\n";
   y += "engine: {profile: llama-8b-a100, count: " + std::to_string(engines) +
        ", max_concurrency: " + std::to_string(slots) +
        (shape.adaptive_capacity.empty() ? "" : ", adaptive_capacity: " + shape.adaptive_capacity) + "}\n";

@@ -24,6 +24,7 @@ struct SweepShape {
   std::optional<bool> typing_through;  // none: the class's default
   std::string adaptive_capacity;  // YAML flow mapping: every scenario's engine.adaptive_capacity; empty: none
   std::string scheduler;          // YAML flow mapping: every scenario's scheduler section; empty: none
+  std::string degradation;        // YAML flow mapping: every scenario's degradation section; empty: none
   // One class's scheduler keys in every scenario that has it, e.g.
   // {"completion", "{adaptive_debounce: true}"}: the class name and a YAML
   // flow mapping (joined with typing_through's key for completion).

@@ -89,7 +89,7 @@ struct Live {
   bool run_first_token = false;  // the current run has not produced a token yet
   double run_last_token = -1;    // the current run's latest token (its gaps feed adaptive capacity)
   double run_submitted = -1;     // when the current run reached its engine (its first token feeds it too)
-  Degraded degraded = Degraded::kNone;  // what staged degradation did to it (hybrid-degrade)
+  Degraded degraded = Degraded::kNone;  // what staged degradation did to it (hybrid and its variants)
 };
 
 class VirtualRun {
@@ -108,9 +108,10 @@ class VirtualRun {
       const bool no_borrowing = policy == kHybridNoBorrowing;
       const bool no_debounce = policy == kHybridNoDebounce;
       const bool tie_break = policy == kHybridTieBreak;
-      degrade_ = policy == kHybridDegrade;
+      degrade_ = s.degradation.enabled && policy.starts_with("hybrid") && policy != kHybridNoDegradation;
       sched::SchedulerConfig config =
-          scheduler_config(s, no_preemption || no_affinity || no_borrowing || no_debounce || tie_break || degrade_
+          scheduler_config(s, no_preemption || no_affinity || no_borrowing || no_debounce || tie_break ||
+                                      policy == kHybridNoDegradation
                                   ? sched::Policy::kHybrid
                                   : *sched::policy_from_string(policy));
       if (tie_break) config.rendezvous_salt = 0x5eed'7ab1e'b4eaULL;
@@ -571,7 +572,7 @@ class VirtualRun {
     g.firsts_slow += (now_ - l.run_submitted) * 1000 > adaptive_.ttft_headroom * *c.slo.ttft_ms;
   }
 
-  // Staged degradation (hybrid-degrade): each replica's view of each pool,
+  // Staged degradation (hybrid and its variants): each replica's view of each pool,
   // as the gateway's OverloadControl keeps it, at the gateway's defaults.
   void start_degradation(uint64_t seed) {
     degradation_ = s_.degradation;
@@ -784,7 +785,7 @@ class VirtualRun {
   PoolLayout layout_;                      // engines and classes per pool
   std::vector<sched::Scheduler> scheds_;   // one per gateway replica; none: direct
   sched::AdaptiveCapacityConfig adaptive_;  // the scenario's, enabled only for gateway policies
-  // Staged degradation (hybrid-degrade): the gateway's defaults, per replica
+  // Staged degradation (hybrid and its variants): the gateway's defaults, per replica
   // and pool its stage and L, per replica and engine its smoothed L, per
   // engine its prefix-cache window.
   bool degrade_ = false;

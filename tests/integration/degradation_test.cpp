@@ -5,7 +5,8 @@
 // the model's degraded variant answers (high), sheddable classes are
 // refused 429 `overloaded` (shedding); the protected class passes untouched
 // throughout; below the thresholds again, after the hold, nothing is
-// changed. The thresholds are set for a pool of two slots so each stage is
+// changed; switched off (it is on by default), the stage is computed and
+// nothing is changed. The thresholds are set for a pool of two slots so each stage is
 // reached by a known number of long streams; every wait polls a gauge.
 #include <gtest/gtest.h>
 
@@ -162,7 +163,7 @@ TEST(Degradation, SheddingRefusesSheddableClassesButNeverTheProtectedOne) {
             1);
 }
 
-TEST(Degradation, OffByDefaultTheStageIsComputedButNothingIsChanged) {
+TEST(Degradation, SwitchedOffTheStageIsComputedButNothingIsChanged) {
   SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
   GatewayConfig config = degradation_config(sim.port(), "elevated_at: 0.45, high_at: 0.99, shed_at: 1");
   config.extra.replace(config.extra.find("enabled: true"), 13, "enabled: false");

@@ -13,10 +13,12 @@
 namespace arbiter::overload {
 
 struct DegradationConfig : LoadWeights, StageRules {
-  // Off by default until arbiter-bench shows it wins (DECISIONS.md D7;
-  // docs/overload.md): L and the stage it would take are computed and
-  // exported either way (arbiter_pool_load, arbiter_degradation_stage).
-  bool enabled = false;
+  // On by default (DECISIONS.md D7: the sweep and the shipped scenarios
+  // lose nothing with it; docs/overload.md). Off, L and the stage it would
+  // take are still computed and exported (arbiter_pool_load,
+  // arbiter_degradation_stage). Without engine signals it has no load to
+  // read and stays at normal.
+  bool enabled = true;
   sched::Duration smoothing = std::chrono::seconds(2);  // time constant of each backend's L
   double max_shed = 0.9;                                // shedding's probability at L = 1, weight 1
   // The max_tokens cap of a degradable class without its own `degrade:`
