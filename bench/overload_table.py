@@ -3,8 +3,9 @@
 seeds (its own and the next two), one row per policy, the median of the
 three and their range. Failed = rejected + dropped + cancelled + unfinished,
 over the requests not superseded (DECISIONS.md D3's failures); goodput counts
-whole answers within their SLO, degraded goodput the capped answers that
-would otherwise be (docs/overload.md); degraded shares are of the answered.
+whole answers of the model within their SLO, degraded goodput the capped
+answers and the degraded variant's that would otherwise be (docs/overload.md);
+degraded shares are of the answered.
 
 usage: python3 bench/overload_table.py BUILD_DIR SCENARIO.yaml..."""
 import json
@@ -26,9 +27,10 @@ def figures(policy, duration):
         "failed": 100 * failed(a),
         "critical failed": 100 * failed(critical),
         "goodput req/s": a["goodput_rps"],
-        "degraded goodput req/s": a["good_capped"] / duration,
+        "degraded goodput req/s": a["good_degraded"] / duration,
         "critical TTFT P99 ms": critical["ttft_ms"]["p99"],
         "capped %": 100 * a["capped"] / max(1, answered),
+        "variant %": 100 * a["variant"] / max(1, answered),
         "shed %": 100 * a["shed"] / max(1, answered),
     }
 

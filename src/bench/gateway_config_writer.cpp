@@ -52,6 +52,9 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
   // As in virtual mode: hybrid degrades (by the scenario's section), the
   // baselines and hybrid-no-degradation do not.
   degradation.enabled = s.degradation.enabled && o.policy == "hybrid";
+  if (e.variant_count > 0 && !o.engine_urls.empty()) {
+    warnings.push_back("engine.variant: the engine URLs are the model's; its degraded variant is not written");
+  }
   // The scenario's scheduler settings under the policy asked for.
   sched::SchedulerTunables scheduler = s.scheduler;
   if (auto policy = sched::policy_from_string(o.policy)) scheduler.policy = *policy;
@@ -118,6 +121,18 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
     out << ", max_concurrency: " << e.max_concurrency
         << ", priority_scheduling: " << yes_no(e.priority_scheduling) << ", prefix_cache_tokens: "
         << (e.prefix_affinity ? engine::kv_cache_tokens(e.config) : 0) << "}\n";
+  }
+  // The degraded variant: a model of its own on its own engines, which the
+  // first model names as `degraded` (staged degradation's high stage and the
+  // model breaker send work there). Sim engines only: the URLs are the model's.
+  if (e.variant_count > 0 && o.engine_urls.empty()) {
+    out << "    degraded: " << o.model << "-variant\n"
+        << "  - name: " << o.model << "-variant\n    backends:\n";
+    for (uint32_t i = 0; i < e.variant_count; ++i) {
+      out << "      - {type: sim, profile: " << e.variant_profile << ", max_concurrency: " << e.max_concurrency
+          << ", priority_scheduling: " << yes_no(e.priority_scheduling) << ", prefix_cache_tokens: "
+          << (e.prefix_affinity ? engine::kv_cache_tokens(e.variant_config) : 0) << "}\n";
+    }
   }
   return out.str();
 }

@@ -67,13 +67,13 @@ struct Row {
 // shed, and the time in each stage.
 void render_degradation(const RunResults& results, std::string& out) {
   const auto degraded = [](const PolicySummary& p) {
-    return p.degrade_transitions > 0 || p.all.capped > 0 || p.all.shed > 0;
+    return p.degrade_transitions > 0 || p.all.capped > 0 || p.all.variant > 0 || p.all.shed > 0;
   };
   if (std::none_of(results.policies.begin(), results.policies.end(), degraded)) return;
-  out += "\n## Degradation\n\nAnswers cut by a cap are not goodput; those otherwise within their SLO are "
-         "counted as degraded goodput. Shed requests are among the rejected.\n\n"
-         "| policy | class | capped (cut) | capped within SLO, req/s | shed | shed share |\n"
-         "|---|---|---:|---:|---:|---:|\n";
+  out += "\n## Degradation\n\nAnswers cut by a cap or given by the degraded variant are not goodput; those "
+         "otherwise within their SLO are counted as degraded goodput. Shed requests are among the rejected.\n\n"
+         "| policy | class | capped (cut) | variant | degraded within SLO, req/s | shed | shed share |\n"
+         "|---|---|---:|---:|---:|---:|---:|\n";
   for (const PolicySummary& p : results.policies) {
     if (!degraded(p)) continue;
     const double window = p.all.good > 0 && p.all.goodput_rps > 0 ? p.all.good / p.all.goodput_rps : 0;
@@ -81,8 +81,8 @@ void render_degradation(const RunResults& results, std::string& out) {
     for (const GroupSummary& g : p.classes) rows.push_back(&g);
     for (const GroupSummary* g : rows) {
       out += "| " + p.policy + " | " + (g == &p.all ? std::string("all") : g->name) + " | " +
-             std::to_string(g->capped) + " | " +
-             fmt(window > 0 ? static_cast<double>(g->good_capped) / window : 0, 2) + " | " + std::to_string(g->shed) +
+             std::to_string(g->capped) + " | " + std::to_string(g->variant) + " | " +
+             fmt(window > 0 ? static_cast<double>(g->good_degraded) / window : 0, 2) + " | " + std::to_string(g->shed) +
              " | " + pct(share_of(g->shed, g->generated)) + " |\n";
     }
     double total = 0;

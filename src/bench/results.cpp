@@ -43,13 +43,14 @@ void Collector::record(const RequestRecord& r) {
     good = on_time && (!slo.ttft_ms || ttft <= *slo.ttft_ms) &&
            (!slo.tpot_ms || tpot <= *slo.tpot_ms) && (!slo.e2e_ms || e2e <= *slo.e2e_ms);
   }
-  // A cut answer is not completed as if whole (issue 43): counted apart.
-  const bool good_capped = good && r.degraded == Degraded::kCapped;
-  good = good && !good_capped;
+  // A cut answer or the variant's is not completed as if whole (issue 43): counted apart.
+  const bool good_degraded = good && (r.degraded == Degraded::kCapped || r.degraded == Degraded::kVariant);
+  good = good && !good_degraded;
   for (Group* g : {&classes_[r.klass], &tenants_[r.tenant]}) {
     add(*g, r, good, on_time);
     g->capped += r.degraded == Degraded::kCapped;
-    g->good_capped += good_capped;
+    g->variant += r.degraded == Degraded::kVariant;
+    g->good_degraded += good_degraded;
     g->shed += r.degraded == Degraded::kShed;
   }
   Cell& cell = cells_[std::size_t{r.klass} * tenants_.size() + r.tenant];
@@ -108,7 +109,8 @@ GroupSummary Collector::finish(std::string name, Group& g, double duration_s) {
   s.met_deadline = g.met_deadline;
   s.good = g.good;
   s.capped = g.capped;
-  s.good_capped = g.good_capped;
+  s.variant = g.variant;
+  s.good_degraded = g.good_degraded;
   s.shed = g.shed;
   s.goodput_rps = duration_s > 0 ? static_cast<double>(g.good) / duration_s : 0;
   const uint64_t judged = g.generated - g.outcomes[static_cast<std::size_t>(Outcome::kSuperseded)];
@@ -128,7 +130,8 @@ void Collector::merge_into(Group& all, const Group& g) {
   all.met_deadline += g.met_deadline;
   all.good += g.good;
   all.capped += g.capped;
-  all.good_capped += g.good_capped;
+  all.variant += g.variant;
+  all.good_degraded += g.good_degraded;
   all.shed += g.shed;
 }
 

@@ -32,8 +32,9 @@ std::string_view outcome_name(Outcome outcome);
 // What staged degradation (docs/overload.md) did to a request.
 enum class Degraded : uint8_t {
   kNone,
-  kCapped,  // served with max_tokens lowered below what it would have generated: a cut answer
-  kShed,    // refused by graded shedding (its outcome is kRejected)
+  kCapped,   // served with max_tokens lowered below what it would have generated: a cut answer
+  kVariant,  // served by the model's degraded variant (perhaps capped too)
+  kShed,     // refused by graded shedding (its outcome is kRejected)
 };
 
 struct RequestRecord {
@@ -99,10 +100,12 @@ struct GroupSummary {
   uint64_t met_deadline = 0;                     // of those, completed by it
   uint64_t good = 0;               // completed whole, every SLO of its class and its deadline met
   // Staged degradation, counted apart so that what it buys shows as such:
-  // answers cut by its cap (never `good`: not whole), of them those that
-  // would otherwise be good, and requests it shed (among the rejected).
+  // answers cut by its cap and answers of the degraded variant (never
+  // `good`: not the model's whole answer), of them those that would
+  // otherwise be good, and requests it shed (among the rejected).
   uint64_t capped = 0;
-  uint64_t good_capped = 0;
+  uint64_t variant = 0;
+  uint64_t good_degraded = 0;
   uint64_t shed = 0;
   // good / the scenario's arrival window (a phase: its length). The same
   // denominator for every policy: dividing by each run's own length made a
@@ -193,7 +196,7 @@ class Collector {
     std::vector<float> ttft, tpot, e2e;  // ms, completed requests
     LogHistogram itl;
     uint64_t with_deadline = 0, met_deadline = 0, good = 0;
-    uint64_t capped = 0, good_capped = 0, shed = 0;
+    uint64_t capped = 0, variant = 0, good_degraded = 0, shed = 0;
   };
   // One class row's requests of one tenant: what the D2 view needs.
   struct Cell {

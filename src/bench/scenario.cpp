@@ -53,10 +53,17 @@ uint32_t PoolLayout::pool_of_engine(std::size_t e) const {
 PoolLayout pool_layout(const Scenario& scenario) {
   PoolLayout out;
   const std::vector<std::string> names = scheduler_class_names(scenario);
+  const auto add_variant = [&] {
+    if (scenario.engine.variant_count == 0) return;
+    out.variant_pool = static_cast<uint32_t>(out.first.size());
+    out.first.push_back(scenario.engine.count);
+    out.count.push_back(scenario.engine.variant_count);
+  };
   if (scenario.pools.empty()) {
     out.first = {0};
     out.count = {scenario.engine.count};
     out.pool_of_class.assign(names.size(), 0);
+    add_variant();
     return out;
   }
   uint32_t next = 0, general = 0;
@@ -76,6 +83,7 @@ PoolLayout pool_layout(const Scenario& scenario) {
   for (uint32_t& p : out.pool_of_class) {
     if (p == UINT32_MAX) p = general;  // the parser checked a pool without classes exists
   }
+  add_variant();
   return out;
 }
 

@@ -160,6 +160,15 @@ struct EngineSpec {
   // slot limit per engine starts at max_concurrency and follows the engine's
   // signals; needs `signals`.
   sched::AdaptiveCapacityConfig adaptive;
+  // The model's degraded variant (a quantised or smaller model: the
+  // gateway's models[].degraded) on engines of its own, after the others:
+  // staged degradation sends degradable classes there from its high stage
+  // (docs/overload.md); nothing else uses them. 0: none.
+  uint32_t variant_count = 0;
+  std::string variant_profile;
+  engine::EngineConfig variant_config;  // the variant profile's
+
+  uint32_t total() const { return count + variant_count; }
 };
 
 enum class DirectRouting { kLeastLoaded, kRoundRobin };
@@ -214,6 +223,8 @@ struct PoolGroup {
 struct PoolLayout {
   std::vector<uint32_t> first, count;
   std::vector<uint32_t> pool_of_class;
+  // The degraded variant's engines, the last pool (EngineSpec::variant_count).
+  std::optional<uint32_t> variant_pool;
   // The pool that owns engine e.
   uint32_t pool_of_engine(std::size_t e) const;
 };

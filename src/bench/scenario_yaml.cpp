@@ -281,7 +281,7 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   if (!r.map(n, path,
              {"profile", "count", "max_concurrency", "scrape_ms", "max_waiting", "kv_threshold",
               "signals", "max_num_seqs", "num_blocks", "max_num_batched_tokens", "block_size",
-              "priority_scheduling", "prefix_affinity", "adaptive_capacity"})) {
+              "priority_scheduling", "prefix_affinity", "adaptive_capacity", "variant"})) {
     return;
   }
   EngineSpec& e = s.engine;
@@ -310,6 +310,19 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   read_section(adaptive_capacity_keys(), r, n["adaptive_capacity"], "engine.adaptive_capacity", e.adaptive);
   if (const char* why = sched::validate(e.adaptive)) r.error("engine.adaptive_capacity", why);
   if (e.priority_scheduling) e.config.policy = engine::SchedulingPolicy::kPriority;
+  // variant: {profile: NAME, count: N}: the degraded variant's engines.
+  if (const YAML::Node v = n["variant"]; v && r.map(v, "engine.variant", {"profile", "count"})) {
+    r.read(v, "engine.variant", "profile", e.variant_profile);
+    const engine::Profile* variant = engine::find_profile(e.variant_profile);
+    if (variant == nullptr) {
+      r.error("engine.variant.profile", "unknown profile '" + e.variant_profile + "'");
+    } else {
+      e.variant_config = variant->config;
+      if (e.priority_scheduling) e.variant_config.policy = engine::SchedulingPolicy::kPriority;
+    }
+    e.variant_count = 1;
+    r.read(v, "engine.variant", "count", e.variant_count, 1, 100'000);
+  }
 }
 
 // pools: [{classes: [completion], engines: 2, lend: false}, {engines: 6}]: engines add

@@ -32,7 +32,6 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
     if (c.scheduler_class.empty()) out.classes.push_back(c.policy);
   }
   const EngineSpec& e = scenario.engine;
-  const uint64_t cache = e.prefix_affinity ? engine::kv_cache_tokens(e.config) : 0;
   const PoolLayout layout = pool_layout(scenario);
   // With adaptive capacity the controller's limit (BackendSignal::max_in_flight)
   // applies, up to its ceiling: max_concurrency is only where it starts.
@@ -40,10 +39,13 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
                                                          : e.max_concurrency;
   for (std::size_t p = 0; p < layout.count.size(); ++p) {
     const uint32_t n = layout.count[p];
-    out.pools.push_back({.name = "model/" + std::to_string(p),
+    const bool variant = layout.variant_pool == p;
+    const engine::EngineConfig& config = variant ? e.variant_config : e.config;
+    const uint64_t pool_cache = e.prefix_affinity ? engine::kv_cache_tokens(config) : 0;
+    out.pools.push_back({.name = variant ? "variant" : "model/" + std::to_string(p),
                          .max_concurrency = std::vector<uint32_t>(n, slots),
-                         .prefill_tokens_per_s = std::vector<double>(n, engine::prefill_tokens_per_s(e.config)),
-                         .prefix_cache_tokens = std::vector<uint64_t>(n, cache)});
+                         .prefill_tokens_per_s = std::vector<double>(n, engine::prefill_tokens_per_s(config)),
+                         .prefix_cache_tokens = std::vector<uint64_t>(n, pool_cache)});
   }
   // Borrowing: every other pool that lends (the gateway's rule for the
   // pools of one model).
@@ -90,6 +92,7 @@ struct Live {
   double run_last_token = -1;    // the current run's latest token (its gaps feed adaptive capacity)
   double run_submitted = -1;     // when the current run reached its engine (its first token feeds it too)
   Degraded degraded = Degraded::kNone;  // what staged degradation did to it (hybrid and its variants)
+  uint32_t pool = 0;                    // its scheduler pool: its class's, or the degraded variant's
 };
 
 class VirtualRun {
@@ -130,14 +133,16 @@ class VirtualRun {
       }
       for (uint32_t r = 0; r < s.gateways; ++r) scheds_.push_back(*sched::Scheduler::create(config));
     }
-    engines_.reserve(s.engine.count);
-    for (uint32_t e = 0; e < s.engine.count; ++e) engines_.emplace_back(s.engine.config);
+    engines_.reserve(s.engine.total());
+    for (uint32_t e = 0; e < s.engine.total(); ++e) {
+      engines_.emplace_back(e < s.engine.count ? s.engine.config : s.engine.variant_config);
+    }
     if (!scheds_.empty() && adaptive_.enabled && s.engine.signals) start_adaptive();
     if (degrade_) start_degradation(seed);
-    last_step_.assign(s.engine.count, nullptr);
-    stepping_.assign(s.engine.count, false);
-    in_engine_.assign(s.engine.count, 0);
-    running_sum_.assign(s.engine.count, 0);
+    last_step_.assign(s.engine.total(), nullptr);
+    stepping_.assign(s.engine.total(), false);
+    in_engine_.assign(s.engine.total(), 0);
+    running_sum_.assign(s.engine.total(), 0);
     sample_dt_ = s.duration_s / kSamples;
   }
 
@@ -343,12 +348,13 @@ class VirtualRun {
     // (supersede key) and a chat session's turns reach the same one.
     const uint64_t sticky = key != 0 ? key : spec.history.key != 0 ? spec.history.key : spec.id;
     l.replica = static_cast<uint32_t>(splitmix64(sticky) % scheds_.size());
+    l.pool = pool_of(spec);
     if (degrade_ && !degrade(l)) return;
     prompt_block_hashes(spec, s_.engine.config.block_size, scratch_blocks_);
     affinity_blocks(scratch_blocks_, s_.engine.config.block_size, l.affinity);
     sched::Request request{
         .user = ref,
-        .pool = pool_of(spec),
+        .pool = l.pool,
         .klass = sched_class_[spec.klass],
         .tenant = spec.tenant,
         .cost_tokens = static_cast<int64_t>(spec.prompt_tokens()) + l.spec.max_tokens,
@@ -484,7 +490,7 @@ class VirtualRun {
         if (l == nullptr) continue;
         if (d.preemptions == 0) note_affinity(*l, layout_.first[d.pool] + d.backend);
         ++dispatches_;
-        borrowed_dispatches_ += d.pool != pool_of(l->spec);
+        borrowed_dispatches_ += d.pool != l->pool;
         if (!submit(*l, layout_.first[d.pool] + d.backend, d.engine_priority)) {
           sc.complete(d.handle, last_tp_);
           finish(*l, Outcome::kDropped);
@@ -588,7 +594,7 @@ class VirtualRun {
   // What the request's pool's stage does to it on arrival; false when it was
   // shed (and finished).
   bool degrade(Live& l) {
-    const uint32_t pool = pool_of(l.spec);
+    const uint32_t pool = l.pool;
     const overload::StageController& stage = stages_[l.replica * layout_.first.size() + pool];
     if (stage.stage() == overload::Stage::kNormal) return true;
     const uint16_t klass = sched_class_[l.spec.klass];
@@ -609,6 +615,11 @@ class VirtualRun {
         l.spec.output_tokens = cap;
         l.degraded = Degraded::kCapped;  // the answer it gets is cut
       }
+    }
+    // The variant answers it whole, at its own quality: degraded too.
+    if (d.variant && layout_.variant_pool) {
+      l.pool = *layout_.variant_pool;
+      l.degraded = Degraded::kVariant;
     }
     return true;
   }

@@ -56,6 +56,24 @@ constexpr std::array kProfiles = {
             },
     },
     Profile{
+        // A quantised variant of the first (staged degradation's `degraded`
+        // model): estimated from the BF16 profile, not calibrated.
+        .name = "llama-8b-a100-w8a8",
+        .summary = "Llama-3-8B W8A8 (INT8 weights and activations) on one A100-80GB SXM: estimated",
+        .config =
+            {
+                .cost = {.base_s = 5.6e-3,
+                         .prefill_token_s = 50e-6,
+                         .decode_seq_s = 40e-6,
+                         .context_token_s = 80e-9},
+                .num_blocks = 30'800,
+                .block_size = 16,
+                .max_num_seqs = 256,
+                .max_num_batched_tokens = 2048,
+                .max_model_len = 32'768,
+            },
+    },
+    Profile{
         .name = "llama-70b-h100x8",
         .summary = "Llama-3-70B BF16 on 8x H100-80GB SXM (TP=8), vLLM defaults for that GPU",
         .config =

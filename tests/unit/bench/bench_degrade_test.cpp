@@ -69,8 +69,8 @@ TEST(BenchDegrade, PastItsThresholdsItCapsAndShedsButNeverTheProtectedClass) {
   EXPECT_EQ(batch.capped, 0u);  // background work is paused and shed, never cut
   for (const GroupSummary& g : p.classes) {
     EXPECT_LE(g.shed, count(g, Outcome::kRejected)) << g.name;
-    EXPECT_LE(g.good_capped, g.capped) << g.name;
-    EXPECT_LE(g.good + g.good_capped, count(g, Outcome::kCompleted)) << g.name;
+    EXPECT_LE(g.good_degraded, g.capped) << g.name;
+    EXPECT_LE(g.good + g.good_degraded, count(g, Outcome::kCompleted)) << g.name;
   }
   // Batch classes lower in weight are shed more often than chat.
   EXPECT_GT(static_cast<double>(batch.shed) / batch.generated, static_cast<double>(chat.shed) / chat.generated);
@@ -79,6 +79,40 @@ TEST(BenchDegrade, PastItsThresholdsItCapsAndShedsButNeverTheProtectedClass) {
   EXPECT_GT(p.degrade_transitions, 0u);
   EXPECT_LE(p.degrade_transitions, 2 * static_cast<uint64_t>(s.duration_s + s.drain_s) / 10);
   EXPECT_GT(p.stage_seconds[3], 0);
+}
+
+TEST(BenchDegrade, TheHighStageSendsDegradableClassesToTheVariantsEngines) {
+  Scenario s = load("overload-variant.yaml");
+  ASSERT_EQ(s.engine.variant_count, 4u);
+  EXPECT_EQ(pool_layout(s).variant_pool, 1u);  // after the model's one pool
+  s.degradation.elevated_at = 0.3;
+  s.degradation.high_at = 0.4;
+  const PolicySummary with = run_virtual(s, "hybrid", s.seed);
+  const PolicySummary without = run_virtual(s, "hybrid-no-degradation", s.seed);
+  EXPECT_EQ(without.all.variant, 0u);
+  for (const GroupSummary& g : with.classes) {
+    SCOPED_TRACE(g.name);
+    if (g.name == "critical" || g.name == "batch") {
+      EXPECT_EQ(g.variant, 0u);  // protected; background work is paused, not rerouted
+    } else {
+      EXPECT_GT(g.variant, 0u);
+      EXPECT_LE(g.good_degraded, g.variant + g.capped);
+    }
+  }
+  // Every request still ends exactly once.
+  uint64_t ended = 0;
+  for (const uint64_t o : with.all.outcomes) ended += o;
+  EXPECT_EQ(ended, with.all.generated);
+}
+
+TEST(BenchDegrade, AVariantNamesAKnownProfile) {
+  auto bad = parse_scenario(R"(name: v
+finding: f
+engine: {profile: tiny, variant: {profile: nope, count: 1}}
+classes: [{name: chat, traffic: {}}]
+)");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("engine.variant.profile"), std::string::npos) << bad.error();
 }
 
 }  // namespace
