@@ -69,6 +69,8 @@ TEST(Degradation, ElevatedCapsDegradableClassesPausesBackgroundAndSparesTheProte
   SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
   GatewayProcess gateway(degradation_config(sim.port(), "elevated_at: 0.45, high_at: 0.99, shed_at: 1").to_yaml());
   ASSERT_EQ(stage(gateway, 0), 0) << describe_output(gateway);
+  // Normal since the start: a Unix time, not 0.
+  EXPECT_GT(at_least(gateway, "arbiter_degradation_stage_since_seconds", 1.6e9, kPool), 1.6e9);
 
   // Two long streams hold both slots: busy 1, L 0.5.
   std::vector<std::future<HttpResponse>> load;

@@ -10,7 +10,7 @@ struct DegradeMetrics {
   explicit DegradeMetrics(metrics::Registry& registry)
       : pool_load(registry.gauge("arbiter_pool_load",
                                  "The pool's load coefficient L (0..1): the slot-weighted mean of its backends' "
-                                 "smoothed L. Absent until a backend has a reading.",
+                                 "smoothed L; 0 until a backend has a reading.",
                                  {"pool"})),
         backend_load(registry.gauge("arbiter_backend_load",
                                     "A backend's smoothed load coefficient L (0..1): busy, KV, queue and prefix-cache "
@@ -25,7 +25,7 @@ struct DegradeMetrics {
                              "also while degradation.enabled is false: the stage it would take).",
                              {"pool"})),
         stage_since(registry.gauge("arbiter_degradation_stage_since_seconds",
-                                   "Unix time the pool entered its current degradation stage.", {"pool"})),
+                                   "Unix time the pool entered its current degradation stage (the start for the first).", {"pool"})),
         transitions(registry.counter("arbiter_degradation_transitions_total",
                                      "Degradation stage changes by pool and the stage entered.", {"pool", "to"})),
         degraded(registry.counter("arbiter_degraded_requests_total",

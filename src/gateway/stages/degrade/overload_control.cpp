@@ -6,6 +6,13 @@
 #include "observability/event_log.hpp"
 
 namespace arbiter {
+namespace {
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
 
 std::vector<overload::ClassActions> degrade_actions(const Config& config) {
   std::vector<sched::ClassPolicy> policies;
@@ -29,6 +36,7 @@ OverloadControl::OverloadControl(const Config& config, std::vector<overload::Cla
     pool->load_gauge = &metrics_.pool_load.with({name});
     pool->stage_gauge = &metrics_.stage.with({name});
     pool->since_gauge = &metrics_.stage_since.with({name});
+    pool->since_gauge->set(unix_now());  // normal since the start
     for (const BackendConfig& b : model.backends) {
       Backend& backend = pool->backends.emplace_back();
       backend.gauge = &metrics_.backend_load.with({name, b.name});
@@ -106,8 +114,7 @@ void OverloadControl::enter(uint32_t pool, overload::Stage from, const overload:
   const overload::Stage to = p.controller.stage();
   p.stage.store(static_cast<uint8_t>(to), std::memory_order_relaxed);
   p.stage_gauge->set(static_cast<double>(to));
-  p.since_gauge->set(
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  p.since_gauge->set(unix_now());
   const std::string name = config_.models[pool].pool_name();
   metrics_.transitions.with({name, std::string(overload::stage_name(to))}).inc();
   const bool enabled = config_.degradation.enabled;
