@@ -155,6 +155,13 @@ TEST(Degradation, SheddingRefusesSheddableClassesButNeverTheProtectedOne) {
   EXPECT_EQ(shed.json().at("error").at("code").as_string(), "overloaded");
   EXPECT_GE(std::stoi(shed.header("retry-after").value_or("0")), 1);
   EXPECT_EQ(shed.header("x-arbiter-degraded").value_or(""), "shedding/shed");
+  // The access log says it too.
+  const auto logged = gateway.wait_for_log(
+      [](const boost::json::object& o) { return o.contains("degraded") && o.at("degraded") == "shedding/shed"; },
+      Millis(10'000));
+  ASSERT_TRUE(logged) << describe_output(gateway);
+  EXPECT_EQ(logged->at("status"), 429);
+  EXPECT_EQ(logged->at("class"), "chat");
   EXPECT_EQ(send(gateway.port(), "batch", 5).get().status, 429);
 
   // The protected class queues and is served, whatever the load.
