@@ -17,6 +17,7 @@
 #include "core/capacity_view.hpp"
 #include "core/overload/degradation.hpp"
 #include "core/overload/overload_config.hpp"
+#include "core/overload/scheduler_load.hpp"
 #include "core/scheduler.hpp"
 #include "core/typing_through.hpp"
 #include "engine/engine.hpp"
@@ -585,8 +586,7 @@ class VirtualRun {
     degrade_actions_ = overload::default_class_actions(scheds_.front().config().classes, degradation_.cap_max_tokens);
     stages_.assign(scheds_.size() * layout_.first.size(), overload::StageController(degradation_));
     engine_load_.assign(scheds_.size() * engines_.size(), {});
-    hit_counts_.assign(engines_.size(), std::nullopt);
-    hit_rate_.assign(engines_.size(), std::nullopt);
+    cache_windows_.assign(engines_.size(), {});
     pool_load_.assign(scheds_.size() * layout_.first.size(), 0);
     degrade_rng_.seed(splitmix64(seed ^ 0xde9'2ade));
   }
@@ -631,32 +631,18 @@ class VirtualRun {
     const std::size_t pools = layout_.first.size();
     for (uint32_t e = 0; e < engines_.size(); ++e) {
       const engine::EngineStats st = engines_[e].stats();
-      const std::optional<PrefixCacheCounts> counts =
+      const std::optional<double> hit_rate = cache_windows_[e].update(
           PrefixCacheCounts{static_cast<double>(st.prefix_cache_queries_total),
-                            static_cast<double>(st.prefix_cache_hits_total)};
-      if (auto rate = overload::window_hit_rate(hit_counts_[e], counts)) hit_rate_[e] = rate;
-      hit_counts_[e] = counts;
+                            static_cast<double>(st.prefix_cache_hits_total)});
       const uint32_t pool = layout_.pool_of_engine(e);
       const uint32_t b = e - layout_.first[pool];
       for (uint32_t r = 0; r < scheds_.size(); ++r) {
-        const sched::Scheduler& sc = scheds_[r];
-        const sched::Occupancy seen = sched::occupancy_of(sc, pool, b);
-        double queued = 0;
-        for (sched::ClassId k = 0; k < sc.config().classes.size(); ++k) {
-          if (!sc.config().classes[k].background) queued += sc.queue_depth(pool, k);
-        }
-        const uint32_t slots = sc.backend_limit(pool, b);
-        const uint32_t capacity = sc.capacity(pool);
-        const overload::BackendView view{.fresh = true,
-                                         .engine_running = st.num_requests_running,
-                                         .engine_waiting = st.num_requests_waiting,
-                                         .kv_usage = st.kv_cache_usage_perc,
-                                         .cache_hit_rate = hit_rate_[e],
-                                         .slots = slots,
-                                         .own_running = seen.others_in_flight,
-                                         .own_background = seen.in_flight - seen.others_in_flight,
-                                         .queued = capacity == 0 ? queued : queued * slots / capacity,
-                                         .prefill_fill = sc.prefill_fill(pool, b, time_point())};
+        overload::BackendView view = overload::scheduler_view(scheds_[r], pool, b, time_point());
+        view.fresh = true;
+        view.engine_running = st.num_requests_running;
+        view.engine_waiting = st.num_requests_waiting;
+        view.kv_usage = st.kv_cache_usage_perc;
+        view.cache_hit_rate = hit_rate;
         if (const auto l = overload::combine(overload::load_terms(view), degradation_)) {
           engine_load_[r * engines_.size() + e].update(*l, time_point(), degradation_.smoothing);
         }
@@ -666,23 +652,21 @@ class VirtualRun {
     pool_load_.resize(scheds_.size() * pools);
     for (uint32_t r = 0; r < scheds_.size(); ++r) {
       for (uint32_t pool = 0; pool < pools; ++pool) {
-        std::vector<overload::BackendLoad> loads;
+        loads_.clear();
         for (uint32_t b = 0; b < layout_.count[pool]; ++b) {
           const uint32_t e = layout_.first[pool] + b;
-          loads.push_back({engine_load_[r * engines_.size() + e].value(), scheds_[r].backend_limit(pool, b)});
+          loads_.push_back({engine_load_[r * engines_.size() + e].value(), scheds_[r].backend_limit(pool, b)});
         }
-        const auto load = overload::pool_load(loads);
+        const auto load = overload::pool_load(loads_);
         if (!load) continue;
         pool_load_[r * pools + pool] = *load;
         overload::StageController& c = stages_[r * pools + pool];
         const overload::Stage before = c.stage();
         stage_seconds_[static_cast<std::size_t>(before)] += s_.engine.scrape_ms / 1000;
         if (c.step(*load, time_point()) == before) continue;
-        const bool paused = c.stage() >= overload::Stage::kElevated;
         for (sched::ClassId k = 0; k < degrade_actions_.size(); ++k) {
-          if (degrade_actions_[k].pause && !degrade_actions_[k].protect) {
-            resumed |= scheds_[r].set_class_paused(pool, k, paused) && !paused;
-          }
+          const bool paused = overload::paused_at(c.stage(), degrade_actions_[k]);
+          resumed |= scheds_[r].set_class_paused(pool, k, paused) && !paused;
         }
       }
     }
@@ -805,8 +789,8 @@ class VirtualRun {
   std::vector<overload::StageController> stages_;        // replica-major, per pool
   std::vector<double> pool_load_;                        // replica-major, per pool
   std::vector<overload::Smoothed> engine_load_;          // replica-major, per engine
-  std::vector<std::optional<PrefixCacheCounts>> hit_counts_;
-  std::vector<std::optional<double>> hit_rate_;
+  std::vector<overload::CacheWindow> cache_windows_;     // per engine
+  std::vector<overload::BackendLoad> loads_;             // scratch: one pool's engines, for its mean
   std::mt19937_64 degrade_rng_;  // shedding's draws, from the run's seed
   std::array<double, 4> stage_seconds_{};  // per stage, over replicas and pools
   std::vector<double> gap_target_s_;  // per pool until the next scrape (adaptive capacity)

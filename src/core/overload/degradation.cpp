@@ -56,6 +56,10 @@ Stage StageController::step(double load, sched::TimePoint now) {
   return stage_;
 }
 
+bool paused_at(Stage stage, const ClassActions& actions) {
+  return actions.pause && !actions.protect && stage >= Stage::kElevated;
+}
+
 ClassActions default_actions(bool top_tier, bool background, int64_t default_cap) {
   if (background) return {.pause = true, .shed = true};
   if (top_tier) return {.protect = true};

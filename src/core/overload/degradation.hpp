@@ -87,6 +87,9 @@ struct ClassActions {
 // `default_cap`, sent to the variant and shed.
 ClassActions default_actions(bool top_tier, bool background, int64_t default_cap);
 
+// Whether a class with these actions takes no new dispatch at `stage`.
+bool paused_at(Stage stage, const ClassActions& actions);
+
 // Each class's defaults (default_actions): the top priority tier is the
 // lowest engine_priority among the non-background classes. The gateway and
 // arbiter-bench read the classes the same way.

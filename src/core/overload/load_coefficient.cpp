@@ -52,6 +52,12 @@ std::optional<double> window_hit_rate(const std::optional<PrefixCacheCounts>& be
   return unit(hits / queries);
 }
 
+std::optional<double> CacheWindow::update(const std::optional<PrefixCacheCounts>& now) {
+  if (auto rate = window_hit_rate(counts_, now)) rate_ = rate;
+  if (now) counts_ = now;
+  return rate_;
+}
+
 double Smoothed::update(double sample, sched::TimePoint now, sched::Duration tau) {
   if (!value_ || tau <= sched::Duration::zero()) {
     value_ = sample;

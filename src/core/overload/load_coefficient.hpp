@@ -82,6 +82,18 @@ std::optional<double> combine(const LoadTerms& terms, const LoadWeights& weights
 std::optional<double> window_hit_rate(const std::optional<PrefixCacheCounts>& before,
                                       const std::optional<PrefixCacheCounts>& now);
 
+// The prefix-cache hit rate over the last window with lookups, fed each
+// scrape's counters: it keeps the last rate while a window has none (a tick
+// re-judging the same scrape, an idle engine, a counter reset).
+class CacheWindow {
+ public:
+  std::optional<double> update(const std::optional<PrefixCacheCounts>& now);
+
+ private:
+  std::optional<PrefixCacheCounts> counts_;
+  std::optional<double> rate_;
+};
+
 // An exponential moving average over irregular samples: a sample `dt` after
 // the last moves the average by 1 - exp(-dt / tau) of the difference. The
 // first sample is taken as is; tau 0 means no smoothing.

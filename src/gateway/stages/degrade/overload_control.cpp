@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/capacity_view.hpp"
+#include "core/overload/scheduler_load.hpp"
 #include "observability/event_log.hpp"
 
 namespace arbiter {
@@ -43,6 +43,7 @@ OverloadControl::OverloadControl(const Config& config, std::vector<overload::Cla
       const char* kTerms[] = {"busy", "kv", "queue", "cache_miss"};
       for (int t = 0; t < 4; ++t) backend.terms[t] = &metrics_.load_term.with({name, b.name, kTerms[t]});
     }
+    pool->loads.resize(model.backends.size());
     pools_.push_back(std::move(pool));
   }
 }
@@ -52,42 +53,31 @@ std::chrono::milliseconds OverloadControl::retry_after(std::size_t pool, std::si
   return std::chrono::milliseconds(std::max<int64_t>(ms, 1'000));
 }
 
-overload::LoadTerms OverloadControl::read_terms(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal,
-                                                const EngineLoad& load, sched::TimePoint now) {
-  Backend& b = pools_[pool]->backends[backend];
-  overload::BackendView view{.fresh = !signal.stale && !signal.down,
-                             .engine_running = load.running,
-                             .engine_waiting = load.waiting,
-                             .kv_usage = load.kv_usage};
-  if (view.fresh) {
-    // A tick re-judges the last scrape's figures: no new window, the last rate stands.
-    if (auto rate = overload::window_hit_rate(b.counts, load.prefix_cache)) b.hit_rate = rate;
-    if (load.prefix_cache) b.counts = load.prefix_cache;
-    view.cache_hit_rate = load.cache_hit_rate ? load.cache_hit_rate : b.hit_rate;
-  }
+overload::BackendView OverloadControl::view_of(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal,
+                                               const EngineLoad& load, sched::TimePoint now) {
+  overload::BackendView view;
   dispatcher_.inspect([&](const sched::Scheduler& s) {
-    const sched::Occupancy seen = sched::occupancy_of(s, pool, backend);
-    view.slots = s.backend_limit(pool, backend);
-    view.own_running = seen.others_in_flight;
-    view.own_background = seen.in_flight - seen.others_in_flight;
-    double queued = 0;
+    view = overload::scheduler_view(s, pool, backend, now);
     for (sched::ClassId k = 0; k < config_.classes.size(); ++k) {
-      if (!config_.classes[k].policy.background) queued += s.queue_depth(pool, k);
       pools_[pool]->drain_ms[k].store(s.expected_drain(pool, k, now).count(), std::memory_order_relaxed);
     }
-    const uint32_t capacity = s.capacity(pool);
-    view.queued = capacity == 0 ? queued : queued * view.slots / capacity;
-    view.prefill_fill = s.prefill_fill(pool, backend, now);
   });
-  b.slots = view.slots;
-  return overload::load_terms(view);
+  view.fresh = !signal.stale && !signal.down;
+  if (!view.fresh) return view;  // the engine's figures are not read
+  view.engine_running = load.running;
+  view.engine_waiting = load.waiting;
+  view.kv_usage = load.kv_usage;
+  const std::optional<double> window = pools_[pool]->backends[backend].cache.update(load.prefix_cache);
+  view.cache_hit_rate = load.cache_hit_rate ? load.cache_hit_rate : window;
+  return view;
 }
 
 void OverloadControl::observe(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal,
                               const EngineLoad& load, sched::TimePoint now) {
   Pool& p = *pools_[pool];
   Backend& b = p.backends[backend];
-  const overload::LoadTerms terms = read_terms(pool, backend, signal, load, now);
+  const overload::BackendView view = view_of(pool, backend, signal, load, now);
+  const overload::LoadTerms terms = overload::load_terms(view);
   if (signal.down) {
     b.load.reset();  // no capacity to press: out of the pool's mean
   } else if (const auto l = overload::combine(terms, config_.degradation)) {
@@ -98,10 +88,8 @@ void OverloadControl::observe(uint32_t pool, uint32_t backend, const sched::Back
     if (*known[t]) b.terms[t]->set(**known[t]);
   }
 
-  std::vector<overload::BackendLoad> loads;
-  loads.reserve(p.backends.size());
-  for (const Backend& each : p.backends) loads.push_back({each.load.value(), each.slots});
-  const auto pool_load = overload::pool_load(loads);
+  p.loads[backend] = {b.load.value(), view.slots};
+  const auto pool_load = overload::pool_load(p.loads);
   if (!pool_load) return;  // nothing known: the stage stays
   p.load.store(*pool_load, std::memory_order_relaxed);
   p.load_gauge->set(*pool_load);
@@ -129,9 +117,8 @@ void OverloadControl::enter(uint32_t pool, overload::Stage from, const overload:
              {"cache_miss", terms.cache_miss.value_or(-1)},
              {"enabled", enabled}});
   if (!enabled) return;
-  const bool paused = to >= overload::Stage::kElevated;
   for (sched::ClassId k = 0; k < actions_.size(); ++k) {
-    if (actions_[k].pause && !actions_[k].protect) dispatcher_.set_class_paused(pool, k, paused);
+    dispatcher_.set_class_paused(pool, k, overload::paused_at(to, actions_[k]));
   }
 }
 

@@ -59,15 +59,14 @@ class OverloadControl {
  private:
   struct Backend {
     overload::Smoothed load;
-    std::optional<PrefixCacheCounts> counts;  // vLLM's counters at the last fresh scrape
-    std::optional<double> hit_rate;           // the last window's prefix-cache hit rate
-    uint32_t slots = 0;                       // its slot limit at the last judgement
+    overload::CacheWindow cache;  // vLLM's counters over fresh scrapes
     metrics::Gauge* gauge = nullptr;
     metrics::Gauge* terms[4] = {};            // busy, kv, queue, cache_miss
   };
   struct Pool {
     overload::StageController controller;
     std::vector<Backend> backends;
+    std::vector<overload::BackendLoad> loads;  // per backend: its smoothed L and slot limit, for the mean
     std::atomic<uint8_t> stage{0};
     std::atomic<double> load{0};
     std::unique_ptr<std::atomic<int64_t>[]> drain_ms;  // per class
@@ -75,9 +74,10 @@ class OverloadControl {
     metrics::Gauge* stage_gauge = nullptr;
     metrics::Gauge* since_gauge = nullptr;
   };
-  // The backend's terms, and the class drains of its pool, under the dispatcher's lock.
-  overload::LoadTerms read_terms(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal,
-                                 const EngineLoad& load, sched::TimePoint now);
+  // The backend's view from the scrape and the scheduler (under the
+  // dispatcher's lock, where its pool's class drains are read too).
+  overload::BackendView view_of(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal,
+                                const EngineLoad& load, sched::TimePoint now);
   void enter(uint32_t pool, overload::Stage from, const overload::LoadTerms& terms);
 
   const Config& config_;

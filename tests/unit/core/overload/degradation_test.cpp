@@ -131,6 +131,14 @@ TEST(Decide, EachStageAddsItsActionsAndAProtectedClassGetsNone) {
   EXPECT_TRUE(b.shed);
 }
 
+TEST(Decide, PausingClassesArePausedFromElevatedUnlessProtected) {
+  const ClassActions batch = default_actions(false, true, 512);
+  EXPECT_FALSE(paused_at(Stage::kNormal, batch));
+  for (const Stage s : {Stage::kElevated, Stage::kHigh, Stage::kShedding}) EXPECT_TRUE(paused_at(s, batch));
+  EXPECT_FALSE(paused_at(Stage::kShedding, default_actions(false, false, 512)));  // chat is capped, not paused
+  EXPECT_FALSE(paused_at(Stage::kShedding, ClassActions{.protect = true, .pause = true}));
+}
+
 TEST(Decide, TheShareShedMatchesTheProbability) {
   // Draws spread over [0, 1): the share refused is the probability.
   const ClassActions chat = default_actions(false, false, 0);

@@ -128,6 +128,16 @@ TEST(LoadCoefficient, TheCacheWindowIsTheRatioOfDifferences) {
   EXPECT_FALSE(window_hit_rate(b, a));             // the engine restarted: counters reset
 }
 
+TEST(LoadCoefficient, TheCacheWindowKeepsTheLastRateWhileAWindowHasNone) {
+  CacheWindow w;
+  EXPECT_FALSE(w.update(PrefixCacheCounts{1000, 600}));                    // the first reading
+  EXPECT_DOUBLE_EQ(*w.update(PrefixCacheCounts{2000, 1400}), 0.8);        // a window
+  EXPECT_DOUBLE_EQ(*w.update(PrefixCacheCounts{2000, 1400}), 0.8);        // a tick: the same scrape
+  EXPECT_DOUBLE_EQ(*w.update(std::nullopt), 0.8);                         // no counters this scrape
+  EXPECT_DOUBLE_EQ(*w.update(PrefixCacheCounts{10, 1}), 0.8);             // the engine restarted
+  EXPECT_DOUBLE_EQ(*w.update(PrefixCacheCounts{110, 51}), 0.5);           // a window after it
+}
+
 TEST(LoadCoefficient, SmoothingFollowsATimeConstant) {
   Smoothed s;
   const auto tau = milliseconds(1000);
