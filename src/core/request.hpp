@@ -33,6 +33,13 @@ struct RequestInfo {
   int64_t choices = 1;
   int64_t prompt_tokens_estimate = 0;      // ~4 characters per token
   std::optional<std::string> user;         // the OpenAI `user` field, when a string
+  // What makes the answer repeatable (core/cache/cache_policy.hpp):
+  // temperature 0 or a seed; tools and log probabilities are answers a
+  // cache does not replay by default.
+  bool greedy = false;      // temperature given as 0
+  bool seeded = false;      // an integer seed
+  bool tools = false;       // `tools` or `functions` given (not null)
+  bool logprobs = false;    // log probabilities asked for
   // Where the prompt (`messages` or `prompt`, by route) starts in the body's
   // text; npos when unknown. Prefix affinity hashes from there.
   std::size_t prompt_at = std::string::npos;

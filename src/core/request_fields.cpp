@@ -1,6 +1,7 @@
 #include "core/request_fields.hpp"
 
 #include <array>
+#include <charconv>
 #include <cmath>
 
 #include <boost/json/basic_parser_impl.hpp>
@@ -42,6 +43,10 @@ enum class Key : uint8_t {
   kMessages,
   kPrompt,
   kUser,
+  kTemperature,
+  kSeed,
+  kTools,
+  kLogprobs,
   kIncludeUsage,  // in stream_options
   kContent,       // in a message
   kText,          // in a content part
@@ -51,12 +56,20 @@ Key top_key(std::string_view k) {
   // By length first: one or two candidates each.
   switch (k.size()) {
     case 1: return k == "n" ? Key::kN : Key::kOther;
-    case 4: return k == "user" ? Key::kUser : Key::kOther;
-    case 5: return k == "model" ? Key::kModel : Key::kOther;
+    case 4:
+      if (k == "user") return Key::kUser;
+      return k == "seed" ? Key::kSeed : Key::kOther;
+    case 5:
+      if (k == "model") return Key::kModel;
+      return k == "tools" ? Key::kTools : Key::kOther;
     case 6:
       if (k == "stream") return Key::kStream;
       return k == "prompt" ? Key::kPrompt : Key::kOther;
-    case 8: return k == "messages" ? Key::kMessages : Key::kOther;
+    case 8:
+      if (k == "messages") return Key::kMessages;
+      return k == "logprobs" ? Key::kLogprobs : Key::kOther;
+    case 9: return k == "functions" ? Key::kTools : Key::kOther;
+    case 11: return k == "temperature" ? Key::kTemperature : Key::kOther;
     case 10: return k == "max_tokens" ? Key::kMaxTokens : Key::kOther;
     case 14: return k == "stream_options" ? Key::kStreamOptions : Key::kOther;
     case 21: return k == "max_completion_tokens" ? Key::kMaxCompletionTokens : Key::kOther;
@@ -96,10 +109,11 @@ class Handler {
     }
     set_key(k);
     key_buffer_.clear();
-    if (role() == Role::kTop && (key_ == Key::kMessages || key_ == Key::kPrompt)) {
+    if (role() == Role::kTop) {
       const bool inside = whole && s.data() >= text_.data() && s.data() <= text_.data() + text_.size();
-      (key_ == Key::kMessages ? out_.messages_at : out_.prompt_at) =
-          inside ? static_cast<std::size_t>(s.data() - text_.data()) : TextSpan::kNone;
+      const std::size_t at = inside ? static_cast<std::size_t>(s.data() - text_.data()) : TextSpan::kNone;
+      note_top_key(at);
+      if (key_ == Key::kMessages || key_ == Key::kPrompt) (key_ == Key::kMessages ? out_.messages_at : out_.prompt_at) = at;
     }
     return true;
   }
@@ -134,7 +148,7 @@ class Handler {
   }
   bool on_double(double d, boost::json::string_view s, error_code&) {
     if (!std::isfinite(d)) out_.number_out_of_range = true;
-    value(JsonKind::kDouble, {.kind = JsonKind::kDouble, .span = span_of(s)}, 0);
+    value(JsonKind::kDouble, {.kind = JsonKind::kDouble, .real = d, .span = span_of(s)}, 0);
     return true;
   }
   bool on_bool(bool b, error_code&) {
@@ -161,6 +175,15 @@ class Handler {
     number_in_parts_ = false;
     if (!whole) return {};
     return {.offset = static_cast<std::size_t>(s.data() - text_.data()), .size = s.size()};
+  }
+
+  void note_top_key(std::size_t at) {
+    TopKeys& keys = out_.top_keys;
+    if (at == TextSpan::kNone || keys.count == TopKeys::kMax || at > UINT32_MAX) {
+      keys.complete = false;
+      return;
+    }
+    keys.at[keys.count++] = static_cast<uint32_t>(at);
   }
 
   bool keyed() const {
@@ -282,6 +305,23 @@ class Handler {
         return Role::kIgnored;
       case Key::kN:
         out_.n = scalar;
+        return Role::kIgnored;
+      case Key::kTemperature:
+        // The fast scan hands doubles over as text only.
+        if (kind == JsonKind::kDouble && scalar.span.offset != TextSpan::kNone) {
+          const char* first = text_.data() + scalar.span.offset;
+          std::from_chars(first, first + scalar.span.size, scalar.real);
+        }
+        out_.temperature = scalar;
+        return Role::kIgnored;
+      case Key::kSeed:
+        out_.seed = scalar;
+        return Role::kIgnored;
+      case Key::kTools:
+        out_.tools = kind;
+        return Role::kIgnored;
+      case Key::kLogprobs:
+        out_.logprobs = scalar;
         return Role::kIgnored;
       case Key::kMessages:
         out_.messages = kind;

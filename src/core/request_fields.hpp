@@ -8,6 +8,7 @@
 // double exactly as boost::json::parse types them.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,7 +33,18 @@ struct JsonScalar {
   JsonKind kind = JsonKind::kAbsent;
   bool boolean = false;
   int64_t int64 = 0;
+  double real = 0;  // a double's value
   TextSpan span;
+};
+
+// Where each top-level key of the body starts (the offset of its first
+// character, after the quote), in order: the members between them, for a
+// result-cache key that ignores their order (core/cache/cache_key.hpp).
+struct TopKeys {
+  static constexpr std::size_t kMax = 32;
+  std::array<uint32_t, kMax> at{};
+  uint8_t count = 0;
+  bool complete = true;  // false: more than kMax, or one not found in the text
 };
 
 struct RequestFields {
@@ -45,6 +57,14 @@ struct RequestFields {
   JsonScalar max_tokens;
   JsonScalar max_completion_tokens;
   JsonScalar n;  // answers asked for
+  // What makes an answer repeatable (a result cache's rule): the sampling
+  // temperature, a seed, tools (or the older `functions`) and log
+  // probabilities asked for.
+  JsonScalar temperature;
+  JsonScalar seed;
+  JsonKind tools = JsonKind::kAbsent;
+  JsonScalar logprobs;
+  TopKeys top_keys;
 
   // Chat: `messages`, its length, whether an element is not an object, and
   // the characters of text in each message's content (kept as tokens).

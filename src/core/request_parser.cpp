@@ -87,6 +87,7 @@ void ParsedRequest::drop_document() {
 void ParsedRequest::release_body() {
   std::string().swap(text);
   body_.reset();
+  top_keys_.complete = false;
 }
 
 const boost::json::object& ParsedRequest::body() const {
@@ -106,6 +107,22 @@ const boost::json::object& ParsedRequest::body() const {
   }
   return *body_;
 }
+
+namespace {
+
+bool given(const JsonScalar& v) { return v.kind != JsonKind::kAbsent && v.kind != JsonKind::kNull; }
+
+// Only read, never refused here: the engine judges these fields.
+void read_repeatability(const RequestFields& f, RequestInfo& info) {
+  const JsonScalar& t = f.temperature;
+  info.greedy = (t.kind == JsonKind::kInt64 && t.int64 == 0) || (t.kind == JsonKind::kDouble && t.real == 0);
+  info.seeded = f.seed.kind == JsonKind::kInt64 || f.seed.kind == JsonKind::kUint64;
+  info.tools = f.tools != JsonKind::kAbsent && f.tools != JsonKind::kNull;
+  const JsonScalar& lp = f.logprobs;
+  info.logprobs = given(lp) && !(lp.kind == JsonKind::kBool && !lp.boolean);
+}
+
+}  // namespace
 
 std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string body, std::size_t max_json_depth) {
   RequestFields f;
@@ -163,6 +180,8 @@ std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string bo
   out.info.prompt_at = at == TextSpan::kNone ? std::string::npos : at;
   out.max_tokens_ = f.max_tokens;
   out.max_completion_tokens_ = f.max_completion_tokens;
+  read_repeatability(f, out.info);
+  out.top_keys_ = f.top_keys;
   out.text = std::move(body);
   return out;
 }
@@ -201,12 +220,14 @@ bool apply_max_tokens_cap(ParsedRequest& request, int64_t cap) {
     request.max_tokens_.span = request.max_completion_tokens_.span = {};
   }
   request.info.max_tokens = cap;
+  request.top_keys_.complete = false;
   return true;
 }
 
 void rewrite_model(ParsedRequest& request, std::string_view model) {
   request.body()["model"] = model;
   request.document_changed_ = true;
+  request.top_keys_.complete = false;
   request.info.model = std::string(model);
 }
 

@@ -25,6 +25,9 @@ class ParsedRequest {
   // in place (apply_max_tokens_cap edits the number's text). Read-only to
   // everyone else.
   std::string text;
+  // Where `text`'s top-level keys start, while `text` is the client's bytes
+  // (the result cache's key); cleared (not complete) by any rewrite.
+  const TopKeys& top_keys() const { return top_keys_; }
 
   // The body as a JSON object, parsed from `text` on first use (the
   // rewriting paths: engine priority, resume). Changes made here are not
@@ -56,6 +59,7 @@ void rewrite_model(ParsedRequest& request, std::string_view model);
   friend void rewrite_model(ParsedRequest& request, std::string_view model);
 
   mutable std::optional<boost::json::object> body_;
+  TopKeys top_keys_;
   bool document_changed_ = false;  // set by a change to body() that `text` lacks
   std::size_t max_json_depth_ = kDefaultMaxJsonDepth;  // as parse_request read `text`
   // The budget fields as scanned, for a cap written into `text`.

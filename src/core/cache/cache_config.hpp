@@ -1,0 +1,43 @@
+// The result cache's settings (docs/cache.md): the `cache:` section, a
+// class's `cache:` keys and a model's `cache` switch. Read by the gateway's
+// config (yaml/setting_keys tables) and checked there.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace arbiter::cache {
+
+// Whose answers a request may be given.
+enum class Scope : uint8_t { kTenant, kTeam, kGlobal };
+std::string_view scope_name(Scope scope);
+std::optional<Scope> scope_from_name(std::string_view name);
+
+struct CacheConfig {
+  bool enabled = true;
+  int64_t max_mb = 128;        // the in-process store's bound (entries' bytes)
+  int64_t ttl_s = 600;         // an entry's life
+  int64_t max_entry_kb = 1024; // a larger answer is not kept
+  Scope scope = Scope::kTenant;
+  // Near-duplicates (core/cache/near_duplicate.hpp): on by default, for
+  // prompts up to near_max_prompt_bytes.
+  bool near = true;
+  double near_threshold = 0.9;
+  // At the overload `high` stage and above, for classes that degrade: a
+  // looser match may answer (docs/overload.md).
+  double near_degraded_threshold = 0.8;
+  int64_t near_max_prompt_bytes = 4096;
+};
+
+// A class's own choices; unset: the section's.
+struct ClassCacheConfig {
+  std::optional<bool> enabled;
+  std::optional<bool> near;
+  // Answers of requests that carry tools may be kept (the tools' effects are
+  // the client's: it calls them again on a replay as on a fresh answer).
+  bool tools = false;
+  std::optional<int64_t> ttl_s;
+};
+
+}  // namespace arbiter::cache

@@ -1,0 +1,48 @@
+// One answer as the result cache keeps it (docs/cache.md): the text, the
+// reasoning text where the engine separates it, why it finished and the
+// token counts; not the shape it came in. A hit is written in the shape its
+// own request asks for, a whole JSON answer or an SSE stream, with ids of
+// its own, whichever shape filled the entry.
+//
+// Only an answer that reads as one finished choice of plain text is kept:
+// tool calls, log probabilities, several choices, an error event or a
+// stream without its end are refused (nullopt), so a replay never drops
+// something the fresh answer had.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/request.hpp"
+#include "core/resume.hpp"
+
+namespace arbiter::cache {
+
+struct CachedAnswer {
+  Route route = Route::kChatCompletions;
+  std::string content;    // the message's content, or the completion's text
+  std::string reasoning;  // reasoning_content (vLLM's, SGLang's reasoning parsers); empty: none
+  std::string finish_reason;
+  std::optional<Usage> usage;
+
+  // What it holds in memory, for the store's byte bound.
+  std::size_t bytes() const { return sizeof(CachedAnswer) + content.size() + reasoning.size() + finish_reason.size(); }
+};
+
+// From a whole answer's JSON (chat.completion or text_completion).
+std::optional<CachedAnswer> answer_from_whole(Route route, std::string_view json);
+// From the bytes of an SSE stream as the client got them, [DONE] included.
+std::optional<CachedAnswer> answer_from_stream(Route route, std::string_view sse);
+
+// The answer as a fresh one would be: `id` (chatcmpl-..., cmpl-...),
+// `created` (Unix seconds) and the model the client asked for are its own.
+std::string render_whole(const CachedAnswer& a, std::string_view id, int64_t created, std::string_view model);
+// The answer as an SSE body: a role chunk (chat), the reasoning and the
+// content each in one chunk, the finish chunk, the usage chunk when
+// `include_usage` and the answer has usage, then [DONE].
+std::string render_stream(const CachedAnswer& a, std::string_view id, int64_t created, std::string_view model,
+                          bool include_usage);
+
+}  // namespace arbiter::cache
