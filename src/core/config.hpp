@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/adaptive_capacity.hpp"
+#include "core/cache/cache_config.hpp"
 #include "core/overload/overload_config.hpp"
 #include "core/pricing.hpp"
 #include "core/quota/quota_config.hpp"
@@ -121,6 +122,8 @@ struct ClassConfig {
   // What staged degradation does to it (its `degrade:` mapping); none: the
   // defaults for its kind (overload::default_actions).
   std::optional<overload::ClassActions> degrade;
+  // Its result-cache choices (its `cache:` mapping; docs/cache.md).
+  cache::ClassCacheConfig cache;
 };
 
 enum class BackendType { kHttp, kSim };
@@ -214,6 +217,8 @@ struct ModelConfig {
   // Its own adaptive capacity: the global section's settings with the keys
   // its `adaptive_capacity` names changed; none: the global section applies.
   std::optional<sched::AdaptiveCapacityConfig> adaptive_capacity;
+  // Its answers may be kept by the result cache (docs/cache.md).
+  bool cache = true;
   // The pool's name in metrics: the model's, with its classes when it has
   // them ("m1/completion").
   std::string pool_name() const;
@@ -276,6 +281,7 @@ struct Config {
   resilience::HealthProbesConfig health_probes;
   resilience::ModelBreakerSectionConfig model_breaker;
   overload::DegradationConfig degradation;  // staged degradation (gateway/stages/degrade)
+  cache::CacheConfig cache;                 // the result cache (gateway/stages/cache)
   CorsConfig cors;
   LogConfig log;
   // Classes the file listed under a built-in class's name: they started from

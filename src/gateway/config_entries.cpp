@@ -226,6 +226,14 @@ std::string write_degrade(const ClassConfig& c) {
   return c.degrade ? flow_mapping(class_degrade_keys(), *c.degrade) : "";
 }
 
+void read_class_cache(YamlReader& r, const YAML::Node& v, const std::string& path, ClassConfig& c) {
+  read_entry(class_cache_keys(), r, v, path, c.cache);
+}
+std::string write_class_cache(const ClassConfig& c) {
+  const cache::ClassCacheConfig& k = c.cache;
+  return k.enabled || k.near || k.tools ? flow_mapping(class_cache_keys(), k) : "";
+}
+
 using C = ClassConfig;
 constexpr SettingKey<C> kClassKeys[] = {
     {"name", "text, unique", read_class_name, write_text<C, &C::name>, true},
@@ -234,6 +242,7 @@ constexpr SettingKey<C> kClassKeys[] = {
      write_optional_integer<C, &C::max_tokens_cap>},
     {"supersede_by_user", "true or false", read_bool<C, &C::supersede_by_user>, write_bool<C, &C::supersede_by_user>},
     {"degrade", "a mapping of staged-degradation actions", read_degrade, write_degrade},
+    {"cache", "a mapping of result-cache choices", read_class_cache, write_class_cache},
 };
 
 // ---- models[] and their backends[] ----
@@ -399,6 +408,9 @@ std::string write_model_adaptive_capacity(const ModelConfig& m) {
   return "{" + write_settings(adaptive_capacity_keys(), *m.adaptive_capacity, ", ") + "}";
 }
 
+// Written only when off (the default is on).
+std::string write_model_cache(const ModelConfig& m) { return m.cache ? "" : "false"; }
+
 using Mo = ModelConfig;
 constexpr SettingKey<Mo> kModelKeys[] = {
     {"name", "text, unique", read_name<Mo, &Mo::name>, write_text<Mo, &Mo::name>, true},
@@ -407,6 +419,7 @@ constexpr SettingKey<Mo> kModelKeys[] = {
     {"fallback", "a model's name", read_text<Mo, &Mo::fallback>, write_text_if_set<Mo, &Mo::fallback>},
     {"adaptive_capacity", "a mapping of adaptive_capacity's keys (over the global section's)",
      read_model_adaptive_capacity, write_model_adaptive_capacity},
+    {"cache", "true or false", read_bool<Mo, &Mo::cache>, write_model_cache},
 };
 
 // ---- prices[] ----

@@ -3,6 +3,7 @@
 #include "gateway/cors_section.hpp"
 #include "gateway/resilience/resilience_config_section.hpp"
 #include "gateway/stages/breaker/breaker_config_section.hpp"
+#include "gateway/stages/cache/cache_config_section.hpp"
 #include "gateway/stages/degrade/degrade_config_section.hpp"
 #include "gateway/stages/quota/quota_config_section.hpp"
 
@@ -17,6 +18,7 @@ std::span<const ConfigSection> feature_sections() {
       health_probes_section(),      // resilience
       model_breaker_section(),      // stages/breaker
       degradation_section(),        // stages/degrade
+      cache_section(),              // stages/cache
       cors_section(),               // cors
   };
   return kSections;

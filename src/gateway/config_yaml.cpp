@@ -305,7 +305,8 @@ void split_class_pools(Config& c) {
                                      .price = std::nullopt,
                                      .degraded = m.degraded,
                                      .fallback = m.fallback,
-                                     .adaptive_capacity = m.adaptive_capacity});
+                                     .adaptive_capacity = m.adaptive_capacity,
+                                     .cache = m.cache});
         it = groups.end() - 1;
       }
       it->backends.push_back(std::move(b));

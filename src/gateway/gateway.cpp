@@ -44,6 +44,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
   dispatcher_->start();
   breakers_ = std::make_unique<ModelBreakers>(config_, metrics_.registry);
   overload_ = std::make_unique<OverloadControl>(config_, degrade_actions(config_), *dispatcher_, metrics_.registry);
+  cache_ = std::make_unique<ResultCache>(config_.cache, metrics_.registry);
   health_ = std::make_unique<BackendHealth>(config_, *dispatcher_, timer_executor, metrics_);
   // Pool p serves model config_.models[p]: its breaker's index by name.
   std::vector<std::size_t> breaker_of;
@@ -87,6 +88,7 @@ void Gateway::assemble_pipeline() {
                             .breakers = *breakers_,
                             .overload = *overload_,
                             .quotas = quotas_,
+                            .cache = *cache_,
                             .usage = usage_,
                             .access_log = access_log_.get()};
   for (const StageEntry& stage : stage_registry()) pipeline_.add_stage(stage.make(parts));

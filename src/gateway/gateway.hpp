@@ -31,6 +31,7 @@
 #include "gateway/resilience/backend_health.hpp"
 #include "gateway/runtime.hpp"
 #include "gateway/stages/breaker/model_breakers.hpp"
+#include "gateway/stages/cache/result_cache.hpp"
 #include "gateway/stages/degrade/overload_control.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
 #include "http/server.hpp"
@@ -104,6 +105,7 @@ class Gateway {
   std::unique_ptr<BackendHealth> health_;      // engine signals + outlier ejection -> scheduler
   std::unique_ptr<ModelBreakers> breakers_;    // per model: staged fallbacks
   std::unique_ptr<BackendCapacity> capacity_;  // adaptive capacity (fed by monitor_); null if disabled
+  std::unique_ptr<ResultCache> cache_;  // the result cache's store (stages/cache)
   std::unique_ptr<OverloadControl> overload_;  // load coefficient and degradation stages (fed by monitor_)
   std::unique_ptr<BackendMonitor> monitor_;    // engine signals; null if disabled
   std::unique_ptr<AdminRoutes> admin_;

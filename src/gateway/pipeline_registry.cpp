@@ -6,6 +6,7 @@
 #include "gateway/observers/usage/usage_observer.hpp"
 #include "gateway/stages/auth/auth_stage.hpp"
 #include "gateway/stages/breaker/breaker_stage.hpp"
+#include "gateway/stages/cache/cache_stage.hpp"
 #include "gateway/stages/caps/caps_stage.hpp"
 #include "gateway/stages/degrade/degrade_stage.hpp"
 #include "gateway/stages/hints/hints_stage.hpp"
@@ -31,6 +32,9 @@ const StageEntry kStages[] = {
     }),
     stage_entry<HintsStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<HintsStage>(p.metrics);
+    }),
+    stage_entry<CacheStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
+      return std::make_unique<CacheStage>(p.cache);
     }),
     stage_entry<BreakerStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<BreakerStage>(p.breakers);
@@ -68,6 +72,10 @@ const ObserverEntry kObservers[] = {
     {"breaker", always,
      [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {
        return std::make_unique<BreakerObserver>(p.breakers);
+     }},
+    {"cache", always,
+     [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {
+       return std::make_unique<CacheObserver>(p.cache);
      }},
 };
 

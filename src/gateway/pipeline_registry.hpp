@@ -21,6 +21,7 @@ class ModelBreakers;
 class ModelPool;
 class OverloadControl;
 class QuotaBook;
+class ResultCache;
 class UsageBook;
 struct GatewayMetrics;
 
@@ -32,6 +33,7 @@ struct PipelineParts {
   ModelBreakers& breakers;
   OverloadControl& overload;
   QuotaBook& quotas;
+  ResultCache& cache;
   UsageBook& usage;
   BatchedLineWriter* access_log;  // null: the access log is off
 };

@@ -271,6 +271,11 @@ void append_access_line(const AccessRecord& r, fmt::memory_buffer& out) {
   p = put_ms(p, R"(,"duration_ms":)", r.duration_ms);
   if (!r.error.empty()) p = put_text(p, R"(,"error":)", r.error);
   if (!r.degraded.empty()) p = put_text(p, R"(,"degraded":)", r.degraded);
+  if (!r.cache.empty()) {  // a fixed name: nothing to escape
+    p = put(p, R"(,"cache":")");
+    p = put(p, r.cache);
+    *p++ = '"';
+  }
   p = put(p, "}\n");
   out.resize(start + static_cast<std::size_t>(p - begin));
 }

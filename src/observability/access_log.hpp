@@ -42,6 +42,9 @@ struct AccessRecord {
   // What staged degradation changed: "<stage>/<action>", a comma list
   // ("high/cap, high/variant"); empty: nothing.
   std::string degraded;
+  // The result cache's part: "hit", "near", "miss" or "coalesced"; empty
+  // when the request was not one the cache takes. One of fixed names.
+  std::string_view cache;
 };
 
 // Appends the record's line, '\n' included, to `out`. `ts` is UTC, to the

@@ -220,6 +220,41 @@ constexpr SettingKey<CA> kClassDegradeKeys[] = {
     {"shed", "true or false", read_bool<CA, &CA::shed>, write_bool<CA, &CA::shed>},
 };
 
+using CC = cache::CacheConfig;
+void read_scope(YamlReader& r, const YAML::Node& v, const std::string& path, CC& c) {
+  const auto text = r.scalar(v, path);
+  if (!text) return;
+  if (auto scope = cache::scope_from_name(*text)) {
+    c.scope = *scope;
+  } else {
+    r.error(path, "must be tenant, team or global");
+  }
+}
+std::string write_scope(const CC& c) { return std::string(cache::scope_name(c.scope)); }
+
+constexpr SettingKey<CC> kCacheKeys[] = {
+    {"enabled", "true or false", read_bool<CC, &CC::enabled>, write_bool<CC, &CC::enabled>},
+    {"max_bytes", "a size (KiB, MiB, GiB)", read_size<CC, &CC::max_bytes>, write_size<CC, &CC::max_bytes>},
+    {"ttl_s", "seconds in [1, 2592000]", read_seconds<CC, &CC::ttl, 1, 2'592'000>, write_seconds<CC, &CC::ttl>},
+    {"max_entry_bytes", "a size (KiB, MiB, GiB)", read_size<CC, &CC::max_entry_bytes>,
+     write_size<CC, &CC::max_entry_bytes>},
+    {"scope", "tenant, team or global", read_scope, write_scope},
+    {"near", "true or false", read_bool<CC, &CC::near>, write_bool<CC, &CC::near>},
+    {"near_threshold", "number in [0.5, 1]", read_number<CC, &CC::near_threshold, 0.5, 1.0>,
+     write_number<CC, &CC::near_threshold>},
+    {"near_degraded_threshold", "number in [0.5, 1]", read_number<CC, &CC::near_degraded_threshold, 0.5, 1.0>,
+     write_number<CC, &CC::near_degraded_threshold>},
+    {"near_max_prompt_bytes", "a size (KiB, MiB, GiB)", read_size<CC, &CC::near_max_prompt_bytes>,
+     write_size<CC, &CC::near_max_prompt_bytes>},
+};
+
+using CCC = cache::ClassCacheConfig;
+constexpr SettingKey<CCC> kClassCacheKeys[] = {
+    {"enabled", "true or false", read_optional_bool<CCC, &CCC::enabled>, write_optional_bool<CCC, &CCC::enabled>},
+    {"near", "true or false", read_optional_bool<CCC, &CCC::near>, write_optional_bool<CCC, &CCC::near>},
+    {"tools", "true or false", read_bool<CCC, &CCC::tools>, write_bool<CCC, &CCC::tools>},
+};
+
 constexpr SettingKey<LogConfig> kLogKeys[] = {
     {"access_log", "true or false", read_bool<LogConfig, &LogConfig::access_log>,
      write_bool<LogConfig, &LogConfig::access_log>},
@@ -244,6 +279,8 @@ std::span<const SettingKey<LogConfig>> log_keys() { return kLogKeys; }
 std::span<const SettingKey<sched::AdaptiveCapacityConfig>> adaptive_capacity_keys() { return kAdaptiveCapacityKeys; }
 std::span<const SettingKey<overload::DegradationConfig>> degradation_keys() { return kDegradationKeys; }
 std::span<const SettingKey<overload::ClassActions>> class_degrade_keys() { return kClassDegradeKeys; }
+std::span<const SettingKey<cache::CacheConfig>> cache_keys() { return kCacheKeys; }
+std::span<const SettingKey<cache::ClassCacheConfig>> class_cache_keys() { return kClassCacheKeys; }
 
 void read_class_policy(YamlReader& r, const YAML::Node& node, const std::string& path, sched::ClassPolicy& p) {
   read_settings(class_policy_keys(), r, node, path, p);

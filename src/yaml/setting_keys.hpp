@@ -62,6 +62,10 @@ std::span<const SettingKey<sched::AdaptiveCapacityConfig>> adaptive_capacity_key
 // class's `degrade:` mapping; shared by the gateway and arbiter-bench.
 std::span<const SettingKey<overload::DegradationConfig>> degradation_keys();
 std::span<const SettingKey<overload::ClassActions>> class_degrade_keys();
+// The result cache (docs/cache.md): the `cache:` section and a class's
+// `cache:` mapping.
+std::span<const SettingKey<cache::CacheConfig>> cache_keys();
+std::span<const SettingKey<cache::ClassCacheConfig>> class_cache_keys();
 
 // Every key's name, less `except`: the known keys of a mapping.
 template <class Settings>

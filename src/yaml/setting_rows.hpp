@@ -142,6 +142,15 @@ std::string write_optional_integer(const S& s) {
   return s.*Member ? std::to_string(*(s.*Member)) : std::string();
 }
 
+template <class S, auto Member>
+void read_optional_bool(YamlReader& r, const YAML::Node& v, const std::string& path, S& s) {
+  if (auto b = r.boolean(v, path)) s.*Member = *b;
+}
+template <class S, auto Member>
+std::string write_optional_bool(const S& s) {
+  return s.*Member ? (*(s.*Member) ? "true" : "false") : std::string();
+}
+
 // Text that may be left out (a file not named): not written when empty.
 template <class S, auto Member>
 std::string write_text_if_set(const S& s) {

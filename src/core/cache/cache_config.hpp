@@ -3,6 +3,8 @@
 // config (yaml/setting_keys tables) and checked there.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -16,9 +18,9 @@ std::optional<Scope> scope_from_name(std::string_view name);
 
 struct CacheConfig {
   bool enabled = true;
-  int64_t max_mb = 128;        // the in-process store's bound (entries' bytes)
-  int64_t ttl_s = 600;         // an entry's life
-  int64_t max_entry_kb = 1024; // a larger answer is not kept
+  std::size_t max_bytes = std::size_t{128} << 20;  // the in-process store's bound (entries' bytes)
+  std::chrono::seconds ttl{600};                   // an entry's life
+  std::size_t max_entry_bytes = std::size_t{1} << 20;  // a larger answer is not kept
   Scope scope = Scope::kTenant;
   // Near-duplicates (core/cache/near_duplicate.hpp): on by default, for
   // prompts up to near_max_prompt_bytes.
@@ -27,7 +29,7 @@ struct CacheConfig {
   // At the overload `high` stage and above, for classes that degrade: a
   // looser match may answer (docs/overload.md).
   double near_degraded_threshold = 0.8;
-  int64_t near_max_prompt_bytes = 4096;
+  std::size_t near_max_prompt_bytes = 4096;
 };
 
 // A class's own choices; unset: the section's.
@@ -37,7 +39,6 @@ struct ClassCacheConfig {
   // Answers of requests that carry tools may be kept (the tools' effects are
   // the client's: it calls them again on a replay as on a fresh answer).
   bool tools = false;
-  std::optional<int64_t> ttl_s;
 };
 
 }  // namespace arbiter::cache

@@ -214,24 +214,35 @@ std::string render_stream(const CachedAnswer& a, std::string_view id, int64_t cr
     append_opening(out, object, id, created, model);
     out += "\"choices\":[{\"index\":0,";
     out += choice;
-    out += "}]}\n\n";
+    out += include_usage ? "}],\"usage\":null}\n\n" : "}]}\n\n";  // as OpenAI's chunks before the usage one
   };
-  const auto text_chunk = [&](std::string_view field, std::string_view text) {
-    std::string choice = chat ? "\"delta\":{\"" : "\"";
-    choice += field;
-    choice += "\":";
-    append_escaped(choice, text);
+  // A text chunk; `finish` set on the last one.
+  const auto text_chunk = [&](std::string_view field, std::string_view text, std::string_view finish) {
+    std::string choice = chat ? "\"delta\":{" : "";
+    if (!text.empty() || !chat) {
+      choice += '"';
+      choice += field;
+      choice += "\":";
+      append_escaped(choice, text);
+    }
     if (chat) choice += '}';
-    choice += ",\"logprobs\":null,\"finish_reason\":null";
+    choice += ",\"logprobs\":null,\"finish_reason\":";
+    if (finish.empty()) {
+      choice += "null";
+    } else {
+      append_escaped(choice, finish);
+    }
     chunk(choice);
   };
   if (chat) chunk("\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null");
-  if (!a.reasoning.empty()) text_chunk("reasoning_content", a.reasoning);
-  if (!a.content.empty()) text_chunk(chat ? "content" : "text", a.content);
-  std::string last = chat ? "\"delta\":{}" : "\"text\":\"\"";
-  last += ",\"logprobs\":null,\"finish_reason\":";
-  append_escaped(last, a.finish_reason);
-  chunk(last);
+  const std::string_view field = chat ? "content" : "text";
+  if (!a.reasoning.empty()) text_chunk("reasoning_content", a.reasoning, {});
+  // As engines send it: the text, then its last word with the finish reason.
+  const std::string_view content = a.content;
+  const std::size_t split = content.rfind(' ');
+  const std::size_t last = split == std::string_view::npos || split == 0 ? 0 : split;
+  if (last > 0) text_chunk(field, content.substr(0, last), {});
+  text_chunk(field, content.substr(last), a.finish_reason);
   if (include_usage && a.usage) {
     out += "data: ";
     append_opening(out, object, id, created, model);

@@ -39,9 +39,11 @@ std::optional<CachedAnswer> answer_from_stream(Route route, std::string_view sse
 // The answer as a fresh one would be: `id` (chatcmpl-..., cmpl-...),
 // `created` (Unix seconds) and the model the client asked for are its own.
 std::string render_whole(const CachedAnswer& a, std::string_view id, int64_t created, std::string_view model);
-// The answer as an SSE body: a role chunk (chat), the reasoning and the
-// content each in one chunk, the finish chunk, the usage chunk when
-// `include_usage` and the answer has usage, then [DONE].
+// The answer as an SSE body: a role chunk (chat), the reasoning in one
+// chunk, the content in one but its last word, which comes with the finish
+// reason (as vLLM and SGLang end a stream), the usage chunk when
+// `include_usage` and the answer has usage (the others then carry
+// `"usage":null`, as OpenAI's do), then [DONE].
 std::string render_stream(const CachedAnswer& a, std::string_view id, int64_t created, std::string_view model,
                           bool include_usage);
 

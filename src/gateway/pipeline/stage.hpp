@@ -40,12 +40,14 @@ enum class Phase : uint8_t {
   kAuthenticate,  // who is asking: the tenant
   kParse,         // the body, once
   kRoute,         // model, class and the pool they give; the client's hints
+  // Answers that need no engine (the result cache): before protection, so
+  // an answer that costs the engines nothing is never degraded or shed.
+  kAnswerEarly,
   kProtect,       // the model's health and the gateway's load: breakers, degradation
-  kAnswerEarly,   // answers that need no engine (a result cache)
   kAdmit,         // may it run now: caps, quotas, supersede
 };
-inline constexpr Phase kPhases[] = {Phase::kAuthenticate, Phase::kParse,       Phase::kRoute,
-                                    Phase::kProtect,      Phase::kAnswerEarly, Phase::kAdmit};
+inline constexpr Phase kPhases[] = {Phase::kAuthenticate, Phase::kParse,   Phase::kRoute,
+                                    Phase::kAnswerEarly,  Phase::kProtect, Phase::kAdmit};
 
 // "authenticate", "parse", "route", "protect", "answer_early", "admit".
 std::string_view phase_name(Phase phase);

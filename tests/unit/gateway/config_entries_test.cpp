@@ -241,7 +241,8 @@ TEST(ConfigEntries, EveryKeyOfEveryEntryGoesThroughPrintConfigAndBack) {
       "classes:\n"
       "  - {name: gold, match: {routes: [/v1/completions], models: [m1], tenants: [a], max_tokens_at_least: 2,\n"
       "     max_tokens_at_most: 900}, max_tokens_cap: 77, supersede_by_user: true}\n"
-      "  - {name: chat, degrade: {protect: false, cap_max_tokens: 300, pause: true, variant: false, shed: true}}\n"
+      "  - {name: chat, degrade: {protect: false, cap_max_tokens: 300, pause: true, variant: false, shed: true},\n"
+      "     cache: {enabled: true, near: false, tools: true}}\n"
       "models:\n"
       "  - name: m1\n"
       "    degraded: m2\n"
@@ -257,6 +258,7 @@ TEST(ConfigEntries, EveryKeyOfEveryEntryGoesThroughPrintConfigAndBack) {
       "    adaptive_capacity: {enabled: true, max_extra_share: 0.5}\n"
       "    backends: [{type: sim, profile: tiny, max_num_seqs: 3}]\n"
       "  - name: m3\n"
+      "    cache: false\n"
       "    backends: [{type: sim}]\n"
       "prices: [{model: m1, input_per_million: 1, output_per_million: 2, cached_input_per_million: 0.5,\n"
       "          per_gpu_second: 0.25}]\n";
@@ -281,6 +283,10 @@ TEST(ConfigEntries, EveryKeyOfEveryEntryGoesThroughPrintConfigAndBack) {
   match.push_back(root["classes"][0]["match"]);
   expect_round_trip(class_match_keys(), match, std::vector{*config->classes[0].match},
                     std::vector{*again->classes[0].match});
+  YAML::Node class_cache(YAML::NodeType::Sequence);
+  class_cache.push_back(root["classes"][1]["cache"]);
+  expect_round_trip(class_cache_keys(), class_cache, std::vector{config->classes[1].cache},
+                    std::vector{again->classes[1].cache});
   YAML::Node degrade(YAML::NodeType::Sequence);
   degrade.push_back(root["classes"][1]["degrade"]);
   expect_round_trip(class_degrade_keys(), degrade, std::vector{*config->classes[1].degrade},
@@ -305,7 +311,14 @@ TEST(ConfigEntries, EveryKeyOfEveryEntryGoesThroughPrintConfigAndBack) {
     EXPECT_EQ(again->models[i].fallback, config->models[i].fallback);
     for (const auto& k : model_keys()) EXPECT_EQ(k.write(again->models[i]), k.write(config->models[i])) << k.key;
   }
-  EXPECT_NE(model_keys().back().write(config->models[2]), "");  // m2's own adaptive_capacity is printed
+  const auto key_named = [](std::string_view name) {
+    for (const auto& k : model_keys()) {
+      if (k.key == name) return k;
+    }
+    throw std::logic_error("no model key " + std::string(name));
+  };
+  EXPECT_NE(key_named("adaptive_capacity").write(config->models[2]), "");  // m2's own adaptive_capacity is printed
+  EXPECT_EQ(key_named("cache").write(config->models[3]), "false");         // m3 left out of the result cache
   std::vector<ModelPrice> prices{*config->models[0].price}, prices_again{*again->models[0].price};
   expect_round_trip(price_keys(), root["prices"], prices, prices_again);
   ::unsetenv("ARBITER_TEST_ENGINE_KEY");

@@ -58,6 +58,7 @@ std::string reference_line(const AccessRecord& r) {
   fmt::format_to(out, R"(,"duration_ms":{:.3f})", r.duration_ms);
   if (!r.error.empty()) fmt::format_to(out, R"(,"error":{})", quoted(r.error));
   if (!r.degraded.empty()) fmt::format_to(out, R"(,"degraded":{})", quoted(r.degraded));
+  if (!r.cache.empty()) fmt::format_to(out, R"(,"cache":{})", quoted(r.cache));
   line += "}\n";
   return line;
 }
@@ -90,6 +91,11 @@ TEST(AccessLog, WhatStagedDegradationChangedIsItsOwnFieldAndOnlyWhenItDid) {
   EXPECT_EQ(o.at("degraded"), "shedding/shed");
 }
 
+TEST(AccessLog, TheResultCachesPartIsItsOwnFieldAndOnlyWhenItTookPart) {
+  EXPECT_FALSE(line(AccessRecord{.status = 200}).contains("cache"));
+  EXPECT_EQ(line(AccessRecord{.status = 200, .cache = "hit"}).at("cache"), "hit");
+}
+
 TEST(AccessLog, AnUnpricedModelHasEngineTimeButNoCost) {
   const AccessRecord r{.engine_ms = 3, .cost = -1};
   const auto o = line(r);
@@ -106,7 +112,7 @@ TEST(AccessLog, TheLineIsTheFormatItReplacedByteForByte) {
        .backend = "b1", .route = "/v1/chat/completions", .status = 200, .stream = true, .bytes_in = 1024,
        .bytes_out = 987654321, .queue_ms = 0.0004, .wait_reason = "capacity", .preemptions = 2,
        .prompt_tokens = 40, .completion_tokens = 9, .cached_tokens = 32, .engine_ms = 12.3456, .cost = 1e6,
-       .upstream_ms = 1.0005, .ttfb_ms = 2.25, .duration_ms = 99999.9999, .degraded = "high/cap, high/variant"},
+       .upstream_ms = 1.0005, .ttfb_ms = 2.25, .duration_ms = 99999.9999, .degraded = "high/cap, high/variant", .cache = "near"},
       {.ts = ts, .request_id = every_byte, .tenant = "t\"e\\n", .status = 503, .cost = 0.1 + 0.2,
        .error = "shutting_down \"now\"\n"},
       {.ts = system_clock::time_point{}, .status = 499},

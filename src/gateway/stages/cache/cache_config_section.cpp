@@ -1,0 +1,27 @@
+#include "gateway/stages/cache/cache_config_section.hpp"
+
+#include "core/cache/result_store.hpp"
+
+namespace arbiter {
+namespace {
+
+// An entry must fit a shard of the store; the looser near-duplicate match
+// is the degraded one.
+void check_cache(YamlReader& r, std::string_view section, const Config& c) {
+  const cache::CacheConfig& k = c.cache;
+  constexpr std::size_t kShards = 16;  // ResultStore's default
+  if (k.max_entry_bytes + cache::ResultStore::kEntryOverhead > k.max_bytes / kShards) {
+    r.error(std::string(section) + ".max_entry_bytes", "must be under a sixteenth of max_bytes");
+  }
+  if (k.near_degraded_threshold > k.near_threshold) {
+    r.error(std::string(section) + ".near_degraded_threshold", "must not exceed near_threshold");
+  }
+}
+
+}  // namespace
+
+ConfigSection cache_section() {
+  return flat_section<cache::CacheConfig, &Config::cache, cache_keys, check_cache>("cache");
+}
+
+}  // namespace arbiter

@@ -1,0 +1,37 @@
+// The result cache's metric families (docs/cache.md), registered by the
+// feature with the gateway's registry.
+#pragma once
+
+#include "observability/metrics_registry.hpp"
+
+namespace arbiter {
+
+struct CacheMetrics {
+  explicit CacheMetrics(metrics::Registry& registry)
+      : requests(registry.counter("arbiter_cache_requests_total",
+                                  "Requests the result cache looked at, by model, class and result: hit, near "
+                                  "(a near-duplicate's answer), miss, coalesced (joined an identical request in "
+                                  "flight), bypass (cache-control: no-cache), or why it was skipped (sampled, "
+                                  "choices, logprobs, tools, no_store).",
+                                  {"model", "class", "result"})),
+        fills(registry.counter("arbiter_cache_fills_total",
+                               "Fresh answers offered to the result cache, by model, class and result: stored, or "
+                               "why not (failed: not a whole 200 answer; shape: tool calls, several choices or log "
+                               "probabilities in it; degraded; too_large).",
+                               {"model", "class", "result"})),
+        bytes(registry.gauge("arbiter_cache_bytes", "Bytes the in-process result store holds (its bound: cache.max_bytes).",
+                             {})),
+        entries(registry.gauge("arbiter_cache_entries", "Answers the in-process result store holds.", {})),
+        evictions(registry.counter("arbiter_cache_evictions_total",
+                                   "Answers the in-process result store dropped for room (least recently used "
+                                   "first), expired ones not counted.",
+                                   {})) {}
+
+  metrics::Family<metrics::Counter>& requests;
+  metrics::Family<metrics::Counter>& fills;
+  metrics::Family<metrics::Gauge>& bytes;
+  metrics::Family<metrics::Gauge>& entries;
+  metrics::Family<metrics::Counter>& evictions;
+};
+
+}  // namespace arbiter

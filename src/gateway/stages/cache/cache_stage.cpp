@@ -1,0 +1,96 @@
+#include "gateway/stages/cache/cache_stage.hpp"
+
+#include <chrono>
+
+#include "core/cache/cache_policy.hpp"
+
+namespace arbiter {
+namespace {
+
+// What a hit keeps between admit() and admit_async().
+struct CacheHit {
+  std::shared_ptr<const cache::CachedAnswer> answer;
+  std::chrono::steady_clock::duration age{};
+};
+
+std::string scope_of(const RequestContext& ctx, cache::Scope scope) {
+  switch (scope) {
+    case cache::Scope::kTenant: return "tenant:" + ctx.rec.tenant;
+    case cache::Scope::kTeam: return "team:" + ctx.rec.team;
+    case cache::Scope::kGlobal: return "global";
+  }
+  return "tenant:" + ctx.rec.tenant;
+}
+
+// chatcmpl-... / cmpl-... from the request's id: its own, as a fresh answer's.
+std::string answer_id(const RequestContext& ctx) {
+  return (ctx.parsed.info.route == Route::kChatCompletions ? "chatcmpl-" : "cmpl-") + ctx.rec.request_id;
+}
+
+}  // namespace
+
+Verdict CacheStage::admit(RequestContext& ctx) {
+  const Config& config = ctx.runtime->config;
+  const cache::CacheConfig& settings = config.cache;
+  const ClassConfig& cls = config.classes[ctx.cls];
+  const bool enabled = settings.enabled && cls.cache.enabled.value_or(true) && config.models[ctx.pool()].cache;
+  if (!enabled) return Verdict::go();
+  const RequestInfo& info = ctx.parsed.info;
+  const cache::CacheDirectives directives = cache::read_cache_control(ctx.req["cache-control"]);
+  const cache::CacheUse use = cache::decide_cache_use(info, directives, true, cls.cache.tools);
+  const auto count = [&](std::string_view result) { cache_.metrics().requests.with({info.model, ctx.rec.cls, result}).inc(); };
+  if (!use.lookup && !use.store) {
+    count(use.skipped);
+    return Verdict::go();
+  }
+  std::string scope = scope_of(ctx, settings.scope);
+  const cache::CacheKey key =
+      cache::cache_key({info.route, info.model, scope, cls.max_tokens_cap}, ctx.parsed.text, ctx.parsed.top_keys());
+  if (use.lookup) {
+    std::optional<std::chrono::steady_clock::duration> max_age;
+    if (directives.max_age_s) max_age = std::chrono::seconds(*directives.max_age_s);
+    if (auto hit = cache_.store().find(key, scope, info.model, std::chrono::steady_clock::now(), max_age)) {
+      count("hit");
+      ctx.rec.cache = "hit";
+      ctx.slots.emplace<CacheHit>(CacheHit{std::move(hit->answer), hit->age});
+      return Verdict::wait();
+    }
+  }
+  count(use.lookup ? "miss" : "bypass");
+  ctx.rec.cache = "miss";
+  ctx.response_headers.emplace_back("x-arbiter-cache", "miss");
+  CacheFill& fill = ctx.slots.emplace<CacheFill>(*ctx.sink, key, std::move(scope), settings.max_entry_bytes);
+  ctx.sink = &fill.tee;
+  return Verdict::go();
+}
+
+Task<Verdict> CacheStage::admit_async(RequestContext& ctx) {
+  const CacheHit& hit = *ctx.slots.get<CacheHit>();
+  const RequestInfo& info = ctx.parsed.info;
+  const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto age = std::chrono::duration_cast<std::chrono::seconds>(hit.age).count();
+  ctx.response_headers.emplace_back("x-arbiter-cache", "hit");
+  ctx.response_headers.emplace_back("age", std::to_string(age));
+  bool sent = false;
+  if (info.stream) {
+    const std::string body = cache::render_stream(*hit.answer, answer_id(ctx), created, info.model, info.include_usage);
+    const ResponseHead head{.status = 200, .content_type = "text/event-stream", .cache_control = "no-cache",
+                            .gateway = ctx.response_headers};
+    const std::string_view parts[] = {body};
+    sent = co_await ctx.sink->write_stream(&head, parts, true);
+  } else {
+    const std::string body = cache::render_whole(*hit.answer, answer_id(ctx), created, info.model);
+    const ResponseHead head{.status = 200, .content_type = "application/json", .gateway = ctx.response_headers};
+    sent = co_await ctx.sink->send(head, body);
+  }
+  ctx.outcome.status = sent ? 200 : 499;
+  ctx.outcome.stream = info.stream;
+  co_return Verdict::answered();
+}
+
+void CacheObserver::on_complete(const RequestContext& ctx) {
+  if (const CacheFill* fill = ctx.slots.get<CacheFill>()) cache_.offer(ctx, *fill);
+}
+
+}  // namespace arbiter

@@ -1,0 +1,39 @@
+// Answer-early stage: the result cache (docs/cache.md). Runs after the
+// route (the class and the model's pool are known) and before protection
+// and admission, so a hit costs no engine slot, no quota and is neither
+// degraded nor shed. For a request the cache may take (cache_policy), it
+// looks the key up: a hit is answered here, whole or streamed as the
+// request asks, with `x-arbiter-cache: hit` and `age`; a miss goes on with
+// its sink teed into a CacheFill (`x-arbiter-cache: miss`), which the
+// cache observer offers to the store when the request ends.
+#pragma once
+
+#include "gateway/pipeline/stage.hpp"
+#include "gateway/stages/cache/result_cache.hpp"
+
+namespace arbiter {
+
+class CacheStage final : public DeclaredStage<CacheStage> {
+ public:
+  explicit CacheStage(ResultCache& cache) : cache_(cache) {}
+  static constexpr std::string_view kName = "cache";
+  static constexpr Phase kPhase = Phase::kAnswerEarly;
+  Verdict admit(RequestContext& ctx) override;
+  // Writes the hit admit() found.
+  Task<Verdict> admit_async(RequestContext& ctx) override;
+
+ private:
+  ResultCache& cache_;
+};
+
+// The finished request's answer to the cache (ResultCache::offer).
+class CacheObserver final : public CompletionObserver {
+ public:
+  explicit CacheObserver(ResultCache& cache) : cache_(cache) {}
+  void on_complete(const RequestContext& ctx) override;
+
+ private:
+  ResultCache& cache_;
+};
+
+}  // namespace arbiter

@@ -1,0 +1,49 @@
+#include "gateway/stages/cache/result_cache.hpp"
+
+#include "gateway/pipeline/request_context.hpp"
+
+namespace arbiter {
+
+void CacheFill::head(unsigned status, std::string_view content_type) {
+  status_ = status;
+  stream_ = content_type.starts_with("text/event-stream");
+}
+
+void CacheFill::body(std::string_view piece) {
+  if (too_large_) return;
+  if (bytes_.size() + piece.size() > max_bytes_) {
+    too_large_ = true;
+    std::string().swap(bytes_);
+    return;
+  }
+  bytes_.append(piece);
+}
+
+ResultCache::ResultCache(const cache::CacheConfig& config, metrics::Registry& registry)
+    : store_(config.max_bytes), metrics_(registry) {}
+
+void ResultCache::offer(const RequestContext& ctx, const CacheFill& fill) {
+  const std::string& model = ctx.parsed.info.model;
+  const auto count = [&](std::string_view result) { metrics_.fills.with({model, ctx.rec.cls, result}).inc(); };
+  if (fill.status() != 200 || !fill.complete() || ctx.outcome.status != 200) return count("failed");
+  if (fill.too_large()) return count("too_large");
+  if (!ctx.rec.degraded.empty() || (ctx.breaker && ctx.breaker->target != resilience::BreakerTarget::kPrimary)) {
+    return count("degraded");
+  }
+  const Route route = ctx.parsed.info.route;
+  auto answer = fill.stream() ? cache::answer_from_stream(route, fill.bytes()) : cache::answer_from_whole(route, fill.bytes());
+  if (!answer) return count("shape");
+  if (!answer->usage) answer->usage = ctx.outcome.usage;  // a usage chunk the relay hid from the client
+  const cache::CacheConfig& settings = ctx.runtime->config.cache;
+  const auto now = cache::ResultStore::Clock::now();
+  if (!store_.put(fill.key, fill.scope, model, std::make_shared<const cache::CachedAnswer>(std::move(*answer)), now,
+                  settings.ttl)) {
+    return count("too_large");
+  }
+  count("stored");
+  metrics_.bytes.with({}).set(static_cast<double>(store_.bytes()));
+  metrics_.entries.with({}).set(static_cast<double>(store_.entries()));
+  metrics_.evictions.with({}).set(store_.evictions());
+}
+
+}  // namespace arbiter

@@ -1,0 +1,186 @@
+// The result cache live (issue 44) against a real arbiter-sim: a repeated
+// repeatable request is answered by the gateway, whole or streamed as it
+// asks, in the shape of a fresh answer and with ids of its own; another
+// tenant never gets it; a stream cut by its client is never kept; the
+// client's cache-control is honoured; a sampled request is left alone.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "integration/sim_harness.hpp"
+#include "support/gateway_config.hpp"
+#include "support/gateway_process.hpp"
+#include "support/harness.hpp"  // describe_output
+
+namespace arbiter::test {
+namespace {
+
+namespace json = boost::json;
+
+GatewayConfig cache_config(uint16_t port) {
+  GatewayConfig config;
+  config.backend_ports = {port};
+  return config;
+}
+
+HttpRequest chat(const std::string& extra, const std::string& content = "Name three rivers.",
+                 const std::string& key = kAlphaKey, Headers headers = {}) {
+  HttpRequest r = sim_post("/v1/chat/completions", sim_chat(extra, content, "m1"));
+  r.headers.emplace_back("authorization", "Bearer " + key);
+  for (auto& h : headers) r.headers.push_back(std::move(h));
+  return r;
+}
+
+// A JSON value's shape: its keys and the kinds of their values, recursively
+// (an array by its first element); what a replay must match in a fresh
+// answer. vLLM's own `stop_reason` (an engine's extension, null) left out.
+std::string shape(const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::object: {
+      std::string out = "{";
+      std::set<std::string> keys;
+      for (const auto& [k, value] : v.as_object()) {
+        if (k == "stop_reason") continue;
+        keys.insert(std::string(k) + ":" + shape(value));
+      }
+      for (const auto& k : keys) out += k + ",";
+      return out + "}";
+    }
+    case json::kind::array: return v.as_array().empty() ? "[]" : "[" + shape(v.as_array()[0]) + "]";
+    case json::kind::string: return "s";
+    case json::kind::int64:
+    case json::kind::uint64:
+    case json::kind::double_: return "n";
+    case json::kind::bool_: return "b";
+    case json::kind::null: return "null";
+  }
+  return "?";
+}
+
+// The shapes of a stream's events, in order, [DONE] as itself.
+std::vector<std::string> stream_shapes(const std::string& body) {
+  std::vector<std::string> out;
+  for (const auto& e : split_sse_events(body)) {
+    out.push_back(e.starts_with("data: [DONE]") ? "[DONE]" : shape(json::parse(std::string_view(e).substr(6))));
+  }
+  return out;
+}
+
+std::string stream_text(const std::string& body) {
+  std::string text;
+  for (const auto& o : sse_payloads(body)) {
+    const auto& choices = o.at("choices").as_array();
+    if (choices.empty()) continue;
+    const auto* delta = choices[0].as_object().if_contains("delta");
+    if (delta && delta->as_object().contains("content")) text += delta->at("content").as_string();
+  }
+  return text;
+}
+
+double stored(GatewayProcess& gateway, double least) {
+  return gateway.wait_for_metric("arbiter_cache_fills_total", [&](double v) { return v >= least; }, Millis(10'000),
+                                 {{"model", "m1"}, {"class", "chat"}, {"result", "stored"}})
+      .value_or(0);
+}
+
+TEST(ResultCache, ARepeatIsAnsweredByTheGatewayWholeOrStreamedInTheFreshShape) {
+  SimProcess sim({"--model", "m1"});
+  GatewayProcess gateway(cache_config(sim.port()).to_yaml());
+  const std::string greedy = "\"temperature\":0,\"max_tokens\":12";
+
+  const HttpResponse fresh = http_call(gateway.port(), chat(greedy));
+  ASSERT_EQ(fresh.status, 200) << fresh.body << describe_output(gateway);
+  EXPECT_EQ(fresh.header("x-arbiter-cache"), "miss");
+  ASSERT_GE(stored(gateway, 1), 1) << describe_output(gateway);
+
+  const HttpResponse whole = http_call(gateway.port(), chat(greedy));
+  ASSERT_EQ(whole.status, 200);
+  EXPECT_EQ(whole.header("x-arbiter-cache"), "hit");
+  EXPECT_TRUE(whole.header("age"));
+  EXPECT_EQ(shape(whole.json()), shape(fresh.json()));
+  EXPECT_EQ(whole.json().at("choices").at(0).at("message").at("content"),
+            fresh.json().at("choices").at(0).at("message").at("content"));
+  EXPECT_EQ(whole.json().at("usage"), fresh.json().at("usage"));
+  EXPECT_NE(whole.json().at("id"), fresh.json().at("id"));  // ids of its own
+
+  // Streamed, with usage: the events a fresh stream of another prompt has.
+  const std::string streamed = greedy + ",\"stream\":true,\"stream_options\":{\"include_usage\":true}";
+  const HttpResponse fresh_stream = http_call(gateway.port(), chat(streamed, "Name three seas."));
+  ASSERT_EQ(fresh_stream.status, 200);
+  const HttpResponse hit_stream = http_call(gateway.port(), chat(streamed));
+  ASSERT_EQ(hit_stream.status, 200);
+  EXPECT_EQ(hit_stream.header("x-arbiter-cache"), "hit");
+  EXPECT_EQ(hit_stream.header("content-type"), "text/event-stream");
+  EXPECT_EQ(stream_text(hit_stream.body), fresh.json().at("choices").at(0).at("message").at("content").as_string());
+  // A fresh stream sends its text a token an event; the replay in one: the
+  // same shapes, fewer content events.
+  std::vector<std::string> fresh_shapes = stream_shapes(fresh_stream.body);
+  fresh_shapes.erase(std::unique(fresh_shapes.begin(), fresh_shapes.end()), fresh_shapes.end());
+  EXPECT_EQ(stream_shapes(hit_stream.body), fresh_shapes);
+  EXPECT_EQ(stream_usage_tokens(hit_stream.body), usage_tokens(fresh.json().at("usage")));
+
+  // The engine generated the first answer and the other prompt only.
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_cache_requests_total", [](double v) { return v >= 2; }, Millis(10'000),
+                                    {{"model", "m1"}, {"class", "chat"}, {"result", "hit"}}),
+            2);
+}
+
+TEST(ResultCache, AnotherTenantNeverGetsIt) {
+  SimProcess sim({"--model", "m1"});
+  GatewayProcess gateway(cache_config(sim.port()).to_yaml());
+  const std::string greedy = "\"temperature\":0,\"max_tokens\":8";
+  ASSERT_EQ(http_call(gateway.port(), chat(greedy)).status, 200);
+  ASSERT_GE(stored(gateway, 1), 1);
+  const HttpResponse beta = http_call(gateway.port(), chat(greedy, "Name three rivers.", kBetaKey));
+  ASSERT_EQ(beta.status, 200);
+  EXPECT_EQ(beta.header("x-arbiter-cache"), "miss");
+  EXPECT_EQ(http_call(gateway.port(), chat(greedy)).header("x-arbiter-cache"), "hit");
+}
+
+TEST(ResultCache, AStreamItsClientCutIsNeverKept) {
+  SimProcess sim({"--model", "m1"});
+  GatewayProcess gateway(cache_config(sim.port()).to_yaml());
+  const std::string long_stream = "\"temperature\":0,\"max_tokens\":400,\"min_tokens\":400,\"stream\":true";
+  {
+    HttpConnection conn(gateway.port());
+    conn.send(chat(long_stream));
+    ASSERT_EQ(conn.read_head().status, 200);
+    ASSERT_GE(conn.read_events(3).size(), 3u);
+    conn.close_abruptly();
+  }
+  EXPECT_GE(gateway.wait_for_metric("arbiter_cache_fills_total", [](double v) { return v >= 1; }, Millis(10'000),
+                                    {{"model", "m1"}, {"class", "chat"}, {"result", "failed"}})
+                .value_or(0),
+            1);
+  const HttpResponse again = http_call(gateway.port(), chat("\"temperature\":0,\"max_tokens\":400,\"min_tokens\":400"),
+                                       Millis(60'000));
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(again.header("x-arbiter-cache"), "miss");
+}
+
+TEST(ResultCache, TheClientsCacheControlAndSampledRequests) {
+  SimProcess sim({"--model", "m1"});
+  GatewayProcess gateway(cache_config(sim.port()).to_yaml());
+  const std::string greedy = "\"temperature\":0,\"max_tokens\":8";
+  // no-store: neither answered from nor kept.
+  const HttpResponse no_store = http_call(gateway.port(), chat(greedy, "Hi.", kAlphaKey, {{"cache-control", "no-store"}}));
+  ASSERT_EQ(no_store.status, 200);
+  EXPECT_FALSE(no_store.header("x-arbiter-cache"));
+  EXPECT_EQ(http_call(gateway.port(), chat(greedy, "Hi.")).header("x-arbiter-cache"), "miss");
+  ASSERT_GE(stored(gateway, 1), 1);
+  // no-cache: a fresh answer although one is kept.
+  EXPECT_EQ(http_call(gateway.port(), chat(greedy, "Hi.", kAlphaKey, {{"cache-control", "no-cache"}}))
+                .header("x-arbiter-cache"),
+            "miss");
+  EXPECT_EQ(http_call(gateway.port(), chat(greedy, "Hi.")).header("x-arbiter-cache"), "hit");
+  ASSERT_GE(stored(gateway, 2), 2);  // no-cache's fresh answer was kept
+  // A sampled request (the default temperature) is not the cache's.
+  EXPECT_FALSE(http_call(gateway.port(), chat("\"max_tokens\":8", "Hi.")).header("x-arbiter-cache"));
+  EXPECT_GE(gateway.wait_for_metric("arbiter_cache_requests_total", [](double v) { return v >= 1; }, Millis(10'000),
+                                    {{"model", "m1"}, {"class", "chat"}, {"result", "sampled"}})
+                .value_or(0),
+            1);
+}
+
+}  // namespace
+}  // namespace arbiter::test
