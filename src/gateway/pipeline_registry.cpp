@@ -34,7 +34,7 @@ const StageEntry kStages[] = {
       return std::make_unique<HintsStage>(p.metrics);
     }),
     stage_entry<CacheStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
-      return std::make_unique<CacheStage>(p.cache);
+      return std::make_unique<CacheStage>(p.cache, p.overload);
     }),
     stage_entry<BreakerStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<BreakerStage>(p.breakers);

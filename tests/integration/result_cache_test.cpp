@@ -5,6 +5,7 @@
 // client's cache-control is honoured; a sampled request is left alone.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <set>
 
 #include "integration/sim_harness.hpp"
@@ -180,6 +181,63 @@ TEST(ResultCache, TheClientsCacheControlAndSampledRequests) {
                                     {{"model", "m1"}, {"class", "chat"}, {"result", "sampled"}})
                 .value_or(0),
             1);
+}
+
+TEST(ResultCache, ANearDuplicateIsAnsweredAndSaysSo) {
+  SimProcess sim({"--model", "m1"});
+  GatewayProcess gateway(cache_config(sim.port()).to_yaml());
+  const std::string greedy = "\"temperature\":0,\"max_tokens\":8";
+  ASSERT_EQ(http_call(gateway.port(), chat(greedy, "Please name three rivers in Europe.")).status, 200);
+  ASSERT_GE(stored(gateway, 1), 1);
+  const HttpResponse near = http_call(gateway.port(), chat(greedy, "name three rivers in europe"));
+  ASSERT_EQ(near.status, 200);
+  EXPECT_EQ(near.header("x-arbiter-cache"), "near");
+  EXPECT_EQ(near.header("x-arbiter-cache-similarity"), "1.000");
+  // Another word is another prompt; so is another max_tokens.
+  EXPECT_EQ(http_call(gateway.port(), chat(greedy, "name three rivers in asia")).header("x-arbiter-cache"), "miss");
+  EXPECT_EQ(http_call(gateway.port(), chat("\"temperature\":0,\"max_tokens\":9", "name three rivers in europe"))
+                .header("x-arbiter-cache"),
+            "miss");
+}
+
+// At the overload `high` stage a degradable class takes near hits at the
+// looser threshold (0.8: one typo in five words), the protected one does not.
+TEST(ResultCache, UnderOverloadADegradableClassTakesALooserNearMatch) {
+  SimProcess sim({"--model", "m1"});
+  GatewayConfig config = cache_config(sim.port());
+  config.max_concurrency = 2;
+  config.engine_signals = true;
+  config.alpha_classes = "[critical, chat]";
+  // L = busy: one stream on the two slots is 0.5, the high stage.
+  config.extra = "degradation: {enabled: true, weight_busy: 1, weight_kv: 0, weight_queue: 0, weight_cache_miss: 0, "
+                 "smoothing_ms: 0, elevated_at: 0.2, high_at: 0.4, shed_at: 1, hold_ms: 300}\n";
+  GatewayProcess gateway(config.to_yaml());
+  const auto ask = [&](const std::string& content, const std::string& cls) {
+    HttpRequest r = gateway_post("/v1/chat/completions",
+                                 sim_chat("\"temperature\":0,\"max_tokens\":8", content, "m1"), kAlphaKey, cls);
+    return http_call(gateway.port(), r);
+  };
+  // summarize history of portugal briefly: five words.
+  ASSERT_EQ(ask("Summarize the history of Portugal briefly.", "chat").status, 200);
+  ASSERT_GE(stored(gateway, 1), 1) << describe_output(gateway);
+  EXPECT_EQ(ask("Summarize the histroy of Portugal briefly.", "chat").header("x-arbiter-cache"), "miss");  // 0.8 < 0.9
+
+  auto load = std::async(std::launch::async, [&] {
+    return http_call(gateway.port(),
+                     gateway_post("/v1/chat/completions", sim_chat("\"max_tokens\":150,\"min_tokens\":150,\"stream\":true",
+                                                                   "Write a report.", "m1"),
+                                  kAlphaKey, "chat"),
+                     Millis(120'000));
+  });
+  ASSERT_EQ(gateway.wait_for_metric("arbiter_degradation_stage", [](double v) { return v >= 2; }, Millis(30'000),
+                                    {{"pool", "m1"}}),
+            2)
+      << describe_output(gateway);
+  const HttpResponse degraded = ask("Summarize the hsitory of Portugal briefly.", "chat");
+  EXPECT_EQ(degraded.header("x-arbiter-cache"), "near");
+  EXPECT_EQ(degraded.header("x-arbiter-cache-similarity"), "0.800");
+  EXPECT_EQ(ask("Summarize the hsitory of Portugal briefly.", "critical").header("x-arbiter-cache"), "miss");
+  EXPECT_EQ(load.get().status, 200);
 }
 
 }  // namespace

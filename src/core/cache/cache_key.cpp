@@ -54,7 +54,7 @@ void add(XXH3_state_t* state, std::string_view s) {
 
 }  // namespace
 
-CacheKey cache_key(const KeyInputs& in, std::string_view body, const TopKeys& keys) {
+KeyParts cache_key_parts(const KeyInputs& in, std::string_view body, const TopKeys& keys) {
   XXH3_state_t state;
   XXH3_128bits_reset(&state);
   const uint8_t route = static_cast<uint8_t>(in.route);
@@ -64,24 +64,40 @@ CacheKey cache_key(const KeyInputs& in, std::string_view body, const TopKeys& ke
   const int64_t cap = in.cap.value_or(-1);
   XXH3_128bits_update(&state, &cap, sizeof cap);
 
+  KeyParts out;
   std::array<Member, TopKeys::kMax> members;
   std::size_t n = 0;
   if (keys.complete && keys.count > 0 && split_members(body, keys, members, n)) {
     // Sorted by name; duplicates keep their order (the last one wins in JSON).
     std::stable_sort(members.begin(), members.begin() + static_cast<std::ptrdiff_t>(n),
                      [](const Member& a, const Member& b) { return a.name < b.name; });
+    const std::string_view prompt_key = in.route == Route::kChatCompletions ? "messages" : "prompt";
     XXH3_128bits_update(&state, "m", 1);
+    XXH3_state_t rest;  // the same without the prompt: the near-duplicates' scope
+    XXH3_copyState(&rest, &state);
     for (std::size_t i = 0; i < n; ++i) {
       if (ignored(members[i].name)) continue;
       add(&state, members[i].name);
       add(&state, members[i].value);
+      if (members[i].name == prompt_key) {
+        out.prompt = members[i].value;  // the last one, as JSON reads it
+        continue;
+      }
+      add(&rest, members[i].name);
+      add(&rest, members[i].value);
     }
+    out.near_scope = XXH3_128bits_digest(&rest).low64;
   } else {
     XXH3_128bits_update(&state, "w", 1);
     add(&state, body);
   }
   const XXH128_hash_t h = XXH3_128bits_digest(&state);
-  return {h.high64, h.low64};
+  out.exact = {h.high64, h.low64};
+  return out;
+}
+
+CacheKey cache_key(const KeyInputs& in, std::string_view body, const TopKeys& keys) {
+  return cache_key_parts(in, body, keys).exact;
 }
 
 }  // namespace arbiter::cache

@@ -42,4 +42,15 @@ struct KeyInputs {
 // wrong one).
 CacheKey cache_key(const KeyInputs& in, std::string_view body, const TopKeys& keys);
 
+// The key, and for near-duplicates what it is made of: the hash of
+// everything but the prompt (requests whose prompts may be near
+// duplicates share it) and the prompt's JSON text (`messages` for chat,
+// `prompt` for completions; empty when the body's keys are not all known).
+struct KeyParts {
+  CacheKey exact;
+  uint64_t near_scope = 0;
+  std::string_view prompt;
+};
+KeyParts cache_key_parts(const KeyInputs& in, std::string_view body, const TopKeys& keys);
+
 }  // namespace arbiter::cache

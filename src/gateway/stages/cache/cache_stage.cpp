@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "core/cache/cache_policy.hpp"
 
 namespace arbiter {
@@ -11,6 +13,7 @@ namespace {
 struct CacheHit {
   std::shared_ptr<const cache::CachedAnswer> answer;
   std::chrono::steady_clock::duration age{};
+  std::optional<double> similarity;  // a near hit's
 };
 
 std::string scope_of(const RequestContext& ctx, cache::Scope scope) {
@@ -29,6 +32,13 @@ std::string answer_id(const RequestContext& ctx) {
 
 }  // namespace
 
+double CacheStage::near_threshold(const RequestContext& ctx) const {
+  const Config& config = ctx.runtime->config;
+  const bool degraded = config.degradation.enabled && overload_.stage(ctx.pool()) >= overload::Stage::kHigh &&
+                        !overload_.actions(ctx.cls).protect;
+  return degraded ? config.cache.near_degraded_threshold : config.cache.near_threshold;
+}
+
 Verdict CacheStage::admit(RequestContext& ctx) {
   const Config& config = ctx.runtime->config;
   const cache::CacheConfig& settings = config.cache;
@@ -44,22 +54,41 @@ Verdict CacheStage::admit(RequestContext& ctx) {
     return Verdict::go();
   }
   std::string scope = scope_of(ctx, settings.scope);
-  const cache::CacheKey key =
-      cache::cache_key({info.route, info.model, scope, cls.max_tokens_cap}, ctx.parsed.text, ctx.parsed.top_keys());
+  const cache::KeyParts key = cache::cache_key_parts({info.route, info.model, scope, cls.max_tokens_cap},
+                                                     ctx.parsed.text, ctx.parsed.top_keys());
+  // Near duplicates: a prompt of words, short enough.
+  std::optional<cache::NearText> near;
+  if (settings.near && cls.cache.near.value_or(true) && !key.prompt.empty() &&
+      key.prompt.size() <= settings.near_max_prompt_bytes) {
+    near = cache::near_text(key.prompt);
+    if (near->words < cache::kMinNearWords) near.reset();
+  }
   if (use.lookup) {
     std::optional<std::chrono::steady_clock::duration> max_age;
     if (directives.max_age_s) max_age = std::chrono::seconds(*directives.max_age_s);
-    if (auto hit = cache_.store().find(key, scope, info.model, std::chrono::steady_clock::now(), max_age)) {
-      count("hit");
-      ctx.rec.cache = "hit";
-      ctx.slots.emplace<CacheHit>(CacheHit{std::move(hit->answer), hit->age});
+    const auto now = std::chrono::steady_clock::now();
+    std::optional<cache::ResultStore::Hit> hit = cache_.store().find(key.exact, scope, info.model, now, max_age);
+    std::optional<double> similarity;
+    if (!hit && near) {
+      if (auto candidate = cache_.near().find(key.near_scope, *near, near_threshold(ctx))) {
+        hit = cache_.store().find(candidate->key, scope, info.model, now, max_age);
+        similarity = candidate->similarity;
+      }
+    }
+    if (hit) {
+      const std::string_view result = similarity ? "near" : "hit";
+      count(result);
+      ctx.rec.cache = result;
+      ctx.slots.emplace<CacheHit>(CacheHit{std::move(hit->answer), hit->age, similarity});
       return Verdict::wait();
     }
   }
   count(use.lookup ? "miss" : "bypass");
   ctx.rec.cache = "miss";
   ctx.response_headers.emplace_back("x-arbiter-cache", "miss");
-  CacheFill& fill = ctx.slots.emplace<CacheFill>(*ctx.sink, key, std::move(scope), settings.max_entry_bytes);
+  CacheFill& fill = ctx.slots.emplace<CacheFill>(*ctx.sink, key.exact, std::move(scope), settings.max_entry_bytes);
+  fill.near_scope = key.near_scope;
+  fill.near = std::move(near);
   ctx.sink = &fill.tee;
   return Verdict::go();
 }
@@ -70,7 +99,8 @@ Task<Verdict> CacheStage::admit_async(RequestContext& ctx) {
   const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
                               std::chrono::system_clock::now().time_since_epoch()).count();
   const auto age = std::chrono::duration_cast<std::chrono::seconds>(hit.age).count();
-  ctx.response_headers.emplace_back("x-arbiter-cache", "hit");
+  ctx.response_headers.emplace_back("x-arbiter-cache", hit.similarity ? "near" : "hit");
+  if (hit.similarity) ctx.response_headers.emplace_back("x-arbiter-cache-similarity", fmt::format("{:.3f}", *hit.similarity));
   ctx.response_headers.emplace_back("age", std::to_string(age));
   bool sent = false;
   if (info.stream) {
@@ -90,7 +120,7 @@ Task<Verdict> CacheStage::admit_async(RequestContext& ctx) {
 }
 
 void CacheObserver::on_complete(const RequestContext& ctx) {
-  if (const CacheFill* fill = ctx.slots.get<CacheFill>()) cache_.offer(ctx, *fill);
+  if (CacheFill* fill = ctx.slots.get<CacheFill>()) cache_.offer(ctx, *fill);
 }
 
 }  // namespace arbiter

@@ -2,20 +2,25 @@
 // route (the class and the model's pool are known) and before protection
 // and admission, so a hit costs no engine slot, no quota and is neither
 // degraded nor shed. For a request the cache may take (cache_policy), it
-// looks the key up: a hit is answered here, whole or streamed as the
-// request asks, with `x-arbiter-cache: hit` and `age`; a miss goes on with
-// its sink teed into a CacheFill (`x-arbiter-cache: miss`), which the
-// cache observer offers to the store when the request ends.
+// looks the key up, then (near-duplicates on, a prompt short enough) the
+// near-duplicate index: a hit is answered here, whole or streamed as the
+// request asks, with `x-arbiter-cache: hit` (or `near`, with
+// `x-arbiter-cache-similarity`) and `age`; while the pool is at the
+// overload `high` stage or above, a degradable class takes near hits at
+// `near_degraded_threshold`. A miss goes on with its sink teed into a
+// CacheFill (`x-arbiter-cache: miss`), which the cache observer offers to
+// the store when the request ends.
 #pragma once
 
 #include "gateway/pipeline/stage.hpp"
 #include "gateway/stages/cache/result_cache.hpp"
+#include "gateway/stages/degrade/overload_control.hpp"
 
 namespace arbiter {
 
 class CacheStage final : public DeclaredStage<CacheStage> {
  public:
-  explicit CacheStage(ResultCache& cache) : cache_(cache) {}
+  CacheStage(ResultCache& cache, const OverloadControl& overload) : cache_(cache), overload_(overload) {}
   static constexpr std::string_view kName = "cache";
   static constexpr Phase kPhase = Phase::kAnswerEarly;
   Verdict admit(RequestContext& ctx) override;
@@ -23,7 +28,11 @@ class CacheStage final : public DeclaredStage<CacheStage> {
   Task<Verdict> admit_async(RequestContext& ctx) override;
 
  private:
+  // The threshold a near hit needs for this request now.
+  double near_threshold(const RequestContext& ctx) const;
+
   ResultCache& cache_;
+  const OverloadControl& overload_;
 };
 
 // The finished request's answer to the cache (ResultCache::offer).

@@ -20,9 +20,9 @@ void CacheFill::body(std::string_view piece) {
 }
 
 ResultCache::ResultCache(const cache::CacheConfig& config, metrics::Registry& registry)
-    : store_(config.max_bytes), metrics_(registry) {}
+    : store_(config.max_bytes), near_(config.max_bytes / 4), metrics_(registry) {}
 
-void ResultCache::offer(const RequestContext& ctx, const CacheFill& fill) {
+void ResultCache::offer(const RequestContext& ctx, CacheFill& fill) {
   const std::string& model = ctx.parsed.info.model;
   const auto count = [&](std::string_view result) { metrics_.fills.with({model, ctx.rec.cls, result}).inc(); };
   if (fill.status() != 200 || !fill.complete() || ctx.outcome.status != 200) return count("failed");
@@ -41,6 +41,7 @@ void ResultCache::offer(const RequestContext& ctx, const CacheFill& fill) {
     return count("too_large");
   }
   count("stored");
+  if (fill.near) near_.add(fill.near_scope, fill.key, std::move(*fill.near));
   metrics_.bytes.with({}).set(static_cast<double>(store_.bytes()));
   metrics_.entries.with({}).set(static_cast<double>(store_.entries()));
   metrics_.evictions.with({}).set(store_.evictions());

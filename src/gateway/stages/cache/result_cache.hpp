@@ -7,10 +7,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/cache/cache_config.hpp"
 #include "core/cache/cache_key.hpp"
+#include "core/cache/near_index.hpp"
 #include "core/cache/result_store.hpp"
 #include "gateway/stages/cache/cache_metrics.hpp"
 #include "http/tee_sink.hpp"
@@ -34,6 +36,9 @@ class CacheFill final : public ResponseCopy {
   const cache::CacheKey key;
   const std::string scope;
   TeeSink tee;
+  // For the near-duplicate index, when the prompt may have near duplicates.
+  uint64_t near_scope = 0;
+  std::optional<cache::NearText> near;
 
   unsigned status() const { return status_; }
   bool stream() const { return stream_; }
@@ -55,14 +60,17 @@ class ResultCache {
   ResultCache(const cache::CacheConfig& config, metrics::Registry& registry);
 
   cache::ResultStore& store() { return store_; }
+  const cache::NearIndex& near() const { return near_; }
   CacheMetrics& metrics() { return metrics_; }
 
   // The finished request's answer: kept when whole, 200, of the model it
-  // asked for and not degraded; counted either way.
-  void offer(const RequestContext& ctx, const CacheFill& fill);
+  // asked for and not degraded (its prompt then in the near-duplicate
+  // index); counted either way.
+  void offer(const RequestContext& ctx, CacheFill& fill);
 
  private:
   cache::ResultStore store_;
+  cache::NearIndex near_;  // a quarter of the store's bound
   CacheMetrics metrics_;
 };
 

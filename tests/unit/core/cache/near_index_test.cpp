@@ -1,0 +1,66 @@
+// The near-duplicate index (core/cache/near_index.hpp): candidates only in
+// their near scope, the most similar above the threshold, the byte bound.
+#include "core/cache/near_index.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include "core/request_parser.hpp"
+
+namespace arbiter::cache {
+namespace {
+
+NearText text(std::string_view content) {
+  boost::json::array m{boost::json::object{{"role", "user"}, {"content", content}}};
+  return near_text(boost::json::serialize(m));
+}
+
+CacheKey key(uint64_t i) { return {i, i + 1}; }
+
+TEST(NearIndex, FindsTheMostSimilarInItsScopeOnly) {
+  NearIndex index(1 << 20);
+  index.add(1, key(1), text("Explain how a hash table handles collisions in detail."));
+  index.add(1, key(2), text("Explain how a hash table handles colilsions in detail."));
+  index.add(2, key(3), text("Explain how a hash table handles collisions, in detail!"));
+  const auto found = index.find(1, text("explain how a hash table handles collisions in detail"), 0.9);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->key, key(1));
+  EXPECT_EQ(found->similarity, 1);
+  EXPECT_EQ(index.find(2, text("explain how a hash table handles collisions in detail"), 0.9)->key, key(3));
+  EXPECT_FALSE(index.find(3, text("explain how a hash table handles collisions in detail"), 0.9));
+  EXPECT_FALSE(index.find(1, text("Explain how a hash table handles resizing in detail."), 0.5));
+}
+
+TEST(NearIndex, HoldsItsByteBound) {
+  const std::size_t bound = 64 * 1024;
+  NearIndex index(bound);
+  for (uint64_t i = 0; i < 2000; ++i) {
+    index.add(1, key(i), text("Question number " + std::to_string(i) + " about the weather in Lisbon today"));
+    ASSERT_LE(index.bytes(), bound);
+  }
+  EXPECT_LT(index.entries(), 2000u);
+  EXPECT_TRUE(index.find(1, text("question number 1999 about the weather in lisbon today"), 0.9));  // the newest
+  EXPECT_FALSE(index.find(1, text("question number 0 about the weather in lisbon today"), 0.9));   // the oldest went
+}
+
+TEST(CacheKeyParts, TheNearScopeIsTheKeyWithoutThePrompt) {
+  const auto parts = [](std::string body, Route route = Route::kChatCompletions) {
+    static std::vector<ParsedRequest> keep;  // the prompt view points into the body
+    keep.push_back(*parse_request(route, std::move(body)));
+    const ParsedRequest& p = keep.back();
+    return cache_key_parts({route, p.info.model, "tenant:a", std::nullopt}, p.text, p.top_keys());
+  };
+  const auto a = parts(R"({"model":"m","messages":[{"role":"user","content":"hi there"}],"temperature":0})");
+  const auto b = parts(R"({"model":"m","temperature":0,"messages":[{"role":"user","content":"Hi there!"}]})");
+  const auto c = parts(R"({"model":"m","messages":[{"role":"user","content":"hi there"}],"temperature":0,"max_tokens":5})");
+  EXPECT_NE(a.exact, b.exact);
+  EXPECT_EQ(a.near_scope, b.near_scope);
+  EXPECT_NE(a.near_scope, c.near_scope);
+  EXPECT_EQ(a.prompt, R"([{"role":"user","content":"hi there"}])");
+  EXPECT_EQ(parts(R"({"model":"m","prompt":"Once upon","temperature":0})", Route::kCompletions).prompt, "\"Once upon\"");
+}
+
+}  // namespace
+}  // namespace arbiter::cache
