@@ -21,7 +21,10 @@
 # machine whose perf has no cycles counter; KEEP_CALLGRIND=DIR keeps each
 # run's callgrind dump there (DIR/<proxy>.<round>.cg, for callgrind_annotate:
 # where the instructions go); EXTRA_CONFIG: YAML lines appended to the
-# gateway's config (e.g. 'degradation: {enabled: true}', to cost a feature).
+# gateway's config (e.g. 'degradation: {enabled: true}', to cost a feature);
+# HEADER: one more request header on every request (e.g. 'cache-control:
+# max-age=600, no-cache': the result cache keeps every answer and never
+# answers from it, a miss each time).
 # With ACCESS_LOG=1 a second table follows (PERF_ROUNDS [5] > 0): every proxy
 # kept running, log off and on, and `perf stat` on each proxy process over
 # one fixed-rate round of requests (PERF_RATE [2000] req/s, SECONDS_MEASURED
@@ -40,6 +43,8 @@ MEASURE_S=${SECONDS_MEASURED:-3}
 NGINX=${NGINX:-/usr/sbin/nginx}
 ACCESS_LOG=${ACCESS_LOG:-0}
 LOADGEN=$BUILD_DIR/bench/loadgen
+LOADGEN_HEADER=()
+[[ -n ${HEADER:-} ]] && LOADGEN_HEADER=(--header "$HEADER")
 ARBITER=${ARBITER:-$BUILD_DIR/arbiter}
 BODY_BYTES=${BODY_BYTES:-1024}
 ROUNDS=${ROUNDS:-$((ACCESS_LOG ? 3 : 1))}
@@ -153,9 +158,9 @@ for name in "${NAMES[@]}"; do
   log_cycles_per_request=()
   for _ in $(seq "$ROUNDS"); do
     start_proxy "$name" "${CALLGRIND[@]}" --callgrind-out-file="$TMP/$name.cg"
-    "$LOADGEN" closed --body-bytes "$BODY_BYTES" --url "$(url)" --concurrency 8 --duration 1 --warmup 0.5 >/dev/null
+    "$LOADGEN" closed "${LOADGEN_HEADER[@]}" --body-bytes "$BODY_BYTES" --url "$(url)" --concurrency 8 --duration 1 --warmup 0.5 >/dev/null
     callgrind_control -z "$PID" >/dev/null 2>&1
-    n=$("$LOADGEN" closed --body-bytes "$BODY_BYTES" --url "$(url)" --concurrency 8 --duration "$MEASURE_S" --warmup 0 | completed)
+    n=$("$LOADGEN" closed "${LOADGEN_HEADER[@]}" --body-bytes "$BODY_BYTES" --url "$(url)" --concurrency 8 --duration "$MEASURE_S" --warmup 0 | completed)
     callgrind_control -d "$PID" >/dev/null 2>&1
     sleep 0.5
     dump=$(ls -t "$TMP/$name".cg* | head -1)
@@ -178,11 +183,11 @@ for name in "${NAMES[@]}"; do
   fi
 
   start_proxy "$name"
-  "$LOADGEN" open --body-bytes "$BODY_BYTES" --url "$(url)" --rate 1000 --connections 16 --duration 0.5 --warmup 0.2 >/dev/null
+  "$LOADGEN" open "${LOADGEN_HEADER[@]}" --body-bytes "$BODY_BYTES" --url "$(url)" --rate 1000 --connections 16 --duration 0.5 --warmup 0.2 >/dev/null
   strace -f -c -o "$TMP/$name.strace" -p "$PID" 2>/dev/null &
   tracer=$!
   sleep 0.5
-  m=$("$LOADGEN" open --body-bytes "$BODY_BYTES" --url "$(url)" --rate 1000 --connections 16 --duration "$MEASURE_S" --warmup 0 | completed)
+  m=$("$LOADGEN" open "${LOADGEN_HEADER[@]}" --body-bytes "$BODY_BYTES" --url "$(url)" --rate 1000 --connections 16 --duration "$MEASURE_S" --warmup 0 | completed)
   kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true
   calls=$(awk '$NF == "total" {print $4}' "$TMP/$name.strace")
   stop_proxy
@@ -204,11 +209,11 @@ for round in $(seq "$PERF_ROUNDS"); do
     PORT=${PORTOF[$name]}
     # New connections, warmed, then counted from before the first measured
     # request to after the last.
-    "$LOADGEN" open --body-bytes "$BODY_BYTES" --url "$(url)" --rate "$PERF_RATE" --connections 16 --duration 0.3 --warmup 0 >/dev/null
+    "$LOADGEN" open "${LOADGEN_HEADER[@]}" --body-bytes "$BODY_BYTES" --url "$(url)" --rate "$PERF_RATE" --connections 16 --duration 0.3 --warmup 0 >/dev/null
     "$PERF" stat -x, -e instructions,cycles,task-clock -p "${PIDOF[$name]}" -o "$TMP/perf.out" &
     counter=$!
     sleep 0.2
-    n=$("$LOADGEN" open --body-bytes "$BODY_BYTES" --url "$(url)" --rate "$PERF_RATE" --connections 16 --duration "$MEASURE_S" --warmup 0 | completed)
+    n=$("$LOADGEN" open "${LOADGEN_HEADER[@]}" --body-bytes "$BODY_BYTES" --url "$(url)" --rate "$PERF_RATE" --connections 16 --duration "$MEASURE_S" --warmup 0 | completed)
     kill -INT "$counter"; wait "$counter" 2>/dev/null || true
     awk -F, -v name="$name" -v round="$round" -v n="$n" '
       $3 ~ /^instructions/ { ins = $1 } $3 ~ /^cycles/ { cyc = $1 } $3 ~ /^task-clock/ { ms = $1 }

@@ -173,6 +173,13 @@ std::optional<CachedAnswer> answer_from_stream(Route route, std::string_view sse
   return a;
 }
 
+std::optional<CachedAnswer> read_answer(const StoredAnswer& stored) {
+  if (stored.answer) return stored.answer;
+  auto a = stored.stream ? answer_from_stream(stored.route, stored.raw) : answer_from_whole(stored.route, stored.raw);
+  if (a && !a->usage) a->usage = stored.usage;
+  return a;
+}
+
 std::string render_whole(const CachedAnswer& a, std::string_view id, int64_t created, std::string_view model) {
   const bool chat = a.route == Route::kChatCompletions;
   std::string out;

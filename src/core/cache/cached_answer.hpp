@@ -31,6 +31,24 @@ struct CachedAnswer {
   std::size_t bytes() const { return sizeof(CachedAnswer) + content.size() + reasoning.size() + finish_reason.size(); }
 };
 
+// What the store keeps: the answer read, or, until its first hit, the
+// bytes as the client got them (reading them is a JSON parse a miss need
+// not pay; an answer that turns out not to be one a cache replays is
+// dropped at that hit).
+struct StoredAnswer {
+  Route route = Route::kChatCompletions;
+  std::optional<CachedAnswer> answer;
+  bool stream = false;  // raw is an SSE stream
+  std::string raw;
+  std::optional<Usage> usage;  // the engine's, for a raw stream whose usage chunk the client did not get
+
+  std::size_t bytes() const { return sizeof(StoredAnswer) + raw.size() + (answer ? answer->bytes() : 0); }
+};
+
+// The stored answer, read from its bytes when it was not yet; nullopt when
+// they are not an answer a cache replays.
+std::optional<CachedAnswer> read_answer(const StoredAnswer& stored);
+
 // From a whole answer's JSON (chat.completion or text_completion).
 std::optional<CachedAnswer> answer_from_whole(Route route, std::string_view json);
 // From the bytes of an SSE stream as the client got them, [DONE] included.

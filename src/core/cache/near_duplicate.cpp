@@ -1,7 +1,8 @@
 #include "core/cache/near_duplicate.hpp"
 
 #include <algorithm>
-#include <unordered_set>
+#include <array>
+#include <cstring>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -9,77 +10,190 @@
 namespace arbiter::cache {
 namespace {
 
+// A word of up to 8 bytes as one integer (little-endian, zero-padded).
+constexpr uint64_t packed(std::string_view w) {
+  uint64_t v = 0;
+  for (std::size_t i = 0; i < w.size() && i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(w[i])) << (8 * i);
+  return v;
+}
+
 // Dropped words: articles, politeness, filler, the present copula and
 // contraction tails ('s 're 'm 'll 've 'd).
-bool filler(std::string_view w) {
-  static const std::unordered_set<std::string_view> kWords = {
-      "a",    "an",    "the",  "please", "pls",   "kindly", "could", "can",  "would", "you",  "u",  "me",
-      "tell", "hey",   "hi",   "hello",  "thanks", "thank", "just",  "is",   "are",   "am",   "s",  "re",
-      "m",    "ll",    "ve",   "d",      "so",    "well",   "um",    "uh",   "ok",    "okay", "quick", "question"};
-  return kWords.contains(w);
+constexpr std::string_view kFillers[] = {
+    "a",    "u",     "s",     "m",     "d",      "an",     "me",     "hi",    "is",   "re",   "ll",
+    "ve",   "so",    "am",    "um",    "uh",     "ok",     "the",    "pls",   "can",  "you",  "hey",
+    "are",  "tell",  "just",  "well",  "okay",   "could",  "would",  "hello", "thank", "quick", "please",
+    "kindly", "thanks", "question"};
+
+// The fillers as integers, by length: a word is one of them when its
+// integer is (words of up to 8 bytes).
+struct PackedFillers {
+  static constexpr std::size_t kMaxLength = 8;
+  std::array<std::vector<uint64_t>, kMaxLength + 1> by_length;
+  PackedFillers() {
+    for (const std::string_view f : kFillers) by_length[f.size()].push_back(packed(f));
+  }
+};
+
+const PackedFillers kPackedFillers;
+
+// `v`: the word's bytes as packed() reads them.
+bool filler(uint64_t v, std::size_t size) {
+  if (size == 0 || size > PackedFillers::kMaxLength) return false;
+  for (const uint64_t f : kPackedFillers.by_length[size]) {
+    if (f == v) return true;
+  }
+  return false;
 }
 
-bool letter(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80; }
-bool digit(unsigned char c) { return c >= '0' && c <= '9'; }
-bool space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-// Punctuation of prose: no token.
-bool soft(unsigned char c) {
-  return c == '.' || c == ',' || c == '!' || c == '?' || c == ';' || c == ':' || c == '\'' || c == '"' || c == '`';
+// The first min(n, 8) bytes at `p` as packed() reads them; 8 bytes at `p`
+// must be readable (the tokenizer's buffer has the room).
+uint64_t load_packed(const char* p, std::size_t n) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return n >= 8 ? v : v & ((uint64_t{1} << (8 * n)) - 1);
 }
 
-uint64_t hash(std::string_view s) { return XXH3_64bits(s.data(), s.size()); }
+enum CharKind : uint8_t { kOther, kLetter, kUpper, kDigit, kSpace, kSoft, kBackslash };
 
+constexpr std::array<uint8_t, 256> kKinds = [] {
+  std::array<uint8_t, 256> k{};
+  for (int c = 'a'; c <= 'z'; ++c) k[c] = kLetter;
+  for (int c = 'A'; c <= 'Z'; ++c) k[c] = kUpper;
+  for (int c = 0x80; c < 0x100; ++c) k[c] = kLetter;  // UTF-8 bytes: part of a word
+  for (int c = '0'; c <= '9'; ++c) k[c] = kDigit;
+  for (const char c : {' ', '\t', '\n', '\r'}) k[static_cast<unsigned char>(c)] = kSpace;
+  // Punctuation of prose: no token.
+  for (const char c : {'.', ',', '!', '?', ';', ':', '\'', '"', '`'}) k[static_cast<unsigned char>(c)] = kSoft;
+  k['\\'] = kBackslash;
+  return k;
+}();
+
+uint8_t kind(char c) { return kKinds[static_cast<unsigned char>(c)]; }
+
+// A token's hash: a word of up to 8 bytes as one integer, mixed; longer
+// ones through XXH3.
+uint64_t mix_packed(uint64_t v, std::size_t n) {
+  v ^= n * 0x9e3779b97f4a7c15ULL;
+  v *= 0xbf58476d1ce4e5b9ULL;
+  return v ^ (v >> 31);
+}
+uint64_t token_hash(const char* p, std::size_t n) { return n > 8 ? XXH3_64bits(p, n) : mix_packed(load_packed(p, n), n); }
+
+// Writes tokens into a buffer the caller sized (three bytes out per byte in
+// at most: a one-byte token with its space and structure mark; and 8 more,
+// for load_packed at the last token): a word is written at the cursor,
+// then kept (hashed) or taken back (a filler).
 class Tokenizer {
  public:
-  explicit Tokenizer(NearText& out) : out_(out) {}
+  Tokenizer(NearText& out, char* buffer) : out_(out), begin_(buffer), at_(buffer) {}
+
+  std::size_t size() const { return static_cast<std::size_t>(at_ - begin_); }
 
   // One JSON string's text (escapes still in it); `words`: it is prompt
   // text, not a key or a role.
   void string(std::string_view s, bool words) {
-    std::string word;
-    const auto flush = [&] {
-      if (!word.empty()) emit(word, words);
-      word.clear();
-    };
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      const auto c = static_cast<unsigned char>(s[i]);
-      if (c == '\\' && i + 1 < s.size()) {  // \n \t \" \uXXXX: a separator
-        flush();
-        i += s[i + 1] == 'u' ? 5 : 1;
+    words_ = words;
+    const char* p = s.data();
+    const char* const end = p + s.size();
+    while (p < end) {
+      const char c = *p;
+      const uint8_t k = kind(c);
+      if (k == kLetter || k == kUpper || k == kDigit) {
+        if (!word_) start();
+        do {  // the run of word bytes, lower-cased
+          put(kind(*p) == kUpper ? static_cast<char>(*p - 'A' + 'a') : *p);
+          ++p;
+        } while (p < end && kind(*p) >= kLetter && kind(*p) <= kDigit);
         continue;
       }
-      if (letter(c)) {
-        word += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-      } else if (digit(c) || ((c == '.' || c == ',') && !word.empty() && digit(word.back()) && i + 1 < s.size() &&
-                              digit(static_cast<unsigned char>(s[i + 1])))) {
-        word += static_cast<char>(c);
-      } else if (c == '\'' && !word.empty() && i + 2 < s.size() && s[i + 1] == 't' && word.back() == 'n' &&
-                 !letter(static_cast<unsigned char>(s[i + 2]))) {
-        word.pop_back();  // don't -> do not
-        flush();
-        emit("not", words);
-        ++i;
-      } else {
-        flush();
-        if (!space(c) && !soft(c)) emit(std::string(1, static_cast<char>(c)), words);
+      switch (k) {
+        case kBackslash:  // \n \t \" \uXXXX: a separator
+          finish();
+          p += p + 1 < end && p[1] == 'u' ? 6 : 2;
+          continue;
+        case kSoft:
+          if ((c == '.' || c == ',') && word_ && kind(at_[-1]) == kDigit && p + 1 < end && kind(p[1]) == kDigit) {
+            put(c);  // 3.14, 1,000
+          } else if (c == '\'' && word_ && at_[-1] == 'n' && p + 2 < end && p[1] == 't' && kind(p[2]) != kLetter &&
+                     kind(p[2]) != kUpper) {
+            --at_;  // don't -> do not
+            finish();
+            start();
+            for (const char n : {'n', 'o', 't'}) put(n);
+            finish();
+            ++p;
+          } else {
+            finish();
+          }
+          break;
+        case kSpace: finish(); break;
+        default:  // an operator or a bracket: a token of its own
+          finish();
+          start();
+          put(c);
+          finish();
       }
+      ++p;
     }
-    flush();
+    finish();
   }
 
  private:
-  void emit(std::string word, bool words) {
-    if (words && filler(word)) return;
-    if (words && word.size() >= 4 && word.back() == 's' && word[word.size() - 2] != 's') word.pop_back();
-    if (!words) word.insert(0, 1, '\x01');  // structure: never equal to a word
-    if (!out_.tokens.empty()) out_.tokens += ' ';
-    out_.tokens += word;
-    out_.hashes.push_back(hash(word));
-    if (words) ++out_.words;
+  void start() {
+    if (at_ != begin_) *at_++ = ' ';
+    if (!words_) *at_++ = '\x01';  // structure: never equal to a word
+    word_ = at_;
+  }
+  void put(char c) { *at_++ = c; }
+  void finish() {
+    if (!word_) return;
+    char* const token = word_ - (words_ ? 0 : 1);
+    std::string_view word(word_, static_cast<std::size_t>(at_ - word_));
+    word_ = nullptr;
+    if (word.empty() || (words_ && filler(load_packed(word.data(), word.size()), word.size()))) {
+      at_ = token == begin_ ? begin_ : token - 1;  // the word and the space before it
+      return;
+    }
+    if (words_ && word.size() >= 4 && word.back() == 's' && word[word.size() - 2] != 's') --at_;  // a plural's s
+    out_.hashes.push_back(token_hash(token, static_cast<std::size_t>(at_ - token)));
+    if (words_) ++out_.words;
   }
 
   NearText& out_;
+  char* const begin_;
+  char* at_;
+  bool words_ = true;
+  char* word_ = nullptr;  // where the word being read starts; null between words
 };
+
+// Feeds the JSON text's strings to `tokens`: a key (followed by ':') and
+// the values of keys other than content and text (roles, part types) are
+// structure.
+void walk_strings(std::string_view json, Tokenizer& tokens) {
+  std::string_view last_key;
+  for (std::size_t i = json.find('"'); i < json.size(); i = json.find('"', i + 1)) {
+    // The closing quote: the next one not escaped (an odd run of
+    // backslashes before it).
+    std::size_t end = i;
+    for (;;) {
+      end = json.find('"', end + 1);
+      if (end == std::string_view::npos) break;
+      std::size_t slashes = 0;
+      while (json[end - 1 - slashes] == '\\') ++slashes;
+      if (slashes % 2 == 0) break;
+    }
+    if (end == std::string_view::npos) break;
+    const std::string_view s = json.substr(i + 1, end - i - 1);
+    std::size_t next = end + 1;
+    while (next < json.size() && kind(json[next]) == kSpace) ++next;
+    const bool key = next < json.size() && json[next] == ':';
+    const bool words = !key && (last_key.empty() || last_key == "content" || last_key == "text");
+    tokens.string(s, words);
+    if (key) last_key = s;
+    i = end;
+  }
+}
 
 std::vector<std::string_view> split(std::string_view tokens) {
   std::vector<std::string_view> out;
@@ -114,29 +228,22 @@ bool is_word(std::string_view t) { return !t.empty() && t[0] != '\x01'; }
 
 NearText near_text(std::string_view json) {
   NearText out;
-  Tokenizer tokens(out);
-  // Strings only: a key (followed by ':') and the values of keys other than
-  // content and text (roles, part types) are structure.
-  std::string_view last_key;
-  for (std::size_t i = 0; i < json.size(); ++i) {
-    if (json[i] != '"') continue;
-    std::size_t end = i + 1;
-    while (end < json.size() && json[end] != '"') end += json[end] == '\\' ? 2 : 1;
-    if (end >= json.size()) break;
-    const std::string_view s = json.substr(i + 1, end - i - 1);
-    std::size_t next = end + 1;
-    while (next < json.size() && space(static_cast<unsigned char>(json[next]))) ++next;
-    const bool key = next < json.size() && json[next] == ':';
-    const bool words = !key && (last_key.empty() || last_key == "content" || last_key == "text");
-    tokens.string(s, words);
-    if (key) last_key = s;
-    i = end;
+  out.hashes.reserve(json.size() / 4);
+  out.tokens.resize_and_overwrite(3 * json.size() + 8, [&](char* buffer, std::size_t) {
+    Tokenizer tokens(out, buffer);
+    walk_strings(json, tokens);
+    return tokens.size();
+  });
+  // The kSketch smallest distinct hashes, in one pass.
+  std::array<uint64_t, NearText::kSketch>& k = out.sketch;
+  std::size_t& n = out.sketch_size;
+  for (const uint64_t h : out.hashes) {
+    if (n == NearText::kSketch && h >= k[n - 1]) continue;
+    if (std::find(k.begin(), k.begin() + static_cast<std::ptrdiff_t>(n), h) != k.begin() + static_cast<std::ptrdiff_t>(n)) continue;
+    std::size_t at = n < NearText::kSketch ? n++ : n - 1;
+    for (; at > 0 && k[at - 1] > h; --at) k[at] = k[at - 1];
+    k[at] = h;
   }
-  std::vector<uint64_t> distinct = out.hashes;
-  std::sort(distinct.begin(), distinct.end());
-  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  out.sketch_size = std::min(distinct.size(), NearText::kSketch);
-  std::copy_n(distinct.begin(), out.sketch_size, out.sketch.begin());
   return out;
 }
 

@@ -40,8 +40,32 @@ bool ResultStore::contains(const CacheKey& key, Clock::time_point now) {
   return found != shard.index.end() && found->second->expires > now;
 }
 
+void ResultStore::replace(const CacheKey& key, const StoredAnswer* was, std::shared_ptr<const StoredAnswer> answer) {
+  Shard& shard = shard_of(key);
+  std::lock_guard lock(shard.mutex);
+  const auto found = shard.index.find(key);
+  if (found == shard.index.end() || found->second->answer.get() != was) return;
+  Entry& e = *found->second;
+  const std::size_t size = answer->bytes() + e.scope.size() + e.model.size() + kEntryOverhead;
+  shard.bytes = shard.bytes - e.bytes + size;
+  bytes_.fetch_add(size, std::memory_order_relaxed);
+  bytes_.fetch_sub(e.bytes, std::memory_order_relaxed);
+  e.bytes = size;
+  e.answer = std::move(answer);
+  while (shard.bytes > shard_limit_ && shard.lru.size() > 1) {
+    erase(shard, std::prev(shard.lru.end()));
+    evictions_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void ResultStore::erase(const CacheKey& key) {
+  Shard& shard = shard_of(key);
+  std::lock_guard lock(shard.mutex);
+  if (const auto found = shard.index.find(key); found != shard.index.end()) erase(shard, found->second);
+}
+
 bool ResultStore::put(const CacheKey& key, std::string_view scope, std::string_view model,
-                      std::shared_ptr<const CachedAnswer> answer, Clock::time_point now, Clock::duration ttl) {
+                      std::shared_ptr<const StoredAnswer> answer, Clock::time_point now, Clock::duration ttl) {
   const std::size_t size = answer->bytes() + scope.size() + model.size() + kEntryOverhead;
   if (size > shard_limit_) return false;
   Shard& shard = shard_of(key);

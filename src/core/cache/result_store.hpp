@@ -26,7 +26,7 @@ class ResultStore {
   using Clock = std::chrono::steady_clock;
 
   struct Hit {
-    std::shared_ptr<const CachedAnswer> answer;
+    std::shared_ptr<const StoredAnswer> answer;
     Clock::duration age{};
   };
 
@@ -44,7 +44,11 @@ class ResultStore {
   // Keeps `answer` until `now + ttl` or until evicted; replaces an entry of
   // the same key. False when it is larger than a shard's part of the bound.
   bool put(const CacheKey& key, std::string_view scope, std::string_view model,
-           std::shared_ptr<const CachedAnswer> answer, Clock::time_point now, Clock::duration ttl);
+           std::shared_ptr<const StoredAnswer> answer, Clock::time_point now, Clock::duration ttl);
+  // The entry's answer replaced (its bytes read at its first hit), when it
+  // still holds `was`; its place and life stay.
+  void replace(const CacheKey& key, const StoredAnswer* was, std::shared_ptr<const StoredAnswer> answer);
+  void erase(const CacheKey& key);
   // Whether `key` is held (not expired): the near-duplicate index drops
   // what the store evicted.
   bool contains(const CacheKey& key, Clock::time_point now);
@@ -59,7 +63,7 @@ class ResultStore {
     CacheKey key;
     std::string scope;
     std::string model;
-    std::shared_ptr<const CachedAnswer> answer;
+    std::shared_ptr<const StoredAnswer> answer;
     Clock::time_point stored;
     Clock::time_point expires;
     std::size_t bytes = 0;

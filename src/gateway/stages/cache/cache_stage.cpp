@@ -11,7 +11,7 @@ namespace {
 
 // What a hit keeps between admit() and admit_async().
 struct CacheHit {
-  std::shared_ptr<const cache::CachedAnswer> answer;
+  std::shared_ptr<const cache::StoredAnswer> answer;  // read (answer set)
   std::chrono::steady_clock::duration age{};
   std::optional<double> similarity;  // a near hit's
 };
@@ -31,6 +31,24 @@ std::string answer_id(const RequestContext& ctx) {
 }
 
 }  // namespace
+
+std::optional<cache::ResultStore::Hit> CacheStage::read(const cache::CacheKey& key, std::string_view scope,
+                                                        std::string_view model, cache::ResultStore::Clock::time_point now,
+                                                        std::optional<cache::ResultStore::Clock::duration> max_age) {
+  auto hit = cache_.store().find(key, scope, model, now, max_age);
+  if (!hit || hit->answer->answer) return hit;
+  // Its first hit: the bytes read once, the entry keeps what was read.
+  auto answer = cache::read_answer(*hit->answer);
+  if (!answer) {
+    cache_.store().erase(key);  // not an answer a cache replays (tool calls, several choices)
+    return std::nullopt;
+  }
+  auto read = std::make_shared<const cache::StoredAnswer>(
+      cache::StoredAnswer{.route = hit->answer->route, .answer = std::move(answer)});
+  cache_.store().replace(key, hit->answer.get(), read);
+  hit->answer = std::move(read);
+  return hit;
+}
 
 double CacheStage::near_threshold(const RequestContext& ctx) const {
   const Config& config = ctx.runtime->config;
@@ -67,11 +85,11 @@ Verdict CacheStage::admit(RequestContext& ctx) {
     std::optional<std::chrono::steady_clock::duration> max_age;
     if (directives.max_age_s) max_age = std::chrono::seconds(*directives.max_age_s);
     const auto now = std::chrono::steady_clock::now();
-    std::optional<cache::ResultStore::Hit> hit = cache_.store().find(key.exact, scope, info.model, now, max_age);
+    std::optional<cache::ResultStore::Hit> hit = read(key.exact, scope, info.model, now, max_age);
     std::optional<double> similarity;
     if (!hit && near) {
       if (auto candidate = cache_.near().find(key.near_scope, *near, near_threshold(ctx))) {
-        hit = cache_.store().find(candidate->key, scope, info.model, now, max_age);
+        hit = read(candidate->key, scope, info.model, now, max_age);
         similarity = candidate->similarity;
       }
     }
@@ -104,13 +122,14 @@ Task<Verdict> CacheStage::admit_async(RequestContext& ctx) {
   ctx.response_headers.emplace_back("age", std::to_string(age));
   bool sent = false;
   if (info.stream) {
-    const std::string body = cache::render_stream(*hit.answer, answer_id(ctx), created, info.model, info.include_usage);
+    const std::string body =
+        cache::render_stream(*hit.answer->answer, answer_id(ctx), created, info.model, info.include_usage);
     const ResponseHead head{.status = 200, .content_type = "text/event-stream", .cache_control = "no-cache",
                             .gateway = ctx.response_headers};
     const std::string_view parts[] = {body};
     sent = co_await ctx.sink->write_stream(&head, parts, true);
   } else {
-    const std::string body = cache::render_whole(*hit.answer, answer_id(ctx), created, info.model);
+    const std::string body = cache::render_whole(*hit.answer->answer, answer_id(ctx), created, info.model);
     const ResponseHead head{.status = 200, .content_type = "application/json", .gateway = ctx.response_headers};
     sent = co_await ctx.sink->send(head, body);
   }

@@ -28,6 +28,11 @@ class CacheStage final : public DeclaredStage<CacheStage> {
   Task<Verdict> admit_async(RequestContext& ctx) override;
 
  private:
+  // The store's entry, its answer read (at its first hit) and kept so;
+  // none when absent or not an answer a cache replays (then dropped).
+  std::optional<cache::ResultStore::Hit> read(const cache::CacheKey& key, std::string_view scope,
+                                              std::string_view model, cache::ResultStore::Clock::time_point now,
+                                              std::optional<cache::ResultStore::Clock::duration> max_age);
   // The threshold a near hit needs for this request now.
   double near_threshold(const RequestContext& ctx) const;
 

@@ -30,16 +30,18 @@ void ResultCache::offer(const RequestContext& ctx, CacheFill& fill) {
   if (!ctx.rec.degraded.empty() || (ctx.breaker && ctx.breaker->target != resilience::BreakerTarget::kPrimary)) {
     return count("degraded");
   }
-  const Route route = ctx.parsed.info.route;
-  auto answer = fill.stream() ? cache::answer_from_stream(route, fill.bytes()) : cache::answer_from_whole(route, fill.bytes());
-  if (!answer) return count("shape");
-  if (!answer->usage) answer->usage = ctx.outcome.usage;  // a usage chunk the relay hid from the client
+  // Kept as the client got it, read at its first hit: a miss pays no JSON parse.
+  auto stored = std::make_shared<cache::StoredAnswer>(cache::StoredAnswer{.route = ctx.parsed.info.route,
+                                                                          .answer = std::nullopt,
+                                                                          .stream = fill.stream(),
+                                                                          .raw = fill.take_bytes(),
+                                                                          .usage = ctx.outcome.usage});
+  // A stream is whole when it ended with [DONE] (an engine's error event
+  // ends it otherwise); a whole answer's shape is checked when read.
+  if (stored->stream && !stored->raw.ends_with("data: [DONE]\n\n")) return count("shape");
   const cache::CacheConfig& settings = ctx.runtime->config.cache;
   const auto now = cache::ResultStore::Clock::now();
-  if (!store_.put(fill.key, fill.scope, model, std::make_shared<const cache::CachedAnswer>(std::move(*answer)), now,
-                  settings.ttl)) {
-    return count("too_large");
-  }
+  if (!store_.put(fill.key, fill.scope, model, std::move(stored), now, settings.ttl)) return count("too_large");
   count("stored");
   if (fill.near) near_.add(fill.near_scope, fill.key, std::move(*fill.near));
   metrics_.bytes.with({}).set(static_cast<double>(store_.bytes()));

@@ -45,6 +45,7 @@ class CacheFill final : public ResponseCopy {
   bool complete() const { return complete_; }
   bool too_large() const { return too_large_; }
   std::string_view bytes() const { return bytes_; }
+  std::string take_bytes() { return std::move(bytes_); }
 
  private:
   std::size_t max_bytes_;

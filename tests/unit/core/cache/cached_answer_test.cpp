@@ -53,6 +53,24 @@ TEST(CachedAnswer, AStreamAndAWholeAnswerReadTheSame) {
   EXPECT_EQ(streamed->usage->completion_tokens, 3);
 }
 
+TEST(CachedAnswer, AStoredAnswerIsReadFromItsBytesWithTheEnginesUsageWhereTheClientHadNone) {
+  std::string hidden_usage = stream_chat();
+  hidden_usage.erase(hidden_usage.find("data: {\"id\":\"chatcmpl-2\",\"object\":\"chat.completion.chunk\",\"created\":1,"
+                                       "\"model\":\"m\",\"choices\":[],"),
+                     std::string_view("data: {\"id\":\"chatcmpl-2\",\"object\":\"chat.completion.chunk\",\"created\":1,"
+                                      "\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3,"
+                                      "\"total_tokens\":8}}\n\n").size());
+  const StoredAnswer stored{.stream = true, .raw = hidden_usage, .usage = Usage{.prompt_tokens = 5, .completion_tokens = 3}};
+  const auto a = read_answer(stored);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->content, "Hello \"you\"\n");
+  ASSERT_TRUE(a->usage);
+  EXPECT_EQ(a->usage->completion_tokens, 3);
+  EXPECT_FALSE(read_answer(StoredAnswer{.raw = "{\"choices\":[]}"}));
+  const StoredAnswer read{.answer = CachedAnswer{.content = "x", .finish_reason = "stop"}};
+  EXPECT_EQ(read_answer(read)->content, "x");  // already read: as it is
+}
+
 TEST(CachedAnswer, RefusesWhatAReplayWouldLose) {
   const auto refused = [](std::string_view whole) { return !answer_from_whole(Route::kChatCompletions, whole); };
   EXPECT_TRUE(refused(R"({"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c"}]},"finish_reason":"tool_calls"}]})"));

@@ -12,8 +12,8 @@ namespace {
 using Clock = ResultStore::Clock;
 using std::chrono::seconds;
 
-std::shared_ptr<const CachedAnswer> answer(std::size_t size) {
-  return std::make_shared<CachedAnswer>(CachedAnswer{.content = std::string(size, 'x'), .finish_reason = "stop"});
+std::shared_ptr<const StoredAnswer> answer(std::size_t size) {
+  return std::make_shared<StoredAnswer>(StoredAnswer{.raw = std::string(size, 'x')});
 }
 
 CacheKey key(uint64_t i) { return {i * 0x9e3779b97f4a7c15ULL + 1, i}; }
@@ -57,6 +57,23 @@ TEST(ResultStore, HoldsItsBoundUnderAFillOfTenTimesItsSize) {
   EXPECT_GT(store.bytes(), kBound / 2);  // evicts only what it must
   EXPECT_TRUE(store.find(key(i), "s", "m", Clock::time_point{}));  // the newest stays
   EXPECT_FALSE(store.find(key(1), "s", "m", Clock::time_point{}));
+}
+
+TEST(ResultStore, AnEntryReadAtItsFirstHitIsReplacedInPlace) {
+  ResultStore store(1 << 20);
+  const auto t0 = Clock::time_point{};
+  const auto raw = answer(500);
+  store.put(key(1), "s", "m", raw, t0, seconds(60));
+  const auto read = std::make_shared<StoredAnswer>(
+      StoredAnswer{.answer = CachedAnswer{.content = "hi", .finish_reason = "stop"}});
+  store.replace(key(1), answer(1).get(), read);  // not what it holds: nothing changes
+  EXPECT_EQ(store.find(key(1), "s", "m", t0)->answer, raw);
+  store.replace(key(1), raw.get(), read);
+  EXPECT_EQ(store.find(key(1), "s", "m", t0)->answer, read);
+  EXPECT_EQ(store.bytes(), read->bytes() + 2 + ResultStore::kEntryOverhead);
+  store.erase(key(1));
+  EXPECT_EQ(store.entries(), 0u);
+  EXPECT_EQ(store.bytes(), 0u);
 }
 
 TEST(ResultStore, LeastRecentlyUsedGoesFirstAndTooLargeIsRefused) {
