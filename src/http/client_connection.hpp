@@ -38,6 +38,9 @@ class ClientConnection final : public ResponseSink {
   ClientConnection(Stream& stream, beast::flat_buffer& buffer, Deadline& deadline,
                    std::chrono::milliseconds write_timeout, const std::atomic<bool>& draining);
 
+  // The thread (io_context) the connection runs on.
+  net::any_io_executor executor() { return stream_.get_executor(); }
+
   // The connection's I/O deadline: the request path arms it around upstream
   // operations too (one operation at a time per connection).
   Deadline& deadline() { return deadline_; }

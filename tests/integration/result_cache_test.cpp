@@ -183,6 +183,41 @@ TEST(ResultCache, TheClientsCacheControlAndSampledRequests) {
             1);
 }
 
+// Identical requests in flight share one generation; the leader's client
+// leaving hands it to the follower instead of aborting it.
+TEST(ResultCache, ACoalescedFollowerGetsTheWholeStreamWhenTheLeaderIsCancelled) {
+  // A slower engine: the generation outlasts the follower's arrival.
+  SimProcess sim({"--model", "m1", "--profile", "llama-70b-h100x8"});
+  GatewayProcess gateway(cache_config(sim.port()).to_yaml());
+  const std::string body =
+      "\"temperature\":0,\"max_tokens\":400,\"min_tokens\":400,\"stream\":true";
+  HttpConnection leader(gateway.port());
+  leader.send(chat(body, "Write a long story."));
+  ASSERT_EQ(leader.read_head().status, 200);
+  ASSERT_GE(leader.read_events(2).size(), 2u);
+
+  auto follower = std::async(std::launch::async,
+                             [&] { return http_call(gateway.port(), chat(body, "Write a long story."), Millis(60'000)); });
+  ASSERT_EQ(gateway.wait_for_metric("arbiter_cache_requests_total", [](double v) { return v >= 1; }, Millis(10'000),
+                                    {{"model", "m1"}, {"class", "chat"}, {"result", "coalesced"}}),
+            1)
+      << describe_output(gateway);
+  leader.close_abruptly();
+
+  const HttpResponse got = follower.get();
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(got.header("x-arbiter-cache"), "coalesced");
+  EXPECT_TRUE(got.body.ends_with("data: [DONE]\n\n"));
+  EXPECT_EQ(word_count(stream_text(got.body)), 400u);
+  // One generation, finished, none aborted; then kept for the next one.
+  EXPECT_EQ(sim.wait_for_metric("vllm:request_success_total", [](double v) { return v >= 1; }, Millis(10'000),
+                                {{"model_name", "m1"}, {"finished_reason", "length"}}),
+            1);
+  EXPECT_EQ(sim.metric("arbiter_sim_requests_aborted_total").value_or(-1), 0);
+  ASSERT_GE(stored(gateway, 1), 1);
+  EXPECT_EQ(http_call(gateway.port(), chat(body, "Write a long story.")).header("x-arbiter-cache"), "hit");
+}
+
 TEST(ResultCache, ANearDuplicateIsAnsweredAndSaysSo) {
   SimProcess sim({"--model", "m1"});
   GatewayProcess gateway(cache_config(sim.port()).to_yaml());

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "http/response_sink.hpp"
-#include "http/tee_sink.hpp"
 
 namespace arbiter::testing {
 
@@ -84,24 +83,6 @@ class RecordingSink final : public ResponseSink {
   int stream_writes = 0;  // calls that would each be one write on a connection: head, chunks, end
   int leave_after_writes = -1;  // leave() after this many send_chunk calls
   std::function<void()> hook;
-};
-
-// A ResponseCopy that concatenates what a TeeSink hands it.
-struct RecordingCopy final : ResponseCopy {
-  void head(unsigned s, std::string_view type) override {
-    status = s;
-    content_type = type;
-  }
-  void body(std::string_view bytes) override { bytes_seen += bytes; }
-  void end(bool complete) override {
-    ++ends;
-    this->complete = complete;
-  }
-  unsigned status = 0;
-  std::string content_type;
-  std::string bytes_seen;
-  int ends = 0;
-  bool complete = false;
 };
 
 }  // namespace arbiter::testing

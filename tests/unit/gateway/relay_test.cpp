@@ -7,14 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "http/discard_sink.hpp"
-#include "http/tee_sink.hpp"
+#include "gateway/stages/cache/flight.hpp"
 #include "recording_sink.hpp"
 #include "support/fake_upstream.hpp"
 
 namespace arbiter {
 namespace {
 
-using testing::RecordingCopy;
 using testing::RecordingSink;
 
 const UpstreamRequest kChatRequest{.target = "/v1/chat/completions", .host = "127.0.0.1", .request_id = "r1",
@@ -163,19 +162,21 @@ TEST(Relay, AWholeAnswerReachesTheSinkUnchanged) {
   EXPECT_EQ(sink.body, body);
 }
 
-TEST(Relay, ATeeHandsOnTheBytesTheClientGets) {
+TEST(Relay, AFlightTeeHandsOnTheBytesTheClientGets) {
   test::FakeUpstream upstream;
   const test::Stream stream{.payloads = test::chat_chunks(4)};
   upstream.push(stream);
   RecordingSink client;
-  RecordingCopy copy;
-  TeeSink tee(client, copy);
+  net::io_context leader;
+  auto flight = std::make_shared<Flight>("tenant:a", "m1", leader.get_executor());
+  FlightTee tee(client, flight);
   EXPECT_EQ(relay_to(upstream, tee).status, 200);
   EXPECT_EQ(client.body, stream.wire());
-  EXPECT_EQ(copy.bytes_seen, client.body);
-  EXPECT_EQ(copy.status, 200u);
-  EXPECT_EQ(copy.ends, 1);
-  EXPECT_TRUE(copy.complete);
+  const Flight::State state = flight->state();
+  EXPECT_EQ(state.status, 200u);
+  EXPECT_TRUE(state.stream);
+  EXPECT_TRUE(state.ended && state.complete);
+  EXPECT_EQ(flight->take_bytes(), client.body);
 }
 
 TEST(Relay, ADiscardingSinkTakesAShadowsAnswer) {

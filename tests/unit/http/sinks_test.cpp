@@ -1,16 +1,14 @@
-// DiscardSink and TeeSink on their own: what a shadow's sink counts and
-// how abandoning it stops the work; a tee's copy sees every byte the
-// client gets and exactly one end, cut short when the client leaves.
+// DiscardSink on its own: what a shadow's sink counts and how abandoning
+// it stops the work. (The leader's sink of a coalesced answer, which
+// copies what its client gets: tests/unit/gateway/flight_test.cpp.)
 #include <gtest/gtest.h>
 
 #include "../gateway/recording_sink.hpp"
 #include "http/discard_sink.hpp"
-#include "http/tee_sink.hpp"
 
 namespace arbiter {
 namespace {
 
-using testing::RecordingCopy;
 using testing::RecordingSink;
 
 // Runs `t` to completion on a fresh io_context.
@@ -45,32 +43,6 @@ TEST(DiscardSink, CountsWhatItDropsAndStopsWhenAbandoned) {
   EXPECT_TRUE(aborted);
   EXPECT_TRUE(abandoned.client_gone());
   EXPECT_FALSE(run(stream_three(abandoned)));
-}
-
-TEST(TeeSink, TheCopySeesWhatTheClientGetsAndOneEnd) {
-  RecordingSink client;
-  RecordingCopy copy;
-  TeeSink tee(client, copy);
-  EXPECT_TRUE(run(stream_three(tee)));
-  EXPECT_EQ(client.body, "data: 1\n\ndata: 2\n\ndata: 3\n\n");
-  EXPECT_EQ(copy.bytes_seen, client.body);
-  EXPECT_EQ(copy.content_type, "text/event-stream");
-  EXPECT_EQ(copy.ends, 1);
-  EXPECT_TRUE(copy.complete);
-}
-
-TEST(TeeSink, AClientThatLeavesEndsTheCopyIncomplete) {
-  RecordingSink client;
-  client.leave_after_writes = 1;
-  RecordingCopy copy;
-  TeeSink tee(client, copy);
-  bool aborted = false;
-  tee.set_abort_hook([&] { aborted = true; });  // reaches the client's sink
-  EXPECT_FALSE(run(stream_three(tee)));
-  EXPECT_TRUE(aborted);
-  EXPECT_TRUE(tee.client_gone());
-  EXPECT_EQ(copy.ends, 1);
-  EXPECT_FALSE(copy.complete);
 }
 
 }  // namespace

@@ -16,6 +16,17 @@ struct CacheHit {
   std::optional<double> similarity;  // a near hit's
 };
 
+// A request following an identical one in flight (flight.hpp).
+struct CacheFollow {
+  std::shared_ptr<Flight> flight;
+};
+
+// The flight's key: the answer's key and its shape (a follower replays the
+// leader's bytes as they are).
+cache::CacheKey flight_key(const cache::CacheKey& key, const RequestInfo& info) {
+  return {key.hi ^ (info.stream ? 0x5bd1e9955bd1e995ULL : 0), key.lo ^ (info.include_usage ? 0xc2b2ae3d27d4eb4fULL : 0)};
+}
+
 std::string scope_of(const RequestContext& ctx, cache::Scope scope) {
   switch (scope) {
     case cache::Scope::kTenant: return "tenant:" + ctx.rec.tenant;
@@ -101,10 +112,21 @@ Verdict CacheStage::admit(RequestContext& ctx) {
       return Verdict::wait();
     }
   }
+  const cache::CacheKey shaped = flight_key(key.exact, info);
+  if (use.lookup) {
+    if (auto flight = cache_.flights().join(shaped, scope, info.model)) {
+      count("coalesced");
+      ctx.rec.cache = "coalesced";
+      ctx.slots.emplace<CacheFollow>(CacheFollow{std::move(flight)});
+      return Verdict::wait();
+    }
+  }
   count(use.lookup ? "miss" : "bypass");
   ctx.rec.cache = "miss";
   ctx.response_headers.emplace_back("x-arbiter-cache", "miss");
-  CacheFill& fill = ctx.slots.emplace<CacheFill>(*ctx.sink, key.exact, std::move(scope), settings.max_entry_bytes);
+  auto flight = std::make_shared<Flight>(scope, info.model, ctx.conn.executor());
+  CacheFill& fill = ctx.slots.emplace<CacheFill>(*ctx.sink, key.exact, shaped, std::move(scope), flight);
+  cache_.flights().lead(shaped, std::move(flight));
   fill.near_scope = key.near_scope;
   fill.near = std::move(near);
   ctx.sink = &fill.tee;
@@ -112,6 +134,20 @@ Verdict CacheStage::admit(RequestContext& ctx) {
 }
 
 Task<Verdict> CacheStage::admit_async(RequestContext& ctx) {
+  if (CacheFollow* following = ctx.slots.get<CacheFollow>()) {
+    ctx.response_headers.emplace_back("x-arbiter-cache", "coalesced");
+    const ResponseHead head{.status = 200, .gateway = ctx.response_headers};
+    int status = 0;
+    if (co_await follow(std::move(following->flight), *ctx.sink, head, status)) {
+      ctx.outcome.status = status;
+      ctx.outcome.stream = ctx.parsed.info.stream;
+      co_return Verdict::answered();
+    }
+    // The leader's answer is not one to follow (refused, failed): this one runs.
+    ctx.response_headers.back().second = "miss";
+    ctx.rec.cache = "miss";
+    co_return Verdict::go();
+  }
   const CacheHit& hit = *ctx.slots.get<CacheHit>();
   const RequestInfo& info = ctx.parsed.info;
   const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
