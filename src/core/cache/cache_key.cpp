@@ -46,52 +46,53 @@ bool split_members(std::string_view body, const TopKeys& keys, std::array<Member
   return true;
 }
 
-void add(XXH3_state_t* state, std::string_view s) {
-  const uint64_t size = s.size();
-  XXH3_128bits_update(state, &size, sizeof size);
-  XXH3_128bits_update(state, s.data(), s.size());
-}
+uint64_t h64(std::string_view s) { return XXH3_64bits(s.data(), s.size()); }
 
 }  // namespace
 
 KeyParts cache_key_parts(const KeyInputs& in, std::string_view body, const TopKeys& keys) {
-  XXH3_state_t state;
-  XXH3_128bits_reset(&state);
-  const uint8_t route = static_cast<uint8_t>(in.route);
-  XXH3_128bits_update(&state, &route, 1);
-  add(&state, in.model);
-  add(&state, in.scope);
-  const int64_t cap = in.cap.value_or(-1);
-  XXH3_128bits_update(&state, &cap, sizeof cap);
-
+  // What the key covers, each piece hashed once (64 bits) into one list,
+  // the list then hashed to 128 bits: a few one-shot hashes, no stream.
+  std::array<uint64_t, 6 + 2 * TopKeys::kMax> parts;
+  std::size_t n = 0;
+  parts[n++] = static_cast<uint64_t>(in.route);
+  parts[n++] = h64(in.model);
+  parts[n++] = h64(in.scope);
+  parts[n++] = static_cast<uint64_t>(in.cap.value_or(-1));
   KeyParts out;
   std::array<Member, TopKeys::kMax> members;
-  std::size_t n = 0;
-  if (keys.complete && keys.count > 0 && split_members(body, keys, members, n)) {
+  std::size_t count = 0;
+  if (keys.complete && keys.count > 0 && split_members(body, keys, members, count)) {
     // Sorted by name; duplicates keep their order (the last one wins in JSON).
-    std::stable_sort(members.begin(), members.begin() + static_cast<std::ptrdiff_t>(n),
+    std::stable_sort(members.begin(), members.begin() + static_cast<std::ptrdiff_t>(count),
                      [](const Member& a, const Member& b) { return a.name < b.name; });
     const std::string_view prompt_key = in.route == Route::kChatCompletions ? "messages" : "prompt";
-    XXH3_128bits_update(&state, "m", 1);
-    XXH3_state_t rest;  // the same without the prompt: the near-duplicates' scope
-    XXH3_copyState(&rest, &state);
-    for (std::size_t i = 0; i < n; ++i) {
+    parts[n++] = 1;  // members follow
+    std::size_t prompt_at = 0;  // where the prompt's pair is in `parts`; 0: none
+    for (std::size_t i = 0; i < count; ++i) {
       if (ignored(members[i].name)) continue;
-      add(&state, members[i].name);
-      add(&state, members[i].value);
       if (members[i].name == prompt_key) {
         out.prompt = members[i].value;  // the last one, as JSON reads it
-        continue;
+        prompt_at = n;
       }
-      add(&rest, members[i].name);
-      add(&rest, members[i].value);
+      parts[n++] = h64(members[i].name);
+      parts[n++] = h64(members[i].value);
     }
-    out.near_scope = XXH3_128bits_digest(&rest).low64;
+    // The near scope: the same list without the prompt's pair.
+    std::array<uint64_t, 6 + 2 * TopKeys::kMax> rest;
+    std::size_t r = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (prompt_at != 0 && (i == prompt_at || i == prompt_at + 1)) continue;
+      rest[r++] = parts[i];
+    }
+    out.near_scope = XXH3_64bits(rest.data(), r * sizeof(uint64_t));
   } else {
-    XXH3_128bits_update(&state, "w", 1);
-    add(&state, body);
+    parts[n++] = 2;  // the body whole
+    const XXH128_hash_t whole = XXH3_128bits(body.data(), body.size());
+    parts[n++] = whole.high64;
+    parts[n++] = whole.low64;
   }
-  const XXH128_hash_t h = XXH3_128bits_digest(&state);
+  const XXH128_hash_t h = XXH3_128bits(parts.data(), n * sizeof(uint64_t));
   out.exact = {h.high64, h.low64};
   return out;
 }

@@ -1,5 +1,7 @@
 #include "core/cache/cached_answer.hpp"
 
+#include <array>
+
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
@@ -81,11 +83,24 @@ json::value parse_or_null(std::string_view text) {
   return ec ? json::value() : v;
 }
 
-void append_escaped(std::string& out, std::string_view s) {
+// Bytes JSON escapes: quotes, backslashes and control characters.
+constexpr std::array<bool, 256> kEscaped = [] {
+  std::array<bool, 256> e{};
+  for (int c = 0; c < 0x20; ++c) e[c] = true;
+  e['"'] = e['\\'] = true;
+  return e;
+}();
+
+// `s` as JSON escapes it, without quotes; the runs between escapes
+// appended whole.
+void append_escaped_body(std::string& out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
+  std::size_t run = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (!kEscaped[c]) continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -93,15 +108,26 @@ void append_escaped(std::string& out, std::string_view s) {
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
       default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 15];
-        } else {
-          out += ch;
-        }
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 15];
     }
   }
+  out.append(s.data() + run, s.size() - run);
+}
+
+// `s` as a JSON string.
+void append_escaped(std::string& out, std::string_view s) {
+  out += '"';
+  append_escaped_body(out, s);
+  out += '"';
+}
+
+// A text as a JSON string: its escaped form when the answer has one.
+void append_text(std::string& out, std::string_view raw, std::string_view escaped) {
+  if (escaped.empty() && !raw.empty()) return append_escaped(out, raw);
+  out += '"';
+  out += escaped;
   out += '"';
 }
 
@@ -176,7 +202,10 @@ std::optional<CachedAnswer> answer_from_stream(Route route, std::string_view sse
 std::optional<CachedAnswer> read_answer(const StoredAnswer& stored) {
   if (stored.answer) return stored.answer;
   auto a = stored.stream ? answer_from_stream(stored.route, stored.raw) : answer_from_whole(stored.route, stored.raw);
-  if (a && !a->usage) a->usage = stored.usage;
+  if (!a) return a;
+  if (!a->usage) a->usage = stored.usage;
+  append_escaped_body(a->content_json, a->content);
+  append_escaped_body(a->reasoning_json, a->reasoning);
   return a;
 }
 
@@ -188,15 +217,15 @@ std::string render_whole(const CachedAnswer& a, std::string_view id, int64_t cre
   out += "\"choices\":[{\"index\":0,";
   if (chat) {
     out += "\"message\":{\"role\":\"assistant\",\"content\":";
-    append_escaped(out, a.content);
+    append_text(out, a.content, a.content_json);
     if (!a.reasoning.empty()) {
       out += ",\"reasoning_content\":";
-      append_escaped(out, a.reasoning);
+      append_text(out, a.reasoning, a.reasoning_json);
     }
     out += '}';
   } else {
     out += "\"text\":";
-    append_escaped(out, a.content);
+    append_text(out, a.content, a.content_json);
   }
   out += ",\"logprobs\":null,\"finish_reason\":";
   append_escaped(out, a.finish_reason);
@@ -223,14 +252,15 @@ std::string render_stream(const CachedAnswer& a, std::string_view id, int64_t cr
     out += choice;
     out += include_usage ? "}],\"usage\":null}\n\n" : "}]}\n\n";  // as OpenAI's chunks before the usage one
   };
-  // A text chunk; `finish` set on the last one.
+  // A text chunk (`text` escaped already); `finish` set on the last one.
   const auto text_chunk = [&](std::string_view field, std::string_view text, std::string_view finish) {
     std::string choice = chat ? "\"delta\":{" : "";
     if (!text.empty() || !chat) {
       choice += '"';
       choice += field;
-      choice += "\":";
-      append_escaped(choice, text);
+      choice += "\":\"";
+      choice += text;
+      choice += '"';
     }
     if (chat) choice += '}';
     choice += ",\"logprobs\":null,\"finish_reason\":";
@@ -243,9 +273,18 @@ std::string render_stream(const CachedAnswer& a, std::string_view id, int64_t cr
   };
   if (chat) chunk("\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null");
   const std::string_view field = chat ? "content" : "text";
-  if (!a.reasoning.empty()) text_chunk("reasoning_content", a.reasoning, {});
-  // As engines send it: the text, then its last word with the finish reason.
-  const std::string_view content = a.content;
+  // The texts escaped (made now when the answer was not kept escaped).
+  std::string made;
+  const auto escaped = [&](std::string_view raw, std::string_view json) -> std::string_view {
+    if (!json.empty() || raw.empty()) return json;
+    made.clear();
+    append_escaped_body(made, raw);
+    return made;
+  };
+  if (!a.reasoning.empty()) text_chunk("reasoning_content", escaped(a.reasoning, a.reasoning_json), {});
+  // As engines send it: the text, then its last word with the finish reason
+  // (a space is never part of an escape: the split is the same).
+  const std::string_view content = escaped(a.content, a.content_json);
   const std::size_t split = content.rfind(' ');
   const std::size_t last = split == std::string_view::npos || split == 0 ? 0 : split;
   if (last > 0) text_chunk(field, content.substr(0, last), {});

@@ -26,9 +26,17 @@ struct CachedAnswer {
   std::string reasoning;  // reasoning_content (vLLM's, SGLang's reasoning parsers); empty: none
   std::string finish_reason;
   std::optional<Usage> usage;
+  // The two texts as JSON escapes them (no quotes), made once where the
+  // answer is kept (read_answer): a hit then copies them, unescaped. Empty:
+  // escaped when written.
+  std::string content_json;
+  std::string reasoning_json;
 
   // What it holds in memory, for the store's byte bound.
-  std::size_t bytes() const { return sizeof(CachedAnswer) + content.size() + reasoning.size() + finish_reason.size(); }
+  std::size_t bytes() const {
+    return sizeof(CachedAnswer) + content.size() + reasoning.size() + finish_reason.size() + content_json.size() +
+           reasoning_json.size();
+  }
 };
 
 // What the store keeps: the answer read, or, until its first hit, the
@@ -45,8 +53,9 @@ struct StoredAnswer {
   std::size_t bytes() const { return sizeof(StoredAnswer) + raw.size() + (answer ? answer->bytes() : 0); }
 };
 
-// The stored answer, read from its bytes when it was not yet; nullopt when
-// they are not an answer a cache replays.
+// The stored answer, read from its bytes when it was not yet (its texts
+// escaped for writing); nullopt when they are not an answer a cache
+// replays.
 std::optional<CachedAnswer> read_answer(const StoredAnswer& stored);
 
 // From a whole answer's JSON (chat.completion or text_completion).

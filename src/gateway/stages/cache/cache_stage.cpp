@@ -85,19 +85,23 @@ Verdict CacheStage::admit(RequestContext& ctx) {
   std::string scope = scope_of(ctx, settings.scope);
   const cache::KeyParts key = cache::cache_key_parts({info.route, info.model, scope, cls.max_tokens_cap},
                                                      ctx.parsed.text, ctx.parsed.top_keys());
-  // Near duplicates: a prompt of words, short enough.
+  // Near duplicates: a prompt of words, short enough (read only when the
+  // exact key missed).
   std::optional<cache::NearText> near;
-  if (settings.near && cls.cache.near.value_or(true) && !key.prompt.empty() &&
-      key.prompt.size() <= settings.near_max_prompt_bytes) {
-    near = cache::near_text(key.prompt);
-    if (near->words < cache::kMinNearWords) near.reset();
-  }
+  const auto read_near = [&] {
+    if (settings.near && cls.cache.near.value_or(true) && !key.prompt.empty() &&
+        key.prompt.size() <= settings.near_max_prompt_bytes) {
+      near = cache::near_text(key.prompt);
+      if (near->words < cache::kMinNearWords) near.reset();
+    }
+  };
   if (use.lookup) {
     std::optional<std::chrono::steady_clock::duration> max_age;
     if (directives.max_age_s) max_age = std::chrono::seconds(*directives.max_age_s);
     const auto now = std::chrono::steady_clock::now();
     std::optional<cache::ResultStore::Hit> hit = read(key.exact, scope, info.model, now, max_age);
     std::optional<double> similarity;
+    if (!hit) read_near();
     if (!hit && near) {
       if (auto candidate = cache_.near().find(key.near_scope, *near, near_threshold(ctx))) {
         hit = read(candidate->key, scope, info.model, now, max_age);
@@ -121,6 +125,7 @@ Verdict CacheStage::admit(RequestContext& ctx) {
       return Verdict::wait();
     }
   }
+  if (!use.lookup) read_near();
   count(use.lookup ? "miss" : "bypass");
   ctx.rec.cache = "miss";
   ctx.response_headers.emplace_back("x-arbiter-cache", "miss");

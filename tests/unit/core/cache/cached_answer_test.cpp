@@ -71,6 +71,16 @@ TEST(CachedAnswer, AStoredAnswerIsReadFromItsBytesWithTheEnginesUsageWhereTheCli
   EXPECT_EQ(read_answer(read)->content, "x");  // already read: as it is
 }
 
+TEST(CachedAnswer, AKeptAnswerIsWrittenFromItsEscapedTextsAlike) {
+  const auto plain = answer_from_whole(Route::kChatCompletions, kWholeChat);
+  const auto kept = read_answer(StoredAnswer{.raw = kWholeChat});
+  ASSERT_TRUE(plain && kept);
+  EXPECT_TRUE(plain->content_json.empty());
+  EXPECT_EQ(kept->content_json, R"(Hello \"you\"\n)");
+  EXPECT_EQ(render_whole(*kept, "c", 1, "m"), render_whole(*plain, "c", 1, "m"));
+  EXPECT_EQ(render_stream(*kept, "c", 1, "m", true), render_stream(*plain, "c", 1, "m", true));
+}
+
 TEST(CachedAnswer, RefusesWhatAReplayWouldLose) {
   const auto refused = [](std::string_view whole) { return !answer_from_whole(Route::kChatCompletions, whole); };
   EXPECT_TRUE(refused(R"({"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c"}]},"finish_reason":"tool_calls"}]})"));
