@@ -6,7 +6,7 @@ namespace arbiter {
 
 std::vector<ClassConfig> default_classes() {
   using std::chrono::milliseconds;
-  std::vector<ClassConfig> out(4);
+  std::vector<ClassConfig> out(5);
   // Business-critical short work, only by explicit claim: a guaranteed 15%
   // and a short deadline.
   out[0].name = "critical";
@@ -37,6 +37,13 @@ std::vector<ClassConfig> default_classes() {
   out[3].policy = {.name = "batch", .weight = 0.5, .max_queue_wait = milliseconds(3'600'000), .preemptible = true,
                    .background = true, .max_queue = 100'000, .max_queue_per_tenant = 100'000,
                    .engine_priority = 10};
+  // Embeddings (a RAG lookup before its chat turn, an indexing job's
+  // chunks): short prompt-only work, batched well by engines; the
+  // completion's tier, its own weight, a short deadline, no cap (nothing
+  // is generated).
+  out[4].name = "embeddings";
+  out[4].match = ClassMatch{.routes = {Route::kEmbeddings}};
+  out[4].policy = {.name = "embeddings", .weight = 1, .max_queue_wait = milliseconds(5'000), .engine_priority = 1};
   return out;
 }
 

@@ -9,7 +9,7 @@
 
 namespace arbiter {
 
-enum class Route { kChatCompletions, kCompletions };
+enum class Route { kChatCompletions, kCompletions, kEmbeddings };
 
 std::string_view route_path(Route route);
 std::optional<Route> route_from_path(std::string_view path);
@@ -47,6 +47,7 @@ struct RequestInfo {
   // Prompt estimate plus max_tokens (or kDefaultOutputEstimate) for each of
   // the choices. Saturates: an uncapped class lets max_tokens reach 2^63 - 1.
   int64_t cost_estimate() const {
+    if (route == Route::kEmbeddings) return prompt_tokens_estimate;  // an embedding generates nothing
     const int64_t each = max_tokens.value_or(kDefaultOutputEstimate);
     const int64_t output = saturating_product(each, choices);
     return output > INT64_MAX - prompt_tokens_estimate ? INT64_MAX : prompt_tokens_estimate + output;

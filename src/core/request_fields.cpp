@@ -47,6 +47,7 @@ enum class Key : uint8_t {
   kSeed,
   kTools,
   kLogprobs,
+  kInput,         // an embedding's input: the prompt when input_is_prompt
   kIncludeUsage,  // in stream_options
   kContent,       // in a message
   kText,          // in a content part
@@ -61,6 +62,7 @@ Key top_key(std::string_view k) {
       return k == "seed" ? Key::kSeed : Key::kOther;
     case 5:
       if (k == "model") return Key::kModel;
+      if (k == "input") return Key::kInput;
       return k == "tools" ? Key::kTools : Key::kOther;
     case 6:
       if (k == "stream") return Key::kStream;
@@ -87,7 +89,8 @@ class Handler {
   static constexpr std::size_t max_key_size = static_cast<std::size_t>(-1);
   static constexpr std::size_t max_string_size = static_cast<std::size_t>(-1);
 
-  Handler(std::string_view text, RequestFields& out) : text_(text), out_(out) {}
+  Handler(std::string_view text, RequestFields& out, bool input_is_prompt = false)
+      : text_(text), out_(out), input_is_prompt_(input_is_prompt) {}
 
   bool on_document_begin(error_code&) { return true; }
   bool on_document_end(error_code&) { return true; }
@@ -197,7 +200,11 @@ class Handler {
 
   void set_key(std::string_view k) {
     switch (role()) {
-      case Role::kTop: key_ = top_key(k); break;
+      case Role::kTop:
+        key_ = top_key(k);
+        if (key_ == Key::kInput) key_ = input_is_prompt_ ? Key::kPrompt : Key::kOther;
+        else if (key_ == Key::kPrompt && input_is_prompt_) key_ = Key::kOther;
+        break;
       case Role::kStreamOptions: key_ = k == "include_usage" ? Key::kIncludeUsage : Key::kOther; break;
       case Role::kMessage: key_ = k == "content" ? Key::kContent : Key::kOther; break;
       case Role::kPart: key_ = k == "text" ? Key::kText : Key::kOther; break;
@@ -343,6 +350,7 @@ class Handler {
 
   std::string_view text_;
   RequestFields& out_;
+  bool input_is_prompt_ = false;
   bool number_in_parts_ = false;
   // Role of the container open at each depth; [0] is the document. The
   // recorded fields lie within the first few levels: deeper ones are ignored.
@@ -380,15 +388,15 @@ int escaped_unit(std::string_view text, std::size_t at) {
 bool is_leading(int unit) { return unit >= 0xd800 && unit <= 0xdbff; }
 bool is_trailing(int unit) { return unit >= 0xdc00 && unit <= 0xdfff; }
 
-error_code scan(std::string_view text, RequestFields& out, std::size_t max_depth) {
+error_code scan(std::string_view text, RequestFields& out, std::size_t max_depth, bool input_is_prompt) {
   // The common body at vector speed; whatever it declines (errors
   // included) is read again by Boost.JSON, which has the last word.
-  Handler fast(text, out);
+  Handler fast(text, out, input_is_prompt);
   if (json_fast::scan(text, fast, max_depth)) return {};
   out = RequestFields{};
   boost::json::parse_options options;
   options.max_depth = max_depth;
-  boost::json::basic_parser<Handler> parser(options, text, out);
+  boost::json::basic_parser<Handler> parser(options, text, out, input_is_prompt);
   error_code ec;
   const std::size_t used = parser.write_some(false, text.data(), text.size(), ec);
   if (!ec && used < text.size()) ec = boost::json::error::extra_data;
@@ -418,15 +426,16 @@ bool replace_lone_surrogates(std::string& text) {
   return replaced;
 }
 
-error_code scan_request_fields(std::string_view text, RequestFields& out, std::size_t max_depth) {
-  const error_code ec = scan(text, out, max_depth);
+error_code scan_request_fields(std::string_view text, RequestFields& out, std::size_t max_depth,
+                               bool input_is_prompt) {
+  const error_code ec = scan(text, out, max_depth, input_is_prompt);
   if (!ec || text.find("\\u") == std::string_view::npos) return ec;
   // Boost.JSON refuses a lone escaped surrogate; engines (Python's json)
   // take it. Read as U+FFFD, an escape of the same length: offsets hold.
   std::string clean(text);
   if (!replace_lone_surrogates(clean)) return ec;
   out = RequestFields{};
-  return scan(clean, out, max_depth);
+  return scan(clean, out, max_depth, input_is_prompt);
 }
 
 }  // namespace arbiter

@@ -101,8 +101,11 @@ inline constexpr std::size_t kDefaultMaxJsonDepth = 128;
 // Scans `text`; the error is the JSON parser's (syntax, nesting deeper than
 // `max_depth`, extra data). A lone escaped surrogate ("\ud800"), which
 // engines accept, is read as U+FFFD.
+// `input_is_prompt`: an embeddings body, whose `input` is recorded as
+// `prompt` is (and a `prompt` key is not).
 boost::system::error_code scan_request_fields(std::string_view text, RequestFields& out,
-                                              std::size_t max_depth = kDefaultMaxJsonDepth);
+                                              std::size_t max_depth = kDefaultMaxJsonDepth,
+                                              bool input_is_prompt = false);
 
 // Rewrites each lone escaped surrogate in JSON text as \ufffd (the same
 // length); true when there was one.

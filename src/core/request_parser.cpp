@@ -15,6 +15,7 @@ std::string_view route_path(Route route) {
   switch (route) {
     case Route::kChatCompletions: return "/v1/chat/completions";
     case Route::kCompletions: return "/v1/completions";
+    case Route::kEmbeddings: return "/v1/embeddings";
   }
   return "";
 }
@@ -22,6 +23,7 @@ std::string_view route_path(Route route) {
 std::optional<Route> route_from_path(std::string_view path) {
   if (path == "/v1/chat/completions") return Route::kChatCompletions;
   if (path == "/v1/completions") return Route::kCompletions;
+  if (path == "/v1/embeddings") return Route::kEmbeddings;
   return std::nullopt;
 }
 
@@ -61,17 +63,18 @@ std::expected<int64_t, ApiError> chat_prompt_tokens(const RequestFields& f) {
   return f.message_tokens;
 }
 
-std::expected<int64_t, ApiError> completion_prompt_tokens(const RequestFields& f) {
-  if (f.prompt == JsonKind::kAbsent) return std::unexpected(invalid("'prompt' is required", "prompt"));
+// A completion's `prompt`, or an embedding's `input` (`name`): the same forms.
+std::expected<int64_t, ApiError> completion_prompt_tokens(const RequestFields& f, const std::string& name = "prompt") {
+  if (f.prompt == JsonKind::kAbsent) return std::unexpected(invalid("'" + name + "' is required", name));
   if (f.prompt == JsonKind::kString) return f.prompt_tokens;
   if (f.prompt == JsonKind::kArray) {
     // A list of strings (batch) or a list of token ids.
     if (f.prompt_bad_element) {
-      return std::unexpected(invalid("'prompt' has an unsupported element type", "prompt"));
+      return std::unexpected(invalid("'" + name + "' has an unsupported element type", name));
     }
     return f.prompt_tokens;
   }
-  return std::unexpected(invalid("'prompt' must be a string or an array", "prompt"));
+  return std::unexpected(invalid("'" + name + "' must be a string or an array", name));
 }
 
 }  // namespace
@@ -126,7 +129,9 @@ void read_repeatability(const RequestFields& f, RequestInfo& info) {
 
 std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string body, std::size_t max_json_depth) {
   RequestFields f;
-  if (const auto ec = scan_request_fields(body, f, max_json_depth)) {
+  // An embedding's `input` is read as a completion's prompt.
+  const bool embeddings = route == Route::kEmbeddings;
+  if (const auto ec = scan_request_fields(body, f, max_json_depth, embeddings)) {
     return std::unexpected(
         ApiError{ErrorCode::kInvalidJson, "request body is not valid JSON: " + ec.message(), {}, {}});
   }
@@ -151,7 +156,7 @@ std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string bo
   out.info.model = std::move(f.model_name);
   out.info.user = std::move(f.user);
 
-  if (f.stream.kind != JsonKind::kAbsent && f.stream.kind != JsonKind::kNull) {
+  if (!embeddings && f.stream.kind != JsonKind::kAbsent && f.stream.kind != JsonKind::kNull) {
     if (f.stream.kind != JsonKind::kBool) return std::unexpected(invalid("'stream' must be a boolean", "stream"));
     out.info.stream = f.stream.boolean;
   }
@@ -169,13 +174,15 @@ std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string bo
   auto n = read_n(f.n);
   if (!n) return std::unexpected(n.error());
 
-  auto prompt = route == Route::kChatCompletions ? chat_prompt_tokens(f) : completion_prompt_tokens(f);
+  auto prompt = route == Route::kChatCompletions ? chat_prompt_tokens(f)
+                : embeddings                      ? completion_prompt_tokens(f, "input")
+                                                  : completion_prompt_tokens(f);
   if (!prompt) return std::unexpected(prompt.error());
   out.info.prompt_tokens_estimate = *prompt;
   // Each prompt of a batch gets its n answers.
   const int64_t prompts =
       route == Route::kCompletions ? std::max<int64_t>(1, f.prompt_count) : 1;
-  out.info.choices = saturating_product(*n, prompts);
+  out.info.choices = embeddings ? 1 : saturating_product(*n, prompts);
   const std::size_t at = route == Route::kChatCompletions ? f.messages_at : f.prompt_at;
   out.info.prompt_at = at == TextSpan::kNone ? std::string::npos : at;
   out.max_tokens_ = f.max_tokens;
@@ -187,6 +194,7 @@ std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string bo
 }
 
 bool apply_max_tokens_cap(ParsedRequest& request, int64_t cap) {
+  if (request.info.route == Route::kEmbeddings) return false;  // it generates no tokens
   if (request.info.max_tokens && *request.info.max_tokens <= cap) return false;
   auto given = [](const JsonScalar& v) { return v.kind != JsonKind::kAbsent && v.kind != JsonKind::kNull; };
   // The field the client used: parse_request checked a given one is a

@@ -110,7 +110,11 @@ Task<void> SimEndpoint::handle(HttpRequest& req, ClientConnection& conn) {
       co_await send_error(conn, err);
       co_return;
     }
-    co_await inference(*route, req, conn);
+    if (*route == Route::kEmbeddings) {
+      co_await embeddings(req, conn);
+    } else {
+      co_await inference(*route, req, conn);
+    }
     co_return;
   }
   if (path == "/health" && get) {

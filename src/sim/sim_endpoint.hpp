@@ -45,6 +45,8 @@ class SimEndpoint {
   Task<void> handle(HttpRequest& req, ClientConnection& conn);
   Task<void> handle_admin(HttpRequest& req, ClientConnection& conn);
   Task<void> inference(Route route, HttpRequest& req, ClientConnection& conn);
+  // /v1/embeddings: answered at once (sim_embeddings.cpp).
+  Task<void> embeddings(HttpRequest& req, ClientConnection& conn);
   // Both: true when the whole answer went out (the request is over in the engine).
   Task<bool> stream_answer(ClientConnection& conn, const SimRequest& request, Delivery& delivery,
                            std::uint32_t crash_after, std::uint64_t response_n);

@@ -218,6 +218,41 @@ TEST(ResultCache, ACoalescedFollowerGetsTheWholeStreamWhenTheLeaderIsCancelled) 
   EXPECT_EQ(http_call(gateway.port(), chat(body, "Write a long story.")).header("x-arbiter-cache"), "hit");
 }
 
+// /v1/embeddings: proxied in its own class, the same input the same vector,
+// repeats answered by the cache as the engine wrote them.
+TEST(ResultCache, EmbeddingsAreProxiedScheduledAndCached) {
+  SimProcess sim({"--model", "m1"});
+  GatewayProcess gateway(cache_config(sim.port()).to_yaml());
+  const auto embed = [&](const std::string& input) {
+    HttpRequest r = sim_post("/v1/embeddings", R"({"model":"m1","input":)" + input + "}");
+    r.headers.emplace_back("authorization", std::string("Bearer ") + kAlphaKey);
+    return http_call(gateway.port(), r);
+  };
+  const HttpResponse first = embed(R"(["a cat sat", "on the mat"])");
+  ASSERT_EQ(first.status, 200) << first.body << describe_output(gateway);
+  EXPECT_EQ(first.header("x-arbiter-cache"), "miss");
+  const boost::json::value doc = first.json();
+  const auto& data = doc.at("data").as_array();
+  ASSERT_EQ(data.size(), 2u);
+  EXPECT_EQ(data[0].at("embedding").as_array().size(), 16u);
+  EXPECT_NE(data[0].at("embedding"), data[1].at("embedding"));
+  EXPECT_EQ(doc.at("usage").at("prompt_tokens"), 6);
+  ASSERT_GE(gateway.wait_for_metric("arbiter_cache_fills_total", [](double v) { return v >= 1; }, Millis(10'000),
+                                    {{"model", "m1"}, {"class", "embeddings"}, {"result", "stored"}})
+                .value_or(0),
+            1);
+  const HttpResponse again = embed(R"(["a cat sat", "on the mat"])");
+  EXPECT_EQ(again.header("x-arbiter-cache"), "hit");
+  EXPECT_EQ(again.body, first.body);  // an embedding has no id of its own: the same bytes
+  const HttpResponse other = embed(R"("a cat sat")");
+  EXPECT_EQ(other.header("x-arbiter-cache"), "miss");
+  EXPECT_EQ(other.json().at("data").at(0).at("embedding"), data[0].at("embedding"));  // deterministic
+  // No input: the gateway's own 400, naming the field.
+  const HttpResponse bad = embed("null");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.json().at("error").at("param"), "input");
+}
+
 TEST(ResultCache, ANearDuplicateIsAnsweredAndSaysSo) {
   SimProcess sim({"--model", "m1"});
   GatewayProcess gateway(cache_config(sim.port()).to_yaml());

@@ -66,7 +66,9 @@ KeyParts cache_key_parts(const KeyInputs& in, std::string_view body, const TopKe
     // Sorted by name; duplicates keep their order (the last one wins in JSON).
     std::stable_sort(members.begin(), members.begin() + static_cast<std::ptrdiff_t>(count),
                      [](const Member& a, const Member& b) { return a.name < b.name; });
-    const std::string_view prompt_key = in.route == Route::kChatCompletions ? "messages" : "prompt";
+    const std::string_view prompt_key = in.route == Route::kChatCompletions ? "messages"
+                                        : in.route == Route::kEmbeddings    ? "input"
+                                                                            : "prompt";
     parts[n++] = 1;  // members follow
     std::size_t prompt_at = 0;  // where the prompt's pair is in `parts`; 0: none
     for (std::size_t i = 0; i < count; ++i) {

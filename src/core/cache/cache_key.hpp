@@ -45,7 +45,8 @@ CacheKey cache_key(const KeyInputs& in, std::string_view body, const TopKeys& ke
 // The key, and for near-duplicates what it is made of: the hash of
 // everything but the prompt (requests whose prompts may be near
 // duplicates share it) and the prompt's JSON text (`messages` for chat,
-// `prompt` for completions; empty when the body's keys are not all known).
+// `prompt` for completions, `input` for embeddings; empty when the body's
+// keys are not all known).
 struct KeyParts {
   CacheKey exact;
   uint64_t near_scope = 0;

@@ -71,7 +71,9 @@ CacheUse decide_cache_use(const RequestInfo& info, const CacheDirectives& d, boo
   if (info.choices != 1) return {.skipped = "choices"};
   if (info.logprobs) return {.skipped = "logprobs"};
   if (info.tools && !tools_allowed) return {.skipped = "tools"};
-  if (!info.greedy && !info.seeded && !d.max_age_s) return {.skipped = "sampled"};
+  // An embedding is the same for the same input: nothing is sampled.
+  const bool repeatable = info.greedy || info.seeded || info.route == Route::kEmbeddings;
+  if (!repeatable && !d.max_age_s) return {.skipped = "sampled"};
   return {.lookup = !d.no_cache, .store = true};
 }
 

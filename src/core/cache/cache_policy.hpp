@@ -1,6 +1,6 @@
 // Which requests the result cache may answer and which answers it may keep
 // (docs/cache.md): only repeatable ones by default (temperature 0 or a
-// seed, one choice, no log probabilities, no tools unless the class allows
+// seed, or an embedding; one choice, no log probabilities, no tools unless the class allows
 // them), and what the client's `cache-control` header asks: `no-cache` (do
 // not answer from the cache, but keep the fresh answer), `no-store`
 // (neither) and `max-age=N` (answers up to N seconds old only; it also opts

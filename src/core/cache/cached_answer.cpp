@@ -158,6 +158,11 @@ std::optional<CachedAnswer> answer_from_whole(Route route, std::string_view text
   const json::value v = parse_or_null(text);
   if (!v.is_object()) return std::nullopt;
   const json::object& body = v.get_object();
+  if (route == Route::kEmbeddings) {
+    const json::value* data = body.if_contains("data");
+    if (!data || !data->is_array() || data->get_array().empty()) return std::nullopt;
+    return CachedAnswer{.route = route, .content = std::string(text), .finish_reason = {}, .usage = std::nullopt};
+  }
   const json::value* choices = body.if_contains("choices");
   if (!choices || !choices->is_array() || choices->get_array().size() != 1) return std::nullopt;
   CachedAnswer a{.route = route};
@@ -204,12 +209,14 @@ std::optional<CachedAnswer> read_answer(const StoredAnswer& stored) {
   auto a = stored.stream ? answer_from_stream(stored.route, stored.raw) : answer_from_whole(stored.route, stored.raw);
   if (!a) return a;
   if (!a->usage) a->usage = stored.usage;
+  if (a->route == Route::kEmbeddings) return a;  // written as it came
   append_escaped_body(a->content_json, a->content);
   append_escaped_body(a->reasoning_json, a->reasoning);
   return a;
 }
 
 std::string render_whole(const CachedAnswer& a, std::string_view id, int64_t created, std::string_view model) {
+  if (a.route == Route::kEmbeddings) return a.content;
   const bool chat = a.route == Route::kChatCompletions;
   std::string out;
   out.reserve(a.content.size() + a.reasoning.size() + 320);

@@ -22,7 +22,9 @@ namespace arbiter::cache {
 
 struct CachedAnswer {
   Route route = Route::kChatCompletions;
-  std::string content;    // the message's content, or the completion's text
+  // The message's content, or the completion's text; an embedding's whole
+  // answer (its JSON, written again as it is: it has no id of its own).
+  std::string content;
   std::string reasoning;  // reasoning_content (vLLM's, SGLang's reasoning parsers); empty: none
   std::string finish_reason;
   std::optional<Usage> usage;

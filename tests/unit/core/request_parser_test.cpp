@@ -376,3 +376,31 @@ TEST(RequestParser, TheEstimateCountsEveryAnswerAskedFor) {
 
 }  // namespace
 }  // namespace arbiter
+
+namespace arbiter {
+namespace {
+
+TEST(RequestParser, AnEmbeddingsInputIsItsPromptAndNothingIsGenerated) {
+  auto r = parse_request(Route::kEmbeddings, R"({"model":"e","input":["one two three four", "five"],"stream":true,"max_tokens":5})");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->info.route, Route::kEmbeddings);
+  EXPECT_FALSE(r->info.stream);  // an embedding is never streamed
+  EXPECT_EQ(r->info.choices, 1);
+  EXPECT_GT(r->info.prompt_tokens_estimate, 0);
+  EXPECT_EQ(r->info.cost_estimate(), r->info.prompt_tokens_estimate);
+  EXPECT_FALSE(apply_max_tokens_cap(*r, 1));
+  EXPECT_NE(r->info.prompt_at, std::string::npos);
+  // `input` is required, in a completion's forms; a `prompt` is not it.
+  auto missing = parse_request(Route::kEmbeddings, R"({"model":"e","prompt":"x"})");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().param, "input");
+  EXPECT_FALSE(parse_request(Route::kEmbeddings, R"({"model":"e","input":{}})"));
+  // A completion's `input` is just another field.
+  auto completion = parse_request(Route::kCompletions, R"({"model":"m","input":"x","prompt":"hello"})");
+  ASSERT_TRUE(completion);
+  EXPECT_EQ(route_from_path("/v1/embeddings"), Route::kEmbeddings);
+  EXPECT_EQ(route_path(Route::kEmbeddings), "/v1/embeddings");
+}
+
+}  // namespace
+}  // namespace arbiter

@@ -37,8 +37,11 @@ TEST(ConfigYaml, MinimalConfigGetsDocumentedDefaults) {
   EXPECT_EQ(b.port, 8000);
   EXPECT_EQ(b.name, "127.0.0.1:8000");
   EXPECT_EQ(b.max_concurrency, 64u);
-  // Default classes: the completion class is capped at 128 tokens.
-  ASSERT_EQ(c->classes.size(), 4u);
+  // Default classes: the completion class is capped at 128 tokens; embeddings
+  // have their own.
+  ASSERT_EQ(c->classes.size(), 5u);
+  EXPECT_EQ(c->classes[4].name, "embeddings");
+  EXPECT_FALSE(c->classes[4].max_tokens_cap);
   EXPECT_EQ(c->default_class, "chat");
   const auto completion = std::find_if(c->classes.begin(), c->classes.end(),
                                        [](auto& x) { return x.name == "completion"; });
@@ -438,7 +441,7 @@ tenants:
   - {name: alpha, api_keys: [k1]}
   - {name: gamma, api_key_sha256: [nothex]}
 classes:
-  - {name: chat, match: {tenants: [nobody], models: [m9], routes: [/v1/embeddings]}}
+  - {name: chat, match: {tenants: [nobody], models: [m9], routes: [/v1/moderations]}}
   - {name: chat}
 default_class: platinum
 models:

@@ -89,7 +89,8 @@ Verdict CacheStage::admit(RequestContext& ctx) {
   // exact key missed).
   std::optional<cache::NearText> near;
   const auto read_near = [&] {
-    if (settings.near && cls.cache.near.value_or(true) && !key.prompt.empty() &&
+    // Not for embeddings: a near input has another vector.
+    if (settings.near && cls.cache.near.value_or(true) && info.route != Route::kEmbeddings && !key.prompt.empty() &&
         key.prompt.size() <= settings.near_max_prompt_bytes) {
       near = cache::near_text(key.prompt);
       if (near->words < cache::kMinNearWords) near.reset();

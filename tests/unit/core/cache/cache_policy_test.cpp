@@ -59,6 +59,12 @@ TEST(CachePolicy, ReadsCacheControlAsRfc9111WritesIt) {
   EXPECT_EQ(read_cache_control("MAX-AGE=0").max_age_s, 0);
 }
 
+TEST(CachePolicy, AnEmbeddingIsRepeatableWhateverItsTemperature) {
+  auto parsed = parse_request(Route::kEmbeddings, R"({"model":"e","input":"hi"})");
+  ASSERT_TRUE(parsed);
+  EXPECT_TRUE(decide_cache_use(parsed->info, {}, true, false).lookup);
+}
+
 TEST(CachePolicy, DisabledSkipsEverything) {
   auto parsed = parse_request(Route::kChatCompletions, body(R"(,"temperature":0)"));
   ASSERT_TRUE(parsed);

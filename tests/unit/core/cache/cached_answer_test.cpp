@@ -81,6 +81,16 @@ TEST(CachedAnswer, AKeptAnswerIsWrittenFromItsEscapedTextsAlike) {
   EXPECT_EQ(render_stream(*kept, "c", 1, "m", true), render_stream(*plain, "c", 1, "m", true));
 }
 
+TEST(CachedAnswer, AnEmbeddingIsKeptAndWrittenAsItCame) {
+  const std::string body =
+      R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.6,0.8]}],"model":"e",)"
+      R"("usage":{"prompt_tokens":2,"total_tokens":2}})";
+  const auto a = read_answer(StoredAnswer{.route = Route::kEmbeddings, .raw = body});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(render_whole(*a, "ignored", 1, "e"), body);
+  EXPECT_FALSE(read_answer(StoredAnswer{.route = Route::kEmbeddings, .raw = R"({"object":"list","data":[]})"}));
+}
+
 TEST(CachedAnswer, RefusesWhatAReplayWouldLose) {
   const auto refused = [](std::string_view whole) { return !answer_from_whole(Route::kChatCompletions, whole); };
   EXPECT_TRUE(refused(R"({"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c"}]},"finish_reason":"tool_calls"}]})"));
