@@ -44,7 +44,7 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
   dispatcher_->start();
   breakers_ = std::make_unique<ModelBreakers>(config_, metrics_.registry);
   overload_ = std::make_unique<OverloadControl>(config_, degrade_actions(config_), *dispatcher_, metrics_.registry);
-  cache_ = std::make_unique<ResultCache>(config_.cache, metrics_.registry);
+  cache_ = std::make_unique<ResultCache>(config_.cache, metrics_.registry, timer_executor);
   health_ = std::make_unique<BackendHealth>(config_, *dispatcher_, timer_executor, metrics_);
   // Pool p serves model config_.models[p]: its breaker's index by name.
   std::vector<std::size_t> breaker_of;

@@ -246,6 +246,9 @@ constexpr SettingKey<CC> kCacheKeys[] = {
      write_number<CC, &CC::near_degraded_threshold>},
     {"near_max_prompt_bytes", "a size (KiB, MiB, GiB)", read_size<CC, &CC::near_max_prompt_bytes>,
      write_size<CC, &CC::near_max_prompt_bytes>},
+    {"redis", "host:port (empty: none)", read_text<CC, &CC::redis>, write_text<CC, &CC::redis>},
+    {"redis_timeout_ms", "milliseconds in [1, 10000]", read_ms<CC, &CC::redis_timeout, 1, 10'000>,
+     write_ms<CC, &CC::redis_timeout>},
 };
 
 using CCC = cache::ClassCacheConfig;

@@ -51,31 +51,6 @@ double metric(uint16_t port, std::string_view name, const Labels& labels = {}) {
   return metric_value(http_get(port, "/metrics").body, name, labels).value_or(-1);
 }
 
-// What redis-cli prints for `args` against the test's server (its output,
-// trailing newline removed): the tests read the shared state itself to
-// know when a replica's store traffic has landed, instead of sleeping.
-std::string redis_cli(const RedisServer& redis, const std::string& args) {
-  const std::string command = "redis-cli -p " + std::to_string(redis.port()) + " " + args + " 2>&1";
-  std::string out;
-  if (FILE* p = ::popen(command.c_str(), "r")) {
-    char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-    ::pclose(p);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
-
-// Polls `done` (50 ms apart) until it holds or `timeout` passes; whether it held.
-bool poll_until(const std::function<bool()>& done, Millis timeout) {
-  const auto until = Clock::now() + timeout;
-  while (!done()) {
-    if (Clock::now() >= until) return false;
-    std::this_thread::sleep_for(Millis(50));
-  }
-  return true;
-}
-
 // Worker threads joined however the test leaves their scope (an ASSERT's
 // return included: a joinable std::thread's destructor would terminate the
 // whole binary); `stop`, when given, is set first.
@@ -241,10 +216,10 @@ TEST(SharedQuota, AHungOrDeadRedisCostsAtMostItsTimeoutAndCountsReconcile) {
   // limit's key once the 20 are charged, its expiry ~20 s out (one request
   // a second); over 10 s means the charge landed, not a single request.
   const std::string key = "'arbiter:q:tenant alpha:0:requests_per_minute'";
-  EXPECT_TRUE(poll_until([&] { return std::atof(redis_cli(redis, "PTTL " + key).c_str()) > 10'000; },
+  EXPECT_TRUE(poll_until([&] { return std::atof(redis.cli("PTTL " + key).c_str()) > 10'000; },
                          Millis(20'000)))
-      << "the stand-in's admissions never reached Redis: PTTL " << redis_cli(redis, "PTTL " + key) << ", keys: "
-      << redis_cli(redis, "--scan") << "\n" << a.stderr_text();
+      << "the stand-in's admissions never reached Redis: PTTL " << redis.cli("PTTL " + key) << ", keys: "
+      << redis.cli("--scan") << "\n" << a.stderr_text();
   GatewayProcess fresh(yaml);
   int admitted_after = 0;
   for (int i = 0; i < 60; ++i) admitted_after += http_call(fresh.port(), chat(kAlphaKey, 5)).status == 200;
@@ -389,9 +364,9 @@ TEST(SharedQuota, ConcurrencyIsOneLimitAcrossReplicas) {
   // (and the key goes with its last field).
   const std::string slots = "'arbiter:q:tenant alpha:0:max_concurrent'";
   const auto slots_back = [&] {
-    return poll_until([&] { return redis_cli(redis, "HLEN " + slots) == "0"; }, Millis(20'000));
+    return poll_until([&] { return redis.cli("HLEN " + slots) == "0"; }, Millis(20'000));
   };
-  EXPECT_TRUE(slots_back()) << "slots still leased: " << redis_cli(redis, "HGETALL " + slots);
+  EXPECT_TRUE(slots_back()) << "slots still leased: " << redis.cli("HGETALL " + slots);
   // A replica whose refill was refused waits (1 s) before it asks again:
   // each is asked, one short request at a time, until it admits one; then
   // their slots come back again, and a round finds all 4 free.
@@ -399,7 +374,7 @@ TEST(SharedQuota, ConcurrencyIsOneLimitAcrossReplicas) {
     EXPECT_TRUE(poll_until([&] { return http_call(g->port(), chat(kAlphaKey, 1)).status == 200; }, Millis(20'000)))
         << "a replica never admitted again; " << failures();
   }
-  EXPECT_TRUE(slots_back()) << "slots still leased: " << redis_cli(redis, "HGETALL " + slots);
+  EXPECT_TRUE(slots_back()) << "slots still leased: " << redis.cli("HGETALL " + slots);
   EXPECT_EQ(round(), std::pair(4, 8)) << "second round; " << failures();
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <stdexcept>
 #include <thread>
 
@@ -81,5 +82,26 @@ void RedisServer::restart() {
 
 void RedisServer::pause() { child_->signal(SIGSTOP); }
 void RedisServer::resume() { child_->signal(SIGCONT); }
+
+std::string RedisServer::cli(const std::string& args) const {
+  const std::string command = "redis-cli -p " + std::to_string(port_) + " " + args + " 2>&1";
+  std::string out;
+  if (FILE* p = ::popen(command.c_str(), "r")) {
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    ::pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+bool poll_until(const std::function<bool()>& done, Millis timeout) {
+  const auto until = Clock::now() + timeout;
+  while (!done()) {
+    if (Clock::now() >= until) return false;
+    std::this_thread::sleep_for(Millis(50));
+  }
+  return true;
+}
 
 }  // namespace arbiter::test

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace arbiter::cache {
@@ -30,6 +31,10 @@ struct CacheConfig {
   // looser match may answer (docs/overload.md).
   double near_degraded_threshold = 0.8;
   std::size_t near_max_prompt_bytes = 4096;
+  // Shared by replicas: a Redis server's host:port (empty: none), and how
+  // long a lookup may wait for it.
+  std::string redis;
+  std::chrono::milliseconds redis_timeout{20};
 };
 
 // A class's own choices; unset: the section's.

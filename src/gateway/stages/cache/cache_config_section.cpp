@@ -1,6 +1,7 @@
 #include "gateway/stages/cache/cache_config_section.hpp"
 
 #include "core/cache/result_store.hpp"
+#include "gateway/redis/redis_connection.hpp"
 
 namespace arbiter {
 namespace {
@@ -12,6 +13,9 @@ void check_cache(YamlReader& r, std::string_view section, const Config& c) {
   constexpr std::size_t kShards = 16;  // ResultStore's default
   if (k.max_entry_bytes + cache::ResultStore::kEntryOverhead > k.max_bytes / kShards) {
     r.error(std::string(section) + ".max_entry_bytes", "must be under a sixteenth of max_bytes");
+  }
+  if (!k.redis.empty() && !parse_redis_address(k.redis)) {
+    r.error(std::string(section) + ".redis", "must be host:port");
   }
   if (k.near_degraded_threshold > k.near_threshold) {
     r.error(std::string(section) + ".near_degraded_threshold", "must not exceed near_threshold");

@@ -9,8 +9,9 @@ namespace arbiter {
 struct CacheMetrics {
   explicit CacheMetrics(metrics::Registry& registry)
       : requests(registry.counter("arbiter_cache_requests_total",
-                                  "Requests the result cache looked at, by model, class and result: hit, near "
-                                  "(a near-duplicate's answer), miss, coalesced (joined an identical request in "
+                                  "Requests the result cache looked at, by model, class and result: hit, shared "
+                                  "(a hit from the replicas' shared store), near (a near-duplicate's answer), miss, "
+                                  "coalesced (joined an identical request in "
                                   "flight), bypass (cache-control: no-cache), or why it was skipped (sampled, "
                                   "choices, logprobs, tools, no_store).",
                                   {"model", "class", "result"})),
@@ -25,13 +26,19 @@ struct CacheMetrics {
         evictions(registry.counter("arbiter_cache_evictions_total",
                                    "Answers the in-process result store dropped for room (least recently used "
                                    "first), expired ones not counted.",
-                                   {})) {}
+                                   {})),
+        shared_errors(registry.counter("arbiter_cache_shared_errors_total",
+                                       "Failures of the shared result store (cache.redis), by kind: timeout, "
+                                       "unreachable, reply, value. Each is a miss; after one the store is skipped "
+                                       "for a second.",
+                                       {"kind"})) {}
 
   metrics::Family<metrics::Counter>& requests;
   metrics::Family<metrics::Counter>& fills;
   metrics::Family<metrics::Gauge>& bytes;
   metrics::Family<metrics::Gauge>& entries;
   metrics::Family<metrics::Counter>& evictions;
+  metrics::Family<metrics::Counter>& shared_errors;
 };
 
 }  // namespace arbiter

@@ -7,6 +7,16 @@
 #include "core/cache/cache_policy.hpp"
 
 namespace arbiter {
+
+// What the stage found out about a request it takes, from admit() to
+// admit_async().
+struct CacheLookup {
+  cache::KeyParts key;  // its prompt view points into the body, unchanged until admission ends
+  std::string scope;
+  cache::CacheUse use;
+  std::optional<std::chrono::steady_clock::duration> max_age;  // cache-control: max-age
+};
+
 namespace {
 
 // What a hit keeps between admit() and admit_async().
@@ -61,6 +71,10 @@ std::optional<cache::ResultStore::Hit> CacheStage::read(const cache::CacheKey& k
   return hit;
 }
 
+void CacheStage::count(const RequestContext& ctx, std::string_view result) {
+  cache_.metrics().requests.with({ctx.parsed.info.model, ctx.rec.cls, result}).inc();
+}
+
 double CacheStage::near_threshold(const RequestContext& ctx) const {
   const Config& config = ctx.runtime->config;
   const bool degraded = config.degradation.enabled && overload_.stage(ctx.pool()) >= overload::Stage::kHigh &&
@@ -77,61 +91,68 @@ Verdict CacheStage::admit(RequestContext& ctx) {
   const RequestInfo& info = ctx.parsed.info;
   const cache::CacheDirectives directives = cache::read_cache_control(ctx.req["cache-control"]);
   const cache::CacheUse use = cache::decide_cache_use(info, directives, true, cls.cache.tools);
-  const auto count = [&](std::string_view result) { cache_.metrics().requests.with({info.model, ctx.rec.cls, result}).inc(); };
   if (!use.lookup && !use.store) {
-    count(use.skipped);
+    count(ctx, use.skipped);
     return Verdict::go();
   }
   std::string scope = scope_of(ctx, settings.scope);
   const cache::KeyParts key = cache::cache_key_parts({info.route, info.model, scope, cls.max_tokens_cap},
                                                      ctx.parsed.text, ctx.parsed.top_keys());
-  // Near duplicates: a prompt of words, short enough (read only when the
-  // exact key missed).
-  std::optional<cache::NearText> near;
-  const auto read_near = [&] {
-    // Not for embeddings: a near input has another vector.
-    if (settings.near && cls.cache.near.value_or(true) && info.route != Route::kEmbeddings && !key.prompt.empty() &&
-        key.prompt.size() <= settings.near_max_prompt_bytes) {
-      near = cache::near_text(key.prompt);
-      if (near->words < cache::kMinNearWords) near.reset();
-    }
-  };
+  CacheLookup& lookup = ctx.slots.emplace<CacheLookup>(CacheLookup{.key = key, .scope = std::move(scope), .use = use});
+  if (directives.max_age_s) lookup.max_age = std::chrono::seconds(*directives.max_age_s);
   if (use.lookup) {
-    std::optional<std::chrono::steady_clock::duration> max_age;
-    if (directives.max_age_s) max_age = std::chrono::seconds(*directives.max_age_s);
-    const auto now = std::chrono::steady_clock::now();
-    std::optional<cache::ResultStore::Hit> hit = read(key.exact, scope, info.model, now, max_age);
-    std::optional<double> similarity;
-    if (!hit) read_near();
-    if (!hit && near) {
-      if (auto candidate = cache_.near().find(key.near_scope, *near, near_threshold(ctx))) {
-        hit = read(candidate->key, scope, info.model, now, max_age);
-        similarity = candidate->similarity;
-      }
+    if (auto hit = read(key.exact, lookup.scope, info.model, std::chrono::steady_clock::now(), lookup.max_age)) {
+      return found(ctx, std::move(*hit), std::nullopt, "hit");
     }
-    if (hit) {
-      const std::string_view result = similarity ? "near" : "hit";
-      count(result);
-      ctx.rec.cache = result;
-      ctx.slots.emplace<CacheHit>(CacheHit{std::move(hit->answer), hit->age, similarity});
-      return Verdict::wait();
+    // Not here: the replicas' store is asked next, from admit_async.
+    if (cache_.shared() && cache_.shared()->available()) return Verdict::wait();
+  }
+  return after_miss(ctx, lookup);
+}
+
+Verdict CacheStage::found(RequestContext& ctx, cache::ResultStore::Hit hit, std::optional<double> similarity,
+                          std::string_view result) {
+  count(ctx, result);
+  ctx.rec.cache = similarity ? "near" : "hit";
+  ctx.slots.emplace<CacheHit>(CacheHit{std::move(hit.answer), hit.age, similarity});
+  return Verdict::wait();
+}
+
+Verdict CacheStage::after_miss(RequestContext& ctx, CacheLookup& lookup) {
+  const Config& config = ctx.runtime->config;
+  const cache::CacheConfig& settings = config.cache;
+  const ClassConfig& cls = config.classes[ctx.cls];
+  const RequestInfo& info = ctx.parsed.info;
+  const cache::KeyParts& key = lookup.key;
+  // Near duplicates: a prompt of words, short enough; not an embedding (a
+  // near input has another vector).
+  std::optional<cache::NearText> near;
+  if (settings.near && cls.cache.near.value_or(true) && info.route != Route::kEmbeddings && !key.prompt.empty() &&
+      key.prompt.size() <= settings.near_max_prompt_bytes) {
+    near = cache::near_text(key.prompt);
+    if (near->words < cache::kMinNearWords) near.reset();
+  }
+  if (lookup.use.lookup && near) {
+    if (auto candidate = cache_.near().find(key.near_scope, *near, near_threshold(ctx))) {
+      if (auto hit = read(candidate->key, lookup.scope, info.model, std::chrono::steady_clock::now(), lookup.max_age)) {
+        return found(ctx, std::move(*hit), candidate->similarity, "near");
+      }
     }
   }
   const cache::CacheKey shaped = flight_key(key.exact, info);
-  if (use.lookup) {
-    if (auto flight = cache_.flights().join(shaped, scope, info.model)) {
-      count("coalesced");
+  if (lookup.use.lookup) {
+    if (auto flight = cache_.flights().join(shaped, lookup.scope, info.model)) {
+      count(ctx, "coalesced");
       ctx.rec.cache = "coalesced";
       ctx.slots.emplace<CacheFollow>(CacheFollow{std::move(flight)});
       return Verdict::wait();
     }
   }
-  if (!use.lookup) read_near();
-  count(use.lookup ? "miss" : "bypass");
+  count(ctx, lookup.use.lookup ? "miss" : "bypass");
   ctx.rec.cache = "miss";
   ctx.response_headers.emplace_back("x-arbiter-cache", "miss");
-  auto flight = std::make_shared<Flight>(scope, info.model, ctx.conn.executor());
-  CacheFill& fill = ctx.slots.emplace<CacheFill>(*ctx.sink, key.exact, shaped, std::move(scope), flight);
+  auto flight = std::make_shared<Flight>(lookup.scope, info.model, ctx.conn.executor());
+  CacheFill& fill = ctx.slots.emplace<CacheFill>(*ctx.sink, key.exact, shaped, lookup.scope, flight);
   cache_.flights().lead(shaped, std::move(flight));
   fill.near_scope = key.near_scope;
   fill.near = std::move(near);
@@ -140,20 +161,53 @@ Verdict CacheStage::admit(RequestContext& ctx) {
 }
 
 Task<Verdict> CacheStage::admit_async(RequestContext& ctx) {
-  if (CacheFollow* following = ctx.slots.get<CacheFollow>()) {
-    ctx.response_headers.emplace_back("x-arbiter-cache", "coalesced");
-    const ResponseHead head{.status = 200, .gateway = ctx.response_headers};
-    int status = 0;
-    if (co_await follow(std::move(following->flight), *ctx.sink, head, status)) {
-      ctx.outcome.status = status;
-      ctx.outcome.stream = ctx.parsed.info.stream;
-      co_return Verdict::answered();
+  if (!ctx.slots.get<CacheHit>() && !ctx.slots.get<CacheFollow>()) {
+    // The local store missed: the replicas' store, then the rest.
+    CacheLookup& lookup = *ctx.slots.get<CacheLookup>();
+    const RequestInfo& info = ctx.parsed.info;
+    std::optional<std::chrono::milliseconds> max_age;
+    if (lookup.max_age) max_age = std::chrono::duration_cast<std::chrono::milliseconds>(*lookup.max_age);
+    auto value = co_await cache_.shared()->get(lookup.key.exact, lookup.scope, info.model, max_age);
+    Verdict next = Verdict::go();
+    if (value) {
+      // Kept here too, for the rest of its life.
+      const auto now = std::chrono::steady_clock::now();
+      const auto age = std::chrono::system_clock::now() - std::chrono::system_clock::time_point(
+                                                                std::chrono::milliseconds(value->stored_at_ms));
+      const auto ttl = ctx.runtime->config.cache.ttl - std::chrono::duration_cast<std::chrono::seconds>(age);
+      if (ttl > std::chrono::seconds(0)) {
+        cache_.store().put(lookup.key.exact, lookup.scope, info.model,
+                           std::make_shared<const cache::StoredAnswer>(std::move(value->answer)), now, ttl);
+      }
+      auto hit = read(lookup.key.exact, lookup.scope, info.model, now, std::nullopt);
+      if (hit) hit->age = std::chrono::duration_cast<std::chrono::steady_clock::duration>(age);  // since it was kept
+      next = hit ? found(ctx, std::move(*hit), std::nullopt, "shared") : after_miss(ctx, lookup);
+    } else {
+      next = after_miss(ctx, lookup);
     }
-    // The leader's answer is not one to follow (refused, failed): this one runs.
-    ctx.response_headers.back().second = "miss";
-    ctx.rec.cache = "miss";
-    co_return Verdict::go();
+    if (next.kind != Verdict::Kind::kWait) co_return next;
   }
+  if (ctx.slots.get<CacheFollow>()) co_return co_await follow_flight(ctx);
+  co_return co_await write_hit(ctx);
+}
+
+Task<Verdict> CacheStage::follow_flight(RequestContext& ctx) {
+  CacheFollow& following = *ctx.slots.get<CacheFollow>();
+  ctx.response_headers.emplace_back("x-arbiter-cache", "coalesced");
+  const ResponseHead head{.status = 200, .gateway = ctx.response_headers};
+  int status = 0;
+  if (co_await follow(std::move(following.flight), *ctx.sink, head, status)) {
+    ctx.outcome.status = status;
+    ctx.outcome.stream = ctx.parsed.info.stream;
+    co_return Verdict::answered();
+  }
+  // The leader's answer is not one to follow (refused, failed): this one runs.
+  ctx.response_headers.back().second = "miss";
+  ctx.rec.cache = "miss";
+  co_return Verdict::go();
+}
+
+Task<Verdict> CacheStage::write_hit(RequestContext& ctx) {
   const CacheHit& hit = *ctx.slots.get<CacheHit>();
   const RequestInfo& info = ctx.parsed.info;
   const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(

@@ -2,7 +2,8 @@
 // route (the class and the model's pool are known) and before protection
 // and admission, so a hit costs no engine slot, no quota and is neither
 // degraded nor shed. For a request the cache may take (cache_policy), it
-// looks the key up, then (near-duplicates on, a prompt short enough) the
+// looks the key up (in process, then with `cache.redis` in the replicas'
+// shared store), then (near-duplicates on, a prompt short enough) the
 // near-duplicate index: a hit is answered here, whole or streamed as the
 // request asks, with `x-arbiter-cache: hit` (or `near`, with
 // `x-arbiter-cache-similarity`) and `age`; while the pool is at the
@@ -18,16 +19,28 @@
 
 namespace arbiter {
 
+struct CacheLookup;  // what admit() found out (cache_stage.cpp)
+
 class CacheStage final : public DeclaredStage<CacheStage> {
  public:
   CacheStage(ResultCache& cache, const OverloadControl& overload) : cache_(cache), overload_(overload) {}
   static constexpr std::string_view kName = "cache";
   static constexpr Phase kPhase = Phase::kAnswerEarly;
   Verdict admit(RequestContext& ctx) override;
-  // Writes the hit admit() found.
+  // Asks the replicas' shared store (when the local one missed), follows an
+  // identical request in flight, or writes the hit found.
   Task<Verdict> admit_async(RequestContext& ctx) override;
 
  private:
+  // A hit: counted as `result`, kept for write_hit.
+  Verdict found(RequestContext& ctx, cache::ResultStore::Hit hit, std::optional<double> similarity,
+                std::string_view result);
+  // After the exact key missed: a near duplicate, an identical request in
+  // flight to follow, or the miss (its fill installed).
+  Verdict after_miss(RequestContext& ctx, CacheLookup& lookup);
+  Task<Verdict> follow_flight(RequestContext& ctx);
+  Task<Verdict> write_hit(RequestContext& ctx);
+  void count(const RequestContext& ctx, std::string_view result);
   // The store's entry, its answer read (at its first hit) and kept so;
   // none when absent or not an answer a cache replays (then dropped).
   std::optional<cache::ResultStore::Hit> read(const cache::CacheKey& key, std::string_view scope,

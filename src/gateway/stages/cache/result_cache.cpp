@@ -4,8 +4,10 @@
 
 namespace arbiter {
 
-ResultCache::ResultCache(const cache::CacheConfig& config, metrics::Registry& registry)
-    : store_(config.max_bytes), near_(config.max_bytes / 4), metrics_(registry) {}
+ResultCache::ResultCache(const cache::CacheConfig& config, metrics::Registry& registry, net::any_io_executor executor)
+    : store_(config.max_bytes), near_(config.max_bytes / 4), metrics_(registry) {
+  if (!config.redis.empty()) shared_ = std::make_unique<SharedResultStore>(executor, config, metrics_);
+}
 
 void ResultCache::offer(const RequestContext& ctx, CacheFill& fill) {
   flights_.remove(fill.flight_key, fill.flight.get());  // no one joins it from now
@@ -28,6 +30,7 @@ void ResultCache::offer(const RequestContext& ctx, CacheFill& fill) {
   // ends it otherwise); a whole answer's shape is checked when read.
   if (stored->stream && !stored->raw.ends_with("data: [DONE]\n\n")) return count("shape");
   const auto now = cache::ResultStore::Clock::now();
+  if (shared_) shared_->put(fill.key, StoredValue{.scope = fill.scope, .model = model, .answer = *stored}, settings.ttl);
   if (!store_.put(fill.key, fill.scope, model, std::move(stored), now, settings.ttl)) return count("too_large");
   count("stored");
   if (fill.near) near_.add(fill.near_scope, fill.key, std::move(*fill.near));

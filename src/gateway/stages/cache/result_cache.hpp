@@ -17,6 +17,7 @@
 #include "core/cache/result_store.hpp"
 #include "gateway/stages/cache/cache_metrics.hpp"
 #include "gateway/stages/cache/flight.hpp"
+#include "gateway/stages/cache/shared_result_store.hpp"
 
 namespace arbiter {
 
@@ -42,10 +43,12 @@ struct CacheFill {
 
 class ResultCache {
  public:
-  ResultCache(const cache::CacheConfig& config, metrics::Registry& registry);
+  // `executor` runs the shared store's connection (with cache.redis).
+  ResultCache(const cache::CacheConfig& config, metrics::Registry& registry, net::any_io_executor executor);
 
   cache::ResultStore& store() { return store_; }
   Flights& flights() { return flights_; }
+  SharedResultStore* shared() { return shared_.get(); }  // null without cache.redis
   const cache::NearIndex& near() const { return near_; }
   CacheMetrics& metrics() { return metrics_; }
 
@@ -58,6 +61,7 @@ class ResultCache {
   cache::ResultStore store_;
   cache::NearIndex near_;  // a quarter of the store's bound
   Flights flights_;
+  std::unique_ptr<SharedResultStore> shared_;
   CacheMetrics metrics_;
 };
 

@@ -1,0 +1,86 @@
+#include "gateway/stages/cache/shared_result_store.hpp"
+
+#include <fmt/format.h>
+
+namespace arbiter {
+namespace {
+
+constexpr std::chrono::milliseconds kSkipAfterFailure{1000};
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The metric's kind of a failed call (RedisConnection says "timeout",
+// "disconnected" or "connect: ...").
+std::string_view failure_kind(const std::string& error) {
+  return error == "timeout" ? std::string_view("timeout") : std::string_view("unreachable");
+}
+
+}  // namespace
+
+SharedResultStore::SharedResultStore(net::any_io_executor executor, const cache::CacheConfig& config,
+                                     CacheMetrics& metrics)
+    : executor_(executor),
+      connection_(executor, *parse_redis_address(config.redis)),
+      timeout_(config.redis_timeout),
+      metrics_(metrics) {}
+
+bool SharedResultStore::available() const { return steady_ms() >= skip_until_ms_.load(std::memory_order_relaxed); }
+
+std::string SharedResultStore::key_of(const cache::CacheKey& key) const {
+  return fmt::format("arbiter:cache:{:016x}{:016x}", key.hi, key.lo);
+}
+
+void SharedResultStore::count_error(std::string_view kind) { metrics_.shared_errors.with({kind}).inc(); }
+
+void SharedResultStore::failed(std::string_view why) {
+  count_error(why);
+  skip_until_ms_.store(steady_ms() + kSkipAfterFailure.count(), std::memory_order_relaxed);
+}
+
+Task<std::optional<StoredValue>> SharedResultStore::get(const cache::CacheKey& key, std::string scope,
+                                                        std::string model,
+                                                        std::optional<std::chrono::milliseconds> max_age) {
+  // (Arguments built before the co_await: GCC 12 miscompiles a braced list in it.)
+  std::vector<std::string> argv{"GET", key_of(key)};
+  auto reply = co_await connection_.call(std::move(argv), timeout_);
+  if (!reply) {
+    failed(failure_kind(reply.error()));
+    co_return std::nullopt;
+  }
+  if (reply->type == RedisReply::Type::kNil) co_return std::nullopt;
+  if (reply->type != RedisReply::Type::kString) {
+    failed("reply");
+    co_return std::nullopt;
+  }
+  auto value = decode_stored(reply->text);
+  if (!value) {
+    count_error("value");
+    co_return std::nullopt;
+  }
+  if (value->scope != scope || value->model != model) co_return std::nullopt;  // a collision: not this one's
+  if (max_age && unix_ms() - value->stored_at_ms > max_age->count()) co_return std::nullopt;
+  co_return value;
+}
+
+void SharedResultStore::put(const cache::CacheKey& key, StoredValue value, std::chrono::seconds ttl) {
+  if (!available()) return;
+  value.stored_at_ms = unix_ms();
+  net::co_spawn(
+      executor_,
+      [this, argv = std::vector<std::string>{"SET", key_of(key), encode_stored(value), "PX",
+                                             std::to_string(ttl.count() * 1000)}]() mutable -> Task<void> {
+        auto reply = co_await connection_.call(std::move(argv), timeout_);
+        if (!reply) failed(failure_kind(reply.error()));
+      },
+      net::detached);
+}
+
+}  // namespace arbiter
