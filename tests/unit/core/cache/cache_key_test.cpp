@@ -74,7 +74,9 @@ TEST(CacheKey, RandomTenantsAndBodiesNeverShareAKey) {
                              "\"}],\"temperature\":0}";
     const CacheKey k = key_of(body, "tenant:t" + std::to_string(tenant));
     const auto [it, fresh] = seen.emplace(k, std::pair{tenant, content});
-    if (!fresh) EXPECT_EQ(it->second, (std::pair{tenant, content}));
+    if (!fresh) {
+      EXPECT_EQ(it->second, (std::pair{tenant, content}));
+    }
     pairs.insert({tenant, content});
   }
   EXPECT_EQ(seen.size(), pairs.size());  // one key per (tenant, content), streamed or not
