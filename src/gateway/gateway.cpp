@@ -63,7 +63,8 @@ Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor tim
     service_exchange_ = std::make_unique<ServiceExchange>(config_, pool_index_, *dispatcher_, timer_executor);
     service_exchange_->start();
   }
-  admin_ = std::make_unique<AdminRoutes>(config_, tenants_, metrics_, usage_, [this] { refresh_metrics(); });
+  admin_ = std::make_unique<AdminRoutes>(config_, tenants_, metrics_, usage_, [this] { refresh_metrics(); },
+                                         [this](std::string model) { return cache_->flush(std::move(model)); });
   refusals_ = std::make_unique<RefusalLog>(metrics_, access_log_.get());
   assemble_pipeline();
 }
@@ -207,7 +208,7 @@ Task<void> Gateway::answer_get(HttpRequest& req, ClientConnection& conn, std::st
   // HEAD: the GET's head alone (RFC 9110 9.3.2; load balancers probe with
   // it). Every one of these routes answers whole, never a stream.
   const bool head = req.method() == http::verb::head;
-  if (admin && (req.method() == http::verb::get || head)) {
+  if (admin && AdminRoutes::accepts(path, req.method())) {
     if (head) conn.set_head_only();
     co_await admin_->handle(path, req, conn, headers);
     co_return;
@@ -215,8 +216,9 @@ Task<void> Gateway::answer_get(HttpRequest& req, ClientConnection& conn, std::st
   if (inference || admin) {
     // Named locals, not braced temporaries, in co_await expressions: GCC 12
     // miscompiles some of those ("array used as initializer").
-    const std::string_view allowed = inference ? (cors_.enabled() ? "POST, OPTIONS" : "POST")
-                                               : (cors_.enabled() ? "GET, HEAD, OPTIONS" : "GET, HEAD");
+    const bool post = inference || path == AdminRoutes::kCacheFlush;
+    const std::string_view allowed = post ? (cors_.enabled() ? "POST, OPTIONS" : "POST")
+                                          : (cors_.enabled() ? "GET, HEAD, OPTIONS" : "GET, HEAD");
     const ApiError err{ErrorCode::kMethodNotAllowed, "use " + std::string(allowed) + " for " + std::string(path), {}, {}};
     headers.emplace_back("allow", allowed);
     note_route_refusal(req, err, "method_not_allowed");

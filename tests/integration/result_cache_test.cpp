@@ -253,6 +253,29 @@ TEST(ResultCache, EmbeddingsAreProxiedScheduledAndCached) {
   EXPECT_EQ(bad.json().at("error").at("param"), "input");
 }
 
+// POST /admin/cache/flush on the admin listener: answers kept before it
+// are gone (a model's, or all); other methods and unknown models refused.
+TEST(ResultCache, TheAdminFlushDropsKeptAnswers) {
+  SimProcess sim({"--model", "m1"});
+  GatewayProcess gateway(cache_config(sim.port()).to_yaml());
+  const std::string greedy = "\"temperature\":0,\"max_tokens\":8";
+  ASSERT_EQ(http_call(gateway.port(), chat(greedy, "Flush me.")).status, 200);
+  ASSERT_GE(stored(gateway, 1), 1);
+  ASSERT_EQ(http_call(gateway.port(), chat(greedy, "Flush me.")).header("x-arbiter-cache"), "hit");
+
+  EXPECT_EQ(http_post(gateway.admin_port(), "/admin/cache/flush?model=nope", "").status, 400);
+  const HttpResponse get = http_get(gateway.admin_port(), "/admin/cache/flush");
+  EXPECT_EQ(get.status, 405);
+  EXPECT_EQ(get.header("allow"), "POST");
+  EXPECT_EQ(http_post(gateway.port(), "/admin/cache/flush", "").status, 404);  // never on the public port
+
+  const HttpResponse flushed = http_post(gateway.admin_port(), "/admin/cache/flush?model=m1", "");
+  ASSERT_EQ(flushed.status, 200) << flushed.body;
+  EXPECT_EQ(flushed.json().at("flushed").at("local"), 1);
+  EXPECT_TRUE(flushed.json().at("flushed").at("shared").is_null());  // no shared store here
+  EXPECT_EQ(http_call(gateway.port(), chat(greedy, "Flush me.")).header("x-arbiter-cache"), "miss");
+}
+
 TEST(ResultCache, ANearDuplicateIsAnsweredAndSaysSo) {
   SimProcess sim({"--model", "m1"});
   GatewayProcess gateway(cache_config(sim.port()).to_yaml());

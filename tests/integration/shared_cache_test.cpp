@@ -51,6 +51,13 @@ TEST(SharedCache, WhatOneReplicaKeptAnotherAnswersWithoutTheEngine) {
                               {{"model", "m1"}, {"class", "chat"}, {"result", "shared"}}),
             1);
   EXPECT_EQ(answers_generated(sim), 1);  // b's answer came from a's generation
+  // The admin flush drops the shared copy too: a third replica misses.
+  const HttpResponse flushed = http_post(a.admin_port(), "/admin/cache/flush", "");
+  ASSERT_EQ(flushed.status, 200) << flushed.body;
+  EXPECT_EQ(flushed.json().at("flushed").at("shared"), 1);
+  EXPECT_EQ(redis.cli("--scan --pattern 'arbiter:cache:*'"), "");
+  GatewayProcess c(shared_cache_config(sim.port(), redis));
+  EXPECT_EQ(ask(c, "Name the largest planet.").header("x-arbiter-cache"), "miss");
   // Another tenant on b: a miss, though the body is the same.
   HttpRequest beta = sim_post("/v1/chat/completions",
                               sim_chat("\"temperature\":0,\"max_tokens\":8", "Name the largest planet.", "m1"));

@@ -48,6 +48,13 @@ void NearIndex::drop_oldest() {
   }
 }
 
+void NearIndex::clear() {
+  std::lock_guard lock(mutex_);
+  buckets_.clear();
+  order_.clear();
+  bytes_ = 0;
+}
+
 std::size_t NearIndex::bytes() const {
   std::lock_guard lock(mutex_);
   return bytes_;

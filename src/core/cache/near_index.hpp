@@ -34,6 +34,7 @@ class NearIndex {
   std::optional<Candidate> find(uint64_t near_scope, const NearText& text, double threshold) const;
   void add(uint64_t near_scope, const CacheKey& key, NearText text);
 
+  void clear();
   std::size_t bytes() const;
   std::size_t entries() const;
 

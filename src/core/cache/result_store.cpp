@@ -64,6 +64,22 @@ void ResultStore::erase(const CacheKey& key) {
   if (const auto found = shard.index.find(key); found != shard.index.end()) erase(shard, found->second);
 }
 
+std::size_t ResultStore::flush(std::string_view model) {
+  std::size_t dropped = 0;
+  for (Shard& shard : shards_) {
+    std::lock_guard lock(shard.mutex);
+    for (auto it = shard.lru.begin(); it != shard.lru.end();) {
+      const auto next = std::next(it);
+      if (model.empty() || it->model == model) {
+        erase(shard, it);
+        ++dropped;
+      }
+      it = next;
+    }
+  }
+  return dropped;
+}
+
 bool ResultStore::put(const CacheKey& key, std::string_view scope, std::string_view model,
                       std::shared_ptr<const StoredAnswer> answer, Clock::time_point now, Clock::duration ttl) {
   const std::size_t size = answer->bytes() + scope.size() + model.size() + kEntryOverhead;

@@ -49,6 +49,8 @@ class ResultStore {
   // still holds `was`; its place and life stay.
   void replace(const CacheKey& key, const StoredAnswer* was, std::shared_ptr<const StoredAnswer> answer);
   void erase(const CacheKey& key);
+  // Drops every entry of `model` (every entry when empty); how many.
+  std::size_t flush(std::string_view model);
   // Whether `key` is held (not expired): the near-duplicate index drops
   // what the store evicted.
   bool contains(const CacheKey& key, Clock::time_point now);

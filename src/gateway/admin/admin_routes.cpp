@@ -36,12 +36,23 @@ Task<void> send_json(ClientConnection& conn, const Headers& headers, http::statu
 }  // namespace
 
 AdminRoutes::AdminRoutes(const Config& config, const TenantDirectory& tenants, GatewayMetrics& metrics,
-                         const UsageBook& usage, std::function<void()> refresh)
-    : config_(config), tenants_(tenants), metrics_(metrics), usage_(usage), refresh_(std::move(refresh)) {}
+                         const UsageBook& usage, std::function<void()> refresh,
+                         std::function<Task<std::string>(std::string)> flush_cache)
+    : config_(config),
+      tenants_(tenants),
+      metrics_(metrics),
+      usage_(usage),
+      refresh_(std::move(refresh)),
+      flush_cache_(std::move(flush_cache)) {}
 
 bool AdminRoutes::serves(std::string_view path) {
   return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/admin/usage" ||
-         path == "/v1/models" || path.starts_with(kModelPrefix);
+         path == kCacheFlush || path == "/v1/models" || path.starts_with(kModelPrefix);
+}
+
+bool AdminRoutes::accepts(std::string_view path, http::verb method) {
+  if (path == kCacheFlush) return method == http::verb::post;
+  return method == http::verb::get || method == http::verb::head;
 }
 
 bool AdminRoutes::operator_only(std::string_view path) {
@@ -75,6 +86,8 @@ Task<void> AdminRoutes::handle(std::string_view path, HttpRequest& req, ClientCo
     co_await send_json(conn, headers, http::status::ok, std::move(text), kPrometheusContentType);
   } else if (path == "/admin/usage") {
     co_await usage_report(req, conn, headers);
+  } else if (path == kCacheFlush) {
+    co_await cache_flush(req, conn, headers);
   } else if (auto tenant = tenants_.authenticate(req["authorization"]); !tenant) {  // /v1/models[/{model}]
     co_await send_error(conn, tenant.error(), headers);
   } else if (path == "/v1/models") {
@@ -103,6 +116,26 @@ Task<void> AdminRoutes::model_info(std::string_view encoded, ClientConnection& c
 Task<std::string> AdminRoutes::metrics_text() {
   refresh_();
   co_return metrics_.registry.render();
+}
+
+Task<void> AdminRoutes::cache_flush(HttpRequest& req, ClientConnection& conn, const Headers& headers) {
+  const std::string_view target = req.target();
+  const std::size_t mark = target.find('?');
+  std::string model;
+  if (mark != std::string_view::npos) {
+    const std::string_view query = target.substr(mark + 1);
+    const auto decoded = query.starts_with("model=") ? percent_decoded(query.substr(6)) : std::nullopt;
+    const bool served =
+        decoded && std::ranges::any_of(config_.models, [&](const auto& m) { return m.name == *decoded; });
+    if (!served) {
+      const ApiError err{ErrorCode::kInvalidRequest, "the query must be model=NAME, a model served here", "model", {}};
+      co_await send_error(conn, err, headers);
+      co_return;
+    }
+    model = *decoded;
+  }
+  std::string body = co_await flush_cache_(std::move(model));
+  co_await send_json(conn, headers, http::status::ok, std::move(body));
 }
 
 Task<void> AdminRoutes::usage_report(HttpRequest& req, ClientConnection& conn, const Headers& headers) {

@@ -27,15 +27,24 @@ namespace arbiter {
 class AdminRoutes {
  public:
   // `refresh`: copies live state into `metrics` before /metrics renders it.
+  // `flush_cache(model)`: the result cache's flush (empty: every model),
+  // its answer's JSON.
   AdminRoutes(const Config& config, const TenantDirectory& tenants, GatewayMetrics& metrics,
-              const UsageBook& usage, std::function<void()> refresh);
+              const UsageBook& usage, std::function<void()> refresh,
+              std::function<Task<std::string>(std::string)> flush_cache);
 
-  // Whether `path` is one of these routes for GET.
+  // POST /admin/cache/flush[?model=NAME]: the one route that changes state.
+  static constexpr std::string_view kCacheFlush = "/admin/cache/flush";
+  // Whether `method` is the one `path` takes (GET and HEAD, or POST for the flush).
+  static bool accepts(std::string_view path, http::verb method);
+
+  // Whether `path` is one of these routes.
   static bool serves(std::string_view path);
   // Whether `path` is one that shows tenants and traffic (/metrics,
   // /admin/*): the admin listener's alone, never the public port's.
   static bool operator_only(std::string_view path);
-  // Answers a GET of a path serves() accepted, with `headers` (x-request-id).
+  // Answers a request of a path serves() accepted, in a method it
+  // accepts(), with `headers` (x-request-id).
   Task<void> handle(std::string_view path, HttpRequest& req, ClientConnection& conn,
                     const std::vector<std::pair<std::string, std::string>>& headers);
 
@@ -50,6 +59,9 @@ class AdminRoutes {
                         const std::vector<std::pair<std::string, std::string>>& headers);
   // Whether the request carries the admin token (or none is configured).
   bool authorized(const HttpRequest& req) const;
+  // POST /admin/cache/flush: the cache's answer, or 400 for a model not served.
+  Task<void> cache_flush(HttpRequest& req, ClientConnection& conn,
+                         const std::vector<std::pair<std::string, std::string>>& headers);
   // GET /admin/usage: the report for the target's query, or 400.
   Task<void> usage_report(HttpRequest& req, ClientConnection& conn,
                           const std::vector<std::pair<std::string, std::string>>& headers);
@@ -59,6 +71,7 @@ class AdminRoutes {
   GatewayMetrics& metrics_;
   const UsageBook& usage_;
   std::function<void()> refresh_;
+  std::function<Task<std::string>(std::string)> flush_cache_;
   std::atomic<bool> ready_{false};
   // A thread of its own for /metrics (last: joined first): with thousands of
   // tenants a page takes milliseconds, which the streams of the I/O thread

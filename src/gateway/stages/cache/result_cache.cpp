@@ -1,5 +1,7 @@
 #include "gateway/stages/cache/result_cache.hpp"
 
+#include <boost/json.hpp>
+
 #include "gateway/pipeline/request_context.hpp"
 
 namespace arbiter {
@@ -7,6 +9,23 @@ namespace arbiter {
 ResultCache::ResultCache(const cache::CacheConfig& config, metrics::Registry& registry, net::any_io_executor executor)
     : store_(config.max_bytes), near_(config.max_bytes / 4), metrics_(registry) {
   if (!config.redis.empty()) shared_ = std::make_unique<SharedResultStore>(executor, config, metrics_);
+}
+
+Task<std::string> ResultCache::flush(std::string model) {
+  const std::size_t local = store_.flush(model);
+  near_.clear();  // it only names candidates: rebuilt as answers are kept again
+  metrics_.bytes.with({}).set(static_cast<double>(store_.bytes()));
+  metrics_.entries.with({}).set(static_cast<double>(store_.entries()));
+  boost::json::object flushed{{"local", local}, {"shared", nullptr}};
+  if (shared_) {
+    auto deleted = co_await shared_->flush(model);
+    if (deleted) {
+      flushed["shared"] = *deleted;
+    } else {
+      flushed["shared_error"] = deleted.error();
+    }
+  }
+  co_return boost::json::serialize(boost::json::object{{"flushed", std::move(flushed)}});
 }
 
 void ResultCache::offer(const RequestContext& ctx, CacheFill& fill) {

@@ -56,6 +56,10 @@ class ResultCache {
   // asked for and not degraded (its prompt then in the near-duplicate
   // index); counted either way.
   void offer(const RequestContext& ctx, CacheFill& fill);
+  // POST /admin/cache/flush: drops `model`'s answers (all when empty) here
+  // and in the shared store, and the near-duplicate index; the answer's
+  // JSON ({"flushed":{"local":N,"shared":M}}, or the shared store's error).
+  Task<std::string> flush(std::string model);
 
  private:
   cache::ResultStore store_;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace arbiter {
 namespace {
 
@@ -34,8 +36,8 @@ SharedResultStore::SharedResultStore(net::any_io_executor executor, const cache:
 
 bool SharedResultStore::available() const { return steady_ms() >= skip_until_ms_.load(std::memory_order_relaxed); }
 
-std::string SharedResultStore::key_of(const cache::CacheKey& key) const {
-  return fmt::format("arbiter:cache:{:016x}{:016x}", key.hi, key.lo);
+std::string SharedResultStore::key_of(std::string_view model, const cache::CacheKey& key) {
+  return fmt::format("arbiter:cache:{}:{:016x}{:016x}", model, key.hi, key.lo);
 }
 
 void SharedResultStore::count_error(std::string_view kind) { metrics_.shared_errors.with({kind}).inc(); }
@@ -49,7 +51,7 @@ Task<std::optional<StoredValue>> SharedResultStore::get(const cache::CacheKey& k
                                                         std::string model,
                                                         std::optional<std::chrono::milliseconds> max_age) {
   // (Arguments built before the co_await: GCC 12 miscompiles a braced list in it.)
-  std::vector<std::string> argv{"GET", key_of(key)};
+  std::vector<std::string> argv{"GET", key_of(model, key)};
   auto reply = co_await connection_.call(std::move(argv), timeout_);
   if (!reply) {
     failed(failure_kind(reply.error()));
@@ -75,12 +77,47 @@ void SharedResultStore::put(const cache::CacheKey& key, StoredValue value, std::
   value.stored_at_ms = unix_ms();
   net::co_spawn(
       executor_,
-      [this, argv = std::vector<std::string>{"SET", key_of(key), encode_stored(value), "PX",
+      [this, argv = std::vector<std::string>{"SET", key_of(value.model, key), encode_stored(value), "PX",
                                              std::to_string(ttl.count() * 1000)}]() mutable -> Task<void> {
         auto reply = co_await connection_.call(std::move(argv), timeout_);
         if (!reply) failed(failure_kind(reply.error()));
       },
       net::detached);
+}
+
+Task<std::expected<std::size_t, std::string>> SharedResultStore::flush(std::string model) {
+  // SCAN's MATCH is a glob: a model's own * ? [ ] \ are escaped.
+  std::string pattern = "arbiter:cache:";
+  if (model.empty()) {
+    pattern += "*";
+  } else {
+    for (const char c : model) {
+      if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') pattern += '\\';
+      pattern += c;
+    }
+    pattern += ":*";
+  }
+  std::size_t deleted = 0;
+  std::string cursor = "0";
+  constexpr int kMaxRounds = 100'000;  // a bound on a store that keeps growing under the scan
+  for (int round = 0; round < kMaxRounds; ++round) {
+    std::vector<std::string> scan{"SCAN", cursor, "MATCH", pattern, "COUNT", "500"};
+    auto reply = co_await connection_.call(std::move(scan), std::chrono::milliseconds(1000));
+    if (!reply) co_return std::unexpected(reply.error());
+    if (reply->type != RedisReply::Type::kArray || reply->elements.size() != 2) {
+      co_return std::unexpected(std::string("unexpected SCAN reply"));
+    }
+    cursor = reply->elements[0].text;
+    std::vector<std::string> unlink{"UNLINK"};
+    for (const RedisReply& k : reply->elements[1].elements) unlink.push_back(k.text);
+    if (unlink.size() > 1) {
+      auto removed = co_await connection_.call(std::move(unlink), std::chrono::milliseconds(1000));
+      if (!removed) co_return std::unexpected(removed.error());
+      deleted += static_cast<std::size_t>(std::max(0LL, removed->integer));
+    }
+    if (cursor == "0") co_return deleted;
+  }
+  co_return std::unexpected(std::string("the store kept growing under the scan"));
 }
 
 }  // namespace arbiter

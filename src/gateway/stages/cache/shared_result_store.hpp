@@ -34,9 +34,13 @@ class SharedResultStore {
                                        std::optional<std::chrono::milliseconds> max_age);
   // Writes it, in the background.
   void put(const cache::CacheKey& key, StoredValue value, std::chrono::seconds ttl);
+  // Deletes every kept answer of `model` (all when empty): SCAN and UNLINK
+  // in batches. How many, or why it stopped.
+  Task<std::expected<std::size_t, std::string>> flush(std::string model);
 
  private:
-  std::string key_of(const cache::CacheKey& key) const;
+  // arbiter:cache:<model>:<key>: a model's keys are found by their prefix.
+  static std::string key_of(std::string_view model, const cache::CacheKey& key);
   void count_error(std::string_view kind);
   void failed(std::string_view why);  // counted, and the store skipped a while
 

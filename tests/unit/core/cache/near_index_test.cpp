@@ -31,6 +31,10 @@ TEST(NearIndex, FindsTheMostSimilarInItsScopeOnly) {
   EXPECT_EQ(index.find(2, text("explain how a hash table handles collisions in detail"), 0.9)->key, key(3));
   EXPECT_FALSE(index.find(3, text("explain how a hash table handles collisions in detail"), 0.9));
   EXPECT_FALSE(index.find(1, text("Explain how a hash table handles resizing in detail."), 0.5));
+  index.clear();
+  EXPECT_EQ(index.entries(), 0u);
+  EXPECT_EQ(index.bytes(), 0u);
+  EXPECT_FALSE(index.find(1, text("explain how a hash table handles collisions in detail"), 0.9));
 }
 
 TEST(NearIndex, HoldsItsByteBound) {

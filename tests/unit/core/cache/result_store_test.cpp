@@ -76,6 +76,20 @@ TEST(ResultStore, AnEntryReadAtItsFirstHitIsReplacedInPlace) {
   EXPECT_EQ(store.bytes(), 0u);
 }
 
+TEST(ResultStore, AFlushDropsAModelsEntriesOrAll) {
+  ResultStore store(1 << 20);
+  const auto t0 = Clock::time_point{};
+  store.put(key(1), "s", "m1", answer(10), t0, seconds(60));
+  store.put(key(2), "s", "m2", answer(10), t0, seconds(60));
+  store.put(key(3), "t", "m1", answer(10), t0, seconds(60));
+  EXPECT_EQ(store.flush("m1"), 2u);
+  EXPECT_FALSE(store.contains(key(1), t0));
+  EXPECT_TRUE(store.contains(key(2), t0));
+  EXPECT_EQ(store.flush(""), 1u);
+  EXPECT_EQ(store.entries(), 0u);
+  EXPECT_EQ(store.bytes(), 0u);
+}
+
 TEST(ResultStore, LeastRecentlyUsedGoesFirstAndTooLargeIsRefused) {
   const std::size_t each = answer(1000)->bytes() + 2 + ResultStore::kEntryOverhead;
   ResultStore store(3 * each, 1);
