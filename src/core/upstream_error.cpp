@@ -6,6 +6,8 @@
 #include <boost/json.hpp>
 #include <boost/json/detail/utf8.hpp>
 
+#include "core/ascii_text.hpp"
+
 namespace arbiter {
 
 namespace {
@@ -15,14 +17,6 @@ constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 // The engine's own type, param and code, when lifted from its flat shape:
 // names, not prose.
 constexpr std::size_t kFieldBytes = 128;
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  return text;
-}
 
 // Length of the well-formed UTF-8 sequence at text[i] (RFC 3629: no
 // overlong forms, surrogates or code points past U+10FFFF), 0 if none.
@@ -40,7 +34,7 @@ std::size_t utf8_length(std::string_view text, std::size_t i) {
 // array, invalid JSON or UTF-8). Only a body that starts like an object is
 // parsed.
 std::optional<boost::json::object> parse_object(std::string_view body) {
-  const std::string_view text = trim(body);
+  const std::string_view text = trim_ascii(body);
   if (text.empty() || text.front() != '{') return std::nullopt;
   boost::system::error_code ec;
   boost::json::value value = boost::json::parse(text, ec);
@@ -78,7 +72,7 @@ bool is_openai_error(std::string_view body) {
 }
 
 std::string bounded_message(std::string_view text, std::size_t max_bytes) {
-  text = trim(text);
+  text = trim_ascii(text);
   std::string out;
   out.reserve(std::min(text.size(), max_bytes) + kCut.size());
   for (std::size_t i = 0; i < text.size();) {

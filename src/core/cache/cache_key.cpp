@@ -6,14 +6,15 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "core/ascii_text.hpp"
+
 namespace arbiter::cache {
 namespace {
 
-bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && (space(s.back()) || s.back() == ',')) s.remove_suffix(1);
+// A member's value text: spaces around it and the comma after it dropped.
+std::string_view trim_member(std::string_view s) {
+  s = trim_ascii(s);
+  while (!s.empty() && (is_ascii_space(s.back()) || s.back() == ',')) s.remove_suffix(1);
   return s;
 }
 
@@ -41,7 +42,7 @@ bool split_members(std::string_view body, const TopKeys& keys, std::array<Member
     if (quote == std::string_view::npos || quote >= end) return false;
     const std::size_t colon = body.find(':', quote + 1);
     if (colon == std::string_view::npos || colon >= end) return false;
-    out[n++] = {body.substr(at, quote - at), trim(body.substr(colon + 1, end - colon - 1))};
+    out[n++] = {body.substr(at, quote - at), trim_member(body.substr(colon + 1, end - colon - 1))};
   }
   return true;
 }

@@ -2,30 +2,10 @@
 
 #include <charconv>
 
+#include "core/ascii_text.hpp"
 #include "core/cache/cache_config.hpp"
 
 namespace arbiter::cache {
-namespace {
-
-bool space(char c) { return c == ' ' || c == '\t'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 std::string_view scope_name(Scope scope) {
   switch (scope) {
     case Scope::kTenant: return "tenant";
@@ -46,16 +26,16 @@ CacheDirectives read_cache_control(std::string_view value) {
   CacheDirectives d;
   while (!value.empty()) {
     const std::size_t comma = value.find(',');
-    const std::string_view item = trim(value.substr(0, comma));
+    const std::string_view item = trim_ascii(value.substr(0, comma));
     value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
     const std::size_t eq = item.find('=');
-    const std::string_view name = trim(item.substr(0, eq));
-    if (iequals(name, "no-cache")) {
+    const std::string_view name = trim_ascii(item.substr(0, eq));
+    if (iequals_ascii(name, "no-cache")) {
       d.no_cache = true;
-    } else if (iequals(name, "no-store")) {
+    } else if (iequals_ascii(name, "no-store")) {
       d.no_store = true;
-    } else if (iequals(name, "max-age") && eq != std::string_view::npos) {
-      std::string_view arg = trim(item.substr(eq + 1));
+    } else if (iequals_ascii(name, "max-age") && eq != std::string_view::npos) {
+      std::string_view arg = trim_ascii(item.substr(eq + 1));
       if (arg.size() >= 2 && arg.front() == '"' && arg.back() == '"') arg = arg.substr(1, arg.size() - 2);
       int64_t seconds = 0;
       const auto [end, ec] = std::from_chars(arg.data(), arg.data() + arg.size(), seconds);
