@@ -14,8 +14,7 @@ ResultCache::ResultCache(const cache::CacheConfig& config, metrics::Registry& re
 Task<std::string> ResultCache::flush(std::string model) {
   const std::size_t local = store_.flush(model);
   near_.clear();  // it only names candidates: rebuilt as answers are kept again
-  metrics_.bytes.with({}).set(static_cast<double>(store_.bytes()));
-  metrics_.entries.with({}).set(static_cast<double>(store_.entries()));
+  publish_store();
   boost::json::object flushed{{"local", local}, {"shared", nullptr}};
   if (shared_) {
     auto deleted = co_await shared_->flush(model);
@@ -53,6 +52,10 @@ void ResultCache::offer(const RequestContext& ctx, CacheFill& fill) {
   if (!store_.put(fill.key, fill.scope, model, std::move(stored), now, settings.ttl)) return count("too_large");
   count("stored");
   if (fill.near) near_.add(fill.near_scope, fill.key, std::move(*fill.near));
+  publish_store();
+}
+
+void ResultCache::publish_store() {
   metrics_.bytes.with({}).set(static_cast<double>(store_.bytes()));
   metrics_.entries.with({}).set(static_cast<double>(store_.entries()));
   metrics_.evictions.with({}).set(store_.evictions());

@@ -62,6 +62,8 @@ class ResultCache {
   Task<std::string> flush(std::string model);
 
  private:
+  void publish_store();  // the store's gauges and eviction count, as they stand
+
   cache::ResultStore store_;
   cache::NearIndex near_;  // a quarter of the store's bound
   Flights flights_;

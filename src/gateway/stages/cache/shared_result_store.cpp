@@ -77,8 +77,10 @@ void SharedResultStore::put(const cache::CacheKey& key, StoredValue value, std::
   value.stored_at_ms = unix_ms();
   net::co_spawn(
       executor_,
-      [this, argv = std::vector<std::string>{"SET", key_of(value.model, key), encode_stored(value), "PX",
-                                             std::to_string(ttl.count() * 1000)}]() mutable -> Task<void> {
+      // Encoded (deflated) there, not on the request's thread.
+      [this, key = key_of(value.model, key), value = std::move(value), ttl]() mutable -> Task<void> {
+        std::vector<std::string> argv{"SET", std::move(key), encode_stored(value), "PX",
+                                      std::to_string(ttl.count() * 1000)};
         auto reply = co_await connection_.call(std::move(argv), timeout_);
         if (!reply) failed(failure_kind(reply.error()));
       },

@@ -41,15 +41,21 @@ bool take_text(std::string_view& in, std::string& s) {
   return true;
 }
 
+// One zlib pass's buffers: all of `in`, into all of `out`.
+zlib::z_params over(std::string_view in, std::string& out) {
+  zlib::z_params zs{};
+  zs.next_in = in.data();
+  zs.avail_in = in.size();
+  zs.next_out = out.data();
+  zs.avail_out = out.size();
+  return zs;
+}
+
 std::string deflate(std::string_view raw) {
   zlib::deflate_stream ds;
   ds.reset(1, 15, 8, zlib::Strategy::normal);  // fastest level: answers are text, still ~3x smaller
   std::string out(ds.upper_bound(raw.size()), '\0');
-  zlib::z_params zs{};
-  zs.next_in = raw.data();
-  zs.avail_in = raw.size();
-  zs.next_out = out.data();
-  zs.avail_out = out.size();
+  zlib::z_params zs = over(raw, out);
   boost::system::error_code ec;
   ds.write(zs, zlib::Flush::finish, ec);
   out.resize(zs.total_out);
@@ -61,11 +67,7 @@ std::optional<std::string> inflate(std::string_view packed, std::size_t size) {
   zlib::inflate_stream is;
   is.reset(15);
   std::string out(size, '\0');
-  zlib::z_params zs{};
-  zs.next_in = packed.data();
-  zs.avail_in = packed.size();
-  zs.next_out = out.data();
-  zs.avail_out = out.size();
+  zlib::z_params zs = over(packed, out);
   boost::system::error_code ec;
   is.write(zs, zlib::Flush::finish, ec);
   if ((ec && ec != zlib::error::end_of_stream) || zs.total_out != size) return std::nullopt;
