@@ -53,6 +53,7 @@ ClassCounters Counters::total() const {
     sum.no_backend += c.no_backend;
     sum.borrowed += c.borrowed;
     sum.reclaimed += c.reclaimed;
+    sum.carried_over += c.carried_over;
   }
   return sum;
 }
@@ -181,11 +182,20 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
 
   Admission admission;
   if (victim != kNil) admission.superseded = supersede(victim);
-  const uint32_t id = alloc_node();
   // The supersede may have freed the tenant queue found above: look again.
   const uint32_t tenant = victim == kNil && existing != kNil
                               ? existing
                               : tenant_queue(request.pool, request.klass, request.tenant);
+  const uint32_t id = place(request, tenant, now, deadline, class_deadline, std::move(key), true);
+  ++counters.enqueued;
+  admission.handle = handle_of(id);
+  return admission;
+}
+
+uint32_t Scheduler::place(const Request& request, uint32_t tenant, TimePoint now, TimePoint deadline,
+                          TimePoint class_deadline, std::string key, bool may_hold) {
+  const ClassPolicy& cls = config_.classes[request.klass];
+  const uint32_t id = alloc_node();
   const int64_t cost = std::clamp<int64_t>(request.cost_tokens, 1, kMaxCostTokens);
   Node& n = nodes_[id];
   n.user = request.user;
@@ -229,8 +239,8 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
     // A superseded predecessor already gave up the entry; take it over.
     const auto [entry, inserted] = keys_.insert_or_assign(std::move(key), id);
     n.key = &entry->first;
-    Duration hold = cls.debounce;
-    if (cls.adaptive_debounce) {
+    Duration hold = may_hold ? cls.debounce : Duration::zero();
+    if (may_hold && cls.adaptive_debounce) {
       const Duration budget = cls.ttft_slo > Duration::zero() ? cls.ttft_slo / 2 : Duration::max();
       hold = rhythms_.arrive(entry->first, now, std::min(cls.debounce, budget));
     }
@@ -242,9 +252,71 @@ std::expected<Admission, ApiError> Scheduler::enqueue(const Request& request, Ti
   if (n.state != NodeState::kHeld) {
     make_ready(id);
   }
-  ++counters.enqueued;
-  admission.handle = handle_of(id);
-  return admission;
+  return id;
+}
+
+std::optional<Handle> Scheduler::carry_over(const Request& request, const Carried& carried, TimePoint now) {
+  if (request.pool >= pools_.size() || request.klass >= config_.classes.size()) return std::nullopt;
+  if (carried.running && (carried.run_pool >= pools_.size() ||
+                          carried.backend >= pools_[carried.run_pool].backends.size())) {
+    return std::nullopt;
+  }
+  std::string key;
+  if (!request.supersede_key.empty()) {
+    key = scoped_key(request.tenant, request.supersede_key);
+    // Two carried requests with one key cannot both have been live: the
+    // newer replaced the older. Keep the entry of the one already placed.
+    if (keys_.contains(key)) key.clear();
+  }
+  const uint32_t tenant = tenant_queue(request.pool, request.klass, request.tenant);
+  // Its deadline as it was: a class deadline that moved with the new
+  // config's max_queue_wait would make it wait more or less than it was told.
+  const uint32_t id = place(request, tenant, now, carried.deadline, TimePoint::max(), std::move(key), false);
+  ++counters_.classes[request.klass].carried_over;
+  if (carried.running) {
+    Actions unused;  // no dispatch to deliver: it runs already
+    start(id, carried.run_pool, carried.backend, now, unused);
+  }
+  return handle_of(id);
+}
+
+void Scheduler::carry_counters(const Counters& old, std::span<const std::optional<ClassId>> classes,
+                               std::span<const std::optional<PoolId>> pools) {
+  for (std::size_t c = 0; c < old.classes.size() && c < classes.size(); ++c) {
+    if (!classes[c] || *classes[c] >= counters_.classes.size()) continue;
+    ClassCounters& to = counters_.classes[*classes[c]];
+    const ClassCounters& from = old.classes[c];
+    to.enqueued += from.enqueued;
+    to.rejected_class_full += from.rejected_class_full;
+    to.rejected_tenant_full += from.rejected_tenant_full;
+    to.rejected_predicted += from.rejected_predicted;
+    to.dispatched += from.dispatched;
+    to.completed += from.completed;
+    to.cancelled_queued += from.cancelled_queued;
+    to.cancelled_in_flight += from.cancelled_in_flight;
+    to.superseded_queued += from.superseded_queued;
+    to.superseded_in_flight += from.superseded_in_flight;
+    to.typed_through += from.typed_through;
+    to.preempted += from.preempted;
+    to.expired += from.expired;
+    to.rejected_no_backend += from.rejected_no_backend;
+    to.no_backend += from.no_backend;
+    to.borrowed += from.borrowed;
+    to.reclaimed += from.reclaimed;
+    to.carried_over += from.carried_over;
+  }
+  for (std::size_t p = 0; p < old.guard_held.size() && p < pools.size(); ++p) {
+    if (pools[p] && *pools[p] < counters_.guard_held.size()) counters_.guard_held[*pools[p]] += old.guard_held[p];
+  }
+  counters_.stale_dispatches += old.stale_dispatches;
+}
+
+std::optional<TimePoint> Scheduler::queue_deadline(Handle handle) const {
+  const uint32_t id = resolve(handle);
+  if (id == kNil) return std::nullopt;
+  const Node& n = nodes_[id];
+  if (n.state != NodeState::kHeld && n.state != NodeState::kQueued) return std::nullopt;
+  return n.expires ? n.deadline : TimePoint::max();
 }
 
 std::optional<Superseded> Scheduler::supersede(uint32_t victim) {

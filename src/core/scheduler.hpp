@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <expected>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -145,6 +146,31 @@ class Scheduler {
   // (and no change) unless weight is finite and > 0. O(tenant queues).
   bool set_tenant_weight(TenantId tenant, double weight);
 
+  // A config reload (Dispatcher::reconfigure) builds a new scheduler and
+  // carries the old one's requests over, in their order of arrival.
+  struct Carried {
+    bool running = false;  // in flight on run_pool's backend, else queued
+    PoolId run_pool = 0;
+    BackendId backend = 0;
+    // Queued: when it expires, as it was told (TimePoint::max(): never).
+    TimePoint deadline = TimePoint::max();
+  };
+  // Places a request carried over from the previous config's scheduler,
+  // without admission limits, early answer or debounce hold: queued, with
+  // its old deadline, behind its tenant queue's own; or running on
+  // `carried.backend`, counted there as a dispatch is, with no dispatch
+  // to deliver. Its supersede key is kept (the first carried request with
+  // a key holds it). nullopt for an unknown pool, class or backend. O(log n).
+  std::optional<Handle> carry_over(const Request& request, const Carried& carried, TimePoint now);
+  // The previous scheduler's counters, added to this one's: `classes[c]`
+  // (old class c) is this one's class or none (a class the config dropped),
+  // `pools[p]` likewise. Metrics export counters as totals: they carry on.
+  void carry_counters(const Counters& old, std::span<const std::optional<ClassId>> classes,
+                      std::span<const std::optional<PoolId>> pools);
+  // A queued (or held) request's deadline, TimePoint::max() when it never
+  // expires; nullopt when it is not queued. O(1).
+  std::optional<TimePoint> queue_deadline(Handle handle) const;
+
   // Gauges and counters for metrics; cheap unless noted.
   const Counters& counters() const { return counters_; }
   uint32_t queue_depth(PoolId pool, ClassId klass) const;  // held + ready
@@ -193,6 +219,11 @@ class Scheduler {
   using Pool = detail::Pool;
 
   explicit Scheduler(SchedulerConfig config);
+  // Allocates and queues a node (enqueue's admission done): counted in its
+  // class and tenant queues, its deadline tracked, its key taken; held for
+  // its debounce when `may_hold`, else ready. Returns its id.
+  uint32_t place(const Request& request, uint32_t tenant, TimePoint now, TimePoint deadline,
+                 TimePoint class_deadline, std::string key, bool may_hold);
 
   // Heap position setters: each heap tells its members where they moved.
   auto order_pos() {

@@ -203,6 +203,7 @@ struct ClassCounters {
   uint64_t no_backend = 0;            // 503 while queued: its pool lost its last live backend
   uint64_t borrowed = 0;              // dispatches onto a lending pool's backend
   uint64_t reclaimed = 0;             // borrowed work preempted for the lender's own
+  uint64_t carried_over = 0;          // placed by carry_over() at a config reload
 };
 
 // All counters.

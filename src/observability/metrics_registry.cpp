@@ -193,6 +193,7 @@ Family<Histogram>& Registry::histogram(std::string name, std::string help, std::
 std::string Registry::render() const {
   std::string out;
   out.reserve(last_size_.load(std::memory_order_relaxed) + 4096);
+  std::lock_guard lock(mu_);
   for (const auto& f : families_) f->render(out);
   last_size_.store(out.size(), std::memory_order_relaxed);
   return out;

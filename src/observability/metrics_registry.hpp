@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -85,6 +86,9 @@ class FamilyBase {
       : name_(std::move(name)), help_(std::move(help)), labels_(std::move(labels)), kind_(kind) {}
   virtual ~FamilyBase() = default;
   virtual void render(std::string& out) const = 0;
+  const std::string& name() const { return name_; }
+  Kind kind() const { return kind_; }
+  const std::vector<std::string>& labels() const { return labels_; }
 
  protected:
   void render_header(std::string& out) const;
@@ -161,9 +165,22 @@ class Registry {
   std::string render() const;
 
  private:
+  // A family registered again under its name (a config reload builds the
+  // parts that register theirs anew) is the same family: its children, and
+  // so its counters, carry over. The same name with another type or other
+  // labels is a bug.
   template <class Metric, class... Args>
   Family<Metric>& add(std::string name, std::string help, std::vector<std::string> labels, Kind kind,
                       Args... metric_args) {
+    std::lock_guard lock(mu_);
+    for (const auto& existing : families_) {
+      if (existing->name() != name) continue;
+      auto* same = dynamic_cast<Family<Metric>*>(existing.get());
+      if (same == nullptr || existing->kind() != kind || existing->labels() != labels) {
+        throw std::logic_error("metric family " + name + " registered twice with different types or labels");
+      }
+      return *same;
+    }
     auto f = std::make_unique<Family<Metric>>(std::move(name), std::move(help), std::move(labels), kind,
                                               metric_args...);
     auto& ref = *f;
@@ -171,6 +188,7 @@ class Registry {
     return ref;
   }
 
+  mutable std::mutex mu_;  // families_: registration may run while a scrape renders
   std::vector<std::unique_ptr<FamilyBase>> families_;  // in registration order
   mutable std::atomic<std::size_t> last_size_{0};      // the last render's size: the next one's reserve
 };

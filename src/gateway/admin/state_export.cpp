@@ -69,6 +69,7 @@ void export_scheduler_state(const sched::Scheduler& s, const Config& config,
         {"no_backend", k.no_backend},
         {"borrowed", k.borrowed},
         {"reclaimed", k.reclaimed},
+        {"carried_over", k.carried_over},
     };
     for (const auto& [event, value] : events) {
       metrics.scheduler_events.with({name, event}).set(value);
