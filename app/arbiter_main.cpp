@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -151,7 +152,16 @@ int main(int argc, char** argv) {
   const auto flags = parse_flags(argc, argv);
   if (!flags) return 2;
 
-  auto config = load_config_file(flags->config);
+  // The text too: it is the config's first version (hash, rollback).
+  std::string config_text;
+  std::ifstream config_file(flags->config);
+  if (config_file) {
+    std::stringstream text;
+    text << config_file.rdbuf();
+    config_text = text.str();
+  }
+  auto config = config_file ? parse_config(config_text)
+                            : std::expected<Config, ConfigErrors>(std::unexpect, ConfigErrors{flags->config + ": cannot open file"});
   if (!config) {
     std::fprintf(stderr, "arbiter: %zu error(s) in %s:\n", config.error().size(), flags->config.c_str());
     for (const auto& e : config.error()) std::fprintf(stderr, "  %s\n", e.c_str());
@@ -209,7 +219,9 @@ int main(int argc, char** argv) {
     }
     access_log = std::move(*opened);
   }
-  Gateway gateway(std::move(*config), threads, net::make_strand(ioc), std::move(access_log));
+  Gateway gateway(std::move(*config), config_text, "startup:" + flags->config, threads, net::make_strand(ioc),
+                  std::move(access_log));
+  gateway.set_config_preparer([&sims](Config& next) { return (*sims)->attach(next); });
   const Config& cfg = gateway.config();
   std::shared_ptr<ServerTls> tls;
   if (cfg.listener.tls.enabled()) {
@@ -266,9 +278,8 @@ int main(int argc, char** argv) {
              {"simulated_engines", (*sims)->size()},
              {"admin_listener", admin != nullptr}});
 
-  // First signal: drain. A second one: stop at once. SIGHUP (what
-  // operators send to reload) is logged and ignored: reload is not built,
-  // and its default action would kill the gateway without draining.
+  // First signal: drain. A second one: stop at once. SIGHUP reloads the
+  // config file.
   // SIGUSR1 reopens the access log's file (logrotate). The access log's
   // buffered lines are written when the gateway is destroyed, after io.run.
   bool draining = false;
@@ -280,8 +291,16 @@ int main(int argc, char** argv) {
       return;
     }
     if (sig == SIGHUP) {
-      log_event(EventLevel::kWarn, "sighup_ignored",
-                {{"note", "SIGHUP ignored: configuration reload is not built; restart to apply a new config"}});
+      // Reload the config file (docs/operations.md, "Config reload"); a
+      // bad one is logged and the running config keeps serving.
+      std::ifstream in(flags->config);
+      std::stringstream text;
+      text << in.rdbuf();
+      if (!in) {
+        log_event(EventLevel::kError, "config_rejected", {{"source", "sighup"}, {"first", flags->config + ": cannot read"}});
+      } else {
+        gateway.reload(text.str(), "sighup:" + flags->config);
+      }
       signals.async_wait(on_signal);
       return;
     }

@@ -49,10 +49,29 @@ std::expected<std::unique_ptr<EmbeddedSims>, std::string> EmbeddedSims::start(Co
       b.host = "127.0.0.1";
       b.port = ports->front();
       b.authorization = "Bearer " + *key;
+      sims->addresses_[model.name + "/" + b.name] = b.port;
       sims->servers_.push_back(std::move(*server));
     }
   }
+  sims->key_ = *key;
   return sims;
+}
+
+std::optional<std::string> EmbeddedSims::attach(Config& config) const {
+  for (auto& model : config.models) {
+    for (BackendConfig& b : model.backends) {
+      if (b.type != BackendType::kSim) continue;
+      const auto it = addresses_.find(model.name + "/" + b.name);
+      if (it == addresses_.end()) {
+        return "models." + model.name + ".backends." + b.name +
+               ": a simulated engine starts only with the gateway; restart to add one";
+      }
+      b.host = "127.0.0.1";
+      b.port = it->second;
+      b.authorization = "Bearer " + key_;
+    }
+  }
+  return std::nullopt;
 }
 
 Task<void> EmbeddedSims::stop(std::chrono::milliseconds deadline) {

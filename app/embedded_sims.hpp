@@ -6,6 +6,8 @@
 #include <chrono>
 #include <expected>
 #include <memory>
+#include <optional>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -23,12 +25,17 @@ class EmbeddedSims {
   static std::expected<std::unique_ptr<EmbeddedSims>, std::string> start(Config& config,
                                                                          net::io_context& ioc,
                                                                          IoPool& io);
+  // A reloaded config's sim backends pointed at the engines started for
+  // the same model and backend name; why not when one has none (nullopt: done).
+  std::optional<std::string> attach(Config& config) const;
   // Lets requests in progress finish for up to `deadline`, then stops.
   Task<void> stop(std::chrono::milliseconds deadline);
   std::size_t size() const { return servers_.size(); }
 
  private:
   std::vector<std::unique_ptr<sim::SimServer>> servers_;
+  std::unordered_map<std::string, uint16_t> addresses_;  // "model/backend" -> its engine's port
+  std::string key_;  // the engines' API key
 };
 
 }  // namespace arbiter

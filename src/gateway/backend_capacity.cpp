@@ -6,7 +6,7 @@
 
 namespace arbiter {
 
-BackendCapacity::BackendCapacity(const Config& config, Dispatcher& dispatcher,
+BackendCapacity::BackendCapacity(const Config& config, SchedulerLink dispatcher,
                                  const std::vector<std::unique_ptr<ModelPool>>& pools, BackendHealth& health,
                                  GatewayMetrics& metrics, Clock::time_point now)
     : config_(config),

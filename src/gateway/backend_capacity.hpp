@@ -42,7 +42,7 @@ class BackendCapacity {
   // All outlive it; models[p] is scheduler pool p and pools[p]; only built
   // when config.any_adaptive_capacity(), and only the pools whose settings
   // (config.adaptive_capacity_of) enable it get controllers.
-  BackendCapacity(const Config& config, Dispatcher& dispatcher,
+  BackendCapacity(const Config& config, SchedulerLink dispatcher,
                   const std::vector<std::unique_ptr<ModelPool>>& pools, BackendHealth& health,
                   GatewayMetrics& metrics, Clock::time_point now);
 
@@ -64,7 +64,7 @@ class BackendCapacity {
   void publish(uint32_t pool, uint32_t backend, uint32_t before);
 
   const Config& config_;
-  Dispatcher& dispatcher_;
+  SchedulerLink dispatcher_;
   const std::vector<std::unique_ptr<ModelPool>>& pools_;
   BackendHealth& health_;
   std::vector<std::vector<Backend>> backends_;  // [pool][backend], empty for a fixed pool; the monitor's strand

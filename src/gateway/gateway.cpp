@@ -2,13 +2,13 @@
 
 #include <stdexcept>
 
-#include "gateway/admin/state_export.hpp"
-#include "gateway/handler/dispatch_handler.hpp"
-#include "gateway/relay/upstream_relay.hpp"
+#include <boost/json.hpp>
+
+#include "gateway/config_yaml.hpp"
+#include "gateway/config_change.hpp"
 #include "gateway/request_id.hpp"
-#include "gateway/scheduler_setup.hpp"
-#include "gateway/pipeline_registry.hpp"
 #include "gateway/stages/quota/quota_export.hpp"
+#include "observability/event_log.hpp"
 
 namespace arbiter {
 
@@ -18,140 +18,203 @@ std::string_view path_of(std::string_view target) { return target.substr(0, targ
 
 }  // namespace
 
-Gateway::Gateway(Config config, std::size_t io_threads, net::any_io_executor timer_executor,
-                 std::unique_ptr<BatchedLineWriter> access_log)
-    : startup_(std::make_shared<const Runtime>(std::move(config))),
-      runtime_(startup_),
-      config_(startup_->config),
-      tenants_(startup_->tenants),
-      quotas_(config_, timer_executor, metrics_.registry),
-      usage_(config_),
-      pool_index_(startup_->pool_index),
+namespace {
+
+// A retired generation's loops may still be in their last step (a health
+// probe waits up to its timeout): it is freed no sooner than this after.
+std::chrono::steady_clock::duration retire_grace(const Config& config) {
+  return config.health_probes.timeout + std::chrono::seconds(5);
+}
+
+}  // namespace
+
+Gateway::Gateway(Config config, std::string text, std::string source, std::size_t io_threads,
+                 net::any_io_executor timer_executor, std::unique_ptr<BatchedLineWriter> access_log)
+    : startup_config_(config),
+      quotas_(startup_config_, timer_executor, metrics_.registry),
+      usage_(startup_config_),
+      cache_(std::make_unique<ResultCache>(startup_config_.cache, metrics_.registry, timer_executor)),
       access_log_(std::move(access_log)),
-      cors_(config_.cors) {
-  for (std::size_t i = 0; i < config_.models.size(); ++i) {
-    pools_.push_back(std::make_unique<ModelPool>(config_.models[i], io_threads));
-  }
-  auto scheduler = sched::Scheduler::create(to_scheduler_config(config_));
-  // The config loader validated the same rules: failing here is a bug.
-  if (!scheduler) throw std::logic_error("scheduler config: " + scheduler.error());
-  for (std::size_t p = 0; p < pools_.size(); ++p) {
-    for (const sched::PoolId lender : scheduler->config().pools[p].lenders) {
-      pools_[p]->also_runs_on(config_.models[lender]);
-    }
-  }
-  dispatcher_ = std::make_unique<Dispatcher>(std::move(*scheduler), timer_executor);
+      refusals_(std::make_unique<RefusalLog>(metrics_, access_log_.get())),
+      timer_executor_(timer_executor),
+      io_threads_(io_threads),
+      generation_(nullptr),
+      versions_(ConfigVersion{.hash = config_hash(text),
+                              .applied_at = std::chrono::system_clock::now(),
+                              .source = std::move(source),
+                              .text = std::move(text)}) {
+  const GenerationDeps deps{.metrics = metrics_,
+                            .quotas = quotas_,
+                            .usage = usage_,
+                            .cache = *cache_,
+                            .access_log = access_log_.get(),
+                            .io_threads = io_threads_,
+                            .timer_executor = timer_executor_};
+  auto first = std::make_shared<Generation>(std::move(config), versions_.current().hash, deps);
+  dispatcher_ = std::make_unique<Dispatcher>(first->make_scheduler(), first, timer_executor);
   dispatcher_->start();
-  breakers_ = std::make_unique<ModelBreakers>(config_, metrics_.registry);
-  overload_ = std::make_unique<OverloadControl>(config_, degrade_actions(config_), *dispatcher_, metrics_.registry);
-  cache_ = std::make_unique<ResultCache>(config_.cache, metrics_.registry, timer_executor);
-  health_ = std::make_unique<BackendHealth>(config_, *dispatcher_, timer_executor, metrics_);
-  // Pool p serves model config_.models[p]: its breaker's index by name.
-  std::vector<std::size_t> breaker_of;
-  for (const ModelConfig& m : config_.models) breaker_of.push_back(*breakers_->index(m.name));
-  if (config_.health_probes.enabled) {
-    health_->set_breaker_hooks(
-        [this, breaker_of](uint32_t pool) { return breakers_->waiting_open(breaker_of[pool], sched::Clock::now()); },
-        [this, breaker_of](uint32_t pool) { breakers_->backend_recovered(breaker_of[pool], sched::Clock::now()); });
-  }
-  health_->start();
-  if (config_.engine_signals.enabled) start_monitor(timer_executor);
+  first->start(*dispatcher_, dispatcher_->epoch());
+  generation_.store(first);
   quotas_.start();
-  dynamic_quotas_ = std::make_unique<DynamicQuotaUpdater>(config_, quotas_, usage_);
-  dynamic_quotas_->start(timer_executor);
-  if (!config_.quota_store.redis.empty()) {
-    service_exchange_ = std::make_unique<ServiceExchange>(config_, pool_index_, *dispatcher_, timer_executor);
-    service_exchange_->start();
+  admin_ = std::make_unique<AdminRoutes>(
+      [this] {
+        std::shared_ptr<Generation> current = generation_.load();
+        const Runtime* runtime = &current->runtime();
+        return std::shared_ptr<const Runtime>(std::move(current), runtime);
+      },
+      metrics_, usage_, [this] { refresh_metrics(); },
+      [this](std::string model) { return cache_->flush(std::move(model)); }, *this);
+  {
+    std::lock_guard lock(reload_mu_);
+    show_version_locked();
   }
-  admin_ = std::make_unique<AdminRoutes>(config_, tenants_, metrics_, usage_, [this] { refresh_metrics(); },
-                                         [this](std::string model) { return cache_->flush(std::move(model)); });
-  refusals_ = std::make_unique<RefusalLog>(metrics_, access_log_.get());
-  assemble_pipeline();
+  metrics_.config_generations.set(1);
+  retire_sweep_.start(timer_executor_, std::chrono::seconds(1), [this]() -> Task<void> {
+    sweep_retired();
+    co_return;
+  });
 }
 
 Gateway::~Gateway() {
-  if (monitor_) monitor_->stop();
-  health_->stop();
+  retire_sweep_.stop();
+  generation_.load()->stop();
   dispatcher_->stop();
   quotas_.stop();
-  dynamic_quotas_->stop();
-  if (service_exchange_) service_exchange_->stop();
+  std::lock_guard lock(reload_mu_);
+  for (Retired& r : retired_) r.generation->stop();
 }
 
-// The inference routes' chain, from the registry (gateway/pipeline_registry):
-// each stage in its phase's place, then the handler and the observers.
-void Gateway::assemble_pipeline() {
-  pipeline_.set_runtime(runtime_);
-  if (cors_.enabled()) pipeline_.set_cors(cors_);
-  const PipelineParts parts{.config = config_,
-                            .pools = pools_,
-                            .metrics = metrics_,
-                            .breakers = *breakers_,
-                            .overload = *overload_,
-                            .quotas = quotas_,
-                            .cache = *cache_,
-                            .usage = usage_,
-                            .access_log = access_log_.get()};
-  for (const StageEntry& stage : stage_registry()) pipeline_.add_stage(stage.make(parts));
-  pipeline_.set_handler(std::make_unique<DispatchHandler>(config_, *dispatcher_, pools_, *health_, metrics_));
-  for (const ObserverEntry& observer : observer_registry()) {
-    if (!observer.enabled(config_)) continue;
-    if (auto made = observer.make(parts)) pipeline_.add_observer(std::move(made));
+ReloadOutcome Gateway::reload(std::string text, std::string source) {
+  auto parsed = parse_config(text);
+  if (!parsed) {
+    metrics_.config_reloads.with({"rejected"}).inc();
+    ReloadOutcome rejected{.result = ReloadOutcome::Result::kRejected, .hash = {}, .errors = std::move(parsed.error()), .carried = {}};
+    log_event(EventLevel::kWarn, "config_rejected", {{"source", source}, {"errors", rejected.errors.size()},
+                                                     {"first", rejected.errors.empty() ? std::string() : rejected.errors.front()}});
+    std::lock_guard lock(reload_mu_);
+    rejected.hash = versions_.current().hash;
+    return rejected;
   }
+  std::lock_guard lock(reload_mu_);
+  return apply_locked(std::move(*parsed), std::move(text), std::move(source));
 }
 
-void Gateway::start_monitor(net::any_io_executor executor) {
-  std::vector<MonitorTarget> targets;
-  for (std::size_t p = 0; p < config_.models.size(); ++p) {
-    const auto& backends = config_.models[p].backends;
-    for (std::size_t b = 0; b < backends.size(); ++b) {
-      targets.push_back({.pool = static_cast<uint32_t>(p),
-                         .backend = static_cast<uint32_t>(b),
-                         .host = backends[b].host,
-                         .port = backends[b].port,
-                         .name = backends[b].name,
-                         .tls = client_tls_for(backends[b])});
+ReloadOutcome Gateway::rollback(std::string_view hash) {
+  std::string text;
+  {
+    std::lock_guard lock(reload_mu_);
+    const ConfigVersion* version = versions_.find(hash);
+    if (version == nullptr) {
+      metrics_.config_reloads.with({"rejected"}).inc();
+      return {.result = ReloadOutcome::Result::kRejected,
+              .hash = versions_.current().hash,
+              .errors = {"no kept version has the hash '" + std::string(hash) +
+                         "' (GET /admin/config/versions lists them; 6 digits at least)"},
+              .carried = {}};
     }
+    text = version->text;
   }
-  MonitorOptions options;
-  options.interval = config_.engine_signals.interval;
-  options.rules.stale_after = config_.engine_signals.stale_after;
-  options.rules.silence_before_down = config_.engine_signals.silence_before_down;
-  options.rules.kv_threshold = config_.engine_signals.kv_saturation;
-  // Verdicts go to the scheduler through BackendHealth (which adds outlier
-  // ejection): a saturated backend takes no new dispatch, a stale one falls
-  // back to its concurrency limit.
-  // Adaptive capacity and the load coefficient decide at every judgement, changed or not.
-  if (config_.any_adaptive_capacity()) {
-    capacity_ = std::make_unique<BackendCapacity>(config_, *dispatcher_, pools_, *health_, metrics_,
-                                                  sched::Clock::now());
-  }
-  SignalCallback on_judged = [this](uint32_t pool, uint32_t backend, const sched::BackendSignal& signal,
-                                    const EngineLoad& load) {
-    const auto now = sched::Clock::now();
-    if (capacity_) capacity_->observe(pool, backend, signal, load, now);
-    overload_->observe(pool, backend, signal, load, now);
+  return reload(text, "rollback:" + std::string(hash));
+}
+
+ReloadOutcome Gateway::apply_locked(Config next, std::string text, std::string source) {
+  const std::string hash = config_hash(text);
+  auto reject = [&](std::vector<std::string> errors) {
+    metrics_.config_reloads.with({"rejected"}).inc();
+    log_event(EventLevel::kWarn, "config_rejected",
+              {{"source", source}, {"errors", errors.size()}, {"first", errors.front()}});
+    return ReloadOutcome{.result = ReloadOutcome::Result::kRejected,
+                         .hash = versions_.current().hash,
+                         .errors = std::move(errors),
+                         .carried = {}};
   };
-  monitor_ = std::make_unique<BackendMonitor>(
-      executor, std::move(targets), options,
-      [this](uint32_t pool, uint32_t backend, const sched::BackendSignal& signal, const EngineLoad& load) {
-        health_->on_signal(pool, backend, signal);
-        // prefix_cache_tokens: auto takes the engine's KV size when it reports one.
-        if (load.kv_cache_tokens && config_.models[pool].backends[backend].prefix_cache_from_engine) {
-          dispatcher_->set_prefix_cache(pool, backend, *load.kv_cache_tokens);
-        }
-      },
-      std::move(on_judged));
-  monitor_->start();
+  if (hash == versions_.current().hash) {
+    metrics_.config_reloads.with({"unchanged"}).inc();
+    return {.result = ReloadOutcome::Result::kUnchanged, .hash = hash, .errors = {}, .carried = {}};
+  }
+  if (prepare_) {
+    if (auto why = prepare_(next)) return reject({*why});
+  }
+  std::vector<std::string> restart = restart_only_changes(startup_config_, next);
+  if (!restart.empty()) {
+    for (std::string& key : restart) key += ": changed; only a restart applies it (the running config is unchanged)";
+    return reject(std::move(restart));
+  }
+  const std::shared_ptr<Generation> old = generation_.load();
+  const CarryMap map = carry_map(old->config(), next);
+  const std::vector<std::string> flushed = changed_models(old->config(), next);
+  const GenerationDeps deps{.metrics = metrics_,
+                            .quotas = quotas_,
+                            .usage = usage_,
+                            .cache = *cache_,
+                            .access_log = access_log_.get(),
+                            .io_threads = io_threads_,
+                            .timer_executor = timer_executor_};
+  auto fresh = std::make_shared<Generation>(std::move(next), hash, deps);
+  // The scheduler moves first (under the dispatcher's lock), then new
+  // requests go to the new generation; a request its old pipeline admitted
+  // meanwhile is translated at its enqueue by the same map.
+  auto [epoch, carried] = dispatcher_->reconfigure(fresh->make_scheduler(), map, fresh);
+  fresh->start(*dispatcher_, epoch);
+  generation_.store(fresh);
+  old->stop();
+  retired_.push_back({old, std::chrono::steady_clock::now() + retire_grace(old->config())});
+  metrics_.config_generations.set(static_cast<double>(1 + retired_.size()));
+  versions_.applied({.hash = hash, .applied_at = std::chrono::system_clock::now(), .source = source, .text = std::move(text)});
+  show_version_locked();
+  // A changed model's cached answers came from engines or settings that
+  // may no longer give them (the shared store's keys go too).
+  for (const std::string& model : flushed) net::co_spawn(timer_executor_, cache_->flush(model), net::detached);
+  metrics_.config_reloads.with({"applied"}).inc();
+  metrics_.config_carried.with({"queued"}).inc(carried.queued);
+  metrics_.config_carried.with({"running"}).inc(carried.running);
+  metrics_.config_carried.with({"dropped_queued"}).inc(carried.dropped_queued);
+  metrics_.config_carried.with({"orphaned_running"}).inc(carried.orphaned_running);
+  log_event(EventLevel::kInfo, "config_applied",
+            {{"hash", hash},
+             {"source", source},
+             {"queued", carried.queued},
+             {"running", carried.running},
+             {"dropped_queued", carried.dropped_queued},
+             {"orphaned_running", carried.orphaned_running}});
+  return {.result = ReloadOutcome::Result::kApplied, .hash = hash, .errors = {}, .carried = carried};
+}
+
+void Gateway::show_version_locked() {
+  const ConfigVersion& current = versions_.current();
+  for (const ConfigVersion& v : versions_.previous()) metrics_.config_info.with({v.hash, v.source}).set(0);
+  metrics_.config_info.with({current.hash, current.source}).set(1);
+  shown_version_ = current.hash;
+}
+
+void Gateway::sweep_retired() {
+  std::lock_guard lock(reload_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  // Only the list holds it: no request, dispatch or slot does any more.
+  std::erase_if(retired_, [&](const Retired& r) { return now >= r.free_after && r.generation.use_count() == 1; });
+  metrics_.config_generations.set(static_cast<double>(1 + retired_.size()));
+}
+
+std::string Gateway::versions_json() const {
+  std::lock_guard lock(reload_mu_);
+  boost::json::array list;
+  auto add = [&](const ConfigVersion& v, bool running) {
+    const auto at = std::chrono::duration_cast<std::chrono::seconds>(v.applied_at.time_since_epoch()).count();
+    list.push_back(boost::json::object{{"hash", v.hash}, {"applied_at", at}, {"source", v.source}, {"running", running}});
+  };
+  add(versions_.current(), true);
+  for (const ConfigVersion& v : versions_.previous()) add(v, false);
+  return boost::json::serialize(boost::json::object{{"object", "list"}, {"data", std::move(list)}});
+}
+
+std::string Gateway::current_text() const {
+  std::lock_guard lock(reload_mu_);
+  return versions_.current().text;
 }
 
 void Gateway::refresh_metrics() {
-  dispatcher_->inspect([this](const sched::Scheduler& s) { export_scheduler_state(s, config_, pool_index_, metrics_, shown_tenant_queues_); });
-  if (monitor_) export_monitor_state(*monitor_, config_, metrics_);
-  health_->export_state();
-  breakers_->export_state(sched::Clock::now());
+  generation_.load()->refresh_metrics();
   export_quota_state(quotas_);
-  if (service_exchange_) metrics_.service_exchanges.set(service_exchange_->exchanges());
   if (access_log_) metrics_.access_log_dropped.set(access_log_->dropped());
 }
 
@@ -160,33 +223,42 @@ Task<void> Gateway::handle(HttpRequest& req, ClientConnection& conn) {
   // per request). `path` views the request, which outlives the answer.
   const std::string_view path = path_of(req.target());
   const auto route = route_from_path(path);
-  if (route && req.method() == http::verb::post) return pipeline_.run(*route, req, conn);
+  std::shared_ptr<Generation> generation = generation_.load();  // the request's one atomic load
+  if (route && req.method() == http::verb::post) {
+    const Pipeline& pipeline = generation->pipeline();
+    const Runtime* runtime = &generation->runtime();
+    // Its Runtime, sharing the generation's count: holding it keeps the
+    // whole generation (the pipeline running it) alive to its end.
+    return pipeline.run(*route, req, conn, std::shared_ptr<const Runtime>(std::move(generation), runtime));
+  }
   // The public port does not know the operator's routes (/metrics, /admin/*):
   // they are the admin listener's alone.
   const bool admin = AdminRoutes::serves(path) && !AdminRoutes::operator_only(path);
-  if (req.method() == http::verb::options && cors_.enabled() && (route || admin)) {
-    return answer_preflight(req, conn, route ? "POST" : "GET, HEAD");
+  if (req.method() == http::verb::options && generation->cors().enabled() && (route || admin)) {
+    return answer_preflight(req, conn, route ? "POST" : "GET, HEAD", std::move(generation));
   }
-  return answer_get(req, conn, path, route.has_value(), admin);
+  return answer_get(req, conn, path, route.has_value(), admin, std::move(generation));
 }
 
 Task<void> Gateway::handle_admin(HttpRequest& req, ClientConnection& conn) {
   const std::string_view path = path_of(req.target());
   // Only the admin routes it knows: an unknown /admin/* path is 404.
   const bool admin = AdminRoutes::serves(path) && (AdminRoutes::operator_only(path) || path == "/healthz" || path == "/readyz");
-  co_await answer_get(req, conn, path, false, admin);
+  co_await answer_get(req, conn, path, false, admin, generation_.load());
 }
 
 void Gateway::note_route_refusal(const HttpRequest& req, const ApiError& err, std::string_view reason) {
   refusals_->record(HttpRefusal{.status = err.status(), .reason = reason, .target = req.target()});
 }
 
-Task<void> Gateway::answer_preflight(HttpRequest& req, ClientConnection& conn, std::string_view methods) {
+Task<void> Gateway::answer_preflight(HttpRequest& req, ClientConnection& conn, std::string_view methods,
+                                     std::shared_ptr<Generation> generation) {
+  const Cors& cors = generation->cors();
   // A browser's CORS preflight: may a page of this origin send that method
   // with those headers? 200 with the permission (as Envoy's CORS filter; any
   // 2xx will do), or 403 saying why not.
   const std::string request_id = choose_request_id(req["x-request-id"]);
-  auto allowed = cors_.preflight(req["origin"], req["access-control-request-method"],
+  auto allowed = cors.preflight(req["origin"], req["access-control-request-method"],
                                  req["access-control-request-headers"], methods);
   if (!allowed) {
     const std::vector<std::pair<std::string, std::string>> headers{{"x-request-id", request_id}};
@@ -201,10 +273,11 @@ Task<void> Gateway::answer_preflight(HttpRequest& req, ClientConnection& conn, s
 }
 
 Task<void> Gateway::answer_get(HttpRequest& req, ClientConnection& conn, std::string_view path, bool inference,
-                               bool admin) {
+                               bool admin, std::shared_ptr<Generation> generation) {
+  const Cors& cors = generation->cors();
   // Everything but inference answers with the request's id too.
   std::vector<std::pair<std::string, std::string>> headers{{"x-request-id", choose_request_id(req["x-request-id"])}};
-  cors_.add_answer_headers(req["origin"], headers);
+  cors.add_answer_headers(req["origin"], headers);
   // HEAD: the GET's head alone (RFC 9110 9.3.2; load balancers probe with
   // it). Every one of these routes answers whole, never a stream.
   const bool head = req.method() == http::verb::head;
@@ -216,9 +289,10 @@ Task<void> Gateway::answer_get(HttpRequest& req, ClientConnection& conn, std::st
   if (inference || admin) {
     // Named locals, not braced temporaries, in co_await expressions: GCC 12
     // miscompiles some of those ("array used as initializer").
-    const bool post = inference || path == AdminRoutes::kCacheFlush;
-    const std::string_view allowed = post ? (cors_.enabled() ? "POST, OPTIONS" : "POST")
-                                          : (cors_.enabled() ? "GET, HEAD, OPTIONS" : "GET, HEAD");
+    const bool post = inference || AdminRoutes::takes_post(path);
+    const std::string_view allowed = path == AdminRoutes::kConfig ? "GET, HEAD, POST"
+                                     : post ? (cors.enabled() ? "POST, OPTIONS" : "POST")
+                                            : (cors.enabled() ? "GET, HEAD, OPTIONS" : "GET, HEAD");
     const ApiError err{ErrorCode::kMethodNotAllowed, "use " + std::string(allowed) + " for " + std::string(path), {}, {}};
     headers.emplace_back("allow", allowed);
     note_route_refusal(req, err, "method_not_allowed");

@@ -177,6 +177,29 @@ struct GatewayMetrics {
                        "write failed. The request path never waits for the log.",
                        {})
           .with({});
+  // Config reloads (docs/operations.md, "Config reload").
+  metrics::Family<metrics::Gauge>& config_info = registry.gauge(
+      "arbiter_config_info",
+      "1 for the config version running (its hash and where it came from), 0 for versions that ran before: "
+      "replicas whose hashes differ have drifted apart.",
+      {"hash", "source"});
+  metrics::Family<metrics::Counter>& config_reloads = registry.counter(
+      "arbiter_config_reloads_total",
+      "Config reloads (SIGHUP, POST /admin/config, rollbacks) by result: applied, unchanged (the same text "
+      "runs already) or rejected (invalid, or a change only a restart applies; the old config keeps serving).",
+      {"result"});
+  metrics::Family<metrics::Counter>& config_carried = registry.counter(
+      "arbiter_config_carried_total",
+      "Requests a config reload found, by what became of them: queued (queued again under the new config), "
+      "running (counted on their backend there), dropped_queued (answered 503: the new config has no place for "
+      "them) and orphaned_running (their backend was removed: they finish uncounted).",
+      {"what"});
+  metrics::Gauge& config_generations =
+      registry.gauge("arbiter_config_generations",
+                     "Config generations in memory: the running one, and replaced ones that requests still use or "
+                     "whose background loops are ending (freed within seconds of their last request).",
+                     {})
+          .with({});
   metrics::Family<metrics::Counter>& upstream_retries = registry.counter(
       "arbiter_upstream_retries_total",
       "Requests resent on a new connection after a pooled one turned out closed.", {"backend"});

@@ -1,9 +1,9 @@
 // What a request reads of the configuration, fixed once built: the config
 // and the lookups made from it (tenants by key or certificate name, the
-// classifier, a model's pools). The gateway holds the current one in a
-// RuntimeSlot; each request takes it once, at its start (Pipeline::run),
-// and keeps it to its end, so a later reload can put a new one in while
-// the requests in flight finish on the one they started with.
+// classifier, a model's pools). Each config generation holds one
+// (gateway/generation.hpp); each request takes the current one once, at its
+// start (Pipeline::run), and keeps it to its end, so a reload can put a new
+// one in while the requests in flight finish on the one they started with.
 #pragma once
 
 #include <atomic>
@@ -34,17 +34,19 @@ struct Runtime {
   const PoolIndex pool_index;
 };
 
-// The current Runtime, swapped atomically: load() is one atomic load and
-// one reference count, what a request pays.
-class RuntimeSlot {
+// The current one of something swapped atomically (the gateway's config
+// generation): load() is one atomic load and one reference count, what a
+// request pays.
+template <class T>
+class CurrentSlot {
  public:
-  explicit RuntimeSlot(std::shared_ptr<const Runtime> first) : current_(std::move(first)) {}
+  explicit CurrentSlot(std::shared_ptr<T> first) : current_(std::move(first)) {}
 
-  std::shared_ptr<const Runtime> load() const { return current_.load(std::memory_order_acquire); }
-  void store(std::shared_ptr<const Runtime> next) { current_.store(std::move(next), std::memory_order_release); }
+  std::shared_ptr<T> load() const { return current_.load(std::memory_order_acquire); }
+  void store(std::shared_ptr<T> next) { current_.store(std::move(next), std::memory_order_release); }
 
  private:
-  std::atomic<std::shared_ptr<const Runtime>> current_;
+  std::atomic<std::shared_ptr<T>> current_;
 };
 
 }  // namespace arbiter

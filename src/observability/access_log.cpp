@@ -228,7 +228,8 @@ char* put_ms(char* p, std::string_view key, double v) { return put_ms(put(p, key
 
 void append_access_line(const AccessRecord& r, fmt::memory_buffer& out) {
   const std::string_view texts[] = {r.request_id, r.tenant, r.team,        r.cls,     r.model,
-                                    r.backend,    r.route,  r.error,       r.wait_reason, r.degraded};
+                                    r.backend,    r.route,  r.error,       r.wait_reason, r.degraded,
+                                    r.config};
   std::size_t room = 512 + 8 * kMaxNumber;  // the keys and every number at its longest
   for (const std::string_view t : texts) room += kJsonEscapedMaxPerByte * t.size() + 2;
   const std::size_t start = out.size();
@@ -274,6 +275,11 @@ void append_access_line(const AccessRecord& r, fmt::memory_buffer& out) {
   if (!r.cache.empty()) {  // a fixed name: nothing to escape
     p = put(p, R"(,"cache":")");
     p = put(p, r.cache);
+    *p++ = '"';
+  }
+  if (!r.config.empty()) {  // hex digits: nothing to escape
+    p = put(p, R"(,"config":")");
+    p = put(p, r.config);
     *p++ = '"';
   }
   p = put(p, "}\n");

@@ -45,6 +45,9 @@ struct AccessRecord {
   // The result cache's part: "hit", "near", "miss" or "coalesced"; empty
   // when the request was not one the cache takes. One of fixed names.
   std::string_view cache;
+  // The version (hash) of the config the request ran under: replicas that
+  // drifted apart show. Hex digits; empty: not known.
+  std::string_view config;
 };
 
 // Appends the record's line, '\n' included, to `out`. `ts` is UTC, to the

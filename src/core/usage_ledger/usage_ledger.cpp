@@ -26,6 +26,28 @@ UsageLedger::UsageLedger(Names names, std::chrono::hours retention)
   if (names_.teams.size() != names_.tenants.size()) throw std::invalid_argument("usage ledger: a team per tenant");
 }
 
+NameIds UsageLedger::adopt(const Names& names) {
+  NameIds ids;
+  auto id_in = [](std::vector<std::string>& list, const std::string& name) {
+    const auto it = std::ranges::find(list, name);
+    if (it != list.end()) return static_cast<uint32_t>(it - list.begin());
+    list.push_back(name);
+    return static_cast<uint32_t>(list.size() - 1);
+  };
+  for (std::size_t t = 0; t < names.tenants.size() && t < names.teams.size(); ++t) {
+    uint32_t id = 0;
+    while (id < names_.tenants.size() && (names_.tenants[id] != names.tenants[t] || names_.teams[id] != names.teams[t])) ++id;
+    if (id == names_.tenants.size()) {
+      names_.tenants.push_back(names.tenants[t]);
+      names_.teams.push_back(names.teams[t]);
+    }
+    ids.tenants.push_back(id);
+  }
+  for (const std::string& m : names.models) ids.models.push_back(id_in(names_.models, m));
+  for (const std::string& c : names.classes) ids.classes.push_back(id_in(names_.classes, c));
+  return ids;
+}
+
 uint64_t UsageLedger::pack(UsageKey k) {
   return uint64_t{k.tenant} << 32 | uint64_t{k.model} << 16 | k.klass;
 }

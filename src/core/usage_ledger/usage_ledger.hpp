@@ -52,6 +52,12 @@ struct Names {
   std::vector<std::string> classes;  // by class id
 };
 
+// The ledger's ids for another Names' entries (UsageLedger::adopt), by
+// that Names' ids.
+struct NameIds {
+  std::vector<uint32_t> tenants, models, classes;
+};
+
 class UsageLedger {
  public:
   static constexpr std::chrono::hours kDefaultRetention{31 * 24};
@@ -59,6 +65,11 @@ class UsageLedger {
   explicit UsageLedger(Names names, std::chrono::hours retention = kDefaultRetention);
 
   const Names& names() const { return names_; }
+  // A reloaded config's names: the ledger's id of each, appended when new
+  // (a tenant goes by its name and team: one that moved team is a new
+  // entry, and its past usage stays with its old team). Ids never change,
+  // so the history keeps its meaning across reloads.
+  NameIds adopt(const Names& names);
 
   // Adds `used` (a request: requests 1) to the key's bucket of the hour of
   // `at`. Hours more than the retention older than the newest hour recorded

@@ -35,37 +35,42 @@ Task<void> send_json(ClientConnection& conn, const Headers& headers, http::statu
 
 }  // namespace
 
-AdminRoutes::AdminRoutes(const Config& config, const TenantDirectory& tenants, GatewayMetrics& metrics,
+AdminRoutes::AdminRoutes(std::function<std::shared_ptr<const Runtime>()> runtime, GatewayMetrics& metrics,
                          const UsageBook& usage, std::function<void()> refresh,
-                         std::function<Task<std::string>(std::string)> flush_cache)
-    : config_(config),
-      tenants_(tenants),
+                         std::function<Task<std::string>(std::string)> flush_cache, ConfigControl& config)
+    : runtime_(std::move(runtime)),
       metrics_(metrics),
       usage_(usage),
       refresh_(std::move(refresh)),
-      flush_cache_(std::move(flush_cache)) {}
+      flush_cache_(std::move(flush_cache)),
+      config_(config) {}
 
 bool AdminRoutes::serves(std::string_view path) {
   return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/admin/usage" ||
-         path == kCacheFlush || path == "/v1/models" || path.starts_with(kModelPrefix);
+         path == kCacheFlush || path == kConfig || path == kConfigRollback || path == kConfigVersions ||
+         path == "/v1/models" || path.starts_with(kModelPrefix);
 }
 
 bool AdminRoutes::accepts(std::string_view path, http::verb method) {
-  if (path == kCacheFlush) return method == http::verb::post;
-  return method == http::verb::get || method == http::verb::head;
+  const bool get = method == http::verb::get || method == http::verb::head;
+  if (path == kConfig) return get || method == http::verb::post;
+  if (takes_post(path)) return method == http::verb::post;
+  return get;
 }
 
 bool AdminRoutes::operator_only(std::string_view path) {
   return path == "/metrics" || path.starts_with("/admin/");
 }
 
-bool AdminRoutes::authorized(const HttpRequest& req) const {
-  return config_.admin.token.empty() || bearer_matches(req["authorization"], config_.admin.token);
+bool AdminRoutes::authorized(const HttpRequest& req, const Config& config) {
+  return config.admin.token.empty() || bearer_matches(req["authorization"], config.admin.token);
 }
 
 Task<void> AdminRoutes::handle(std::string_view path, HttpRequest& req, ClientConnection& conn,
                                const Headers& headers) {
-  if (operator_only(path) && !authorized(req)) {
+  const std::shared_ptr<const Runtime> runtime = runtime_();  // this request's config, to its end
+  const Config& config = runtime->config;
+  if (operator_only(path) && !authorized(req, config)) {
     metrics_.admin_unauthorized.inc();
     Headers with_challenge = headers;
     with_challenge.emplace_back("www-authenticate", "Bearer");
@@ -87,22 +92,29 @@ Task<void> AdminRoutes::handle(std::string_view path, HttpRequest& req, ClientCo
   } else if (path == "/admin/usage") {
     co_await usage_report(req, conn, headers);
   } else if (path == kCacheFlush) {
-    co_await cache_flush(req, conn, headers);
-  } else if (auto tenant = tenants_.authenticate(req["authorization"]); !tenant) {  // /v1/models[/{model}]
+    co_await cache_flush(config, req, conn, headers);
+  } else if (path == kConfigVersions) {
+    co_await send_json(conn, headers, http::status::ok, config_.versions_json());
+  } else if (path == kConfig && req.method() != http::verb::post) {
+    co_await send_json(conn, headers, http::status::ok, config_.current_text(), "application/yaml");
+  } else if (path == kConfig || path == kConfigRollback) {
+    co_await config_change(path, req, conn, headers);
+  } else if (auto tenant = runtime->tenants.authenticate(req["authorization"]); !tenant) {  // /v1/models[/{model}]
     co_await send_error(conn, tenant.error(), headers);
   } else if (path == "/v1/models") {
-    std::string body = models_body();
+    std::string body = models_body(config);
     co_await send_json(conn, headers, http::status::ok, std::move(body));
   } else {
-    co_await model_info(path.substr(kModelPrefix.size()), conn, headers);
+    co_await model_info(config, path.substr(kModelPrefix.size()), conn, headers);
   }
 }
 
-Task<void> AdminRoutes::model_info(std::string_view encoded, ClientConnection& conn, const Headers& headers) {
+Task<void> AdminRoutes::model_info(const Config& config, std::string_view encoded, ClientConnection& conn,
+                                   const Headers& headers) {
   // Clients put a model's name in the path as it is ("org/name") or with
   // its '/' encoded (%2F).
   const std::optional<std::string> name = percent_decoded(encoded);
-  const bool served = name && std::ranges::any_of(config_.models, [&](const auto& m) { return m.name == *name; });
+  const bool served = name && std::ranges::any_of(config.models, [&](const auto& m) { return m.name == *name; });
   if (!served) {
     const std::string shown = name.value_or(std::string(encoded));
     const ApiError err{ErrorCode::kModelNotFound, "the model '" + shown + "' does not exist", "model", {}};
@@ -118,7 +130,8 @@ Task<std::string> AdminRoutes::metrics_text() {
   co_return metrics_.registry.render();
 }
 
-Task<void> AdminRoutes::cache_flush(HttpRequest& req, ClientConnection& conn, const Headers& headers) {
+Task<void> AdminRoutes::cache_flush(const Config& config, HttpRequest& req, ClientConnection& conn,
+                                    const Headers& headers) {
   const std::string_view target = req.target();
   const std::size_t mark = target.find('?');
   std::string model;
@@ -126,7 +139,7 @@ Task<void> AdminRoutes::cache_flush(HttpRequest& req, ClientConnection& conn, co
     const std::string_view query = target.substr(mark + 1);
     const auto decoded = query.starts_with("model=") ? percent_decoded(query.substr(6)) : std::nullopt;
     const bool served =
-        decoded && std::ranges::any_of(config_.models, [&](const auto& m) { return m.name == *decoded; });
+        decoded && std::ranges::any_of(config.models, [&](const auto& m) { return m.name == *decoded; });
     if (!served) {
       const ApiError err{ErrorCode::kInvalidRequest, "the query must be model=NAME, a model served here", "model", {}};
       co_await send_error(conn, err, headers);
@@ -155,15 +168,63 @@ Task<void> AdminRoutes::usage_report(HttpRequest& req, ClientConnection& conn, c
   co_await send_json(conn, headers, http::status::ok, std::move(body), type);
 }
 
-std::string AdminRoutes::models_body() const {
+std::string AdminRoutes::models_body(const Config& config) {
   // In configuration order, each model once however many pools serve it.
   boost::json::array data;
   std::unordered_set<std::string_view> listed;
-  for (const auto& m : config_.models) {
+  for (const auto& m : config.models) {
     if (!listed.insert(m.name).second) continue;
     data.push_back(model_object(m.name));
   }
   return boost::json::serialize(boost::json::object{{"object", "list"}, {"data", std::move(data)}});
+}
+
+Task<void> AdminRoutes::config_change(std::string_view path, HttpRequest& req, ClientConnection& conn,
+                                      const Headers& headers) {
+  ReloadOutcome outcome;
+  if (path == kConfig) {
+    outcome = config_.reload(std::move(req.body()), "admin");
+  } else {
+    const std::string_view target = req.target();
+    const std::size_t mark = target.find('?');
+    const std::string_view query = mark == std::string_view::npos ? std::string_view() : target.substr(mark + 1);
+    if (!query.starts_with("version=")) {
+      const ApiError err{ErrorCode::kInvalidRequest,
+                         "the query must be version=HASH (GET /admin/config/versions lists them)", "version", {}};
+      co_await send_error(conn, err, headers);
+      co_return;
+    }
+    outcome = config_.rollback(query.substr(8));
+  }
+  boost::json::object body{{"hash", outcome.hash}};
+  http::status status = http::status::ok;
+  switch (outcome.result) {
+    case ReloadOutcome::Result::kApplied:
+      body["result"] = "applied";
+      body["carried"] = {{"queued", outcome.carried.queued},
+                         {"running", outcome.carried.running},
+                         {"dropped_queued", outcome.carried.dropped_queued},
+                         {"orphaned_running", outcome.carried.orphaned_running}};
+      break;
+    case ReloadOutcome::Result::kUnchanged:
+      body["result"] = "unchanged";
+      break;
+    case ReloadOutcome::Result::kRejected: {
+      // The OpenAI error shape, and every reason listed as --check lists them.
+      status = http::status::bad_request;
+      boost::json::array errors;
+      for (const std::string& e : outcome.errors) errors.emplace_back(e);
+      body["result"] = "rejected";
+      body["error"] = {{"message", "config rejected; the running config is unchanged: " +
+                                       (outcome.errors.empty() ? std::string() : outcome.errors.front())},
+                       {"type", "invalid_request_error"},
+                       {"code", "config_rejected"},
+                       {"param", nullptr}};
+      body["errors"] = std::move(errors);
+      break;
+    }
+  }
+  co_await send_json(conn, headers, status, boost::json::serialize(body));
 }
 
 }  // namespace arbiter

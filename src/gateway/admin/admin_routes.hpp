@@ -18,6 +18,8 @@
 #include "core/config.hpp"
 #include "core/tenants.hpp"
 #include "gateway/gateway_metrics.hpp"
+#include "gateway/reload/config_control.hpp"
+#include "gateway/runtime.hpp"
 #include "gateway/observers/usage/usage_book.hpp"
 #include "http/client_connection.hpp"
 #include "http/server.hpp"
@@ -29,13 +31,26 @@ class AdminRoutes {
   // `refresh`: copies live state into `metrics` before /metrics renders it.
   // `flush_cache(model)`: the result cache's flush (empty: every model),
   // its answer's JSON.
-  AdminRoutes(const Config& config, const TenantDirectory& tenants, GatewayMetrics& metrics,
+  // `runtime()`: the current config generation's (a reload changes it).
+  // `config`: reloads, rollbacks and the versions (/admin/config*).
+  AdminRoutes(std::function<std::shared_ptr<const Runtime>()> runtime, GatewayMetrics& metrics,
               const UsageBook& usage, std::function<void()> refresh,
-              std::function<Task<std::string>(std::string)> flush_cache);
+              std::function<Task<std::string>(std::string)> flush_cache, ConfigControl& config);
 
   // POST /admin/cache/flush[?model=NAME]: the one route that changes state.
   static constexpr std::string_view kCacheFlush = "/admin/cache/flush";
-  // Whether `method` is the one `path` takes (GET and HEAD, or POST for the flush).
+  // POST /admin/config (a new config's YAML as the body), POST
+  // /admin/config/rollback?version=HASH, GET /admin/config (the running
+  // YAML) and /admin/config/versions.
+  static constexpr std::string_view kConfig = "/admin/config";
+  static constexpr std::string_view kConfigRollback = "/admin/config/rollback";
+  static constexpr std::string_view kConfigVersions = "/admin/config/versions";
+  // The routes that change state, and so take POST.
+  static bool takes_post(std::string_view path) {
+    return path == kCacheFlush || path == kConfigRollback;
+  }
+  // Whether `method` is one `path` takes (GET and HEAD; POST for the flush
+  // and the rollback; both for /admin/config).
   static bool accepts(std::string_view path, http::verb method);
 
   // Whether `path` is one of these routes.
@@ -53,25 +68,29 @@ class AdminRoutes {
  private:
   // /metrics' text: the refresh and the render, on render_'s thread.
   Task<std::string> metrics_text();
-  std::string models_body() const;
+  static std::string models_body(const Config& config);
   // GET /v1/models/{model}: the model's object, or 404 model_not_found.
-  Task<void> model_info(std::string_view encoded_name, ClientConnection& conn,
+  static Task<void> model_info(const Config& config, std::string_view encoded_name, ClientConnection& conn,
                         const std::vector<std::pair<std::string, std::string>>& headers);
   // Whether the request carries the admin token (or none is configured).
-  bool authorized(const HttpRequest& req) const;
+  static bool authorized(const HttpRequest& req, const Config& config);
   // POST /admin/cache/flush: the cache's answer, or 400 for a model not served.
-  Task<void> cache_flush(HttpRequest& req, ClientConnection& conn,
+  Task<void> cache_flush(const Config& config, HttpRequest& req, ClientConnection& conn,
                          const std::vector<std::pair<std::string, std::string>>& headers);
   // GET /admin/usage: the report for the target's query, or 400.
   Task<void> usage_report(HttpRequest& req, ClientConnection& conn,
                           const std::vector<std::pair<std::string, std::string>>& headers);
 
-  const Config& config_;
-  const TenantDirectory& tenants_;
+  // POST /admin/config and /admin/config/rollback: the reload's outcome as JSON.
+  Task<void> config_change(std::string_view path, HttpRequest& req, ClientConnection& conn,
+                           const std::vector<std::pair<std::string, std::string>>& headers);
+
+  std::function<std::shared_ptr<const Runtime>()> runtime_;
   GatewayMetrics& metrics_;
   const UsageBook& usage_;
   std::function<void()> refresh_;
   std::function<Task<std::string>(std::string)> flush_cache_;
+  ConfigControl& config_;
   std::atomic<bool> ready_{false};
   // A thread of its own for /metrics (last: joined first): with thousands of
   // tenants a page takes milliseconds, which the streams of the I/O thread

@@ -1,12 +1,14 @@
 #include "gateway/dispatch/dispatcher.hpp"
 
+#include <algorithm>
+
 namespace arbiter {
 
 // Per-request state shared between the request coroutine and deliveries.
 // Fields below `handle` are touched only on `executor`.
 struct Dispatcher::Waiter {
   explicit Waiter(net::any_io_executor ex) : executor(std::move(ex)) {}
-  enum class State { kQueued, kRunning, kExpired, kSuperseded, kShutDown };
+  enum class State { kQueued, kRunning, kExpired, kSuperseded, kShutDown, kDropped };
 
   net::any_io_executor executor;  // the request's
   // Cancelled to wake the waiting coroutine. Made only when it has to wait:
@@ -16,6 +18,14 @@ struct Dispatcher::Waiter {
   uint64_t tag = 0;               // key in waiters_
   State state = State::kQueued;
   std::optional<sched::Dispatch> dispatch;  // kRunning
+  std::shared_ptr<RunParts> generation;   // kRunning: the parts `dispatch` numbers index
+  // Guarded by the dispatcher's mutex: what the scheduler was asked to
+  // queue (a reload queues it again in a new scheduler), and where it runs
+  // in the current scheduler's numbers (set with `dispatched`).
+  sched::Request request;
+  sched::PoolId run_pool = 0;
+  sched::BackendId run_backend = 0;
+  bool orphaned = false;  // guarded: running when a reload removed its backend or class
   std::chrono::milliseconds retry_after{0}; // kExpired
   sched::WaitReason waited_for = sched::WaitReason::kNone;  // kExpired: what it waited for
   bool no_backend = false;                 // kExpired: its pool lost every backend
@@ -41,12 +51,21 @@ namespace {
 ApiError shutting_down() {
   return {ErrorCode::kShuttingDown, "the gateway is shutting down; retry on another replica", {}, {}};
 }
+ApiError dropped_by_reload() {
+  return {ErrorCode::kNoBackend,
+          "the configuration was reloaded and no longer serves this request's model, class or tenant; retry",
+          {}, std::chrono::milliseconds(1000)};
+}
 // Never sent (the client is gone); only logged.
 ApiError client_gone_error() { return {ErrorCode::kInternal, "client went away while queued", {}, {}}; }
 }  // namespace
 
-Dispatcher::Dispatcher(sched::Scheduler scheduler, net::any_io_executor timer_executor)
-    : scheduler_(std::move(scheduler)), timer_executor_(timer_executor), timer_(timer_executor) {}
+Dispatcher::Dispatcher(sched::Scheduler scheduler, std::shared_ptr<RunParts> generation,
+                       net::any_io_executor timer_executor)
+    : scheduler_(std::move(scheduler)),
+      generation_(std::move(generation)),
+      timer_executor_(timer_executor),
+      timer_(timer_executor) {}
 
 Dispatcher::~Dispatcher() = default;
 
@@ -101,7 +120,10 @@ void Dispatcher::poll_locked(Clock::time_point now, Decisions& out) {
   for (const auto& d : actions_.dispatches) {
     if (auto w = waiter_of(d.user)) {
       w->dispatched = true;
-      out.deliveries.push_back({.kind = Delivery::Kind::kDispatch, .waiter = std::move(w), .dispatch = d});
+      w->run_pool = d.pool;
+      w->run_backend = d.backend;
+      out.deliveries.push_back(
+          {.kind = Delivery::Kind::kDispatch, .waiter = std::move(w), .dispatch = d, .generation = generation_});
     }
   }
   for (const auto& e : actions_.expired) {
@@ -157,6 +179,9 @@ bool Dispatcher::inherit_locked(const sched::Superseded& s, Waiter& heir, const 
   // slot from now.
   heir.state = Waiter::State::kRunning;
   heir.dispatched = true;
+  heir.run_pool = s.pool;
+  heir.run_backend = s.backend;
+  heir.generation = generation_;
   heir.dispatch = sched::Dispatch{.handle = heir.handle,
                                   .user = heir.tag,
                                   .pool = s.pool,
@@ -180,6 +205,7 @@ void Dispatcher::apply(Delivery& d) {
     case Kind::kDispatch:
       w.state = decltype(w.state)::kRunning;
       w.dispatch = d.dispatch;
+      w.generation = std::move(d.generation);
       if (w.wake) w.wake->cancel();
       break;
     case Kind::kExpire:
@@ -209,6 +235,10 @@ void Dispatcher::apply(Delivery& d) {
       w.shut_down_in_flight = true;
       if (auto hook = std::move(w.interrupt_hook)) hook();
       break;
+    case Kind::kDropped:
+      w.state = decltype(w.state)::kDropped;
+      if (w.wake) w.wake->cancel();
+      break;
   }
 }
 
@@ -224,7 +254,24 @@ void Dispatcher::deliver(Decisions& decisions, const Waiter* self) {
   rearm_timer(decisions.next_wakeup);
 }
 
+namespace {
+
+std::optional<sched::Request> carried(const CarryMap& map, sched::Request request) {
+  auto mapped = [](const auto& table, std::size_t i) { return i < table.size() ? table[i] : std::nullopt; };
+  const auto pool = mapped(map.pools, request.pool);
+  const auto klass = mapped(map.classes, request.klass);
+  const auto tenant = mapped(map.tenants, request.tenant);
+  if (!pool || !klass || !tenant) return std::nullopt;
+  request.pool = *pool;
+  request.klass = *klass;
+  request.tenant = *tenant;
+  return request;
+}
+
+}  // namespace
+
 Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Request request, ResponseSink& conn,
+                                                                     uint64_t epoch,
                                                                      std::shared_ptr<TypingOffer> offer) {
   auto w = std::make_shared<Waiter>(co_await net::this_coro::executor);
   w->offer = std::move(offer);
@@ -235,12 +282,30 @@ Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Reque
       ApiError refused = shutting_down();
       co_return std::unexpected(std::move(refused));
     }
+    const uint64_t current = epoch_.load(std::memory_order_relaxed);
+    if (epoch != current) {
+      // Admitted under a config a reload has replaced since: its numbers
+      // go through each reload's map in turn.
+      const uint64_t behind = current - epoch;
+      std::optional<sched::Request> translated = request;
+      if (epoch > current || behind > maps_.size()) translated.reset();
+      for (std::size_t i = maps_.size() - static_cast<std::size_t>(translated ? behind : 0);
+           translated && i < maps_.size(); ++i) {
+        translated = carried(maps_[i], *translated);
+      }
+      if (!translated) {
+        ApiError dropped = dropped_by_reload();
+        co_return std::unexpected(std::move(dropped));
+      }
+      request = *translated;
+    }
     w->tag = next_tag_++;
     request.user = w->tag;
     const auto now = Clock::now();
     auto admitted = scheduler_.enqueue(request, now);
     if (!admitted) co_return std::unexpected(admitted.error());
     w->handle = admitted->handle;
+    w->request = request;
     waiters_.emplace(w->tag, w);
     if (admitted->superseded && !(w->offer && inherit_locked(*admitted->superseded, *w, request, now))) {
       collect_superseded_locked(*admitted->superseded, decisions);
@@ -285,6 +350,10 @@ Task<std::expected<void, ApiError>> Dispatcher::wait_turn(std::shared_ptr<Waiter
       ApiError refused = shutting_down();
       co_return std::unexpected(std::move(refused));
     }
+    case Waiter::State::kDropped: {
+      ApiError dropped = dropped_by_reload();
+      co_return std::unexpected(std::move(dropped));
+    }
     case Waiter::State::kQueued:
       cancel(w);  // still queued: the client went away
       break;
@@ -302,6 +371,11 @@ Task<std::expected<void, ApiError>> Dispatcher::requeue(std::shared_ptr<Waiter> 
       // Draining: it runs nowhere again; the caller's Slot frees its slot.
       ApiError refused = shutting_down();
       co_return std::unexpected(std::move(refused));
+    }
+    if (w->orphaned) {
+      // A reload removed where it ran: it has no queue to go back to.
+      ApiError dropped = dropped_by_reload();
+      co_return std::unexpected(std::move(dropped));
     }
     if (w->superseded) {
       // Its run was stopped (preempted) or failed, and meanwhile a newer
@@ -326,6 +400,83 @@ Task<std::expected<void, ApiError>> Dispatcher::requeue(std::shared_ptr<Waiter> 
   }
   deliver(decisions, w.get());
   co_return co_await wait_turn(std::move(w), conn);
+}
+
+std::pair<uint64_t, CarryReport> Dispatcher::reconfigure(sched::Scheduler next, const CarryMap& map,
+                                                          std::shared_ptr<RunParts> generation) {
+  auto mapped = [](const auto& table, std::size_t i) { return i < table.size() ? table[i] : std::nullopt; };
+  CarryReport report;
+  Decisions decisions;
+  std::shared_ptr<RunParts> previous;  // released after the lock
+  uint64_t epoch = 0;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = Clock::now();
+    next.carry_counters(scheduler_.counters(), map.classes, map.pools);
+    // In order of arrival (tags grow with it): the tenant queues keep their order.
+    std::vector<std::shared_ptr<Waiter>> order;
+    order.reserve(waiters_.size());
+    for (const auto& [tag, w] : waiters_) order.push_back(w);
+    std::ranges::sort(order, {}, [](const auto& w) { return w->tag; });
+    for (const auto& w : order) {
+      const sched::Request& old = w->request;
+      const auto deadline = scheduler_.queue_deadline(w->handle);
+      sched::Request request = old;
+      const auto pool = mapped(map.pools, old.pool);
+      const auto klass = mapped(map.classes, old.klass);
+      const auto tenant = mapped(map.tenants, old.tenant);
+      sched::Scheduler::Carried carried{.deadline = deadline.value_or(Clock::time_point::max())};
+      bool placeable = pool && klass && tenant;
+      if (w->dispatched && !deadline) {
+        const auto run_pool = mapped(map.pools, w->run_pool);
+        const auto backend = w->run_pool < map.backends.size() ? mapped(map.backends[w->run_pool], w->run_backend)
+                                                               : std::nullopt;
+        carried.running = true;
+        placeable = placeable && run_pool && backend;
+        if (placeable) {
+          carried.run_pool = *run_pool;
+          carried.backend = *backend;
+        }
+      }
+      std::optional<sched::Handle> handle;
+      if (placeable) {
+        request.pool = *pool;
+        request.klass = *klass;
+        request.tenant = *tenant;
+        handle = next.carry_over(request, carried, now);
+      }
+      if (handle) {
+        w->handle = *handle;
+        w->request = request;
+        if (carried.running) {
+          w->run_pool = carried.run_pool;
+          w->run_backend = carried.backend;
+          ++report.running;
+        } else {
+          ++report.queued;
+        }
+      } else if (carried.running) {
+        // Its backend left the config: it finishes where it runs, its
+        // slot counted nowhere (its completion finds a stale handle).
+        w->handle = sched::Handle{};
+        w->orphaned = true;
+        ++report.orphaned_running;
+      } else {
+        waiters_.erase(w->tag);
+        decisions.deliveries.push_back({.kind = Delivery::Kind::kDropped, .waiter = w});
+        ++report.dropped_queued;
+      }
+    }
+    scheduler_ = std::move(next);
+    maps_.push_back(map);
+    if (maps_.size() > kKeptMaps) maps_.pop_front();
+    previous = std::exchange(generation_, std::move(generation));
+    epoch = epoch_.load(std::memory_order_relaxed) + 1;
+    epoch_.store(epoch, std::memory_order_release);
+    poll_locked(now, decisions);
+  }
+  deliver(decisions, nullptr);
+  return {epoch, report};
 }
 
 void Dispatcher::shut_down_queue() {
@@ -391,16 +542,17 @@ void Dispatcher::first_token(const std::shared_ptr<Waiter>& w) {
   deliver(decisions, nullptr);
 }
 
-void Dispatcher::set_prefix_cache(sched::PoolId pool, sched::BackendId backend, uint64_t tokens) {
+void Dispatcher::set_prefix_cache(uint64_t epoch, sched::PoolId pool, sched::BackendId backend, uint64_t tokens) {
   std::lock_guard lock(mu_);
-  scheduler_.set_prefix_cache(pool, backend, tokens);
+  if (epoch == epoch_.load(std::memory_order_relaxed)) scheduler_.set_prefix_cache(pool, backend, tokens);
 }
 
-void Dispatcher::set_backend_state(sched::PoolId pool, sched::BackendId backend,
+void Dispatcher::set_backend_state(uint64_t epoch, sched::PoolId pool, sched::BackendId backend,
                                    sched::BackendSignal signal) {
   Decisions decisions;
   {
     std::lock_guard lock(mu_);
+    if (epoch != epoch_.load(std::memory_order_relaxed)) return;
     // A new running count alone starts nothing: no poll for it.
     if (!scheduler_.set_backend_state(pool, backend, signal)) return;
     poll_locked(Clock::now(), decisions);
@@ -408,10 +560,11 @@ void Dispatcher::set_backend_state(sched::PoolId pool, sched::BackendId backend,
   deliver(decisions, nullptr);
 }
 
-void Dispatcher::set_class_paused(sched::PoolId pool, sched::ClassId klass, bool paused) {
+void Dispatcher::set_class_paused(uint64_t epoch, sched::PoolId pool, sched::ClassId klass, bool paused) {
   Decisions decisions;
   {
     std::lock_guard lock(mu_);
+    if (epoch != epoch_.load(std::memory_order_relaxed)) return;
     if (!scheduler_.set_class_paused(pool, klass, paused) || paused) return;
     poll_locked(Clock::now(), decisions);
   }
@@ -424,6 +577,7 @@ Dispatcher::Slot::~Slot() {
 }
 
 sched::PoolId Dispatcher::Slot::pool() const { return waiter_->dispatch->pool; }
+RunParts& Dispatcher::Slot::generation() const { return *waiter_->generation; }
 sched::BackendId Dispatcher::Slot::backend() const { return waiter_->dispatch->backend; }
 void Dispatcher::Slot::first_token() {
   if (waiter_) dispatcher_->first_token(waiter_);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <chrono>
 #include <limits>
 #include <expected>
@@ -25,6 +26,7 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/scheduler.hpp"
 #include "http/asio.hpp"
@@ -33,12 +35,47 @@
 
 namespace arbiter {
 
+class BackendHealth;
+class ModelPool;
+
+// The parts built from one config that run a dispatched request (its
+// model pools' connections, its backends' health), which the config's
+// Generation (gateway/generation.hpp) provides. A dispatch carries the
+// ones current when it was made, so its pool and backend numbers always
+// index the config they came from.
+class RunParts {
+ public:
+  virtual ~RunParts() = default;
+  virtual const Config& config() const = 0;
+  virtual ModelPool& pool(sched::PoolId p) const = 0;
+  virtual BackendHealth& health() const = 0;
+};
+
+// How a config reload maps the old scheduler's numbers to the new one's
+// (none: the new config dropped it). gateway/config_reload builds it by name.
+struct CarryMap {
+  std::vector<std::optional<sched::PoolId>> pools;
+  std::vector<std::optional<sched::ClassId>> classes;
+  std::vector<std::optional<sched::TenantId>> tenants;  // the anonymous tenant last
+  std::vector<std::vector<std::optional<sched::BackendId>>> backends;  // [old pool][old backend]
+};
+
+// What a reload did to the requests it found.
+struct CarryReport {
+  std::size_t queued = 0;         // queued again in the new scheduler
+  std::size_t running = 0;        // counted on their backend in the new one
+  std::size_t dropped_queued = 0;  // answered 503: the new config has no place for them
+  std::size_t orphaned_running = 0;  // run to their end uncounted: their backend or class was removed
+};
+
 class Dispatcher {
  private:
   struct Waiter;
 
  public:
-  Dispatcher(sched::Scheduler scheduler, net::any_io_executor timer_executor);
+  // `generation`: the parts its dispatches run on (Slot::generation()).
+  Dispatcher(sched::Scheduler scheduler, std::shared_ptr<RunParts> generation,
+             net::any_io_executor timer_executor);
   ~Dispatcher();
 
   // A granted scheduler slot: the request may run on backend() now. Its
@@ -50,8 +87,11 @@ class Dispatcher {
     Slot& operator=(Slot&&) = delete;
     ~Slot();
 
-    // Where it runs: a backend of its own pool, or of a pool lending it a slot.
+    // Where it runs: a backend of its own pool, or of a pool lending it a slot,
+    // numbered in generation()'s config.
     sched::PoolId pool() const;
+    // The parts built from the config current at its (latest) dispatch.
+    RunParts& generation() const;
     sched::BackendId backend() const;
     int engine_priority() const;
     // Time spent queued, as the scheduler measured it (from enqueue or
@@ -104,31 +144,53 @@ class Dispatcher {
   // class types through: a running request with the same supersede key
   // whose offer it may claim hands it its slot and generation instead of
   // being interrupted.
-  Task<std::expected<Slot, ApiError>> acquire(sched::Request request, ResponseSink& conn,
+  // `epoch`: the config generation whose numbers `request` uses (its
+  // pipeline's); one a reload has since replaced is translated by the
+  // reloads' maps (a request admitted just before a reload), or answered
+  // 503 when the new config has no place for it.
+  Task<std::expected<Slot, ApiError>> acquire(sched::Request request, ResponseSink& conn, uint64_t epoch,
                                                std::shared_ptr<TypingOffer> offer = nullptr);
 
+  // The calls below number pools, classes and backends in one config's
+  // terms: `epoch` is that config's (epoch() when it was built). A call of
+  // an older epoch (a generation's loop still under way after a reload) is
+  // dropped, so it never lands on another backend.
+  uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
   // Latest engine-signal verdict for one backend.
-  void set_backend_state(sched::PoolId pool, sched::BackendId backend, sched::BackendSignal signal);
+  void set_backend_state(uint64_t epoch, sched::PoolId pool, sched::BackendId backend, sched::BackendSignal signal);
   // Pauses or resumes a class's new dispatch on a pool (staged
   // degradation); a resume polls, so its queued work starts at once.
-  void set_class_paused(sched::PoolId pool, sched::ClassId klass, bool paused);
+  void set_class_paused(uint64_t epoch, sched::PoolId pool, sched::ClassId klass, bool paused);
   // The prompt prefix one backend's engine caches, in tokens (its KV size).
-  void set_prefix_cache(sched::PoolId pool, sched::BackendId backend, uint64_t tokens);
+  void set_prefix_cache(uint64_t epoch, sched::PoolId pool, sched::BackendId backend, uint64_t tokens);
 
-  // Runs `f(const sched::Scheduler&)` under the lock (metrics scrapes).
+  // Runs `f(const sched::Scheduler&)` under the lock (metrics scrapes);
+  // false (not run) for an older epoch.
   template <class F>
-  void inspect(F&& f) const {
+  bool inspect(uint64_t epoch, F&& f) const {
     std::lock_guard lock(mu_);
+    if (epoch != epoch_.load(std::memory_order_relaxed)) return false;
     f(scheduler_);
+    return true;
   }
   // Runs `f(sched::Scheduler&)` under the lock, for changes that dispatch
   // nothing by themselves (the next poll sees them): the other replicas'
-  // service (ServiceExchange).
+  // service (ServiceExchange). Not run for an older epoch.
   template <class F>
-  void update(F&& f) {
+  void update(uint64_t epoch, F&& f) {
     std::lock_guard lock(mu_);
-    f(scheduler_);
+    if (epoch == epoch_.load(std::memory_order_relaxed)) f(scheduler_);
   }
+
+  // A config reload: `next` (built from the new config) takes the old
+  // scheduler's place, and with it every request: queued ones queue there
+  // with their deadlines, in their order of arrival; running ones are
+  // counted on their backend there (no overcommit) and finish on the
+  // generation they run on. Queued requests the new config has no place
+  // for are answered 503 at once, never dropped silently. Dispatches from
+  // now on carry `generation`. Returns the new epoch and what was carried.
+  std::pair<uint64_t, CarryReport> reconfigure(sched::Scheduler next, const CarryMap& map,
+                                               std::shared_ptr<RunParts> generation);
 
   // Draining starts (SIGTERM): every queued request is answered 503
   // shutting_down (Retry-After) at once, and so is any request enqueued or
@@ -151,11 +213,13 @@ class Dispatcher {
       kSupersedeRunning,
       kPreempt,
       kShutDownQueued,
-      kShutDownRunning
+      kShutDownRunning,
+      kDropped  // queued, and the reloaded config has no place for it
     };
     Kind kind;
     std::shared_ptr<Waiter> waiter;
     sched::Dispatch dispatch{};
+    std::shared_ptr<RunParts> generation;  // kDispatch: the parts it runs on
     std::chrono::milliseconds retry_after{0};
     sched::WaitReason waited_for = sched::WaitReason::kNone;  // kExpire
     bool no_backend = false;                                  // kExpire: its pool lost every backend
@@ -199,12 +263,50 @@ class Dispatcher {
   std::unordered_map<uint64_t, std::shared_ptr<Waiter>> waiters_;  // by user tag; guarded
   uint64_t next_tag_ = 1;                                       // guarded
   bool shutting_down_ = false;                                  // guarded: shut_down_queue() was called
+  std::shared_ptr<RunParts> generation_;                      // guarded: what new dispatches run on
+  std::atomic<uint64_t> epoch_{1};                              // written under mu_: reconfigure()
+  // The last reloads' maps, oldest first: maps_[i] took epoch
+  // epoch_ - maps_.size() + i to the next. Bounded (kKeptMaps).
+  std::deque<CarryMap> maps_;                                   // guarded
+  static constexpr std::size_t kKeptMaps = 16;
   sched::Actions actions_;                                      // scratch; guarded
   net::any_io_executor timer_executor_;                         // a strand
   net::steady_timer timer_;                                     // next deadline/debounce; timer strand
   bool stopped_ = false;                                        // timer strand
   // The timer's expiry (steady_clock ticks), readable from any thread.
   std::atomic<int64_t> armed_for_{std::numeric_limits<int64_t>::max()};
+};
+
+// One generation's calls into the dispatcher's scheduler, in its config's
+// numbers: made with the epoch its config got (Dispatcher::epoch()), so
+// once a reload moves the scheduler on, its late calls are dropped.
+class SchedulerLink {
+ public:
+  SchedulerLink(Dispatcher& dispatcher, uint64_t epoch) : dispatcher_(&dispatcher), epoch_(epoch) {}
+
+  void set_backend_state(sched::PoolId pool, sched::BackendId backend, sched::BackendSignal signal) {
+    dispatcher_->set_backend_state(epoch_, pool, backend, signal);
+  }
+  void set_class_paused(sched::PoolId pool, sched::ClassId klass, bool paused) {
+    dispatcher_->set_class_paused(epoch_, pool, klass, paused);
+  }
+  void set_prefix_cache(sched::PoolId pool, sched::BackendId backend, uint64_t tokens) {
+    dispatcher_->set_prefix_cache(epoch_, pool, backend, tokens);
+  }
+  // False (f not run) once the scheduler has moved on to a newer config.
+  template <class F>
+  bool inspect(F&& f) const {
+    return dispatcher_->inspect(epoch_, std::forward<F>(f));
+  }
+  template <class F>
+  void update(F&& f) {
+    dispatcher_->update(epoch_, std::forward<F>(f));
+  }
+  Dispatcher& dispatcher() const { return *dispatcher_; }
+
+ private:
+  Dispatcher* dispatcher_;
+  uint64_t epoch_;
 };
 
 }  // namespace arbiter

@@ -52,7 +52,7 @@ std::string_view next_part(std::string_view& rest) {
 
 }  // namespace
 
-ServiceExchange::ServiceExchange(const Config& config, const PoolIndex& pool_index, Dispatcher& dispatcher,
+ServiceExchange::ServiceExchange(const Config& config, const PoolIndex& pool_index, SchedulerLink dispatcher,
                                  net::any_io_executor executor)
     : config_(config),
       pool_index_(pool_index),

@@ -25,7 +25,7 @@ class ServiceExchange {
  public:
   // Model name -> its pools (config indexes), as the gateway routes by.
   using PoolIndex = std::unordered_map<std::string, std::vector<std::size_t>>;
-  ServiceExchange(const Config& config, const PoolIndex& pool_index, Dispatcher& dispatcher,
+  ServiceExchange(const Config& config, const PoolIndex& pool_index, SchedulerLink dispatcher,
                   net::any_io_executor executor);
   void start();
   void stop();
@@ -39,7 +39,7 @@ class ServiceExchange {
 
   const Config& config_;
   const PoolIndex& pool_index_;
-  Dispatcher& dispatcher_;
+  SchedulerLink dispatcher_;
   net::any_io_executor executor_;
   RedisConnection redis_;
   StringMap<sched::TenantId> tenant_ids_;

@@ -1,5 +1,6 @@
 #include "gateway/handler/dispatch_handler.hpp"
 
+
 #include <algorithm>
 
 #include <boost/json.hpp>
@@ -29,7 +30,7 @@ Task<void> DispatchHandler::run(RequestContext& ctx) {
   std::shared_ptr<TypingOffer> offer;
   if (typing) offer = co_await typing_offer(ctx);
   const TypingOfferClose offer_closed{offer.get()};  // whatever way its runs end
-  auto slot = co_await dispatcher_.acquire(queued, *ctx.sink, offer);
+  auto slot = co_await dispatcher_.acquire(queued, *ctx.sink, epoch_, offer);
   // Queue time from enqueue, not from request start (auth and parsing
   // are not queueing); the scheduler's own figure once dispatched.
   ctx.rec.queue_ms = RequestContext::millis(slot ? slot->queue_wait() : std::chrono::steady_clock::now() - enqueued);
@@ -146,7 +147,7 @@ Task<bool> DispatchHandler::run_inherited(RequestContext& ctx, Dispatcher::Slot&
   count_typing(ctx, handed ? TypingOutcome::kHandedOver : TypingOutcome::kLost);
   if (!handed) co_return false;  // it runs anew on the slot it holds
   release_body(ctx);  // never sent: the request is the one already running
-  ModelPool& pool = *pools_[slot.pool()];
+  ModelPool& pool = slot.generation().pool(slot.pool());
   const BackendConfig& backend = pool.backend(slot.backend());
   ctx.rec.backend = backend.name;
   set_run_headers(ctx, backend, ctx.response_headers.size(), 0);
@@ -185,7 +186,7 @@ Task<bool> DispatchHandler::run_inherited(RequestContext& ctx, Dispatcher::Slot&
     outcome.generated = whole->checkpoint.tokens;
   }
   slot.set_interrupt_hook(nullptr);
-  health_.record(slot.pool(), slot.backend(), judge(outcome), outcome.upstream_retry_after);
+  slot.generation().health().record(slot.pool(), slot.backend(), judge(outcome), outcome.upstream_retry_after);
   co_return true;
 }
 
@@ -208,7 +209,7 @@ Task<void> DispatchHandler::run_upstream(RequestContext& ctx, Dispatcher::Slot& 
     const auto sent = std::chrono::steady_clock::now();
     co_await relay(*call.relay, outcome);
     const RunVerdict verdict = end_run(ctx, slot, sent);
-    switch (after_run(outcome, verdict, pools_[slot.pool()]->backend_count())) {
+    switch (after_run(outcome, verdict, slot.generation().pool(slot.pool()).backend_count())) {
       case AfterRun::kRequeue:
         if (!co_await requeue_preempted(slot, runs)) co_return;
         continue;
@@ -231,7 +232,7 @@ Task<void> DispatchHandler::run_upstream(RequestContext& ctx, Dispatcher::Slot& 
 
 void DispatchHandler::prepare_run(Dispatcher::Slot& slot, TypingOffer* offer, Runs& runs, RunCall& call) {
   RequestContext& ctx = runs.ctx;
-  ModelPool& pool = *pools_[slot.pool()];  // its own, or a pool lending it a slot
+  ModelPool& pool = slot.generation().pool(slot.pool());  // its own, or a pool lending it a slot
   const BackendConfig& backend = pool.backend(slot.backend());
   ctx.rec.backend = backend.name;
   set_run_headers(ctx, backend, runs.own_headers, runs.retries);
@@ -246,7 +247,7 @@ void DispatchHandler::prepare_run(Dispatcher::Slot& slot, TypingOffer* offer, Ru
                            .checkpoint = resume ? &resume->checkpoint : nullptr,
                            .aggregate = resume && resume->aggregate});
   slot.set_interrupt_hook([&call, &slot] { call.interrupt.fire(slot.preempted(), slot.interrupt_error()); });
-  const sched::AdaptiveCapacityConfig& capacity = config_.adaptive_capacity_of(slot.pool());
+  const sched::AdaptiveCapacityConfig& capacity = slot.generation().config().adaptive_capacity_of(slot.pool());
   const sched::ClassPolicy& policy = config_.classes[ctx.cls].policy;
   call.relay.emplace(RelayRequest{
       .pool = pool.upstream(slot.backend()),
@@ -285,7 +286,7 @@ RunVerdict DispatchHandler::end_run(RequestContext& ctx, Dispatcher::Slot& slot,
   ctx.rec.engine_ms += RequestContext::millis(std::chrono::steady_clock::now() - sent);
   slot.set_interrupt_hook(nullptr);
   const RunVerdict verdict = judge(ctx.outcome);
-  health_.record(slot.pool(), slot.backend(), verdict, ctx.outcome.upstream_retry_after);
+  slot.generation().health().record(slot.pool(), slot.backend(), verdict, ctx.outcome.upstream_retry_after);
   return verdict;
 }
 

@@ -26,9 +26,12 @@ namespace arbiter {
 
 class DispatchHandler final : public AdmittedHandler {
  public:
-  DispatchHandler(const Config& config, Dispatcher& dispatcher, const std::vector<std::unique_ptr<ModelPool>>& pools,
-                  BackendHealth& health, GatewayMetrics& metrics)
-      : config_(config), dispatcher_(dispatcher), pools_(pools), health_(health), metrics_(metrics) {}
+  // `health`: the request's own generation's (retry budgets of its pool);
+  // a run's backend is its slot's generation's (Slot::generation()).
+  // `epoch`: the dispatcher's epoch for `config` (the numbers its requests use).
+  DispatchHandler(const Config& config, Dispatcher& dispatcher, uint64_t epoch, BackendHealth& health,
+                  GatewayMetrics& metrics)
+      : config_(config), dispatcher_(dispatcher), epoch_(epoch), health_(health), metrics_(metrics) {}
   Task<void> run(RequestContext& ctx) override;
 
  private:
@@ -104,7 +107,7 @@ class DispatchHandler final : public AdmittedHandler {
 
   const Config& config_;
   Dispatcher& dispatcher_;
-  const std::vector<std::unique_ptr<ModelPool>>& pools_;
+  const uint64_t epoch_;
   BackendHealth& health_;
   GatewayMetrics& metrics_;
 };

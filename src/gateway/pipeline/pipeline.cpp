@@ -80,11 +80,13 @@ std::size_t Pipeline::admit_until_wait(RequestContext& ctx, std::size_t from) co
   return stages_.size();
 }
 
-Task<void> Pipeline::run(Route route, HttpRequest& req, ClientConnection& conn) const {
+Task<void> Pipeline::run(Route route, HttpRequest& req, ClientConnection& conn,
+                         std::shared_ptr<const Runtime> runtime) const {
   RequestContext ctx(route, req, conn);
   ctx.observers = &observers_;
+  ctx.rec.config = config_hash_;
   if (cors_) cors_->add_answer_headers(req["origin"], ctx.response_headers);
-  if (runtime_) ctx.runtime = runtime_->load();  // the request's one atomic load of the config
+  ctx.runtime = std::move(runtime);
   for (const auto& observer : observers_) observer->on_start(ctx);
 
   // The stages, in a plain loop until one must wait: only a wait costs a

@@ -1,9 +1,10 @@
 // The request pipeline of the inference routes, Envoy's filter chain
 // without its weight: admission stages in order (auth, parse, route, caps;
 // later quotas, degradation, cache lookup), then the handler (dispatch and
-// relay), then the completion observers (metrics, access log). The gateway
-// assembles it once; it holds no per-request state. A request reads the
-// configuration through the Runtime it takes at its start (set_runtime).
+// relay), then the completion observers (metrics, access log). Each config
+// generation assembles one (gateway/generation.hpp); it holds no
+// per-request state. A request reads the configuration through the Runtime
+// it is run with.
 #pragma once
 
 #include <memory>
@@ -22,14 +23,16 @@ class Pipeline {
   void add_stage(std::unique_ptr<AdmissionStage> stage);
   void set_handler(std::unique_ptr<AdmittedHandler> handler) { handler_ = std::move(handler); }
   void add_observer(std::unique_ptr<CompletionObserver> observer) { observers_.push_back(std::move(observer)); }
-  // Where each request takes its Runtime from, once, at its start.
-  void set_runtime(const RuntimeSlot& slot) { runtime_ = &slot; }
+  // The config version its requests' access-log lines name (a view of the
+  // generation's hash, which outlives the pipeline's requests).
+  void set_config_hash(std::string_view hash) { config_hash_ = hash; }
   // Browser apps' cross-origin requests: their answers' CORS headers.
   void set_cors(const Cors& cors) { cors_ = &cors; }
 
   // One request of `route`, start to finish: the answer goes out (or the
-  // client left) and every observer has seen its end.
-  Task<void> run(Route route, HttpRequest& req, ClientConnection& conn) const;
+  // client left) and every observer has seen its end. `runtime`: the config
+  // it reads; holding it keeps the pipeline's generation alive to the end.
+  Task<void> run(Route route, HttpRequest& req, ClientConnection& conn, std::shared_ptr<const Runtime> runtime) const;
 
   const std::vector<std::unique_ptr<AdmissionStage>>& stages() const { return stages_; }
 
@@ -49,7 +52,7 @@ class Pipeline {
   std::vector<std::unique_ptr<AdmissionStage>> stages_;
   std::unique_ptr<AdmittedHandler> handler_;
   std::vector<std::unique_ptr<CompletionObserver>> observers_;
-  const RuntimeSlot* runtime_ = nullptr;
+  std::string_view config_hash_;
   const Cors* cors_ = nullptr;  // null: none configured
 };
 

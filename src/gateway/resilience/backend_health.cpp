@@ -33,7 +33,7 @@ void log_transition(const ModelConfig& model, const BackendConfig& backend,
 
 }  // namespace
 
-BackendHealth::BackendHealth(const Config& config, Dispatcher& dispatcher, net::any_io_executor executor,
+BackendHealth::BackendHealth(const Config& config, SchedulerLink dispatcher, net::any_io_executor executor,
                              GatewayMetrics& metrics)
     : config_(config),
       dispatcher_(dispatcher),

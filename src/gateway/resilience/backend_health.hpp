@@ -37,7 +37,7 @@ namespace arbiter {
 class BackendHealth {
  public:
   // `config` outlives it; models[p] is scheduler pool p.
-  BackendHealth(const Config& config, Dispatcher& dispatcher, net::any_io_executor executor,
+  BackendHealth(const Config& config, SchedulerLink dispatcher, net::any_io_executor executor,
                 GatewayMetrics& metrics);
   ~BackendHealth();
   BackendHealth(const BackendHealth&) = delete;
@@ -112,7 +112,7 @@ class BackendHealth {
   Task<void> run_probe(Probe probe);
 
   const Config& config_;
-  Dispatcher& dispatcher_;
+  SchedulerLink dispatcher_;
   net::strand<net::any_io_executor> strand_;
   GatewayMetrics& metrics_;
   std::mutex mu_;

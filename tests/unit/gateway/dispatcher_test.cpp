@@ -33,7 +33,7 @@ struct Rig {
   Rig() {
     // One backend with one slot, one class.
     auto config = sched::testing::one_pool({sched::testing::named("chat")}, {1});
-    dispatcher = std::make_unique<Dispatcher>(*sched::Scheduler::create(config), strand);
+    dispatcher = std::make_unique<Dispatcher>(*sched::Scheduler::create(config), nullptr, strand);
     dispatcher->start();
   }
   ~Rig() { dispatcher->stop(); }
@@ -41,7 +41,8 @@ struct Rig {
   // A request that holds its slot for `hold`, then ends.
   Task<void> request(std::string name, RecordingSink& sink, std::chrono::milliseconds hold,
                      std::string_view supersede_key = {}) {
-    auto slot = co_await dispatcher->acquire(sched::Request{.cost_tokens = 10, .supersede_key = supersede_key}, sink);
+    auto slot = co_await dispatcher->acquire(sched::Request{.cost_tokens = 10, .supersede_key = supersede_key}, sink,
+                                             dispatcher->epoch());
     if (!slot) {
       events.push_back(name + " refused: " + slot.error().message);
       co_return;
@@ -76,7 +77,7 @@ TEST(Dispatcher, AClientGoneWhileQueuedIsDequeuedAndNeverDispatched) {
   r.spawn(r.request("c", c, std::chrono::milliseconds(1)));
   r.run_for(std::chrono::milliseconds(20));
   uint32_t queued = 0;
-  r.dispatcher->inspect([&](const sched::Scheduler& s) { queued = s.queue_depth(0, 0); });
+  r.dispatcher->inspect(r.dispatcher->epoch(), [&](const sched::Scheduler& s) { queued = s.queue_depth(0, 0); });
   EXPECT_EQ(queued, 2u);
   b.leave();  // b's client disconnects while it waits
   r.run_for(std::chrono::milliseconds(200));
@@ -85,7 +86,7 @@ TEST(Dispatcher, AClientGoneWhileQueuedIsDequeuedAndNeverDispatched) {
   EXPECT_TRUE(r.events[1].starts_with("b refused")) << r.events[1];
   EXPECT_EQ(r.events[2], "a ended");
   EXPECT_EQ(r.events[3], "c started");
-  r.dispatcher->inspect([&](const sched::Scheduler& s) {
+  r.dispatcher->inspect(r.dispatcher->epoch(), [&](const sched::Scheduler& s) {
     EXPECT_EQ(s.queued(), 0u);
     EXPECT_EQ(s.counters().total().cancelled_queued, 1u);
   });
@@ -100,7 +101,8 @@ TEST(Dispatcher, ARequestSupersededWhileItsRunEndsIsAnsweredSupersededWhenItAsks
   std::string requeue_error;
   bool interrupted = false;
   auto old_request = [&]() -> Task<void> {
-    auto slot = co_await r.dispatcher->acquire(sched::Request{.cost_tokens = 10, .supersede_key = "k"}, old_sink);
+    auto slot = co_await r.dispatcher->acquire(sched::Request{.cost_tokens = 10, .supersede_key = "k"}, old_sink,
+                                               r.dispatcher->epoch());
     if (!slot) co_return;
     slot->set_interrupt_hook([&] { interrupted = true; });
     r.events.push_back("old started");
@@ -119,7 +121,7 @@ TEST(Dispatcher, ARequestSupersededWhileItsRunEndsIsAnsweredSupersededWhenItAsks
   EXPECT_TRUE(interrupted);
   EXPECT_EQ(requeue_error, "superseded");
   EXPECT_EQ(r.events, (std::vector<std::string>{"old started", "old refused", "new started", "new ended"}));
-  r.dispatcher->inspect([&](const sched::Scheduler& s) {
+  r.dispatcher->inspect(r.dispatcher->epoch(), [&](const sched::Scheduler& s) {
     EXPECT_EQ(s.queued(), 0u);
     EXPECT_EQ(s.in_flight(), 0u);
   });
@@ -136,7 +138,7 @@ TEST(Dispatcher, APreemptedRunsGenerationIsNotInheritedAndItsClientIsAnsweredSup
   bg.typing_through = true;
   auto config = sched::testing::one_pool({sched::testing::named("std"), bg}, {1});
   config.preempt_after = sched::Duration::zero();
-  Dispatcher dispatcher(*sched::Scheduler::create(config), ioc.get_executor());
+  Dispatcher dispatcher(*sched::Scheduler::create(config), nullptr, ioc.get_executor());
   dispatcher.start();
   auto offer = [&](std::string prompt) {
     return std::make_shared<TypingOffer>(std::move(prompt), "m1", 64, "", true, &ioc, ioc.get_executor());
@@ -150,7 +152,7 @@ TEST(Dispatcher, APreemptedRunsGenerationIsNotInheritedAndItsClientIsAnsweredSup
   bool preempted = false;
   auto old_request = [&]() -> Task<void> {
     auto slot = co_await dispatcher.acquire(sched::Request{.klass = 1, .cost_tokens = 10, .supersede_key = "k"},
-                                            old_sink, old_offer);
+                                            old_sink, dispatcher.epoch(), old_offer);
     if (!slot) co_return;
     slot->set_interrupt_hook([&] { preempted = slot->preempted(); });
     co_await gate.async_wait(kAsTuple);  // preempted, then the keystroke arrives
@@ -161,7 +163,7 @@ TEST(Dispatcher, APreemptedRunsGenerationIsNotInheritedAndItsClientIsAnsweredSup
   };
   auto other = [&](std::string name, sched::Request request, RecordingSink& sink,
                    std::shared_ptr<TypingOffer> o) -> Task<void> {
-    auto slot = co_await dispatcher.acquire(request, sink, std::move(o));
+    auto slot = co_await dispatcher.acquire(request, sink, dispatcher.epoch(), std::move(o));
     if (!slot) co_return;
     if (name == "heir") heir_typing = slot->typing_outcome();
     events.push_back(name + " started");

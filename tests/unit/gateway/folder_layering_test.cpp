@@ -26,6 +26,7 @@ const std::map<std::string, int> kLevel = {
     {"relay", 1},     {"redis", 1},  // upstream exchanges; the Redis client
     {"pipeline", 2},  {"dispatch", 2},  // stage interfaces and the request context; the scheduler's queues
     {"observers", 3}, {"resilience", 3},  // what runs after an answer; backend health over the queues
+    {"reload", 3},  // what a config reload compares and keeps (its map is the dispatcher's)
     {"stages", 4},    {"admin", 4},  // admission features (a feature's observer with it); admin routes
     {"handler", 5},  // the pipeline's handler: dispatch, relay, retries, health
 };

@@ -96,7 +96,9 @@ ApiError busy() { return ApiError{ErrorCode::kRateLimited, "later", {}, std::chr
 
 // Runs `pipeline` on one request over a loopback connection; returns what
 // the client received.
-std::string run(const Pipeline& pipeline, bool client_leaves_first = false) {
+// `slot`: where the request takes its Runtime from (none: it runs without).
+std::string run(const Pipeline& pipeline, bool client_leaves_first = false,
+                const CurrentSlot<const Runtime>* slot = nullptr) {
   net::io_context ioc;
   Loopback loop(ioc);
   if (client_leaves_first) {
@@ -111,7 +113,10 @@ std::string run(const Pipeline& pipeline, bool client_leaves_first = false) {
   HttpRequest req(std::move(beast_req));
   bool done = false;
   net::co_spawn(ioc, [&]() -> Task<void> {
-    co_await pipeline.run(Route::kChatCompletions, req, loop.conn());
+    // A named local, not a conditional in the co_await (GCC 12 miscompiles those).
+    std::shared_ptr<const Runtime> runtime;
+    if (slot) runtime = slot->load();
+    co_await pipeline.run(Route::kChatCompletions, req, loop.conn(), std::move(runtime));
     done = true;
     ioc.stop();  // the connection's pending read would keep it running
   }, net::detached);
@@ -259,7 +264,7 @@ TEST(Pipeline, ARefusalNobodyHearsIsCounted499) {
 // alive), and the next request takes the new one.
 class Reload final : public AdmissionStage {
  public:
-  Reload(RuntimeSlot& slot, std::shared_ptr<const Runtime> next) : slot_(slot), next_(std::move(next)) {}
+  Reload(CurrentSlot<const Runtime>& slot, std::shared_ptr<const Runtime> next) : slot_(slot), next_(std::move(next)) {}
   std::string_view name() const override { return "reload"; }
   Phase phase() const override { return Phase::kAdmit; }
   Verdict admit(RequestContext&) override { return next_ ? Verdict::wait() : Verdict::go(); }
@@ -269,7 +274,7 @@ class Reload final : public AdmissionStage {
   }
 
  private:
-  RuntimeSlot& slot_;
+  CurrentSlot<const Runtime>& slot_;
   std::shared_ptr<const Runtime> next_;
 };
 
@@ -294,7 +299,7 @@ TEST(Pipeline, ARequestKeepsTheRuntimeItStartedWithWhenTheSlotIsSwapped) {
   auto second = runtime_with_model("new");
   const Runtime* first_at = first.get();
   const Runtime* second_at = second.get();
-  RuntimeSlot slot(std::move(first));  // the slot holds the only reference
+  CurrentSlot<const Runtime> slot(std::move(first));  // the slot holds the only reference
   std::weak_ptr<const Runtime> first_alive = slot.load();
 
   Trace trace;
@@ -303,15 +308,14 @@ TEST(Pipeline, ARequestKeepsTheRuntimeItStartedWithWhenTheSlotIsSwapped) {
   p.add_stage(std::make_unique<Reload>(slot, std::move(second)));
   p.set_handler(std::make_unique<Answer>(trace));
   p.add_observer(std::make_unique<SeenRuntime>(seen));
-  p.set_runtime(slot);
 
-  run(p);  // swaps the slot to `second` between its start and its end
+  run(p, false, &slot);  // swaps the slot to `second` between its start and its end
   EXPECT_EQ(slot.load().get(), second_at);
   EXPECT_EQ(seen, (std::vector<const Runtime*>{first_at, first_at}));  // start and end: the first
   EXPECT_EQ(trace.steps, (std::vector<std::string>{"handler"}));
   EXPECT_TRUE(first_alive.expired());  // released with the request that held it last
 
-  run(p);  // the next request starts after the swap
+  run(p, false, &slot);  // the next request starts after the swap
   EXPECT_EQ(seen, (std::vector<const Runtime*>{first_at, first_at, second_at, second_at}));
 }
 

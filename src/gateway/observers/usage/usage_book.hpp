@@ -22,6 +22,15 @@ class UsageBook {
  public:
   explicit UsageBook(const Config& config) : ledger_(usage_names(config)) {}
 
+  // The ledger's ids for a config's tenants, models and classes (by their
+  // indexes in it, the anonymous tenant last): a reloaded config's usage
+  // goes on under the same names.
+  usage::NameIds ids_for(const Config& config) {
+    std::lock_guard lock(mu_);
+    return ledger_.adopt(usage_names(config));
+  }
+
+  // `key` in the ledger's ids (ids_for).
   void record(usage::WallTime at, usage::UsageKey key, const usage::UsageTotals& used) {
     std::lock_guard lock(mu_);
     ledger_.record(at, key, used);

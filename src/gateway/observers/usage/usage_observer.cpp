@@ -9,9 +9,9 @@ namespace arbiter {
 void UsageObserver::on_complete(const RequestContext& ctx) {
   if (!ctx.dispatch_queue_ms) return;  // never reached an engine: nothing used
   const AccessRecord& rec = ctx.rec;
-  const usage::UsageKey key{.tenant = tenant_id(config_, ctx.tenant),
-                            .model = static_cast<uint16_t>(ctx.pool()),
-                            .klass = static_cast<uint16_t>(ctx.cls)};
+  const usage::UsageKey key{.tenant = ids_.tenants[tenant_id(config_, ctx.tenant)],
+                            .model = static_cast<uint16_t>(ids_.models[ctx.pool()]),
+                            .klass = static_cast<uint16_t>(ids_.classes[ctx.cls])};
   const bool reported = rec.prompt_tokens >= 0;
   const usage::UsageTotals used{.requests = 1,
                                 .prompt_tokens = reported ? static_cast<uint64_t>(rec.prompt_tokens) : 0,

@@ -10,12 +10,14 @@ namespace arbiter {
 
 class UsageObserver final : public CompletionObserver {
  public:
-  UsageObserver(const Config& config, UsageBook& book) : config_(config), book_(book) {}
+  // `config`'s tenants, models and classes get their ledger ids here.
+  UsageObserver(const Config& config, UsageBook& book) : config_(config), book_(book), ids_(book.ids_for(config)) {}
   void on_complete(const RequestContext& ctx) override;
 
  private:
   const Config& config_;
   UsageBook& book_;
+  const usage::NameIds ids_;  // this config's numbers -> the ledger's
 };
 
 }  // namespace arbiter

@@ -26,7 +26,7 @@ std::vector<overload::ClassActions> degrade_actions(const Config& config) {
 }
 
 OverloadControl::OverloadControl(const Config& config, std::vector<overload::ClassActions> actions,
-                                 Dispatcher& dispatcher, metrics::Registry& registry)
+                                 SchedulerLink dispatcher, metrics::Registry& registry)
     : config_(config), actions_(std::move(actions)), dispatcher_(dispatcher), metrics_(registry) {
   for (const ModelConfig& model : config.models) {
     auto pool = std::make_unique<Pool>();

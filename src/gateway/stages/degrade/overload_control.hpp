@@ -37,7 +37,7 @@ namespace arbiter {
 class OverloadControl {
  public:
   // Outlive it. `actions[c]`: class c's resolved actions (degrade_actions).
-  OverloadControl(const Config& config, std::vector<overload::ClassActions> actions, Dispatcher& dispatcher,
+  OverloadControl(const Config& config, std::vector<overload::ClassActions> actions, SchedulerLink dispatcher,
                   metrics::Registry& registry);
 
   // A judgement of a backend by the monitor (its strand).
@@ -82,7 +82,7 @@ class OverloadControl {
 
   const Config& config_;
   const std::vector<overload::ClassActions> actions_;
-  Dispatcher& dispatcher_;
+  SchedulerLink dispatcher_;
   DegradeMetrics metrics_;
   std::vector<std::unique_ptr<Pool>> pools_;
 };

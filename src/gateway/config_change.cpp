@@ -1,0 +1,115 @@
+#include "gateway/config_change.hpp"
+
+#include <map>
+
+#include <yaml-cpp/yaml.h>
+
+#include "gateway/config_print.hpp"
+
+namespace arbiter {
+
+namespace {
+
+std::string dump(const YAML::Node& node) { return node ? YAML::Dump(node) : std::string(); }
+
+// Each named entry's `key`, by name: "" when it has none.
+std::map<std::string, std::string> by_name(const YAML::Node& list, const char* key) {
+  std::map<std::string, std::string> out;
+  if (!list || !list.IsSequence()) return out;
+  for (const auto& entry : list) out[entry["name"].as<std::string>()] = dump(entry[key]);
+  return out;
+}
+
+bool has_quotas(const std::string& dumped) { return !dumped.empty() && dumped != "[]"; }
+
+}  // namespace
+
+std::vector<std::string> restart_only_changes(const Config& running, const Config& next) {
+  const YAML::Node a = YAML::Load(config_to_yaml(running));
+  const YAML::Node b = YAML::Load(config_to_yaml(next));
+  std::vector<std::string> changed;
+  for (const char* section : {"listener", "admin", "log", "quota_store", "cache", "traffic_breaker"}) {
+    if (dump(a[section]) != dump(b[section])) changed.push_back(section);
+  }
+  for (const char* key : {"max_body_bytes", "max_header_bytes"}) {
+    if (dump(a["limits"][key]) != dump(b["limits"][key])) changed.push_back(std::string("limits.") + key);
+  }
+  for (const char* key : {"client_header_ms", "client_body_ms", "keepalive_idle_ms", "client_write_ms", "drain_ms"}) {
+    if (dump(a["timeouts"][key]) != dump(b["timeouts"][key])) changed.push_back(std::string("timeouts.") + key);
+  }
+  // Quotas, compared by owner: a tenant or team without quotas may come,
+  // go or change otherwise.
+  for (const char* owners : {"tenants", "teams"}) {
+    const auto before = by_name(a[owners], "quotas");
+    const auto after = by_name(b[owners], "quotas");
+    for (const auto& [name, quotas] : before) {
+      const auto it = after.find(name);
+      const std::string now = it == after.end() ? std::string() : it->second;
+      if ((has_quotas(quotas) || has_quotas(now)) && quotas != now) {
+        changed.push_back(std::string(owners) + "." + name + ".quotas");
+      }
+    }
+    for (const auto& [name, quotas] : after) {
+      if (!before.contains(name) && has_quotas(quotas)) changed.push_back(std::string(owners) + "." + name + ".quotas");
+    }
+  }
+  return changed;
+}
+
+std::vector<std::string> changed_models(const Config& running, const Config& next) {
+  // A model split into per-class pools is listed once per pool: compare
+  // every entry of the name together.
+  auto entries = [](const Config& config) {
+    std::map<std::string, std::string> out;
+    const YAML::Node printed = YAML::Load(config_to_yaml(config));
+    for (const auto& m : printed["models"]) out[m["name"].as<std::string>()] += dump(m);
+    return out;
+  };
+  const auto before = entries(running);
+  const auto after = entries(next);
+  std::vector<std::string> changed;
+  for (const auto& [name, text] : before) {
+    const auto it = after.find(name);
+    if (it == after.end() || it->second != text) changed.push_back(name);
+  }
+  return changed;
+}
+
+CarryMap carry_map(const Config& running, const Config& next) {
+  CarryMap map;
+  for (const ModelConfig& old : running.models) {
+    std::optional<sched::PoolId> pool;
+    std::vector<std::optional<sched::BackendId>> backends(old.backends.size());
+    for (std::size_t p = 0; p < next.models.size(); ++p) {
+      if (next.models[p].pool_name() != old.pool_name()) continue;
+      pool = static_cast<sched::PoolId>(p);
+      const auto& now = next.models[p].backends;
+      for (std::size_t b = 0; b < old.backends.size(); ++b) {
+        for (std::size_t n = 0; n < now.size(); ++n) {
+          if (now[n].name == old.backends[b].name) backends[b] = static_cast<sched::BackendId>(n);
+        }
+      }
+      break;
+    }
+    map.pools.push_back(pool);
+    map.backends.push_back(std::move(backends));
+  }
+  for (const ClassConfig& old : running.classes) {
+    std::optional<sched::ClassId> klass;
+    for (std::size_t c = 0; c < next.classes.size(); ++c) {
+      if (next.classes[c].name == old.name) klass = static_cast<sched::ClassId>(c);
+    }
+    map.classes.push_back(klass);
+  }
+  for (const TenantConfig& old : running.tenants) {
+    std::optional<sched::TenantId> tenant;
+    for (std::size_t t = 0; t < next.tenants.size(); ++t) {
+      if (next.tenants[t].name == old.name) tenant = static_cast<sched::TenantId>(t);
+    }
+    map.tenants.push_back(tenant);
+  }
+  map.tenants.push_back(static_cast<sched::TenantId>(next.tenants.size()));  // the anonymous tenant
+  return map;
+}
+
+}  // namespace arbiter
