@@ -3,6 +3,8 @@
 // Every default here is documented in docs/configuration.md.
 #pragma once
 
+#include "core/rollout/alias_config.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -258,6 +260,9 @@ struct Config {
   AuthConfig auth;
   std::vector<TenantConfig> tenants;
   std::vector<quota::TeamConfig> teams;  // quotas shared by a team's tenants
+  // Public model names that map to weighted targets (canaries, blue-green;
+  // docs/rollouts.md), after the models they name.
+  std::vector<rollout::AliasConfig> aliases;
   quota::QuotaStoreConfig quota_store;
   quota::TrafficBreakerConfig traffic_breaker;
   std::vector<ClassConfig> classes;  // in match order

@@ -12,6 +12,8 @@
 #include "http/tls_context.hpp"
 #include "yaml/setting_rows.hpp"
 
+#include <fmt/format.h>
+
 namespace arbiter {
 namespace {
 
@@ -166,6 +168,77 @@ constexpr SettingKey<Team> kTeamKeys[] = {
     {"name", "a name some tenant's team is", read_name<Team, &Team::name>, write_text<Team, &Team::name>, true},
     {"quotas", "list of quota entries", read_quotas<Team, &Team::quotas>, write_quotas<Team, &Team::quotas>},
     {"dynamic_quota", "a mapping (below)", read_dynamic_quota, write_dynamic_quota},
+};
+
+// ---- aliases[], their targets[] and canary ----
+
+using AT = rollout::AliasTarget;
+constexpr SettingKey<AT> kAliasTargetKeys[] = {
+    {"model", "a model's name", read_name<AT, &AT::model>, write_text<AT, &AT::model>, true},
+    {"weight", "number in [0, 1000000]", read_number<AT, &AT::weight, 0.0, 1e6>, write_number<AT, &AT::weight>},
+};
+
+using CC = rollout::CanaryConfig;
+void read_steps(YamlReader& r, const YAML::Node& v, const std::string& path, CC& c) {
+  if (!r.sequence(v, path)) return;
+  c.steps.clear();
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    double step = 0;
+    const std::string at = YamlReader::index(path, i);
+    if (!v[i].IsScalar() || !YAML::convert<double>::decode(v[i], step) || !(step > 0 && step <= 100)) {
+      r.error(at, "must be a percent in (0, 100]");
+      continue;
+    }
+    if (!c.steps.empty() && step <= c.steps.back()) r.error(at, "must be above the step before it");
+    c.steps.push_back(step);
+  }
+}
+std::string write_steps(const CC& c) {
+  std::vector<std::string> steps;
+  for (const double s : c.steps) steps.push_back(fmt::format("{}", s));
+  return flow_list(steps);
+}
+constexpr SettingKey<CC> kCanaryKeys[] = {
+    {"target", "one of the alias's target models", read_name<CC, &CC::target>, write_text<CC, &CC::target>, true},
+    {"margin", "number in [0, 10]", read_number<CC, &CC::margin, 0.0, 10.0>, write_number<CC, &CC::margin>},
+    {"window_s", "integer in [1, 86400] (seconds)", read_seconds<CC, &CC::window, 1, 86'400>, write_seconds<CC, &CC::window>},
+    {"min_requests", "integer in [1, 1000000]", read_integer<CC, &CC::min_requests, 1, 1'000'000>,
+     write_integer<CC, &CC::min_requests>},
+    {"steps", "list of percents in (0, 100], rising", read_steps, write_steps},
+    {"step_after_s", "integer in [1, 86400] (seconds)", read_seconds<CC, &CC::step_after, 1, 86'400>,
+     write_seconds<CC, &CC::step_after>},
+};
+
+bool read_alias_target(YamlReader& r, const YAML::Node& v, const std::string& path, AT& t) {
+  return read_entry(alias_target_keys(), r, v, path, t);
+}
+
+using AC = rollout::AliasConfig;
+void read_alias_targets(YamlReader& r, const YAML::Node& v, const std::string& path, AC& a) {
+  if (!r.sequence(v, path)) return;
+  if (v.size() == 0) r.error(path, "must name at least one target");
+  read_entries(read_alias_target, r, v, path, a.targets);
+}
+std::string write_alias_targets(const AC& a) {
+  std::vector<std::string> targets;
+  for (const AT& t : a.targets) targets.push_back(flow_mapping(alias_target_keys(), t));
+  return flow_list(targets);
+}
+void read_canary(YamlReader& r, const YAML::Node& v, const std::string& path, AC& a) {
+  CC c;
+  if (!read_entry(canary_keys(), r, v, path, c)) return;
+  a.canary = std::move(c);
+}
+std::string write_canary(const AC& a) {
+  return a.canary ? flow_mapping(canary_keys(), *a.canary) : "";
+}
+constexpr std::string_view kStickies[] = {"session", "tenant", "none"};  // rollout::Sticky's order
+constexpr SettingKey<AC> kAliasKeys[] = {
+    {"name", "text, unique, no model's name", read_name<AC, &AC::name>, write_text<AC, &AC::name>, true},
+    {"targets", "list of {model, weight}", read_alias_targets, write_alias_targets, true},
+    {"sticky", "session, tenant or none", read_enum<AC, &AC::sticky, kStickies, 3>,
+     write_enum<AC, &AC::sticky, kStickies>},
+    {"canary", "a mapping (below)", read_canary, write_canary},
 };
 
 // ---- classes[] and their match ----
@@ -450,6 +523,9 @@ std::span<const SettingKey<ClassMatch>> class_match_keys() { return kClassMatchK
 std::span<const SettingKey<ModelConfig>> model_keys() { return kModelKeys; }
 std::span<const SettingKey<BackendConfig>> backend_keys() { return kBackendKeys; }
 std::span<const SettingKey<ModelPrice>> price_keys() { return kPriceKeys; }
+std::span<const SettingKey<rollout::AliasConfig>> alias_keys() { return kAliasKeys; }
+std::span<const SettingKey<rollout::AliasTarget>> alias_target_keys() { return kAliasTargetKeys; }
+std::span<const SettingKey<rollout::CanaryConfig>> canary_keys() { return kCanaryKeys; }
 
 bool read_quota(YamlReader& r, const YAML::Node& node, const std::string& path, quota::QuotaLimits& out) {
   if (!read_entry(quota_keys(), r, node, path, out)) return false;
@@ -471,6 +547,10 @@ bool read_tenant(YamlReader& r, const YAML::Node& node, const std::string& path,
 
 bool read_team(YamlReader& r, const YAML::Node& node, const std::string& path, quota::TeamConfig& out) {
   return read_entry(team_keys(), r, node, path, out);
+}
+
+bool read_alias(YamlReader& r, const YAML::Node& node, const std::string& path, rollout::AliasConfig& out) {
+  return read_entry(alias_keys(), r, node, path, out);
 }
 
 bool read_class(YamlReader& r, const YAML::Node& node, const std::string& path, ClassConfig& out) {

@@ -29,11 +29,15 @@ std::span<const SettingKey<ClassMatch>> class_match_keys();  // a class's match
 std::span<const SettingKey<ModelConfig>> model_keys();
 std::span<const SettingKey<BackendConfig>> backend_keys();  // a model's backends[]
 std::span<const SettingKey<ModelPrice>> price_keys();
+std::span<const SettingKey<rollout::AliasConfig>> alias_keys();
+std::span<const SettingKey<rollout::AliasTarget>> alias_target_keys();  // an alias's targets[]
+std::span<const SettingKey<rollout::CanaryConfig>> canary_keys();       // an alias's canary
 
 // One entry at `path` through its table and its own check; false when it
 // is not a mapping (nothing read).
 bool read_tenant(YamlReader& r, const YAML::Node& node, const std::string& path, TenantConfig& out);
 bool read_team(YamlReader& r, const YAML::Node& node, const std::string& path, quota::TeamConfig& out);
+bool read_alias(YamlReader& r, const YAML::Node& node, const std::string& path, rollout::AliasConfig& out);
 bool read_quota(YamlReader& r, const YAML::Node& node, const std::string& path, quota::QuotaLimits& out);
 // A class named like a built-in one starts from the built-in's scheduling
 // settings and cap (docs/configuration.md); its match rules are the file's.

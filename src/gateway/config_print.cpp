@@ -68,6 +68,7 @@ std::string config_to_yaml(const Config& c) {
   const std::vector<ModelConfig> models = models_as_written(c.models);
   y << "models:\n";
   for (const ModelConfig& m : models) y << "  - " << write_settings(model_keys(), m, "\n    ") << "\n";
+  print_entries(y, "aliases", alias_keys(), c.aliases);
   print_entries(y, "prices", price_keys(), prices_of(models));
   y << "scheduler: {" << write_settings(scheduler_keys(), c.scheduler, ", ") << "}\n";
   y << "engine_signals: {" << write_settings(engine_signals_keys(), c.engine_signals, ", ") << "}\n"

@@ -178,6 +178,34 @@ void check_model_variants(YamlReader& r, const Config& c) {
   }
 }
 
+// An alias names models (each once), is no model's name itself, sends its
+// traffic somewhere, and its canary is one of its targets with a stable
+// side beside it.
+void check_aliases(YamlReader& r, const Config& c) {
+  check_unique(r, c.aliases, "aliases", [](const rollout::AliasConfig& a) -> const std::string& { return a.name; });
+  for (std::size_t i = 0; i < c.aliases.size(); ++i) {
+    const rollout::AliasConfig& a = c.aliases[i];
+    const std::string path = YamlReader::index("aliases", i);
+    if (has_named(c.models, a.name)) r.error(path + ".name", "'" + a.name + "' is a model's name already");
+    double total = 0, stable = 0;
+    for (std::size_t t = 0; t < a.targets.size(); ++t) {
+      const std::string at = YamlReader::index(path + ".targets", t);
+      if (!has_named(c.models, a.targets[t].model)) r.error(at + ".model", "no model is named '" + a.targets[t].model + "'");
+      for (std::size_t u = 0; u < t; ++u) {
+        if (a.targets[u].model == a.targets[t].model) r.error(at + ".model", "names a target twice");
+      }
+      total += a.targets[t].weight;
+      if (!a.canary || a.targets[t].model != a.canary->target) stable += a.targets[t].weight;
+    }
+    if (!a.targets.empty() && total <= 0) r.error(path + ".targets", "needs a target with a weight above 0");
+    if (a.canary) {
+      const bool listed = std::ranges::any_of(a.targets, [&](const auto& t) { return t.model == a.canary->target; });
+      if (!listed) r.error(path + ".canary.target", "must be one of the alias's targets");
+      if (listed && stable <= 0) r.error(path + ".canary", "needs a stable target (another target with a weight above 0)");
+    }
+  }
+}
+
 void check_references(YamlReader& r, Config& c) {
   check_unique(r, c.models, "models", [](const ModelConfig& m) -> const std::string& { return m.name; });
   check_unique(r, c.classes, "classes", [](const ClassConfig& x) -> const std::string& { return x.name; });
@@ -335,7 +363,7 @@ std::expected<Config, ConfigErrors> parse_config(const YAML::Node& root) {
   Config c;
   std::vector<std::string_view> top_level = {"listener", "admin",  "limits",        "timeouts",
                                              "auth",     "tenants", "teams",         "classes",
-                                             "default_class", "models", "prices", "scheduler",
+                                             "default_class", "models", "aliases", "prices", "scheduler",
                                              "engine_signals", "adaptive_capacity", "log"};
   for (const ConfigSection& section : feature_sections()) top_level.push_back(section.name);
   if (!r.map(root, "(top level)", top_level)) return std::unexpected(errors);
@@ -353,6 +381,7 @@ std::expected<Config, ConfigErrors> parse_config(const YAML::Node& root) {
   } else {
     r.error("models", "is required: name at least one model and its backends");
   }
+  if (const YAML::Node aliases = root["aliases"]) read_entries(read_alias, r, aliases, "aliases", c.aliases);
   std::vector<ModelPrice> prices;
   if (const YAML::Node list = root["prices"]) read_entries(read_price, r, list, "prices", prices);
   read_section(scheduler_keys(), r, root["scheduler"], "scheduler", c.scheduler);
@@ -365,6 +394,7 @@ std::expected<Config, ConfigErrors> parse_config(const YAML::Node& root) {
   }
   read_section(log_keys(), r, root["log"], "log", c.log);
   check_references(r, c);
+  check_aliases(r, c);
   check_prices(r, c, prices);
   if (errors.empty()) split_class_pools(c);
   for (ModelConfig& m : c.models) {

@@ -34,6 +34,7 @@ Gateway::Gateway(Config config, std::string text, std::string source, std::size_
       quotas_(startup_config_, timer_executor, metrics_.registry),
       usage_(startup_config_),
       cache_(std::make_unique<ResultCache>(startup_config_.cache, metrics_.registry, timer_executor)),
+      rollouts_(metrics_.registry),
       access_log_(std::move(access_log)),
       refusals_(std::make_unique<RefusalLog>(metrics_, access_log_.get())),
       timer_executor_(timer_executor),
@@ -47,9 +48,11 @@ Gateway::Gateway(Config config, std::string text, std::string source, std::size_
                             .quotas = quotas_,
                             .usage = usage_,
                             .cache = *cache_,
+                            .rollouts = rollouts_,
                             .access_log = access_log_.get(),
                             .io_threads = io_threads_,
                             .timer_executor = timer_executor_};
+  rollouts_.configure(config.aliases, std::chrono::steady_clock::now());
   auto first = std::make_shared<Generation>(std::move(config), versions_.current().hash, deps);
   dispatcher_ = std::make_unique<Dispatcher>(first->make_scheduler(), first, timer_executor);
   dispatcher_->start();
@@ -69,8 +72,10 @@ Gateway::Gateway(Config config, std::string text, std::string source, std::size_
     show_version_locked();
   }
   metrics_.config_generations.set(1);
+  // Every second: replaced generations freed, canaries judged.
   retire_sweep_.start(timer_executor_, std::chrono::seconds(1), [this]() -> Task<void> {
     sweep_retired();
+    judge_canaries();
     co_return;
   });
 }
@@ -147,9 +152,11 @@ ReloadOutcome Gateway::apply_locked(Config next, std::string text, std::string s
                             .quotas = quotas_,
                             .usage = usage_,
                             .cache = *cache_,
+                            .rollouts = rollouts_,
                             .access_log = access_log_.get(),
                             .io_threads = io_threads_,
                             .timer_executor = timer_executor_};
+  rollouts_.configure(next.aliases, std::chrono::steady_clock::now());
   auto fresh = std::make_shared<Generation>(std::move(next), hash, deps);
   // The scheduler moves first (under the dispatcher's lock), then new
   // requests go to the new generation; a request its old pipeline admitted
@@ -193,6 +200,28 @@ void Gateway::sweep_retired() {
   // Only the list holds it: no request, dispatch or slot does any more.
   std::erase_if(retired_, [&](const Retired& r) { return now >= r.free_after && r.generation.use_count() == 1; });
   metrics_.config_generations.set(static_cast<double>(1 + retired_.size()));
+}
+
+void Gateway::judge_canaries() {
+  for (const RolloutBook::Event& e : rollouts_.evaluate(std::chrono::steady_clock::now())) {
+    const rollout::Verdict& v = e.verdict;
+    const bool rolled_back = v.kind == rollout::Verdict::Kind::kRolledBack;
+    auto ms = [](const std::optional<double>& x) { return x ? *x : -1.0; };
+    log_event(rolled_back ? EventLevel::kWarn : EventLevel::kInfo, rolled_back ? "canary_rolled_back" : "canary_promoted",
+              {{"alias", e.alias},
+               {"canary", e.canary},
+               {"reason", v.reason},
+               {"canary_percent", v.canary_percent},
+               {"margin", e.margin},
+               {"canary_requests", v.canary.requests},
+               {"stable_requests", v.stable.requests},
+               {"canary_error_rate", v.canary.error_rate},
+               {"stable_error_rate", v.stable.error_rate},
+               {"canary_p99_ttft_ms", ms(v.canary.p99_ttft_ms)},
+               {"stable_p99_ttft_ms", ms(v.stable.p99_ttft_ms)},
+               {"canary_p99_itl_ms", ms(v.canary.p99_itl_ms)},
+               {"stable_p99_itl_ms", ms(v.stable.p99_itl_ms)}});
+  }
 }
 
 std::string Gateway::versions_json() const {

@@ -26,6 +26,7 @@
 #include "gateway/runtime.hpp"
 #include "gateway/stages/cache/result_cache.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
+#include "gateway/stages/rollout/rollout_book.hpp"
 #include "http/server.hpp"
 #include "observability/batched_line_writer.hpp"
 
@@ -104,6 +105,8 @@ class Gateway final : public ConfigControl {
   // Frees retired generations no request or dispatch holds any more, once
   // their loops' last steps are surely over (the retire sweep's step).
   void sweep_retired();
+  // Judges the aliases' canaries (every second) and logs each verdict with its figures.
+  void judge_canaries();
 
   // Before the parts that register their own metric families with it.
   GatewayMetrics metrics_;
@@ -111,6 +114,7 @@ class Gateway final : public ConfigControl {
   QuotaBook quotas_;  // tenant and team quotas (in-process or shared through Redis)
   UsageBook usage_;   // usage per tenant, model and class by the hour (/admin/usage)
   std::unique_ptr<ResultCache> cache_;  // the result cache's store (stages/cache)
+  RolloutBook rollouts_;                // the model aliases' weights and canaries (stages/rollout)
   // Written to by the pipeline's AccessLogObserver, so it outlives every
   // generation's pipeline: its destructor writes what is still buffered.
   std::unique_ptr<BatchedLineWriter> access_log_;

@@ -47,6 +47,7 @@ void Generation::start(Dispatcher& dispatcher, uint64_t epoch) {
   dynamic_quotas_ = std::make_unique<DynamicQuotaUpdater>(cfg, deps_.quotas, deps_.usage);
   dynamic_quotas_->start(deps_.timer_executor);
   if (!cfg.quota_store.redis.empty()) {
+    exchanges_before_ = static_cast<uint64_t>(deps_.metrics.service_exchanges.value());
     service_exchange_ = std::make_unique<ServiceExchange>(cfg, runtime_.pool_index, *link_, deps_.timer_executor);
     service_exchange_->start();
   }
@@ -63,6 +64,7 @@ void Generation::start(Dispatcher& dispatcher, uint64_t epoch) {
                             .quotas = deps_.quotas,
                             .cache = deps_.cache,
                             .usage = deps_.usage,
+                            .rollouts = deps_.rollouts,
                             .access_log = deps_.access_log};
   for (const StageEntry& stage : stage_registry()) pipeline_.add_stage(stage.make(parts));
   pipeline_.set_handler(std::make_unique<DispatchHandler>(cfg, dispatcher, epoch, *health_, deps_.metrics));
@@ -132,7 +134,9 @@ void Generation::refresh_metrics() {
   link_->inspect([&](const sched::Scheduler& s) {
     export_scheduler_state(s, cfg, runtime_.pool_index, deps_.metrics, shown_tenant_queues_);
   });
-  if (monitor_) export_monitor_state(*monitor_, cfg, deps_.metrics);
+  if (monitor_) export_monitor_state(*monitor_, cfg, deps_.metrics, exported_monitor_);
+  // A total across generations: this one's exchanges on top of those before it.
+  if (service_exchange_) deps_.metrics.service_exchanges.set(exchanges_before_ + service_exchange_->exchanges());
   health_->export_state();
   breakers_->export_state(sched::Clock::now());
 }

@@ -36,6 +36,7 @@
 #include "gateway/stages/degrade/overload_control.hpp"
 #include "gateway/stages/quota/dynamic_quota_updater.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
+#include "gateway/stages/rollout/rollout_book.hpp"
 #include "observability/batched_line_writer.hpp"
 
 namespace arbiter {
@@ -46,6 +47,7 @@ struct GenerationDeps {
   QuotaBook& quotas;
   UsageBook& usage;
   ResultCache& cache;
+  RolloutBook& rollouts;
   BatchedLineWriter* access_log;  // null: the access log is off
   std::size_t io_threads;
   net::any_io_executor timer_executor;
@@ -90,6 +92,7 @@ class Generation final : public RunParts {
   std::vector<std::unique_ptr<ModelPool>> pools_;  // in config order (= PoolId)
   std::optional<SchedulerLink> link_;              // set by start()
   ShownTenantQueues shown_tenant_queues_;          // refresh_metrics: tenant queue gauges last set
+  ExportedMonitorCounts exported_monitor_;         // refresh_metrics: the monitor's counters last added
   std::unique_ptr<BackendHealth> health_;          // engine signals + outlier ejection -> scheduler
   std::unique_ptr<ModelBreakers> breakers_;        // per model: staged fallbacks
   std::unique_ptr<BackendCapacity> capacity_;      // adaptive capacity (fed by monitor_); null if disabled
@@ -97,6 +100,7 @@ class Generation final : public RunParts {
   std::unique_ptr<BackendMonitor> monitor_;        // engine signals; null if disabled
   std::unique_ptr<DynamicQuotaUpdater> dynamic_quotas_;  // teams' dynamic quotas from usage
   std::unique_ptr<ServiceExchange> service_exchange_;    // tenant fairness across replicas; null without Redis
+  uint64_t exchanges_before_ = 0;  // arbiter_service_exchanges_total when it started (earlier generations')
   const Cors cors_;
   Pipeline pipeline_;
   bool stopped_ = false;

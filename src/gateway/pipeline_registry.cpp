@@ -12,6 +12,7 @@
 #include "gateway/stages/hints/hints_stage.hpp"
 #include "gateway/stages/parse/parse_stage.hpp"
 #include "gateway/stages/quota/quota_stage.hpp"
+#include "gateway/stages/rollout/alias_stage.hpp"
 #include "gateway/stages/route/route_stage.hpp"
 #include "gateway/stages/supersede/supersede_stage.hpp"
 
@@ -26,6 +27,9 @@ const StageEntry kStages[] = {
     }),
     stage_entry<ParseStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<ParseStage>(p.config.limits.max_json_depth);
+    }),
+    stage_entry<AliasStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
+      return std::make_unique<AliasStage>(p.rollouts, p.metrics);
     }),
     stage_entry<RouteStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<RouteStage>(p.pools);
@@ -72,6 +76,10 @@ const ObserverEntry kObservers[] = {
     {"breaker", always,
      [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {
        return std::make_unique<BreakerObserver>(p.breakers);
+     }},
+    {"rollout", [](const Config& c) { return !c.aliases.empty(); },
+     [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {
+       return std::make_unique<RolloutObserver>(p.rollouts);
      }},
     {"cache", always,
      [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {

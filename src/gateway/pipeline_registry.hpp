@@ -22,6 +22,7 @@ class ModelPool;
 class OverloadControl;
 class QuotaBook;
 class ResultCache;
+class RolloutBook;
 class UsageBook;
 struct GatewayMetrics;
 
@@ -35,6 +36,7 @@ struct PipelineParts {
   QuotaBook& quotas;
   ResultCache& cache;
   UsageBook& usage;
+  RolloutBook& rollouts;
   BatchedLineWriter* access_log;  // null: the access log is off
 };
 

@@ -1,5 +1,7 @@
 #include "gateway/admin/state_export.hpp"
 
+#include <array>
+
 #include <algorithm>
 
 #include "core/tenants.hpp"
@@ -78,16 +80,26 @@ void export_scheduler_state(const sched::Scheduler& s, const Config& config,
   metrics.stale_dispatches.set(counters.stale_dispatches);
 }
 
-void export_monitor_state(const BackendMonitor& monitor, const Config& config, GatewayMetrics& metrics) {
-  for (const auto& b : monitor.snapshot()) {
+void export_monitor_state(const BackendMonitor& monitor, const Config& config, GatewayMetrics& metrics,
+                          ExportedMonitorCounts& exported) {
+  const auto snapshot = monitor.snapshot();
+  exported.resize(snapshot.size());
+  std::size_t i = 0;
+  for (const auto& b : snapshot) {
     const std::string_view model = config.models[b.pool].name;
     metrics.backend_saturated.with({model, b.name}).set(b.signal.saturated ? 1 : 0);
     metrics.backend_signal_stale.with({model, b.name}).set(b.signal.stale ? 1 : 0);
     metrics.backend_down.with({model, b.name}).set(b.signal.down ? 1 : 0);
-    metrics.backend_stale_total.with({model, b.name}).set(b.counters.stale_transitions);
-    metrics.backend_scrapes.with({model, b.name, "ok"}).set(b.counters.scrapes_ok);
-    metrics.backend_scrapes.with({model, b.name, "failed"}).set(b.counters.scrapes_failed);
-    metrics.backend_scrapes.with({model, b.name, "unusable"}).set(b.counters.scrapes_unusable);
+    // Added as they grew since the last export: the totals go on across
+    // config reloads, whose monitors count from 0.
+    std::array<uint64_t, 4>& last = exported[i++];
+    const std::array<uint64_t, 4> now{b.counters.stale_transitions, b.counters.scrapes_ok, b.counters.scrapes_failed,
+                                      b.counters.scrapes_unusable};
+    metrics.backend_stale_total.with({model, b.name}).inc(now[0] - last[0]);
+    metrics.backend_scrapes.with({model, b.name, "ok"}).inc(now[1] - last[1]);
+    metrics.backend_scrapes.with({model, b.name, "failed"}).inc(now[2] - last[2]);
+    metrics.backend_scrapes.with({model, b.name, "unusable"}).inc(now[3] - last[3]);
+    last = now;
     if (b.state.load.waiting) metrics.engine_waiting.with({model, b.name}).set(*b.state.load.waiting);
     if (b.state.load.kv_usage) metrics.engine_kv_usage.with({model, b.name}).set(*b.state.load.kv_usage);
   }

@@ -4,6 +4,8 @@
 // off the request path.
 #pragma once
 
+#include <array>
+
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -26,6 +28,9 @@ using ShownTenantQueues = std::vector<metrics::Gauge*>;
 void export_scheduler_state(const sched::Scheduler& scheduler, const Config& config,
                             const std::unordered_map<std::string, std::vector<std::size_t>>& pool_index,
                             GatewayMetrics& metrics, ShownTenantQueues& shown);
-void export_monitor_state(const BackendMonitor& monitor, const Config& config, GatewayMetrics& metrics);
+// A monitor's counters as last exported, per backend (its snapshot order).
+using ExportedMonitorCounts = std::vector<std::array<uint64_t, 4>>;
+void export_monitor_state(const BackendMonitor& monitor, const Config& config, GatewayMetrics& metrics,
+                          ExportedMonitorCounts& exported);
 
 }  // namespace arbiter

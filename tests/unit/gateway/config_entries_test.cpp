@@ -95,6 +95,13 @@ bool read_degrade(YamlReader& r, const YAML::Node& node, const std::string& path
   return read_entry(class_degrade_keys(), r, node, path, a);
 }
 
+bool read_alias_target(YamlReader& r, const YAML::Node& node, const std::string& path, rollout::AliasTarget& t) {
+  return read_entry(alias_target_keys(), r, node, path, t);
+}
+bool read_canary(YamlReader& r, const YAML::Node& node, const std::string& path, rollout::CanaryConfig& c) {
+  return read_entry(canary_keys(), r, node, path, c);
+}
+
 std::vector<std::string> all_disagreements(const std::string& doc) {
   std::vector<std::string> out;
   auto add = [&](std::string_view heading, std::vector<std::string> found) {
@@ -115,6 +122,9 @@ std::vector<std::string> all_disagreements(const std::string& doc) {
                               {"{name: m, backends: [{type: sim}]}"}));
   add("backends", disagreements(doc, "`backends` entries:", backend_keys(), read_backend,
                                 {"{url: \"http://127.0.0.1:8000\"}", "{type: sim}"}, {"url"}));
+  add("aliases", disagreements(doc, "## `aliases`", alias_keys(), read_alias, {"{name: a, targets: [{model: m}]}"}));
+  add("alias targets", disagreements(doc, "`targets` entries:", alias_target_keys(), read_alias_target, {"{model: m}"}));
+  add("canary", disagreements(doc, "`canary`:", canary_keys(), read_canary, {"{target: m}"}));
   add("prices", disagreements(doc, "## `prices`", price_keys(), read_price,
                               {"{model: m, per_gpu_second: 1}", "{model: m, input_per_million: 1}"}));
   return out;
@@ -140,7 +150,7 @@ TEST(ConfigEntries, ADisagreementWithTheDocsIsCaught) {
               ::testing::IsSupersetOf({HasSubstr("backends lend: not in the docs"),
                                        HasSubstr("backends lends: documented but no key")}));
   // A required key documented as optional.
-  EXPECT_THAT(all_disagreements(replaced("| `model` | required |", "| `model` | none |")),
+  EXPECT_THAT(all_disagreements(replaced("| `model` | required | a model of `models`", "| `model` | none | a model of `models`")),
               Contains(HasSubstr("prices model: docs say 'none', the table requires it")));
 }
 

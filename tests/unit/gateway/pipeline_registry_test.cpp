@@ -19,7 +19,7 @@ TEST(PipelineRegistry, DescribesTheChainAConfigGives) {
   auto config = parse_config("models: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n");
   ASSERT_TRUE(config) << ::testing::PrintToString(config.error());
   EXPECT_EQ(describe_pipeline(*config),
-            "authenticate: auth; parse: parse; route: route, hints; answer_early: cache; protect: breaker, degrade; "
+            "authenticate: auth; parse: parse; route: alias, route, hints; answer_early: cache; protect: breaker, degrade; "
             "admit: caps, quota, supersede; handler: dispatch; observers: metrics, access_log, quota, usage, breaker, "
             "cache");
   auto quiet = parse_config("log: {access_log: false}\nmodels: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n");
@@ -69,8 +69,8 @@ TEST(PipelineRegistry, AStageAddedByTheRecipeRunsInItsPhasesPlace) {
   for (const StageEntry& e : stage_registry()) pipeline.add_stage(std::make_unique<StandIn>(e));
   std::vector<std::string> order;
   for (const auto& s : pipeline.stages()) order.emplace_back(s->name());
-  EXPECT_EQ(order, (std::vector<std::string>{"auth", "parse", "route", "hints", "sample_cache", "cache", "breaker",
-                                             "degrade", "caps", "quota", "supersede"}));
+  EXPECT_EQ(order, (std::vector<std::string>{"auth", "parse", "alias", "route", "hints", "sample_cache", "cache",
+                                             "breaker", "degrade", "caps", "quota", "supersede"}));
 }
 
 }  // namespace

@@ -1,0 +1,69 @@
+#include "gateway/stages/rollout/alias_stage.hpp"
+
+#include "core/request_parser.hpp"
+#include "core/rollout/traffic_split.hpp"
+
+namespace arbiter {
+
+AliasStage::AliasStage(RolloutBook& book, GatewayMetrics& metrics)
+    : book_(book),
+      requests_(metrics.registry.counter("arbiter_alias_requests_total",
+                                         "Requests for a model alias, by the target it sent them to.",
+                                         {"alias", "target"})) {}
+
+Verdict AliasStage::admit(RequestContext& ctx) {
+  const Runtime& runtime = *ctx.runtime;
+  const std::string& model = ctx.parsed.info.model;
+  if (runtime.config.aliases.empty() || runtime.pool_index.contains(model)) return Verdict::go();
+  const rollout::AliasConfig* alias = nullptr;
+  for (const rollout::AliasConfig& a : runtime.config.aliases) {
+    if (a.name == model) alias = &a;
+  }
+  if (alias == nullptr) return Verdict::go();  // no such model: RouteStage says so
+  std::string_view key = ctx.rec.request_id;  // sticky: none
+  const std::string_view tenant = ctx.tenant ? std::string_view(ctx.tenant->name) : std::string_view();
+  if (alias->sticky == rollout::Sticky::kTenant) {
+    key = tenant;
+  } else if (alias->sticky == rollout::Sticky::kSession) {
+    if (const auto session = ctx.req.field("x-session-id"); session && !session->empty()) {
+      key = *session;
+    } else if (ctx.parsed.info.user && !ctx.parsed.info.user->empty()) {
+      key = *ctx.parsed.info.user;
+    } else {
+      key = tenant;
+    }
+  }
+  std::optional<std::string> target = book_.pick(alias->name, rollout::sticky_hash(alias->name, key));
+  // The rollout follows the newest config; a request of an older one may
+  // find a target its config does not serve (a reload in between).
+  if (!target || !runtime.pool_index.contains(*target)) {
+    return Verdict::refuse(ApiError{ErrorCode::kNoBackend,
+                                    "the alias '" + model + "' changed while the request came in; retry", "model",
+                                    std::chrono::milliseconds(1000)});
+  }
+  requests_.with({alias->name, *target}).inc();
+  ctx.response_headers.emplace_back("x-arbiter-target", *target);
+  ctx.slots.emplace<AliasRoute>(AliasRoute{.alias = alias->name, .target = *target});
+  rewrite_model(ctx.parsed, *target);
+  return Verdict::go();
+}
+
+void RolloutObserver::on_complete(const RequestContext& ctx) {
+  const AliasRoute* route = ctx.slots.get<AliasRoute>();
+  if (route == nullptr || !ctx.dispatch_queue_ms) return;  // never reached an engine: nothing to judge
+  const AccessRecord& rec = ctx.rec;
+  const int status = ctx.outcome.status;
+  rollout::Outcome outcome;
+  // The engine's failures: a 5xx, or a stream that broke after its 200. A
+  // client that left (499) or a refusal of its own (4xx) says nothing of it.
+  outcome.error = status >= 500 || (status == 200 && !rec.error.empty());
+  if (rec.stream && status == 200 && rec.ttfb_ms >= 0) {
+    outcome.ttft_ms = rec.ttfb_ms - rec.queue_ms;  // from dispatch: the engine's part, not the queue's
+    if (rec.completion_tokens > 1) {
+      outcome.itl_ms = (rec.duration_ms - rec.ttfb_ms) / static_cast<double>(rec.completion_tokens - 1);
+    }
+  }
+  book_.record(route->alias, route->target, rollout::Clock::now(), outcome);
+}
+
+}  // namespace arbiter
