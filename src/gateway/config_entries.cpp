@@ -213,6 +213,15 @@ bool read_alias_target(YamlReader& r, const YAML::Node& v, const std::string& pa
   return read_entry(alias_target_keys(), r, v, path, t);
 }
 
+using SC = rollout::ShadowConfig;
+constexpr SettingKey<SC> kShadowKeys[] = {
+    {"model", "a model's name, none of the alias's targets", read_name<SC, &SC::model>, write_text<SC, &SC::model>, true},
+    {"share", "number in [0.0001, 1]", read_number<SC, &SC::share, 0.0001, 1.0>, write_number<SC, &SC::share>},
+    {"max_concurrency", "integer in [1, 1024]", read_integer<SC, &SC::max_concurrency, 1, 1024>,
+     write_integer<SC, &SC::max_concurrency>},
+    {"timeout_s", "integer in [1, 3600] (seconds)", read_seconds<SC, &SC::timeout, 1, 3600>, write_seconds<SC, &SC::timeout>},
+};
+
 using AC = rollout::AliasConfig;
 void read_alias_targets(YamlReader& r, const YAML::Node& v, const std::string& path, AC& a) {
   if (!r.sequence(v, path)) return;
@@ -232,6 +241,13 @@ void read_canary(YamlReader& r, const YAML::Node& v, const std::string& path, AC
 std::string write_canary(const AC& a) {
   return a.canary ? flow_mapping(canary_keys(), *a.canary) : "";
 }
+void read_shadow(YamlReader& r, const YAML::Node& v, const std::string& path, AC& a) {
+  SC c;
+  if (!read_entry(shadow_keys(), r, v, path, c)) return;
+  a.shadow = std::move(c);
+}
+std::string write_shadow(const AC& a) { return a.shadow ? flow_mapping(shadow_keys(), *a.shadow) : ""; }
+
 constexpr std::string_view kStickies[] = {"session", "tenant", "none"};  // rollout::Sticky's order
 constexpr SettingKey<AC> kAliasKeys[] = {
     {"name", "text, unique, no model's name", read_name<AC, &AC::name>, write_text<AC, &AC::name>, true},
@@ -239,6 +255,7 @@ constexpr SettingKey<AC> kAliasKeys[] = {
     {"sticky", "session, tenant or none", read_enum<AC, &AC::sticky, kStickies, 3>,
      write_enum<AC, &AC::sticky, kStickies>},
     {"canary", "a mapping (below)", read_canary, write_canary},
+    {"shadow", "a mapping (below)", read_shadow, write_shadow},
 };
 
 // ---- classes[] and their match ----
@@ -526,6 +543,7 @@ std::span<const SettingKey<ModelPrice>> price_keys() { return kPriceKeys; }
 std::span<const SettingKey<rollout::AliasConfig>> alias_keys() { return kAliasKeys; }
 std::span<const SettingKey<rollout::AliasTarget>> alias_target_keys() { return kAliasTargetKeys; }
 std::span<const SettingKey<rollout::CanaryConfig>> canary_keys() { return kCanaryKeys; }
+std::span<const SettingKey<rollout::ShadowConfig>> shadow_keys() { return kShadowKeys; }
 
 bool read_quota(YamlReader& r, const YAML::Node& node, const std::string& path, quota::QuotaLimits& out) {
   if (!read_entry(quota_keys(), r, node, path, out)) return false;

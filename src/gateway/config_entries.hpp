@@ -32,6 +32,7 @@ std::span<const SettingKey<ModelPrice>> price_keys();
 std::span<const SettingKey<rollout::AliasConfig>> alias_keys();
 std::span<const SettingKey<rollout::AliasTarget>> alias_target_keys();  // an alias's targets[]
 std::span<const SettingKey<rollout::CanaryConfig>> canary_keys();       // an alias's canary
+std::span<const SettingKey<rollout::ShadowConfig>> shadow_keys();       // an alias's shadow
 
 // One entry at `path` through its table and its own check; false when it
 // is not a mapping (nothing read).

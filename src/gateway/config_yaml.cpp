@@ -198,6 +198,14 @@ void check_aliases(YamlReader& r, const Config& c) {
       if (!a.canary || a.targets[t].model != a.canary->target) stable += a.targets[t].weight;
     }
     if (!a.targets.empty() && total <= 0) r.error(path + ".targets", "needs a target with a weight above 0");
+    if (a.shadow) {
+      if (!has_named(c.models, a.shadow->model)) {
+        r.error(path + ".shadow.model", "no model is named '" + a.shadow->model + "'");
+      } else if (std::ranges::any_of(a.targets, [&](const auto& t) { return t.model == a.shadow->model; })) {
+        // Its load would compete with the alias's real requests there, unseen by the scheduler.
+        r.error(path + ".shadow.model", "must not be one of the alias's targets");
+      }
+    }
     if (a.canary) {
       const bool listed = std::ranges::any_of(a.targets, [&](const auto& t) { return t.model == a.canary->target; });
       if (!listed) r.error(path + ".canary.target", "must be one of the alias's targets");

@@ -66,7 +66,8 @@ Gateway::Gateway(Config config, std::string text, std::string source, std::size_
         return std::shared_ptr<const Runtime>(std::move(current), runtime);
       },
       metrics_, usage_, [this] { refresh_metrics(); },
-      [this](std::string model) { return cache_->flush(std::move(model)); }, *this);
+      [this](std::string model) { return cache_->flush(std::move(model)); }, *this,
+      [this] { return rollouts_.report_json(std::chrono::steady_clock::now()); });
   {
     std::lock_guard lock(reload_mu_);
     show_version_locked();

@@ -162,5 +162,72 @@ TEST(Rollout, AHealthyCanaryIsPromotedThroughItsSteps) {
   for (int i = 0; i < 10; ++i) EXPECT_EQ(ask(gateway).header("x-arbiter-target").value_or("(none)"), "m1-new");
 }
 
+// m1 on `primary` behind the alias `chat`, with m1-shadow on `shadow` mirrored.
+GatewayConfig shadow_config(uint16_t primary, uint16_t shadow, const std::string& settings) {
+  GatewayConfig config;
+  config.backend_ports = {primary};
+  config.models_extra = "  - name: m1-shadow\n    backends:\n      - {url: \"http://127.0.0.1:" +
+                        std::to_string(shadow) + "\", max_concurrency: 8}\n";
+  config.extra = "cache: {enabled: false}\naliases:\n  - {name: chat, targets: [{model: m1}], shadow: {model: m1-shadow" +
+                 settings + "}}\n";
+  return config;
+}
+
+HttpResponse ask_greedy(const GatewayProcess& gateway, bool stream) {
+  HttpRequest r = sim_post("/v1/chat/completions",
+                           sim_chat(std::string("\"max_tokens\":8,\"temperature\":0") + (stream ? ",\"stream\":true" : ""),
+                                    "Name a river.", "chat"));
+  r.headers.emplace_back("authorization", std::string("Bearer ") + kAlphaKey);
+  return http_call(gateway.port(), r, Millis(30'000));
+}
+
+TEST(Shadow, EveryRequestIsMirroredAndComparedInMetricsAndTheReport) {
+  SimProcess primary({"--model", "m1"});
+  SimProcess shadow({"--model", "m1-shadow"});
+  GatewayProcess gateway(shadow_config(primary.port(), shadow.port(), ", share: 1, max_concurrency: 64").to_yaml());
+  for (int i = 0; i < 30; ++i) {
+    const HttpResponse r = ask_greedy(gateway, i % 3 == 0);
+    ASSERT_EQ(r.status, 200) << r.body << describe_output(gateway);
+    EXPECT_EQ(r.header("x-arbiter-target").value_or("(none)"), "m1");  // the real answer is the target's
+  }
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_shadow_pairs_total", [](double v) { return v >= 30; }, Millis(20'000),
+                                    {{"alias", "chat"}, {"outcome", "both_ok"}}),
+            30)
+      << describe_output(gateway);
+  EXPECT_EQ(shadow.metric("vllm:request_success_total").value_or(0), 30);
+  const json::value report = http_get(gateway.admin_port(), "/admin/rollouts").json();
+  const json::object& s = report.at("data").at(0).at("shadow").as_object();
+  EXPECT_EQ(s.at("model").as_string(), "m1-shadow");
+  EXPECT_EQ(s.at("pairs").to_number<double>(), 30);
+  EXPECT_EQ(s.at("shadow_errors").to_number<double>(), 0);
+  EXPECT_EQ(s.at("deterministic_pairs").to_number<double>(), 30);
+  // The simulator seeds its text with the served model's name: another
+  // model's answers differ, and the comparison says so.
+  EXPECT_EQ(s.at("exact_matches").to_number<double>(), 0);
+  EXPECT_EQ(s.at("exact_match_rate").to_number<double>(), 0);
+  EXPECT_GT(s.at("shadow_p50_ms").to_number<double>(), 0);
+  EXPECT_EQ(s.at("primary_mean_output_tokens").to_number<double>(), 8);
+  EXPECT_EQ(s.at("shadow_mean_output_tokens").to_number<double>(), 8);
+}
+
+TEST(Shadow, AHungShadowNeitherDelaysNorFailsTheRealAnswers) {
+  SimProcess primary({"--model", "m1"});
+  SimProcess shadow({"--model", "m1-shadow", "--hang-rate", "1"});
+  GatewayProcess gateway(shadow_config(primary.port(), shadow.port(), ", max_concurrency: 2, timeout_s: 1").to_yaml());
+  for (int i = 0; i < 20; ++i) {
+    const HttpResponse r = ask_greedy(gateway, i % 2 == 0);
+    EXPECT_EQ(r.status, 200) << r.body;
+  }
+  // Two at a time hang until their timeout; the rest were skipped, counted.
+  const std::string text = http_get(gateway.admin_port(), "/metrics").body;
+  const double sent = metric_value(text, "arbiter_shadow_requests_total", {{"result", "sent"}}).value_or(0);
+  const double skipped = metric_value(text, "arbiter_shadow_requests_total", {{"result", "skipped_busy"}}).value_or(0);
+  EXPECT_EQ(sent + skipped, 20);
+  EXPECT_GT(skipped, 0);
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_shadow_pairs_total", [&](double v) { return v >= sent; }, Millis(20'000),
+                                    {{"outcome", "shadow_error"}}),
+            sent);
+}
+
 }  // namespace
 }  // namespace arbiter::test

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,11 +44,23 @@ struct CanaryConfig {
   bool operator==(const CanaryConfig&) const = default;
 };
 
+// Shadow traffic: a share of the alias's requests also sent to another
+// model, its answers discarded and compared with the real ones.
+struct ShadowConfig {
+  std::string model;            // a model of the config, none of the alias's targets
+  double share = 1;             // of the alias's requests, (0, 1]
+  uint32_t max_concurrency = 4;  // shadow requests at once; more are skipped (counted)
+  std::chrono::seconds timeout{120};  // a shadow answer not whole by then is an error
+
+  bool operator==(const ShadowConfig&) const = default;
+};
+
 struct AliasConfig {
   std::string name;
   std::vector<AliasTarget> targets;
   Sticky sticky = Sticky::kSession;
   std::optional<CanaryConfig> canary;
+  std::optional<ShadowConfig> shadow;
 
   bool operator==(const AliasConfig&) const = default;
 };

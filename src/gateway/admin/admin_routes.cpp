@@ -37,17 +37,20 @@ Task<void> send_json(ClientConnection& conn, const Headers& headers, http::statu
 
 AdminRoutes::AdminRoutes(std::function<std::shared_ptr<const Runtime>()> runtime, GatewayMetrics& metrics,
                          const UsageBook& usage, std::function<void()> refresh,
-                         std::function<Task<std::string>(std::string)> flush_cache, ConfigControl& config)
+                         std::function<Task<std::string>(std::string)> flush_cache, ConfigControl& config,
+                         std::function<std::string()> rollouts)
     : runtime_(std::move(runtime)),
       metrics_(metrics),
       usage_(usage),
       refresh_(std::move(refresh)),
       flush_cache_(std::move(flush_cache)),
-      config_(config) {}
+      config_(config),
+      rollouts_(std::move(rollouts)) {}
 
 bool AdminRoutes::serves(std::string_view path) {
   return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/admin/usage" ||
          path == kCacheFlush || path == kConfig || path == kConfigRollback || path == kConfigVersions ||
+         path == kRollouts ||
          path == "/v1/models" || path.starts_with(kModelPrefix);
 }
 
@@ -93,6 +96,8 @@ Task<void> AdminRoutes::handle(std::string_view path, HttpRequest& req, ClientCo
     co_await usage_report(req, conn, headers);
   } else if (path == kCacheFlush) {
     co_await cache_flush(config, req, conn, headers);
+  } else if (path == kRollouts) {
+    co_await send_json(conn, headers, http::status::ok, rollouts_());
   } else if (path == kConfigVersions) {
     co_await send_json(conn, headers, http::status::ok, config_.versions_json());
   } else if (path == kConfig && req.method() != http::verb::post) {

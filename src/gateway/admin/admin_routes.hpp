@@ -33,9 +33,11 @@ class AdminRoutes {
   // its answer's JSON.
   // `runtime()`: the current config generation's (a reload changes it).
   // `config`: reloads, rollbacks and the versions (/admin/config*).
+  // `rollouts()`: the model aliases' report (GET /admin/rollouts).
   AdminRoutes(std::function<std::shared_ptr<const Runtime>()> runtime, GatewayMetrics& metrics,
               const UsageBook& usage, std::function<void()> refresh,
-              std::function<Task<std::string>(std::string)> flush_cache, ConfigControl& config);
+              std::function<Task<std::string>(std::string)> flush_cache, ConfigControl& config,
+              std::function<std::string()> rollouts);
 
   // POST /admin/cache/flush[?model=NAME]: the one route that changes state.
   static constexpr std::string_view kCacheFlush = "/admin/cache/flush";
@@ -45,6 +47,8 @@ class AdminRoutes {
   static constexpr std::string_view kConfig = "/admin/config";
   static constexpr std::string_view kConfigRollback = "/admin/config/rollback";
   static constexpr std::string_view kConfigVersions = "/admin/config/versions";
+  // GET /admin/rollouts: each alias's weights, canary and shadow comparison.
+  static constexpr std::string_view kRollouts = "/admin/rollouts";
   // The routes that change state, and so take POST.
   static bool takes_post(std::string_view path) {
     return path == kCacheFlush || path == kConfigRollback;
@@ -91,6 +95,7 @@ class AdminRoutes {
   std::function<void()> refresh_;
   std::function<Task<std::string>(std::string)> flush_cache_;
   ConfigControl& config_;
+  std::function<std::string()> rollouts_;
   std::atomic<bool> ready_{false};
   // A thread of its own for /metrics (last: joined first): with thousands of
   // tenants a page takes milliseconds, which the streams of the I/O thread

@@ -21,9 +21,16 @@ TEST(AliasConfig, ReadsTargetsStickinessAndCanary) {
                              "    targets: [{model: old, weight: 95}, {model: new, weight: 5}]\n"
                              "    sticky: tenant\n"
                              "    canary: {target: new, margin: 0.2, window_s: 30, min_requests: 20, steps: [5, 50, 100],"
-                             " step_after_s: 60}\n");
+                             " step_after_s: 60}\n"
+                             "  - {name: mirror, targets: [{model: old}], shadow: {model: new, share: 0.25, max_concurrency: 8,"
+                             " timeout_s: 30}}\n");
   ASSERT_TRUE(config) << ::testing::PrintToString(config.error());
-  ASSERT_EQ(config->aliases.size(), 1u);
+  ASSERT_EQ(config->aliases.size(), 2u);
+  ASSERT_TRUE(config->aliases[1].shadow);
+  EXPECT_EQ(config->aliases[1].shadow->model, "new");
+  EXPECT_EQ(config->aliases[1].shadow->share, 0.25);
+  EXPECT_EQ(config->aliases[1].shadow->max_concurrency, 8u);
+  EXPECT_EQ(config->aliases[1].shadow->timeout, std::chrono::seconds(30));
   const rollout::AliasConfig& a = config->aliases[0];
   EXPECT_EQ(a.name, "chat");
   ASSERT_EQ(a.targets.size(), 2u);
@@ -65,6 +72,12 @@ TEST(AliasConfig, EachMistakeIsNamedAtItsPath) {
   EXPECT_THAT(errors("  - {name: a, targets: [{model: old}], sticky: user}\n"), Contains(HasSubstr("aliases[0].sticky")));
   EXPECT_THAT(errors("  - {name: a, targets: [{model: old}]}\n  - {name: a, targets: [{model: new}]}\n"),
               Contains(HasSubstr("aliases")));
+  EXPECT_THAT(errors("  - {name: a, targets: [{model: old}], shadow: {model: old}}\n"),
+              Contains(HasSubstr("aliases[0].shadow.model")));
+  EXPECT_THAT(errors("  - {name: a, targets: [{model: old}], shadow: {model: nope}}\n"),
+              Contains(HasSubstr("aliases[0].shadow.model")));
+  EXPECT_THAT(errors("  - {name: a, targets: [{model: old}], shadow: {model: new, share: 0}}\n"),
+              Contains(HasSubstr("aliases[0].shadow.share")));
 }
 
 }  // namespace

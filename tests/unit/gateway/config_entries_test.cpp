@@ -102,6 +102,10 @@ bool read_canary(YamlReader& r, const YAML::Node& node, const std::string& path,
   return read_entry(canary_keys(), r, node, path, c);
 }
 
+bool read_shadow(YamlReader& r, const YAML::Node& node, const std::string& path, rollout::ShadowConfig& c) {
+  return read_entry(shadow_keys(), r, node, path, c);
+}
+
 std::vector<std::string> all_disagreements(const std::string& doc) {
   std::vector<std::string> out;
   auto add = [&](std::string_view heading, std::vector<std::string> found) {
@@ -125,6 +129,7 @@ std::vector<std::string> all_disagreements(const std::string& doc) {
   add("aliases", disagreements(doc, "## `aliases`", alias_keys(), read_alias, {"{name: a, targets: [{model: m}]}"}));
   add("alias targets", disagreements(doc, "`targets` entries:", alias_target_keys(), read_alias_target, {"{model: m}"}));
   add("canary", disagreements(doc, "`canary`:", canary_keys(), read_canary, {"{target: m}"}));
+  add("shadow", disagreements(doc, "`shadow`:", shadow_keys(), read_shadow, {"{model: m}"}));
   add("prices", disagreements(doc, "## `prices`", price_keys(), read_price,
                               {"{model: m, per_gpu_second: 1}", "{model: m, input_per_million: 1}"}));
   return out;

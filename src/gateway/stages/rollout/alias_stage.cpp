@@ -2,6 +2,7 @@
 
 #include "core/request_parser.hpp"
 #include "core/rollout/traffic_split.hpp"
+#include "gateway/stages/rollout/shadow_run.hpp"
 
 namespace arbiter {
 
@@ -10,6 +11,18 @@ AliasStage::AliasStage(RolloutBook& book, GatewayMetrics& metrics)
       requests_(metrics.registry.counter("arbiter_alias_requests_total",
                                          "Requests for a model alias, by the target it sent them to.",
                                          {"alias", "target"})) {}
+
+namespace {
+
+// Whether a request is one of the shadow's share: a hash of its id, so the
+// choice is the same wherever it is made.
+bool mirrored(double share, std::string_view request_id) {
+  if (share >= 1) return true;
+  const uint64_t h = rollout::sticky_hash("shadow", request_id);
+  return static_cast<double>(h >> 11) * 0x1.0p-53 < share;
+}
+
+}  // namespace
 
 Verdict AliasStage::admit(RequestContext& ctx) {
   const Runtime& runtime = *ctx.runtime;
@@ -45,12 +58,22 @@ Verdict AliasStage::admit(RequestContext& ctx) {
   ctx.response_headers.emplace_back("x-arbiter-target", *target);
   ctx.slots.emplace<AliasRoute>(AliasRoute{.alias = alias->name, .target = *target});
   rewrite_model(ctx.parsed, *target);
+  if (alias->shadow && mirrored(alias->shadow->share, ctx.rec.request_id)) {
+    if (auto permit = book_.take_shadow(alias->name)) {
+      boost::json::object body = ctx.parsed.body();  // a copy, the target's model in it
+      body["model"] = alias->shadow->model;
+      const bool deterministic = ctx.parsed.info.greedy || ctx.parsed.info.seeded;
+      ShadowCapture& capture = ctx.slots.emplace<ShadowCapture>(std::move(*permit), std::move(body), deterministic, *ctx.sink);
+      ctx.sink = &capture.copy;  // the real answer goes on through it, copied
+    }
+  }
   return Verdict::go();
 }
 
 void RolloutObserver::on_complete(const RequestContext& ctx) {
   const AliasRoute* route = ctx.slots.get<AliasRoute>();
   if (route == nullptr || !ctx.dispatch_queue_ms) return;  // never reached an engine: nothing to judge
+  if (ShadowCapture* capture = ctx.slots.get<ShadowCapture>()) launch_shadow(ctx, *capture, book_);
   const AccessRecord& rec = ctx.rec;
   const int status = ctx.outcome.status;
   rollout::Outcome outcome;

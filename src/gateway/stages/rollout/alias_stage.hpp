@@ -4,6 +4,9 @@
 // tenant; or the tenant; or none), over the weights the rollout has now.
 // The body's model becomes the target's, the answer says which
 // (x-arbiter-target), and the request keeps the alias for RolloutObserver.
+// A request of the alias's shadow share (by its id's hash), while the
+// shadow has room, keeps a copy of its body for the shadow model and of
+// its real answer (ShadowCapture).
 #pragma once
 
 #include <string>
@@ -34,7 +37,8 @@ class AliasStage final : public DeclaredStage<AliasStage> {
 
 // Completion observer: the outcome of a request an alias routed, for its
 // canary's judge (errors, time to first token and inter-token latency of
-// streamed answers, measured from dispatch).
+// streamed answers, measured from dispatch); and a mirrored request's
+// shadow, launched once its real answer is done (shadow_run.hpp).
 class RolloutObserver final : public CompletionObserver {
  public:
   explicit RolloutObserver(RolloutBook& book) : book_(book) {}

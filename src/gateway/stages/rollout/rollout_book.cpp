@@ -1,5 +1,7 @@
 #include "gateway/stages/rollout/rollout_book.hpp"
 
+#include <boost/json.hpp>
+
 #include "core/rollout/traffic_split.hpp"
 
 namespace arbiter {
@@ -12,7 +14,67 @@ RolloutBook::RolloutBook(metrics::Registry& registry)
       verdicts_(registry.counter("arbiter_canary_verdicts_total",
                                  "Canary verdicts by alias: rolled_back (worse than the stable targets beyond the "
                                  "margin; its weight set to 0) or promoted (a step up).",
-                                 {"alias", "verdict"})) {}
+                                 {"alias", "verdict"})),
+      shadow_requests_(registry.counter("arbiter_shadow_requests_total",
+                                        "Requests an alias mirrored to its shadow model (sent), or would have but "
+                                        "its shadow max_concurrency was reached (skipped_busy).",
+                                        {"alias", "shadow", "result"})),
+      shadow_pairs_(registry.counter("arbiter_shadow_pairs_total",
+                                     "Mirrored requests compared, by which side answered whole: both_ok, "
+                                     "shadow_error, primary_error, both_error.",
+                                     {"alias", "shadow", "outcome"})),
+      shadow_matches_(registry.counter("arbiter_shadow_exact_matches_total",
+                                       "Deterministic mirrored requests (temperature 0 or a seed) both sides "
+                                       "answered, by whether the texts were the same (yes, no).",
+                                       {"alias", "shadow", "match"})),
+      shadow_latency_(registry.histogram("arbiter_shadow_latency_seconds",
+                                         "Latency of mirrored requests' answers, from dispatch to the end, by side "
+                                         "(primary: the real answer; shadow).",
+                                         {"alias", "side"})) {}
+
+RolloutBook::ShadowPermit::~ShadowPermit() {
+  if (shadow_) shadow_->running.fetch_sub(1, std::memory_order_relaxed);
+}
+
+const rollout::ShadowConfig& RolloutBook::ShadowPermit::config() const { return shadow_->config; }
+
+std::size_t RolloutBook::ShadowPermit::next_backend(std::size_t count) const {
+  return count == 0 ? 0 : shadow_->turn.fetch_add(1, std::memory_order_relaxed) % count;
+}
+
+std::optional<RolloutBook::ShadowPermit> RolloutBook::take_shadow(std::string_view alias) {
+  std::shared_ptr<Shadow> shadow;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = rollouts_.find(alias);
+    if (it == rollouts_.end() || !it->second.shadow) return std::nullopt;
+    shadow = it->second.shadow;
+  }
+  const uint32_t before = shadow->running.fetch_add(1, std::memory_order_relaxed);
+  if (before >= shadow->config.max_concurrency) {
+    shadow->running.fetch_sub(1, std::memory_order_relaxed);
+    shadow_requests_.with({shadow->alias, shadow->config.model, "skipped_busy"}).inc();
+    return std::nullopt;
+  }
+  shadow_requests_.with({shadow->alias, shadow->config.model, "sent"}).inc();
+  return ShadowPermit(std::move(shadow));
+}
+
+void RolloutBook::shadow_done(const ShadowPermit& permit, const rollout::AnswerSummary& primary,
+                              const rollout::AnswerSummary& shadow, bool deterministic) {
+  Shadow& s = *permit.shadow_;
+  {
+    std::lock_guard lock(s.mu);
+    s.tally.add(primary, shadow, deterministic);
+  }
+  const char* outcome = primary.ok ? (shadow.ok ? "both_ok" : "shadow_error") : (shadow.ok ? "primary_error" : "both_error");
+  shadow_pairs_.with({s.alias, s.config.model, outcome}).inc();
+  if (deterministic && primary.ok && shadow.ok) {
+    shadow_matches_.with({s.alias, s.config.model, primary.text == shadow.text ? "yes" : "no"}).inc();
+  }
+  shadow_latency_.with({s.alias, "primary"}).observe(primary.latency_ms / 1000);
+  shadow_latency_.with({s.alias, "shadow"}).observe(shadow.latency_ms / 1000);
+}
 
 void RolloutBook::configure(const std::vector<rollout::AliasConfig>& aliases, rollout::TimePoint now) {
   std::lock_guard lock(mu_);
@@ -23,7 +85,12 @@ void RolloutBook::configure(const std::vector<rollout::AliasConfig>& aliases, ro
       next.emplace(alias.name, std::move(it->second));  // unchanged: its rollout goes on
       continue;
     }
-    Rollout r{.config = alias, .judge = std::nullopt, .weights = {}};
+    Rollout r{.config = alias, .judge = std::nullopt, .weights = {}, .shadow = nullptr};
+    if (alias.shadow) {
+      r.shadow = std::make_shared<Shadow>();
+      r.shadow->alias = alias.name;
+      r.shadow->config = *alias.shadow;
+    }
     if (alias.canary) {
       r.judge.emplace(alias, now);
     } else {
@@ -79,6 +146,84 @@ std::vector<RolloutBook::Event> RolloutBook::evaluate(rollout::TimePoint now) {
                       .verdict = std::move(*verdict)});
   }
   return events;
+}
+
+}  // namespace arbiter
+
+namespace arbiter {
+
+namespace {
+
+boost::json::value optional_ms(const std::optional<double>& v) {
+  return v ? boost::json::value(*v) : boost::json::value(nullptr);
+}
+
+boost::json::object side_json(const rollout::SideFigures& f) {
+  return {{"requests", f.requests},
+          {"error_rate", f.error_rate},
+          {"p99_ttft_ms", optional_ms(f.p99_ttft_ms)},
+          {"p99_itl_ms", optional_ms(f.p99_itl_ms)}};
+}
+
+std::string_view state_name(rollout::CanaryJudge::State s) {
+  switch (s) {
+    case rollout::CanaryJudge::State::kTrial: return "trial";
+    case rollout::CanaryJudge::State::kRolledBack: return "rolled_back";
+    case rollout::CanaryJudge::State::kPromoted: return "promoted";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string RolloutBook::report_json(rollout::TimePoint now) {
+  boost::json::array aliases;
+  std::lock_guard lock(mu_);
+  for (auto& [name, r] : rollouts_) {
+    const std::vector<double>& w = r.current();
+    double total = 0;
+    for (const double x : w) total += x;
+    boost::json::array targets;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      targets.push_back({{"model", r.config.targets[i].model}, {"percent", total > 0 ? 100 * w[i] / total : 0}});
+    }
+    boost::json::object alias{{"alias", name}, {"targets", std::move(targets)}};
+    if (r.judge) {
+      const auto [canary, stable] = r.judge->figures(now);
+      alias["canary"] = {{"target", r.config.canary->target},
+                         {"state", state_name(r.judge->state())},
+                         {"percent", r.judge->canary_percent()},
+                         {"margin", r.config.canary->margin},
+                         {"window_s", r.config.canary->window.count()},
+                         {"canary_side", side_json(canary)},
+                         {"stable_side", side_json(stable)}};
+    }
+    if (r.shadow) {
+      rollout::ShadowReport s;
+      {
+        std::lock_guard shadow_lock(r.shadow->mu);
+        s = r.shadow->tally.report();
+      }
+      alias["shadow"] = {
+          {"model", r.shadow->config.model},
+          {"pairs", s.pairs},
+          {"primary_errors", s.primary_errors},
+          {"shadow_errors", s.shadow_errors},
+          {"primary_p50_ms", optional_ms(s.primary_p50_ms)},
+          {"primary_p99_ms", optional_ms(s.primary_p99_ms)},
+          {"shadow_p50_ms", optional_ms(s.shadow_p50_ms)},
+          {"shadow_p99_ms", optional_ms(s.shadow_p99_ms)},
+          {"primary_mean_output_tokens", s.primary_mean_tokens},
+          {"shadow_mean_output_tokens", s.shadow_mean_tokens},
+          {"deterministic_pairs", s.deterministic_pairs},
+          {"exact_matches", s.exact_matches},
+          {"exact_match_rate", s.deterministic_pairs ? boost::json::value(static_cast<double>(s.exact_matches) /
+                                                                           static_cast<double>(s.deterministic_pairs))
+                                                     : boost::json::value(nullptr)}};
+    }
+    aliases.push_back(std::move(alias));
+  }
+  return boost::json::serialize(boost::json::object{{"object", "list"}, {"data", std::move(aliases)}});
 }
 
 }  // namespace arbiter
