@@ -31,8 +31,8 @@ struct ShadowReport {
   uint64_t primary_errors = 0;
   uint64_t shadow_errors = 0;
   std::optional<double> primary_p50_ms, primary_p99_ms, shadow_p50_ms, shadow_p99_ms;  // recent pairs
-  double primary_mean_tokens = 0;  // over pairs where both reported usage
-  double shadow_mean_tokens = 0;
+  std::optional<double> primary_mean_tokens;  // over pairs where both reported usage; none without
+  std::optional<double> shadow_mean_tokens;
   uint64_t deterministic_pairs = 0;  // both ok and the request deterministic
   uint64_t exact_matches = 0;        // of them, the same text
 };

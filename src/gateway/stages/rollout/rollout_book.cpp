@@ -154,15 +154,16 @@ namespace arbiter {
 
 namespace {
 
-boost::json::value optional_ms(const std::optional<double>& v) {
+// A figure, or null when there is none yet.
+boost::json::value optional_figure(const std::optional<double>& v) {
   return v ? boost::json::value(*v) : boost::json::value(nullptr);
 }
 
 boost::json::object side_json(const rollout::SideFigures& f) {
   return {{"requests", f.requests},
           {"error_rate", f.error_rate},
-          {"p99_ttft_ms", optional_ms(f.p99_ttft_ms)},
-          {"p99_itl_ms", optional_ms(f.p99_itl_ms)}};
+          {"p99_ttft_ms", optional_figure(f.p99_ttft_ms)},
+          {"p99_itl_ms", optional_figure(f.p99_itl_ms)}};
 }
 
 std::string_view state_name(rollout::CanaryJudge::State s) {
@@ -209,12 +210,12 @@ std::string RolloutBook::report_json(rollout::TimePoint now) {
           {"pairs", s.pairs},
           {"primary_errors", s.primary_errors},
           {"shadow_errors", s.shadow_errors},
-          {"primary_p50_ms", optional_ms(s.primary_p50_ms)},
-          {"primary_p99_ms", optional_ms(s.primary_p99_ms)},
-          {"shadow_p50_ms", optional_ms(s.shadow_p50_ms)},
-          {"shadow_p99_ms", optional_ms(s.shadow_p99_ms)},
-          {"primary_mean_output_tokens", s.primary_mean_tokens},
-          {"shadow_mean_output_tokens", s.shadow_mean_tokens},
+          {"primary_p50_ms", optional_figure(s.primary_p50_ms)},
+          {"primary_p99_ms", optional_figure(s.primary_p99_ms)},
+          {"shadow_p50_ms", optional_figure(s.shadow_p50_ms)},
+          {"shadow_p99_ms", optional_figure(s.shadow_p99_ms)},
+          {"primary_mean_output_tokens", optional_figure(s.primary_mean_tokens)},
+          {"shadow_mean_output_tokens", optional_figure(s.shadow_mean_tokens)},
           {"deterministic_pairs", s.deterministic_pairs},
           {"exact_matches", s.exact_matches},
           {"exact_match_rate", s.deterministic_pairs ? boost::json::value(static_cast<double>(s.exact_matches) /

@@ -62,10 +62,15 @@ void launch_shadow(const RequestContext& ctx, ShadowCapture& capture, RolloutBoo
   }
   const AccessRecord& rec = ctx.rec;
   const bool stream = rec.stream;
+  // Its output length from its usage, which a stream has only when asked.
+  if (stream) capture.body["stream_options"] = {{"include_usage", true}};
   // The real answer's latency from dispatch, as the shadow's is from its send.
   rollout::AnswerSummary primary = rollout::summarize_answer(capture.copy.body(), stream,
                                                              static_cast<int>(capture.copy.status()),
                                                              rec.duration_ms - rec.queue_ms);
+  // The client's copy of a stream may lack the usage the gateway read (and
+  // kept back): the engine's count is in the record.
+  if (!primary.output_tokens && rec.completion_tokens >= 0) primary.output_tokens = rec.completion_tokens;
   ShadowJob job{.permit = std::move(capture.permit),
                 .book = &book,
                 .host = backend.host,

@@ -54,6 +54,7 @@ TEST(ShadowCompare, TheTallyCountsErrorsLatenciesAndExactMatches) {
   EXPECT_NEAR(*r.shadow_p99_ms, 218, 2);
   EXPECT_EQ(r.primary_mean_tokens, 10);
   EXPECT_EQ(r.shadow_mean_tokens, 12);
+  EXPECT_FALSE(ShadowTally().report().primary_mean_tokens);  // none without pairs
   // Deterministic: the even ones (50), less those whose shadow failed
   // (multiples of 10: 10 of them) = 40; of those, multiples of 4 differ.
   EXPECT_EQ(r.deterministic_pairs, 40u);

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Issue 45's two latency checks against a real gateway and arbiter-sim
+engines, each an interleaved A/B in one run (docs/benchmarks.md, "Config
+reload and rollouts"):
+
+shadow: two aliases over the same model and engine, `mirrored` (every
+  request also sent to a shadow model on an engine of its own) and `plain`
+  (no shadow); arrivals alternate between them. The real answers' time to
+  first token and total time, per arm: the shadow must not change them.
+  The shadow comparison report (GET /admin/rollouts) is written to
+  --report.
+
+reload: steady load, in alternating phases of --phase seconds: quiet, then
+  a config reload (POST /admin/config, two texts in turn) every
+  --reload-every seconds. Time to first token per phase kind, and the
+  failed requests (there must be none).
+
+Open-loop Poisson arrivals; streamed chat, temperature 0.
+
+usage: python3 bench/rollout_ab.py shadow|reload [--build build] [--rate 40] [--seconds 60] [--seed 1]
+"""
+import argparse
+import http.client
+import json
+import math
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+
+def wait_port_file(path, proc, seconds=20):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            return int(re.findall(r"\d+", open(path).read())[0])
+        if proc.poll() is not None:
+            sys.exit(f"{proc.args[0]} exited")
+        time.sleep(0.05)
+    sys.exit(f"no port file {path}")
+
+
+def start_sim(build, tmp, name, model):
+    proc = subprocess.Popen([f"{build}/arbiter-sim", "--port", "0", "--port-file", f"{tmp}/{name}.port", "--model", model,
+                             "--profile", "llama-8b-a100"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proc, wait_port_file(f"{tmp}/{name}.port", proc)
+
+
+def one(port, model, prompt):
+    body = {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": 32, "temperature": 0,
+            "stream": True}
+    start = time.monotonic()
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        c.request("POST", "/v1/chat/completions", json.dumps(body), {"content-type": "application/json"})
+        r = c.getresponse()
+        ttft = None
+        buffer = b""
+        while True:
+            chunk = r.read1(65536)
+            if not chunk:
+                break
+            buffer += chunk
+            if ttft is None and re.search(rb'"content":"[^"]', buffer):
+                ttft = time.monotonic() - start
+        c.close()
+        ok = r.status == 200 and b"[DONE]" in buffer
+    except OSError:
+        ok, ttft = False, None
+    total = time.monotonic() - start
+    return {"ok": ok, "ttft_ms": 1000 * (ttft if ttft is not None else total), "total_ms": 1000 * total}
+
+
+def admin(port, method, path, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request(method, path, body)
+    r = c.getresponse()
+    return r.status, r.read().decode()
+
+
+def pct(values, p):
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, math.ceil(p / 100 * len(v)) - 1))] if v else float("nan")
+
+
+def drive(port, rate, seconds, seed, arm_of):
+    """Open-loop arrivals for `seconds`; arm_of(i, t) -> (arm, model). Results by arm."""
+    rng = random.Random(seed)
+    results = {}
+    lock = threading.Lock()
+
+    def task(arm, model, i):
+        r = one(port, model, f"Question {i % 50}: name a river.")
+        with lock:
+            results.setdefault(arm, []).append(r)
+
+    t0 = time.monotonic()
+    t = t0
+    i = 0
+    with ThreadPoolExecutor(max_workers=256) as pool:
+        while True:
+            t += rng.expovariate(rate)
+            if t >= t0 + seconds:
+                break
+            delay = t - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            arm, model = arm_of(i, t - t0)
+            pool.submit(task, arm, model, i)
+            i += 1
+    return results
+
+
+def summary(rows):
+    ok = [r for r in rows if r["ok"]]
+    return {"requests": len(rows), "failed": len(rows) - len(ok),
+            "ttft_p50": pct([r["ttft_ms"] for r in ok], 50), "ttft_p99": pct([r["ttft_ms"] for r in ok], 99),
+            "total_p50": pct([r["total_ms"] for r in ok], 50), "total_p99": pct([r["total_ms"] for r in ok], 99)}
+
+
+def config_text(sim_port, shadow_port=None, max_concurrency=64):
+    text = ("listener: {address: 127.0.0.1, port: 0, threads: 1}\nadmin: {port: 0}\nauth: {enabled: false}\n"
+            "log: {access_log: false}\ncache: {enabled: false}\n"
+            f"models:\n  - name: m1\n    backends: [{{url: 'http://127.0.0.1:{sim_port}', max_concurrency: {max_concurrency}}}]\n")
+    if shadow_port:
+        text += (f"  - name: m1-shadow\n    backends: [{{url: 'http://127.0.0.1:{shadow_port}', max_concurrency: 256}}]\n"
+                 "aliases:\n"
+                 "  - {name: mirrored, targets: [{model: m1}], shadow: {model: m1-shadow, share: 1, max_concurrency: 256}}\n"
+                 "  - {name: plain, targets: [{model: m1}]}\n")
+    return text
+
+
+def run(args):
+    tmp = tempfile.mkdtemp(prefix="arbiter-rollout.")
+    procs = []
+    try:
+        sim, sim_port = start_sim(args.build, tmp, "sim", "m1")
+        procs.append(sim)
+        shadow_port = None
+        if args.mode == "shadow":
+            shadow, shadow_port = start_sim(args.build, tmp, "shadow", "m1-shadow")
+            procs.append(shadow)
+        first = config_text(sim_port, shadow_port)
+        with open(f"{tmp}/arbiter.yaml", "w") as f:
+            f.write(first)
+        gateway = subprocess.Popen([f"{args.build}/arbiter", "--config", f"{tmp}/arbiter.yaml", "--port-file",
+                                    f"{tmp}/arbiter.port", "--admin-port-file", f"{tmp}/admin.port"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(gateway)
+        port = wait_port_file(f"{tmp}/arbiter.port", gateway)
+        admin_port = wait_port_file(f"{tmp}/admin.port", gateway)
+        if args.mode == "shadow":
+            results = drive(port, args.rate, args.seconds, args.seed,
+                            lambda i, t: ("mirrored", "mirrored") if i % 2 == 0 else ("plain", "plain"))
+            status, report = admin(admin_port, "GET", "/admin/rollouts")
+            if args.report:
+                with open(args.report, "w") as f:
+                    f.write(report + "\n")
+            print(f"shadow report: {report}")
+        else:
+            stop = threading.Event()
+            reloads = {"applied": 0, "other": 0}
+
+            def reloader():
+                texts = [config_text(sim_port, max_concurrency=64), config_text(sim_port, max_concurrency=48)]
+                n = 0
+                start = time.monotonic()
+                while not stop.is_set():
+                    phase = int((time.monotonic() - start) / args.phase)
+                    if phase % 2 == 1:
+                        status, body = admin(admin_port, "POST", "/admin/config", texts[n % 2] + f"# {n}\n")
+                        reloads["applied" if status == 200 and '"applied"' in body else "other"] += 1
+                        n += 1
+                    stop.wait(args.reload_every)
+
+            thread = threading.Thread(target=reloader)
+            thread.start()
+            results = drive(port, args.rate, args.seconds, args.seed,
+                            lambda i, t: ("reloading" if int(t / args.phase) % 2 == 1 else "quiet", "m1"))
+            stop.set()
+            thread.join()
+            print(f"reloads: {reloads}")
+        rows = {arm: summary(r) for arm, r in sorted(results.items())}
+        print("| arm | requests | failed | TTFT P50 ms | TTFT P99 ms | total P50 ms | total P99 ms |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for arm, s in rows.items():
+            print(f"| {arm} | {s['requests']} | {s['failed']} | {s['ttft_p50']:.1f} | {s['ttft_p99']:.1f} | "
+                  f"{s['total_p50']:.1f} | {s['total_p99']:.1f} |")
+        a, b = ("mirrored", "plain") if args.mode == "shadow" else ("reloading", "quiet")
+        if a in rows and b in rows:
+            print(f"{a} / {b}: TTFT P50 {rows[a]['ttft_p50'] / rows[b]['ttft_p50']:.3f}, "
+                  f"P99 {rows[a]['ttft_p99'] / rows[b]['ttft_p99']:.3f}; "
+                  f"total P50 {rows[a]['total_p50'] / rows[b]['total_p50']:.3f}, "
+                  f"P99 {rows[a]['total_p99'] / rows[b]['total_p99']:.3f}")
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            p.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["shadow", "reload"])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--rate", type=float, default=40)
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--phase", type=float, default=5, help="reload: seconds per phase")
+    ap.add_argument("--reload-every", type=float, default=0.2, help="reload: seconds between reloads")
+    ap.add_argument("--report", help="shadow: where the comparison report goes")
+    run(ap.parse_args())
+
+
+if __name__ == "__main__":
+    main()
