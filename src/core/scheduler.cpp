@@ -684,6 +684,11 @@ uint32_t Scheduler::backend_in_flight(PoolId pool, BackendId backend) const {
   return pools_[pool].backends[backend].in_flight;
 }
 
+BackendSignal Scheduler::backend_signal(PoolId pool, BackendId backend) const {
+  if (pool >= pools_.size() || backend >= pools_[pool].backends.size()) return {};
+  return pools_[pool].backends[backend].signal;
+}
+
 uint32_t Scheduler::backend_limit(PoolId pool, BackendId backend) const {
   if (pool >= pools_.size() || backend >= pools_[pool].backends.size()) return 0;
   return pools_[pool].backends[backend].limit;

@@ -183,6 +183,8 @@ class Scheduler {
   std::vector<TenantDepth> tenant_queue_depths() const;  // O(tenant queues)
   uint32_t backend_in_flight(PoolId pool, BackendId backend) const;
   uint32_t backend_limit(PoolId pool, BackendId backend) const;  // slots it takes now (0: unknown backend)
+  // Its latest signal (set_backend_state); a default one for an unknown backend.
+  BackendSignal backend_signal(PoolId pool, BackendId backend) const;
   // Its prefill backlog over the backlog limit, 0..1 (0 without a limit):
   // how full the engine's prefill queue is as the scheduler estimates it.
   double prefill_fill(PoolId pool, BackendId backend, TimePoint now) const;

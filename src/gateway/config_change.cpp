@@ -109,6 +109,7 @@ CarryMap carry_map(const Config& running, const Config& next) {
     map.tenants.push_back(tenant);
   }
   map.tenants.push_back(static_cast<sched::TenantId>(next.tenants.size()));  // the anonymous tenant
+  map.hold_added_backends = next.engine_signals.enabled;
   return map;
 }
 

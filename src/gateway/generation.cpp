@@ -34,6 +34,16 @@ void Generation::start(Dispatcher& dispatcher, uint64_t epoch) {
   }
   overload_ = std::make_unique<OverloadControl>(cfg, degrade_actions(cfg), *link_, deps_.metrics.registry);
   health_ = std::make_unique<BackendHealth>(cfg, *link_, deps_.timer_executor, deps_.metrics);
+  // What the scheduler holds for each backend (a reload's carried signals,
+  // an added backend held down): health starts from it.
+  link_->inspect([&](const sched::Scheduler& s) {
+    for (std::size_t p = 0; p < cfg.models.size(); ++p) {
+      for (std::size_t b = 0; b < cfg.models[p].backends.size(); ++b) {
+        health_->assume(static_cast<uint32_t>(p), static_cast<uint32_t>(b),
+                        s.backend_signal(static_cast<sched::PoolId>(p), static_cast<sched::BackendId>(b)));
+      }
+    }
+  });
   // Pool p serves model cfg.models[p]: its breaker's index by name.
   std::vector<std::size_t> breaker_of;
   for (const ModelConfig& m : cfg.models) breaker_of.push_back(*breakers_->index(m.name));

@@ -17,6 +17,7 @@
 #include "support/gateway_process.hpp"
 #include "support/harness.hpp"  // describe_output
 #include "support/metrics_text.hpp"
+#include "support/raw_socket.hpp"
 
 namespace arbiter::test {
 namespace {
@@ -180,6 +181,32 @@ TEST(ConfigReload, ARemovedBackendDrainsAndTakesNoNewWork) {
   auto after = launch(gateway.port(), 6, 4);
   expect_all_ok(after, gateway);
   EXPECT_EQ(removed.metric("vllm:request_success_total"), served_before);  // nothing new went there
+}
+
+TEST(ConfigReload, AnAddedBackendTakesNoWorkBeforeItsEngineAnswersAScrape) {
+  SimProcess sim({"--model", kModel});
+  GatewayConfig one = base({sim.port()}, 4);
+  one.engine_signals = true;
+  GatewayProcess gateway(one.to_yaml());
+  ASSERT_EQ(http_call(gateway.port(), chat(4)).status, 200);
+  // A second backend that takes connections and never answers: its scrapes
+  // time out (stale, and not down for silence_before_down, 10 s). Held
+  // down from the reload until a scrape succeeds, it never takes a
+  // request; let in at once, a request sent there would hang to its
+  // first-byte timeout and be retried on the other backend.
+  const ClosedPort silent(true);
+  GatewayConfig two = base({sim.port(), silent.port()}, 4);
+  two.engine_signals = true;
+  two.upstream_first_byte_ms = 300;
+  const HttpResponse applied = post_config(gateway, two.to_yaml());
+  ASSERT_EQ(applied.status, 200) << applied.body;
+  int retried = 0;
+  for (int i = 0; i < 20; ++i) {
+    const HttpResponse r = http_call(gateway.port(), chat(4));
+    EXPECT_EQ(r.status, 200) << r.body;
+    retried += r.header("x-arbiter-retries") ? 1 : 0;
+  }
+  EXPECT_EQ(retried, 0) << "requests were tried on the added backend before its engine answered";
 }
 
 TEST(ConfigReload, ASighupStormLosesNothingAndLeavesOneGeneration) {

@@ -66,7 +66,7 @@ std::string RawSocket::read_until(std::string_view needle, Millis timeout) {
 
 std::string RawSocket::read_until_close(Millis timeout) { return read_until({}, timeout); }
 
-ClosedPort::ClosedPort() {
+ClosedPort::ClosedPort(bool listening) {
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "socket");
   sockaddr_in addr{};
@@ -80,6 +80,11 @@ ClosedPort::ClosedPort() {
     throw std::system_error(err, std::generic_category(), "bind");
   }
   port_ = ntohs(addr.sin_port);
+  if (listening && ::listen(fd_, 64) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    throw std::system_error(err, std::generic_category(), "listen");
+  }
 }
 
 ClosedPort::~ClosedPort() { ::close(fd_); }

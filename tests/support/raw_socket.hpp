@@ -37,14 +37,17 @@ class RawSocket {
   bool closed_ = false;
 };
 
-// A loopback port where nothing listens, held for the object's lifetime:
+// A loopback port where nothing listens (or nothing answers), held for the object's lifetime:
 // a socket bound to an ephemeral port (without SO_REUSEADDR) and never
 // listening, so a connection to it is refused at once and no other
 // process can be handed the port while the test runs. (A port bound and
 // released again could go to another test's server running in parallel.)
 class ClosedPort {
  public:
-  ClosedPort();
+  // `listening`: the socket listens but never accepts, so a connection
+  // completes (the kernel's backlog) and nothing is ever answered: an
+  // engine that hangs (scrapes time out, silent) rather than refuses.
+  explicit ClosedPort(bool listening = false);
   ~ClosedPort();
   ClosedPort(const ClosedPort&) = delete;
   ClosedPort& operator=(const ClosedPort&) = delete;

@@ -413,6 +413,35 @@ std::pair<uint64_t, CarryReport> Dispatcher::reconfigure(sched::Scheduler next, 
     std::lock_guard lock(mu_);
     const auto now = Clock::now();
     next.carry_counters(scheduler_.counters(), map.classes, map.pools);
+    // The backends' signals, where they carry over; added ones down until
+    // their engine's first scrape says otherwise.
+    std::vector<std::vector<bool>> carried_backend(next.config().pools.size());
+    for (std::size_t p = 0; p < carried_backend.size(); ++p) {
+      carried_backend[p].resize(next.config().pools[p].max_concurrency.size());
+    }
+    for (std::size_t p = 0; p < map.backends.size(); ++p) {
+      if (!map.pools[p]) continue;
+      for (std::size_t b = 0; b < map.backends[p].size(); ++b) {
+        if (!map.backends[p][b]) continue;
+        next.set_backend_state(*map.pools[p], *map.backends[p][b],
+                               scheduler_.backend_signal(static_cast<sched::PoolId>(p), static_cast<sched::BackendId>(b)));
+        carried_backend[*map.pools[p]][*map.backends[p][b]] = true;
+      }
+    }
+    for (std::size_t p = 0; map.hold_added_backends && p < carried_backend.size(); ++p) {
+      // Only beside a carried backend that is up: a pool of added ones
+      // alone would answer 503 until the first scrape.
+      bool serving = false;
+      for (std::size_t b = 0; b < carried_backend[p].size(); ++b) {
+        serving = serving || (carried_backend[p][b] &&
+                              !next.backend_signal(static_cast<sched::PoolId>(p), static_cast<sched::BackendId>(b)).down);
+      }
+      for (std::size_t b = 0; serving && b < carried_backend[p].size(); ++b) {
+        if (!carried_backend[p][b]) {
+          next.set_backend_state(static_cast<sched::PoolId>(p), static_cast<sched::BackendId>(b), {.down = true});
+        }
+      }
+    }
     // In order of arrival (tags grow with it): the tenant queues keep their order.
     std::vector<std::shared_ptr<Waiter>> order;
     order.reserve(waiters_.size());

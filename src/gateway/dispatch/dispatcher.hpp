@@ -52,12 +52,16 @@ class RunParts {
 };
 
 // How a config reload maps the old scheduler's numbers to the new one's
-// (none: the new config dropped it). gateway/config_reload builds it by name.
+// (none: the new config dropped it). gateway/config_change builds it by name.
 struct CarryMap {
   std::vector<std::optional<sched::PoolId>> pools;
   std::vector<std::optional<sched::ClassId>> classes;
   std::vector<std::optional<sched::TenantId>> tenants;  // the anonymous tenant last
   std::vector<std::vector<std::optional<sched::BackendId>>> backends;  // [old pool][old backend]
+  // A backend the new config adds to a pool that keeps a live one starts
+  // down, to come up at its engine's first good scrape (probed before use);
+  // false when nothing would scrape it (engine_signals off).
+  bool hold_added_backends = false;
 };
 
 // What a reload did to the requests it found.
@@ -183,7 +187,9 @@ class Dispatcher {
   }
 
   // A config reload: `next` (built from the new config) takes the old
-  // scheduler's place, and with it every request: queued ones queue there
+  // scheduler's place, and with it the backends' signals (kept by name;
+  // an added backend held down while map.hold_added_backends) and every
+  // request: queued ones queue there
   // with their deadlines, in their order of arrival; running ones are
   // counted on their backend there (no overcommit) and finish on the
   // generation they run on. Queued requests the new config has no place

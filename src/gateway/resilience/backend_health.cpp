@@ -82,11 +82,25 @@ void BackendHealth::stop() {
   net::post(strand_, [this] { timer_.cancel(); });
 }
 
+void BackendHealth::assume(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal) {
+  std::lock_guard lock(mu_);
+  if (pool >= pools_.size() || backend >= pools_[pool].monitor.size()) return;
+  pools_[pool].monitor[backend] = signal;
+  pools_[pool].published[backend] = signal;
+  pools_[pool].held[backend] = signal.down;
+}
+
 void BackendHealth::on_signal(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal) {
   std::vector<Update> updates;
   {
     std::lock_guard lock(mu_);
-    pools_[pool].monitor[backend] = signal;
+    PoolHealth& p = pools_[pool];
+    sched::BackendSignal judged = signal;
+    // Held down until its engine answers a scrape: a verdict from no
+    // answer yet (stale) keeps it down.
+    if (p.held[backend] && judged.stale) judged.down = true;
+    p.held[backend] = p.held[backend] && judged.stale;
+    p.monitor[backend] = judged;
     settle_locked(pool, Clock::now(), updates);
   }
   tell(updates);

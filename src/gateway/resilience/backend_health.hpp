@@ -45,6 +45,13 @@ class BackendHealth {
 
   void start();
   void stop();  // idempotent; the loop ends when the io_context next runs it
+  // Before start(), at a config reload: what the scheduler already has for
+  // a backend (carried from the config before, or held down until its
+  // first scrape), as if the monitor had said it and the scheduler been
+  // told: the next verdict that differs reaches the scheduler. A backend
+  // assumed down stays down until a scrape of its engine succeeds (a
+  // verdict that is not stale): it takes work only once probed.
+  void assume(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal);
 
   // The model breakers' part (before start()): while `breaker_open(pool)`
   // says the pool's model waits out an opening, its backends are probed
@@ -79,7 +86,12 @@ class BackendHealth {
   using Clock = sched::Clock;
   struct PoolHealth {
     PoolHealth(resilience::OutlierDetector d, resilience::RetryBudget b, std::size_t backends)
-        : detector(std::move(d)), budget(std::move(b)), monitor(backends), capacity(backends), published(backends) {}
+        : detector(std::move(d)),
+          budget(std::move(b)),
+          monitor(backends),
+          capacity(backends),
+          published(backends),
+          held(backends) {}
     resilience::OutlierDetector detector;
     resilience::RetryBudget budget;
     std::vector<sched::BackendSignal> monitor;    // the monitor's last verdict per backend
@@ -90,6 +102,7 @@ class BackendHealth {
     };
     std::vector<Capacity> capacity;  // adaptive capacity's
     std::vector<sched::BackendSignal> published;  // what the scheduler was last told
+    std::vector<bool> held;  // assumed down: down until a scrape succeeds
     bool panic = false;
   };
   struct Update {
