@@ -44,16 +44,8 @@ Gateway::Gateway(Config config, std::string text, std::string source, std::size_
                               .applied_at = std::chrono::system_clock::now(),
                               .source = std::move(source),
                               .text = std::move(text)}) {
-  const GenerationDeps deps{.metrics = metrics_,
-                            .quotas = quotas_,
-                            .usage = usage_,
-                            .cache = *cache_,
-                            .rollouts = rollouts_,
-                            .access_log = access_log_.get(),
-                            .io_threads = io_threads_,
-                            .timer_executor = timer_executor_};
   rollouts_.configure(config.aliases, std::chrono::steady_clock::now());
-  auto first = std::make_shared<Generation>(std::move(config), versions_.current().hash, deps);
+  auto first = std::make_shared<Generation>(std::move(config), versions_.current().hash, generation_deps());
   dispatcher_ = std::make_unique<Dispatcher>(first->make_scheduler(), first, timer_executor);
   dispatcher_->start();
   first->start(*dispatcher_, dispatcher_->epoch());
@@ -88,6 +80,17 @@ Gateway::~Gateway() {
   quotas_.stop();
   std::lock_guard lock(reload_mu_);
   for (Retired& r : retired_) r.generation->stop();
+}
+
+GenerationDeps Gateway::generation_deps() {
+  return {.metrics = metrics_,
+          .quotas = quotas_,
+          .usage = usage_,
+          .cache = *cache_,
+          .rollouts = rollouts_,
+          .access_log = access_log_.get(),
+          .io_threads = io_threads_,
+          .timer_executor = timer_executor_};
 }
 
 ReloadOutcome Gateway::reload(std::string text, std::string source) {
@@ -149,16 +152,8 @@ ReloadOutcome Gateway::apply_locked(Config next, std::string text, std::string s
   const std::shared_ptr<Generation> old = generation_.load();
   const CarryMap map = carry_map(old->config(), next);
   const std::vector<std::string> flushed = changed_models(old->config(), next);
-  const GenerationDeps deps{.metrics = metrics_,
-                            .quotas = quotas_,
-                            .usage = usage_,
-                            .cache = *cache_,
-                            .rollouts = rollouts_,
-                            .access_log = access_log_.get(),
-                            .io_threads = io_threads_,
-                            .timer_executor = timer_executor_};
   rollouts_.configure(next.aliases, std::chrono::steady_clock::now());
-  auto fresh = std::make_shared<Generation>(std::move(next), hash, deps);
+  auto fresh = std::make_shared<Generation>(std::move(next), hash, generation_deps());
   // The scheduler moves first (under the dispatcher's lock), then new
   // requests go to the new generation; a request its old pipeline admitted
   // meanwhile is translated at its enqueue by the same map.

@@ -98,6 +98,8 @@ class Gateway final : public ConfigControl {
                               std::shared_ptr<Generation> generation);
   // Copies the current generation's and the quotas' state into the registry.
   void refresh_metrics();
+  // What every generation is built with: the long-lived parts.
+  GenerationDeps generation_deps();
   // The reload once the text parsed; under reload_mu_.
   ReloadOutcome apply_locked(Config next, std::string text, std::string source);
   // Sets arbiter_config_info for the current version (and clears the last).
