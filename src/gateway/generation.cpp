@@ -76,7 +76,9 @@ void Generation::start(Dispatcher& dispatcher, uint64_t epoch) {
                             .usage = deps_.usage,
                             .rollouts = deps_.rollouts,
                             .access_log = deps_.access_log};
-  for (const StageEntry& stage : stage_registry()) pipeline_.add_stage(stage.make(parts));
+  for (const StageEntry& stage : stage_registry()) {
+    if (stage.in(cfg)) pipeline_.add_stage(stage.make(parts));
+  }
   pipeline_.set_handler(std::make_unique<DispatchHandler>(cfg, dispatcher, epoch, *health_, deps_.metrics));
   for (const ObserverEntry& observer : observer_registry()) {
     if (!observer.enabled(cfg)) continue;

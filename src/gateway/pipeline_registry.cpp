@@ -28,9 +28,11 @@ const StageEntry kStages[] = {
     stage_entry<ParseStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<ParseStage>(p.config.limits.max_json_depth);
     }),
-    stage_entry<AliasStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
-      return std::make_unique<AliasStage>(p.rollouts, p.metrics);
-    }),
+    stage_entry<AliasStage>(
+        [](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
+          return std::make_unique<AliasStage>(p.rollouts, p.metrics);
+        },
+        [](const Config& c) { return !c.aliases.empty(); }),
     stage_entry<RouteStage>([](const PipelineParts& p) -> std::unique_ptr<AdmissionStage> {
       return std::make_unique<RouteStage>(p.pools);
     }),
@@ -97,7 +99,7 @@ std::string describe_pipeline(const Config& config) {
   for (const Phase phase : kPhases) {
     std::string names;
     for (const StageEntry& s : kStages) {
-      if (s.phase == phase) names += (names.empty() ? "" : ", ") + std::string(s.name);
+      if (s.phase == phase && s.in(config)) names += (names.empty() ? "" : ", ") + std::string(s.name);
     }
     if (!names.empty()) out += std::string(phase_name(phase)) + ": " + names + "; ";
   }

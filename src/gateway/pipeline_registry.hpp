@@ -44,6 +44,12 @@ struct StageEntry {
   std::string_view name;
   Phase phase;
   std::unique_ptr<AdmissionStage> (*make)(const PipelineParts& parts);
+  // Whether a config's pipeline has it; null: always. A stage a config
+  // does not use costs its requests nothing (each generation assembles
+  // its own pipeline).
+  bool (*enabled)(const Config& config) = nullptr;
+
+  bool in(const Config& config) const { return enabled == nullptr || enabled(config); }
 };
 
 struct ObserverEntry {
@@ -56,8 +62,9 @@ struct ObserverEntry {
 // A stage's entry: its name and phase as the class declares them (kName,
 // kPhase), and how it is made.
 template <class Stage>
-constexpr StageEntry stage_entry(std::unique_ptr<AdmissionStage> (*make)(const PipelineParts&)) {
-  return {Stage::kName, Stage::kPhase, make};
+constexpr StageEntry stage_entry(std::unique_ptr<AdmissionStage> (*make)(const PipelineParts&),
+                                 bool (*enabled)(const Config&) = nullptr) {
+  return {Stage::kName, Stage::kPhase, make, enabled};
 }
 
 std::span<const StageEntry> stage_registry();

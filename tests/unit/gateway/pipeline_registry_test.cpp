@@ -19,9 +19,16 @@ TEST(PipelineRegistry, DescribesTheChainAConfigGives) {
   auto config = parse_config("models: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n");
   ASSERT_TRUE(config) << ::testing::PrintToString(config.error());
   EXPECT_EQ(describe_pipeline(*config),
-            "authenticate: auth; parse: parse; route: alias, route, hints; answer_early: cache; protect: breaker, degrade; "
+            "authenticate: auth; parse: parse; route: route, hints; answer_early: cache; protect: breaker, degrade; "
             "admit: caps, quota, supersede; handler: dispatch; observers: metrics, access_log, quota, usage, breaker, "
             "cache");
+  // A stage the config does not use is left out: the alias stage only with aliases.
+  auto aliased = parse_config("models: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n"
+                              "aliases: [{name: a, targets: [{model: m}]}]\n");
+  ASSERT_TRUE(aliased) << ::testing::PrintToString(aliased.error());
+  EXPECT_NE(describe_pipeline(*aliased).find("route: alias, route, hints;"), std::string::npos)
+      << describe_pipeline(*aliased);
+  EXPECT_NE(describe_pipeline(*aliased).find("breaker, rollout, cache"), std::string::npos) << describe_pipeline(*aliased);
   auto quiet = parse_config("log: {access_log: false}\nmodels: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n");
   ASSERT_TRUE(quiet);
   EXPECT_TRUE(describe_pipeline(*quiet).ends_with("observers: metrics, quota, usage, breaker, cache"))
