@@ -291,7 +291,7 @@ int main(int argc, char** argv) {
       return;
     }
     if (sig == SIGHUP) {
-      // Reload the config file (docs/operations.md, "Config reload"); a
+      // Reload the config file (docs/deployment.md, "Config changes"); a
       // bad one is logged and the running config keeps serving.
       std::ifstream in(flags->config);
       std::stringstream text;

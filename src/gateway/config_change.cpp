@@ -75,6 +75,10 @@ std::vector<std::string> changed_models(const Config& running, const Config& nex
   return changed;
 }
 
+bool same_section(const Config& running, const Config& next, const char* section) {
+  return dump(YAML::Load(config_to_yaml(running))[section]) == dump(YAML::Load(config_to_yaml(next))[section]);
+}
+
 CarryMap carry_map(const Config& running, const Config& next) {
   CarryMap map;
   for (const ModelConfig& old : running.models) {

@@ -22,6 +22,9 @@ std::vector<std::string> restart_only_changes(const Config& running, const Confi
 // their cached answers may no longer be what they would answer.
 std::vector<std::string> changed_models(const Config& running, const Config& next);
 
+// Whether the printed `section` (a top-level key) is the same in both.
+bool same_section(const Config& running, const Config& next, const char* section);
+
 // Pools by their pool name, classes and tenants by name (the anonymous
 // tenant to the anonymous tenant), backends by name within a pool.
 CarryMap carry_map(const Config& running, const Config& next);

@@ -1,5 +1,6 @@
 #include "gateway/gateway.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <boost/json.hpp>
@@ -152,6 +153,13 @@ ReloadOutcome Gateway::apply_locked(Config next, std::string text, std::string s
   const std::shared_ptr<Generation> old = generation_.load();
   const CarryMap map = carry_map(old->config(), next);
   const std::vector<std::string> flushed = changed_models(old->config(), next);
+  Generation::Unchanged unchanged{.models = {},
+                                  .breaker_settings = same_section(old->config(), next, "model_breaker"),
+                                  .outlier_settings = same_section(old->config(), next, "outlier_detection") &&
+                                                      same_section(old->config(), next, "retries")};
+  for (const ModelConfig& m : next.models) {
+    if (std::ranges::find(flushed, m.name) == flushed.end()) unchanged.models.push_back(m.name);
+  }
   rollouts_.configure(next.aliases, std::chrono::steady_clock::now());
   auto fresh = std::make_shared<Generation>(std::move(next), hash, generation_deps());
   // The scheduler moves first (under the dispatcher's lock), then new
@@ -159,6 +167,7 @@ ReloadOutcome Gateway::apply_locked(Config next, std::string text, std::string s
   // meanwhile is translated at its enqueue by the same map.
   auto [epoch, carried] = dispatcher_->reconfigure(fresh->make_scheduler(), map, fresh);
   fresh->start(*dispatcher_, epoch);
+  fresh->carry_from(*old, unchanged);
   generation_.store(fresh);
   old->stop();
   retired_.push_back({old, std::chrono::steady_clock::now() + retire_grace(old->config())});

@@ -4,7 +4,7 @@
 // pipeline over them); the admin endpoints are AdminRoutes. Holds what
 // outlives a config reload: the dispatcher (its scheduler is carried to each
 // new config), metrics, quotas, usage, the result cache, the access log, and
-// the config versions (reload(), docs/operations.md "Config reload").
+// the config versions (reload(), docs/deployment.md "Config changes").
 #pragma once
 
 #include <functional>
@@ -69,7 +69,7 @@ class Gateway final : public ConfigControl {
   // /readyz answers 200 only while ready (listener up, not draining).
   void set_ready(bool ready) { admin_->set_ready(ready); }
   // Draining starts: queued requests are answered 503 shutting_down at once
-  // (and new ones too); running ones continue (docs/operations: drain).
+  // (and new ones too); running ones continue (docs/deployment.md, "Stop").
   void begin_drain() { dispatcher_->shut_down_queue(); }
   // The drain deadline: running requests stop, a stream with a final
   // shutting_down error event.

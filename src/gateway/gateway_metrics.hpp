@@ -177,7 +177,7 @@ struct GatewayMetrics {
                        "write failed. The request path never waits for the log.",
                        {})
           .with({});
-  // Config reloads (docs/operations.md, "Config reload").
+  // Config reloads (docs/deployment.md, "Config changes").
   metrics::Family<metrics::Gauge>& config_info = registry.gauge(
       "arbiter_config_info",
       "1 for the config version running (its hash and where it came from), 0 for versions that ran before: "

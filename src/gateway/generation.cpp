@@ -1,5 +1,6 @@
 #include "gateway/generation.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "gateway/admin/state_export.hpp"
@@ -83,6 +84,21 @@ void Generation::start(Dispatcher& dispatcher, uint64_t epoch) {
   for (const ObserverEntry& observer : observer_registry()) {
     if (!observer.enabled(cfg)) continue;
     if (auto made = observer.make(parts)) pipeline_.add_observer(std::move(made));
+  }
+}
+
+void Generation::carry_from(const Generation& old, const Unchanged& unchanged) {
+  if (unchanged.breaker_settings) breakers_->carry_from(*old.breakers_, unchanged.models);
+  if (!unchanged.outlier_settings) return;
+  const Config& cfg = runtime_.config;
+  const Config& before = old.config();
+  for (std::size_t to = 0; to < cfg.models.size(); ++to) {
+    if (std::ranges::find(unchanged.models, cfg.models[to].name) == unchanged.models.end()) continue;
+    for (std::size_t from = 0; from < before.models.size(); ++from) {
+      if (before.models[from].pool_name() == cfg.models[to].pool_name()) {
+        health_->carry_from(*old.health_, static_cast<uint32_t>(from), static_cast<uint32_t>(to));
+      }
+    }
   }
 }
 

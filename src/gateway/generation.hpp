@@ -71,6 +71,16 @@ class Generation final : public RunParts {
   // Retired by a reload (or the gateway's end): the loops stop; requests
   // still in it finish.
   void stop();
+  // After start(), at a reload: the models in `unchanged` (same settings and
+  // backends in both configs) go on with `old`'s model breakers (when
+  // model_breaker is unchanged too) and outlier detection and retry budgets
+  // (when outlier_detection and retries are), instead of starting afresh.
+  struct Unchanged {
+    std::vector<std::string> models;
+    bool breaker_settings = false;
+    bool outlier_settings = false;
+  };
+  void carry_from(const Generation& old, const Unchanged& unchanged);
 
   const Runtime& runtime() const { return runtime_; }
   const Config& config() const override { return runtime_.config; }

@@ -209,6 +209,30 @@ TEST(ConfigReload, AnAddedBackendTakesNoWorkBeforeItsEngineAnswersAScrape) {
   EXPECT_EQ(retried, 0) << "requests were tried on the added backend before its engine answered";
 }
 
+TEST(ConfigReload, AnOpenModelBreakerStaysOpenAcrossAReloadThatLeavesItsModelAlone) {
+  SimProcess sim({"--model", kModel, "--error-rate", "1", "--error-status", "500"});
+  GatewayConfig config = base({sim.port()}, 4);
+  config.extra += "model_breaker: {min_requests: 5, base_open_ms: 60000, max_open_ms: 60000}\n"
+                  "retries: {max_retries: 0}\n";
+  GatewayProcess gateway(config.to_yaml());
+  const Labels isolated{{"model", kModel}, {"stage", "isolated"}};
+  for (int i = 0; i < 40 && gateway_metric(gateway, "arbiter_model_breaker_stage", isolated).value_or(0) != 1; ++i) {
+    (void)http_call(gateway.port(), chat(4));
+  }
+  ASSERT_EQ(gateway.wait_for_metric("arbiter_model_breaker_stage", [](double v) { return v == 1; }, Millis(5'000),
+                                    isolated),
+            1)
+      << describe_output(gateway);
+  // A change elsewhere (a tenant more): the failing model stays isolated.
+  GatewayConfig more = config;
+  more.extra += "# reloaded\n";
+  more.alpha_extra = ", weight: 2";
+  const HttpResponse applied = post_config(gateway, more.to_yaml());
+  ASSERT_EQ(applied.status, 200) << applied.body;
+  EXPECT_EQ(gateway_metric(gateway, "arbiter_model_breaker_stage", isolated), 1);
+  EXPECT_EQ(http_call(gateway.port(), chat(4)).status, 503);  // refused at once, as before the reload
+}
+
 TEST(ConfigReload, ASighupStormLosesNothingAndLeavesOneGeneration) {
   SimProcess sim({"--model", kModel, "--profile", "llama-8b-a100", "--max-num-seqs", "64"});
   GatewayProcess gateway(base({sim.port()}, 8).to_yaml());

@@ -90,6 +90,13 @@ void BackendHealth::assume(uint32_t pool, uint32_t backend, const sched::Backend
   pools_[pool].held[backend] = signal.down;
 }
 
+void BackendHealth::carry_from(const BackendHealth& old, uint32_t from, uint32_t to) {
+  std::scoped_lock lock(mu_, old.mu_);
+  if (from >= old.pools_.size() || to >= pools_.size()) return;
+  pools_[to].detector = old.pools_[from].detector;
+  pools_[to].budget = old.pools_[from].budget;
+}
+
 void BackendHealth::on_signal(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal) {
   std::vector<Update> updates;
   {

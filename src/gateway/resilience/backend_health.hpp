@@ -52,6 +52,11 @@ class BackendHealth {
   // assumed down stays down until a scrape of its engine succeeds (a
   // verdict that is not stale): it takes work only once probed.
   void assume(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal);
+  // Before start(), at a config reload: pool `to` goes on with `old`'s pool
+  // `from`'s outlier detection (ejections, failure windows) and retry
+  // budget. Same backends in the same order, same settings: the caller's
+  // word (an unchanged model under unchanged outlier_detection and retries).
+  void carry_from(const BackendHealth& old, uint32_t from, uint32_t to);
 
   // The model breakers' part (before start()): while `breaker_open(pool)`
   // says the pool's model waits out an opening, its backends are probed
@@ -128,7 +133,7 @@ class BackendHealth {
   SchedulerLink dispatcher_;
   net::strand<net::any_io_executor> strand_;
   GatewayMetrics& metrics_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::vector<PoolHealth> pools_;  // guarded by mu_
   uint64_t random_;                // guarded: back-off jitter (xorshift)
   net::steady_timer timer_;        // strand

@@ -18,6 +18,15 @@ ModelBreakers::ModelBreakers(const Config& config, metrics::Registry& registry) 
   }
 }
 
+void ModelBreakers::carry_from(ModelBreakers& old, const std::vector<std::string>& models) {
+  std::scoped_lock lock(mu_, old.mu_);
+  for (const std::string& model : models) {
+    const auto to = index(model);
+    const auto from = old.index(model);
+    if (to && from) breakers_[*to] = old.breakers_[*from];
+  }
+}
+
 std::optional<std::size_t> ModelBreakers::index(std::string_view model) const {
   const auto it = std::find(names_.begin(), names_.end(), model);
   if (it == names_.end()) return std::nullopt;

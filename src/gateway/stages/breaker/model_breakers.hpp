@@ -34,6 +34,10 @@ class ModelBreakers {
   void backend_recovered(std::size_t index, TimePoint now);
   bool waiting_open(std::size_t index, TimePoint now);
 
+  // A config reload: the breakers of `models` (unchanged by it, under the
+  // same model_breaker settings) go on from where `old`'s were, open or not.
+  void carry_from(ModelBreakers& old, const std::vector<std::string>& models);
+
   // Gauges for a metrics scrape.
   void export_state(TimePoint now);
   // The breaker's metric families (BreakerStage counts its reroutes there).
