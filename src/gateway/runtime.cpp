@@ -9,12 +9,19 @@ PoolIndex index_pools(const std::vector<ModelConfig>& models) {
   return index;
 }
 
+StringMap<const rollout::AliasConfig*> index_aliases(const std::vector<rollout::AliasConfig>& aliases) {
+  StringMap<const rollout::AliasConfig*> index;
+  for (const rollout::AliasConfig& a : aliases) index.emplace(a.name, &a);
+  return index;
+}
+
 }  // namespace
 
 Runtime::Runtime(Config c)
     : config(std::move(c)),
       tenants(config.tenants, config.auth.enabled),
       classifier(config.classes, config.default_class),
-      pool_index(index_pools(config.models)) {}
+      pool_index(index_pools(config.models)),
+      aliases(index_aliases(config.aliases)) {}
 
 }  // namespace arbiter

@@ -14,6 +14,7 @@
 
 #include "core/classifier.hpp"
 #include "core/config.hpp"
+#include "core/string_map.hpp"
 #include "core/tenants.hpp"
 
 namespace arbiter {
@@ -32,6 +33,7 @@ struct Runtime {
   const TenantDirectory tenants;
   const Classifier classifier;
   const PoolIndex pool_index;
+  const StringMap<const rollout::AliasConfig*> aliases;  // model aliases by name (into config.aliases)
 };
 
 // The current one of something swapped atomically (the gateway's config

@@ -27,12 +27,9 @@ bool mirrored(double share, std::string_view request_id) {
 Verdict AliasStage::admit(RequestContext& ctx) {
   const Runtime& runtime = *ctx.runtime;
   const std::string& model = ctx.parsed.info.model;
-  if (runtime.config.aliases.empty() || runtime.pool_index.contains(model)) return Verdict::go();
-  const rollout::AliasConfig* alias = nullptr;
-  for (const rollout::AliasConfig& a : runtime.config.aliases) {
-    if (a.name == model) alias = &a;
-  }
-  if (alias == nullptr) return Verdict::go();  // no such model: RouteStage says so
+  const auto found = runtime.aliases.find(model);
+  if (found == runtime.aliases.end()) return Verdict::go();  // a model, or none: RouteStage says which
+  const rollout::AliasConfig* alias = found->second;
   std::string_view key = ctx.rec.request_id;  // sticky: none
   const std::string_view tenant = ctx.tenant ? std::string_view(ctx.tenant->name) : std::string_view();
   if (alias->sticky == rollout::Sticky::kTenant) {
