@@ -12,8 +12,6 @@
 #include "http/tls_context.hpp"
 #include "yaml/setting_rows.hpp"
 
-#include <fmt/format.h>
-
 namespace arbiter {
 namespace {
 
@@ -195,7 +193,7 @@ void read_steps(YamlReader& r, const YAML::Node& v, const std::string& path, CC&
 }
 std::string write_steps(const CC& c) {
   std::vector<std::string> steps;
-  for (const double s : c.steps) steps.push_back(fmt::format("{}", s));
+  for (const double s : c.steps) steps.push_back(YamlReader::format_number(s));
   return flow_list(steps);
 }
 constexpr SettingKey<CC> kCanaryKeys[] = {
