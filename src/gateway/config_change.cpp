@@ -2,8 +2,6 @@
 
 #include <map>
 
-#include <yaml-cpp/yaml.h>
-
 #include "gateway/config_print.hpp"
 
 namespace arbiter {
@@ -24,9 +22,11 @@ bool has_quotas(const std::string& dumped) { return !dumped.empty() && dumped !=
 
 }  // namespace
 
-std::vector<std::string> restart_only_changes(const Config& running, const Config& next) {
-  const YAML::Node a = YAML::Load(config_to_yaml(running));
-  const YAML::Node b = YAML::Load(config_to_yaml(next));
+PrintedConfig::PrintedConfig(const Config& config) : root(YAML::Load(config_to_yaml(config))) {}
+
+std::vector<std::string> restart_only_changes(const PrintedConfig& running, const PrintedConfig& next) {
+  const YAML::Node& a = running.root;
+  const YAML::Node& b = next.root;
   std::vector<std::string> changed;
   for (const char* section : {"listener", "admin", "log", "quota_store", "cache", "traffic_breaker"}) {
     if (dump(a[section]) != dump(b[section])) changed.push_back(section);
@@ -56,13 +56,12 @@ std::vector<std::string> restart_only_changes(const Config& running, const Confi
   return changed;
 }
 
-std::vector<std::string> changed_models(const Config& running, const Config& next) {
+std::vector<std::string> changed_models(const PrintedConfig& running, const PrintedConfig& next) {
   // A model split into per-class pools is listed once per pool: compare
   // every entry of the name together.
-  auto entries = [](const Config& config) {
+  auto entries = [](const PrintedConfig& config) {
     std::map<std::string, std::string> out;
-    const YAML::Node printed = YAML::Load(config_to_yaml(config));
-    for (const auto& m : printed["models"]) out[m["name"].as<std::string>()] += dump(m);
+    for (const auto& m : config.root["models"]) out[m["name"].as<std::string>()] += dump(m);
     return out;
   };
   const auto before = entries(running);
@@ -75,8 +74,8 @@ std::vector<std::string> changed_models(const Config& running, const Config& nex
   return changed;
 }
 
-bool same_section(const Config& running, const Config& next, const char* section) {
-  return dump(YAML::Load(config_to_yaml(running))[section]) == dump(YAML::Load(config_to_yaml(next))[section]);
+bool same_section(const PrintedConfig& running, const PrintedConfig& next, const char* section) {
+  return dump(running.root[section]) == dump(next.root[section]);
 }
 
 CarryMap carry_map(const Config& running, const Config& next) {

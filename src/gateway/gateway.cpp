@@ -145,18 +145,20 @@ ReloadOutcome Gateway::apply_locked(Config next, std::string text, std::string s
   if (prepare_) {
     if (auto why = prepare_(next)) return reject({*why});
   }
-  std::vector<std::string> restart = restart_only_changes(startup_config_, next);
+  const PrintedConfig printed(next);  // printed once for every comparison below
+  std::vector<std::string> restart = restart_only_changes(PrintedConfig(startup_config_), printed);
   if (!restart.empty()) {
     for (std::string& key : restart) key += ": changed; only a restart applies it (the running config is unchanged)";
     return reject(std::move(restart));
   }
   const std::shared_ptr<Generation> old = generation_.load();
   const CarryMap map = carry_map(old->config(), next);
-  const std::vector<std::string> flushed = changed_models(old->config(), next);
+  const PrintedConfig running(old->config());
+  const std::vector<std::string> flushed = changed_models(running, printed);
   Generation::Unchanged unchanged{.models = {},
-                                  .breaker_settings = same_section(old->config(), next, "model_breaker"),
-                                  .outlier_settings = same_section(old->config(), next, "outlier_detection") &&
-                                                      same_section(old->config(), next, "retries")};
+                                  .breaker_settings = same_section(running, printed, "model_breaker"),
+                                  .outlier_settings = same_section(running, printed, "outlier_detection") &&
+                                                      same_section(running, printed, "retries")};
   for (const ModelConfig& m : next.models) {
     if (std::ranges::find(flushed, m.name) == flushed.end()) unchanged.models.push_back(m.name);
   }

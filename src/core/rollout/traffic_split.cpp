@@ -13,8 +13,7 @@ uint64_t sticky_hash(std::string_view alias, std::string_view key) {
 std::size_t pick_target(std::span<const double> weights, uint64_t hash) {
   double total = 0;
   for (const double w : weights) total += w > 0 ? w : 0;
-  // The top 53 bits as a fraction in [0, 1): uniform for a uniform hash.
-  const double point = static_cast<double>(hash >> 11) * 0x1.0p-53 * total;
+  const double point = unit_point(hash) * total;
   double upto = 0;
   std::size_t last = 0;
   for (std::size_t i = 0; i < weights.size(); ++i) {

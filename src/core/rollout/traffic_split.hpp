@@ -13,6 +13,9 @@ namespace arbiter::rollout {
 // one session independently).
 uint64_t sticky_hash(std::string_view alias, std::string_view key);
 
+// A hash as a point in [0, 1): its top 53 bits, uniform for a uniform hash.
+inline double unit_point(uint64_t hash) { return static_cast<double>(hash >> 11) * 0x1.0p-53; }
+
 // The target whose share of the weights' total holds the hash's point in
 // [0, 1); weights <= 0 take none. Requires a positive total.
 std::size_t pick_target(std::span<const double> weights, uint64_t hash);

@@ -256,8 +256,15 @@ void Dispatcher::deliver(Decisions& decisions, const Waiter* self) {
 
 namespace {
 
-std::optional<sched::Request> carried(const CarryMap& map, sched::Request request) {
-  auto mapped = [](const auto& table, std::size_t i) { return i < table.size() ? table[i] : std::nullopt; };
+// Entry `i` of one of a CarryMap's tables; none beyond it.
+template <class Table>
+auto mapped(const Table& table, std::size_t i) -> typename Table::value_type {
+  return i < table.size() ? table[i] : std::nullopt;
+}
+
+// `request` in the numbers of the config `map` leads to; none when that
+// config has no place for it.
+std::optional<sched::Request> translated(const CarryMap& map, sched::Request request) {
   const auto pool = mapped(map.pools, request.pool);
   const auto klass = mapped(map.classes, request.klass);
   const auto tenant = mapped(map.tenants, request.tenant);
@@ -285,19 +292,19 @@ Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Reque
     const uint64_t current = epoch_.load(std::memory_order_relaxed);
     if (epoch != current) {
       // Admitted under a config a reload has replaced since: its numbers
-      // go through each reload's map in turn.
-      const uint64_t behind = current - epoch;
-      std::optional<sched::Request> translated = request;
-      if (epoch > current || behind > maps_.size()) translated.reset();
-      for (std::size_t i = maps_.size() - static_cast<std::size_t>(translated ? behind : 0);
-           translated && i < maps_.size(); ++i) {
-        translated = carried(maps_[i], *translated);
+      // go through each reload's map in turn (none kept that far back: 503).
+      std::optional<sched::Request> moved;
+      if (epoch < current && current - epoch <= maps_.size()) {
+        moved = request;
+        for (std::size_t i = maps_.size() - (current - epoch); moved && i < maps_.size(); ++i) {
+          moved = translated(maps_[i], *moved);
+        }
       }
-      if (!translated) {
+      if (!moved) {
         ApiError dropped = dropped_by_reload();
         co_return std::unexpected(std::move(dropped));
       }
-      request = *translated;
+      request = *moved;
     }
     w->tag = next_tag_++;
     request.user = w->tag;
@@ -402,9 +409,40 @@ Task<std::expected<void, ApiError>> Dispatcher::requeue(std::shared_ptr<Waiter> 
   co_return co_await wait_turn(std::move(w), conn);
 }
 
+void Dispatcher::carry_backend_signals_locked(sched::Scheduler& next, const CarryMap& map) const {
+  // The backends' signals, where they carry over; added ones down until
+  // their engine's first scrape says otherwise.
+  std::vector<std::vector<bool>> carried_backend(next.config().pools.size());
+  for (std::size_t p = 0; p < carried_backend.size(); ++p) {
+    carried_backend[p].resize(next.config().pools[p].max_concurrency.size());
+  }
+  for (std::size_t p = 0; p < map.backends.size(); ++p) {
+    if (!map.pools[p]) continue;
+    for (std::size_t b = 0; b < map.backends[p].size(); ++b) {
+      if (!map.backends[p][b]) continue;
+      next.set_backend_state(*map.pools[p], *map.backends[p][b],
+                             scheduler_.backend_signal(static_cast<sched::PoolId>(p), static_cast<sched::BackendId>(b)));
+      carried_backend[*map.pools[p]][*map.backends[p][b]] = true;
+    }
+  }
+  for (std::size_t p = 0; map.hold_added_backends && p < carried_backend.size(); ++p) {
+    // Only beside a carried backend that is up: a pool of added ones
+    // alone would answer 503 until the first scrape.
+    bool serving = false;
+    for (std::size_t b = 0; b < carried_backend[p].size(); ++b) {
+      serving = serving || (carried_backend[p][b] &&
+                            !next.backend_signal(static_cast<sched::PoolId>(p), static_cast<sched::BackendId>(b)).down);
+    }
+    for (std::size_t b = 0; serving && b < carried_backend[p].size(); ++b) {
+      if (!carried_backend[p][b]) {
+        next.set_backend_state(static_cast<sched::PoolId>(p), static_cast<sched::BackendId>(b), {.down = true});
+      }
+    }
+  }
+}
+
 std::pair<uint64_t, CarryReport> Dispatcher::reconfigure(sched::Scheduler next, const CarryMap& map,
                                                           std::shared_ptr<RunParts> generation) {
-  auto mapped = [](const auto& table, std::size_t i) { return i < table.size() ? table[i] : std::nullopt; };
   CarryReport report;
   Decisions decisions;
   std::shared_ptr<RunParts> previous;  // released after the lock
@@ -413,49 +451,17 @@ std::pair<uint64_t, CarryReport> Dispatcher::reconfigure(sched::Scheduler next, 
     std::lock_guard lock(mu_);
     const auto now = Clock::now();
     next.carry_counters(scheduler_.counters(), map.classes, map.pools);
-    // The backends' signals, where they carry over; added ones down until
-    // their engine's first scrape says otherwise.
-    std::vector<std::vector<bool>> carried_backend(next.config().pools.size());
-    for (std::size_t p = 0; p < carried_backend.size(); ++p) {
-      carried_backend[p].resize(next.config().pools[p].max_concurrency.size());
-    }
-    for (std::size_t p = 0; p < map.backends.size(); ++p) {
-      if (!map.pools[p]) continue;
-      for (std::size_t b = 0; b < map.backends[p].size(); ++b) {
-        if (!map.backends[p][b]) continue;
-        next.set_backend_state(*map.pools[p], *map.backends[p][b],
-                               scheduler_.backend_signal(static_cast<sched::PoolId>(p), static_cast<sched::BackendId>(b)));
-        carried_backend[*map.pools[p]][*map.backends[p][b]] = true;
-      }
-    }
-    for (std::size_t p = 0; map.hold_added_backends && p < carried_backend.size(); ++p) {
-      // Only beside a carried backend that is up: a pool of added ones
-      // alone would answer 503 until the first scrape.
-      bool serving = false;
-      for (std::size_t b = 0; b < carried_backend[p].size(); ++b) {
-        serving = serving || (carried_backend[p][b] &&
-                              !next.backend_signal(static_cast<sched::PoolId>(p), static_cast<sched::BackendId>(b)).down);
-      }
-      for (std::size_t b = 0; serving && b < carried_backend[p].size(); ++b) {
-        if (!carried_backend[p][b]) {
-          next.set_backend_state(static_cast<sched::PoolId>(p), static_cast<sched::BackendId>(b), {.down = true});
-        }
-      }
-    }
+    carry_backend_signals_locked(next, map);
     // In order of arrival (tags grow with it): the tenant queues keep their order.
     std::vector<std::shared_ptr<Waiter>> order;
     order.reserve(waiters_.size());
     for (const auto& [tag, w] : waiters_) order.push_back(w);
     std::ranges::sort(order, {}, [](const auto& w) { return w->tag; });
     for (const auto& w : order) {
-      const sched::Request& old = w->request;
       const auto deadline = scheduler_.queue_deadline(w->handle);
-      sched::Request request = old;
-      const auto pool = mapped(map.pools, old.pool);
-      const auto klass = mapped(map.classes, old.klass);
-      const auto tenant = mapped(map.tenants, old.tenant);
+      const std::optional<sched::Request> request = translated(map, w->request);
       sched::Scheduler::Carried carried{.deadline = deadline.value_or(Clock::time_point::max())};
-      bool placeable = pool && klass && tenant;
+      bool placeable = request.has_value();
       if (w->dispatched && !deadline) {
         const auto run_pool = mapped(map.pools, w->run_pool);
         const auto backend = w->run_pool < map.backends.size() ? mapped(map.backends[w->run_pool], w->run_backend)
@@ -468,15 +474,10 @@ std::pair<uint64_t, CarryReport> Dispatcher::reconfigure(sched::Scheduler next, 
         }
       }
       std::optional<sched::Handle> handle;
-      if (placeable) {
-        request.pool = *pool;
-        request.klass = *klass;
-        request.tenant = *tenant;
-        handle = next.carry_over(request, carried, now);
-      }
+      if (placeable) handle = next.carry_over(*request, carried, now);
       if (handle) {
         w->handle = *handle;
-        w->request = request;
+        w->request = *request;
         if (carried.running) {
           w->run_pool = carried.run_pool;
           w->run_backend = carried.backend;

@@ -238,6 +238,9 @@ class Dispatcher {
     std::optional<Clock::time_point> next_wakeup;
   };
 
+  // reconfigure(): the backends' signals the old scheduler has, into `next`
+  // by `map`; added backends held down beside a live one (lock held).
+  void carry_backend_signals_locked(sched::Scheduler& next, const CarryMap& map) const;
   // Polls the scheduler (lock held) and collects what to deliver.
   void poll_locked(Clock::time_point now, Decisions& out);
   void collect_superseded_locked(const sched::Superseded& s, Decisions& out);

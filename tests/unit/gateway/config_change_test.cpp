@@ -26,16 +26,16 @@ const std::string kModels =
 TEST(ConfigChange, ListenerAndQuotaChangesNeedARestartTenantsWithoutQuotasDoNot) {
   const Config running = parse(kModels + "tenants: [{name: t1, api_keys: [k1], quotas: [{requests_per_minute: 10}]}]\n");
   const Config same = parse(kModels + "tenants: [{name: t1, api_keys: [k1], quotas: [{requests_per_minute: 10}]}]\n");
-  EXPECT_TRUE(restart_only_changes(running, same).empty());
+  EXPECT_TRUE(restart_only_changes(PrintedConfig(running), PrintedConfig(same)).empty());
   const Config more_tenants = parse(kModels +
                                     "tenants: [{name: t0, api_keys: [k0]},"
                                     " {name: t1, api_keys: [k9], quotas: [{requests_per_minute: 10}]}]\n");
-  EXPECT_TRUE(restart_only_changes(running, more_tenants).empty());
+  EXPECT_TRUE(restart_only_changes(PrintedConfig(running), PrintedConfig(more_tenants)).empty());
   const Config quota = parse(kModels + "tenants: [{name: t1, api_keys: [k1], quotas: [{requests_per_minute: 20}]}]\n");
-  EXPECT_EQ(restart_only_changes(running, quota), (std::vector<std::string>{"tenants.t1.quotas"}));
+  EXPECT_EQ(restart_only_changes(PrintedConfig(running), PrintedConfig(quota)), (std::vector<std::string>{"tenants.t1.quotas"}));
   const Config listener = parse(kModels + "listener: {port: 1234}\n"
                                           "tenants: [{name: t1, api_keys: [k1], quotas: [{requests_per_minute: 10}]}]\n");
-  EXPECT_EQ(restart_only_changes(running, listener), (std::vector<std::string>{"listener"}));
+  EXPECT_EQ(restart_only_changes(PrintedConfig(running), PrintedConfig(listener)), (std::vector<std::string>{"listener"}));
 }
 
 TEST(ConfigChange, TheMapGoesByNames) {
@@ -56,7 +56,7 @@ TEST(ConfigChange, TheMapGoesByNames) {
   EXPECT_EQ(map.tenants, (std::vector<std::optional<sched::TenantId>>{std::nullopt, 0u, 1u}));  // anonymous last
   EXPECT_EQ(map.classes.size(), running.classes.size());
   for (std::size_t c = 0; c < map.classes.size(); ++c) EXPECT_EQ(map.classes[c], c);
-  EXPECT_EQ(changed_models(running, next), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(changed_models(PrintedConfig(running), PrintedConfig(next)), (std::vector<std::string>{"a"}));
 }
 
 TEST(ConfigVersions, KeepsTheRunningOneAndThreeBeforeItEachOnce) {

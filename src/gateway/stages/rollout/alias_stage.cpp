@@ -18,8 +18,7 @@ namespace {
 // choice is the same wherever it is made.
 bool mirrored(double share, std::string_view request_id) {
   if (share >= 1) return true;
-  const uint64_t h = rollout::sticky_hash("shadow", request_id);
-  return static_cast<double>(h >> 11) * 0x1.0p-53 < share;
+  return rollout::unit_point(rollout::sticky_hash("shadow", request_id)) < share;
 }
 
 }  // namespace
