@@ -22,15 +22,15 @@ import argparse
 import http.client
 import json
 import math
-import os
 import random
 import re
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+from bench_procs import wait_port_file
 
 WORDS = ("system network storage request latency budget policy tenant engine queue cache token stream "
          "deploy rollback replica region quota metric alert backup restore shard index vector prompt "
@@ -110,17 +110,6 @@ class Workload:
         return {"model": "m1", "temperature": 0, "max_tokens": 64, "stream": True,
                 "messages": [{"role": "system", "content": "Answer from the context only."},
                              {"role": "user", "content": f"Context: {document(doc)}\n\nQuestion: {question}"}]}
-
-
-def wait_port_file(path, proc, seconds=20):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if os.path.exists(path) and os.path.getsize(path) > 0:
-            return int(re.findall(r"\d+", open(path).read())[0])
-        if proc.poll() is not None:
-            sys.exit(f"{proc.args[0]} exited")
-        time.sleep(0.05)
-    sys.exit(f"no port file {path}")
 
 
 def sim_tokens(port):

@@ -23,26 +23,15 @@ import argparse
 import http.client
 import json
 import math
-import os
 import random
 import re
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-
-def wait_port_file(path, proc, seconds=20):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if os.path.exists(path) and os.path.getsize(path) > 0:
-            return int(re.findall(r"\d+", open(path).read())[0])
-        if proc.poll() is not None:
-            sys.exit(f"{proc.args[0]} exited")
-        time.sleep(0.05)
-    sys.exit(f"no port file {path}")
+from bench_procs import wait_port_file
 
 
 def start_sim(build, tmp, name, model):
