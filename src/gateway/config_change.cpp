@@ -10,16 +10,6 @@ namespace {
 
 std::string dump(const YAML::Node& node) { return node ? YAML::Dump(node) : std::string(); }
 
-// Each named entry's `key`, by name: "" when it has none.
-std::map<std::string, std::string> by_name(const YAML::Node& list, const char* key) {
-  std::map<std::string, std::string> out;
-  if (!list || !list.IsSequence()) return out;
-  for (const auto& entry : list) out[entry["name"].as<std::string>()] = dump(entry[key]);
-  return out;
-}
-
-bool has_quotas(const std::string& dumped) { return !dumped.empty() && dumped != "[]"; }
-
 }  // namespace
 
 PrintedConfig::PrintedConfig(const Config& config) : root(YAML::Load(config_to_yaml(config))) {}
@@ -28,7 +18,7 @@ std::vector<std::string> restart_only_changes(const PrintedConfig& running, cons
   const YAML::Node& a = running.root;
   const YAML::Node& b = next.root;
   std::vector<std::string> changed;
-  for (const char* section : {"listener", "admin", "log", "quota_store", "cache", "traffic_breaker"}) {
+  for (const char* section : {"listener", "admin", "log", "quota_store", "cache"}) {
     if (dump(a[section]) != dump(b[section])) changed.push_back(section);
   }
   for (const char* key : {"max_body_bytes", "max_header_bytes"}) {
@@ -36,22 +26,6 @@ std::vector<std::string> restart_only_changes(const PrintedConfig& running, cons
   }
   for (const char* key : {"client_header_ms", "client_body_ms", "keepalive_idle_ms", "client_write_ms", "drain_ms"}) {
     if (dump(a["timeouts"][key]) != dump(b["timeouts"][key])) changed.push_back(std::string("timeouts.") + key);
-  }
-  // Quotas, compared by owner: a tenant or team without quotas may come,
-  // go or change otherwise.
-  for (const char* owners : {"tenants", "teams"}) {
-    const auto before = by_name(a[owners], "quotas");
-    const auto after = by_name(b[owners], "quotas");
-    for (const auto& [name, quotas] : before) {
-      const auto it = after.find(name);
-      const std::string now = it == after.end() ? std::string() : it->second;
-      if ((has_quotas(quotas) || has_quotas(now)) && quotas != now) {
-        changed.push_back(std::string(owners) + "." + name + ".quotas");
-      }
-    }
-    for (const auto& [name, quotas] : after) {
-      if (!before.contains(name) && has_quotas(quotas)) changed.push_back(std::string(owners) + "." + name + ".quotas");
-    }
   }
   return changed;
 }

@@ -23,9 +23,9 @@ struct PrintedConfig {
 
 // The key paths (as --check names them) whose values differ and that only
 // a restart applies: the listeners, the log, the server's limits and client
-// timeouts, the quota store, the result cache's store, the traffic
-// breaker, and the tenants' and teams' quotas (the quota ledger keeps its
-// state by them). Empty: the new config may be applied live.
+// timeouts, the quota store (its connection and the replicas its leases
+// are shared by) and the result cache's store. Empty: the new config may be
+// applied live (quotas and traffic breakers included: QuotaBook::reconfigure).
 std::vector<std::string> restart_only_changes(const PrintedConfig& running, const PrintedConfig& next);
 
 // The models whose settings (backends included) differ, or that are gone:

@@ -170,6 +170,7 @@ ReloadOutcome Gateway::apply_locked(Config next, std::string text, std::string s
   auto [epoch, carried] = dispatcher_->reconfigure(fresh->make_scheduler(), map, fresh);
   fresh->start(*dispatcher_, epoch);
   fresh->carry_from(*old, unchanged);
+  quotas_.reconfigure(fresh->config());
   generation_.store(fresh);
   old->stop();
   retired_.push_back({old, std::chrono::steady_clock::now() + retire_grace(old->config())});

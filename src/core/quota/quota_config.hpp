@@ -59,6 +59,7 @@ struct TrafficBreakerSettings {
   Duration hold = std::chrono::seconds(5);
   Duration base_backoff = std::chrono::seconds(5), max_backoff = std::chrono::seconds(300);
   uint32_t probe_every = 10;  // half-open: 1 request in this many goes through
+  bool operator==(const TrafficBreakerSettings&) const = default;
 };
 
 // traffic_breaker: each tenant's demand (admitted or not) against its

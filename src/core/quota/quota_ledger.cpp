@@ -11,6 +11,9 @@ constexpr Duration kDay = std::chrono::hours(24);
 // Retry-After for a concurrency refusal: a slot frees when some request
 // ends, which the ledger cannot foresee.
 constexpr Duration kConcurrencyRetry = std::chrono::seconds(1);
+// Reloads after which an epoch's translation is forgotten once its last
+// reservation has ended: its refills and charges in flight have long come back.
+constexpr uint32_t kKeptEpochs = 16;
 
 bool listed(const std::vector<std::string>& list, std::string_view name) {
   return list.empty() || std::find(list.begin(), list.end(), name) != list.end();
@@ -26,6 +29,15 @@ std::string_view limit_name(LimitKind kind) {
     case LimitKind::kConcurrent: return "max_concurrent";
   }
   return "unknown";
+}
+
+bool has_quotas(const TenantConfig& tenant, const std::vector<TeamConfig>& teams) {
+  auto any = [](const std::vector<QuotaLimits>& quotas) {
+    return std::any_of(quotas.begin(), quotas.end(), [](const QuotaLimits& q) { return q.limits_anything(); });
+  };
+  if (any(tenant.quotas)) return true;
+  const auto team = std::find_if(teams.begin(), teams.end(), [&](const TeamConfig& t) { return t.name == tenant.team; });
+  return team != teams.end() && (any(team->quotas) || team->dynamic_quota.has_value());
 }
 
 bool QuotaLimits::covers(std::string_view klass, std::string_view model) const {
@@ -64,7 +76,10 @@ QuotaLedger::QuotaLedger(const std::vector<TenantConfig>& tenants, const std::ve
       quotas.push_back(d->tokens ? QuotaLimits{.tokens_per_minute = base} : QuotaLimits{.requests_per_minute = base});
     }
     by_team[team.name] = add("team " + team.name, quotas);
-    if (team.dynamic_quota) dynamic_.emplace(team.name, by_team[team.name].back());
+    if (team.dynamic_quota) {
+      dynamic_.emplace(team.name, by_team[team.name].back());
+      entries_[by_team[team.name].back()].dynamic = true;
+    }
   }
   for (const TenantConfig& t : tenants) {
     std::vector<uint32_t> ids = add("tenant " + t.name, t.quotas);
@@ -98,6 +113,96 @@ QuotaLimit& QuotaLedger::limit(LimitRef ref) {
 }
 
 const QuotaLimit& QuotaLedger::limit_at(LimitRef ref) const { return const_cast<QuotaLedger*>(this)->limit(ref); }
+
+QuotaLimit* QuotaLedger::find(LimitRef ref) {
+  if (ref.epoch != epoch_) {
+    const auto it = remaps_.find(ref.epoch);
+    if (it == remaps_.end() || ref.entry >= it->second.to_now.size() || !it->second.to_now[ref.entry]) return nullptr;
+    ref.entry = *it->second.to_now[ref.entry];
+  }
+  Entry& e = entries_[ref.entry];
+  std::optional<QuotaLimit>& l = ref.kind == LimitKind::kRequestsPerMinute ? e.requests
+                                 : ref.kind == LimitKind::kTokensPerMinute ? e.tokens
+                                 : ref.kind == LimitKind::kTokensPerDay    ? e.day_tokens
+                                                                           : e.slots;
+  return l ? &*l : nullptr;
+}
+
+void QuotaLedger::to_now(Reservation& r) {
+  if (r.epoch == epoch_) return;
+  const auto it = remaps_.find(r.epoch);
+  auto mapped = r.entries;
+  r.entries.clear();
+  if (it != remaps_.end()) {
+    for (const uint32_t id : mapped) {
+      if (id < it->second.to_now.size() && it->second.to_now[id]) r.entries.push_back(*it->second.to_now[id]);
+    }
+    if (--it->second.outstanding == 0 && it->first + kKeptEpochs < epoch_) remaps_.erase(it);
+  }
+  r.epoch = epoch_;
+  ++outstanding_;
+}
+
+void QuotaLedger::carry_from(QuotaLedger& old, TimePoint now) {
+  // Each old entry's heir: the first unclaimed new entry of its owner and scope.
+  std::vector<std::optional<uint32_t>> heir(old.entries_.size());
+  std::vector<bool> claimed(entries_.size(), false);
+  for (uint32_t o = 0; o < old.entries_.size(); ++o) {
+    const Entry& was = old.entries_[o];
+    for (uint32_t n = 0; n < entries_.size(); ++n) {
+      const Entry& is = entries_[n];
+      if (claimed[n] || is.owner != was.owner || is.dynamic != was.dynamic || is.limits.classes != was.limits.classes ||
+          is.limits.models != was.limits.models) {
+        continue;
+      }
+      claimed[n] = true;
+      heir[o] = n;
+      break;
+    }
+  }
+  for (uint32_t o = 0; o < old.entries_.size(); ++o) {
+    if (!heir[o]) continue;
+    Entry& was = old.entries_[o];
+    Entry& is = entries_[*heir[o]];
+    is.in_flight = was.in_flight;
+    is.reserved = was.reserved;
+    // A limit the entry keeps carries what it used; a new value applies
+    // from now on. A dynamic quota keeps its recomputed value.
+    auto carry = [&](std::optional<QuotaLimit>& to, std::optional<QuotaLimit>& from, std::optional<double>* value) {
+      if (!to || !from) return;
+      const double limit = to->limit();
+      to = std::move(*from);
+      to->carried();
+      if (was.dynamic) {
+        if (value) *value = to->limit();
+      } else if (limit != to->limit()) {
+        to->set_limit(now, limit);
+      }
+    };
+    carry(is.requests, was.requests, &is.limits.requests_per_minute);
+    carry(is.tokens, was.tokens, &is.limits.tokens_per_minute);
+    carry(is.day_tokens, was.day_tokens, nullptr);
+    carry(is.slots, was.slots, nullptr);
+  }
+  store_up_ = old.store_up_;
+  // Reservations and refs of earlier epochs now map to this one's entries.
+  epoch_ = old.epoch_ + 1;
+  remaps_.clear();
+  auto through = [&](const std::vector<std::optional<uint32_t>>& to_old) {
+    std::vector<std::optional<uint32_t>> out(to_old.size());
+    for (std::size_t i = 0; i < to_old.size(); ++i) {
+      if (to_old[i]) out[i] = heir[*to_old[i]];
+    }
+    return out;
+  };
+  for (auto& [epoch, remap] : old.remaps_) {
+    if (remap.outstanding > 0 || epoch + kKeptEpochs >= epoch_) {
+      remaps_.emplace(epoch, Remap{.to_now = through(remap.to_now), .outstanding = remap.outstanding});
+    }
+  }
+  remaps_.emplace(old.epoch_, Remap{.to_now = std::move(heir), .outstanding = old.outstanding_});
+  old = QuotaLedger({}, {}, old.sharing_);
+}
 
 std::expected<Reservation, Refusal> QuotaLedger::reserve(const Subject& who, TimePoint now, int64_t tokens) {
   Reservation r{.entries = {}, .tokens = std::max<int64_t>(tokens, 0)};
@@ -145,6 +250,8 @@ std::expected<Reservation, Refusal> QuotaLedger::reserve(const Subject& who, Tim
   });
   if (refusal) return std::unexpected(std::move(*refusal));
   r.leased_slots = sharing_ && store_up_;
+  r.epoch = epoch_;
+  ++outstanding_;
   for (const uint32_t id : r.entries) {
     Entry& e = entries_[id];
     if (e.slots && r.leased_slots) e.slots->take(now, 1, true);
@@ -166,6 +273,7 @@ bool QuotaLedger::set_dynamic_limit(std::string_view team, TimePoint now, double
 }
 
 void QuotaLedger::settle(Reservation& r, TimePoint now, int64_t used_tokens) {
+  to_now(r);
   const double extra = static_cast<double>(std::max<int64_t>(used_tokens, 0) - r.tokens);
   for (const uint32_t id : r.entries) {
     for (std::optional<QuotaLimit>* l : {&entries_[id].tokens, &entries_[id].day_tokens}) {
@@ -181,6 +289,7 @@ void QuotaLedger::settle(Reservation& r, TimePoint now, int64_t used_tokens) {
 }
 
 void QuotaLedger::release(Reservation& r) {
+  to_now(r);
   for (const uint32_t id : r.entries) {
     Entry& e = entries_[id];
     if (e.tokens) e.tokens->give_back(static_cast<double>(r.tokens));
@@ -198,6 +307,7 @@ void QuotaLedger::end(Reservation& r) {
   }
   r.entries.clear();
   r.tokens = 0;
+  --outstanding_;
 }
 
 std::vector<LeaseNeed> QuotaLedger::lease_needs(const Subject& who, TimePoint now, int64_t tokens) {
@@ -207,7 +317,7 @@ std::vector<LeaseNeed> QuotaLedger::lease_needs(const Subject& who, TimePoint no
   for_covering(who, [&](uint32_t id) {
     auto check = [&](QuotaLimit& l, LimitKind kind, double amount) {
       if (l.wait_for(now, amount, true)) return;  // fits, or refused outright
-      LeaseNeed need{.ref = {.entry = id, .kind = kind}, .need = l.shortfall(amount), .want = 0,
+      LeaseNeed need{.ref = {.entry = id, .kind = kind, .epoch = epoch_}, .need = l.shortfall(amount), .want = 0,
                      .in_flight = l.refilling()};
       need.want = l.want(need.need);
       if (!need.in_flight) l.begin_refill();
@@ -219,14 +329,24 @@ std::vector<LeaseNeed> QuotaLedger::lease_needs(const Subject& who, TimePoint no
   return needs;
 }
 
+// A refill's answer for a limit a reload removed is dropped: the store's
+// window keeps what it granted, as for any lease of a removed quota.
 void QuotaLedger::lease_granted(LimitRef ref, TimePoint now, double granted, double store_remaining,
                                 Duration store_reset) {
-  limit(ref).lease_granted(now, granted, store_remaining, store_reset);
+  if (QuotaLimit* l = find(ref)) l->lease_granted(now, granted, store_remaining, store_reset);
 }
 
-void QuotaLedger::lease_refused(LimitRef ref, TimePoint now, Duration wait) { limit(ref).lease_refused(now, wait); }
+void QuotaLedger::lease_refused(LimitRef ref, TimePoint now, Duration wait) {
+  if (QuotaLimit* l = find(ref)) l->lease_refused(now, wait);
+}
 
-void QuotaLedger::refill_failed(LimitRef ref) { limit(ref).refill_failed(); }
+void QuotaLedger::refill_failed(LimitRef ref) {
+  if (QuotaLimit* l = find(ref)) l->refill_failed();
+}
+
+void QuotaLedger::restore(const StoreCharge& charge) {
+  if (QuotaLimit* l = find(charge.ref)) l->restore(charge.units);
+}
 
 std::vector<StoreCharge> QuotaLedger::settle_with_store(TimePoint now, Duration idle) {
   std::vector<StoreCharge> out;
@@ -234,7 +354,7 @@ std::vector<StoreCharge> QuotaLedger::settle_with_store(TimePoint now, Duration 
   for (uint32_t id = 0; id < entries_.size(); ++id) {
     auto hand_back = [&](QuotaLimit& l, LimitKind kind, double) {
       if (const double units = l.settle_with_store(now, idle); units != 0) {
-        out.push_back({.ref = {.entry = id, .kind = kind}, .units = units});
+        out.push_back({.ref = {.entry = id, .kind = kind, .epoch = epoch_}, .units = units});
       }
     };
     for_limits(entries_[id], 0, hand_back);
@@ -249,7 +369,7 @@ std::vector<StoreCharge> QuotaLedger::outage_charges() {
   for (uint32_t id = 0; id < entries_.size(); ++id) {
     for_limits(entries_[id], 0, [&](QuotaLimit& l, LimitKind kind, double) {
       if (const double units = l.take_unreported(); units != 0) {
-        out.push_back({.ref = {.entry = id, .kind = kind}, .units = units});
+        out.push_back({.ref = {.entry = id, .kind = kind, .epoch = epoch_}, .units = units});
       }
     });
   }

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,6 +45,7 @@ struct Subject {
 struct LimitRef {
   uint32_t entry = 0;
   LimitKind kind = LimitKind::kRequestsPerMinute;
+  uint32_t epoch = 0;  // the ledger's, when the ref was made
   bool operator==(const LimitRef&) const = default;
 };
 
@@ -67,6 +69,7 @@ struct Reservation {
   boost::container::small_vector<uint32_t, 4> entries;
   int64_t tokens = 0;
   bool leased_slots = false;  // its max_concurrent slots came from shared leases
+  uint32_t epoch = 0;         // the ledger's, when it was made
 };
 
 struct Refusal {
@@ -107,10 +110,25 @@ struct Sharing {
   double lease_share = 0.02;
 };
 
+// True when some quota covers some of the tenant's requests (its own, or
+// its team's): QuotaLedger::limits as the config says it.
+bool has_quotas(const TenantConfig& tenant, const std::vector<TeamConfig>& teams);
+
 class QuotaLedger {
  public:
   QuotaLedger(const std::vector<TenantConfig>& tenants, const std::vector<TeamConfig>& teams,
               std::optional<Sharing> sharing = std::nullopt);
+
+  // A reload: this ledger, just built from the new config, takes over from
+  // `old` (left empty). An entry of the same owner and scope (classes and
+  // models; a team's dynamic quota with its dynamic quota) keeps what it has
+  // used, its requests in flight and reserved tokens, and its leases: a
+  // changed limit applies from now with what was used so far still used
+  // (a dynamic quota keeps its last recomputed limit). Other entries start
+  // full. Reservations made under `old` settle here, each on the entries
+  // that carried theirs.
+  void carry_from(QuotaLedger& old, TimePoint now);
+  uint32_t epoch() const { return epoch_; }
 
   // True when some quota covers some of the tenant's requests.
   bool limits(std::string_view tenant) const { return by_tenant_.contains(tenant); }
@@ -145,8 +163,9 @@ class QuotaLedger {
   // here): what a store coming back is charged before any lease is taken
   // from it, so the outage cannot be granted a fresh window on top.
   std::vector<StoreCharge> outage_charges();
-  void restore(const StoreCharge& charge) { limit(charge.ref).restore(charge.units); }
+  void restore(const StoreCharge& charge);
   // The store key's parts: the entry's owner and index, and the limit.
+  // `ref` must be of this epoch (as lease_needs and settle_with_store make them).
   const std::string& owner(LimitRef ref) const { return entries_[ref.entry].owner; }
   std::size_t index(LimitRef ref) const { return entries_[ref.entry].index; }
   const QuotaLimit& limit_at(LimitRef ref) const;
@@ -155,6 +174,7 @@ class QuotaLedger {
   struct Entry {
     std::string owner;
     std::size_t index;
+    bool dynamic = false;  // a team's dynamic quota
     QuotaLimits limits;
     std::optional<QuotaLimit> requests, tokens, day_tokens;
     std::optional<QuotaLimit> slots;  // shared mode, max_concurrent: leased slots
@@ -167,7 +187,23 @@ class QuotaLedger {
   template <class E, class F>
   static void for_limits(E& e, double tokens, F&& f);
   QuotaLimit& limit(LimitRef ref);
+  // The limit `ref` names now (translated from its epoch); null when a
+  // reload removed it.
+  QuotaLimit* find(LimitRef ref);
+  // Moves a reservation of an earlier epoch onto this one's entries.
+  void to_now(Reservation& r);
   void end(Reservation& r);
+
+  // An earlier epoch's entries, as this one's (nullopt: removed), and how
+  // many of its reservations are still to end. Kept while some are, and
+  // for the last kKeptEpochs reloads (refills and charges in flight).
+  struct Remap {
+    std::vector<std::optional<uint32_t>> to_now;
+    uint64_t outstanding = 0;
+  };
+  uint32_t epoch_ = 0;
+  uint64_t outstanding_ = 0;  // this epoch's reservations not yet ended
+  std::map<uint32_t, Remap> remaps_;
 
   std::optional<Sharing> sharing_;
   bool store_up_ = true;

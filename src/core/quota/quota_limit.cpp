@@ -29,7 +29,7 @@ QuotaLimit QuotaLimit::slots(double limit, uint32_t replicas, double block_share
 void QuotaLimit::set_limit(TimePoint now, double limit) {
   limit_ = limit;
   local_.set_limit(now, limit / replicas_);
-  if (lease_) lease_->block = limit * block_share_;
+  if (lease_) lease_->block = slots_ ? std::floor(limit * block_share_) : limit * block_share_;
 }
 
 std::optional<Duration> QuotaLimit::wait_for(TimePoint now, double n, bool store_up) const {

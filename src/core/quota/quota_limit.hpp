@@ -52,6 +52,11 @@ class QuotaLimit {
   void lease_granted(TimePoint now, double granted, double store_remaining, Duration store_reset);
   void lease_refused(TimePoint now, Duration wait);  // the store's bucket is empty for `wait`
   void refill_failed() { lease_->refilling = false; }
+  // Carried into a reloaded ledger: a refill in flight answers under its
+  // old ref, which may no longer translate, so none is waited for.
+  void carried() {
+    if (lease_) lease_->refilling = false;
+  }
   // What to hand back to the store: an idle lease (positive: give back),
   // debt (negative: charge), plus what the local stand-in admitted while
   // the store was down (charge). Zeroes them; 0 when there is nothing.

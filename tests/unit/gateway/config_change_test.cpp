@@ -23,7 +23,7 @@ const std::string kModels =
     "  - name: b\n"
     "    backends: [{name: b1, url: \"http://127.0.0.1:9003\"}]\n";
 
-TEST(ConfigChange, ListenerAndQuotaChangesNeedARestartTenantsWithoutQuotasDoNot) {
+TEST(ConfigChange, ListenerAndQuotaStoreChangesNeedARestartQuotasAndTenantsDoNot) {
   const Config running = parse(kModels + "tenants: [{name: t1, api_keys: [k1], quotas: [{requests_per_minute: 10}]}]\n");
   const Config same = parse(kModels + "tenants: [{name: t1, api_keys: [k1], quotas: [{requests_per_minute: 10}]}]\n");
   EXPECT_TRUE(restart_only_changes(PrintedConfig(running), PrintedConfig(same)).empty());
@@ -32,7 +32,13 @@ TEST(ConfigChange, ListenerAndQuotaChangesNeedARestartTenantsWithoutQuotasDoNot)
                                     " {name: t1, api_keys: [k9], quotas: [{requests_per_minute: 10}]}]\n");
   EXPECT_TRUE(restart_only_changes(PrintedConfig(running), PrintedConfig(more_tenants)).empty());
   const Config quota = parse(kModels + "tenants: [{name: t1, api_keys: [k1], quotas: [{requests_per_minute: 20}]}]\n");
-  EXPECT_EQ(restart_only_changes(PrintedConfig(running), PrintedConfig(quota)), (std::vector<std::string>{"tenants.t1.quotas"}));
+  EXPECT_TRUE(restart_only_changes(PrintedConfig(running), PrintedConfig(quota)).empty());
+  const Config breaker = parse(kModels + "traffic_breaker: {block_at: 5}\n"
+                                         "tenants: [{name: t1, api_keys: [k1], quotas: [{requests_per_minute: 10}]}]\n");
+  EXPECT_TRUE(restart_only_changes(PrintedConfig(running), PrintedConfig(breaker)).empty());
+  const Config store = parse(kModels + "quota_store: {redis: \"127.0.0.1:6379\"}\n"
+                                       "tenants: [{name: t1, api_keys: [k1], quotas: [{requests_per_minute: 10}]}]\n");
+  EXPECT_EQ(restart_only_changes(PrintedConfig(running), PrintedConfig(store)), (std::vector<std::string>{"quota_store"}));
   const Config listener = parse(kModels + "listener: {port: 1234}\n"
                                           "tenants: [{name: t1, api_keys: [k1], quotas: [{requests_per_minute: 10}]}]\n");
   EXPECT_EQ(restart_only_changes(PrintedConfig(running), PrintedConfig(listener)), (std::vector<std::string>{"listener"}));

@@ -39,11 +39,12 @@ QuotaBook::QuotaBook(const Config& config, net::any_io_executor store_executor, 
     : metrics_(registry),
       store_config_(config.quota_store),
       store_executor_(store_executor),
-      ledger_(config.tenants, config.teams, sharing(config.quota_store)) {
+      ledger_(config.tenants, config.teams, sharing(config.quota_store)),
+      breaker_settings_(config.traffic_breaker),
+      breakers_(breakers_for(config)) {
   if (ledger_.shared()) {
     store_ = std::make_unique<RedisQuotaStore>(store_executor, store_config_);
   }
-  add_breakers(config);
 }
 
 QuotaBook::~QuotaBook() { stop(); }
@@ -63,21 +64,45 @@ std::optional<std::pair<double, bool>> breaker_quota(const TenantConfig& t) {
 
 }  // namespace
 
-void QuotaBook::add_breakers(const Config& config) {
-  if (!config.traffic_breaker.enabled) return;
+StringMap<QuotaBook::Breaker> QuotaBook::breakers_for(const Config& config) {
+  StringMap<Breaker> out;
+  if (!config.traffic_breaker.enabled) return out;
   const quota::TrafficBreakerSettings& settings = config.traffic_breaker;
   for (const TenantConfig& t : config.tenants) {
     if (auto q = breaker_quota(t)) {
-      breakers_.emplace(t.name, Breaker{quota::TrafficBreaker(settings, q->first), q->second});
+      out.emplace(t.name, Breaker{quota::TrafficBreaker(settings, q->first), q->first, q->second});
     }
   }
+  return out;
+}
+
+void QuotaBook::reconfigure(const Config& next) {
+  quota::QuotaLedger ledger(next.tenants, next.teams, sharing(store_config_));
+  StringMap<Breaker> breakers = breakers_for(next);
+  std::lock_guard lock(mu_);
+  ledger.carry_from(ledger_, quota::Clock::now());
+  ledger_ = std::move(ledger);
+  // A breaker measuring the same quota with the same settings keeps its
+  // window and stage; any other starts green.
+  if (static_cast<const quota::TrafficBreakerSettings&>(next.traffic_breaker) == breaker_settings_) {
+    for (auto& [tenant, b] : breakers) {
+      const auto old = breakers_.find(tenant);
+      if (old != breakers_.end() && old->second.quota_per_second == b.quota_per_second &&
+          old->second.by_tokens == b.by_tokens) {
+        b.breaker = std::move(old->second.breaker);
+      }
+    }
+  }
+  breaker_settings_ = next.traffic_breaker;
+  breakers_ = std::move(breakers);
+  wake_all();  // their refs name the old ledger's limits: they reserve again
 }
 
 QuotaBook::Traffic QuotaBook::traffic(std::string_view tenant, quota::TimePoint now, int64_t tokens) {
   Traffic t;
+  std::lock_guard lock(mu_);
   const auto it = breakers_.find(tenant);
   if (it == breakers_.end()) return t;
-  std::lock_guard lock(mu_);
   t.verdict = it->second.breaker.on_request(now, it->second.by_tokens ? static_cast<double>(tokens) : 1.0);
   t.transitions = it->second.breaker.take_transitions();
   return t;
@@ -90,10 +115,22 @@ std::vector<std::pair<std::string, quota::TrafficStage>> QuotaBook::traffic_stag
   return out;
 }
 
-std::string QuotaBook::key(quota::LimitRef ref) const {
-  // "arbiter:q:tenant alpha:0:tokens_per_minute"; owner and index never change.
-  return fmt::format("{}:q:{}:{}:{}", store_config_.key_prefix, ledger_.owner(ref), ledger_.index(ref),
-                     quota::limit_name(ref.kind));
+QuotaBook::StoreTarget QuotaBook::target(quota::LimitRef ref) const {
+  const quota::QuotaLimit& limit = ledger_.limit_at(ref);
+  // "arbiter:q:tenant alpha:0:tokens_per_minute": the entry's owner and its
+  // place in the owner's quotas list.
+  return {.key = fmt::format("{}:q:{}:{}:{}", store_config_.key_prefix, ledger_.owner(ref), ledger_.index(ref),
+                             quota::limit_name(ref.kind)),
+          .limit = limit.limit(),
+          .period = limit.period(),
+          .slots = limit.counts_slots()};
+}
+
+QuotaBook::Charges QuotaBook::with_targets(std::vector<quota::StoreCharge> charges) const {
+  Charges out;
+  out.reserve(charges.size());
+  for (const quota::StoreCharge& c : charges) out.emplace_back(c, target(c.ref));
+  return out;
 }
 
 QuotaBook::Admission QuotaBook::admit(const quota::Subject& who, quota::TimePoint now, int64_t tokens) {
@@ -118,7 +155,7 @@ Task<QuotaBook::Admission> QuotaBook::reserve(const quota::Subject& who, int64_t
   // limit may need N refills one after the other.
   const quota::TimePoint deadline = quota::Clock::now() + store_config_.timeout;
   for (;;) {
-    std::vector<quota::LeaseNeed> mine;
+    std::vector<std::pair<quota::LeaseNeed, StoreTarget>> mine;
     std::vector<std::shared_ptr<Waiter>> waiting;
     {
       std::lock_guard lock(mu_);
@@ -129,7 +166,7 @@ Task<QuotaBook::Admission> QuotaBook::reserve(const quota::Subject& who, int64_t
       if (now >= deadline) break;
       for (const quota::LeaseNeed& need : ledger_.lease_needs(who, now, tokens)) {
         if (!need.in_flight) {
-          mine.push_back(need);
+          mine.emplace_back(need, target(need.ref));
           continue;
         }
         // Registered under the same lock as the check: its wake cannot be missed.
@@ -142,7 +179,7 @@ Task<QuotaBook::Admission> QuotaBook::reserve(const quota::Subject& who, int64_t
       }
     }
     if (mine.empty() && waiting.empty()) break;  // nothing to refill: refused
-    for (const quota::LeaseNeed& need : mine) co_await refill(need);
+    for (auto& refill_one : mine) co_await refill(refill_one.first, std::move(refill_one.second));
     for (const auto& w : waiting) (void)co_await w->timer.async_wait(kAsTuple);
   }
   last->retry_after = kRetryShortLease;
@@ -151,14 +188,13 @@ Task<QuotaBook::Admission> QuotaBook::reserve(const quota::Subject& who, int64_t
   co_return Admission{.result = std::unexpected(*last), .status = ledger_.status(who, quota::Clock::now())};
 }
 
-Task<void> QuotaBook::refill(quota::LeaseNeed need) {
-  const quota::QuotaLimit& limit = ledger_.limit_at(need.ref);  // limit and period never change
+Task<void> QuotaBook::refill(quota::LeaseNeed need, StoreTarget to) {
   store_calls_.fetch_add(1, std::memory_order_relaxed);
   std::expected<LeaseAnswer, std::string> answer;
-  if (limit.counts_slots()) {
-    answer = co_await store_->take_slots(key(need.ref), need.need, need.want, limit.limit());
+  if (to.slots) {
+    answer = co_await store_->take_slots(to.key, need.need, need.want, to.limit);
   } else {
-    answer = co_await store_->take(key(need.ref), need.need, need.want, limit.limit(), limit.period());
+    answer = co_await store_->take(to.key, need.need, need.want, to.limit, to.period);
   }
   std::lock_guard lock(mu_);
   const auto now = quota::Clock::now();
@@ -186,6 +222,11 @@ void QuotaBook::wake(quota::LimitRef ref) {
     net::post(entry.second->executor, [w = entry.second] { w->timer.cancel(); });
     return true;
   });
+}
+
+void QuotaBook::wake_all() {
+  for (const auto& entry : waiters_) net::post(entry.second->executor, [w = entry.second] { w->timer.cancel(); });
+  waiters_.clear();
 }
 
 void QuotaBook::settle(quota::Reservation& r, quota::TimePoint now, int64_t used_tokens) {
@@ -226,14 +267,14 @@ void QuotaBook::stop() { maintenance_.stop(); }
 
 Task<void> QuotaBook::maintain() {
   // One round: probe a down store, or hand back idle leases and debt.
-  std::vector<quota::StoreCharge> charges;
+  Charges charges;
   bool probe = false, up = false;
   {
     std::lock_guard lock(mu_);
     const auto now = quota::Clock::now();
     up = breaker_.up();
     if (up) {
-      charges = ledger_.settle_with_store(now, store_config_.lease_idle);
+      charges = with_targets(ledger_.settle_with_store(now, store_config_.lease_idle));
     } else {
       probe = breaker_.probe_due(now);
     }
@@ -247,7 +288,7 @@ Task<void> QuotaBook::maintain() {
   store_calls_.fetch_add(1, std::memory_order_relaxed);
   if (!co_await store_->heartbeat()) {
     std::lock_guard lock(mu_);
-    for (const quota::StoreCharge& c : charges) ledger_.restore(c);
+    for (const auto& c : charges) ledger_.restore(c.first);
     store_failed(quota::Clock::now());
     log_store("down", "a heartbeat failed");
     co_return;
@@ -269,11 +310,11 @@ Task<void> QuotaBook::probe_store() {
   // they add goes out in the next pass, and after kReconcilePasses the rest
   // is taken under the same lock that marks the store up and charged at once.
   for (int pass = 0;; ++pass) {
-    std::vector<quota::StoreCharge> charges;
+    Charges charges;
     bool now_up = false;
     {
       std::lock_guard lock(mu_);
-      charges = ledger_.outage_charges();
+      charges = with_targets(ledger_.outage_charges());
       if (charges.empty() || pass + 1 >= kReconcilePasses) {
         breaker_.succeeded();
         ledger_.set_store_up(true);
@@ -285,20 +326,21 @@ Task<void> QuotaBook::probe_store() {
   }
 }
 
-Task<bool> QuotaBook::send_charges(std::vector<quota::StoreCharge> charges, std::string_view why) {
+Task<bool> QuotaBook::send_charges(Charges charges, std::string_view why) {
   for (std::size_t i = 0; i < charges.size(); ++i) {
-    const quota::QuotaLimit& limit = ledger_.limit_at(charges[i].ref);
+    const quota::StoreCharge& charge = charges[i].first;
+    const StoreTarget& to = charges[i].second;
     store_calls_.fetch_add(1, std::memory_order_relaxed);
     std::expected<void, std::string> done;
-    if (limit.counts_slots()) {
-      done = co_await store_->release_slots(key(charges[i].ref), charges[i].units);
+    if (to.slots) {
+      done = co_await store_->release_slots(to.key, charge.units);
     } else {
-      done = co_await store_->adjust(key(charges[i].ref), charges[i].units, limit.limit(), limit.period());
+      done = co_await store_->adjust(to.key, charge.units, to.limit, to.period);
     }
     if (done) continue;
     // Kept for the next round: nothing is lost while the store is down.
     std::lock_guard lock(mu_);
-    for (std::size_t k = i; k < charges.size(); ++k) ledger_.restore(charges[k]);
+    for (std::size_t k = i; k < charges.size(); ++k) ledger_.restore(charges[k].first);
     store_failed(quota::Clock::now());
     log_store("down", why);
     co_return false;

@@ -32,8 +32,12 @@ class QuotaBook {
   QuotaBook(const Config& config, net::any_io_executor store_executor, metrics::Registry& registry);
   ~QuotaBook();
 
-  // Lock-free: which tenants have quotas never changes.
-  bool limits(std::string_view tenant) const { return ledger_.limits(tenant); }
+  // A reload: the ledger and the traffic breakers rebuilt from `next`,
+  // each quota's and breaker's state carried by name
+  // (QuotaLedger::carry_from); requests waiting for a lease refill look
+  // again. quota_store itself is applied only at a restart.
+  void reconfigure(const Config& next);
+
   bool shared() const { return store_ != nullptr; }
   QuotaMetrics& metrics() { return metrics_; }
 
@@ -79,20 +83,32 @@ class QuotaBook {
 
  private:
   struct Waiter;
-  void add_breakers(const Config& config);
-  Task<void> refill(quota::LeaseNeed need);
+  struct Breaker;
+  static StringMap<Breaker> breakers_for(const Config& config);
+  // What a store call for one limit needs, taken under mu_ with the ref
+  // (a reload may replace the ledger while the call is out).
+  struct StoreTarget {
+    std::string key;
+    double limit = 0;
+    quota::Duration period{};
+    bool slots = false;
+  };
+  StoreTarget target(quota::LimitRef ref) const;  // under mu_
+  using Charges = std::vector<std::pair<quota::StoreCharge, StoreTarget>>;
+  Charges with_targets(std::vector<quota::StoreCharge> charges) const;  // under mu_
+  Task<void> refill(quota::LeaseNeed need, StoreTarget target);
   Task<void> maintain();  // one round of the maintenance loop
   // A down store's probe; when it answers, the outage is charged, then the store is up.
   Task<void> probe_store();
   // Sends charges (hand-backs, debt, the outage's admissions) to the store;
   // on a failure restores those not sent, takes the store down (logged with
   // `why`) and returns false.
-  Task<bool> send_charges(std::vector<quota::StoreCharge> charges, std::string_view why);
+  Task<bool> send_charges(Charges charges, std::string_view why);
   void store_failed(quota::TimePoint now);  // under mu_
   // The ledger's answer and, unless its lease is short, the status after it. Under mu_.
   Admission admit(const quota::Subject& who, quota::TimePoint now, int64_t tokens);
   void wake(quota::LimitRef ref);           // under mu_
-  std::string key(quota::LimitRef ref) const;
+  void wake_all();                          // under mu_
 
   QuotaMetrics metrics_;
   const quota::QuotaStoreConfig store_config_;
@@ -105,9 +121,11 @@ class QuotaBook {
   Periodic maintenance_;  // maintain() every lease_idle / 4 (shared mode)
   struct Breaker {
     quota::TrafficBreaker breaker;
+    double quota_per_second;
     bool by_tokens;  // demand in tokens (tokens_per_minute), else in requests
   };
-  StringMap<Breaker> breakers_;  // by tenant
+  quota::TrafficBreakerSettings breaker_settings_;
+  StringMap<Breaker> breakers_;  // by tenant; under mu_ (a reload replaces them)
   std::atomic<uint64_t> store_calls_{0}, store_failures_{0};
 };
 

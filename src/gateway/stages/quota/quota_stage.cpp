@@ -66,6 +66,9 @@ QuotaStage::QuotaStage(const Config& config, QuotaBook& book)
   for (std::size_t c = 0; c < config.classes.size(); ++c) {
     if (config.classes[c].name == config.traffic_breaker.degrade_class) degrade_class_ = c;
   }
+  for (const TenantConfig& t : config.tenants) {
+    if (quota::has_quotas(t, config.teams)) limited_.emplace(t.name, true);
+  }
 }
 
 quota::Subject QuotaStage::subject(const RequestContext& ctx) const {
@@ -119,7 +122,7 @@ void QuotaStage::degrade(RequestContext& ctx) {
 }
 
 Verdict QuotaStage::admit(RequestContext& ctx) {
-  if (!ctx.tenant || !book_.limits(ctx.tenant->name)) return Verdict::go();
+  if (!ctx.tenant || !limited_.contains(ctx.tenant->name)) return Verdict::go();
   if (auto refused = traffic(ctx, quota::Clock::now())) return Verdict::refuse(std::move(*refused));
   auto admission = book_.try_reserve(subject(ctx), quota::Clock::now(), ctx.parsed.info.cost_estimate());
   if (!admission.result && admission.result.error().lease_short) return Verdict::wait();  // a refill from the store

@@ -38,6 +38,7 @@ class QuotaStage final : public DeclaredStage<QuotaStage> {
 
   const Config& config_;
   QuotaBook& book_;
+  StringMap<bool> limited_;  // tenants some quota covers (quota::has_quotas)
   std::optional<std::size_t> degrade_class_;  // traffic_breaker.degrade_class's index
 };
 
