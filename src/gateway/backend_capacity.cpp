@@ -38,6 +38,7 @@ BackendCapacity::BackendCapacity(const Config& config, SchedulerLink dispatcher,
 void BackendCapacity::observe(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal,
                               const EngineLoad& load, Clock::time_point now) {
   if (backends_[pool].empty()) return;  // not adaptive
+  std::lock_guard lock(mu_);
   Backend& b = backends_[pool][backend];
   const sched::AdaptiveCapacityConfig& settings = config_.adaptive_capacity_of(pool);
   StreamGaps& gaps = pools_[pool]->gaps(backend);
@@ -60,6 +61,18 @@ void BackendCapacity::observe(uint32_t pool, uint32_t backend, const sched::Back
   b.controller.gaps(counted);
   b.controller.occupancy(occupancy);
   if (b.controller.update(now)) publish(pool, backend, before);
+}
+
+void BackendCapacity::carry_from(const BackendCapacity& old, uint32_t from, uint32_t to) {
+  std::scoped_lock lock(mu_, old.mu_);
+  const auto& was = old.backends_[from];
+  auto& is = backends_[to];
+  if (was.size() != is.size()) return;  // adaptive in one and not the other
+  for (uint32_t b = 0; b < is.size(); ++b) {
+    const uint32_t before = is[b].controller.limit();
+    is[b].controller = was[b].controller;
+    publish(to, b, before);
+  }
 }
 
 void BackendCapacity::publish(uint32_t pool, uint32_t backend, uint32_t before) {

@@ -14,14 +14,16 @@
 // max_concurrency (the engine cannot be seen: no slots beyond what the
 // operator configured), and its gaps meanwhile are dropped.
 //
-// Threading: observe() runs on the monitor's strand only (the controllers
-// are that strand's); it takes the dispatcher's lock to read the scheduler
-// and BackendHealth's to publish, one after the other, never both.
+// Threading: observe() runs on the monitor's strand and carry_from() on a
+// reload's thread, both under mu_ (the controllers); observe takes the
+// dispatcher's lock to read the scheduler and BackendHealth's to publish,
+// one after the other, never both.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/adaptive_capacity.hpp"
@@ -50,6 +52,11 @@ class BackendCapacity {
   // figures of its last successful scrape.
   void observe(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal, const EngineLoad& load,
                Clock::time_point now);
+  // A reload: pool `to` takes over `old`'s pool `from` (the same model,
+  // unchanged, under the same adaptive_capacity settings): each backend's
+  // controller, its limit published to this generation's BackendHealth at
+  // once. So a reload does not send a tuned backend back to max_concurrency.
+  void carry_from(const BackendCapacity& old, uint32_t from, uint32_t to);
 
  private:
   struct Backend {
@@ -67,7 +74,8 @@ class BackendCapacity {
   SchedulerLink dispatcher_;
   const std::vector<std::unique_ptr<ModelPool>>& pools_;
   BackendHealth& health_;
-  std::vector<std::vector<Backend>> backends_;  // [pool][backend], empty for a fixed pool; the monitor's strand
+  mutable std::mutex mu_;  // backends_' controllers
+  std::vector<std::vector<Backend>> backends_;  // [pool][backend], empty for a fixed pool
   std::vector<std::vector<bool>> gap_classes_;  // [pool]: the classes its gap target counts (pool_gap_target)
 };
 

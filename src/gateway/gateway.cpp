@@ -158,7 +158,9 @@ ReloadOutcome Gateway::apply_locked(Config next, std::string text, std::string s
   Generation::Unchanged unchanged{.models = {},
                                   .breaker_settings = same_section(running, printed, "model_breaker"),
                                   .outlier_settings = same_section(running, printed, "outlier_detection") &&
-                                                      same_section(running, printed, "retries")};
+                                                      same_section(running, printed, "retries"),
+                                  .degradation_settings = same_section(running, printed, "degradation"),
+                                  .capacity_settings = same_section(running, printed, "adaptive_capacity")};
   for (const ModelConfig& m : next.models) {
     if (std::ranges::find(flushed, m.name) == flushed.end()) unchanged.models.push_back(m.name);
   }

@@ -89,15 +89,16 @@ void Generation::start(Dispatcher& dispatcher, uint64_t epoch) {
 
 void Generation::carry_from(const Generation& old, const Unchanged& unchanged) {
   if (unchanged.breaker_settings) breakers_->carry_from(*old.breakers_, unchanged.models);
-  if (!unchanged.outlier_settings) return;
   const Config& cfg = runtime_.config;
   const Config& before = old.config();
   for (std::size_t to = 0; to < cfg.models.size(); ++to) {
     if (std::ranges::find(unchanged.models, cfg.models[to].name) == unchanged.models.end()) continue;
     for (std::size_t from = 0; from < before.models.size(); ++from) {
-      if (before.models[from].pool_name() == cfg.models[to].pool_name()) {
-        health_->carry_from(*old.health_, static_cast<uint32_t>(from), static_cast<uint32_t>(to));
-      }
+      if (before.models[from].pool_name() != cfg.models[to].pool_name()) continue;
+      const auto was = static_cast<uint32_t>(from), is = static_cast<uint32_t>(to);
+      if (unchanged.outlier_settings) health_->carry_from(*old.health_, was, is);
+      if (unchanged.degradation_settings) overload_->carry_from(*old.overload_, was, is);
+      if (unchanged.capacity_settings && capacity_ && old.capacity_) capacity_->carry_from(*old.capacity_, was, is);
     }
   }
 }

@@ -73,12 +73,16 @@ class Generation final : public RunParts {
   void stop();
   // After start(), at a reload: the models in `unchanged` (same settings and
   // backends in both configs) go on with `old`'s model breakers (when
-  // model_breaker is unchanged too) and outlier detection and retry budgets
-  // (when outlier_detection and retries are), instead of starting afresh.
+  // model_breaker is unchanged too), outlier detection and retry budgets
+  // (when outlier_detection and retries are), load coefficient and
+  // degradation stage (when degradation is) and adaptive capacity limits
+  // (when adaptive_capacity is), instead of starting afresh.
   struct Unchanged {
     std::vector<std::string> models;
     bool breaker_settings = false;
     bool outlier_settings = false;
+    bool degradation_settings = false;
+    bool capacity_settings = false;
   };
   void carry_from(const Generation& old, const Unchanged& unchanged);
 

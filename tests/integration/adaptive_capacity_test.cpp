@@ -122,6 +122,28 @@ TEST(AdaptiveCapacity, BackgroundWorkGetsExtraSlotsOtherClassesKeepTheLimit) {
             0);
 }
 
+// Issue 45: a reload that leaves the model and adaptive_capacity alone
+// keeps what the controllers learned (a restart of them would put the
+// backend back at max_concurrency with no extra slots).
+TEST(AdaptiveCapacity, AReloadThatLeavesTheModelAloneKeepsTheLearnedLimits) {
+  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
+  GatewayConfig config = adaptive_config(sim.port());
+  config.extra += "admin: {port: 0}\n";  // as GatewayProcess sets it, so the reload keeps it
+  GatewayProcess gateway(config.to_yaml());
+  auto batch = send_streams(gateway.port(), "batch", 4 * kSlots, 400);
+  const auto extra = gateway.wait_for_metric("arbiter_backend_extra_slots", [](double v) { return v > 0; },
+                                             Millis(60'000), kBackend);
+  ASSERT_TRUE(extra && *extra > 0) << describe_output(gateway);
+  expect_all_ok(batch);
+  // A change elsewhere: alpha gets a quota far above what the test uses.
+  config.alpha_extra = ", quotas: [{requests_per_minute: 10000}]";
+  const HttpResponse applied = http_post(gateway.admin_port(), "/admin/config", config.to_yaml());
+  ASSERT_EQ(applied.status, 200) << applied.body;
+  const auto after = gateway.wait_for_metric("arbiter_backend_extra_slots", [](double) { return true; },
+                                             Millis(10'000), kBackend);
+  EXPECT_GT(after.value_or(0), 0) << "the reload put the backend back at its start";
+}
+
 // Issue 41: the slots follow the engine for every class. A chat backlog
 // four times max_concurrency, on an engine with room (no ttft_slo, gaps
 // within the 200 ms target): the backend's limit grows past its start and

@@ -6,7 +6,8 @@
 // refused 429 `overloaded` (shedding); the protected class passes untouched
 // throughout; below the thresholds again, after the hold, nothing is
 // changed; switched off (it is on by default), the stage is computed and
-// nothing is changed. The thresholds are set for a pool of two slots so each stage is
+// nothing is changed; a reload that leaves the pool alone keeps its stage.
+// The thresholds are set for a pool of two slots so each stage is
 // reached by a known number of long streams; every wait polls a gauge.
 #include <gtest/gtest.h>
 
@@ -186,6 +187,34 @@ TEST(Degradation, SwitchedOffTheStageIsComputedButNothingIsChanged) {
   EXPECT_FALSE(whole.header("x-arbiter-degraded"));
   EXPECT_EQ(whole.json().at("usage").at("completion_tokens").as_int64(), 20);
   for (auto& f : load) EXPECT_EQ(f.get().status, 200);
+}
+
+TEST(Degradation, AReloadThatLeavesThePoolAloneKeepsItsStageAndWhatItPauses) {
+  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
+  // The admin listener as GatewayProcess sets it, so the reload keeps it.
+  GatewayConfig config =
+      degradation_config(sim.port(), "elevated_at: 0.45, high_at: 0.99, shed_at: 1", "admin: {port: 0}\n");
+  GatewayProcess gateway(config.to_yaml());
+  std::vector<std::future<HttpResponse>> load;
+  for (int i = 0; i < 2; ++i) load.push_back(send(gateway.port(), "chat", 400, "m1", true));
+  ASSERT_EQ(stage(gateway, 1), 1) << describe_output(gateway);
+  const double since = at_least(gateway, "arbiter_degradation_stage_since_seconds", 1.6e9, kPool);
+  // A change elsewhere: alpha gets a quota far above what the test uses.
+  config.alpha_extra = ", quotas: [{requests_per_minute: 10000}]";
+  const HttpResponse applied = http_post(gateway.admin_port(), "/admin/config", config.to_yaml());
+  ASSERT_EQ(applied.status, 200) << applied.body;
+  // Background work sent now is paused by the carried stage, not let
+  // through until the new generation's first judgement.
+  auto batch = send(gateway.port(), "batch", 5);
+  EXPECT_EQ(at_least(gateway, "arbiter_degradation_stage_since_seconds", 1.6e9, kPool), since);
+  for (auto& f : load) EXPECT_EQ(f.get().status, 200);
+  const HttpResponse resumed = batch.get();
+  ASSERT_EQ(resumed.status, 200) << resumed.body;
+  EXPECT_EQ(resumed.header("x-arbiter-wait-reason").value_or(""), "paused");
+  ASSERT_EQ(stage(gateway, 0), 0);
+  // Entered once: a stage restarted at the reload would have stepped up again.
+  EXPECT_EQ(at_least(gateway, "arbiter_degradation_transitions_total", 1, {{"pool", "m1"}, {"to", "elevated"}}), 1)
+      << describe_output(gateway);
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ OverloadControl::OverloadControl(const Config& config, std::vector<overload::Cla
     pool->load_gauge = &metrics_.pool_load.with({name});
     pool->stage_gauge = &metrics_.stage.with({name});
     pool->since_gauge = &metrics_.stage_since.with({name});
-    pool->since_gauge->set(unix_now());  // normal since the start
+    pool->since = unix_now();  // normal since the start
+    pool->since_gauge->set(pool->since);
     for (const BackendConfig& b : model.backends) {
       Backend& backend = pool->backends.emplace_back();
       backend.gauge = &metrics_.backend_load.with({name, b.name});
@@ -72,8 +73,32 @@ overload::BackendView OverloadControl::view_of(uint32_t pool, uint32_t backend, 
   return view;
 }
 
+void OverloadControl::carry_from(const OverloadControl& old, uint32_t from, uint32_t to) {
+  overload::Stage stage;
+  {
+    std::scoped_lock lock(mu_, old.mu_);
+    const Pool& was = *old.pools_[from];
+    Pool& is = *pools_[to];
+    if (was.backends.size() != is.backends.size()) return;  // an unchanged model has the same backends
+    for (std::size_t b = 0; b < is.backends.size(); ++b) {
+      is.backends[b].load = was.backends[b].load;
+      is.backends[b].cache = was.backends[b].cache;
+    }
+    is.loads = was.loads;
+    is.controller = was.controller;
+    is.since = was.since;
+    stage = is.controller.stage();
+    is.stage.store(static_cast<uint8_t>(stage), std::memory_order_relaxed);
+    is.load.store(was.load.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    is.stage_gauge->set(static_cast<double>(stage));
+    is.since_gauge->set(is.since);
+  }
+  if (config_.degradation.enabled) pause_for(to, stage);
+}
+
 void OverloadControl::observe(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal,
                               const EngineLoad& load, sched::TimePoint now) {
+  std::lock_guard lock(mu_);
   Pool& p = *pools_[pool];
   Backend& b = p.backends[backend];
   const overload::BackendView view = view_of(pool, backend, signal, load, now);
@@ -102,7 +127,8 @@ void OverloadControl::enter(uint32_t pool, overload::Stage from, const overload:
   const overload::Stage to = p.controller.stage();
   p.stage.store(static_cast<uint8_t>(to), std::memory_order_relaxed);
   p.stage_gauge->set(static_cast<double>(to));
-  p.since_gauge->set(unix_now());
+  p.since = unix_now();
+  p.since_gauge->set(p.since);
   const std::string name = config_.models[pool].pool_name();
   metrics_.transitions.with({name, std::string(overload::stage_name(to))}).inc();
   const bool enabled = config_.degradation.enabled;
@@ -116,9 +142,12 @@ void OverloadControl::enter(uint32_t pool, overload::Stage from, const overload:
              {"queue", terms.queue.value_or(-1)},
              {"cache_miss", terms.cache_miss.value_or(-1)},
              {"enabled", enabled}});
-  if (!enabled) return;
+  if (enabled) pause_for(pool, to);
+}
+
+void OverloadControl::pause_for(uint32_t pool, overload::Stage stage) {
   for (sched::ClassId k = 0; k < actions_.size(); ++k) {
-    dispatcher_.set_class_paused(pool, k, overload::paused_at(to, actions_[k]));
+    dispatcher_.set_class_paused(pool, k, overload::paused_at(stage, actions_[k]));
   }
 }
 

@@ -11,16 +11,17 @@
 // steps. With degradation enabled, the classes whose actions pause them
 // are paused on the pool from the elevated stage and resumed below it.
 //
-// Threading: observe() runs on the monitor's strand only (it owns the
-// smoothing and the controllers) and takes the dispatcher's lock to read
-// the scheduler; stage(), load() and retry_after() read atomics, from any
-// thread, lock-free.
+// Threading: observe() runs on the monitor's strand and carry_from() on a
+// reload's thread, both under mu_ (the smoothing and the controllers); it
+// takes the dispatcher's lock to read the scheduler; stage(), load() and
+// retry_after() read atomics, from any thread, lock-free.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -44,6 +45,13 @@ class OverloadControl {
   void observe(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal, const EngineLoad& load,
                sched::TimePoint now);
 
+  // A reload: pool `to` takes over `old`'s pool `from` (the same model,
+  // unchanged, under the same degradation settings): each backend's
+  // smoothed load, the stage and since when, and with degradation on the
+  // classes its stage pauses, paused on this generation's scheduler. So a
+  // reload under overload does not step the pool back to normal.
+  void carry_from(const OverloadControl& old, uint32_t from, uint32_t to);
+
   // Any thread.
   overload::Stage stage(std::size_t pool) const {
     return static_cast<overload::Stage>(pools_[pool]->stage.load(std::memory_order_relaxed));
@@ -65,6 +73,7 @@ class OverloadControl {
   };
   struct Pool {
     overload::StageController controller;
+    double since = 0;  // unix time the stage was entered (arbiter_degradation_stage_since)
     std::vector<Backend> backends;
     std::vector<overload::BackendLoad> loads;  // per backend: its smoothed L and slot limit, for the mean
     std::atomic<uint8_t> stage{0};
@@ -79,11 +88,14 @@ class OverloadControl {
   overload::BackendView view_of(uint32_t pool, uint32_t backend, const sched::BackendSignal& signal,
                                 const EngineLoad& load, sched::TimePoint now);
   void enter(uint32_t pool, overload::Stage from, const overload::LoadTerms& terms);
+  // The pool's classes paused or resumed for `stage` (degradation enabled).
+  void pause_for(uint32_t pool, overload::Stage stage);
 
   const Config& config_;
   const std::vector<overload::ClassActions> actions_;
   SchedulerLink dispatcher_;
   DegradeMetrics metrics_;
+  mutable std::mutex mu_;  // the pools' smoothing and controllers
   std::vector<std::unique_ptr<Pool>> pools_;
 };
 
