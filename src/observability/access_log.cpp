@@ -229,7 +229,7 @@ char* put_ms(char* p, std::string_view key, double v) { return put_ms(put(p, key
 void append_access_line(const AccessRecord& r, fmt::memory_buffer& out) {
   const std::string_view texts[] = {r.request_id, r.tenant, r.team,        r.cls,     r.model,
                                     r.backend,    r.route,  r.error,       r.wait_reason, r.degraded,
-                                    r.config};
+                                    r.config,     r.tokens_from};
   std::size_t room = 512 + 8 * kMaxNumber;  // the keys and every number at its longest
   for (const std::string_view t : texts) room += kJsonEscapedMaxPerByte * t.size() + 2;
   const std::size_t start = out.size();
@@ -263,6 +263,11 @@ void append_access_line(const AccessRecord& r, fmt::memory_buffer& out) {
     p = put_int(p, R"(,"prompt_tokens":)", r.prompt_tokens);
     p = put_int(p, R"(,"completion_tokens":)", r.completion_tokens);
     p = put_int(p, R"(,"cached_tokens":)", r.cached_tokens);
+    if (!r.tokens_from.empty()) {  // a fixed name: nothing to escape
+      p = put(p, R"(,"tokens_from":")");
+      p = put(p, r.tokens_from);
+      *p++ = '"';
+    }
   }
   if (r.engine_ms >= 0) p = put_ms(p, R"(,"engine_ms":)", r.engine_ms);
   if (r.cost >= 0) {  // the shortest text that reads back exactly

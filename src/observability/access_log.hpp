@@ -30,8 +30,12 @@ struct AccessRecord {
   double queue_ms = 0;     // waiting for a backend (all runs when preempted)
   std::string_view wait_reason;  // why it waited (first dispatch, or its 503); empty: it did not
   uint32_t preemptions = 0;  // times preempted and resumed
-  int64_t prompt_tokens = -1;      // from the engine's usage; -1 when the answer had none
+  int64_t prompt_tokens = -1;      // as billed (RequestContext::billed); -1 when nothing is
   int64_t completion_tokens = -1;  // likewise
+  // Where the billed tokens come from: "engine" (its usage), "events" (a
+  // stream's events counted, the prompt estimated), "estimate" (a whole
+  // answer without usage: the admission estimates). A fixed name.
+  std::string_view tokens_from;
   int64_t cached_tokens = 0;       // of prompt_tokens, served from the engine's prefix cache
   double engine_ms = -1;   // time it held an engine (all runs); -1 if never dispatched
   double cost = -1;        // at its model's prices (docs/usage.md); -1 when unpriced or never dispatched

@@ -7,6 +7,7 @@
 #include "support/gateway_config.hpp"
 #include "support/gateway_process.hpp"
 #include "support/metrics_text.hpp"
+#include "support/raw_socket.hpp"
 
 namespace arbiter::test {
 namespace {
@@ -83,8 +84,9 @@ TEST(TokenAccounting, AStreamWhoseClientAskedNoUsageIsCountedFromTheEngines) {
 }
 
 // stream_usage: false leaves the client's body as it is: the stream's tokens
-// are then unknown to the ledger (quotas count its events instead).
-TEST(TokenAccounting, StreamUsageOffSendsTheBodyAsItCame) {
+// are then its events counted (the role chunk is not a token), in the log,
+// the metrics and the usage report alike.
+TEST(TokenAccounting, StreamUsageOffSendsTheBodyAsItCameAndBillsTheEvents) {
   SimProcess sim({"--profile", "tiny", "--model", "m1"});
   GatewayConfig config;
   config.backend_ports = {sim.port()};
@@ -96,7 +98,52 @@ TEST(TokenAccounting, StreamUsageOffSendsTheBodyAsItCame) {
   const auto line = gateway.wait_for_log([](const boost::json::object& o) { return o.contains("status"); },
                                          Millis(5'000));
   ASSERT_TRUE(line.has_value()) << gateway.stdout_text();
-  EXPECT_FALSE(line->contains("completion_tokens")) << boost::json::serialize(*line);
+  EXPECT_EQ(line->contains("completion_tokens") ? line->at("completion_tokens").as_int64() : -1, 7)
+      << boost::json::serialize(*line);
+  EXPECT_EQ(line->contains("tokens_from") ? line->at("tokens_from").as_string() : "", "events");
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_tokens_total", [](double v) { return v >= 7; }, Millis(5'000),
+                                    {{"class", "chat"}, {"tenant", "alpha"}, {"kind", "completion"}}),
+            7);
+  const auto report = http_get(gateway.admin_port(), "/admin/usage").json();
+  EXPECT_EQ(report.at("total").at("completion_tokens").as_int64(), 7) << boost::json::serialize(report);
+}
+
+// A stream its client leaves halfway is cut at once, with no usage chunk:
+// it is billed the events it was sent, not nothing.
+TEST(TokenAccounting, AStreamItsClientLeavesIsBilledWhatItWasSent) {
+  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
+  GatewayConfig config;
+  config.backend_ports = {sim.port()};
+  GatewayProcess gateway(config.to_yaml());
+  {
+    RawSocket client(gateway.port());
+    const std::string body = sim_chat(R"("max_tokens":2000,"min_tokens":2000,"stream":true)", "A long story.", "m1");
+    client.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kAlphaKey) +
+                "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+                body);
+    // Read until the role chunk and 20 token events have arrived, then leave.
+    std::string seen;
+    auto events = [&] {
+      std::size_t n = 0;
+      for (std::size_t at = seen.find("data: {"); at != std::string::npos; at = seen.find("data: {", at + 1)) ++n;
+      return n;
+    };
+    while (events() < 21) {
+      const std::string more = client.read_until("\n\n", Millis(10'000));
+      ASSERT_FALSE(more.empty()) << seen;
+      seen += more;
+    }
+  }  // closed
+  const auto line = gateway.wait_for_log([](const boost::json::object& o) { return o.contains("status"); },
+                                         Millis(10'000));
+  ASSERT_TRUE(line.has_value()) << gateway.stdout_text();
+  EXPECT_EQ(line->at("status").as_int64(), 499);
+  EXPECT_EQ(line->contains("tokens_from") ? line->at("tokens_from").as_string() : "", "events");
+  const int64_t billed = line->contains("completion_tokens") ? line->at("completion_tokens").as_int64() : -1;
+  EXPECT_GE(billed, 20) << boost::json::serialize(*line);
+  EXPECT_LT(billed, 2000) << "billed as if it had run to the end";
+  const auto report = http_get(gateway.admin_port(), "/admin/usage").json();
+  EXPECT_EQ(report.at("total").at("completion_tokens").as_int64(), billed);
 }
 
 TEST(TokenAccounting, AResumableStreamIsCountedOverItsRuns) {

@@ -72,20 +72,19 @@ sched::Request DispatchHandler::scheduled(const RequestContext& ctx, const Bound
 }
 
 void DispatchHandler::settle(RequestContext& ctx, Dispatcher::Slot& slot) const {
-  // Fairness and shares are charged with what the request really cost:
-  // the engine's usage, or for a stream without it the tokens counted from
-  // its events (prompt still estimated).
-  const Usage usage = ctx.outcome.usage.value_or(Usage{});
-  if (const auto used = ctx.outcome.used_tokens(ctx.parsed.info.prompt_tokens_estimate)) {
-    slot.set_actual_tokens(*used);
-  }
-  if (ctx.outcome.usage) {
+  // Fairness and shares, the usage ledger (from the access record) and the
+  // quota are charged one figure: what the request is billed.
+  const std::optional<RelayOutcome::Billed> billed = ctx.billed();
+  const Usage usage = billed ? billed->usage : Usage{};
+  if (billed) {
+    slot.set_actual_tokens(billed->total());
     ctx.rec.prompt_tokens = usage.prompt_tokens;
     ctx.rec.completion_tokens = usage.completion_tokens;
     ctx.rec.cached_tokens = usage.cached_tokens;
+    ctx.rec.tokens_from = billed_from_name(billed->from);
   }
-  // The bill: the tokens the engine reported (none: no token cost) and the
-  // time the request held an engine.
+  // The bill: its tokens (none: no token cost) and the time the request
+  // held an engine.
   if (const auto& price = config_.models[ctx.pool()].price) {
     ctx.rec.cost = request_cost(*price, usage, ctx.rec.engine_ms / 1000);
   }

@@ -49,6 +49,14 @@ void RequestContext::route_to(const Config& config, const std::vector<std::size_
   rec.cls = config.classes[klass].name;
 }
 
+std::optional<RelayOutcome::Billed> RequestContext::billed() const {
+  if (!dispatch_queue_ms) return std::nullopt;  // never reached an engine
+  // A whole answer went out (or began to, when the client left during it).
+  const bool answer_sent = outcome.status == 200 || (outcome.status == 499 && conn.body_bytes_sent() > 0);
+  const RequestInfo& info = parsed.info;
+  return outcome.billed(info.prompt_tokens_estimate, info.cost_estimate() - info.prompt_tokens_estimate, answer_sent);
+}
+
 void RequestContext::answer_started() {
   if (answer_began || !observers) return;
   answer_began = true;

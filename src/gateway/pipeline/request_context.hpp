@@ -89,6 +89,9 @@ struct RequestContext {
   // no longer counted in arbiter_request_body_bytes.
   bool body_released = false;
   std::optional<double> dispatch_queue_ms;  // the first dispatch's queue wait
+  // What it is billed (RelayOutcome::billed): the ledger's, the quota's and
+  // the scheduler's one figure. Nothing before it reached an engine.
+  std::optional<RelayOutcome::Billed> billed() const;
 
   // The answer's extra headers (x-request-id, x-arbiter-*) and the access-log line.
   Headers response_headers;

@@ -122,11 +122,17 @@ void UpstreamExchange::add_part(std::string_view event) {
 
 bool UpstreamExchange::count(std::string_view event) {
   static constexpr std::string_view kUsage = "\"usage\":{";
+  // vLLM's and SGLang's first chunk (the role) and some finish chunks:
+  // no token.
+  static constexpr std::string_view kNoContent = "\"content\":\"\"";
   const std::string_view data = event_data(event);
   if (data.empty() || data == "[DONE]") return false;
-  ++outcome_.generated;
-  if (memmem(data.data(), data.size(), kUsage.data(), kUsage.size()) == nullptr) return false;
-  if (auto usage = find_usage(data)) outcome_.usage = usage;
+  const bool usage = memmem(data.data(), data.size(), kUsage.data(), kUsage.size()) != nullptr;
+  if (!usage && memmem(data.data(), data.size(), kNoContent.data(), kNoContent.size()) == nullptr) {
+    ++outcome_.generated;
+  }
+  if (!usage) return false;
+  if (auto found = find_usage(data)) outcome_.usage = found;
   return true;
 }
 

@@ -203,10 +203,10 @@ class UpstreamExchange {
   void add_part(std::string_view event);
 
   // A plain stream's cost, without parsing its events: the engine's usage
-  // chunk when the client asked for one (stream_options.include_usage),
-  // else one token per data event (a bound: the role and finish chunks count
-  // too). Quotas and the scheduler's charges settle with it. True when the
-  // event carried a usage object.
+  // chunk when there is one, else one token per data event that is not
+  // empty of content (the role chunk, an empty finish chunk and the usage
+  // chunk are not tokens; an event of several tokens counts one).
+  // RelayOutcome::billed bills it. True when the event carried a usage object.
   bool count(std::string_view event);
 
   // A later run of a request whose stream the client already has got a

@@ -18,6 +18,15 @@ std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view seco
   return std::nullopt;
 }
 
+std::string_view billed_from_name(RelayOutcome::Billed::From from) {
+  switch (from) {
+    case RelayOutcome::Billed::From::kEngine: return "engine";
+    case RelayOutcome::Billed::From::kEvents: return "events";
+    case RelayOutcome::Billed::From::kEstimate: return "estimate";
+  }
+  return "engine";
+}
+
 Task<void> relay(const RelayRequest& r, RelayOutcome& outcome) {
   return UpstreamExchange::run(UpstreamExchange(r, outcome));
 }

@@ -125,15 +125,31 @@ struct RelayOutcome {
   std::optional<Usage> usage;   // the engine's token counts, when the answer (or a stream's usage chunk) carried them
   int64_t generated = -1;       // streams: tokens counted from events (resumable: all runs; plain: data events)
 
-  // What the request really used, prompt and output: the engine's usage,
-  // else the prompt's estimate plus the tokens counted from the stream;
-  // nullopt when neither is known (an answer without usage).
-  std::optional<int64_t> used_tokens(int64_t prompt_estimate) const {
-    if (usage) return usage->prompt_tokens + usage->completion_tokens;
-    if (generated >= 0) return prompt_estimate + generated;
+  // What the request is billed, by the one rule the usage ledger, the
+  // quotas and the scheduler's fairness share (DispatchHandler::settle,
+  // QuotaObserver): the engine's usage; else, for a stream (cut short by
+  // its client too), the prompt's estimate and the tokens counted from its
+  // events; else, for a whole answer that was sent (`answer_sent`) without
+  // usage, the estimates the request was admitted with (prompt and
+  // max_tokens); nullopt when the engine produced nothing for the client.
+  struct Billed {
+    enum class From : uint8_t { kEngine, kEvents, kEstimate };
+    Usage usage;
+    From from;
+    int64_t total() const { return usage.prompt_tokens + usage.completion_tokens; }
+  };
+  std::optional<Billed> billed(int64_t prompt_estimate, int64_t output_estimate, bool answer_sent) const {
+    if (usage) return Billed{*usage, Billed::From::kEngine};
+    if (generated >= 0) return Billed{Usage{.prompt_tokens = prompt_estimate, .completion_tokens = generated}, Billed::From::kEvents};
+    if (answer_sent) {
+      return Billed{Usage{.prompt_tokens = prompt_estimate, .completion_tokens = output_estimate}, Billed::From::kEstimate};
+    }
     return std::nullopt;
   }
 };
+
+// "engine", "events", "estimate": the access log's `tokens_from`.
+std::string_view billed_from_name(RelayOutcome::Billed::From from);
 
 // One run of a request upstream; how it ended goes to `outcome` (reset
 // first), which must outlive the run. An out-parameter, not a result: a

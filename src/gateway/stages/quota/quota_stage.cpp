@@ -151,18 +151,13 @@ std::optional<ApiError> QuotaStage::decide(RequestContext& ctx, QuotaBook::Admis
 void QuotaObserver::on_complete(const RequestContext& ctx) {
   QuotaPermit* const quota = ctx.slots.get<QuotaPermit>();
   if (quota == nullptr) return;
-  const RelayOutcome& o = ctx.outcome;
-  const auto now = quota::Clock::now();
-  if (!ctx.admitted || !ctx.dispatch_queue_ms) {
-    quota->release();  // never reached an engine
-  } else if (const auto used = o.used_tokens(ctx.parsed.info.prompt_tokens_estimate)) {
-    quota->settle(now, *used);
-  } else if (o.status == 200 || (o.status == 499 && ctx.conn.body_bytes_sent() > 0)) {
-    // A whole answer without usage (the engine gave none; or the client
-    // left while it was being sent): at most what was reserved.
-    quota->settle(now, quota->reserved_tokens());
+  // Charged what the usage ledger bills (RequestContext::billed); nothing
+  // when it never reached an engine, or the engine produced nothing for it.
+  const auto billed = ctx.admitted ? ctx.billed() : std::nullopt;
+  if (billed) {
+    quota->settle(quota::Clock::now(), billed->total());
   } else {
-    quota->release();  // refused or failed: the engine produced nothing for it
+    quota->release();
   }
 }
 
