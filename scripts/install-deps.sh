@@ -3,7 +3,7 @@
 # Idempotent: installs only what is missing, so `make run` / `make test` can
 # call it every time. Node packages (the openai client for e2e tests) come
 # from the npm registry, pinned by tests/e2e/package-lock.json and (the
-# Kubernetes schemas) tests/deploy/package-lock.json.
+# Kubernetes schemas, the PromQL parser) tests/deploy/package-lock.json.
 set -euo pipefail
 
 packages=(
@@ -20,6 +20,8 @@ packages=(
   valgrind strace  # bench/request_cost.sh: instructions and syscalls per request
   python3  # bench scripts: report tables and the live-vs-virtual comparison
   systemd  # systemd-analyze verify of deploy/systemd/arbiter.service (tests/deploy)
+  prometheus  # promtool: check and unit-test deploy/monitoring/alerts.yaml (tests/deploy); its
+              # server is switched off below (it would take :9090, the admin listener's default)
   dpkg-dev # dpkg-shlibdeps: `make package`'s library dependencies (CPack)
   libclang-rt-14-dev  # libFuzzer (its archive only; the harnesses are built by GCC: fuzz/)
 )
@@ -40,4 +42,9 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   "${sudo_cmd[@]}" apt-get update -qq
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # Installed here only for promtool: its server, started by the package
+  # under systemd, must not hold the admin listener's default port.
+  if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1; then
+    "${sudo_cmd[@]}" systemctl disable --now prometheus 2>/dev/null || true
+  fi
 fi
