@@ -3,7 +3,8 @@
 # Idempotent: installs only what is missing, so `make run` / `make test` can
 # call it every time. Node packages (the openai client for e2e tests) come
 # from the npm registry, pinned by tests/e2e/package-lock.json and (the
-# Kubernetes schemas, the PromQL parser) tests/deploy/package-lock.json.
+# Kubernetes schemas, the PromQL parser) tests/deploy/package-lock.json, and
+# puppeteer-core (the dashboard's browser test) tests/dashboard/package-lock.json.
 set -euo pipefail
 
 packages=(
@@ -15,8 +16,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libhiredis-dev  # Redis client for quotas shared across replicas (docs/quotas.md)
   redis-server    # the integration tests start a real one on a free loopback port
+  libsqlite3-dev sqlite3  # the usage and audit store (docs/audit.md); the CLI: tests lock and edit a store
   nginx-light curl procps
   openssl  # scripts/make_test_certs.sh: certificates for the TLS benchmark and e2e run
+  chromium  # tests/dashboard: the admin listener's dashboard in a real headless browser
   valgrind strace  # bench/request_cost.sh: instructions and syscalls per request
   python3  # bench scripts: report tables and the live-vs-virtual comparison
   systemd  # systemd-analyze verify of deploy/systemd/arbiter.service (tests/deploy)

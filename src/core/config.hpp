@@ -252,6 +252,18 @@ struct LogConfig {
   Millis access_flush{100};  // buffered lines are written at least this often
 };
 
+// store: the usage and audit store (docs/audit.md): a SQLite file, written
+// off the request path through a journal that outlives a crash and a
+// store outage.
+struct StoreConfig {
+  bool enabled = true;
+  std::string path = "arbiter.db";  // relative: to the config file's folder
+  std::string replica;              // this gateway's name in the rows; empty: the host name
+  std::chrono::hours retention{31 * 24};
+  std::size_t spool_bytes = std::size_t{256} << 20;  // the journal's bound while the store is down
+  bool audit = true;                                 // arbitration decisions recorded
+};
+
 struct Config {
   ListenerConfig listener;
   AdminConfig admin;
@@ -288,6 +300,7 @@ struct Config {
   overload::DegradationConfig degradation;  // staged degradation (gateway/stages/degrade)
   cache::CacheConfig cache;                 // the result cache (gateway/stages/cache)
   CorsConfig cors;
+  StoreConfig store;
   LogConfig log;
   // Classes the file listed under a built-in class's name: they started from
   // its scheduling settings and cap (what `--check` reports).

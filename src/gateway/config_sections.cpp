@@ -6,6 +6,7 @@
 #include "gateway/stages/cache/cache_config_section.hpp"
 #include "gateway/stages/degrade/degrade_config_section.hpp"
 #include "gateway/stages/quota/quota_config_section.hpp"
+#include "gateway/store/store_config_section.hpp"
 
 namespace arbiter {
 
@@ -20,6 +21,7 @@ std::span<const ConfigSection> feature_sections() {
       degradation_section(),        // stages/degrade
       cache_section(),              // stages/cache
       cors_section(),               // cors
+      store_section(),              // store
   };
   return kSections;
 }

@@ -30,7 +30,8 @@ std::chrono::steady_clock::duration retire_grace(const Config& config) {
 }  // namespace
 
 Gateway::Gateway(Config config, std::string text, std::string source, std::size_t io_threads,
-                 net::any_io_executor timer_executor, std::unique_ptr<BatchedLineWriter> access_log)
+                 net::any_io_executor timer_executor, std::unique_ptr<BatchedLineWriter> access_log,
+                 std::unique_ptr<StoreWriter> store)
     : startup_config_(config),
       quotas_(startup_config_, timer_executor, metrics_.registry),
       usage_(startup_config_),
@@ -38,6 +39,7 @@ Gateway::Gateway(Config config, std::string text, std::string source, std::size_
       rollouts_(metrics_.registry),
       access_log_(std::move(access_log)),
       refusals_(std::make_unique<RefusalLog>(metrics_, access_log_.get())),
+      store_(std::move(store)),
       timer_executor_(timer_executor),
       io_threads_(io_threads),
       generation_(nullptr),
@@ -45,6 +47,7 @@ Gateway::Gateway(Config config, std::string text, std::string source, std::size_
                               .applied_at = std::chrono::system_clock::now(),
                               .source = std::move(source),
                               .text = std::move(text)}) {
+  if (store_) start_store(config.store);
   rollouts_.configure(config.aliases, std::chrono::steady_clock::now());
   auto first = std::make_shared<Generation>(std::move(config), versions_.current().hash, generation_deps());
   dispatcher_ = std::make_unique<Dispatcher>(first->make_scheduler(), first, timer_executor);
@@ -60,7 +63,11 @@ Gateway::Gateway(Config config, std::string text, std::string source, std::size_
       },
       metrics_, usage_, [this] { refresh_metrics(); },
       [this](std::string model) { return cache_->flush(std::move(model)); }, *this,
-      [this] { return rollouts_.report_json(std::chrono::steady_clock::now()); });
+      [this] { return rollouts_.report_json(std::chrono::steady_clock::now()); },
+      [this](int limit) -> AdminRoutes::AuditRows {
+        if (!store_ || !store_->audit()) return std::unexpected("the audit trail is off (store.enabled, store.audit)");
+        return store_->recent_audit(limit);
+      });
   {
     std::lock_guard lock(reload_mu_);
     show_version_locked();
@@ -79,8 +86,55 @@ Gateway::~Gateway() {
   generation_.load()->stop();
   dispatcher_->stop();
   quotas_.stop();
-  std::lock_guard lock(reload_mu_);
-  for (Retired& r : retired_) r.generation->stop();
+  {
+    std::lock_guard lock(reload_mu_);
+    for (Retired& r : retired_) r.generation->stop();
+  }
+  if (store_) {
+    set_event_tap(nullptr);
+    store_->stop();  // what is queued is written (or stays journaled for the next start)
+  }
+}
+
+void Gateway::start_store(const StoreConfig& settings) {
+  store_metrics_ = std::make_unique<StoreMetrics>(metrics_.registry);
+  // The ledger from the store: /admin/usage and the dynamic quotas'
+  // history survive a restart.
+  const auto since = std::chrono::system_clock::now() - settings.retention;
+  const auto from_ms = std::chrono::duration_cast<std::chrono::milliseconds>(since.time_since_epoch()).count();
+  auto hours = store_->hourly_usage_since(from_ms);
+  if (!hours) {
+    log_event(EventLevel::kWarn, "store_read_failed", {{"detail", hours.error()}});
+    hours.emplace();
+  }
+  // And the rows the journal held that the store does not yet.
+  for (const store::UsageRow& u : store_->queued_usage()) {
+    if (u.ts_ms < from_ms) continue;
+    hours->push_back({.hour_ms = u.ts_ms / 3'600'000 * 3'600'000,
+                      .tenant = u.tenant,
+                      .team = u.team,
+                      .model = u.model,
+                      .klass = u.klass,
+                      .requests = 1,
+                      .prompt_tokens = static_cast<uint64_t>(u.prompt_tokens),
+                      .completion_tokens = static_cast<uint64_t>(u.completion_tokens),
+                      .cached_tokens = static_cast<uint64_t>(u.cached_tokens),
+                      .cost = u.cost});
+  }
+  usage_.seed(*hours);
+  if (store_->audit()) {
+    audit_tap_ = EventTap{
+        .kinds = {"model_breaker", "backend_health", "degradation_stage", "traffic_breaker", "config_applied",
+                  "config_rejected", "canary_rolled_back", "canary_promoted", "quota_store_down", "quota_store_up"},
+        .take = [this](std::string_view event, std::string_view fields) {
+          const auto now = std::chrono::system_clock::now().time_since_epoch();
+          store_->add(store::AuditRow{.ts_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count(),
+                                      .kind = std::string(event),
+                                      .detail = std::string(fields)});
+        }};
+    set_event_tap(&audit_tap_);
+  }
+  store_->start();
 }
 
 GenerationDeps Gateway::generation_deps() {
@@ -90,6 +144,7 @@ GenerationDeps Gateway::generation_deps() {
           .cache = *cache_,
           .rollouts = rollouts_,
           .access_log = access_log_.get(),
+          .store = store_.get(),
           .io_threads = io_threads_,
           .timer_executor = timer_executor_};
 }
@@ -254,6 +309,7 @@ std::string Gateway::current_text() const {
 void Gateway::refresh_metrics() {
   generation_.load()->refresh_metrics();
   export_quota_state(quotas_);
+  if (store_) store_metrics_->show(store_->state());
   if (access_log_) metrics_.access_log_dropped.set(access_log_->dropped());
 }
 

@@ -26,6 +26,9 @@
 #include "gateway/runtime.hpp"
 #include "gateway/stages/cache/result_cache.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
+#include "gateway/store/store_metrics.hpp"
+#include "gateway/store/store_writer.hpp"
+#include "observability/event_log.hpp"
 #include "gateway/stages/rollout/rollout_book.hpp"
 #include "http/server.hpp"
 #include "observability/batched_line_writer.hpp"
@@ -42,7 +45,8 @@ class Gateway final : public ConfigControl {
   // where the access log goes (null: log.access_log is off). `text` and
   // `source`: the config's YAML and where it came from (its first version).
   Gateway(Config config, std::string text, std::string source, std::size_t io_threads,
-          net::any_io_executor timer_executor, std::unique_ptr<BatchedLineWriter> access_log = nullptr);
+          net::any_io_executor timer_executor, std::unique_ptr<BatchedLineWriter> access_log = nullptr,
+          std::unique_ptr<StoreWriter> store = nullptr);
   ~Gateway() override;
 
   // The public listener: inference routes, /v1/models, /healthz, /readyz,
@@ -98,6 +102,9 @@ class Gateway final : public ConfigControl {
                               std::shared_ptr<Generation> generation);
   // Copies the current generation's and the quotas' state into the registry.
   void refresh_metrics();
+  // Seeds the usage ledger from the store, taps the event log's decisions
+  // into the audit trail, starts the writer.
+  void start_store(const StoreConfig& settings);
   // What every generation is built with: the long-lived parts.
   GenerationDeps generation_deps();
   // The reload once the text parsed; under reload_mu_.
@@ -121,6 +128,13 @@ class Gateway final : public ConfigControl {
   // generation's pipeline: its destructor writes what is still buffered.
   std::unique_ptr<BatchedLineWriter> access_log_;
   std::unique_ptr<RefusalLog> refusals_;  // refusals before the pipeline: counted, logged (rate-limited)
+  // The usage and audit store (store.enabled): the pipeline's StoreObserver
+  // writes to it, so it outlives every generation; its metrics, and the
+  // event log's decisions (breakers, ejections, stages, reloads) tapped
+  // into its audit trail.
+  std::unique_ptr<StoreWriter> store_;
+  std::unique_ptr<StoreMetrics> store_metrics_;
+  EventTap audit_tap_;
   net::any_io_executor timer_executor_;
   std::size_t io_threads_;
   std::unique_ptr<Dispatcher> dispatcher_;  // queues and the scheduler, carried across reloads

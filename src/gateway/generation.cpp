@@ -76,7 +76,8 @@ void Generation::start(Dispatcher& dispatcher, uint64_t epoch) {
                             .cache = deps_.cache,
                             .usage = deps_.usage,
                             .rollouts = deps_.rollouts,
-                            .access_log = deps_.access_log};
+                            .access_log = deps_.access_log,
+                            .store = deps_.store};
   for (const StageEntry& stage : stage_registry()) {
     if (stage.in(cfg)) pipeline_.add_stage(stage.make(parts));
   }

@@ -37,6 +37,7 @@
 #include "gateway/stages/quota/dynamic_quota_updater.hpp"
 #include "gateway/stages/quota/quota_book.hpp"
 #include "gateway/stages/rollout/rollout_book.hpp"
+#include "gateway/store/store_writer.hpp"
 #include "observability/batched_line_writer.hpp"
 
 namespace arbiter {
@@ -49,6 +50,7 @@ struct GenerationDeps {
   ResultCache& cache;
   RolloutBook& rollouts;
   BatchedLineWriter* access_log;  // null: the access log is off
+  StoreWriter* store;             // null: the usage and audit store is off
   std::size_t io_threads;
   net::any_io_executor timer_executor;
 };

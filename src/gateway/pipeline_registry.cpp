@@ -3,6 +3,7 @@
 #include "gateway/observers/access_log/access_log_observer.hpp"
 #include "gateway/stages/breaker/breaker_observer.hpp"
 #include "gateway/observers/metrics/request_metrics.hpp"
+#include "gateway/observers/store/store_observer.hpp"
 #include "gateway/observers/usage/usage_observer.hpp"
 #include "gateway/stages/auth/auth_stage.hpp"
 #include "gateway/stages/breaker/breaker_stage.hpp"
@@ -86,6 +87,11 @@ const ObserverEntry kObservers[] = {
     {"cache", always,
      [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {
        return std::make_unique<CacheObserver>(p.cache);
+     }},
+    {"store", [](const Config& c) { return c.store.enabled; },
+     [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {
+       if (p.store == nullptr) return nullptr;
+       return std::make_unique<StoreObserver>(*p.store);
      }},
 };
 

@@ -23,6 +23,7 @@ class OverloadControl;
 class QuotaBook;
 class ResultCache;
 class RolloutBook;
+class StoreWriter;
 class UsageBook;
 struct GatewayMetrics;
 
@@ -38,6 +39,7 @@ struct PipelineParts {
   UsageBook& usage;
   RolloutBook& rollouts;
   BatchedLineWriter* access_log;  // null: the access log is off
+  StoreWriter* store;             // null: the usage and audit store is off
 };
 
 struct StageEntry {

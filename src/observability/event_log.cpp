@@ -1,5 +1,7 @@
 #include "observability/event_log.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -65,7 +67,22 @@ bool EventRateLimit::admit(std::string_view kind, int64_t second, uint64_t& held
   return true;
 }
 
+namespace {
+
+std::atomic<const EventTap*> event_tap{nullptr};
+
+}  // namespace
+
+void set_event_tap(const EventTap* tap) { event_tap.store(tap, std::memory_order_release); }
+
 void log_event(EventLevel level, std::string_view event, std::initializer_list<EventField> fields) {
+  if (const EventTap* tap = event_tap.load(std::memory_order_acquire)) {
+    if (std::find(tap->kinds.begin(), tap->kinds.end(), event) != tap->kinds.end()) {
+      std::string members;
+      for (const EventField& f : fields) f.append_to(members);
+      tap->take(event, std::string_view(members).substr(members.empty() ? 0 : 1));  // without the leading comma
+    }
+  }
   static std::mutex mutex;
   static EventRateLimit limit;
   const int64_t second = std::chrono::duration_cast<std::chrono::seconds>(

@@ -9,11 +9,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
+#include <vector>
 
 namespace arbiter {
 
@@ -74,5 +76,17 @@ class EventRateLimit {
 
 // Writes the event's line to stderr, within its kind's rate; thread-safe.
 void log_event(EventLevel level, std::string_view event, std::initializer_list<EventField> fields = {});
+
+// Events that are decisions worth keeping (a breaker's transition, an
+// ejection, a stage, a reload: the audit trail, docs/audit.md) go to the
+// tap as well, every one (before the rate limit): the event's kind and its
+// fields as JSON members (`"model":"m1","to":"open"`). Set before traffic
+// and cleared (nullptr) before the tap's owner goes; not thread-safe
+// against log_event.
+struct EventTap {
+  std::vector<std::string_view> kinds;
+  std::function<void(std::string_view event, std::string_view fields)> take;
+};
+void set_event_tap(const EventTap* tap);
 
 }  // namespace arbiter

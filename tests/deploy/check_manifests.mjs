@@ -147,6 +147,8 @@ async function askGateway(binary, configText, envNames, probes, scrapes) {
   // gets a free port, so checks side by side do not race for 9090.
   config.admin = { ...(config.admin ?? {}), address: "127.0.0.1", port: 0 };
   delete config.quota_store;
+  // The pod's store volume is the test's folder.
+  if (config.store) config.store = { ...config.store, path: join(dir, "arbiter.db") };
   writeFileSync(join(dir, "arbiter.yaml"), YAML.stringify(config));
   const portFile = join(dir, "port");
   const adminPortFile = join(dir, "admin_port");

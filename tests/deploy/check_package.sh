@@ -69,9 +69,10 @@ for _ in $(seq 100); do [[ -s $tmp/sim.port ]] && break; sleep 0.1; done
 [[ -s $tmp/sim.port ]] || { cat "$tmp/sim.log" >&2; fail "arbiter-sim did not start"; }
 sim_port=$(head -1 "$tmp/sim.port")
 sed -e 's/^  port: 8080$/  port: 0/' -e 's/^  port: 9090$/  port: 0/' -e "s|http://127.0.0.1:8000|http://127.0.0.1:$sim_port|" \
+  -e "s|path: /var/lib/arbiter/arbiter.db|path: $tmp/arbiter.db|" \
   "$root/etc/arbiter/arbiter.yaml" >"$tmp/arbiter.yaml"
-[[ $(diff "$root/etc/arbiter/arbiter.yaml" "$tmp/arbiter.yaml" | grep -c '^>') == 3 ]] ||
-  fail "the packaged config no longer has 'port: 8080', the admin 'port: 9090' and http://127.0.0.1:8000 to replace"
+[[ $(diff "$root/etc/arbiter/arbiter.yaml" "$tmp/arbiter.yaml" | grep -c '^>') == 4 ]] ||
+  fail "the packaged config no longer has 'port: 8080', the admin 'port: 9090', http://127.0.0.1:8000 and the store's path to replace"
 "$root/usr/bin/arbiter" --config "$tmp/arbiter.yaml" --port-file "$tmp/gw.port" --admin-port-file "$tmp/admin.port" \
   >"$tmp/access.log" 2>"$tmp/gw.log" &
 gw_pid=$!

@@ -1,12 +1,16 @@
 #include "gateway/admin/admin_routes.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <unordered_set>
 
 #include <boost/json.hpp>
+#include <fmt/format.h>
 
+#include "gateway/admin/dashboard_route.hpp"
 #include "gateway/admin/percent_decode.hpp"
+#include "gateway/admin/usage_query.hpp"
 #include "gateway/admin/usage_report.hpp"
 #include "gateway/error_response.hpp"
 #include "core/bearer_token.hpp"
@@ -38,19 +42,20 @@ Task<void> send_json(ClientConnection& conn, const Headers& headers, http::statu
 AdminRoutes::AdminRoutes(std::function<std::shared_ptr<const Runtime>()> runtime, GatewayMetrics& metrics,
                          const UsageBook& usage, std::function<void()> refresh,
                          std::function<Task<std::string>(std::string)> flush_cache, ConfigControl& config,
-                         std::function<std::string()> rollouts)
+                         std::function<std::string()> rollouts, std::function<AuditRows(int)> audit)
     : runtime_(std::move(runtime)),
       metrics_(metrics),
       usage_(usage),
       refresh_(std::move(refresh)),
       flush_cache_(std::move(flush_cache)),
       config_(config),
-      rollouts_(std::move(rollouts)) {}
+      rollouts_(std::move(rollouts)),
+      audit_(std::move(audit)) {}
 
 bool AdminRoutes::serves(std::string_view path) {
   return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/admin/usage" ||
          path == kCacheFlush || path == kConfig || path == kConfigRollback || path == kConfigVersions ||
-         path == kRollouts ||
+         path == kRollouts || path == kAudit || dashboard_asset(path) != nullptr ||
          path == "/v1/models" || path.starts_with(kModelPrefix);
 }
 
@@ -62,7 +67,7 @@ bool AdminRoutes::accepts(std::string_view path, http::verb method) {
 }
 
 bool AdminRoutes::operator_only(std::string_view path) {
-  return path == "/metrics" || path.starts_with("/admin/");
+  return path == "/metrics" || path.starts_with("/admin/") || dashboard_path(path);
 }
 
 bool AdminRoutes::authorized(const HttpRequest& req, const Config& config) {
@@ -73,7 +78,8 @@ Task<void> AdminRoutes::handle(std::string_view path, HttpRequest& req, ClientCo
                                const Headers& headers) {
   const std::shared_ptr<const Runtime> runtime = runtime_();  // this request's config, to its end
   const Config& config = runtime->config;
-  if (operator_only(path) && !authorized(req, config)) {
+  // The dashboard's files hold no data: its fetches ask for the token.
+  if (operator_only(path) && !dashboard_path(path) && !authorized(req, config)) {
     metrics_.admin_unauthorized.inc();
     Headers with_challenge = headers;
     with_challenge.emplace_back("www-authenticate", "Bearer");
@@ -98,12 +104,16 @@ Task<void> AdminRoutes::handle(std::string_view path, HttpRequest& req, ClientCo
     co_await cache_flush(config, req, conn, headers);
   } else if (path == kRollouts) {
     co_await send_json(conn, headers, http::status::ok, rollouts_());
+  } else if (path == kAudit) {
+    co_await audit_list(req, conn, headers);
   } else if (path == kConfigVersions) {
     co_await send_json(conn, headers, http::status::ok, config_.versions_json());
   } else if (path == kConfig && req.method() != http::verb::post) {
     co_await send_json(conn, headers, http::status::ok, config_.current_text(), "application/yaml");
   } else if (path == kConfig || path == kConfigRollback) {
     co_await config_change(path, req, conn, headers);
+  } else if (dashboard_path(path)) {
+    co_await send_dashboard_asset(path, conn, headers);
   } else if (auto tenant = runtime->tenants.authenticate(req["authorization"]); !tenant) {  // /v1/models[/{model}]
     co_await send_error(conn, tenant.error(), headers);
   } else if (path == "/v1/models") {
@@ -127,6 +137,56 @@ Task<void> AdminRoutes::model_info(const Config& config, std::string_view encode
     co_return;
   }
   std::string body = boost::json::serialize(model_object(*name));
+  co_await send_json(conn, headers, http::status::ok, std::move(body));
+}
+
+namespace {
+
+// "2026-12-06T22:00:00.123Z".
+std::string format_wall_time_ms(std::chrono::system_clock::time_point t) {
+  const auto second = std::chrono::floor<std::chrono::seconds>(t);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - second).count();
+  std::string text = format_wall_time(second);  // ends in 'Z'
+  text.insert(text.size() - 1, fmt::format(".{:03}", ms));
+  return text;
+}
+
+}  // namespace
+
+Task<void> AdminRoutes::audit_list(HttpRequest& req, ClientConnection& conn, const Headers& headers) {
+  const std::string_view target = req.target();
+  const std::size_t mark = target.find('?');
+  const std::string_view query = mark == std::string_view::npos ? std::string_view() : target.substr(mark + 1);
+  int limit = 50;
+  if (!query.empty()) {
+    const std::string_view value = query.starts_with("limit=") ? query.substr(6) : std::string_view();
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), limit);
+    if (value.empty() || ec != std::errc{} || end != value.data() + value.size() || limit < 1 || limit > 1000) {
+      const ApiError err{ErrorCode::kInvalidRequest, "the query must be limit=N, N in [1, 1000]", "limit", {}};
+      co_await send_error(conn, err, headers);
+      co_return;
+    }
+  }
+  // The store is read on render_'s thread: an I/O thread never waits on it.
+  auto read = [this, limit]() -> Task<AuditRows> { co_return audit_(limit); };
+  const AuditRows rows = co_await net::co_spawn(render_.get_executor(), read(), net::use_awaitable);
+  if (!rows) {
+    const ApiError err{ErrorCode::kNotFound, rows.error(), {}, {}};
+    co_await send_error(conn, err, headers);
+    co_return;
+  }
+  boost::json::array data;
+  for (const store::AuditRow& r : *rows) {
+    const auto ts = std::chrono::system_clock::time_point(std::chrono::milliseconds(r.ts_ms));
+    data.push_back({{"ts", format_wall_time_ms(ts)},
+                    {"kind", r.kind},
+                    {"request_id", r.request_id},
+                    {"tenant", r.tenant},
+                    {"class", r.klass},
+                    {"model", r.model},
+                    {"reason", r.detail}});
+  }
+  std::string body = boost::json::serialize(boost::json::object{{"object", "list"}, {"data", std::move(data)}});
   co_await send_json(conn, headers, http::status::ok, std::move(body));
 }
 

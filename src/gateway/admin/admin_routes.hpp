@@ -2,13 +2,15 @@
 // /healthz (alive), /readyz (listener up and not draining), /metrics
 // (Prometheus text, the scheduler's and monitor's state copied in first),
 // /admin/usage (the usage report, docs/usage.md), /v1/models and
-// /v1/models/{model} (authenticated like inference); HEAD of each.
+// /v1/models/{model} (authenticated like inference), /dashboard (the admin
+// listener's page, docs/dashboard.md); HEAD of each.
 // /metrics and /admin/* ask for the admin token when one is configured, and
 // move to the admin listener when it is enabled (docs/security.md, "Admin
 // listener").
 #pragma once
 
 #include <atomic>
+#include <expected>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -17,6 +19,7 @@
 
 #include "core/config.hpp"
 #include "core/tenants.hpp"
+#include "core/store/store_rows.hpp"
 #include "gateway/gateway_metrics.hpp"
 #include "gateway/reload/config_control.hpp"
 #include "gateway/runtime.hpp"
@@ -34,10 +37,13 @@ class AdminRoutes {
   // `runtime()`: the current config generation's (a reload changes it).
   // `config`: reloads, rollbacks and the versions (/admin/config*).
   // `rollouts()`: the model aliases' report (GET /admin/rollouts).
+  // `audit(limit)`: the store's newest audit rows, or why there are none
+  // (the store or its audit off); called on render_'s thread.
+  using AuditRows = std::expected<std::vector<store::AuditRow>, std::string>;
   AdminRoutes(std::function<std::shared_ptr<const Runtime>()> runtime, GatewayMetrics& metrics,
               const UsageBook& usage, std::function<void()> refresh,
               std::function<Task<std::string>(std::string)> flush_cache, ConfigControl& config,
-              std::function<std::string()> rollouts);
+              std::function<std::string()> rollouts, std::function<AuditRows(int)> audit);
 
   // POST /admin/cache/flush[?model=NAME]: the one route that changes state.
   static constexpr std::string_view kCacheFlush = "/admin/cache/flush";
@@ -49,6 +55,8 @@ class AdminRoutes {
   static constexpr std::string_view kConfigVersions = "/admin/config/versions";
   // GET /admin/rollouts: each alias's weights, canary and shadow comparison.
   static constexpr std::string_view kRollouts = "/admin/rollouts";
+  // GET /admin/audit[?limit=N]: the audit trail's newest rows (docs/audit.md).
+  static constexpr std::string_view kAudit = "/admin/audit";
   // The routes that change state, and so take POST.
   static bool takes_post(std::string_view path) {
     return path == kCacheFlush || path == kConfigRollback;
@@ -60,7 +68,8 @@ class AdminRoutes {
   // Whether `path` is one of these routes.
   static bool serves(std::string_view path);
   // Whether `path` is one that shows tenants and traffic (/metrics,
-  // /admin/*): the admin listener's alone, never the public port's.
+  // /admin/*, and /dashboard, the page over them): the admin listener's
+  // alone, never the public port's.
   static bool operator_only(std::string_view path);
   // Answers a request of a path serves() accepted, in a method it
   // accepts(), with `headers` (x-request-id).
@@ -70,6 +79,9 @@ class AdminRoutes {
   void set_ready(bool ready) { ready_ = ready; }
 
  private:
+  // GET /admin/audit: the rows as an OpenAI-style list, newest first.
+  Task<void> audit_list(HttpRequest& req, ClientConnection& conn,
+                        const std::vector<std::pair<std::string, std::string>>& headers);
   // /metrics' text: the refresh and the render, on render_'s thread.
   Task<std::string> metrics_text();
   static std::string models_body(const Config& config);
@@ -96,6 +108,7 @@ class AdminRoutes {
   std::function<Task<std::string>(std::string)> flush_cache_;
   ConfigControl& config_;
   std::function<std::string()> rollouts_;
+  std::function<AuditRows(int)> audit_;
   std::atomic<bool> ready_{false};
   // A thread of its own for /metrics (last: joined first): with thousands of
   // tenants a page takes milliseconds, which the streams of the I/O thread

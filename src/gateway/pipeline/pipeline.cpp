@@ -66,6 +66,7 @@ void RequestContext::answer_started() {
 bool Pipeline::settle(RequestContext& ctx, const AdmissionStage& stage, Verdict verdict) {
   if (verdict.kind == Verdict::Kind::kRefuse) {
     ctx.outcome.error = std::move(verdict.error);
+    ctx.refused_by = stage.name();
     return false;
   }
   if (verdict.kind == Verdict::Kind::kAnswered) {

@@ -79,6 +79,7 @@ struct RequestContext {
   RequestSlots slots;
   bool admitted = false;                                // every admission stage let it through
   std::string_view answered_by;                         // the stage that answered it itself (Verdict::answered)
+  std::string_view refused_by;                          // the stage that refused it (Verdict::refuse)
 
   // Dispatch and relay.
   // The relay's first write of a stream's head: tells the observers, once

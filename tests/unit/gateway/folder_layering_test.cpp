@@ -24,6 +24,7 @@ const fs::path kGateway = fs::path(ARBITER_SOURCE_DIR) / "src" / "gateway";
 // Lower levels first; a folder may include folders of a lower level only.
 const std::map<std::string, int> kLevel = {
     {"relay", 1},     {"redis", 1},  // upstream exchanges; the Redis client
+    {"store", 1},  // the usage and audit store and its writer
     {"pipeline", 2},  {"dispatch", 2},  // stage interfaces and the request context; the scheduler's queues
     {"observers", 3}, {"resilience", 3},  // what runs after an answer; backend health over the queues
     {"reload", 3},  // what a config reload compares and keeps (its map is the dispatcher's)

@@ -21,7 +21,7 @@ TEST(PipelineRegistry, DescribesTheChainAConfigGives) {
   EXPECT_EQ(describe_pipeline(*config),
             "authenticate: auth; parse: parse; route: route, hints; answer_early: cache; protect: breaker, degrade; "
             "admit: caps, quota, supersede; handler: dispatch; observers: metrics, access_log, quota, usage, breaker, "
-            "cache");
+            "cache, store");
   // A stage the config does not use is left out: the alias stage only with aliases.
   auto aliased = parse_config("models: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n"
                               "aliases: [{name: a, targets: [{model: m}]}]\n");
@@ -31,8 +31,11 @@ TEST(PipelineRegistry, DescribesTheChainAConfigGives) {
   EXPECT_NE(describe_pipeline(*aliased).find("breaker, rollout, cache"), std::string::npos) << describe_pipeline(*aliased);
   auto quiet = parse_config("log: {access_log: false}\nmodels: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n");
   ASSERT_TRUE(quiet);
-  EXPECT_TRUE(describe_pipeline(*quiet).ends_with("observers: metrics, quota, usage, breaker, cache"))
+  EXPECT_TRUE(describe_pipeline(*quiet).ends_with("observers: metrics, quota, usage, breaker, cache, store"))
       << "no access-log observer without the access log: " << describe_pipeline(*quiet);
+  auto unstored = parse_config("store: {enabled: false}\nmodels: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n");
+  ASSERT_TRUE(unstored);
+  EXPECT_TRUE(describe_pipeline(*unstored).ends_with("breaker, cache")) << "no store observer without the store";
 }
 
 TEST(PipelineRegistry, StagesAreListedInPhaseOrder) {

@@ -9,6 +9,7 @@
 
 #include "core/config.hpp"
 #include "core/usage_ledger/usage_grouping.hpp"
+#include "gateway/store/sqlite_store.hpp"
 
 namespace arbiter {
 
@@ -29,6 +30,11 @@ class UsageBook {
     std::lock_guard lock(mu_);
     return ledger_.adopt(usage_names(config));
   }
+
+  // The usage the store kept (its hourly sums since the retention's start),
+  // at a start: /admin/usage and the dynamic quotas' history survive a
+  // restart.
+  void seed(const std::vector<store::HourlyUsage>& hours);
 
   // `key` in the ledger's ids (ids_for).
   void record(usage::WallTime at, usage::UsageKey key, const usage::UsageTotals& used) {

@@ -1,0 +1,46 @@
+#include "core/store/audit_chain.hpp"
+
+#include <cstdio>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace arbiter::store {
+
+std::string batch_hash(std::string_view prev_hash, const std::vector<std::pair<int64_t, AuditRow>>& rows) {
+  XXH3_state_t state;
+  XXH3_128bits_reset(&state);
+  XXH3_128bits_update(&state, prev_hash.data(), prev_hash.size());
+  for (const auto& [seq, row] : rows) {
+    const std::string line = canonical_line(seq, row);
+    XXH3_128bits_update(&state, line.data(), line.size());
+  }
+  const XXH128_hash_t h = XXH3_128bits_digest(&state);
+  char text[33];
+  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return text;
+}
+
+Verdict verify_chain(const std::vector<StoredBatch>& batches) {
+  Verdict v;
+  const std::string* prev = nullptr;
+  for (const StoredBatch& b : batches) {
+    auto fail = [&](std::string what) {
+      v.ok = false;
+      v.problem = "batch " + std::to_string(b.batch) + ": " + std::move(what);
+      return v;
+    };
+    if (prev && b.prev_hash != *prev) return fail("links to " + b.prev_hash + ", the batch before it is " + *prev);
+    if (static_cast<int64_t>(b.rows.size()) != b.count) {
+      return fail("holds " + std::to_string(b.rows.size()) + " rows, it was written with " + std::to_string(b.count));
+    }
+    if (batch_hash(b.prev_hash, b.rows) != b.hash) return fail("its rows do not hash to " + b.hash + " (edited)");
+    prev = &b.hash;
+    ++v.batches;
+    v.rows += b.count;
+  }
+  return v;
+}
+
+}  // namespace arbiter::store

@@ -1,0 +1,39 @@
+// The audit trail's hash chain (docs/audit.md, "Verification"): the writer
+// stores audit rows in batches, and each batch's hash covers the previous
+// batch's hash and its rows' canonical lines (store_rows.hpp), in sequence
+// order. Editing, removing or inserting a row changes its batch's hash;
+// removing a whole batch breaks the next one's link. Pure.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/store/store_rows.hpp"
+
+namespace arbiter::store {
+
+// 32 hex digits (XXH3-128). The first batch of a trail links to kChainStart.
+inline constexpr std::string_view kChainStart = "00000000000000000000000000000000";
+std::string batch_hash(std::string_view prev_hash, const std::vector<std::pair<int64_t, AuditRow>>& rows);
+
+// A stored batch and the rows the store holds for it.
+struct StoredBatch {
+  int64_t batch = 0;
+  int64_t count = 0;           // rows it was written with
+  std::string prev_hash, hash;
+  std::vector<std::pair<int64_t, AuditRow>> rows;  // (seq, row), ascending
+};
+
+struct Verdict {
+  bool ok = true;
+  int64_t batches = 0, rows = 0;
+  std::string problem;  // the first one found: which batch, and what
+};
+// Checks every batch against its rows and its predecessor, in order. The
+// first batch's prev_hash is taken as given (retention may have removed
+// what came before it).
+Verdict verify_chain(const std::vector<StoredBatch>& batches);
+
+}  // namespace arbiter::store

@@ -1,0 +1,47 @@
+// What the usage and audit store keeps (docs/audit.md): one row per request
+// that reached an engine (its bill) and one per arbitration decision (the
+// audit trail). Rows are encoded to bytes for the journal
+// (gateway/store/journal.hpp) and decoded when it is replayed. Pure.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace arbiter::store {
+
+// A request's bill (RequestContext::billed, at its end).
+struct UsageRow {
+  int64_t ts_ms = 0;  // arrival, unix milliseconds (the access log's ts)
+  std::string request_id, tenant, team, model, klass;
+  int64_t status = 0;
+  int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  double engine_ms = 0;
+  double cost = 0;
+  std::string tokens_from;  // "engine", "events", "estimate"; empty: no tokens billed
+  bool operator==(const UsageRow&) const = default;
+};
+
+// One decision (docs/audit.md, "Event kinds").
+struct AuditRow {
+  int64_t ts_ms = 0;  // when it was decided, unix milliseconds
+  std::string kind;   // "admitted", "refused", "dispatched", "breaker", ...
+  std::string request_id, tenant, klass, model;  // empty for a decision about no request
+  std::string detail;  // why, in words and figures: "stage=quota limit=tokens_per_minute"
+  bool operator==(const AuditRow&) const = default;
+};
+
+using Row = std::variant<UsageRow, AuditRow>;
+
+// The row as bytes, and back; nullopt when `bytes` is not one.
+std::string encode(const Row& row);
+std::optional<Row> decode(std::string_view bytes);
+
+// An audit row as one line of text: what its batch's hash covers
+// (audit_chain.hpp), fields in a fixed order, separated by tabs and with
+// tabs, newlines and backslashes escaped.
+std::string canonical_line(int64_t seq, const AuditRow& row);
+
+}  // namespace arbiter::store

@@ -1,0 +1,26 @@
+// Completion observer: each request's rows for the usage and audit store
+// (docs/audit.md). A request that reached an engine gives its bill (a
+// usage row: what RequestContext::billed says, its engine time and cost);
+// with store.audit on, its decisions give audit rows: refused (the stage
+// and why) or answered by a stage (a cache hit), else dispatched (its
+// class, backend, queue wait and why it waited), and when they happened
+// preempted, degraded, retried, superseded. Handing them to the writer is
+// an encode and a copy under a short lock (StoreWriter::add).
+#pragma once
+
+#include "gateway/pipeline/stage.hpp"
+#include "gateway/store/store_writer.hpp"
+
+namespace arbiter {
+
+class StoreObserver final : public CompletionObserver {
+ public:
+  explicit StoreObserver(StoreWriter& store) : store_(store) {}
+  void on_complete(const RequestContext& ctx) override;
+
+ private:
+  void audit(const RequestContext& ctx, int64_t ts_ms);
+  StoreWriter& store_;
+};
+
+}  // namespace arbiter

@@ -1,0 +1,335 @@
+#include "gateway/store/sqlite_store.hpp"
+
+#include <sqlite3.h>
+#include <sys/types.h>
+
+#include <map>
+
+namespace arbiter::store {
+
+namespace {
+
+// Each migration once, in order; the applied ones are in schema_migrations.
+constexpr const char* kMigrations[] = {
+    // 1: usage, audit rows, audit batches, each replica's last written row.
+    "CREATE TABLE usage (replica TEXT NOT NULL, seq INTEGER NOT NULL, ts_ms INTEGER NOT NULL,"
+    " request_id TEXT NOT NULL, tenant TEXT NOT NULL, team TEXT NOT NULL, model TEXT NOT NULL,"
+    " class TEXT NOT NULL, status INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL,"
+    " completion_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL, engine_ms REAL NOT NULL,"
+    " cost REAL NOT NULL, tokens_from TEXT NOT NULL, PRIMARY KEY (replica, seq));"
+    "CREATE INDEX usage_ts ON usage (ts_ms);"
+    "CREATE TABLE audit (replica TEXT NOT NULL, seq INTEGER NOT NULL, ts_ms INTEGER NOT NULL, kind TEXT NOT NULL,"
+    " request_id TEXT NOT NULL, tenant TEXT NOT NULL, class TEXT NOT NULL, model TEXT NOT NULL,"
+    " detail TEXT NOT NULL, batch INTEGER NOT NULL, PRIMARY KEY (replica, seq));"
+    "CREATE INDEX audit_batch ON audit (replica, batch);"
+    "CREATE INDEX audit_ts ON audit (ts_ms);"
+    "CREATE TABLE audit_batches (replica TEXT NOT NULL, batch INTEGER NOT NULL, count INTEGER NOT NULL,"
+    " last_ts_ms INTEGER NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (replica, batch));"
+    "CREATE TABLE replicas (replica TEXT PRIMARY KEY, written_seq INTEGER NOT NULL);",
+};
+
+// A prepared statement, finalized at scope end.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) { ok_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK; }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  bool ok() const { return ok_; }
+  Statement& bind(int i, std::string_view s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& bind(int i, int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Statement& bind_real(int i, double v) {
+    sqlite3_bind_double(stmt_, i, v);
+    return *this;
+  }
+  int step() { return sqlite3_step(stmt_); }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  int64_t i64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  std::string text(int col) const {
+    const auto* p = sqlite3_column_text(stmt_, col);
+    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
+             : std::string();
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  bool ok_ = false;
+};
+
+// SQLite, run as root, hands the files it creates (the WAL, the shared
+// memory) to the database's owner with fchown. The gateway's files are its
+// own, and its systemd unit denies @privileged calls (fchown among them):
+// the call is made a no-op.
+int no_fchown(int, uid_t, gid_t) { return 0; }
+
+}  // namespace
+
+std::expected<std::unique_ptr<SqliteStore>, std::string> SqliteStore::open(const std::string& path,
+                                                                            std::string replica) {
+  static const bool unowned = [] {
+    sqlite3_vfs* vfs = sqlite3_vfs_find(nullptr);
+    return vfs && vfs->xSetSystemCall &&
+           vfs->xSetSystemCall(vfs, "fchown", reinterpret_cast<sqlite3_syscall_ptr>(&no_fchown)) == SQLITE_OK;
+  }();
+  (void)unowned;
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    std::string why = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return std::unexpected("cannot open " + path + ": " + why);
+  }
+  std::unique_ptr<SqliteStore> store(new SqliteStore(db, std::move(replica)));
+  // A locked database (another process's transaction) fails a write
+  // quickly: the writer keeps the rows and retries.
+  sqlite3_busy_timeout(db, 200);
+  // WAL: readers never block the writer; NORMAL: a commit survives a crash
+  // of the process (the journal covers what a power loss may take).
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"}) {
+    if (auto done = store->exec(pragma); !done) return std::unexpected(path + ": " + done.error());
+  }
+  if (auto done = store->migrate(); !done) return std::unexpected(path + ": " + done.error());
+  if (auto done = store->load_state(); !done) return std::unexpected(path + ": " + done.error());
+  return store;
+}
+
+SqliteStore::~SqliteStore() { sqlite3_close(db_); }
+
+std::string SqliteStore::error() const { return sqlite3_errmsg(db_); }
+
+std::expected<void, std::string> SqliteStore::exec(const char* sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &message) == SQLITE_OK) return {};
+  std::string why = message ? message : error();
+  sqlite3_free(message);
+  return std::unexpected(why);
+}
+
+std::expected<void, std::string> SqliteStore::migrate() {
+  if (auto done = exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_ms INTEGER)");
+      !done) {
+    return done;
+  }
+  Statement applied(db_, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
+  if (!applied.ok() || applied.step() != SQLITE_ROW) return std::unexpected(error());
+  const int64_t have = applied.i64(0);
+  constexpr auto kCount = static_cast<int64_t>(std::size(kMigrations));
+  if (have > kCount) {
+    return std::unexpected("its schema is version " + std::to_string(have) + ", newer than this gateway's " +
+                           std::to_string(kCount));
+  }
+  for (int64_t v = have + 1; v <= kCount; ++v) {
+    if (auto done = exec("BEGIN IMMEDIATE"); !done) return done;
+    auto done = exec(kMigrations[v - 1]);
+    Statement record(db_, "INSERT INTO schema_migrations VALUES (?, CAST(strftime('%s','now') AS INTEGER) * 1000)");
+    if (done && (!record.ok() || record.bind(1, v).step() != SQLITE_DONE)) done = std::unexpected(error());
+    if (!done) {
+      (void)exec("ROLLBACK");
+      return std::unexpected("migration " + std::to_string(v) + ": " + done.error());
+    }
+    if (auto committed = exec("COMMIT"); !committed) return committed;
+  }
+  return {};
+}
+
+std::expected<void, std::string> SqliteStore::load_state() {
+  Statement written(db_, "SELECT written_seq FROM replicas WHERE replica = ?");
+  if (!written.ok()) return std::unexpected(error());
+  if (written.bind(1, replica_).step() == SQLITE_ROW) written_ = static_cast<uint64_t>(written.i64(0));
+  Statement last(db_, "SELECT batch, hash FROM audit_batches WHERE replica = ? ORDER BY batch DESC LIMIT 1");
+  if (!last.ok()) return std::unexpected(error());
+  if (last.bind(1, replica_).step() == SQLITE_ROW) {
+    last_batch_ = last.i64(0);
+    last_hash_ = last.text(1);
+  }
+  return {};
+}
+
+std::expected<void, std::string> SqliteStore::write(const std::vector<std::pair<uint64_t, Row>>& rows) {
+  if (rows.empty()) return {};
+  if (auto done = exec("BEGIN IMMEDIATE"); !done) return done;
+  auto fail = [&]() -> std::expected<void, std::string> {
+    std::string why = error();
+    (void)exec("ROLLBACK");
+    return std::unexpected(why);
+  };
+  Statement usage(db_,
+                  "INSERT OR IGNORE INTO usage VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+  Statement audit(db_, "INSERT OR IGNORE INTO audit VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+  if (!usage.ok() || !audit.ok()) return fail();
+  std::vector<std::pair<int64_t, AuditRow>> chained;
+  int64_t last_ts = 0;
+  const int64_t batch = last_batch_ + 1;
+  for (const auto& [seq, row] : rows) {
+    const auto s = static_cast<int64_t>(seq);
+    if (const auto* u = std::get_if<UsageRow>(&row)) {
+      usage.bind(1, replica_).bind(2, s).bind(3, u->ts_ms).bind(4, u->request_id).bind(5, u->tenant).bind(6, u->team);
+      usage.bind(7, u->model).bind(8, u->klass).bind(9, u->status).bind(10, u->prompt_tokens);
+      usage.bind(11, u->completion_tokens).bind(12, u->cached_tokens).bind_real(13, u->engine_ms);
+      usage.bind_real(14, u->cost).bind(15, u->tokens_from);
+      if (usage.step() != SQLITE_DONE) return fail();
+      usage.reset();
+    } else {
+      const auto& a = std::get<AuditRow>(row);
+      audit.bind(1, replica_).bind(2, s).bind(3, a.ts_ms).bind(4, a.kind).bind(5, a.request_id).bind(6, a.tenant);
+      audit.bind(7, a.klass).bind(8, a.model).bind(9, a.detail).bind(10, batch);
+      if (audit.step() != SQLITE_DONE) return fail();
+      audit.reset();
+      chained.emplace_back(s, a);
+      last_ts = std::max(last_ts, a.ts_ms);
+    }
+  }
+  std::string hash;
+  if (!chained.empty()) {
+    hash = batch_hash(last_hash_, chained);
+    Statement record(db_, "INSERT INTO audit_batches VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    if (!record.ok()) return fail();
+    record.bind(1, replica_).bind(2, batch).bind(3, static_cast<int64_t>(chained.size())).bind(4, last_ts);
+    record.bind(5, last_hash_).bind(6, hash);
+    if (record.step() != SQLITE_DONE) return fail();
+  }
+  Statement mark(db_, "INSERT INTO replicas VALUES (?1, ?2) ON CONFLICT (replica) DO UPDATE SET written_seq = ?2");
+  if (!mark.ok() || mark.bind(1, replica_).bind(2, static_cast<int64_t>(rows.back().first)).step() != SQLITE_DONE) {
+    return fail();
+  }
+  if (auto done = exec("COMMIT"); !done) {
+    (void)exec("ROLLBACK");
+    return done;
+  }
+  written_ = rows.back().first;
+  if (!chained.empty()) {
+    last_batch_ = batch;
+    last_hash_ = std::move(hash);
+  }
+  return {};
+}
+
+std::expected<std::vector<HourlyUsage>, std::string> SqliteStore::hourly_usage_since(int64_t from_ms) {
+  Statement q(db_,
+              "SELECT ts_ms / 3600000 * 3600000 AS hour, tenant, team, model, class, COUNT(*), SUM(prompt_tokens),"
+              " SUM(completion_tokens), SUM(cached_tokens), SUM(cost) FROM usage WHERE ts_ms >= ?"
+              " GROUP BY hour, tenant, team, model, class ORDER BY hour");
+  if (!q.ok()) return std::unexpected(error());
+  q.bind(1, from_ms);
+  std::vector<HourlyUsage> out;
+  int rc;
+  while ((rc = q.step()) == SQLITE_ROW) {
+    out.push_back({.hour_ms = q.i64(0),
+                   .tenant = q.text(1),
+                   .team = q.text(2),
+                   .model = q.text(3),
+                   .klass = q.text(4),
+                   .requests = static_cast<uint64_t>(q.i64(5)),
+                   .prompt_tokens = static_cast<uint64_t>(q.i64(6)),
+                   .completion_tokens = static_cast<uint64_t>(q.i64(7)),
+                   .cached_tokens = static_cast<uint64_t>(q.i64(8)),
+                   .cost = q.real(9)});
+  }
+  if (rc != SQLITE_DONE) return std::unexpected(error());
+  return out;
+}
+
+std::expected<std::vector<AuditRow>, std::string> SqliteStore::recent_audit(int limit) {
+  Statement q(db_,
+              "SELECT ts_ms, kind, request_id, tenant, class, model, detail FROM audit"
+              " ORDER BY ts_ms DESC, seq DESC LIMIT ?");
+  if (!q.ok()) return std::unexpected(error());
+  q.bind(1, int64_t{limit});
+  std::vector<AuditRow> out;
+  int rc;
+  while ((rc = q.step()) == SQLITE_ROW) {
+    out.push_back({.ts_ms = q.i64(0),
+                   .kind = q.text(1),
+                   .request_id = q.text(2),
+                   .tenant = q.text(3),
+                   .klass = q.text(4),
+                   .model = q.text(5),
+                   .detail = q.text(6)});
+  }
+  if (rc != SQLITE_DONE) return std::unexpected(error());
+  return out;
+}
+
+std::expected<Verdict, std::string> SqliteStore::verify() {
+  // Per replica, batch by batch in order, with their rows.
+  std::map<std::string, std::vector<StoredBatch>> trails;
+  Statement batches(db_, "SELECT replica, batch, count, prev_hash, hash FROM audit_batches ORDER BY replica, batch");
+  if (!batches.ok()) return std::unexpected(error());
+  std::map<std::pair<std::string, int64_t>, StoredBatch*> by_id;
+  int rc;
+  while ((rc = batches.step()) == SQLITE_ROW) {
+    auto& trail = trails[batches.text(0)];
+    trail.push_back({.batch = batches.i64(1), .count = batches.i64(2), .prev_hash = batches.text(3),
+                     .hash = batches.text(4), .rows = {}});
+  }
+  if (rc != SQLITE_DONE) return std::unexpected(error());
+  for (auto& [replica, trail] : trails) {
+    for (StoredBatch& b : trail) by_id[{replica, b.batch}] = &b;
+  }
+  Statement rows(db_,
+                 "SELECT replica, batch, seq, ts_ms, kind, request_id, tenant, class, model, detail FROM audit"
+                 " ORDER BY replica, batch, seq");
+  if (!rows.ok()) return std::unexpected(error());
+  Verdict orphans;
+  while ((rc = rows.step()) == SQLITE_ROW) {
+    const auto it = by_id.find({rows.text(0), rows.i64(1)});
+    if (it == by_id.end()) {  // a row whose batch was removed, or one inserted
+      orphans.ok = false;
+      orphans.problem = "row " + std::to_string(rows.i64(2)) + " of replica " + rows.text(0) + " names batch " +
+                        std::to_string(rows.i64(1)) + ", which is not in the trail";
+      continue;
+    }
+    it->second->rows.emplace_back(rows.i64(2), AuditRow{.ts_ms = rows.i64(3),
+                                                        .kind = rows.text(4),
+                                                        .request_id = rows.text(5),
+                                                        .tenant = rows.text(6),
+                                                        .klass = rows.text(7),
+                                                        .model = rows.text(8),
+                                                        .detail = rows.text(9)});
+  }
+  if (rc != SQLITE_DONE) return std::unexpected(error());
+  Verdict all;
+  for (const auto& [replica, trail] : trails) {
+    Verdict v = verify_chain(trail);
+    all.batches += v.batches;
+    all.rows += v.rows;
+    if (!v.ok && all.ok) {
+      all.ok = false;
+      all.problem = "replica " + replica + ", " + v.problem;
+    }
+  }
+  if (all.ok && !orphans.ok) {
+    all.ok = false;
+    all.problem = orphans.problem;
+  }
+  return all;
+}
+
+std::expected<void, std::string> SqliteStore::prune(int64_t before_ms) {
+  if (auto done = exec("BEGIN IMMEDIATE"); !done) return done;
+  Statement usage(db_, "DELETE FROM usage WHERE ts_ms < ?");
+  Statement audit(db_,
+                  "DELETE FROM audit WHERE (replica, batch) IN"
+                  " (SELECT replica, batch FROM audit_batches WHERE last_ts_ms < ?)");
+  Statement batches(db_, "DELETE FROM audit_batches WHERE last_ts_ms < ?");
+  for (Statement* s : {&usage, &audit, &batches}) {
+    if (!s->ok() || s->bind(1, before_ms).step() != SQLITE_DONE) {
+      std::string why = error();
+      (void)exec("ROLLBACK");
+      return std::unexpected(why);
+    }
+  }
+  return exec("COMMIT");
+}
+
+}  // namespace arbiter::store

@@ -1,0 +1,190 @@
+#include "gateway/store/store_writer.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "observability/event_log.hpp"
+
+namespace arbiter {
+
+namespace {
+
+constexpr auto kInterval = std::chrono::milliseconds(50);
+constexpr std::size_t kWakeAt = 2'000;      // rows queued that wake the writer before its interval
+constexpr std::size_t kBatchRows = 5'000;   // rows per transaction
+constexpr auto kFirstBackoff = std::chrono::milliseconds(100);
+constexpr auto kMaxBackoff = std::chrono::milliseconds(5'000);
+constexpr auto kPruneEvery = std::chrono::hours(1);
+
+std::string host_name() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 && name[0] ? name : "arbiter";
+}
+
+int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+std::expected<std::unique_ptr<StoreWriter>, std::string> StoreWriter::open(const StoreConfig& settings) {
+  auto db = store::SqliteStore::open(settings.path, settings.replica.empty() ? host_name() : settings.replica);
+  if (!db) return std::unexpected("store: " + db.error());
+  auto journal = store::Journal::open(settings.path + ".journal", settings.spool_bytes);
+  if (!journal) return std::unexpected("store: " + journal.error());
+  return std::unique_ptr<StoreWriter>(new StoreWriter(std::move(*db), std::move(*journal), settings));
+}
+
+StoreWriter::StoreWriter(std::unique_ptr<store::SqliteStore> db, std::unique_ptr<store::Journal> journal,
+                         const StoreConfig& settings)
+    : db_(std::move(db)), journal_(std::move(journal)), audit_(settings.audit), retention_(settings.retention) {
+  // What the journal holds past the store's last row: written before
+  // anything new (a crash's, or an outage's, rows).
+  const uint64_t written = db_->written();
+  uint64_t last = written;
+  for (const auto& [seq, payload] : journal_->recovered()) {
+    last = std::max(last, seq);
+    if (seq <= written) continue;
+    if (auto row = store::decode(payload)) queue_.emplace_back(seq, std::move(*row));
+  }
+  next_seq_ = last + 1;
+  if (!queue_.empty()) {
+    log_event(EventLevel::kInfo, "store_replay", {{"rows", queue_.size()}, {"after_seq", written}});
+  }
+}
+
+StoreWriter::~StoreWriter() { stop(); }
+
+void StoreWriter::add(store::Row row) {
+  const std::string bytes = store::encode(row);
+  bool wake = false;
+  {
+    std::lock_guard lock(mu_);
+    const uint64_t seq = next_seq_;
+    if (!journal_->append(seq, bytes)) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    ++next_seq_;
+    queue_.emplace_back(seq, std::move(row));
+    wake = queue_.size() == kWakeAt;
+  }
+  if (wake) wake_.notify_one();
+}
+
+void StoreWriter::start() { thread_ = std::thread([this] { run(); }); }
+
+void StoreWriter::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool StoreWriter::write_batch() {
+  std::vector<std::pair<uint64_t, store::Row>> batch;
+  {
+    std::lock_guard lock(mu_);
+    const std::size_t n = std::min(queue_.size(), kBatchRows);
+    batch.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) batch.push_back(std::move(queue_[i]));
+    queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  if (batch.empty()) return true;
+  std::expected<void, std::string> done;
+  {
+    std::lock_guard lock(db_mu_);
+    done = db_->write(batch);
+  }
+  if (!done) {
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    if (up_.exchange(false)) log_event(EventLevel::kWarn, "store_down", {{"detail", done.error()}});
+    std::lock_guard lock(mu_);
+    // Back at the front, in order: the spool keeps every row until written.
+    queue_.insert(queue_.begin(), std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()));
+    return false;
+  }
+  uint64_t usage = 0;
+  for (const auto& entry : batch) usage += std::holds_alternative<store::UsageRow>(entry.second);
+  usage_written_.fetch_add(usage, std::memory_order_relaxed);
+  audit_written_.fetch_add(batch.size() - usage, std::memory_order_relaxed);
+  if (!up_.exchange(true)) log_event(EventLevel::kInfo, "store_up", {});
+  std::lock_guard lock(mu_);
+  journal_->release_through(batch.back().first);
+  return true;
+}
+
+void StoreWriter::run() {
+  auto backoff = kFirstBackoff;
+  auto next_prune = std::chrono::steady_clock::now();
+  for (;;) {
+    bool stopping = false;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, kInterval, [&] { return stopping_ || queue_.size() >= kWakeAt; });
+      stopping = stopping_;
+    }
+    bool ok = true;
+    while (ok) {
+      ok = write_batch();
+      std::lock_guard lock(mu_);
+      if (queue_.empty()) break;
+    }
+    if (stopping) return;  // what is left stays in the journal for the next start
+    if (!ok) {
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, backoff, [&] { return stopping_; });
+      backoff = std::min(backoff * 2, kMaxBackoff);
+      continue;
+    }
+    backoff = kFirstBackoff;
+    if (std::chrono::steady_clock::now() >= next_prune) {
+      next_prune = std::chrono::steady_clock::now() + kPruneEvery;
+      std::lock_guard lock(db_mu_);
+      const auto cutoff = unix_ms_now() - std::chrono::duration_cast<std::chrono::milliseconds>(retention_).count();
+      if (auto pruned = db_->prune(cutoff); !pruned) {
+        log_event(EventLevel::kWarn, "store_prune_failed", {{"detail", pruned.error()}});
+      }
+    }
+  }
+}
+
+std::vector<store::UsageRow> StoreWriter::queued_usage() {
+  std::vector<store::UsageRow> out;
+  std::lock_guard lock(mu_);
+  for (const auto& entry : queue_) {
+    if (const auto* u = std::get_if<store::UsageRow>(&entry.second)) out.push_back(*u);
+  }
+  return out;
+}
+
+std::expected<std::vector<store::HourlyUsage>, std::string> StoreWriter::hourly_usage_since(int64_t from_ms) {
+  std::lock_guard lock(db_mu_);
+  return db_->hourly_usage_since(from_ms);
+}
+
+std::expected<std::vector<store::AuditRow>, std::string> StoreWriter::recent_audit(int limit) {
+  std::lock_guard lock(db_mu_);
+  return db_->recent_audit(limit);
+}
+
+StoreWriter::State StoreWriter::state() {
+  State s{.up = up_.load(),
+          .spool_rows = 0,
+          .spool_bytes = 0,
+          .usage_written = usage_written_.load(),
+          .audit_written = audit_written_.load(),
+          .dropped = dropped_.load(),
+          .failures = failures_.load()};
+  std::lock_guard lock(mu_);
+  s.spool_rows = queue_.size();
+  s.spool_bytes = journal_->bytes();
+  return s;
+}
+
+}  // namespace arbiter
