@@ -7,19 +7,31 @@
 
 namespace arbiter::store {
 
-std::string batch_hash(std::string_view prev_hash, const std::vector<std::pair<int64_t, AuditRow>>& rows) {
-  XXH3_state_t state;
-  XXH3_128bits_reset(&state);
-  XXH3_128bits_update(&state, prev_hash.data(), prev_hash.size());
-  for (const auto& [seq, row] : rows) {
-    const std::string line = canonical_line(seq, row);
-    XXH3_128bits_update(&state, line.data(), line.size());
-  }
-  const XXH128_hash_t h = XXH3_128bits_digest(&state);
+BatchHasher::BatchHasher(std::string_view prev_hash) : state_(XXH3_createState()) {
+  auto* state = static_cast<XXH3_state_t*>(state_);
+  XXH3_128bits_reset(state);
+  XXH3_128bits_update(state, prev_hash.data(), prev_hash.size());
+}
+
+BatchHasher::~BatchHasher() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+
+void BatchHasher::add(int64_t seq, const AuditView& row) {
+  const std::string line = canonical_line(seq, row);
+  XXH3_128bits_update(static_cast<XXH3_state_t*>(state_), line.data(), line.size());
+}
+
+std::string BatchHasher::hex() const {
+  const XXH128_hash_t h = XXH3_128bits_digest(static_cast<const XXH3_state_t*>(state_));
   char text[33];
   std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
                 static_cast<unsigned long long>(h.low64));
   return text;
+}
+
+std::string batch_hash(std::string_view prev_hash, const std::vector<std::pair<int64_t, AuditRow>>& rows) {
+  BatchHasher hasher(prev_hash);
+  for (const auto& [seq, row] : rows) hasher.add(seq, view_of(row));
+  return hasher.hex();
 }
 
 Verdict verify_chain(const std::vector<StoredBatch>& batches) {

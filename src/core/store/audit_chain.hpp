@@ -16,6 +16,20 @@ namespace arbiter::store {
 
 // 32 hex digits (XXH3-128). The first batch of a trail links to kChainStart.
 inline constexpr std::string_view kChainStart = "00000000000000000000000000000000";
+
+// A batch's hash, its rows added in sequence order.
+class BatchHasher {
+ public:
+  explicit BatchHasher(std::string_view prev_hash);
+  ~BatchHasher();
+  BatchHasher(const BatchHasher&) = delete;
+  BatchHasher& operator=(const BatchHasher&) = delete;
+  void add(int64_t seq, const AuditView& row);
+  std::string hex() const;
+
+ private:
+  void* state_;  // an XXH3 state (xxhash.h stays out of this header)
+};
 std::string batch_hash(std::string_view prev_hash, const std::vector<std::pair<int64_t, AuditRow>>& rows);
 
 // A stored batch and the rows the store holds for it.

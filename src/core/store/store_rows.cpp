@@ -7,9 +7,10 @@ namespace arbiter::store {
 
 namespace {
 
-// Little-endian fixed-size numbers, strings with a 32-bit length.
+// Little-endian fixed-size numbers, strings with a 32-bit length, appended.
 class Writer {
  public:
+  explicit Writer(std::string& out) : out_(out) {}
   void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
   void i64(int64_t v) { raw(&v, sizeof v); }
   void f64(double v) { raw(&v, sizeof v); }
@@ -18,11 +19,10 @@ class Writer {
     raw(&n, sizeof n);
     out_.append(s);
   }
-  std::string take() { return std::move(out_); }
 
  private:
   void raw(const void* p, std::size_t n) { out_.append(static_cast<const char*>(p), n); }
-  std::string out_;
+  std::string& out_;
 };
 
 class Reader {
@@ -31,10 +31,10 @@ class Reader {
   bool u8(uint8_t& v) { return raw(&v, sizeof v); }
   bool i64(int64_t& v) { return raw(&v, sizeof v); }
   bool f64(double& v) { return raw(&v, sizeof v); }
-  bool str(std::string& s) {
+  bool str(std::string_view& s) {
     uint32_t n = 0;
     if (!raw(&n, sizeof n) || n > in_.size()) return false;
-    s.assign(in_.substr(0, n));
+    s = in_.substr(0, n);
     in_.remove_prefix(n);
     return true;
   }
@@ -70,57 +70,93 @@ void escape_into(std::string& out, std::string_view s) {
 
 }  // namespace
 
-std::string encode(const Row& row) {
-  Writer w;
-  if (const auto* u = std::get_if<UsageRow>(&row)) {
-    w.u8(kUsage);
-    w.i64(u->ts_ms);
-    for (const std::string* s : {&u->request_id, &u->tenant, &u->team, &u->model, &u->klass}) w.str(*s);
-    w.i64(u->status);
-    w.i64(u->prompt_tokens);
-    w.i64(u->completion_tokens);
-    w.i64(u->cached_tokens);
-    w.f64(u->engine_ms);
-    w.f64(u->cost);
-    w.str(u->tokens_from);
-  } else {
-    const auto& a = std::get<AuditRow>(row);
-    w.u8(kAudit);
-    w.i64(a.ts_ms);
-    for (const std::string* s : {&a.kind, &a.request_id, &a.tenant, &a.klass, &a.model, &a.detail}) w.str(*s);
-  }
-  return w.take();
+void encode_into(std::string& out, const UsageView& u) {
+  Writer w(out);
+  w.u8(kUsage);
+  w.i64(u.ts_ms);
+  for (const std::string_view s : {u.request_id, u.tenant, u.team, u.model, u.klass}) w.str(s);
+  w.i64(u.status);
+  w.i64(u.prompt_tokens);
+  w.i64(u.completion_tokens);
+  w.i64(u.cached_tokens);
+  w.f64(u.engine_ms);
+  w.f64(u.cost);
+  w.str(u.tokens_from);
 }
 
-std::optional<Row> decode(std::string_view bytes) {
+void encode_into(std::string& out, const AuditView& a) {
+  Writer w(out);
+  w.u8(kAudit);
+  w.i64(a.ts_ms);
+  for (const std::string_view s : {a.kind, a.request_id, a.tenant, a.klass, a.model, a.detail}) w.str(s);
+}
+
+std::string encode(const Row& row) {
+  std::string out;
+  if (const auto* u = std::get_if<UsageRow>(&row)) {
+    encode_into(out, UsageView{.ts_ms = u->ts_ms, .request_id = u->request_id, .tenant = u->tenant,
+                               .team = u->team, .model = u->model, .klass = u->klass, .status = u->status,
+                               .prompt_tokens = u->prompt_tokens, .completion_tokens = u->completion_tokens,
+                               .cached_tokens = u->cached_tokens, .engine_ms = u->engine_ms, .cost = u->cost,
+                               .tokens_from = u->tokens_from});
+  } else {
+    const auto& a = std::get<AuditRow>(row);
+    encode_into(out, AuditView{.ts_ms = a.ts_ms, .kind = a.kind, .request_id = a.request_id, .tenant = a.tenant,
+                               .klass = a.klass, .model = a.model, .detail = a.detail});
+  }
+  return out;
+}
+
+std::optional<RowView> decode_view(std::string_view bytes) {
   Reader r(bytes);
   uint8_t kind = 0;
   if (!r.u8(kind)) return std::nullopt;
   if (kind == kUsage) {
-    UsageRow u;
+    UsageView u;
     bool ok = r.i64(u.ts_ms);
-    for (std::string* s : {&u.request_id, &u.tenant, &u.team, &u.model, &u.klass}) ok = ok && r.str(*s);
+    for (std::string_view* s : {&u.request_id, &u.tenant, &u.team, &u.model, &u.klass}) ok = ok && r.str(*s);
     ok = ok && r.i64(u.status) && r.i64(u.prompt_tokens) && r.i64(u.completion_tokens) && r.i64(u.cached_tokens) &&
          r.f64(u.engine_ms) && r.f64(u.cost) && r.str(u.tokens_from) && r.done();
-    if (ok) return Row(std::move(u));
+    if (ok) return RowView(u);
     return std::nullopt;
   }
   if (kind == kAudit) {
-    AuditRow a;
+    AuditView a;
     bool ok = r.i64(a.ts_ms);
-    for (std::string* s : {&a.kind, &a.request_id, &a.tenant, &a.klass, &a.model, &a.detail}) ok = ok && r.str(*s);
-    if (ok && r.done()) return Row(std::move(a));
+    for (std::string_view* s : {&a.kind, &a.request_id, &a.tenant, &a.klass, &a.model, &a.detail}) ok = ok && r.str(*s);
+    if (ok && r.done()) return RowView(a);
   }
   return std::nullopt;
 }
 
-std::string canonical_line(int64_t seq, const AuditRow& row) {
+std::optional<Row> decode(std::string_view bytes) {
+  const std::optional<RowView> view = decode_view(bytes);
+  if (!view) return std::nullopt;
+  if (const auto* u = std::get_if<UsageView>(&*view)) {
+    return Row(UsageRow{.ts_ms = u->ts_ms, .request_id = std::string(u->request_id), .tenant = std::string(u->tenant),
+                        .team = std::string(u->team), .model = std::string(u->model), .klass = std::string(u->klass),
+                        .status = u->status, .prompt_tokens = u->prompt_tokens,
+                        .completion_tokens = u->completion_tokens, .cached_tokens = u->cached_tokens,
+                        .engine_ms = u->engine_ms, .cost = u->cost, .tokens_from = std::string(u->tokens_from)});
+  }
+  const auto& a = std::get<AuditView>(*view);
+  return Row(AuditRow{.ts_ms = a.ts_ms, .kind = std::string(a.kind), .request_id = std::string(a.request_id),
+                      .tenant = std::string(a.tenant), .klass = std::string(a.klass), .model = std::string(a.model),
+                      .detail = std::string(a.detail)});
+}
+
+AuditView view_of(const AuditRow& a) {
+  return {.ts_ms = a.ts_ms, .kind = a.kind, .request_id = a.request_id, .tenant = a.tenant, .klass = a.klass,
+          .model = a.model, .detail = a.detail};
+}
+
+std::string canonical_line(int64_t seq, const AuditView& row) {
   std::string out = std::to_string(seq);
   out += '\t';
   out += std::to_string(row.ts_ms);
-  for (const std::string* s : {&row.kind, &row.request_id, &row.tenant, &row.klass, &row.model, &row.detail}) {
+  for (const std::string_view s : {row.kind, row.request_id, row.tenant, row.klass, row.model, row.detail}) {
     out += '\t';
-    escape_into(out, *s);
+    escape_into(out, s);
   }
   out += '\n';
   return out;

@@ -35,13 +35,35 @@ struct AuditRow {
 
 using Row = std::variant<UsageRow, AuditRow>;
 
-// The row as bytes, and back; nullopt when `bytes` is not one.
+// A row's fields as views, to encode without copying them first (the
+// request path: StoreObserver).
+struct UsageView {
+  int64_t ts_ms = 0;
+  std::string_view request_id, tenant, team, model, klass;
+  int64_t status = 0, prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  double engine_ms = 0, cost = 0;
+  std::string_view tokens_from;
+};
+struct AuditView {
+  int64_t ts_ms = 0;
+  std::string_view kind, request_id, tenant, klass, model, detail;
+};
+
+using RowView = std::variant<UsageView, AuditView>;
+
+// The row appended to `out` as bytes; and back (nullopt when `bytes` is
+// not one row), as views into `bytes` or as its own copy.
+void encode_into(std::string& out, const UsageView& row);
+void encode_into(std::string& out, const AuditView& row);
 std::string encode(const Row& row);
+std::optional<RowView> decode_view(std::string_view bytes);
 std::optional<Row> decode(std::string_view bytes);
+
+AuditView view_of(const AuditRow& row);
 
 // An audit row as one line of text: what its batch's hash covers
 // (audit_chain.hpp), fields in a fixed order, separated by tabs and with
 // tabs, newlines and backslashes escaped.
-std::string canonical_line(int64_t seq, const AuditRow& row);
+std::string canonical_line(int64_t seq, const AuditView& row);
 
 }  // namespace arbiter::store

@@ -67,7 +67,7 @@ std::expected<void, std::string> Journal::read_existing() {
     if (base == MAP_FAILED) return std::unexpected("cannot map " + file.string() + ": " + errno_text());
     Segment s{.path = file.string(), .base = static_cast<char*>(base), .size = size, .used = 0, .last_seq = 0};
     for (const JournalRecord& r : read_records(std::string_view(s.base, s.size))) {
-      recovered_.emplace_back(r.seq, std::string(r.payload));
+      recovered_.emplace_back(r.seq, r.payload);
       s.used = r.end;
       s.last_seq = r.seq;
     }
@@ -98,16 +98,17 @@ bool Journal::start_segment(uint64_t first_seq, std::size_t at_least) {
   return true;
 }
 
-bool Journal::append(uint64_t seq, std::string_view payload) {
+std::optional<std::string_view> Journal::append(uint64_t seq, std::string_view payload) {
   const std::size_t need = record_size(payload.size());
   if (!appending_ || segments_.back().size - segments_.back().used < need) {
-    if (!start_segment(seq, need)) return false;
+    if (!start_segment(seq, need)) return std::nullopt;
   }
   Segment& s = segments_.back();
   write_record(std::span<char>(s.base + s.used, need), seq, payload);
+  const std::string_view copy(s.base + s.used + kRecordHeader, payload.size());
   s.used += need;
   s.last_seq = seq;
-  return true;
+  return copy;
 }
 
 void Journal::release_through(uint64_t seq) {

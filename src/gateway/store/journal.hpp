@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <expected>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,11 +26,14 @@ class Journal {
   Journal& operator=(const Journal&) = delete;
 
   // What the segments held at open: (sequence number, payload), ascending.
-  const std::vector<std::pair<uint64_t, std::string>>& recovered() const { return recovered_; }
+  // A payload is a view into its segment, valid until release_through
+  // passes it (as is append's).
+  const std::vector<std::pair<uint64_t, std::string_view>>& recovered() const { return recovered_; }
 
-  // False when the record does not fit in max_bytes of segments (the store
-  // has been down long), or a new segment cannot be made.
-  bool append(uint64_t seq, std::string_view payload);
+  // The payload's copy in the journal; nullopt when the record does not fit
+  // in max_bytes of segments (the store has been down long), or a new
+  // segment cannot be made.
+  std::optional<std::string_view> append(uint64_t seq, std::string_view payload);
   // The store holds every record up to `seq`: segments wholly before it go.
   void release_through(uint64_t seq);
   std::size_t bytes() const { return bytes_; }  // the segments' sizes
@@ -54,7 +58,7 @@ class Journal {
   std::vector<Segment> segments_;  // oldest first; appends go to the last, once started
   bool appending_ = false;         // the last segment is this run's
   std::size_t bytes_ = 0;
-  std::vector<std::pair<uint64_t, std::string>> recovered_;
+  std::vector<std::pair<uint64_t, std::string_view>> recovered_;
 };
 
 }  // namespace arbiter::store

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <tuple>
 
 namespace arbiter::store {
 
@@ -12,19 +13,20 @@ namespace {
 // Each migration once, in order; the applied ones are in schema_migrations.
 constexpr const char* kMigrations[] = {
     // 1: usage, audit rows, audit batches, each replica's last written row.
+    // Keyed by (replica, seq) WITHOUT ROWID: a row is one b-tree insert
+    // (and usage's time index, for the start's sums and retention).
     "CREATE TABLE usage (replica TEXT NOT NULL, seq INTEGER NOT NULL, ts_ms INTEGER NOT NULL,"
     " request_id TEXT NOT NULL, tenant TEXT NOT NULL, team TEXT NOT NULL, model TEXT NOT NULL,"
     " class TEXT NOT NULL, status INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL,"
     " completion_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL, engine_ms REAL NOT NULL,"
-    " cost REAL NOT NULL, tokens_from TEXT NOT NULL, PRIMARY KEY (replica, seq));"
+    " cost REAL NOT NULL, tokens_from TEXT NOT NULL, PRIMARY KEY (replica, seq)) WITHOUT ROWID;"
     "CREATE INDEX usage_ts ON usage (ts_ms);"
     "CREATE TABLE audit (replica TEXT NOT NULL, seq INTEGER NOT NULL, ts_ms INTEGER NOT NULL, kind TEXT NOT NULL,"
     " request_id TEXT NOT NULL, tenant TEXT NOT NULL, class TEXT NOT NULL, model TEXT NOT NULL,"
-    " detail TEXT NOT NULL, batch INTEGER NOT NULL, PRIMARY KEY (replica, seq));"
-    "CREATE INDEX audit_batch ON audit (replica, batch);"
-    "CREATE INDEX audit_ts ON audit (ts_ms);"
+    " detail TEXT NOT NULL, batch INTEGER NOT NULL, PRIMARY KEY (replica, seq)) WITHOUT ROWID;"
     "CREATE TABLE audit_batches (replica TEXT NOT NULL, batch INTEGER NOT NULL, count INTEGER NOT NULL,"
-    " last_ts_ms INTEGER NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (replica, batch));"
+    " last_seq INTEGER NOT NULL, last_ts_ms INTEGER NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL,"
+    " PRIMARY KEY (replica, batch));"
     "CREATE TABLE replicas (replica TEXT PRIMARY KEY, written_seq INTEGER NOT NULL);",
 };
 
@@ -36,8 +38,9 @@ class Statement {
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
   bool ok() const { return ok_; }
+  // The text must outlast the statement's next step (SQLITE_STATIC: not copied).
   Statement& bind(int i, std::string_view s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_STATIC);
     return *this;
   }
   Statement& bind(int i, int64_t v) {
@@ -155,8 +158,8 @@ std::expected<void, std::string> SqliteStore::load_state() {
   return {};
 }
 
-std::expected<void, std::string> SqliteStore::write(const std::vector<std::pair<uint64_t, Row>>& rows) {
-  if (rows.empty()) return {};
+std::expected<void, std::string> SqliteStore::write(const std::vector<std::pair<uint64_t, RowView>>& rows) {
+  if (rows.empty() || rows.back().first <= written_) return {};
   if (auto done = exec("BEGIN IMMEDIATE"); !done) return done;
   auto fail = [&]() -> std::expected<void, std::string> {
     std::string why = error();
@@ -167,12 +170,13 @@ std::expected<void, std::string> SqliteStore::write(const std::vector<std::pair<
                   "INSERT OR IGNORE INTO usage VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
   Statement audit(db_, "INSERT OR IGNORE INTO audit VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
   if (!usage.ok() || !audit.ok()) return fail();
-  std::vector<std::pair<int64_t, AuditRow>> chained;
-  int64_t last_ts = 0;
+  BatchHasher chain(last_hash_);
+  int64_t chained = 0, last_chained = 0, last_ts = 0;
   const int64_t batch = last_batch_ + 1;
   for (const auto& [seq, row] : rows) {
+    if (seq <= written_) continue;  // already here (a replay): not written, nor chained, twice
     const auto s = static_cast<int64_t>(seq);
-    if (const auto* u = std::get_if<UsageRow>(&row)) {
+    if (const auto* u = std::get_if<UsageView>(&row)) {
       usage.bind(1, replica_).bind(2, s).bind(3, u->ts_ms).bind(4, u->request_id).bind(5, u->tenant).bind(6, u->team);
       usage.bind(7, u->model).bind(8, u->klass).bind(9, u->status).bind(10, u->prompt_tokens);
       usage.bind(11, u->completion_tokens).bind(12, u->cached_tokens).bind_real(13, u->engine_ms);
@@ -180,22 +184,24 @@ std::expected<void, std::string> SqliteStore::write(const std::vector<std::pair<
       if (usage.step() != SQLITE_DONE) return fail();
       usage.reset();
     } else {
-      const auto& a = std::get<AuditRow>(row);
+      const auto& a = std::get<AuditView>(row);
       audit.bind(1, replica_).bind(2, s).bind(3, a.ts_ms).bind(4, a.kind).bind(5, a.request_id).bind(6, a.tenant);
       audit.bind(7, a.klass).bind(8, a.model).bind(9, a.detail).bind(10, batch);
       if (audit.step() != SQLITE_DONE) return fail();
       audit.reset();
-      chained.emplace_back(s, a);
+      chain.add(s, a);
+      ++chained;
+      last_chained = s;
       last_ts = std::max(last_ts, a.ts_ms);
     }
   }
   std::string hash;
-  if (!chained.empty()) {
-    hash = batch_hash(last_hash_, chained);
-    Statement record(db_, "INSERT INTO audit_batches VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+  if (chained > 0) {
+    hash = chain.hex();
+    Statement record(db_, "INSERT INTO audit_batches VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     if (!record.ok()) return fail();
-    record.bind(1, replica_).bind(2, batch).bind(3, static_cast<int64_t>(chained.size())).bind(4, last_ts);
-    record.bind(5, last_hash_).bind(6, hash);
+    record.bind(1, replica_).bind(2, batch).bind(3, chained).bind(4, last_chained).bind(5, last_ts);
+    record.bind(6, last_hash_).bind(7, hash);
     if (record.step() != SQLITE_DONE) return fail();
   }
   Statement mark(db_, "INSERT INTO replicas VALUES (?1, ?2) ON CONFLICT (replica) DO UPDATE SET written_seq = ?2");
@@ -207,7 +213,7 @@ std::expected<void, std::string> SqliteStore::write(const std::vector<std::pair<
     return done;
   }
   written_ = rows.back().first;
-  if (!chained.empty()) {
+  if (chained > 0) {
     last_batch_ = batch;
     last_hash_ = std::move(hash);
   }
@@ -241,10 +247,10 @@ std::expected<std::vector<HourlyUsage>, std::string> SqliteStore::hourly_usage_s
 
 std::expected<std::vector<AuditRow>, std::string> SqliteStore::recent_audit(int limit) {
   Statement q(db_,
-              "SELECT ts_ms, kind, request_id, tenant, class, model, detail FROM audit"
-              " ORDER BY ts_ms DESC, seq DESC LIMIT ?");
+              "SELECT ts_ms, kind, request_id, tenant, class, model, detail FROM audit WHERE replica = ?"
+              " ORDER BY seq DESC LIMIT ?");
   if (!q.ok()) return std::unexpected(error());
-  q.bind(1, int64_t{limit});
+  q.bind(1, replica_).bind(2, int64_t{limit});
   std::vector<AuditRow> out;
   int rc;
   while ((rc = q.step()) == SQLITE_ROW) {
@@ -278,7 +284,7 @@ std::expected<Verdict, std::string> SqliteStore::verify() {
   }
   Statement rows(db_,
                  "SELECT replica, batch, seq, ts_ms, kind, request_id, tenant, class, model, detail FROM audit"
-                 " ORDER BY replica, batch, seq");
+                 " ORDER BY replica, seq");
   if (!rows.ok()) return std::unexpected(error());
   Verdict orphans;
   while ((rc = rows.step()) == SQLITE_ROW) {
@@ -317,17 +323,28 @@ std::expected<Verdict, std::string> SqliteStore::verify() {
 
 std::expected<void, std::string> SqliteStore::prune(int64_t before_ms) {
   if (auto done = exec("BEGIN IMMEDIATE"); !done) return done;
+  auto fail = [&]() -> std::expected<void, std::string> {
+    std::string why = error();
+    (void)exec("ROLLBACK");
+    return std::unexpected(why);
+  };
   Statement usage(db_, "DELETE FROM usage WHERE ts_ms < ?");
-  Statement audit(db_,
-                  "DELETE FROM audit WHERE (replica, batch) IN"
-                  " (SELECT replica, batch FROM audit_batches WHERE last_ts_ms < ?)");
-  Statement batches(db_, "DELETE FROM audit_batches WHERE last_ts_ms < ?");
-  for (Statement* s : {&usage, &audit, &batches}) {
-    if (!s->ok() || s->bind(1, before_ms).step() != SQLITE_DONE) {
-      std::string why = error();
-      (void)exec("ROLLBACK");
-      return std::unexpected(why);
-    }
+  if (!usage.ok() || usage.bind(1, before_ms).step() != SQLITE_DONE) return fail();
+  // Per replica, the batches up to its newest one that ended before the
+  // cut, and their rows: the trail loses a prefix, so what stays verifies.
+  Statement cut(db_,
+                "SELECT replica, MAX(batch), MAX(last_seq) FROM audit_batches WHERE last_ts_ms < ? GROUP BY replica");
+  if (!cut.ok()) return fail();
+  cut.bind(1, before_ms);
+  std::vector<std::tuple<std::string, int64_t, int64_t>> cuts;
+  int rc;
+  while ((rc = cut.step()) == SQLITE_ROW) cuts.emplace_back(cut.text(0), cut.i64(1), cut.i64(2));
+  if (rc != SQLITE_DONE) return fail();
+  for (const auto& [replica, batch, last_seq] : cuts) {
+    Statement rows(db_, "DELETE FROM audit WHERE replica = ? AND seq <= ?");
+    Statement batches(db_, "DELETE FROM audit_batches WHERE replica = ? AND batch <= ?");
+    if (!rows.ok() || rows.bind(1, replica).bind(2, last_seq).step() != SQLITE_DONE) return fail();
+    if (!batches.ok() || batches.bind(1, replica).bind(2, batch).step() != SQLITE_DONE) return fail();
   }
   return exec("COMMIT");
 }

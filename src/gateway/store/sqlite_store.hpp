@@ -39,13 +39,14 @@ class SqliteStore {
   SqliteStore& operator=(const SqliteStore&) = delete;
 
   // The rows, each with its sequence number (ascending), in one
-  // transaction; the audit rows among them as one chained batch.
-  std::expected<void, std::string> write(const std::vector<std::pair<uint64_t, Row>>& rows);
+  // transaction; the audit rows among them as one chained batch. The
+  // views need only last the call.
+  std::expected<void, std::string> write(const std::vector<std::pair<uint64_t, RowView>>& rows);
   // The last sequence number written for this replica (0: none).
   uint64_t written() const { return written_; }
 
   std::expected<std::vector<HourlyUsage>, std::string> hourly_usage_since(int64_t from_ms);
-  // The newest `limit` audit rows of every replica, newest first.
+  // This replica's newest `limit` audit rows, newest first.
   std::expected<std::vector<AuditRow>, std::string> recent_audit(int limit);
   // Every batch of this store's trail, per replica, checked.
   std::expected<Verdict, std::string> verify();

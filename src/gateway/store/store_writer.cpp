@@ -46,8 +46,7 @@ StoreWriter::StoreWriter(std::unique_ptr<store::SqliteStore> db, std::unique_ptr
   uint64_t last = written;
   for (const auto& [seq, payload] : journal_->recovered()) {
     last = std::max(last, seq);
-    if (seq <= written) continue;
-    if (auto row = store::decode(payload)) queue_.emplace_back(seq, std::move(*row));
+    if (seq > written) queue_.emplace_back(seq, payload);
   }
   next_seq_ = last + 1;
   if (!queue_.empty()) {
@@ -57,21 +56,29 @@ StoreWriter::StoreWriter(std::unique_ptr<store::SqliteStore> db, std::unique_ptr
 
 StoreWriter::~StoreWriter() { stop(); }
 
-void StoreWriter::add(store::Row row) {
-  const std::string bytes = store::encode(row);
+void StoreWriter::add(std::span<const std::string_view> rows) {
   bool wake = false;
   {
     std::lock_guard lock(mu_);
-    const uint64_t seq = next_seq_;
-    if (!journal_->append(seq, bytes)) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      return;
+    for (const std::string_view bytes : rows) {
+      const uint64_t seq = next_seq_;
+      const std::optional<std::string_view> copy = journal_->append(seq, bytes);
+      if (!copy) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      ++next_seq_;
+      queue_.emplace_back(seq, *copy);
+      wake = wake || queue_.size() == kWakeAt;
     }
-    ++next_seq_;
-    queue_.emplace_back(seq, std::move(row));
-    wake = queue_.size() == kWakeAt;
   }
   if (wake) wake_.notify_one();
+}
+
+void StoreWriter::add(const store::Row& row) {
+  const std::string bytes = store::encode(row);
+  const std::string_view view = bytes;
+  add(std::span(&view, 1));
 }
 
 void StoreWriter::start() { thread_ = std::thread([this] { run(); }); }
@@ -87,15 +94,21 @@ void StoreWriter::stop() {
 }
 
 bool StoreWriter::write_batch() {
-  std::vector<std::pair<uint64_t, store::Row>> batch;
+  std::vector<std::pair<uint64_t, std::string_view>> taken;
   {
     std::lock_guard lock(mu_);
     const std::size_t n = std::min(queue_.size(), kBatchRows);
-    batch.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) batch.push_back(std::move(queue_[i]));
+    taken.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
     queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
   }
-  if (batch.empty()) return true;
+  if (taken.empty()) return true;
+  // The journal's copies stay until this thread releases them: decoded
+  // without the lock.
+  std::vector<std::pair<uint64_t, store::RowView>> batch;
+  batch.reserve(taken.size());
+  for (const auto& [seq, bytes] : taken) {
+    if (auto row = store::decode_view(bytes)) batch.emplace_back(seq, *row);
+  }
   std::expected<void, std::string> done;
   {
     std::lock_guard lock(db_mu_);
@@ -106,16 +119,16 @@ bool StoreWriter::write_batch() {
     if (up_.exchange(false)) log_event(EventLevel::kWarn, "store_down", {{"detail", done.error()}});
     std::lock_guard lock(mu_);
     // Back at the front, in order: the spool keeps every row until written.
-    queue_.insert(queue_.begin(), std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()));
+    queue_.insert(queue_.begin(), taken.begin(), taken.end());
     return false;
   }
   uint64_t usage = 0;
-  for (const auto& entry : batch) usage += std::holds_alternative<store::UsageRow>(entry.second);
+  for (const auto& entry : batch) usage += std::holds_alternative<store::UsageView>(entry.second);
   usage_written_.fetch_add(usage, std::memory_order_relaxed);
   audit_written_.fetch_add(batch.size() - usage, std::memory_order_relaxed);
   if (!up_.exchange(true)) log_event(EventLevel::kInfo, "store_up", {});
   std::lock_guard lock(mu_);
-  journal_->release_through(batch.back().first);
+  journal_->release_through(taken.back().first);
   return true;
 }
 
@@ -158,7 +171,8 @@ std::vector<store::UsageRow> StoreWriter::queued_usage() {
   std::vector<store::UsageRow> out;
   std::lock_guard lock(mu_);
   for (const auto& entry : queue_) {
-    if (const auto* u = std::get_if<store::UsageRow>(&entry.second)) out.push_back(*u);
+    auto row = store::decode(entry.second);
+    if (const auto* u = row ? std::get_if<store::UsageRow>(&*row) : nullptr) out.push_back(*u);
   }
   return out;
 }

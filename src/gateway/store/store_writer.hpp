@@ -1,7 +1,8 @@
 // The usage and audit store's writer (docs/audit.md): requests hand it rows
 // (their bill, their decisions) and go on; it never blocks them on the
-// store. A row is encoded, written to the journal (journal.hpp) and queued,
-// under one short lock; a thread of its own writes the queue to the store
+// store. A request's rows, encoded by the caller, are written to the
+// journal (journal.hpp) and queued as views of the journal's copy, under one
+// short lock; a thread of its own decodes and writes the queue to the store
 // in batches (SqliteStore::write: one transaction, the audit rows chained)
 // every 50 ms or sooner when 2,000 rows wait. A store that fails keeps the
 // rows queued and journaled (the spool) and is retried with a back-off
@@ -18,6 +19,7 @@
 #include <expected>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,9 +38,11 @@ class StoreWriter {
   static std::expected<std::unique_ptr<StoreWriter>, std::string> open(const StoreConfig& settings);
   ~StoreWriter();  // stops the thread after one last write
 
-  // Any thread; never waits on the store. A row the journal has no room
-  // for (the spool is full) is dropped and counted.
-  void add(store::Row row);
+  // Any thread; never waits on the store. `rows`: rows encoded with
+  // store::encode_into. A row the journal has no room for (the spool is
+  // full) is dropped and counted.
+  void add(std::span<const std::string_view> rows);
+  void add(const store::Row& row);
   bool audit() const { return audit_; }
 
   void start();
@@ -77,7 +81,7 @@ class StoreWriter {
 
   std::mutex mu_;  // the queue and the journal
   std::condition_variable wake_;
-  std::deque<std::pair<uint64_t, store::Row>> queue_;
+  std::deque<std::pair<uint64_t, std::string_view>> queue_;  // encoded rows, in the journal
   uint64_t next_seq_ = 1;
   bool stopping_ = false;
   std::thread thread_;

@@ -1,5 +1,8 @@
 #include "gateway/observers/store/store_observer.hpp"
 
+#include <array>
+#include <iterator>
+
 #include <fmt/format.h>
 
 namespace arbiter {
@@ -10,60 +13,116 @@ int64_t unix_ms(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
+// A request's rows, encoded end to end in one buffer the thread reuses: no
+// row is built of strings first, and the writer takes them under one lock.
+class Rows {
+ public:
+  Rows() { bytes().clear(); }
+  template <class View>
+  void add(const View& row) {
+    if (count_ == kMost) return;
+    store::encode_into(bytes(), row);
+    ends_[count_++] = bytes().size();
+  }
+  std::span<const std::string_view> views() {
+    std::size_t from = 0;
+    for (std::size_t i = 0; i < count_; ++i) {
+      views_[i] = std::string_view(bytes()).substr(from, ends_[i] - from);
+      from = ends_[i];
+    }
+    return std::span(views_.data(), count_);
+  }
+
+ private:
+  static constexpr std::size_t kMost = 8;
+  static std::string& bytes() {
+    thread_local std::string buffer;
+    return buffer;
+  }
+  std::array<std::size_t, kMost> ends_{};
+  std::array<std::string_view, kMost> views_{};
+  std::size_t count_ = 0;
+};
+
+// The request's decisions (docs/audit.md, "Event kinds").
+void add_decisions(const RequestContext& ctx, int64_t ts_ms, Rows& rows) {
+  const AccessRecord& rec = ctx.rec;
+  thread_local std::string detail;
+  // The detail, written by the format_to that follows (cleared here).
+  auto text = [] {
+    detail.clear();
+    return std::back_inserter(detail);
+  };
+  auto row = [&](std::string_view kind) {
+    rows.add(store::AuditView{.ts_ms = ts_ms,
+                              .kind = kind,
+                              .request_id = rec.request_id,
+                              .tenant = rec.tenant,
+                              .klass = rec.cls,
+                              .model = rec.model,
+                              .detail = detail});
+  };
+  if (!ctx.refused_by.empty()) {
+    const std::string_view why = ctx.outcome.error ? std::string_view(ctx.outcome.error->message) : "";
+    fmt::format_to(text(), "stage={} status={} error={} reason={}", ctx.refused_by, rec.status, rec.error, why);
+    row("refused");
+    return;
+  }
+  if (!ctx.answered_by.empty()) {
+    fmt::format_to(text(), "stage={} status={} cache={}", ctx.answered_by, rec.status, rec.cache);
+    row("answered");
+    return;
+  }
+  if (!ctx.dispatch_queue_ms) {  // admitted, never dispatched: gave up or expired in the queue
+    fmt::format_to(text(), "status={} error={} queue_ms={:.1f} wait_reason={}", rec.status, rec.error, rec.queue_ms,
+                   rec.wait_reason);
+    row("not_dispatched");
+    return;
+  }
+  fmt::format_to(text(), "backend={} queue_ms={:.1f} wait_reason={} status={}", rec.backend, rec.queue_ms,
+                 rec.wait_reason.empty() ? std::string_view("none") : rec.wait_reason, rec.status);
+  row("dispatched");
+  if (rec.preemptions > 0) {
+    fmt::format_to(text(), "times={} (yielded its slot; resumed)", rec.preemptions);
+    row("preempted");
+  }
+  if (!rec.degraded.empty()) {
+    fmt::format_to(text(), "actions={}", rec.degraded);
+    row("degraded");
+  }
+  if (ctx.outcome.retried) {
+    fmt::format_to(text(), "a pooled connection was closed; resent");
+    row("retried");
+  }
+  if (rec.error == "superseded") {
+    fmt::format_to(text(), "a newer request of the same key replaced it");
+    row("superseded");
+  }
+}
+
 }  // namespace
 
 void StoreObserver::on_complete(const RequestContext& ctx) {
   const AccessRecord& rec = ctx.rec;
   const int64_t ts = unix_ms(rec.ts);
+  Rows rows;
   if (ctx.dispatch_queue_ms) {  // reached an engine: billed
-    store_.add(store::UsageRow{.ts_ms = ts,
-                               .request_id = rec.request_id,
-                               .tenant = rec.tenant,
-                               .team = rec.team,
-                               .model = rec.model,
-                               .klass = rec.cls,
-                               .status = rec.status,
-                               .prompt_tokens = std::max<int64_t>(rec.prompt_tokens, 0),
-                               .completion_tokens = std::max<int64_t>(rec.completion_tokens, 0),
-                               .cached_tokens = rec.cached_tokens,
-                               .engine_ms = std::max(rec.engine_ms, 0.0),
-                               .cost = std::max(rec.cost, 0.0),
-                               .tokens_from = std::string(rec.tokens_from)});
+    rows.add(store::UsageView{.ts_ms = ts,
+                              .request_id = rec.request_id,
+                              .tenant = rec.tenant,
+                              .team = rec.team,
+                              .model = rec.model,
+                              .klass = rec.cls,
+                              .status = rec.status,
+                              .prompt_tokens = std::max<int64_t>(rec.prompt_tokens, 0),
+                              .completion_tokens = std::max<int64_t>(rec.completion_tokens, 0),
+                              .cached_tokens = rec.cached_tokens,
+                              .engine_ms = std::max(rec.engine_ms, 0.0),
+                              .cost = std::max(rec.cost, 0.0),
+                              .tokens_from = rec.tokens_from});
   }
-  if (store_.audit()) audit(ctx, ts);
-}
-
-void StoreObserver::audit(const RequestContext& ctx, int64_t ts_ms) {
-  const AccessRecord& rec = ctx.rec;
-  auto row = [&](std::string_view kind, std::string detail) {
-    store_.add(store::AuditRow{.ts_ms = ts_ms,
-                               .kind = std::string(kind),
-                               .request_id = rec.request_id,
-                               .tenant = rec.tenant,
-                               .klass = rec.cls,
-                               .model = rec.model,
-                               .detail = std::move(detail)});
-  };
-  if (!ctx.refused_by.empty()) {
-    const std::string_view why = ctx.outcome.error ? std::string_view(ctx.outcome.error->message) : "";
-    row("refused", fmt::format("stage={} status={} error={} reason={}", ctx.refused_by, rec.status, rec.error, why));
-    return;
-  }
-  if (!ctx.answered_by.empty()) {
-    row("answered", fmt::format("stage={} status={} cache={}", ctx.answered_by, rec.status, rec.cache));
-    return;
-  }
-  if (!ctx.dispatch_queue_ms) {  // admitted, never dispatched: gave up or expired in the queue
-    row("not_dispatched", fmt::format("status={} error={} queue_ms={:.1f} wait_reason={}", rec.status, rec.error,
-                                      rec.queue_ms, rec.wait_reason));
-    return;
-  }
-  row("dispatched", fmt::format("backend={} queue_ms={:.1f} wait_reason={} status={}", rec.backend, rec.queue_ms,
-                                rec.wait_reason.empty() ? "none" : rec.wait_reason, rec.status));
-  if (rec.preemptions > 0) row("preempted", fmt::format("times={} (yielded its slot; resumed)", rec.preemptions));
-  if (!rec.degraded.empty()) row("degraded", fmt::format("actions={}", rec.degraded));
-  if (ctx.outcome.retried) row("retried", "a pooled connection was closed; resent");
-  if (rec.error == "superseded") row("superseded", "a newer request of the same key replaced it");
+  if (store_.audit()) add_decisions(ctx, ts, rows);
+  store_.add(rows.views());
 }
 
 }  // namespace arbiter

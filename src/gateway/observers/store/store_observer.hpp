@@ -5,7 +5,8 @@
 // and why) or answered by a stage (a cache hit), else dispatched (its
 // class, backend, queue wait and why it waited), and when they happened
 // preempted, degraded, retried, superseded. Handing them to the writer is
-// an encode and a copy under a short lock (StoreWriter::add).
+// an encode into a reused buffer and a copy into the journal under one
+// short lock (StoreWriter::add).
 #pragma once
 
 #include "gateway/pipeline/stage.hpp"
@@ -19,7 +20,6 @@ class StoreObserver final : public CompletionObserver {
   void on_complete(const RequestContext& ctx) override;
 
  private:
-  void audit(const RequestContext& ctx, int64_t ts_ms);
   StoreWriter& store_;
 };
 

@@ -1,0 +1,123 @@
+// The usage and audit store's cost (issue 46), in-process, on a SQLite file
+// in a temporary folder:
+// - BM_StoreAddPerRequest: what a request's StoreObserver hands over (a
+//   usage row and a `dispatched` audit row) through StoreWriter::add:
+//   encode, journal, queue; the writer thread writing meanwhile. CPU time
+//   of the calling thread per request.
+// - BM_SqliteWrite: SqliteStore::write of batches of 5,000 rows (half usage,
+//   half audit, chained): the rows a second the writer sustains.
+//   build/bench/store_bench
+#include <benchmark/benchmark.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include "gateway/store/sqlite_store.hpp"
+#include "gateway/store/store_writer.hpp"
+
+namespace arbiter {
+namespace {
+
+std::string temp_dir() {
+  char pattern[] = "/tmp/arbiter-store-bench.XXXXXX";
+  return ::mkdtemp(pattern);
+}
+
+store::UsageRow usage_row(int64_t i) {
+  return {.ts_ms = 1'796'600'000'000 + i, .request_id = "3f9c2a7b81d04e65", .tenant = "alpha", .team = "ml",
+          .model = "llama-3.1-8b-instruct", .klass = "chat", .status = 200, .prompt_tokens = 212,
+          .completion_tokens = 16, .cached_tokens = 0, .engine_ms = 0.187, .cost = 0.0000421, .tokens_from = "engine"};
+}
+
+store::AuditRow audit_row(int64_t i) {
+  return {.ts_ms = 1'796'600'000'000 + i, .kind = "dispatched", .request_id = "3f9c2a7b81d04e65", .tenant = "alpha",
+          .klass = "chat", .model = "llama-3.1-8b-instruct",
+          .detail = "backend=vllm-chat-0 queue_ms=0.0 wait_reason=none status=200"};
+}
+
+void BM_StoreAddPerRequest(benchmark::State& state) {
+  const std::string dir = temp_dir();
+  StoreConfig settings;
+  settings.path = dir + "/usage.db";
+  settings.spool_bytes = std::size_t{2} << 30;
+  auto writer = StoreWriter::open(settings);
+  if (!writer) {
+    state.SkipWithError(writer.error().c_str());
+    return;
+  }
+  (*writer)->start();
+  int64_t i = 0;
+  std::string bytes;
+  for (auto _ : state) {
+    // As StoreObserver does: both rows encoded into one reused buffer, handed over together.
+    bytes.clear();
+    const store::UsageRow u = usage_row(i);
+    store::encode_into(bytes, store::UsageView{.ts_ms = u.ts_ms, .request_id = u.request_id, .tenant = u.tenant,
+                                               .team = u.team, .model = u.model, .klass = u.klass, .status = u.status,
+                                               .prompt_tokens = u.prompt_tokens,
+                                               .completion_tokens = u.completion_tokens,
+                                               .cached_tokens = u.cached_tokens, .engine_ms = u.engine_ms,
+                                               .cost = u.cost, .tokens_from = u.tokens_from});
+    const std::size_t first = bytes.size();
+    const store::AuditRow a = audit_row(i);
+    store::encode_into(bytes, store::AuditView{.ts_ms = a.ts_ms, .kind = a.kind, .request_id = a.request_id,
+                                               .tenant = a.tenant, .klass = a.klass, .model = a.model,
+                                               .detail = a.detail});
+    const std::string_view rows[] = {std::string_view(bytes).substr(0, first), std::string_view(bytes).substr(first)};
+    (*writer)->add(rows);
+    ++i;
+  }
+  state.SetItemsProcessed(state.iterations());
+  (*writer)->stop();
+  const auto s = (*writer)->state();
+  state.counters["dropped"] = static_cast<double>(s.dropped);
+  writer->reset();
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_StoreAddPerRequest)->Iterations(200'000)->Unit(benchmark::kNanosecond);
+
+void BM_SqliteWrite(benchmark::State& state) {
+  const std::string dir = temp_dir();
+  auto db = store::SqliteStore::open(dir + "/usage.db", "bench");
+  if (!db) {
+    state.SkipWithError(db.error().c_str());
+    return;
+  }
+  uint64_t seq = 0;
+  const store::UsageRow u = usage_row(0);
+  const store::AuditRow a = audit_row(0);
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::vector<std::pair<uint64_t, store::RowView>> batch;
+    batch.reserve(5'000);
+    for (int r = 0; r < 5'000; ++r) {
+      ++seq;
+      if (r % 2) {
+        batch.emplace_back(seq, store::UsageView{.ts_ms = static_cast<int64_t>(seq), .request_id = u.request_id,
+                                                 .tenant = u.tenant, .team = u.team, .model = u.model,
+                                                 .klass = u.klass, .status = u.status,
+                                                 .prompt_tokens = u.prompt_tokens,
+                                                 .completion_tokens = u.completion_tokens, .cached_tokens = 0,
+                                                 .engine_ms = u.engine_ms, .cost = u.cost,
+                                                 .tokens_from = u.tokens_from});
+      } else {
+        store::AuditView view = store::view_of(a);
+        view.ts_ms = static_cast<int64_t>(seq);
+        batch.emplace_back(seq, view);
+      }
+    }
+    state.ResumeTiming();
+    if (auto done = (*db)->write(batch); !done) {
+      state.SkipWithError(done.error().c_str());
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * 5'000);
+  db->reset();
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_SqliteWrite)->Iterations(40)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace arbiter
