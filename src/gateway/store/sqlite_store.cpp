@@ -77,6 +77,21 @@ int no_fchown(int, uid_t, gid_t) { return 0; }
 
 }  // namespace
 
+struct SqliteStore::Writes {
+  explicit Writes(sqlite3* db)
+      : usage(db, "INSERT OR IGNORE INTO usage VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"),
+        audit(db, "INSERT OR IGNORE INTO audit VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
+        batch(db, "INSERT INTO audit_batches VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+        mark(db, "INSERT INTO replicas VALUES (?1, ?2) ON CONFLICT (replica) DO UPDATE SET written_seq = ?2") {}
+  bool ok() const { return usage.ok() && audit.ok() && batch.ok() && mark.ok(); }
+  void reset() {
+    for (Statement* s : {&usage, &audit, &batch, &mark}) s->reset();
+  }
+  Statement usage, audit, batch, mark;
+};
+
+SqliteStore::SqliteStore(sqlite3* db, std::string replica) : db_(db), replica_(std::move(replica)) {}
+
 std::expected<std::unique_ptr<SqliteStore>, std::string> SqliteStore::open(const std::string& path,
                                                                             std::string replica) {
   static const bool unowned = [] {
@@ -103,10 +118,15 @@ std::expected<std::unique_ptr<SqliteStore>, std::string> SqliteStore::open(const
   }
   if (auto done = store->migrate(); !done) return std::unexpected(path + ": " + done.error());
   if (auto done = store->load_state(); !done) return std::unexpected(path + ": " + done.error());
+  store->writes_ = std::make_unique<Writes>(db);
+  if (!store->writes_->ok()) return std::unexpected(path + ": " + store->error());
   return store;
 }
 
-SqliteStore::~SqliteStore() { sqlite3_close(db_); }
+SqliteStore::~SqliteStore() {
+  writes_.reset();  // finalized before the close
+  sqlite3_close(db_);
+}
 
 std::string SqliteStore::error() const { return sqlite3_errmsg(db_); }
 
@@ -163,13 +183,12 @@ std::expected<void, std::string> SqliteStore::write(const std::vector<std::pair<
   if (auto done = exec("BEGIN IMMEDIATE"); !done) return done;
   auto fail = [&]() -> std::expected<void, std::string> {
     std::string why = error();
+    writes_->reset();
     (void)exec("ROLLBACK");
     return std::unexpected(why);
   };
-  Statement usage(db_,
-                  "INSERT OR IGNORE INTO usage VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
-  Statement audit(db_, "INSERT OR IGNORE INTO audit VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
-  if (!usage.ok() || !audit.ok()) return fail();
+  Statement& usage = writes_->usage;
+  Statement& audit = writes_->audit;
   BatchHasher chain(last_hash_);
   int64_t chained = 0, last_chained = 0, last_ts = 0;
   const int64_t batch = last_batch_ + 1;
@@ -198,16 +217,15 @@ std::expected<void, std::string> SqliteStore::write(const std::vector<std::pair<
   std::string hash;
   if (chained > 0) {
     hash = chain.hex();
-    Statement record(db_, "INSERT INTO audit_batches VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-    if (!record.ok()) return fail();
+    Statement& record = writes_->batch;
     record.bind(1, replica_).bind(2, batch).bind(3, chained).bind(4, last_chained).bind(5, last_ts);
     record.bind(6, last_hash_).bind(7, hash);
     if (record.step() != SQLITE_DONE) return fail();
+    record.reset();
   }
-  Statement mark(db_, "INSERT INTO replicas VALUES (?1, ?2) ON CONFLICT (replica) DO UPDATE SET written_seq = ?2");
-  if (!mark.ok() || mark.bind(1, replica_).bind(2, static_cast<int64_t>(rows.back().first)).step() != SQLITE_DONE) {
-    return fail();
-  }
+  Statement& mark = writes_->mark;
+  if (mark.bind(1, replica_).bind(2, static_cast<int64_t>(rows.back().first)).step() != SQLITE_DONE) return fail();
+  mark.reset();
   if (auto done = exec("COMMIT"); !done) {
     (void)exec("ROLLBACK");
     return done;

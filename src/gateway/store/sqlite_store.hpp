@@ -54,13 +54,15 @@ class SqliteStore {
   std::expected<void, std::string> prune(int64_t before_ms);
 
  private:
-  SqliteStore(sqlite3* db, std::string replica) : db_(db), replica_(std::move(replica)) {}
+  SqliteStore(sqlite3* db, std::string replica);
   std::expected<void, std::string> migrate();
   std::expected<void, std::string> load_state();
   std::expected<void, std::string> exec(const char* sql);
   std::string error() const;
 
   sqlite3* db_;
+  struct Writes;                    // the write's statements, prepared once
+  std::unique_ptr<Writes> writes_;  // after the schema is there
   std::string replica_;
   uint64_t written_ = 0;
   int64_t last_batch_ = 0;
