@@ -262,6 +262,9 @@ struct StoreConfig {
   std::chrono::hours retention{31 * 24};
   std::size_t spool_bytes = std::size_t{256} << 20;  // the journal's bound while the store is down
   bool audit = true;                                 // arbitration decisions recorded
+  // Per request decision kind ("dispatched", ...), the share of requests
+  // whose row of that kind is kept (by their id's hash); unlisted: all.
+  std::vector<std::pair<std::string, double>> audit_sample;
 };
 
 struct Config {

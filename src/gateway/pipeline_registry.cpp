@@ -91,7 +91,7 @@ const ObserverEntry kObservers[] = {
     {"store", [](const Config& c) { return c.store.enabled; },
      [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {
        if (p.store == nullptr) return nullptr;
-       return std::make_unique<StoreObserver>(*p.store);
+       return std::make_unique<StoreObserver>(*p.store, p.config.store);
      }},
 };
 

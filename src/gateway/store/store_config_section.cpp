@@ -1,5 +1,8 @@
 #include "gateway/store/store_config_section.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 #include "yaml/setting_rows.hpp"
 
 namespace arbiter {
@@ -16,6 +19,36 @@ std::string write_days(const S& s) {
   return std::to_string((s.*Member).count() / 24);
 }
 
+// A request's decision kinds (docs/audit.md): what audit_sample may name.
+constexpr std::string_view kSampledKinds[] = {"refused",  "answered", "dispatched", "not_dispatched",
+                                              "preempted", "degraded", "retried",    "superseded"};
+
+void read_sample(YamlReader& r, const YAML::Node& v, const std::string& path, StoreConfig& s) {
+  if (!v.IsMap()) {
+    r.error(path, "must be a map of decision kind to the share kept, e.g. {dispatched: 0.1}");
+    return;
+  }
+  s.audit_sample.clear();
+  for (const auto& entry : v) {
+    const auto kind = r.scalar(entry.first, path);
+    if (!kind) continue;
+    const std::string at = YamlReader::join(path, *kind);
+    if (std::find(std::begin(kSampledKinds), std::end(kSampledKinds), *kind) == std::end(kSampledKinds)) {
+      r.error(at, "is not a request's decision kind (refused, answered, dispatched, not_dispatched, preempted, "
+                  "degraded, retried, superseded)");
+      continue;
+    }
+    if (auto share = r.number(entry.second, at, 0, 1)) s.audit_sample.emplace_back(*kind, *share);
+  }
+}
+std::string write_sample(const StoreConfig& s) {
+  std::string out = "{";
+  for (const auto& [kind, share] : s.audit_sample) {
+    out += (out.size() > 1 ? ", " : "") + kind + ": " + YamlReader::format_number(share);
+  }
+  return out + "}";
+}
+
 constexpr SettingKey<StoreConfig> kStoreKeys[] = {
     {"enabled", "true or false", read_bool<StoreConfig, &StoreConfig::enabled>,
      write_bool<StoreConfig, &StoreConfig::enabled>},
@@ -28,6 +61,7 @@ constexpr SettingKey<StoreConfig> kStoreKeys[] = {
     {"spool_bytes", "a size (KiB, MiB, GiB)", read_size<StoreConfig, &StoreConfig::spool_bytes>,
      write_size<StoreConfig, &StoreConfig::spool_bytes>},
     {"audit", "true or false", read_bool<StoreConfig, &StoreConfig::audit>, write_bool<StoreConfig, &StoreConfig::audit>},
+    {"audit_sample", "a map of decision kind to a share in [0, 1]", read_sample, write_sample},
 };
 
 void check_store(YamlReader& r, std::string_view section, const Config& c) {

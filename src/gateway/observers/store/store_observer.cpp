@@ -44,8 +44,25 @@ class Rows {
   std::size_t count_ = 0;
 };
 
-// The request's decisions (docs/audit.md, "Event kinds").
-void add_decisions(const RequestContext& ctx, int64_t ts_ms, Rows& rows) {
+}  // namespace
+
+StoreObserver::StoreObserver(StoreWriter& store, const StoreConfig& settings) : store_(store) {
+  for (const auto& [kind, share] : settings.audit_sample) {
+    if (share < 1) sample_.emplace_back(kind, share);
+  }
+}
+
+bool StoreObserver::sampled(std::string_view kind, std::string_view request_id) const {
+  for (const auto& [k, share] : sample_) {
+    if (k == kind) return static_cast<double>(std::hash<std::string_view>{}(request_id) % 1'000'000) < share * 1e6;
+  }
+  return true;
+}
+
+namespace {
+
+// The request's decisions (docs/audit.md, "Event kinds"), those `observer` samples.
+void add_decisions(const StoreObserver& observer, const RequestContext& ctx, int64_t ts_ms, Rows& rows) {
   const AccessRecord& rec = ctx.rec;
   thread_local std::string detail;
   // The detail, written by the format_to that follows (cleared here).
@@ -54,6 +71,7 @@ void add_decisions(const RequestContext& ctx, int64_t ts_ms, Rows& rows) {
     return std::back_inserter(detail);
   };
   auto row = [&](std::string_view kind) {
+    if (!observer.sampled(kind, rec.request_id)) return;
     rows.add(store::AuditView{.ts_ms = ts_ms,
                               .kind = kind,
                               .request_id = rec.request_id,
@@ -121,7 +139,7 @@ void StoreObserver::on_complete(const RequestContext& ctx) {
                               .cost = std::max(rec.cost, 0.0),
                               .tokens_from = rec.tokens_from});
   }
-  if (store_.audit()) add_decisions(ctx, ts, rows);
+  if (store_.audit()) add_decisions(*this, ctx, ts, rows);
   store_.add(rows.views());
 }
 

@@ -16,11 +16,17 @@ namespace arbiter {
 
 class StoreObserver final : public CompletionObserver {
  public:
-  explicit StoreObserver(StoreWriter& store) : store_(store) {}
+  // `settings.audit_sample`: the share of requests each decision kind is
+  // kept for (by the request id's hash: the same requests every time).
+  StoreObserver(StoreWriter& store, const StoreConfig& settings);
   void on_complete(const RequestContext& ctx) override;
+
+  // Whether a request of this id keeps its row of `kind`.
+  bool sampled(std::string_view kind, std::string_view request_id) const;
 
  private:
   StoreWriter& store_;
+  std::vector<std::pair<std::string, double>> sample_;  // kinds kept for a share of requests
 };
 
 }  // namespace arbiter
