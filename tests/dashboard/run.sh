@@ -16,16 +16,7 @@ export ARBITER_BINARY=$bin
 export ARBITER_CHROMIUM=${ARBITER_CHROMIUM:-$(command -v chromium || true)}
 [[ -x $ARBITER_CHROMIUM ]] || { echo "dashboard: no chromium (scripts/install-deps.sh installs it)" >&2; exit 2; }
 cd "$(dirname "${BASH_SOURCE[0]}")"
-for tool in node npm; do
-  command -v "$tool" >/dev/null || { echo "dashboard: '$tool' is not installed" >&2; exit 2; }
-done
-if [[ ! -d node_modules || package-lock.json -nt node_modules ]]; then
-  if ! log=$(npm ci --no-audit --no-fund --loglevel=error 2>&1); then
-    echo "$log" >&2
-    echo "dashboard: npm ci failed" >&2
-    exit 1
-  fi
-  touch node_modules
-fi
+source ../npm_ci.sh
+npm_ci dashboard
 # ctest's TIMEOUT bounds the run (--test-timeout needs Node >= 20; Debian 12 has 18).
 exec node --test --test-reporter=spec ./*.test.mjs

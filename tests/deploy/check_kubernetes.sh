@@ -12,15 +12,6 @@ set -euo pipefail
 bin=$(realpath "$1")
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here"
-for tool in node npm; do
-  command -v "$tool" >/dev/null || { echo "deploy: '$tool' is not installed" >&2; exit 2; }
-done
-if [[ ! -d node_modules || package-lock.json -nt node_modules ]]; then
-  if ! log=$(npm ci --no-audit --no-fund --loglevel=error 2>&1); then
-    echo "$log" >&2
-    echo "deploy: npm ci failed" >&2
-    exit 1
-  fi
-  touch node_modules
-fi
+source ../npm_ci.sh
+npm_ci deploy
 exec node check_manifests.mjs "$bin" "$here/../../deploy/kubernetes" --self-test

@@ -15,17 +15,8 @@ bin=$(realpath "$1")
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cd "$here"
-for tool in node npm promtool curl; do
-  command -v "$tool" >/dev/null || { echo "monitoring: '$tool' is not installed (scripts/install-deps.sh)" >&2; exit 2; }
-done
-if [[ ! -d node_modules || package-lock.json -nt node_modules ]]; then
-  if ! log=$(npm ci --no-audit --no-fund --loglevel=error 2>&1); then
-    echo "$log" >&2
-    echo "monitoring: npm ci failed" >&2
-    exit 1
-  fi
-  touch node_modules
-fi
+source ../npm_ci.sh
+npm_ci monitoring promtool curl
 
 promtool check rules "$root/deploy/monitoring/alerts.yaml"
 promtool test rules alerts_test.yaml

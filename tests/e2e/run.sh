@@ -38,18 +38,8 @@ if ((tls)); then
   export ARBITER_E2E_TLS_DIR=$certs NODE_EXTRA_CA_CERTS=$certs/ca.pem
 fi
 
-for tool in node npm; do
-  command -v "$tool" >/dev/null || { echo "e2e: '$tool' is not installed" >&2; exit 2; }
-done
-
-if [[ ! -d node_modules || package-lock.json -nt node_modules ]]; then
-  if ! log=$(npm ci --no-audit --no-fund --loglevel=error 2>&1); then
-    echo "$log" >&2
-    echo "e2e: npm ci failed" >&2
-    exit 1
-  fi
-  touch node_modules
-fi
+source ../npm_ci.sh
+npm_ci e2e
 
 # Files run in parallel; each test carries its own timeout, and the runner
 # bounds every test at 60 s regardless (--test-timeout needs Node >= 20;
