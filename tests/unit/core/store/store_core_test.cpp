@@ -86,6 +86,24 @@ std::vector<StoredBatch> trail(int batches, int rows_each) {
   return out;
 }
 
+TEST(AuditChain, TheHashCoversTheCanonicalLinesInOrder) {
+  // The hasher streams the lines' bytes without building them: the same
+  // hash as the lines written out and hashed whole.
+  const auto batch = trail(1, 6)[0];
+  std::string lines(kChainStart);
+  for (const auto& [seq, row] : batch.rows) lines += canonical_line(seq, view_of(row));
+  std::string whole;
+  {
+    std::vector<std::pair<int64_t, AuditRow>> none;
+    whole = batch_hash(lines, none);  // the prefix alone: the lines as one "previous hash"
+  }
+  EXPECT_EQ(batch.hash, whole);
+  const AuditRow third = audit_row(3);
+  const std::string line = canonical_line(3, view_of(third));
+  EXPECT_EQ(line.back(), '\n');
+  EXPECT_NE(line.find("reason=over\\nits limit \\\\ 3"), std::string::npos) << line;
+}
+
 TEST(AuditChain, AnIntactTrailVerifiesAndEveryTamperingIsFound) {
   const auto intact = trail(5, 4);
   const Verdict ok = verify_chain(intact);
