@@ -16,27 +16,9 @@ BatchHasher::BatchHasher(std::string_view prev_hash) : state_(XXH3_createState()
 BatchHasher::~BatchHasher() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
 
 void BatchHasher::add(int64_t seq, const AuditView& row) {
-  // The bytes of canonical_line(seq, row), fed as they come: no line is built.
   auto* state = static_cast<XXH3_state_t*>(state_);
-  auto feed = [state](std::string_view bytes) { XXH3_128bits_update(state, bytes.data(), bytes.size()); };
-  char number[24];
-  feed(std::string_view(number, static_cast<std::size_t>(std::snprintf(number, sizeof number, "%lld\t%lld",
-                                                                        static_cast<long long>(seq),
-                                                                        static_cast<long long>(row.ts_ms)))));
-  for (const std::string_view field : {row.kind, row.request_id, row.tenant, row.klass, row.model, row.detail}) {
-    feed("\t");
-    std::size_t from = 0;
-    for (std::size_t i = 0; i < field.size(); ++i) {
-      const char c = field[i];
-      const std::string_view escaped = c == '\t' ? "\\t" : c == '\n' ? "\\n" : c == '\\' ? "\\\\" : "";
-      if (escaped.empty()) continue;
-      feed(field.substr(from, i - from));
-      feed(escaped);
-      from = i + 1;
-    }
-    feed(field.substr(from));
-  }
-  feed("\n");
+  feed_canonical_line(seq, row,
+                      [state](std::string_view bytes) { XXH3_128bits_update(state, bytes.data(), bytes.size()); });
 }
 
 std::string BatchHasher::hex() const {

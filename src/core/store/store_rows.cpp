@@ -54,20 +54,6 @@ static_assert(std::endian::native == std::endian::little, "the journal's numbers
 
 constexpr uint8_t kUsage = 1, kAudit = 2;
 
-void escape_into(std::string& out, std::string_view s) {
-  for (const char c : s) {
-    if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else {
-      out += c;
-    }
-  }
-}
-
 }  // namespace
 
 void encode_into(std::string& out, const UsageView& u) {
@@ -129,36 +115,14 @@ std::optional<RowView> decode_view(std::string_view bytes) {
   return std::nullopt;
 }
 
-std::optional<Row> decode(std::string_view bytes) {
-  const std::optional<RowView> view = decode_view(bytes);
-  if (!view) return std::nullopt;
-  if (const auto* u = std::get_if<UsageView>(&*view)) {
-    return Row(UsageRow{.ts_ms = u->ts_ms, .request_id = std::string(u->request_id), .tenant = std::string(u->tenant),
-                        .team = std::string(u->team), .model = std::string(u->model), .klass = std::string(u->klass),
-                        .status = u->status, .prompt_tokens = u->prompt_tokens,
-                        .completion_tokens = u->completion_tokens, .cached_tokens = u->cached_tokens,
-                        .engine_ms = u->engine_ms, .cost = u->cost, .tokens_from = std::string(u->tokens_from)});
-  }
-  const auto& a = std::get<AuditView>(*view);
-  return Row(AuditRow{.ts_ms = a.ts_ms, .kind = std::string(a.kind), .request_id = std::string(a.request_id),
-                      .tenant = std::string(a.tenant), .klass = std::string(a.klass), .model = std::string(a.model),
-                      .detail = std::string(a.detail)});
-}
-
 AuditView view_of(const AuditRow& a) {
   return {.ts_ms = a.ts_ms, .kind = a.kind, .request_id = a.request_id, .tenant = a.tenant, .klass = a.klass,
           .model = a.model, .detail = a.detail};
 }
 
 std::string canonical_line(int64_t seq, const AuditView& row) {
-  std::string out = std::to_string(seq);
-  out += '\t';
-  out += std::to_string(row.ts_ms);
-  for (const std::string_view s : {row.kind, row.request_id, row.tenant, row.klass, row.model, row.detail}) {
-    out += '\t';
-    escape_into(out, s);
-  }
-  out += '\n';
+  std::string out;
+  feed_canonical_line(seq, row, [&](std::string_view bytes) { out += bytes; });
   return out;
 }
 

@@ -4,6 +4,7 @@
 // (gateway/store/journal.hpp) and decoded when it is replayed. Pure.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -51,19 +52,45 @@ struct AuditView {
 
 using RowView = std::variant<UsageView, AuditView>;
 
-// The row appended to `out` as bytes; and back (nullopt when `bytes` is
-// not one row), as views into `bytes` or as its own copy.
+// The row appended to `out` as bytes; and back as views into `bytes`
+// (nullopt when `bytes` is not one row).
 void encode_into(std::string& out, const UsageView& row);
 void encode_into(std::string& out, const AuditView& row);
 std::string encode(const Row& row);
 std::optional<RowView> decode_view(std::string_view bytes);
-std::optional<Row> decode(std::string_view bytes);
 
 AuditView view_of(const AuditRow& row);
 
 // An audit row as one line of text: what its batch's hash covers
 // (audit_chain.hpp), fields in a fixed order, separated by tabs and with
-// tabs, newlines and backslashes escaped.
+// tabs, newlines and backslashes escaped. feed_canonical_line hands the
+// line's bytes to `feed` (a std::string_view at a time) without building
+// it; canonical_line collects them.
+template <class Feed>
+void feed_canonical_line(int64_t seq, const AuditView& row, Feed&& feed) {
+  char number[24];
+  auto feed_number = [&](int64_t n) {
+    const char* end = std::to_chars(number, number + sizeof number, n).ptr;
+    feed(std::string_view(number, static_cast<std::size_t>(end - number)));
+  };
+  feed_number(seq);
+  feed(std::string_view("\t"));
+  feed_number(row.ts_ms);
+  for (const std::string_view field : {row.kind, row.request_id, row.tenant, row.klass, row.model, row.detail}) {
+    feed(std::string_view("\t"));
+    std::size_t from = 0;
+    for (std::size_t i = 0; i < field.size(); ++i) {
+      const char c = field[i];
+      const std::string_view escaped = c == '\t' ? "\\t" : c == '\n' ? "\\n" : c == '\\' ? "\\\\" : "";
+      if (escaped.empty()) continue;
+      feed(field.substr(from, i - from));
+      feed(escaped);
+      from = i + 1;
+    }
+    feed(field.substr(from));
+  }
+  feed(std::string_view("\n"));
+}
 std::string canonical_line(int64_t seq, const AuditView& row);
 
 }  // namespace arbiter::store

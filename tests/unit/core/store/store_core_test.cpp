@@ -22,6 +22,23 @@ AuditRow audit_row(int i) {
           .detail = "stage=quota\treason=over\nits limit \\ " + std::to_string(i)};
 }
 
+// The row `bytes` decode to, as its own copy, to compare with what was encoded.
+std::optional<Row> decode(std::string_view bytes) {
+  const std::optional<RowView> view = decode_view(bytes);
+  if (!view) return std::nullopt;
+  if (const auto* u = std::get_if<UsageView>(&*view)) {
+    return Row(UsageRow{.ts_ms = u->ts_ms, .request_id = std::string(u->request_id), .tenant = std::string(u->tenant),
+                        .team = std::string(u->team), .model = std::string(u->model), .klass = std::string(u->klass),
+                        .status = u->status, .prompt_tokens = u->prompt_tokens,
+                        .completion_tokens = u->completion_tokens, .cached_tokens = u->cached_tokens,
+                        .engine_ms = u->engine_ms, .cost = u->cost, .tokens_from = std::string(u->tokens_from)});
+  }
+  const auto& a = std::get<AuditView>(*view);
+  return Row(AuditRow{.ts_ms = a.ts_ms, .kind = std::string(a.kind), .request_id = std::string(a.request_id),
+                      .tenant = std::string(a.tenant), .klass = std::string(a.klass), .model = std::string(a.model),
+                      .detail = std::string(a.detail)});
+}
+
 TEST(StoreRows, EveryRowReadsBackAsWritten) {
   std::mt19937 rng(7);
   for (int i = 0; i < 200; ++i) {
