@@ -102,26 +102,9 @@ void Gateway::start_store(const StoreConfig& settings) {
   // history survive a restart.
   const auto since = std::chrono::system_clock::now() - settings.retention;
   const auto from_ms = std::chrono::duration_cast<std::chrono::milliseconds>(since.time_since_epoch()).count();
-  auto hours = store_->hourly_usage_since(from_ms);
-  if (!hours) {
-    log_event(EventLevel::kWarn, "store_read_failed", {{"detail", hours.error()}});
-    hours.emplace();
-  }
-  // And the rows the journal held that the store does not yet.
-  for (const store::UsageRow& u : store_->queued_usage()) {
-    if (u.ts_ms < from_ms) continue;
-    hours->push_back({.hour_ms = u.ts_ms / 3'600'000 * 3'600'000,
-                      .tenant = u.tenant,
-                      .team = u.team,
-                      .model = u.model,
-                      .klass = u.klass,
-                      .requests = 1,
-                      .prompt_tokens = static_cast<uint64_t>(u.prompt_tokens),
-                      .completion_tokens = static_cast<uint64_t>(u.completion_tokens),
-                      .cached_tokens = static_cast<uint64_t>(u.cached_tokens),
-                      .cost = u.cost});
-  }
-  usage_.seed(*hours);
+  const StoreWriter::UsageHistory history = store_->usage_since(from_ms);
+  if (history.store_error) log_event(EventLevel::kWarn, "store_read_failed", {{"detail", *history.store_error}});
+  usage_.seed(history.hours);
   if (store_->audit()) {
     audit_tap_ = EventTap{
         .kinds = {"model_breaker", "backend_health", "degradation_stage", "traffic_breaker", "config_applied",

@@ -167,19 +167,34 @@ void StoreWriter::run() {
   }
 }
 
-std::vector<store::UsageRow> StoreWriter::queued_usage() {
-  std::vector<store::UsageRow> out;
+StoreWriter::UsageHistory StoreWriter::usage_since(int64_t from_ms) {
+  UsageHistory history;
+  {
+    std::lock_guard lock(db_mu_);
+    if (auto sums = db_->hourly_usage_since(from_ms)) {
+      history.hours = std::move(*sums);
+    } else {
+      history.store_error = sums.error();
+    }
+  }
+  constexpr int64_t kHourMs = 3'600'000;
   std::lock_guard lock(mu_);
   for (const auto& entry : queue_) {
-    auto row = store::decode(entry.second);
-    if (const auto* u = row ? std::get_if<store::UsageRow>(&*row) : nullptr) out.push_back(*u);
+    const auto row = store::decode_view(entry.second);
+    const auto* u = row ? std::get_if<store::UsageView>(&*row) : nullptr;
+    if (u == nullptr || u->ts_ms < from_ms) continue;
+    history.hours.push_back({.hour_ms = u->ts_ms / kHourMs * kHourMs,
+                             .tenant = std::string(u->tenant),
+                             .team = std::string(u->team),
+                             .model = std::string(u->model),
+                             .klass = std::string(u->klass),
+                             .requests = 1,
+                             .prompt_tokens = static_cast<uint64_t>(u->prompt_tokens),
+                             .completion_tokens = static_cast<uint64_t>(u->completion_tokens),
+                             .cached_tokens = static_cast<uint64_t>(u->cached_tokens),
+                             .cost = u->cost});
   }
-  return out;
-}
-
-std::expected<std::vector<store::HourlyUsage>, std::string> StoreWriter::hourly_usage_since(int64_t from_ms) {
-  std::lock_guard lock(db_mu_);
-  return db_->hourly_usage_since(from_ms);
+  return history;
 }
 
 std::expected<std::vector<store::AuditRow>, std::string> StoreWriter::recent_audit(int limit) {

@@ -19,6 +19,7 @@
 #include <expected>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -49,12 +50,17 @@ class StoreWriter {
   // Writes what is queued (one try) and stops the thread.
   void stop();
 
-  // The usage rows queued and not yet written (at a start: the journal's):
-  // what the store's own sums do not hold yet.
-  std::vector<store::UsageRow> queued_usage();
+  // Usage since `from_ms` by hour (what the usage ledger is seeded with at
+  // a start): the store's sums and, one entry each, the usage rows queued
+  // and not yet written (the journal's, at a start). `store_error`: why the
+  // store could not be read (the queued rows are there all the same).
+  struct UsageHistory {
+    std::vector<store::HourlyUsage> hours;
+    std::optional<std::string> store_error;
+  };
+  UsageHistory usage_since(int64_t from_ms);
 
-  // Reads, between the writer's batches.
-  std::expected<std::vector<store::HourlyUsage>, std::string> hourly_usage_since(int64_t from_ms);
+  // Between the writer's batches.
   std::expected<std::vector<store::AuditRow>, std::string> recent_audit(int limit);
 
   // What /metrics shows (export_store_state).
