@@ -20,7 +20,6 @@ usage: python3 bench/cache_rag.py [--build build] [--rate 20] [--seconds 60] [--
 """
 import argparse
 import http.client
-import json
 import math
 import random
 import re
@@ -30,7 +29,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from bench_procs import wait_port_file
+from bench_procs import stream_chat, wait_port_file
 
 WORDS = ("system network storage request latency budget policy tenant engine queue cache token stream "
          "deploy rollback replica region quota metric alert backup restore shard index vector prompt "
@@ -124,20 +123,8 @@ def sim_tokens(port):
 
 def one(port, body):
     start = time.monotonic()
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    c.request("POST", "/v1/chat/completions", json.dumps(body), {"content-type": "application/json"})
-    r = c.getresponse()
+    r, _, ttft = stream_chat(port, body, start)
     source = r.getheader("x-arbiter-cache") or "none"
-    ttft = None
-    buffer = b""
-    while True:
-        chunk = r.read1(65536)
-        if not chunk:
-            break
-        buffer += chunk
-        if ttft is None and b'"content":"' in buffer and re.search(rb'"content":"[^"]', buffer):
-            ttft = time.monotonic() - start
-    c.close()
     return {"status": r.status, "source": source, "ttft_ms": 1000 * (ttft if ttft is not None else time.monotonic() - start)}
 
 

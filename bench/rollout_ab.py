@@ -21,17 +21,15 @@ usage: python3 bench/rollout_ab.py shadow|reload [--build build] [--rate 40] [--
 """
 import argparse
 import http.client
-import json
 import math
 import random
-import re
 import subprocess
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from bench_procs import wait_port_file
+from bench_procs import stream_chat, wait_port_file
 
 
 def start_sim(build, tmp, name, model):
@@ -45,19 +43,7 @@ def one(port, model, prompt):
             "stream": True}
     start = time.monotonic()
     try:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        c.request("POST", "/v1/chat/completions", json.dumps(body), {"content-type": "application/json"})
-        r = c.getresponse()
-        ttft = None
-        buffer = b""
-        while True:
-            chunk = r.read1(65536)
-            if not chunk:
-                break
-            buffer += chunk
-            if ttft is None and re.search(rb'"content":"[^"]', buffer):
-                ttft = time.monotonic() - start
-        c.close()
+        r, buffer, ttft = stream_chat(port, body, start)
         ok = r.status == 200 and b"[DONE]" in buffer
     except OSError:
         ok, ttft = False, None
