@@ -142,7 +142,6 @@ class QuotaPermit {
     if (book_) book_->release(reservation_);
   }
 
-  int64_t reserved_tokens() const { return reservation_.tokens; }
   void settle(quota::TimePoint now, int64_t used_tokens) {
     if (!book_) return;
     book_->settle(reservation_, now, used_tokens);
