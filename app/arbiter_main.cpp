@@ -23,7 +23,7 @@
 #include "gateway/pipeline_registry.hpp"
 #include "http/connection_cap.hpp"
 #include "http/server.hpp"
-#include "gateway/store/sqlite_store.hpp"
+#include "gateway/store/database.hpp"
 #include "gateway/store/store_writer.hpp"
 
 namespace {
@@ -36,7 +36,7 @@ constexpr const char* kUsage =
     "                    which listed classes inherit a built-in class's settings\n"
     "  --print-config    validate, then print the effective configuration (every\n"
     "                    default filled in) as YAML and exit\n"
-    "  --audit-verify    check the audit trail in the config's store (store.path):\n"
+    "  --audit-verify    check the audit trail in the config's store (store.path or .url):\n"
     "                    every batch's hash and link (0 intact, 1 not, 2 errors)\n"
     "  --port-file PATH  write the bound port to PATH once listening\n"
     "  --admin-port-file PATH  the same for the admin listener (admin.enabled)\n";
@@ -79,26 +79,29 @@ std::optional<Flags> parse_flags(int argc, char** argv) {
 
 // --audit-verify: the trail's every batch against its rows and the batch
 // before it (docs/audit.md, "Verification").
-int verify_audit(const std::string& path) {
-  if (!std::filesystem::exists(path)) {
-    std::fprintf(stderr, "arbiter: %s: no such store\n", path.c_str());
+int verify_audit(const arbiter::StoreConfig& settings) {
+  const bool postgres = !settings.url.empty() || !settings.url_env.empty();
+  const std::string name = postgres ? "the PostgreSQL store" : settings.path;
+  const char* path = name.c_str();
+  if (!postgres && !std::filesystem::exists(settings.path)) {
+    std::fprintf(stderr, "arbiter: %s: no such store\n", path);
     return 2;
   }
-  auto db = arbiter::store::SqliteStore::open(path, "verify");
+  auto db = arbiter::store::open_database(settings, "verify");
   if (!db) {
     std::fprintf(stderr, "arbiter: %s\n", db.error().c_str());
     return 2;
   }
   auto verdict = (*db)->verify();
   if (!verdict) {
-    std::fprintf(stderr, "arbiter: %s: %s\n", path.c_str(), verdict.error().c_str());
+    std::fprintf(stderr, "arbiter: %s: %s\n", path, verdict.error().c_str());
     return 2;
   }
   if (!verdict->ok) {
-    std::printf("%s: audit trail NOT intact: %s\n", path.c_str(), verdict->problem.c_str());
+    std::printf("%s: audit trail NOT intact: %s\n", path, verdict->problem.c_str());
     return 1;
   }
-  std::printf("%s: audit trail intact (%lld batches, %lld rows)\n", path.c_str(),
+  std::printf("%s: audit trail intact (%lld batches, %lld rows)\n", path,
               static_cast<long long>(verdict->batches), static_cast<long long>(verdict->rows));
   return 0;
 }
@@ -228,7 +231,7 @@ int main(int argc, char** argv) {
   if (std::filesystem::path(store_settings.path).is_relative()) {
     store_settings.path = (std::filesystem::path(flags->config).parent_path() / store_settings.path).string();
   }
-  if (flags->audit_verify) return verify_audit(store_settings.path);
+  if (flags->audit_verify) return verify_audit(store_settings);
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGHUP, SIG_IGN);  // until the handler below is installed
   std::signal(SIGUSR1, SIG_IGN);  // likewise (its default action kills)

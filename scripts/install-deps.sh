@@ -17,6 +17,9 @@ packages=(
   libhiredis-dev  # Redis client for quotas shared across replicas (docs/quotas.md)
   redis-server    # the integration tests start a real one on a free loopback port
   libsqlite3-dev sqlite3  # the usage and audit store (docs/audit.md); the CLI: tests lock and edit a store
+  libpq-dev  # the store on PostgreSQL, for several replicas (docs/audit.md)
+  postgresql  # the integration tests initdb and start a real server on a free loopback port; the
+              # package's own cluster is switched off below
   nginx-light curl procps
   openssl  # scripts/make_test_certs.sh: certificates for the TLS benchmark and e2e run
   chromium  # tests/dashboard: the admin listener's dashboard in a real headless browser
@@ -49,5 +52,9 @@ if ((${#missing[@]})); then
   # under systemd, must not hold the admin listener's default port.
   if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1; then
     "${sudo_cmd[@]}" systemctl disable --now prometheus 2>/dev/null || true
+  fi
+  # Likewise PostgreSQL's default cluster: the tests start servers of their own.
+  if [[ " ${missing[*]} " == *" postgresql "* ]] && command -v systemctl >/dev/null 2>&1; then
+    "${sudo_cmd[@]}" systemctl disable --now postgresql 2>/dev/null || true
   fi
 fi

@@ -258,6 +258,11 @@ struct LogConfig {
 struct StoreConfig {
   bool enabled = true;
   std::string path = "arbiter.db";  // relative: to the config file's folder
+  // PostgreSQL instead of the SQLite file: a libpq connection string, or the
+  // environment variable that holds one (a password may be in it only
+  // there). The journal stays at path + ".journal".
+  std::string url;
+  std::string url_env;
   std::string replica;              // this gateway's name in the rows; empty: the host name
   std::chrono::hours retention{31 * 24};
   std::size_t spool_bytes = std::size_t{256} << 20;  // the journal's bound while the store is down

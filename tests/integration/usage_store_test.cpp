@@ -1,9 +1,13 @@
-// The usage and audit store live (issue 46), on a real SQLite file and real
-// arbiter-sim engines: the gateway killed with SIGKILL under load loses no
-// answered request (after a restart the store holds every one, once, and
-// the audit trail verifies), and the usage report comes back from the
-// store; the store locked by another process under load fails no request,
-// spools, and drains after with no row lost or doubled.
+// The usage and audit store live (issue 46), on a real SQLite file or a real
+// PostgreSQL server and real arbiter-sim engines: the gateway killed with
+// SIGKILL under load loses no request it finished (after a restart the store
+// holds every one, once, and the audit trail verifies; an answered request
+// whose bookkeeping the kill cut short is counted, at most one per client),
+// and the usage
+// report comes back from the store; the store out for 30 s under load (the
+// SQLite file locked by another process, the PostgreSQL server killed)
+// fails no request, spools, and drains after with no row lost or doubled; a
+// replica started later reports the usage another replica stored.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -21,6 +25,7 @@
 #include "support/gateway_process.hpp"
 #include "support/harness.hpp"  // describe_output
 #include "support/metrics_text.hpp"
+#include "support/postgres_server.hpp"
 #include "support/temp_dir.hpp"
 
 namespace arbiter::test {
@@ -42,11 +47,31 @@ std::vector<std::string> query(const std::string& db, const std::string& sql) {
   return rows;
 }
 
-GatewayConfig store_config(uint16_t sim_port, const std::string& db) {
+// Where a test's gateway keeps its store, and how the test reads it.
+struct StoreSite {
+  std::string section;  // the config's store: section
+  std::function<std::vector<std::string>(const std::string&)> query;
+};
+
+StoreSite sqlite_site(const std::string& db) {
+  return {.section = "store: {path: \"" + db + "\"}",
+          .query = [db](const std::string& sql) { return query(db, sql); }};
+}
+
+// The journal in `dir`, the rows in database `db` of `server`.
+StoreSite postgres_site(PostgresServer& server, const std::string& db, const TempDir& dir,
+                        const std::string& replica = "") {
+  server.create_database(db);
+  std::string section = "store: {url: \"" + server.url(db) + "\", path: \"" + dir.file(db + "-spool") + "\"";
+  if (!replica.empty()) section += ", replica: " + replica;
+  return {.section = section + "}", .query = [&server, db](const std::string& sql) { return server.query(db, sql); }};
+}
+
+GatewayConfig store_config(uint16_t sim_port, const StoreSite& site) {
   GatewayConfig config;
   config.backend_ports = {sim_port};
   config.max_concurrency = 16;
-  config.extra = "admin: {port: 0}\nstore: {path: \"" + db + "\"}\n";
+  config.extra = "admin: {port: 0}\n" + site.section + "\n";
   return config;
 }
 
@@ -111,50 +136,74 @@ void wait_until(const std::function<bool()>& done, Millis timeout) {
   while (!done() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(Millis(20));
 }
 
-TEST(UsageStore, AGatewayKilledUnderLoadLosesNoAnsweredRequest) {
+void killed_under_load_loses_no_finished_request(const StoreSite& site, TempDir& dir) {
   SimProcess sim({"--profile", "tiny", "--model", "m1"});
-  TempDir dir("arbiter-store");
-  const std::string db = dir.file("usage.db");
-  const std::string yaml = store_config(sim.port(), db).to_yaml();
-  std::set<std::string> answered;
+  const std::string yaml = store_config(sim.port(), site).to_yaml();
+  std::set<std::string> answered, recorded;
   {
     GatewayProcess gateway(yaml);
     Load load(gateway.port(), 8);
-    wait_until([&] { return load.answered() >= 300; }, Millis(60'000));
+    // 300 requests finished (their access-log lines out), more under way.
+    wait_until([&] { return gateway.access_log().size() >= 300; }, Millis(60'000));
     gateway.kill();  // SIGKILL, mid-load
     ASSERT_TRUE(gateway.wait_exit(Millis(10'000)).has_value());
     load.finish();
     answered = load.ids();
+    // The requests the gateway finished: their access-log lines were
+    // written after their rows were journaled.
+    for (const auto& line : gateway.access_log()) {
+      if (const auto* id = line.if_contains("request_id"); id && line.at("status").as_int64() == 200) {
+        recorded.insert(std::string(id->as_string()));
+      }
+    }
   }
-  ASSERT_GE(answered.size(), 300u);
+  ASSERT_GE(recorded.size(), 300u);
   GatewayProcess again(yaml);
   // The journal's rows are written at the start, before anything new.
   EXPECT_EQ(again.wait_for_metric("arbiter_store_spool_rows", [](double v) { return v == 0; }, Millis(30'000)), 0)
       << describe_output(again);
   std::set<std::string> stored;
-  for (const std::string& id : query(db, "SELECT request_id FROM usage")) stored.insert(id);
+  for (const std::string& id : site.query("SELECT request_id FROM usage")) stored.insert(id);
   std::size_t missing = 0;
-  for (const std::string& id : answered) missing += !stored.contains(id);
-  EXPECT_EQ(missing, 0u) << "of " << answered.size() << " answered requests";
+  for (const std::string& id : recorded) missing += !stored.contains(id);
+  EXPECT_EQ(missing, 0u) << "of " << recorded.size() << " requests the gateway finished";
+  // The known gap (docs/audit.md, "Nothing lost"): a request whose answer's
+  // last byte left in the instant before the crash, its bookkeeping not yet
+  // run. Counted, not hidden.
+  std::size_t unbilled = 0;
+  for (const std::string& id : answered) unbilled += !stored.contains(id);
+  ::testing::Test::RecordProperty("answered_not_stored", static_cast<int>(unbilled));
+  EXPECT_LE(unbilled, 8u) << "more answered requests missing than the clients had in flight";
   // Once each, and every request's decision is in the trail.
-  EXPECT_EQ(query(db, "SELECT COUNT(*) - COUNT(DISTINCT request_id) FROM usage"), std::vector<std::string>{"0"});
-  const auto dispatched = query(db, "SELECT COUNT(DISTINCT request_id) FROM audit WHERE kind = 'dispatched'");
+  EXPECT_EQ(site.query("SELECT COUNT(*) - COUNT(DISTINCT request_id) FROM usage"), std::vector<std::string>{"0"});
+  const auto dispatched = site.query("SELECT COUNT(DISTINCT request_id) FROM audit WHERE kind = 'dispatched'");
   ASSERT_EQ(dispatched.size(), 1u);
-  EXPECT_GE(std::stoul(dispatched[0]), answered.size());
+  EXPECT_GE(std::stoul(dispatched[0]), recorded.size());
   // The report after the restart counts them, from the store.
   const auto report = http_get(again.admin_port(), "/admin/usage").json();
-  EXPECT_GE(report.at("total").at("requests").as_int64(), static_cast<int64_t>(answered.size()));
+  EXPECT_GE(report.at("total").at("requests").as_int64(), static_cast<int64_t>(recorded.size()));
   // The hash chain holds.
   ChildProcess verify({arbiter_binary(), "--config", again.config_path(), "--audit-verify"}, dir.file("verify.out"),
                       dir.file("verify.err"));
-  EXPECT_EQ(verify.wait(Millis(30'000)), 0);
+  EXPECT_EQ(verify.wait(Millis(30'000)), 0) << read_file(dir.file("verify.out")) << read_file(dir.file("verify.err"));
+}
+
+TEST(UsageStore, AGatewayKilledUnderLoadLosesNoFinishedRequest) {
+  TempDir dir("arbiter-store");
+  killed_under_load_loses_no_finished_request(sqlite_site(dir.file("usage.db")), dir);
+}
+
+TEST(UsageStore, AGatewayKilledUnderLoadLosesNoFinishedRequestInPostgres) {
+  TempDir dir("arbiter-store");
+  PostgresServer server;
+  killed_under_load_loses_no_finished_request(postgres_site(server, "killed", dir), dir);
 }
 
 TEST(UsageStore, AStoreLockedUnderLoadFailsNoRequestAndDrainsAfter) {
   SimProcess sim({"--profile", "tiny", "--model", "m1"});
   TempDir dir("arbiter-store");
   const std::string db = dir.file("usage.db");
-  GatewayProcess gateway(store_config(sim.port(), db).to_yaml());
+  GatewayProcess gateway(store_config(sim.port(), sqlite_site(db)).to_yaml());
   ASSERT_EQ(http_call(gateway.port(), chat(4)).status, 200);
   EXPECT_EQ(gateway.wait_for_metric("arbiter_store_rows_written_total", [](double v) { return v >= 1; },
                                     Millis(10'000), {{"kind", "usage"}}),
@@ -183,6 +232,64 @@ TEST(UsageStore, AStoreLockedUnderLoadFailsNoRequestAndDrainsAfter) {
   EXPECT_EQ(query(db, "SELECT COUNT(*), COUNT(DISTINCT request_id) FROM usage"),
             std::vector<std::string>{std::to_string(sent) + "|" + std::to_string(sent)});
   EXPECT_EQ(metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_store_rows_dropped_total"), 0);
+}
+
+TEST(UsageStore, PostgresKilledUnderLoadFailsNoRequestAndDrainsAfter) {
+  SimProcess sim({"--profile", "tiny", "--model", "m1"});
+  TempDir dir("arbiter-store");
+  PostgresServer server;
+  const StoreSite site = postgres_site(server, "outage", dir);
+  GatewayProcess gateway(store_config(sim.port(), site).to_yaml());
+  ASSERT_EQ(http_call(gateway.port(), chat(4)).status, 200);
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_store_rows_written_total", [](double v) { return v >= 1; },
+                                    Millis(10'000), {{"kind", "usage"}}),
+            1);
+  std::size_t sent = 1;
+  {
+    Load load(gateway.port(), 4);
+    server.kill();
+    EXPECT_EQ(gateway.wait_for_metric("arbiter_store_up", [](double v) { return v == 0; }, Millis(20'000)), 0)
+        << describe_output(gateway);
+    std::this_thread::sleep_for(std::chrono::seconds(30));  // the outage's length, the load going on
+    EXPECT_GT(metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_store_spool_rows").value_or(0),
+              0);
+    load.finish();
+    EXPECT_EQ(load.others(), 0) << "requests failed while the store was down";
+    sent += load.answered();
+  }
+  ASSERT_GT(sent, 100u);
+  server.restart();
+  EXPECT_EQ(gateway.wait_for_metric("arbiter_store_spool_rows", [](double v) { return v == 0; }, Millis(60'000)), 0)
+      << describe_output(gateway);
+  EXPECT_EQ(metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_store_up"), 1);
+  EXPECT_EQ(site.query("SELECT COUNT(*), COUNT(DISTINCT request_id) FROM usage"),
+            std::vector<std::string>{std::to_string(sent) + "|" + std::to_string(sent)});
+  EXPECT_EQ(metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_store_rows_dropped_total"), 0);
+}
+
+TEST(UsageStore, AReplicaStartedLaterReportsWhatAnotherStoredInPostgres) {
+  SimProcess sim({"--profile", "tiny", "--model", "m1"});
+  TempDir dir("arbiter-store");
+  PostgresServer server;
+  const StoreSite first = postgres_site(server, "shared", dir, "gw-a");
+  GatewayProcess a(store_config(sim.port(), first).to_yaml());
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(http_call(a.port(), chat(4)).status, 200);
+  EXPECT_EQ(a.wait_for_metric("arbiter_store_rows_written_total", [](double v) { return v >= 20; }, Millis(10'000),
+                              {{"kind", "usage"}}),
+            20);
+  // Another replica on the same database (its own journal, its own name).
+  GatewayConfig second = store_config(sim.port(), first);
+  second.extra = "admin: {port: 0}\nstore: {url: \"" + server.url("shared") + "\", path: \"" + dir.file("b-spool") +
+                 "\", replica: gw-b}\n";
+  GatewayProcess b(second.to_yaml());
+  const auto report = http_get(b.admin_port(), "/admin/usage").json();
+  EXPECT_EQ(report.at("total").at("requests").as_int64(), 20);
+  ASSERT_EQ(http_call(b.port(), chat(4)).status, 200);
+  EXPECT_EQ(b.wait_for_metric("arbiter_store_rows_written_total", [](double v) { return v >= 1; }, Millis(10'000),
+                              {{"kind", "usage"}}),
+            1);
+  EXPECT_EQ(first.query("SELECT replica, COUNT(*) FROM usage GROUP BY replica ORDER BY replica"),
+            (std::vector<std::string>{"gw-a|20", "gw-b|1"}));
 }
 
 }  // namespace

@@ -10,28 +10,12 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/free_port.hpp"
 #include "support/test_clock.hpp"
 
 namespace arbiter::test {
 
 namespace {
-
-// A port the kernel just handed out and took back: free unless another
-// process grabs it in between (redis-server cannot bind port 0 and say).
-uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw std::runtime_error("no free port");
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 bool accepts(uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -56,4 +56,40 @@ Verdict verify_chain(const std::vector<StoredBatch>& batches) {
   return v;
 }
 
+void TrailCheck::add_batch(const std::string& replica, StoredBatch batch) {
+  auto& trail = trails_[replica];
+  index_[{replica, batch.batch}] = trail.size();
+  trail.push_back(std::move(batch));
+}
+
+void TrailCheck::add_row(const std::string& replica, int64_t batch, int64_t seq, AuditRow row) {
+  const auto it = index_.find({replica, batch});
+  if (it == index_.end()) {
+    if (!orphan_) {
+      orphan_ = "row " + std::to_string(seq) + " of replica " + replica + " names batch " + std::to_string(batch) +
+                ", which is not in the trail";
+    }
+    return;
+  }
+  trails_[replica][it->second].rows.emplace_back(seq, std::move(row));
+}
+
+Verdict TrailCheck::verdict() const {
+  Verdict all;
+  for (const auto& [replica, trail] : trails_) {
+    const Verdict v = verify_chain(trail);
+    all.batches += v.batches;
+    all.rows += v.rows;
+    if (!v.ok && all.ok) {
+      all.ok = false;
+      all.problem = "replica " + replica + ", " + v.problem;
+    }
+  }
+  if (all.ok && orphan_) {
+    all.ok = false;
+    all.problem = *orphan_;
+  }
+  return all;
+}
+
 }  // namespace arbiter::store

@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/store/store_rows.hpp"
@@ -49,5 +51,22 @@ struct Verdict {
 // first batch's prev_hash is taken as given (retention may have removed
 // what came before it).
 Verdict verify_chain(const std::vector<StoredBatch>& batches);
+
+// A store's whole trail, every replica's, put together from its batches
+// (each replica's in batch order) and its rows (each replica's in sequence
+// order) as a store reads them, then checked replica by replica. A row
+// naming a batch the trail lacks (its batch removed, or the row inserted)
+// fails it too.
+class TrailCheck {
+ public:
+  void add_batch(const std::string& replica, StoredBatch batch);
+  void add_row(const std::string& replica, int64_t batch, int64_t seq, AuditRow row);
+  Verdict verdict() const;
+
+ private:
+  std::map<std::string, std::vector<StoredBatch>> trails_;
+  std::map<std::pair<std::string, int64_t>, std::size_t> index_;  // (replica, batch) -> its place in the trail
+  std::optional<std::string> orphan_;  // the first row with no batch
+};
 
 }  // namespace arbiter::store

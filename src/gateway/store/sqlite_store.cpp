@@ -3,7 +3,6 @@
 #include <sqlite3.h>
 #include <sys/types.h>
 
-#include <map>
 #include <tuple>
 
 namespace arbiter::store {
@@ -285,58 +284,26 @@ std::expected<std::vector<AuditRow>, std::string> SqliteStore::recent_audit(int 
 }
 
 std::expected<Verdict, std::string> SqliteStore::verify() {
-  // Per replica, batch by batch in order, with their rows.
-  std::map<std::string, std::vector<StoredBatch>> trails;
+  TrailCheck check;
   Statement batches(db_, "SELECT replica, batch, count, prev_hash, hash FROM audit_batches ORDER BY replica, batch");
   if (!batches.ok()) return std::unexpected(error());
-  std::map<std::pair<std::string, int64_t>, StoredBatch*> by_id;
   int rc;
   while ((rc = batches.step()) == SQLITE_ROW) {
-    auto& trail = trails[batches.text(0)];
-    trail.push_back({.batch = batches.i64(1), .count = batches.i64(2), .prev_hash = batches.text(3),
-                     .hash = batches.text(4), .rows = {}});
+    check.add_batch(batches.text(0), {.batch = batches.i64(1), .count = batches.i64(2), .prev_hash = batches.text(3),
+                                      .hash = batches.text(4), .rows = {}});
   }
   if (rc != SQLITE_DONE) return std::unexpected(error());
-  for (auto& [replica, trail] : trails) {
-    for (StoredBatch& b : trail) by_id[{replica, b.batch}] = &b;
-  }
   Statement rows(db_,
                  "SELECT replica, batch, seq, ts_ms, kind, request_id, tenant, class, model, detail FROM audit"
                  " ORDER BY replica, seq");
   if (!rows.ok()) return std::unexpected(error());
-  Verdict orphans;
   while ((rc = rows.step()) == SQLITE_ROW) {
-    const auto it = by_id.find({rows.text(0), rows.i64(1)});
-    if (it == by_id.end()) {  // a row whose batch was removed, or one inserted
-      orphans.ok = false;
-      orphans.problem = "row " + std::to_string(rows.i64(2)) + " of replica " + rows.text(0) + " names batch " +
-                        std::to_string(rows.i64(1)) + ", which is not in the trail";
-      continue;
-    }
-    it->second->rows.emplace_back(rows.i64(2), AuditRow{.ts_ms = rows.i64(3),
-                                                        .kind = rows.text(4),
-                                                        .request_id = rows.text(5),
-                                                        .tenant = rows.text(6),
-                                                        .klass = rows.text(7),
-                                                        .model = rows.text(8),
-                                                        .detail = rows.text(9)});
+    check.add_row(rows.text(0), rows.i64(1), rows.i64(2),
+                  {.ts_ms = rows.i64(3), .kind = rows.text(4), .request_id = rows.text(5), .tenant = rows.text(6),
+                   .klass = rows.text(7), .model = rows.text(8), .detail = rows.text(9)});
   }
   if (rc != SQLITE_DONE) return std::unexpected(error());
-  Verdict all;
-  for (const auto& [replica, trail] : trails) {
-    Verdict v = verify_chain(trail);
-    all.batches += v.batches;
-    all.rows += v.rows;
-    if (!v.ok && all.ok) {
-      all.ok = false;
-      all.problem = "replica " + replica + ", " + v.problem;
-    }
-  }
-  if (all.ok && !orphans.ok) {
-    all.ok = false;
-    all.problem = orphans.problem;
-  }
-  return all;
+  return check.verdict();
 }
 
 std::expected<void, std::string> SqliteStore::prune(int64_t before_ms) {

@@ -1,8 +1,10 @@
 #include "gateway/store/store_config_section.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <iterator>
 
+#include "gateway/store/postgres_store.hpp"
 #include "yaml/setting_rows.hpp"
 
 namespace arbiter {
@@ -54,6 +56,10 @@ constexpr SettingKey<StoreConfig> kStoreKeys[] = {
      write_bool<StoreConfig, &StoreConfig::enabled>},
     {"path", "a file path (relative: to the config file's folder)", read_text<StoreConfig, &StoreConfig::path>,
      write_text<StoreConfig, &StoreConfig::path>},
+    {"url", "a PostgreSQL connection string (postgresql://user@host/db), no password in it",
+     read_text<StoreConfig, &StoreConfig::url>, write_text_if_set<StoreConfig, &StoreConfig::url>},
+    {"url_env", "an environment variable's name (it holds the connection string)",
+     read_text<StoreConfig, &StoreConfig::url_env>, write_text_if_set<StoreConfig, &StoreConfig::url_env>},
     {"replica", "a name (empty: the host name)", read_text<StoreConfig, &StoreConfig::replica>,
      write_text<StoreConfig, &StoreConfig::replica>},
     {"retention_days", "days in [1, 3650]", read_days<StoreConfig, &StoreConfig::retention, 1, 3650>,
@@ -64,7 +70,26 @@ constexpr SettingKey<StoreConfig> kStoreKeys[] = {
     {"audit_sample", "a map of decision kind to a share in [0, 1]", read_sample, write_sample},
 };
 
+void check_url(YamlReader& r, const std::string& section, const StoreConfig& s) {
+  if (!s.url.empty() && !s.url_env.empty()) {
+    r.error(section + ".url", "give url or url_env, not both");
+    return;
+  }
+  if (!s.url.empty()) {
+    if (auto why = store::PostgresStore::conninfo_error(s.url, /*allow_password=*/false)) r.error(section + ".url", *why);
+    return;
+  }
+  if (s.url_env.empty() || !s.enabled) return;
+  const char* value = std::getenv(s.url_env.c_str());
+  if (value == nullptr || *value == '\0') {
+    r.error(section + ".url_env", "environment variable " + s.url_env + " is not set");
+  } else if (auto why = store::PostgresStore::conninfo_error(value, /*allow_password=*/true)) {
+    r.error(section + ".url_env", "environment variable " + s.url_env + ": " + *why);
+  }
+}
+
 void check_store(YamlReader& r, std::string_view section, const Config& c) {
+  check_url(r, std::string(section), c.store);
   if (c.store.enabled && c.store.path.empty()) r.error(std::string(section) + ".path", "must name a file");
   if (c.store.spool_bytes < (std::size_t{1} << 20)) r.error(std::string(section) + ".spool_bytes", "must be 1MiB or more");
 }

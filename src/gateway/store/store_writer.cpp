@@ -30,14 +30,14 @@ int64_t unix_ms_now() {
 }  // namespace
 
 std::expected<std::unique_ptr<StoreWriter>, std::string> StoreWriter::open(const StoreConfig& settings) {
-  auto db = store::SqliteStore::open(settings.path, settings.replica.empty() ? host_name() : settings.replica);
+  auto db = store::open_database(settings, settings.replica.empty() ? host_name() : settings.replica);
   if (!db) return std::unexpected("store: " + db.error());
   auto journal = store::Journal::open(settings.path + ".journal", settings.spool_bytes);
   if (!journal) return std::unexpected("store: " + journal.error());
   return std::unique_ptr<StoreWriter>(new StoreWriter(std::move(*db), std::move(*journal), settings));
 }
 
-StoreWriter::StoreWriter(std::unique_ptr<store::SqliteStore> db, std::unique_ptr<store::Journal> journal,
+StoreWriter::StoreWriter(std::unique_ptr<store::Database> db, std::unique_ptr<store::Journal> journal,
                          const StoreConfig& settings)
     : db_(std::move(db)), journal_(std::move(journal)), audit_(settings.audit), retention_(settings.retention) {
   // What the journal holds past the store's last row: written before
@@ -48,7 +48,15 @@ StoreWriter::StoreWriter(std::unique_ptr<store::SqliteStore> db, std::unique_ptr
     last = std::max(last, seq);
     if (seq > written) queue_.emplace_back(seq, payload);
   }
-  next_seq_ = last + 1;
+  // Never below the clock in microseconds: a database not reached at the
+  // start (written() unknown, 0) after the journal was lost (a new disk)
+  // cannot be handed numbers it already holds for this replica, which it
+  // would skip as replayed. A run numbers fewer than a million rows a
+  // second, so each start begins past the last one's end.
+  const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  next_seq_ = std::max(last + 1, static_cast<uint64_t>(now_us));
   if (!queue_.empty()) {
     log_event(EventLevel::kInfo, "store_replay", {{"rows", queue_.size()}, {"after_seq", written}});
   }
@@ -169,8 +177,10 @@ void StoreWriter::run() {
 
 StoreWriter::UsageHistory StoreWriter::usage_since(int64_t from_ms) {
   UsageHistory history;
+  uint64_t written = 0;  // queued rows the store already holds (replayed at a start) are in its sums
   {
     std::lock_guard lock(db_mu_);
+    written = db_->written();
     if (auto sums = db_->hourly_usage_since(from_ms)) {
       history.hours = std::move(*sums);
     } else {
@@ -180,6 +190,7 @@ StoreWriter::UsageHistory StoreWriter::usage_since(int64_t from_ms) {
   constexpr int64_t kHourMs = 3'600'000;
   std::lock_guard lock(mu_);
   for (const auto& entry : queue_) {
+    if (entry.first <= written) continue;
     const auto row = store::decode_view(entry.second);
     const auto* u = row ? std::get_if<store::UsageView>(&*row) : nullptr;
     if (u == nullptr || u->ts_ms < from_ms) continue;

@@ -3,7 +3,7 @@
 // store. A request's rows, encoded by the caller, are written to the
 // journal (journal.hpp) and queued as views of the journal's copy, under one
 // short lock; a thread of its own decodes and writes the queue to the store
-// in batches (SqliteStore::write: one transaction, the audit rows chained)
+// in batches (Database::write: one transaction, the audit rows chained)
 // every 50 ms or sooner when 2,000 rows wait. A store that fails keeps the
 // rows queued and journaled (the spool) and is retried with a back-off
 // from 100 ms to 5 s; the spool drains, in order, once it is back. At a
@@ -28,14 +28,14 @@
 #include "core/config.hpp"
 #include "core/store/store_rows.hpp"
 #include "gateway/store/journal.hpp"
-#include "gateway/store/sqlite_store.hpp"
+#include "gateway/store/database.hpp"
 
 namespace arbiter {
 
 class StoreWriter {
  public:
-  // Opens the store and its journal (`settings.path` and `settings.path` +
-  // ".journal/"), replaying what the journal holds.
+  // Opens the store (store::open_database) and its journal
+  // (`settings.path` + ".journal/"), replaying what the journal holds.
   static std::expected<std::unique_ptr<StoreWriter>, std::string> open(const StoreConfig& settings);
   ~StoreWriter();  // stops the thread after one last write
 
@@ -72,12 +72,12 @@ class StoreWriter {
   State state();
 
  private:
-  StoreWriter(std::unique_ptr<store::SqliteStore> db, std::unique_ptr<store::Journal> journal, const StoreConfig& settings);
+  StoreWriter(std::unique_ptr<store::Database> db, std::unique_ptr<store::Journal> journal, const StoreConfig& settings);
   void run();
   // One batch to the store; false when it failed (the rows are queued again).
   bool write_batch();
 
-  std::unique_ptr<store::SqliteStore> db_;
+  std::unique_ptr<store::Database> db_;
   std::mutex db_mu_;  // the store: the writer's batches, admin reads
   std::unique_ptr<store::Journal> journal_;
   const bool audit_;

@@ -537,5 +537,26 @@ tenants:
               Contains(HasSubstr("traffic_breaker")));
 }
 
+// store.url: a libpq connection string with no password in the config's
+// text (shown on the admin listener); url_env may hold one; not both.
+TEST(ConfigYaml, StoreUrlTakesNoPasswordAndUrlEnvMayHoldOne) {
+  const auto ok = parse_config(std::string(kMinimal) + "store: {url: \"postgresql://arbiter@db:5432/usage\"}\n");
+  ASSERT_TRUE(ok.has_value()) << ok.error().front();
+  EXPECT_EQ(ok->store.url, "postgresql://arbiter@db:5432/usage");
+  EXPECT_THAT(errors_of(std::string(kMinimal) + "store: {url: \"postgresql://arbiter:secret@db/usage\"}\n"),
+              Contains(HasSubstr("holds a password")));
+  EXPECT_THAT(errors_of(std::string(kMinimal) + "store: {url: \"host=db password=secret\"}\n"),
+              Contains(HasSubstr("holds a password")));
+  EXPECT_THAT(errors_of(std::string(kMinimal) + "store: {url: \"postgresql://db/x?nosuchoption=1\"}\n"),
+              Contains(HasSubstr("store.url")));
+  ::setenv("ARBITER_TEST_STORE_URL", "postgresql://arbiter:secret@db/usage", 1);
+  EXPECT_TRUE(parse_config(std::string(kMinimal) + "store: {url_env: ARBITER_TEST_STORE_URL}\n").has_value());
+  EXPECT_THAT(errors_of(std::string(kMinimal) + "store: {url_env: ARBITER_TEST_STORE_URL, url: \"host=db\"}\n"),
+              Contains(HasSubstr("not both")));
+  EXPECT_THAT(errors_of(std::string(kMinimal) + "store: {url_env: ARBITER_TEST_NOT_SET}\n"),
+              Contains(HasSubstr("is not set")));
+  ::unsetenv("ARBITER_TEST_STORE_URL");
+}
+
 }  // namespace
 }  // namespace arbiter

@@ -9,7 +9,7 @@
 
 #include "core/config.hpp"
 #include "core/usage_ledger/usage_grouping.hpp"
-#include "gateway/store/sqlite_store.hpp"
+#include "gateway/store/database.hpp"
 
 namespace arbiter {
 

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/store/audit_chain.hpp"
+#include "core/store/clean_text.hpp"
 #include "core/store/journal_format.hpp"
 #include "core/store/store_rows.hpp"
 
@@ -153,6 +154,50 @@ TEST(AuditChain, AnIntactTrailVerifiesAndEveryTamperingIsFound) {
   auto pruned = intact;
   pruned.erase(pruned.begin(), pruned.begin() + 2);
   EXPECT_TRUE(verify_chain(pruned).ok);
+}
+
+// What PostgreSQL's text takes: valid UTF-8 and no NUL; cleaning keeps every
+// valid sequence and replaces each byte of an invalid one, on random bytes.
+TEST(CleanText, KeepsValidUtf8AndReplacesEachBadByte) {
+  EXPECT_TRUE(is_clean_text("plain ascii"));
+  EXPECT_TRUE(is_clean_text("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
+  for (const std::string_view bad : {std::string_view("a\0b", 3), std::string_view("\xc3"), std::string_view("\xc0\xaf"),
+                                     std::string_view("\xed\xa0\x80"), std::string_view("\xf4\x90\x80\x80"),
+                                     std::string_view("\xff")}) {
+    EXPECT_FALSE(is_clean_text(bad)) << testing::PrintToString(bad);
+    EXPECT_TRUE(is_clean_text(clean_text(bad)));
+  }
+  EXPECT_EQ(clean_text(std::string_view("a\0b", 3)), "ab");
+  EXPECT_EQ(clean_text("x\xffy"), "x\xef\xbf\xbdy");
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2'000; ++i) {
+    std::string bytes(rng() % 24, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng() % 4 == 0 ? rng() % 256 : 'a' + rng() % 26);
+    const std::string cleaned = clean_text(bytes);
+    EXPECT_TRUE(is_clean_text(cleaned));
+    if (is_clean_text(bytes)) EXPECT_EQ(cleaned, bytes);
+  }
+}
+
+// A whole store's trail: each replica's chain checked on its own; a row
+// naming a batch the trail lacks fails it.
+TEST(TrailCheck, ChecksEachReplicaAndFindsRowsWithoutABatch) {
+  const AuditRow row{.ts_ms = 1, .kind = "admitted", .request_id = "r", .tenant = "t", .klass = "c", .model = "m",
+                     .detail = "d"};
+  TrailCheck check;
+  for (const std::string replica : {"a", "b"}) {
+    const std::string hash = batch_hash(kChainStart, {{1, row}});
+    check.add_batch(replica, {.batch = 1, .count = 1, .prev_hash = std::string(kChainStart), .hash = hash, .rows = {}});
+    check.add_row(replica, 1, 1, row);
+  }
+  Verdict v = check.verdict();
+  EXPECT_TRUE(v.ok) << v.problem;
+  EXPECT_EQ(v.batches, 2);
+  EXPECT_EQ(v.rows, 2);
+  check.add_row("b", 7, 2, row);  // its batch is not there
+  v = check.verdict();
+  EXPECT_FALSE(v.ok);
+  EXPECT_NE(v.problem.find("batch 7"), std::string::npos) << v.problem;
 }
 
 }  // namespace

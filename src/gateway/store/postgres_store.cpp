@@ -1,0 +1,482 @@
+#include "gateway/store/postgres_store.hpp"
+
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <deque>
+
+#include "core/store/clean_text.hpp"
+
+namespace arbiter::store {
+
+namespace {
+
+constexpr auto kRoundTrip = std::chrono::seconds(10);
+// Each migration once, in order, in the `arbiter` schema; the applied ones
+// are in schema_migrations. The SQLite store's tables, PostgreSQL's types.
+constexpr const char* kMigrations[] = {
+    // 1: usage, audit rows, audit batches, each replica's last written row.
+    "CREATE TABLE usage (replica TEXT NOT NULL, seq BIGINT NOT NULL, ts_ms BIGINT NOT NULL,"
+    " request_id TEXT NOT NULL, tenant TEXT NOT NULL, team TEXT NOT NULL, model TEXT NOT NULL,"
+    " class TEXT NOT NULL, status BIGINT NOT NULL, prompt_tokens BIGINT NOT NULL,"
+    " completion_tokens BIGINT NOT NULL, cached_tokens BIGINT NOT NULL, engine_ms DOUBLE PRECISION NOT NULL,"
+    " cost DOUBLE PRECISION NOT NULL, tokens_from TEXT NOT NULL, PRIMARY KEY (replica, seq));"
+    "CREATE INDEX usage_ts ON usage (ts_ms);"
+    "CREATE TABLE audit (replica TEXT NOT NULL, seq BIGINT NOT NULL, ts_ms BIGINT NOT NULL, kind TEXT NOT NULL,"
+    " request_id TEXT NOT NULL, tenant TEXT NOT NULL, class TEXT NOT NULL, model TEXT NOT NULL,"
+    " detail TEXT NOT NULL, batch BIGINT NOT NULL, PRIMARY KEY (replica, seq));"
+    "CREATE TABLE audit_batches (replica TEXT NOT NULL, batch BIGINT NOT NULL, count BIGINT NOT NULL,"
+    " last_seq BIGINT NOT NULL, last_ts_ms BIGINT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL,"
+    " PRIMARY KEY (replica, batch));"
+    "CREATE TABLE replicas (replica TEXT PRIMARY KEY, written_seq BIGINT NOT NULL);",
+};
+
+// A batch's rows go as one array per column (one statement per table,
+// whatever the batch's size): unnest turns them back into rows.
+constexpr const char* kInsertUsage =
+    "INSERT INTO usage SELECT $1::text, * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[],"
+    " $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[],"
+    " $13::float8[], $14::float8[], $15::text[]) ON CONFLICT DO NOTHING";
+constexpr const char* kInsertAudit =
+    "INSERT INTO audit SELECT $1::text, u.*, $10::bigint FROM unnest($2::bigint[], $3::bigint[], $4::text[],"
+    " $5::text[], $6::text[], $7::text[], $8::text[], $9::text[]) AS u ON CONFLICT DO NOTHING";
+
+using Deadline = std::chrono::steady_clock::time_point;
+
+// Whether the socket became ready for `events` before the deadline.
+bool wait_socket(PGconn* conn, short events, Deadline deadline) {
+  pollfd p{.fd = PQsocket(conn), .events = events, .revents = 0};
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    const int n = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (n > 0) return true;
+    if (n == 0 || errno != EINTR) return false;
+  }
+}
+
+std::string trimmed(const char* message) {
+  std::string s = message ? message : "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// One column of a batch as a PostgreSQL array literal: every text element
+// quoted and escaped, and made valid UTF-8 without NULs (clean_text.hpp).
+class ArrayText {
+ public:
+  ArrayText() : text_("{") {}
+  void add(std::string_view s) {
+    comma();
+    if (is_clean_text(s)) {
+      quote(s);
+    } else {
+      quote(clean_text(s));
+    }
+  }
+  void add(int64_t n) {
+    comma();
+    text_ += std::to_string(n);
+  }
+  void add_real(double x) {
+    comma();
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", std::isfinite(x) ? x : 0.0);
+    text_ += buf;
+  }
+  std::string done() { return std::move(text_) + "}"; }
+
+ private:
+  void comma() {
+    if (text_.size() > 1) text_ += ',';
+  }
+  void quote(std::string_view s) {
+    text_ += '"';
+    for (const char c : s) {
+      if (c == '"' || c == '\\') text_ += '\\';
+      text_ += c;
+    }
+    text_ += '"';
+  }
+  std::string text_;
+};
+
+}  // namespace
+
+class PostgresStore::Result {
+ public:
+  Result() = default;
+  explicit Result(PGresult* r) : r_(r) {}
+  int rows() const { return r_ ? PQntuples(r_.get()) : 0; }
+  std::string text(int row, int col) const { return PQgetvalue(r_.get(), row, col); }
+  int64_t i64(int row, int col) const { return std::strtoll(PQgetvalue(r_.get(), row, col), nullptr, 10); }
+  double real(int row, int col) const { return std::strtod(PQgetvalue(r_.get(), row, col), nullptr); }
+
+ private:
+  struct Clear {
+    void operator()(PGresult* r) const { PQclear(r); }
+  };
+  std::unique_ptr<PGresult, Clear> r_;
+};
+
+std::optional<std::string> PostgresStore::conninfo_error(const std::string& conninfo, bool allow_password) {
+  char* message = nullptr;
+  PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &message);
+  if (options == nullptr) {
+    std::string why = message ? trimmed(message) : "cannot be parsed";
+    PQfreemem(message);
+    return why;
+  }
+  bool password = false;
+  for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+    password = password || (std::string_view(o->keyword) == "password" && o->val != nullptr && *o->val != '\0');
+  }
+  PQconninfoFree(options);
+  if (password && !allow_password) {
+    return "holds a password: put the whole string in an environment variable named by url_env, or the password in "
+           "PGPASSWORD or a passfile";
+  }
+  return std::nullopt;
+}
+
+std::expected<std::unique_ptr<PostgresStore>, std::string> PostgresStore::open(std::string conninfo,
+                                                                                std::string replica) {
+  if (auto why = conninfo_error(conninfo, /*allow_password=*/true)) {
+    return std::unexpected("the PostgreSQL connection string: " + *why);
+  }
+  std::unique_ptr<PostgresStore> store(new PostgresStore(std::move(conninfo), std::move(replica)));
+  (void)store->connect_writer();  // unreached: its rows wait in the journal, and it is tried again
+  return store;
+}
+
+PostgresStore::~PostgresStore() { drop(); }
+
+void PostgresStore::drop() {
+  if (conn_) PQfinish(conn_);
+  conn_ = nullptr;
+  writer_ = false;
+}
+
+std::expected<void, std::string> PostgresStore::connect() {
+  if (conn_ && PQstatus(conn_) == CONNECTION_OK) return {};
+  drop();
+  const Deadline deadline = std::chrono::steady_clock::now() + kRoundTrip;
+  // Defaults before dbname (the connection string, expanded): its own
+  // settings win.
+  const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
+  const char* values[] = {"10", "arbiter", conninfo_.c_str(), nullptr};
+  conn_ = PQconnectStartParams(keys, values, 1);
+  if (conn_ == nullptr) return std::unexpected("PostgreSQL: out of memory");
+  auto fail = [&](std::string why) -> std::expected<void, std::string> {
+    drop();
+    return std::unexpected("PostgreSQL: " + why);
+  };
+  if (PQstatus(conn_) == CONNECTION_BAD) return fail(trimmed(PQerrorMessage(conn_)));
+  PostgresPollingStatusType polling = PGRES_POLLING_WRITING;
+  while (polling != PGRES_POLLING_OK) {
+    if (polling == PGRES_POLLING_FAILED) return fail(trimmed(PQerrorMessage(conn_)));
+    if (!wait_socket(conn_, polling == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline)) {
+      return fail("no connection within 10 s");
+    }
+    polling = PQconnectPoll(conn_);
+  }
+  if (PQsetnonblocking(conn_, 1) != 0) return fail(trimmed(PQerrorMessage(conn_)));
+  // The server's notices ("schema arbiter already exists, skipping") would
+  // go to stderr between the gateway's JSON lines.
+  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  if (auto done = run("SET search_path TO arbiter"); !done) return std::unexpected(done.error());
+  if (!migrated_) {
+    if (auto done = migrate(); !done) return done;
+    migrated_ = true;
+  }
+  return {};
+}
+
+std::expected<void, std::string> PostgresStore::connect_writer() {
+  if (writer_ && conn_ && PQstatus(conn_) == CONNECTION_OK) return {};
+  if (auto done = connect(); !done) return done;
+  // Held for the connection's life: the server lets it go when the
+  // connection ends (this gateway's exit or crash included).
+  auto locked = run("SELECT pg_try_advisory_lock(hashtextextended('arbiter replica ' || $1, 0))", {replica_});
+  if (!locked) return std::unexpected(locked.error());
+  if (locked->rows() != 1 || locked->text(0, 0) != "t") {
+    // What the holder has written so far (after a crash of this gateway,
+    // all it will write): a start's replay skips it. The lock is tried
+    // again at the next call.
+    (void)load_state();
+    return std::unexpected("PostgreSQL: replica " + replica_ +
+                           " is being written by another gateway's connection (give each replica its own "
+                           "store.replica), or by one of this gateway's that the server has not yet seen end");
+  }
+  if (auto done = load_state(); !done) return done;
+  writer_ = true;
+  return {};
+}
+
+std::expected<PostgresStore::Result, std::string> PostgresStore::run(const char* sql,
+                                                                     const std::vector<std::string>& params) {
+  if (conn_ == nullptr) return std::unexpected("PostgreSQL: not connected");
+  const Deadline deadline = std::chrono::steady_clock::now() + kRoundTrip;
+  auto lost = [&](std::string why) -> std::expected<Result, std::string> {
+    drop();
+    return std::unexpected("PostgreSQL: " + why);
+  };
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const std::string& p : params) values.push_back(p.c_str());
+  const int sent = params.empty() ? PQsendQuery(conn_, sql)
+                                  : PQsendQueryParams(conn_, sql, static_cast<int>(values.size()), nullptr,
+                                                      values.data(), nullptr, nullptr, 0);
+  if (!sent) return lost(trimmed(PQerrorMessage(conn_)));
+  for (int pending; (pending = PQflush(conn_)) != 0;) {
+    if (pending < 0 || !wait_socket(conn_, POLLIN | POLLOUT, deadline)) return lost("no answer within 10 s");
+    if (!PQconsumeInput(conn_)) return lost(trimmed(PQerrorMessage(conn_)));
+  }
+  Result last;
+  std::string error;
+  for (;;) {
+    while (PQisBusy(conn_)) {
+      if (!wait_socket(conn_, POLLIN, deadline)) return lost("no answer within 10 s");
+      if (!PQconsumeInput(conn_)) return lost(trimmed(PQerrorMessage(conn_)));
+    }
+    PGresult* r = PQgetResult(conn_);
+    if (r == nullptr) break;
+    const ExecStatusType status = PQresultStatus(r);
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && error.empty()) {
+      error = trimmed(PQresultErrorMessage(r));
+    }
+    last = Result(r);
+  }
+  // A statement's error drops the connection too: its transaction goes
+  // with it, and the next call starts from what the server holds.
+  if (!error.empty()) return lost(error);
+  if (PQstatus(conn_) != CONNECTION_OK) return lost(trimmed(PQerrorMessage(conn_)));
+  return last;
+}
+
+std::expected<void, std::string> PostgresStore::run_all(std::initializer_list<const char*> statements) {
+  for (const char* sql : statements) {
+    if (auto done = run(sql); !done) return std::unexpected(done.error());
+  }
+  return {};
+}
+
+std::expected<void, std::string> PostgresStore::migrate() {
+  // In one transaction under a lock of their own (its key: "arbiter" and a
+  // 1): replicas starting together apply each migration once, and a failed
+  // one leaves nothing half done.
+  if (auto done = run_all({"BEGIN", "SELECT pg_advisory_xact_lock(7161132829718233601)",
+                           "CREATE SCHEMA IF NOT EXISTS arbiter",
+                           "CREATE TABLE IF NOT EXISTS arbiter.schema_migrations (version BIGINT PRIMARY KEY,"
+                           " applied_ms BIGINT NOT NULL)"});
+      !done) {
+    return done;
+  }
+  auto applied = run("SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
+  if (!applied) return std::unexpected(applied.error());
+  const int64_t have = applied->i64(0, 0);
+  constexpr auto kCount = static_cast<int64_t>(std::size(kMigrations));
+  if (have > kCount) {
+    drop();
+    return std::unexpected("PostgreSQL: its schema is version " + std::to_string(have) + ", newer than this gateway's " +
+                           std::to_string(kCount));
+  }
+  for (int64_t v = have + 1; v <= kCount; ++v) {
+    if (auto done = run(kMigrations[v - 1]); !done) {
+      return std::unexpected("migration " + std::to_string(v) + ": " + done.error());
+    }
+    if (auto done = run("INSERT INTO schema_migrations VALUES ($1, (extract(epoch FROM now()) * 1000)::bigint)",
+                        {std::to_string(v)});
+        !done) {
+      return std::unexpected(done.error());
+    }
+  }
+  if (auto done = run("COMMIT"); !done) return std::unexpected(done.error());
+  return {};
+}
+
+std::expected<void, std::string> PostgresStore::load_state() {
+  auto written = run("SELECT written_seq FROM replicas WHERE replica = $1", {replica_});
+  if (!written) return std::unexpected(written.error());
+  written_ = written->rows() == 1 ? static_cast<uint64_t>(written->i64(0, 0)) : 0;
+  auto last = run("SELECT batch, hash FROM audit_batches WHERE replica = $1 ORDER BY batch DESC LIMIT 1", {replica_});
+  if (!last) return std::unexpected(last.error());
+  last_batch_ = last->rows() == 1 ? last->i64(0, 0) : 0;
+  last_hash_ = last->rows() == 1 ? last->text(0, 1) : std::string(kChainStart);
+  return {};
+}
+
+std::expected<void, std::string> PostgresStore::write(const std::vector<std::pair<uint64_t, RowView>>& rows) {
+  if (rows.empty()) return {};
+  if (auto ready = connect_writer(); !ready) return ready;
+  if (rows.back().first <= written_) return {};
+  ArrayText u[14], a[8];
+  std::size_t usage_rows = 0;
+  // Audit rows whose text PostgreSQL would refuse, made valid: stored, and
+  // hashed, as such.
+  std::deque<AuditRow> cleaned;
+  BatchHasher chain(last_hash_);
+  int64_t chained = 0, last_chained = 0, last_ts = 0;
+  for (const auto& [seq, row] : rows) {
+    if (seq <= written_) continue;  // already there (a replay)
+    const auto s = static_cast<int64_t>(seq);
+    if (const auto* v = std::get_if<UsageView>(&row)) {
+      const std::string_view texts[] = {v->request_id, v->tenant, v->team, v->model, v->klass};
+      u[0].add(s);
+      u[1].add(v->ts_ms);
+      for (std::size_t i = 0; i < std::size(texts); ++i) u[2 + i].add(texts[i]);
+      const int64_t counts[] = {v->status, v->prompt_tokens, v->completion_tokens, v->cached_tokens};
+      for (std::size_t i = 0; i < std::size(counts); ++i) u[7 + i].add(counts[i]);
+      u[11].add_real(v->engine_ms);
+      u[12].add_real(v->cost);
+      u[13].add(v->tokens_from);
+      ++usage_rows;
+      continue;
+    }
+    AuditView v = std::get<AuditView>(row);
+    bool clean = true;
+    for (const std::string_view field : {v.kind, v.request_id, v.tenant, v.klass, v.model, v.detail}) {
+      clean = clean && is_clean_text(field);
+    }
+    if (!clean) {
+      cleaned.push_back({.ts_ms = v.ts_ms, .kind = clean_text(v.kind), .request_id = clean_text(v.request_id),
+                         .tenant = clean_text(v.tenant), .klass = clean_text(v.klass), .model = clean_text(v.model),
+                         .detail = clean_text(v.detail)});
+      v = view_of(cleaned.back());
+    }
+    a[0].add(s);
+    a[1].add(v.ts_ms);
+    const std::string_view texts[] = {v.kind, v.request_id, v.tenant, v.klass, v.model, v.detail};
+    for (std::size_t i = 0; i < std::size(texts); ++i) a[2 + i].add(texts[i]);
+    chain.add(s, v);
+    ++chained;
+    last_chained = s;
+    last_ts = std::max(last_ts, v.ts_ms);
+  }
+  const int64_t batch = last_batch_ + 1;
+  std::string hash;
+  // Any failure drops the connection (run), the transaction with it.
+  if (auto done = run("BEGIN"); !done) return std::unexpected(done.error());
+  if (usage_rows > 0) {
+    std::vector<std::string> params{replica_};
+    for (ArrayText& column : u) params.push_back(column.done());
+    if (auto done = run(kInsertUsage, params); !done) return std::unexpected(done.error());
+  }
+  if (chained > 0) {
+    std::vector<std::string> params{replica_};
+    for (ArrayText& column : a) params.push_back(column.done());
+    params.push_back(std::to_string(batch));
+    if (auto done = run(kInsertAudit, params); !done) return std::unexpected(done.error());
+    hash = chain.hex();
+    auto done = run("INSERT INTO audit_batches VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    {replica_, std::to_string(batch), std::to_string(chained), std::to_string(last_chained),
+                     std::to_string(last_ts), last_hash_, hash});
+    if (!done) return std::unexpected(done.error());
+  }
+  auto marked = run("INSERT INTO replicas VALUES ($1, $2) ON CONFLICT (replica) DO UPDATE"
+                    " SET written_seq = EXCLUDED.written_seq",
+                    {replica_, std::to_string(rows.back().first)});
+  if (!marked) return std::unexpected(marked.error());
+  if (auto done = run("COMMIT"); !done) return std::unexpected(done.error());
+  written_ = rows.back().first;
+  if (chained > 0) {
+    last_batch_ = batch;
+    last_hash_ = std::move(hash);
+  }
+  return {};
+}
+
+std::expected<std::vector<HourlyUsage>, std::string> PostgresStore::hourly_usage_since(int64_t from_ms) {
+  if (auto ready = connect(); !ready) return std::unexpected(ready.error());
+  auto q = run(
+      "SELECT ts_ms / 3600000 * 3600000 AS hour, tenant, team, model, class, COUNT(*), SUM(prompt_tokens),"
+      " SUM(completion_tokens), SUM(cached_tokens), SUM(cost) FROM usage WHERE ts_ms >= $1"
+      " GROUP BY hour, tenant, team, model, class ORDER BY hour",
+      {std::to_string(from_ms)});
+  if (!q) return std::unexpected(q.error());
+  std::vector<HourlyUsage> out;
+  out.reserve(static_cast<std::size_t>(q->rows()));
+  for (int i = 0; i < q->rows(); ++i) {
+    out.push_back({.hour_ms = q->i64(i, 0),
+                   .tenant = q->text(i, 1),
+                   .team = q->text(i, 2),
+                   .model = q->text(i, 3),
+                   .klass = q->text(i, 4),
+                   .requests = static_cast<uint64_t>(q->i64(i, 5)),
+                   .prompt_tokens = static_cast<uint64_t>(q->i64(i, 6)),
+                   .completion_tokens = static_cast<uint64_t>(q->i64(i, 7)),
+                   .cached_tokens = static_cast<uint64_t>(q->i64(i, 8)),
+                   .cost = q->real(i, 9)});
+  }
+  return out;
+}
+
+std::expected<std::vector<AuditRow>, std::string> PostgresStore::recent_audit(int limit) {
+  if (auto ready = connect(); !ready) return std::unexpected(ready.error());
+  auto q = run(
+      "SELECT ts_ms, kind, request_id, tenant, class, model, detail FROM audit WHERE replica = $1"
+      " ORDER BY seq DESC LIMIT $2",
+      {replica_, std::to_string(limit)});
+  if (!q) return std::unexpected(q.error());
+  std::vector<AuditRow> out;
+  for (int i = 0; i < q->rows(); ++i) {
+    out.push_back({.ts_ms = q->i64(i, 0),
+                   .kind = q->text(i, 1),
+                   .request_id = q->text(i, 2),
+                   .tenant = q->text(i, 3),
+                   .klass = q->text(i, 4),
+                   .model = q->text(i, 5),
+                   .detail = q->text(i, 6)});
+  }
+  return out;
+}
+
+std::expected<Verdict, std::string> PostgresStore::verify() {
+  if (auto ready = connect(); !ready) return std::unexpected(ready.error());
+  // One snapshot for both reads: rows written between them would look
+  // like rows without a batch.
+  if (auto done = run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); !done) return std::unexpected(done.error());
+  TrailCheck check;
+  auto batches = run("SELECT replica, batch, count, prev_hash, hash FROM audit_batches ORDER BY replica, batch");
+  if (!batches) return std::unexpected(batches.error());
+  for (int i = 0; i < batches->rows(); ++i) {
+    check.add_batch(batches->text(i, 0), {.batch = batches->i64(i, 1), .count = batches->i64(i, 2),
+                                          .prev_hash = batches->text(i, 3), .hash = batches->text(i, 4), .rows = {}});
+  }
+  auto rows = run(
+      "SELECT replica, batch, seq, ts_ms, kind, request_id, tenant, class, model, detail FROM audit"
+      " ORDER BY replica, seq");
+  if (!rows) return std::unexpected(rows.error());
+  for (int i = 0; i < rows->rows(); ++i) {
+    check.add_row(rows->text(i, 0), rows->i64(i, 1), rows->i64(i, 2),
+                  {.ts_ms = rows->i64(i, 3), .kind = rows->text(i, 4), .request_id = rows->text(i, 5),
+                   .tenant = rows->text(i, 6), .klass = rows->text(i, 7), .model = rows->text(i, 8),
+                   .detail = rows->text(i, 9)});
+  }
+  if (auto done = run("COMMIT"); !done) return std::unexpected(done.error());
+  return check.verdict();
+}
+
+std::expected<void, std::string> PostgresStore::prune(int64_t before_ms) {
+  if (auto ready = connect(); !ready) return ready;
+  const std::string cut = std::to_string(before_ms);
+  // Per replica, the batches up to its newest one that ended before the
+  // cut, and their rows: each trail loses a prefix, so what stays verifies.
+  if (auto done = run("BEGIN"); !done) return std::unexpected(done.error());
+  if (auto done = run("DELETE FROM usage WHERE ts_ms < $1", {cut}); !done) return std::unexpected(done.error());
+  auto done = run(
+      "WITH cut AS (SELECT replica, MAX(batch) AS batch, MAX(last_seq) AS last_seq FROM audit_batches"
+      " WHERE last_ts_ms < $1 GROUP BY replica),"
+      " gone AS (DELETE FROM audit USING cut WHERE audit.replica = cut.replica AND audit.seq <= cut.last_seq)"
+      " DELETE FROM audit_batches USING cut WHERE audit_batches.replica = cut.replica"
+      " AND audit_batches.batch <= cut.batch",
+      {cut});
+  if (!done) return std::unexpected(done.error());
+  if (auto committed = run("COMMIT"); !committed) return std::unexpected(committed.error());
+  return {};
+}
+
+}  // namespace arbiter::store

@@ -1,0 +1,73 @@
+// The usage and audit store in PostgreSQL (docs/audit.md), for several
+// replicas sharing one database: the SQLite store's tables in a schema of
+// their own (`arbiter`), versioned by the same kind of migrations (run by
+// one replica at a time under an advisory lock), every row keyed by
+// (replica, seq). A replica holds a session advisory lock on its name while
+// it writes, so two gateways given the same `store.replica` cannot
+// interleave one trail.
+//
+// Never holds the writer longer than a round trip's deadline (10 s): the
+// connection is non-blocking and every wait is bounded. A lost or failed
+// connection is dropped; the next call connects again, and a writer reads
+// its replica's state (last written row, the trail's end) again first, since
+// a commit whose answer was lost may have landed. The database need not be
+// up when the gateway starts: rows wait in the journal.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "gateway/store/database.hpp"
+
+struct pg_conn;
+
+namespace arbiter::store {
+
+class PostgresStore final : public Database {
+ public:
+  // `conninfo`: a libpq connection string (a postgresql:// URL or key=value
+  // pairs). Fails only when it cannot be parsed; the database itself is
+  // tried here once and again at each call until reached.
+  static std::expected<std::unique_ptr<PostgresStore>, std::string> open(std::string conninfo, std::string replica);
+  // Why `conninfo` cannot be used, if it cannot: it does not parse, or it
+  // holds a password where one is not allowed (the config file's text is
+  // shown on the admin listener and kept in its versions).
+  static std::optional<std::string> conninfo_error(const std::string& conninfo, bool allow_password);
+  ~PostgresStore() override;
+  PostgresStore(const PostgresStore&) = delete;
+  PostgresStore& operator=(const PostgresStore&) = delete;
+
+  std::expected<void, std::string> write(const std::vector<std::pair<uint64_t, RowView>>& rows) override;
+  uint64_t written() const override { return written_; }
+  std::expected<std::vector<HourlyUsage>, std::string> hourly_usage_since(int64_t from_ms) override;
+  std::expected<std::vector<AuditRow>, std::string> recent_audit(int limit) override;
+  std::expected<Verdict, std::string> verify() override;
+  std::expected<void, std::string> prune(int64_t before_ms) override;
+
+ private:
+  class Result;
+  PostgresStore(std::string conninfo, std::string replica)
+      : conninfo_(std::move(conninfo)), replica_(std::move(replica)) {}
+  // Connected, the schema up to date.
+  std::expected<void, std::string> connect();
+  // Connected, holding this replica's lock, its state read.
+  std::expected<void, std::string> connect_writer();
+  std::expected<void, std::string> migrate();
+  std::expected<void, std::string> load_state();
+  // One statement (or several, without parameters) and its last result;
+  // a failure of the connection, or of the deadline, drops it.
+  std::expected<Result, std::string> run(const char* sql, const std::vector<std::string>& params = {});
+  std::expected<void, std::string> run_all(std::initializer_list<const char*> statements);
+  void drop();
+
+  std::string conninfo_;
+  std::string replica_;
+  pg_conn* conn_ = nullptr;
+  bool migrated_ = false;
+  bool writer_ = false;  // this connection holds the replica's lock and its state is read
+  uint64_t written_ = 0;
+  int64_t last_batch_ = 0;
+  std::string last_hash_{kChainStart};
+};
+
+}  // namespace arbiter::store

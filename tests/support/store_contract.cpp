@@ -1,0 +1,106 @@
+#include "support/store_contract.hpp"
+
+#include <gtest/gtest.h>
+
+namespace arbiter::test {
+
+namespace {
+
+using store::AuditView;
+using store::RowView;
+using store::UsageView;
+
+constexpr int64_t kHour = 3'600'000;
+constexpr int64_t kT0 = 1'796'600'000'000 / kHour * kHour;
+
+UsageView usage(int64_t ts, std::string_view tenant) {
+  return {.ts_ms = ts, .request_id = "r", .tenant = tenant, .team = "ml", .model = "m1", .klass = "chat",
+          .status = 200, .prompt_tokens = 10, .completion_tokens = 5, .cached_tokens = 2, .engine_ms = 1.5,
+          .cost = 0.25, .tokens_from = "engine"};
+}
+
+AuditView audit(int64_t ts, std::string_view detail) {
+  return {.ts_ms = ts, .kind = "dispatched", .request_id = "r", .tenant = "t", .klass = "chat", .model = "m1",
+          .detail = detail};
+}
+
+}  // namespace
+
+void check_writes_once_keeps_its_place_sums_and_verifies(const StoreUnderTest& store) {
+  {
+    auto db = store.open("gw-1");
+    ASSERT_NE(db, nullptr);
+    std::vector<std::pair<uint64_t, RowView>> rows{{1, usage(kT0 + 10, "a")}, {2, audit(kT0 + 10, "one")},
+                                                   {3, usage(kT0 + kHour + 5, "a")}, {4, usage(kT0 + 20, "b")}};
+    ASSERT_TRUE(db->write(rows));
+    ASSERT_TRUE(db->write(rows));  // replayed: ignored, no error
+    EXPECT_EQ(db->written(), 4u);
+    ASSERT_TRUE(db->write({{5, audit(kT0 + 30, "two")}, {6, audit(kT0 + 40, "three")}}));
+  }
+  auto db = store.open("gw-1");
+  ASSERT_NE(db, nullptr);
+  EXPECT_EQ(db->written(), 6u);
+  const auto hours = db->hourly_usage_since(kT0);
+  ASSERT_TRUE(hours) << hours.error();
+  ASSERT_EQ(hours->size(), 3u);  // (hour 0, a), (hour 0, b), (hour 1, a)
+  uint64_t requests = 0, tokens = 0;
+  double cost = 0;
+  for (const store::HourlyUsage& h : *hours) {
+    requests += h.requests;
+    tokens += h.prompt_tokens + h.completion_tokens;
+    cost += h.cost;
+    EXPECT_EQ(h.hour_ms % kHour, 0);
+  }
+  EXPECT_EQ(requests, 3u);
+  EXPECT_EQ(tokens, 45u);
+  EXPECT_DOUBLE_EQ(cost, 0.75);
+  const auto recent = db->recent_audit(2);
+  ASSERT_TRUE(recent) << recent.error();
+  ASSERT_EQ(recent->size(), 2u);
+  EXPECT_EQ((*recent)[0].detail, "three");
+  EXPECT_EQ((*recent)[1].detail, "two");
+  // The chain goes on after the reopen: three batches, of one, two and one rows.
+  ASSERT_TRUE(db->write({{7, audit(kT0 + 50, "four")}}));
+  auto verdict = db->verify();
+  ASSERT_TRUE(verdict) << verdict.error();
+  EXPECT_TRUE(verdict->ok) << verdict->problem;
+  EXPECT_EQ(verdict->batches, 3);
+  EXPECT_EQ(verdict->rows, 4);
+  store.edit("UPDATE audit SET detail = 'forged' WHERE seq = 5");
+  verdict = db->verify();
+  ASSERT_TRUE(verdict) << verdict.error();
+  EXPECT_FALSE(verdict->ok);
+  EXPECT_NE(verdict->problem.find("batch 2"), std::string::npos) << verdict->problem;
+  // A row removed is found too.
+  store.edit("UPDATE audit SET detail = 'two' WHERE seq = 5");
+  ASSERT_TRUE(db->verify().value().ok);
+  store.edit("DELETE FROM audit WHERE seq = 6");
+  verdict = db->verify();
+  ASSERT_TRUE(verdict) << verdict.error();
+  EXPECT_FALSE(verdict->ok);
+  EXPECT_NE(verdict->problem.find("holds 1 rows"), std::string::npos) << verdict->problem;
+}
+
+void check_retention_cuts_a_prefix_that_leaves_the_trail_verifiable(const StoreUnderTest& store) {
+  auto db = store.open("gw-1");
+  ASSERT_NE(db, nullptr);
+  uint64_t seq = 0;
+  for (int day = 0; day < 5; ++day) {
+    const int64_t ts = kT0 + day * 24 * kHour;
+    ++seq;
+    const uint64_t a = seq;
+    ++seq;
+    ASSERT_TRUE(db->write({{a, usage(ts, "a")}, {seq, audit(ts, "day")}}));
+  }
+  ASSERT_TRUE(db->prune(kT0 + 2 * 24 * kHour));  // days 0 and 1 go
+  const auto hours = db->hourly_usage_since(0);
+  ASSERT_TRUE(hours) << hours.error();
+  EXPECT_EQ(hours->size(), 3u);
+  const auto verdict = db->verify();
+  ASSERT_TRUE(verdict) << verdict.error();
+  EXPECT_TRUE(verdict->ok) << verdict->problem;
+  EXPECT_EQ(verdict->batches, 3);
+  EXPECT_EQ(verdict->rows, 3);
+}
+
+}  // namespace arbiter::test
