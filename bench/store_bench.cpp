@@ -6,13 +6,18 @@
 //   of the calling thread per request.
 // - BM_SqliteWrite: SqliteStore::write of batches of 5,000 rows (half usage,
 //   half audit, chained): the rows a second the writer sustains.
+// - BM_PostgresWrite: the same through PostgresStore, to the server named by
+//   ARBITER_BENCH_POSTGRES_URL (skipped without it; bench/postgres_store.sh
+//   starts one on loopback and runs it).
 //   build/bench/store_bench
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
 
+#include "gateway/store/postgres_store.hpp"
 #include "gateway/store/sqlite_store.hpp"
 #include "gateway/store/store_writer.hpp"
 
@@ -77,13 +82,8 @@ void BM_StoreAddPerRequest(benchmark::State& state) {
 }
 BENCHMARK(BM_StoreAddPerRequest)->Iterations(200'000)->Unit(benchmark::kNanosecond);
 
-void BM_SqliteWrite(benchmark::State& state) {
-  const std::string dir = temp_dir();
-  auto db = store::SqliteStore::open(dir + "/usage.db", "bench");
-  if (!db) {
-    state.SkipWithError(db.error().c_str());
-    return;
-  }
+// Batches of 5,000 rows, half usage, half audit, into `db`.
+void write_batches(benchmark::State& state, store::Database& db) {
   uint64_t seq = 0;
   const store::UsageRow u = usage_row(0);
   const store::AuditRow a = audit_row(0);
@@ -108,16 +108,42 @@ void BM_SqliteWrite(benchmark::State& state) {
       }
     }
     state.ResumeTiming();
-    if (auto done = (*db)->write(batch); !done) {
+    if (auto done = db.write(batch); !done) {
       state.SkipWithError(done.error().c_str());
       break;
     }
   }
   state.SetItemsProcessed(state.iterations() * 5'000);
+}
+
+void BM_SqliteWrite(benchmark::State& state) {
+  const std::string dir = temp_dir();
+  auto db = store::SqliteStore::open(dir + "/usage.db", "bench");
+  if (!db) {
+    state.SkipWithError(db.error().c_str());
+    return;
+  }
+  write_batches(state, **db);
   db->reset();
   std::filesystem::remove_all(dir);
 }
 BENCHMARK(BM_SqliteWrite)->Iterations(40)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_PostgresWrite(benchmark::State& state) {
+  const char* url = std::getenv("ARBITER_BENCH_POSTGRES_URL");
+  if (url == nullptr || *url == '\0') {
+    state.SkipWithError("ARBITER_BENCH_POSTGRES_URL is not set (bench/postgres_store.sh)");
+    return;
+  }
+  // A replica name of its own each run: its rows start at sequence 1.
+  auto db = store::PostgresStore::open(url, "bench-" + std::to_string(::getpid()));
+  if (!db) {
+    state.SkipWithError(db.error().c_str());
+    return;
+  }
+  write_batches(state, **db);
+}
+BENCHMARK(BM_PostgresWrite)->Iterations(40)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace arbiter

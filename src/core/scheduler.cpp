@@ -73,6 +73,18 @@ std::string_view wait_reason_name(WaitReason reason) {
   return "none";
 }
 
+std::string_view placement_name(Placement placement) {
+  switch (placement) {
+    case Placement::kLeastLoaded: return "least_loaded";
+    case Placement::kPrefixHeld: return "prefix_held";
+    case Placement::kPrefixNew: return "prefix_new";
+    case Placement::kOverBound: return "over_bound";
+    case Placement::kAvoidFailed: return "avoid_failed";
+    case Placement::kInherited: return "inherited";
+  }
+  return "least_loaded";
+}
+
 std::expected<Scheduler, std::string> Scheduler::create(SchedulerConfig config) {
   if (auto error = validate(config)) return std::unexpected(std::move(*error));
   return Scheduler(std::move(config));
@@ -275,7 +287,7 @@ std::optional<Handle> Scheduler::carry_over(const Request& request, const Carrie
   ++counters_.classes[request.klass].carried_over;
   if (carried.running) {
     Actions unused;  // no dispatch to deliver: it runs already
-    start(id, carried.run_pool, carried.backend, now, unused);
+    start(id, carried.run_pool, {.backend = carried.backend}, now, unused);
   }
   return handle_of(id);
 }

@@ -306,12 +306,17 @@ class Scheduler {
   // `exclude`: a backend not to pick (kNil: none). `extra`: the extra slots count.
   uint32_t pick_backend(const Pool& pool, TimePoint now, double fraction, uint32_t exclude = detail::kNil,
                         bool extra = false) const;
-  // The backend for request `n`: prefix affinity within bounded loads when
-  // the pool has it and the request has prefix blocks, else pick_backend.
-  // `least`: pick_backend(pool, now, fraction) when the caller has it
-  // already, else kNil.
-  uint32_t route(const Pool& pool, const Node& n, TimePoint now, double fraction, uint32_t least,
-                 bool extra = false) const;
+  // The backend for request `n` (kNil: none) and why: prefix affinity
+  // within bounded loads when the pool has it and the request has prefix
+  // blocks, else pick_backend. `least`: pick_backend(pool, now, fraction)
+  // when the caller has it already, else kNil.
+  struct Routed {
+    uint32_t backend;
+    Placement placement = Placement::kLeastLoaded;
+    uint16_t prefix_blocks = 0;
+  };
+  Routed route(const Pool& pool, const Node& n, TimePoint now, double fraction, uint32_t least,
+               bool extra = false) const;
   // Prefix cache credit (SchedulerConfig::affinity_cache_credit;
   // scheduler_cache_credit.cpp).
   static uint32_t affinity_load(const detail::Backend& b);
@@ -376,7 +381,7 @@ class Scheduler {
   bool capped(const Pool& pool, uint32_t klass) const;       // at max_share
   bool closed(const Pool& pool, uint32_t klass) const;       // capped, tenant_held or deferred_top this poll
   // Starts a ready request on `backend` of `run_pool` (its own pool, or a lender).
-  void start(uint32_t id, uint32_t run_pool, uint32_t backend, TimePoint now, Actions& out);
+  void start(uint32_t id, uint32_t run_pool, Routed where, TimePoint now, Actions& out);
   // `n` may borrow now: the lender can take it back, or its TTFT SLO is at risk.
   bool may_borrow(const Node& n, TimePoint now) const;
   // `n` was resumed after a preemption less than preempt_guard ago: no victim yet.

@@ -277,9 +277,9 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool e
       // Borrowed work is the lender's lowest tier: half its prefill
       // backlog, its own prompt included (a long prompt would hold up the
       // lender's next request for whole prefill steps).
-      const uint32_t backend = route(pools_[run], nodes_[id], now, kLowerTierBacklog, least);
-      if (backend == kNil || !fits_loan(pools_[run].backends[backend], nodes_[id], now)) return;
-      start(id, run, backend, now, out);
+      const Routed where = route(pools_[run], nodes_[id], now, kLowerTierBacklog, least);
+      if (where.backend == kNil || !fits_loan(pools_[run].backends[where.backend], nodes_[id], now)) return;
+      start(id, run, where, now, out);
       continue;
     }
     // Below the top priority, a backend takes new work only while its
@@ -297,10 +297,10 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool e
     const bool headroom = hybrid && ((config_.classes[nodes_[id].klass].engine_priority != top &&
                                       !slo_at_risk(nodes_[id], now)) ||
                                      flooding(nodes_[id].tenant, now));
-    const uint32_t backend =
+    const Routed where =
         route(p, nodes_[id], now, headroom ? kLowerTierBacklog : 1.0, headroom ? kNil : least, extra);
-    if (backend == kNil) return;
-    start(id, pool, backend, now, out);
+    if (where.backend == kNil) return;
+    start(id, pool, where, now, out);
   }
 }
 
@@ -387,8 +387,8 @@ bool Scheduler::open_to(const detail::Backend& b, TimePoint now, double fraction
   return signal_allows(b) && b.used(extra) < b.slots(extra) && !backlog_full(b, now, fraction);
 }
 
-uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double fraction, uint32_t least,
-                          bool extra) const {
+Scheduler::Routed Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double fraction, uint32_t least,
+                                   bool extra) const {
   if (least == kNil) least = pick_backend(pool, now, fraction, kNil, extra);
   // A retry after a failed run goes to another backend (its prefix, if
   // cached anywhere, was most likely on the failed one): it waits for one
@@ -396,12 +396,12 @@ uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double
   // other live backend sends it back to the one that failed.
   if (n.avoid != kNoAvoid && least != kNil && &pool == &pools_[n.pool]) {
     const uint32_t other = pick_backend(pool, now, fraction, n.avoid, extra);
-    if (other != kNil) return other;
+    if (other != kNil) return {.backend = other, .placement = Placement::kAvoidFailed};
     for (uint32_t b = 0; b < pool.backends.size(); ++b) {
-      if (b != n.avoid && !pool.backends[b].signal.down) return kNil;
+      if (b != n.avoid && !pool.backends[b].signal.down) return {.backend = kNil};
     }
   }
-  if (least == kNil || n.prefix_len == 0 || !pool.prefix.enabled()) return least;
+  if (least == kNil || n.prefix_len == 0 || !pool.prefix.enabled()) return {.backend = least};
   // Bounded loads: a backend may take the request while its share of slots
   // in use, with it, stays within (1 + slack) x the pool's, plus an eighth
   // of its slots so a quiet pool keeps its affinity; one hot prefix cannot
@@ -428,6 +428,7 @@ uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double
   // prefix to the same backend and then find it there.
   const PrefixIndex::Match match = pool.prefix.longest({n.prefix, n.prefix_len});
   uint32_t best = kNil;
+  bool best_holds = false;
   double best_cost = 0;
   uint64_t best_score = 0;
   for (uint32_t b = 0; b < pool.backends.size(); ++b) {
@@ -443,11 +444,14 @@ uint32_t Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double
     const bool tie = best != kNil && std::abs(cost - best_cost) <= kAffinityTie;
     if (best == kNil || (tie ? score > best_score : cost < best_cost)) {
       best = b;
+      best_holds = holder && match.depth > 0;
       best_cost = cost;
       best_score = score;
     }
   }
-  return best != kNil ? best : least;
+  if (best == kNil) return {.backend = least, .placement = Placement::kOverBound};
+  if (!best_holds) return {.backend = best, .placement = Placement::kPrefixNew};
+  return {.backend = best, .placement = Placement::kPrefixHeld, .prefix_blocks = static_cast<uint16_t>(match.depth)};
 }
 
 uint32_t Scheduler::pick_request(uint32_t pool, TimePoint now, int top) {
@@ -644,7 +648,8 @@ int Scheduler::top_priority(const Pool& pool) const {
   return top;
 }
 
-void Scheduler::start(uint32_t id, uint32_t run_pool, uint32_t backend, TimePoint now, Actions& out) {
+void Scheduler::start(uint32_t id, uint32_t run_pool, Routed where, TimePoint now, Actions& out) {
+  const uint32_t backend = where.backend;
   remove_ready(id);
   untrack_deadline(id);
   Node& n = nodes_[id];
@@ -712,7 +717,9 @@ void Scheduler::start(uint32_t id, uint32_t run_pool, uint32_t backend, TimePoin
                             .engine_priority = cls.engine_priority,
                             .preemptions = n.preemptions,
                             .cost_tokens = n.cost,
-                            .waited_for = now > n.queued_since ? cq.blocked : WaitReason::kNone});
+                            .waited_for = now > n.queued_since ? cq.blocked : WaitReason::kNone,
+                            .placement = where.placement,
+                            .prefix_blocks = where.prefix_blocks});
 }
 
 void Scheduler::preempt_pool(uint32_t pool, TimePoint now, Actions& out) {

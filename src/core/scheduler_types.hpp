@@ -130,6 +130,17 @@ struct ServiceRate {
 };  // "none", "capacity", ...
 
 // Start this request on this backend now.
+// Why a dispatch went to its backend (the audit trail's `placement`).
+enum class Placement : uint8_t {
+  kLeastLoaded,  // the backend with the most room (no prompt prefix to follow, or affinity off)
+  kPrefixHeld,   // it holds the prompt's longest cached prefix (prefix affinity)
+  kPrefixNew,    // no backend held the prefix within bounds: affinity placed it (earliest first token)
+  kOverBound,    // every backend was past the affinity load bound: the one with the most room
+  kAvoidFailed,  // a retry after a failed run: another backend than the one that failed
+  kInherited,    // it took over the slot of the running request it superseded (typing through)
+};
+std::string_view placement_name(Placement placement);
+
 struct Dispatch {
   Handle handle;         // the request
   uint64_t user;         // its caller tag
@@ -141,6 +152,8 @@ struct Dispatch {
   uint32_t preemptions;  // > 0: a resumed request; continue from its checkpoint
   int64_t cost_tokens;   // tokens charged for this run (the remaining cost when resumed)
   WaitReason waited_for; // kNone when it started at once; else why its class's work waited
+  Placement placement = Placement::kLeastLoaded;  // why this backend
+  uint16_t prefix_blocks = 0;  // kPrefixHeld: the prompt's blocks the backend was known to hold
 };
 
 // A queued request whose deadline passed: answer 503 with this Retry-After.

@@ -65,13 +65,6 @@ const ObserverEntry kObservers[] = {
      [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {
        return std::make_unique<RequestMetrics>(p.config, p.metrics);
      }},
-    // Before the access log: a request whose line was written has its
-    // rows in the journal (what a crash keeps).
-    {"store", [](const Config& c) { return c.store.enabled; },
-     [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {
-       if (p.store == nullptr) return nullptr;
-       return std::make_unique<StoreObserver>(*p.store, p.config.store);
-     }},
     {"access_log", [](const Config& c) { return c.log.access_log; },
      [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {
        if (p.access_log == nullptr) return nullptr;
@@ -94,6 +87,11 @@ const ObserverEntry kObservers[] = {
     {"cache", always,
      [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {
        return std::make_unique<CacheObserver>(p.cache);
+     }},
+    {"store", [](const Config& c) { return c.store.enabled; },
+     [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {
+       if (p.store == nullptr) return nullptr;
+       return std::make_unique<StoreObserver>(*p.store, p.config.store);
      }},
 };
 

@@ -2,7 +2,8 @@
 // batch request holding the only slot is aborted upstream when realtime work
 // below its min_share arrives, queued again, and continued from what it had
 // generated, so its client still gets one whole stream or one whole answer
-// with every token it asked for.
+// with every token it asked for; the audit trail names the request that
+// took its slot.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -12,6 +13,7 @@
 #include "support/gateway_config.hpp"
 #include "support/gateway_process.hpp"
 #include "support/harness.hpp"  // describe_output
+#include "support/redis_server.hpp"  // poll_until
 #include "support/requests.hpp"
 
 namespace arbiter::test {
@@ -104,6 +106,19 @@ TEST(Preemption, StreamedChatIsResumedAsOneStreamWithEveryToken) {
   EXPECT_EQ(usage->at("total_tokens").as_int64(),
             usage->at("prompt_tokens").as_int64() + usage->at("completion_tokens").as_int64());
   expect_preempted_once(gateway, sim);
+  // The audit trail (the store, on by default) names the request that took
+  // the batch request's slot, and why each dispatch went where it did.
+  const std::string taker = "taken_by=" + quick.header("x-request-id").value_or("?") + " class=realtime";
+  std::string trail;
+  const bool found = poll_until(
+      [&] {
+        trail = http_get(gateway.admin_port(), "/admin/audit?limit=100").body;
+        return trail.find(taker) != std::string::npos;
+      },
+      Millis(10'000));
+  EXPECT_TRUE(found) << "no preempted row naming " << taker << " in " << trail;
+  EXPECT_NE(trail.find("\"kind\":\"preempted\""), std::string::npos) << trail;
+  EXPECT_NE(trail.find("placement="), std::string::npos) << trail;
 }
 
 TEST(Preemption, WholeCompletionIsResumedAndAnsweredOnce) {

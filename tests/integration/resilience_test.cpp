@@ -26,6 +26,7 @@
 #include "support/gateway_process.hpp"
 #include "support/harness.hpp"  // describe_output
 #include "support/metrics_text.hpp"
+#include "support/redis_server.hpp"  // poll_until
 
 namespace arbiter::test {
 namespace {
@@ -412,6 +413,18 @@ TEST(Resilience, BackendKilledMidStreamResumableStreamsCompleteElsewhereOthersEn
       << "new requests after the crash: " << summary(after) << joined(stderr_lines(gateway, "\"event\""));
   EXPECT_GT(chat_on_victim, 0) << "the test needs non-resumable streams on the killed backend";
   EXPECT_GE(metric_value(metrics, "arbiter_retries_total", {{"kind", "failover"}}).value_or(0), batch_on_victim);
+  // The audit trail (the store, on by default) has each failover, from the
+  // killed backend to another.
+  const std::string from = "from=" + victim_name + " to=";
+  std::string trail;
+  EXPECT_TRUE(poll_until(
+      [&] {
+        trail = http_get(gateway.admin_port(), "/admin/audit?limit=1000").body;
+        return trail.find(from) != std::string::npos;
+      },
+      Millis(10'000)))
+      << "no failover row " << from << " in " << trail;
+  EXPECT_EQ(trail.find(from + victim_name + " "), std::string::npos) << "a failover back onto the dead backend";
 }
 
 // ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 #include "support/gateway_config.hpp"
 #include "support/gateway_process.hpp"
 #include "support/harness.hpp"  // describe_output
+#include "support/redis_server.hpp"  // poll_until
 
 namespace arbiter::test {
 namespace {
@@ -77,15 +78,18 @@ struct RunningSuggestion {
   GatewayProcess gateway;
   HttpConnection older;
   std::string typed;
+  std::string older_id;  // its x-request-id
 
   explicit RunningSuggestion(unsigned threads = 2)
       : gateway(typing_config(sim.port(), threads).to_yaml()), older(gateway.port()) {}
 
   ::testing::AssertionResult start() {
     older.send(keystroke(kPrompt));
-    if (const int status = older.read_head().status; status != 200) {
-      return ::testing::AssertionFailure() << "status " << status << "\n" << describe_output(gateway);
+    const HttpResponse head = older.read_head();
+    if (head.status != 200) {
+      return ::testing::AssertionFailure() << "status " << head.status << "\n" << describe_output(gateway);
     }
+    older_id = head.header("x-request-id").value_or("?");
     const std::vector<std::string> first = older.read_events(4);
     if (first.size() < 4) return ::testing::AssertionFailure() << "fewer than 4 events: " << older.body();
     typed = events_text({first[0], first[1]});
@@ -99,7 +103,7 @@ struct RunningSuggestion {
 void expect_handed_over(unsigned threads) {
   RunningSuggestion run(threads);
   ASSERT_TRUE(run.start());
-  auto& [sim, gateway, older, typed] = run;
+  auto& [sim, gateway, older, typed, older_id] = run;
 
   // The user types the first two words of the suggestion.
   HttpConnection newer(gateway.port());
@@ -119,6 +123,17 @@ void expect_handed_over(unsigned threads) {
   EXPECT_EQ(sim.metric("arbiter_sim_requests_received_total").value_or(-1), 1) << "the engine ran it once";
   EXPECT_EQ(sim.metric("arbiter_sim_requests_aborted_total").value_or(0), 0);
   EXPECT_EQ(typing_metric(gateway, "handed_over"), 1);
+  // The audit trail: the newer request inherited the older one's generation.
+  const std::string inherited = "from=" + older_id;
+  std::string trail;
+  EXPECT_TRUE(poll_until(
+      [&] {
+        trail = http_get(gateway.admin_port(), "/admin/audit?limit=100").body;
+        return trail.find(inherited) != std::string::npos;
+      },
+      Millis(10'000)))
+      << "no inherited row " << inherited << " in " << trail;
+  EXPECT_NE(trail.find("placement=inherited"), std::string::npos) << trail;
 }
 
 TEST(TypingThrough, TypedStartOfTheSuggestionTakesOverTheRunningGeneration) { expect_handed_over(2); }
@@ -134,7 +149,7 @@ TEST(TypingThrough, HandOverOnOneThreadKeepsTheConnectionWhereItIs) { expect_han
 TEST(TypingThrough, TheHandOverDoesNotWaitForTheEnginesNextToken) {
   RunningSuggestion run;
   ASSERT_TRUE(run.start());
-  auto& [sim, gateway, older, typed] = run;
+  auto& [sim, gateway, older, typed, older_id] = run;
   sim.child().signal(SIGSTOP);
 
   HttpConnection newer(gateway.port());
@@ -204,7 +219,7 @@ TEST(TypingThrough, ACompletionSentWholeIsTypedThroughToo) {
 TEST(TypingThrough, AnythingElseTypedAbortsAndStartsAnew) {
   RunningSuggestion run;
   ASSERT_TRUE(run.start());
-  auto& [sim, gateway, older, typed] = run;
+  auto& [sim, gateway, older, typed, older_id] = run;
 
   // Typed something the suggestion does not start with.
   HttpConnection newer(gateway.port());

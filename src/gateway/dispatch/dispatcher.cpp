@@ -11,6 +11,15 @@ struct Dispatcher::Waiter {
   enum class State { kQueued, kRunning, kExpired, kSuperseded, kShutDown, kDropped };
 
   net::any_io_executor executor;  // the request's
+  // The request's id (acquire), read under the mutex by the requests it
+  // preempts or supersedes: a view of its RequestContext's, which outlives
+  // its entry in waiters_ (the Slot, in the handler's frame, removes it).
+  std::string_view request_id;
+  // Guarded by the mutex, then read on `executor`: who took its slot when
+  // it was last preempted (requeue), and whose running generation it
+  // inherited (typing through).
+  std::optional<Dispatcher::Taker> preempted_by;
+  std::string inherited_id;
   // Cancelled to wake the waiting coroutine. Made only when it has to wait:
   // most requests are dispatched at once.
   std::optional<net::steady_timer> wake;
@@ -191,8 +200,10 @@ bool Dispatcher::inherit_locked(const sched::Superseded& s, Waiter& heir, const 
                                   .engine_priority = scheduler_.config().classes[request.klass].engine_priority,
                                   .preemptions = 0,
                                   .cost_tokens = request.cost_tokens,
-                                  .waited_for = sched::WaitReason::kNone};
+                                  .waited_for = sched::WaitReason::kNone,
+                                  .placement = sched::Placement::kInherited};
   heir.inherited_from = old;
+  heir.inherited_id = it->second->request_id;
   it->second->superseded = true;
   TypingOffer::wake_running(old);
   return true;
@@ -279,7 +290,8 @@ std::optional<sched::Request> translated(const CarryMap& map, sched::Request req
 
 Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Request request, ResponseSink& conn,
                                                                      uint64_t epoch,
-                                                                     std::shared_ptr<TypingOffer> offer) {
+                                                                     std::shared_ptr<TypingOffer> offer,
+                                                                     std::string_view request_id) {
   auto w = std::make_shared<Waiter>(co_await net::this_coro::executor);
   w->offer = std::move(offer);
   Decisions decisions;
@@ -307,6 +319,7 @@ Task<std::expected<Dispatcher::Slot, ApiError>> Dispatcher::acquire(sched::Reque
       request = *moved;
     }
     w->tag = next_tag_++;
+    w->request_id = request_id;
     request.user = w->tag;
     const auto now = Clock::now();
     auto admitted = scheduler_.enqueue(request, now);
@@ -404,9 +417,24 @@ Task<std::expected<void, ApiError>> Dispatcher::requeue(std::shared_ptr<Waiter> 
       co_return std::unexpected(std::move(error));
     }
     poll_locked(Clock::now(), decisions);
+    if (!failed) w->preempted_by = taker_locked(*w, decisions);
   }
   deliver(decisions, w.get());
   co_return co_await wait_turn(std::move(w), conn);
+}
+
+std::optional<Dispatcher::Taker> Dispatcher::taker_locked(const Waiter& victim, const Decisions& decisions) const {
+  // The victim's slot is free from its requeue on: the poll right after
+  // gives it to what the preemption was for. Another event may have taken
+  // it first (then none is named).
+  for (const Delivery& d : decisions.deliveries) {
+    if (d.kind != Delivery::Kind::kDispatch || d.waiter.get() == &victim) continue;
+    if (d.dispatch.pool != victim.run_pool || d.dispatch.backend != victim.run_backend) continue;
+    const auto& classes = scheduler_.config().classes;
+    return Taker{.request_id = std::string(d.waiter->request_id),
+                 .klass = d.dispatch.klass < classes.size() ? classes[d.dispatch.klass].name : std::string()};
+  }
+  return std::nullopt;
 }
 
 void Dispatcher::carry_backend_signals_locked(sched::Scheduler& next, const CarryMap& map) const {
@@ -630,6 +658,10 @@ std::optional<ApiError> Dispatcher::Slot::interrupt_error() const {
   return std::nullopt;
 }
 const std::shared_ptr<TypingOffer>& Dispatcher::Slot::inherited_from() const { return waiter_->inherited_from; }
+const std::string& Dispatcher::Slot::inherited_id() const { return waiter_->inherited_id; }
+const std::optional<Dispatcher::Taker>& Dispatcher::Slot::preempted_by() const { return waiter_->preempted_by; }
+sched::Placement Dispatcher::Slot::placement() const { return waiter_->dispatch->placement; }
+uint16_t Dispatcher::Slot::prefix_blocks() const { return waiter_->dispatch->prefix_blocks; }
 std::optional<TypingOutcome> Dispatcher::Slot::typing_outcome() const { return waiter_->typing; }
 Task<std::expected<void, ApiError>> Dispatcher::Slot::requeue(int64_t remaining_cost, ResponseSink& conn) {
   return dispatcher_->requeue(waiter_, remaining_cost, conn, false);

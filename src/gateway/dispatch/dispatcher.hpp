@@ -77,6 +77,12 @@ class Dispatcher {
   struct Waiter;
 
  public:
+  // The request that took a preempted request's slot (the audit trail).
+  struct Taker {
+    std::string request_id;
+    std::string klass;  // its class's name
+  };
+
   // `generation`: the parts its dispatches run on (Slot::generation()).
   Dispatcher(sched::Scheduler scheduler, std::shared_ptr<RunParts> generation,
              net::any_io_executor timer_executor);
@@ -133,6 +139,15 @@ class Dispatcher {
     // (none: it superseded no running request, or its class does not type through).
     const std::shared_ptr<TypingOffer>& inherited_from() const;
     std::optional<TypingOutcome> typing_outcome() const;
+    // The id of the request whose running generation it inherited (empty: none).
+    const std::string& inherited_id() const;
+    // After a requeue() that followed a preemption: the request its slot
+    // went to at once (none: nothing took it in that poll).
+    const std::optional<Taker>& preempted_by() const;
+    // Why its latest dispatch went to backend(), and the prompt blocks that
+    // backend held (sched::Placement::kPrefixHeld).
+    sched::Placement placement() const;
+    uint16_t prefix_blocks() const;
 
    private:
     Dispatcher* dispatcher_;
@@ -152,8 +167,11 @@ class Dispatcher {
   // pipeline's); one a reload has since replaced is translated by the
   // reloads' maps (a request admitted just before a reload), or answered
   // 503 when the new config has no place for it.
+  // `request_id`: the request's own (the audit trail names it to the
+  // requests it preempts or supersedes); it must outlive the Slot.
   Task<std::expected<Slot, ApiError>> acquire(sched::Request request, ResponseSink& conn, uint64_t epoch,
-                                               std::shared_ptr<TypingOffer> offer = nullptr);
+                                               std::shared_ptr<TypingOffer> offer = nullptr,
+                                               std::string_view request_id = {});
 
   // The calls below number pools, classes and backends in one config's
   // terms: `epoch` is that config's (epoch() when it was built). A call of
@@ -244,6 +262,8 @@ class Dispatcher {
   // Polls the scheduler (lock held) and collects what to deliver.
   void poll_locked(Clock::time_point now, Decisions& out);
   void collect_superseded_locked(const sched::Superseded& s, Decisions& out);
+  // The request a poll after a preemption victim's requeue gave its slot to.
+  std::optional<Taker> taker_locked(const Waiter& victim, const Decisions& decisions) const;
   // Typing through: `heir` (just enqueued, with an offer) takes over the
   // superseded running request's slot when its offer's rule holds; false
   // (the outcome noted on `heir`) when the old one is to be interrupted.

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <boost/json.hpp>
+#include <fmt/format.h>
 
 #include "core/client_hints.hpp"
 #include "core/pricing.hpp"
@@ -30,7 +31,7 @@ Task<void> DispatchHandler::run(RequestContext& ctx) {
   std::shared_ptr<TypingOffer> offer;
   if (typing) offer = co_await typing_offer(ctx);
   const TypingOfferClose offer_closed{offer.get()};  // whatever way its runs end
-  auto slot = co_await dispatcher_.acquire(queued, *ctx.sink, epoch_, offer);
+  auto slot = co_await dispatcher_.acquire(queued, *ctx.sink, epoch_, offer, ctx.rec.request_id);
   // Queue time from enqueue, not from request start (auth and parsing
   // are not queueing); the scheduler's own figure once dispatched.
   ctx.rec.queue_ms = RequestContext::millis(slot ? slot->queue_wait() : std::chrono::steady_clock::now() - enqueued);
@@ -47,6 +48,7 @@ Task<void> DispatchHandler::run(RequestContext& ctx) {
   health_.on_request(ctx.pool());
   bool inherited = false;
   if (slot->inherited_from()) {
+    ctx.decisions.emplace_back("inherited", fmt::format("from={}", slot->inherited_id()));
     inherited = co_await run_inherited(ctx, *slot, offer.get());
   } else if (const auto typing = slot->typing_outcome()) {
     count_typing(ctx, *typing);  // the older request was interrupted
@@ -88,6 +90,18 @@ void DispatchHandler::settle(RequestContext& ctx, Dispatcher::Slot& slot) const 
   if (const auto& price = config_.models[ctx.pool()].price) {
     ctx.rec.cost = request_cost(*price, usage, ctx.rec.engine_ms / 1000);
   }
+}
+
+void DispatchHandler::note_placement(RequestContext& ctx, const Dispatcher::Slot& slot) const {
+  ctx.placement.reason = sched::placement_name(slot.placement());
+  ctx.placement.prefix_blocks = slot.prefix_blocks();
+  ctx.placement.borrowed_from.clear();
+  // The slot's numbers are its generation's: after a reload, by name.
+  const Config& run_config = slot.generation().config();
+  const bool borrowed = &run_config == &config_
+                            ? slot.pool() != ctx.pool()
+                            : run_config.models[slot.pool()].pool_name() != config_.models[ctx.pool()].pool_name();
+  if (borrowed) ctx.placement.borrowed_from = run_config.models[slot.pool()].pool_name();
 }
 
 void DispatchHandler::release_body(RequestContext& ctx) {
@@ -149,6 +163,7 @@ Task<bool> DispatchHandler::run_inherited(RequestContext& ctx, Dispatcher::Slot&
   ModelPool& pool = slot.generation().pool(slot.pool());
   const BackendConfig& backend = pool.backend(slot.backend());
   ctx.rec.backend = backend.name;
+  note_placement(ctx, slot);
   set_run_headers(ctx, backend, ctx.response_headers.size(), 0);
   // Nothing goes upstream: the request is the one already running there.
   const UpstreamRequest up{.target = route_path(ctx.route),
@@ -234,6 +249,7 @@ void DispatchHandler::prepare_run(Dispatcher::Slot& slot, TypingOffer* offer, Ru
   ModelPool& pool = slot.generation().pool(slot.pool());  // its own, or a pool lending it a slot
   const BackendConfig& backend = pool.backend(slot.backend());
   ctx.rec.backend = backend.name;
+  note_placement(ctx, slot);
   set_run_headers(ctx, backend, runs.own_headers, runs.retries);
   RelayResume* resume = runs.resume;
   if (resume) resume->checkpoint.begin_run();
@@ -293,6 +309,7 @@ Task<bool> DispatchHandler::run_again(Dispatcher::Slot& slot, Runs& runs) {
   RequestContext& ctx = runs.ctx;
   const bool failover = runs.resume && runs.resume->client_stream_started;
   if (!co_await may_run_again(ctx, failover, runs.retries)) co_return false;
+  const std::string from = ctx.rec.backend;
   auto requeued = co_await slot.retry(runs.remaining_cost(ctx.parsed.info), *ctx.sink);
   if (!requeued) {
     ctx.outcome.error = std::move(requeued.error());
@@ -300,6 +317,8 @@ Task<bool> DispatchHandler::run_again(Dispatcher::Slot& slot, Runs& runs) {
     co_return false;
   }
   ctx.rec.queue_ms += RequestContext::millis(slot.queue_wait());
+  const std::string& to = slot.generation().pool(slot.pool()).backend(slot.backend()).name;
+  ctx.decisions.emplace_back("failover", fmt::format("from={} to={} stream_started={}", from, to, failover));
   co_return true;
 }
 
@@ -308,7 +327,12 @@ Task<bool> DispatchHandler::requeue_preempted(Dispatcher::Slot& slot, Runs& runs
   ++ctx.rec.preemptions;
   ResponseSink& sink = *ctx.sink;
   RelayOutcome& outcome = ctx.outcome;
+  const std::string from = ctx.rec.backend;
   auto requeued = co_await slot.requeue(runs.remaining_cost(ctx.parsed.info), sink);
+  const std::optional<Dispatcher::Taker>& taker = slot.preempted_by();
+  ctx.decisions.emplace_back(
+      "preempted", taker ? fmt::format("backend={} taken_by={} class={}", from, taker->request_id, taker->klass)
+                         : fmt::format("backend={} taken_by=none (no request took the slot at once)", from));
   if (requeued) {
     ctx.rec.queue_ms += RequestContext::millis(slot.queue_wait());
     co_return true;

@@ -93,6 +93,8 @@ class DispatchHandler final : public AdmittedHandler {
   // answer began and that no preemption resumes, or an heir of typing
   // through), so that an open stream does not hold its prompt.
   void release_body(RequestContext& ctx);
+  // Why the slot's latest dispatch went where it did, for the audit trail.
+  void note_placement(RequestContext& ctx, const Dispatcher::Slot& slot) const;
   // The x-arbiter-* headers of one run on `backend`.
   void set_run_headers(RequestContext& ctx, const BackendConfig& backend, std::size_t own_headers,
                        uint32_t retries) const;

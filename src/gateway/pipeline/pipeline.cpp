@@ -1,9 +1,11 @@
 #include "gateway/pipeline/pipeline.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/tenants.hpp"
 #include "gateway/cors.hpp"
+#include "gateway/pipeline/answer_end_hold.hpp"
 #include "gateway/request_id.hpp"
 
 namespace arbiter {
@@ -96,6 +98,8 @@ Task<void> Pipeline::run(Route route, HttpRequest& req, ClientConnection& conn,
   ctx.rec.config = config_hash_;
   if (cors_) cors_->add_answer_headers(req["origin"], ctx.response_headers);
   ctx.runtime = std::move(runtime);
+  std::optional<AnswerEndHold> hold;
+  if (holds_answer_end_) ctx.sink = &hold.emplace(*ctx.sink);
   for (const auto& observer : observers_) observer->on_start(ctx);
 
   // The stages, in a plain loop until one must wait: only a wait costs a
@@ -114,14 +118,21 @@ Task<void> Pipeline::run(Route route, HttpRequest& req, ClientConnection& conn,
   }
 
   // The access-log line's end: exactly once per request, whatever path it took.
-  const auto now = RequestContext::Clock::now();
   AccessRecord& rec = ctx.rec;
   rec.status = ctx.outcome.status;
-  rec.bytes_out = conn.body_bytes_sent();
   rec.upstream_ms = ctx.outcome.upstream_ms;
+  if (ctx.outcome.error) rec.error = map_error(ctx.outcome.error->code).code;
+  if (hold) {
+    for (const auto& observer : observers_) observer->on_answer_end(ctx);
+    if (!co_await hold->release()) {
+      ctx.outcome.status = 499;  // the client left before its answer's end
+      rec.status = 499;
+    }
+  }
+  const auto now = RequestContext::Clock::now();
+  rec.bytes_out = conn.body_bytes_sent();
   rec.duration_ms = RequestContext::millis(now - ctx.started);
   if (auto first = conn.first_body_byte_at()) rec.ttfb_ms = RequestContext::millis(*first - ctx.started);
-  if (ctx.outcome.error) rec.error = map_error(ctx.outcome.error->code).code;
   for (const auto& observer : observers_) observer->on_complete(ctx);
 }
 

@@ -1,7 +1,8 @@
 // The request pipeline of the inference routes, Envoy's filter chain
 // without its weight: admission stages in order (auth, parse, route, caps;
 // later quotas, degradation, cache lookup), then the handler (dispatch and
-// relay), then the completion observers (metrics, access log). Each config
+// relay), then the completion observers (metrics, access log; the store's
+// journal before the answer's last write leaves). Each config
 // generation assembles one (gateway/generation.hpp); it holds no
 // per-request state. A request reads the configuration through the Runtime
 // it is run with.
@@ -22,7 +23,10 @@ class Pipeline {
   // In its phase's place: after every stage of the same or an earlier phase.
   void add_stage(std::unique_ptr<AdmissionStage> stage);
   void set_handler(std::unique_ptr<AdmittedHandler> handler) { handler_ = std::move(handler); }
-  void add_observer(std::unique_ptr<CompletionObserver> observer) { observers_.push_back(std::move(observer)); }
+  void add_observer(std::unique_ptr<CompletionObserver> observer) {
+    holds_answer_end_ = holds_answer_end_ || observer->records_before_answer_end();
+    observers_.push_back(std::move(observer));
+  }
   // The config version its requests' access-log lines name (a view of the
   // generation's hash, which outlives the pipeline's requests).
   void set_config_hash(std::string_view hash) { config_hash_ = hash; }
@@ -52,6 +56,7 @@ class Pipeline {
   std::vector<std::unique_ptr<AdmissionStage>> stages_;
   std::unique_ptr<AdmittedHandler> handler_;
   std::vector<std::unique_ptr<CompletionObserver>> observers_;
+  bool holds_answer_end_ = false;  // an observer records before the answer's last write
   std::string_view config_hash_;
   const Cors* cors_ = nullptr;  // null: none configured
 };

@@ -90,6 +90,21 @@ struct RequestContext {
   // no longer counted in arbiter_request_body_bytes.
   bool body_released = false;
   std::optional<double> dispatch_queue_ms;  // the first dispatch's queue wait
+  // Why its latest run went to its backend (the audit trail's dispatched
+  // row): the scheduler's placement, the prompt blocks the backend held,
+  // and the lending pool's name when it ran on a slot borrowed from
+  // another (a copy: the slot's config may be a newer generation's, gone
+  // with the slot).
+  struct Placement {
+    std::string_view reason;  // sched::placement_name: static text
+    uint16_t prefix_blocks = 0;
+    std::string borrowed_from;
+  } placement;
+  // The decisions made along the way that the audit trail records as rows
+  // of their own (docs/audit.md): (kind, detail) for each preemption (who
+  // took the slot), failover to another backend, inheritance of a running
+  // generation. Empty for nearly every request.
+  std::vector<std::pair<std::string_view, std::string>> decisions;
   // What it is billed (RelayOutcome::billed): the ledger's, the quota's and
   // the scheduler's one figure. Nothing before it reached an engine.
   std::optional<RelayOutcome::Billed> billed() const;

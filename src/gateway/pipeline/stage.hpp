@@ -87,7 +87,15 @@ class CompletionObserver {
   // most once, between on_start and on_complete; what follows cannot turn
   // it into the backends' failure (a cut ends it with an error event).
   virtual void on_answer_started(RequestContext& ctx) {}
-  virtual void on_complete(const RequestContext& ctx) = 0;
+  // An observer that returns true gets on_answer_end, and the pipeline
+  // holds each answer's last write until it has run (answer_end_hold.hpp).
+  virtual bool records_before_answer_end() const { return false; }
+  // Before the answer's last write leaves: what must not be lost to a
+  // crash once the client has its whole answer (the store's journal).
+  // ctx.rec's status and error are set, its bytes and durations not yet; a
+  // last write that then fails makes the status 499 for on_complete only.
+  virtual void on_answer_end(const RequestContext& ctx) {}
+  virtual void on_complete(const RequestContext& ctx) {}
 };
 
 // Runs an admitted request: dispatch (queueing) and relay. Sets ctx.outcome.

@@ -22,8 +22,8 @@ std::string write_days(const S& s) {
 }
 
 // A request's decision kinds (docs/audit.md): what audit_sample may name.
-constexpr std::string_view kSampledKinds[] = {"refused",  "answered", "dispatched", "not_dispatched",
-                                              "preempted", "degraded", "retried",    "superseded"};
+constexpr std::string_view kSampledKinds[] = {"refused",  "answered", "dispatched", "not_dispatched", "preempted",
+                                              "degraded", "retried",  "superseded", "failover",       "inherited"};
 
 void read_sample(YamlReader& r, const YAML::Node& v, const std::string& path, StoreConfig& s) {
   if (!v.IsMap()) {
@@ -37,7 +37,7 @@ void read_sample(YamlReader& r, const YAML::Node& v, const std::string& path, St
     const std::string at = YamlReader::join(path, *kind);
     if (std::find(std::begin(kSampledKinds), std::end(kSampledKinds), *kind) == std::end(kSampledKinds)) {
       r.error(at, "is not a request's decision kind (refused, answered, dispatched, not_dispatched, preempted, "
-                  "degraded, retried, superseded)");
+                  "degraded, retried, superseded, failover, inherited)");
       continue;
     }
     if (auto share = r.number(entry.second, at, 0, 1)) s.audit_sample.emplace_back(*kind, *share);

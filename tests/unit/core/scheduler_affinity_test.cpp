@@ -99,8 +99,8 @@ SchedulerConfig affinity_pool(uint32_t backends, uint64_t cache_tokens = 1'000'0
   return config;
 }
 
-// Enqueues `user` with `blocks` and polls: the backend it started on.
-uint32_t place(Harness& h, uint64_t user, const std::vector<uint64_t>& blocks, int64_t ms) {
+// Enqueues `user` with `blocks` and polls: its dispatch.
+Dispatch dispatch_of(Harness& h, uint64_t user, const std::vector<uint64_t>& blocks, int64_t ms) {
   const auto admitted =
       h.add(Request{.user = user, .pool = 0, .klass = 0, .tenant = 0, .cost_tokens = 10, .prefix_blocks = blocks},
             at_ms(ms));
@@ -108,7 +108,35 @@ uint32_t place(Harness& h, uint64_t user, const std::vector<uint64_t>& blocks, i
   Actions actions;
   h.scheduler().poll(at_ms(ms), actions);
   EXPECT_EQ(actions.dispatches.size(), 1u);
-  return actions.dispatches.empty() ? UINT32_MAX : actions.dispatches.front().backend;
+  return actions.dispatches.empty() ? Dispatch{.backend = UINT32_MAX} : actions.dispatches.front();
+}
+
+// The backend it started on.
+uint32_t place(Harness& h, uint64_t user, const std::vector<uint64_t>& blocks, int64_t ms) {
+  return dispatch_of(h, user, blocks, ms).backend;
+}
+
+TEST(SchedulerAffinity, EachDispatchSaysWhyItWentWhere) {
+  Harness h(affinity_pool(4));
+  const Dispatch first = dispatch_of(h, 1, {100, 101}, 0);
+  EXPECT_EQ(first.placement, Placement::kPrefixNew);
+  const Dispatch again = dispatch_of(h, 2, {100, 101, 102}, 1);
+  EXPECT_EQ(again.backend, first.backend);
+  EXPECT_EQ(again.placement, Placement::kPrefixHeld);
+  EXPECT_EQ(again.prefix_blocks, 2u);  // what the backend held of its three
+  EXPECT_EQ(dispatch_of(h, 3, {}, 2).placement, Placement::kLeastLoaded);  // no prefix to follow
+  Harness plain(one_pool({named("c")}, std::vector<uint32_t>(4, 64)));
+  EXPECT_EQ(dispatch_of(plain, 1, {100, 101}, 0).placement, Placement::kLeastLoaded);  // affinity off
+  // One hot prefix past the load bound everywhere it is held: placed by room.
+  Harness hot(affinity_pool(4));
+  int over_bound = 0, held = 0;
+  for (uint64_t i = 0; i < 128; ++i) {
+    const Dispatch d = dispatch_of(hot, i, {7, 8}, 0);
+    over_bound += d.placement == Placement::kOverBound || d.placement == Placement::kPrefixNew;
+    held += d.placement == Placement::kPrefixHeld;
+  }
+  EXPECT_GT(held, 0);
+  EXPECT_GT(over_bound, 0);
 }
 
 TEST(SchedulerAffinity, ARequestFollowsItsPrefixWhileLoadAllows) {

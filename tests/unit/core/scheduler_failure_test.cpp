@@ -30,6 +30,7 @@ TEST(SchedulerFailure, AFailedRunIsRetriedOnAnotherBackendWithRoom) {
     // Least loaded would be `failed` itself (now empty): the retry goes elsewhere.
     ASSERT_EQ(h.poll(at_ms(6)), std::vector<uint64_t>{victim});
     EXPECT_NE(backend_of(h, victim), failed);
+    EXPECT_EQ(h.actions().dispatches.front().placement, Placement::kAvoidFailed);
   }
 }
 

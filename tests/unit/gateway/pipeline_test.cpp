@@ -1,8 +1,9 @@
 // The request pipeline (gateway/pipeline/): stages in order, the first
 // refusal answered and nothing after it run, a stage that waits, a stage
 // that answers the request itself, the handler only for admitted requests,
-// observers exactly once each, and a request keeps the config snapshot it
-// started with.
+// observers exactly once each, the answer's last write held until the
+// observers that must record before it have, and a request keeps the config
+// snapshot it started with.
 #include "gateway/pipeline/pipeline.hpp"
 
 #include <gtest/gtest.h>
@@ -257,6 +258,94 @@ TEST(Pipeline, ARefusalNobodyHearsIsCounted499) {
   run(chain(trace, std::move(stages)), /*client_leaves_first=*/true);
   EXPECT_EQ(trace.completes, 1);
   EXPECT_EQ(trace.last_status, 499);
+}
+
+// An observer that records before the answer's end (the store's journal):
+// what the client had been sent when it ran, and the status it saw and the
+// one on_complete saw.
+struct EndSeen {
+  std::vector<std::size_t> bytes_at_end, bytes_at_complete;
+  int status_at_end = 0, status_at_complete = 0;
+};
+class RecordsBeforeEnd final : public CompletionObserver {
+ public:
+  explicit RecordsBeforeEnd(EndSeen& seen) : seen_(seen) {}
+  bool records_before_answer_end() const override { return true; }
+  void on_answer_end(const RequestContext& ctx) override {
+    seen_.bytes_at_end.push_back(ctx.conn.body_bytes_sent());
+    seen_.status_at_end = ctx.rec.status;
+  }
+  void on_complete(const RequestContext& ctx) override {
+    seen_.bytes_at_complete.push_back(ctx.conn.body_bytes_sent());
+    seen_.status_at_complete = ctx.rec.status;
+  }
+
+ private:
+  EndSeen& seen_;
+};
+
+// A streamed answer: "a" in its own write, "b" with the end.
+class StreamAnswer final : public AdmittedHandler {
+ public:
+  Task<void> run(RequestContext& ctx) override {
+    const ResponseHead head{.status = 200, .content_type = "text/event-stream", .cache_control = {}, .upstream = {},
+                            .gateway = {}};
+    const std::string_view first[] = {"a"};
+    const std::string_view last[] = {"b"};
+    co_await ctx.sink->write_stream(&head, first, false);
+    const bool ended = co_await ctx.sink->write_stream(nullptr, last, true);
+    ctx.outcome.status = ended ? 200 : 499;
+  }
+};
+
+TEST(Pipeline, TheAnswersLastWriteWaitsForWhatMustBeRecordedBeforeIt) {
+  Trace trace;
+  EndSeen seen;
+  Pipeline whole;
+  whole.set_handler(std::make_unique<Answer>(trace));
+  whole.add_observer(std::make_unique<RecordsBeforeEnd>(seen));
+  const std::string got = run(whole);
+  EXPECT_NE(got.find("answered"), std::string::npos) << got;
+  EXPECT_EQ(seen.bytes_at_end, std::vector<std::size_t>{0});  // the whole answer held
+  EXPECT_EQ(seen.bytes_at_complete, std::vector<std::size_t>{8});
+  EXPECT_EQ(seen.status_at_end, 200);
+
+  EndSeen streamed;
+  Pipeline stream;
+  stream.set_handler(std::make_unique<StreamAnswer>());
+  stream.add_observer(std::make_unique<RecordsBeforeEnd>(streamed));
+  const std::string events = run(stream);
+  EXPECT_NE(events.find("0\r\n\r\n"), std::string::npos) << events;  // ended, after the observer
+  EXPECT_EQ(streamed.bytes_at_end, std::vector<std::size_t>{1});        // "a" out, "b" and the end held
+  EXPECT_EQ(streamed.bytes_at_complete, std::vector<std::size_t>{2});
+
+  // Without such an observer nothing is held.
+  Pipeline plain;
+  plain.set_handler(std::make_unique<Answer>(trace));
+  plain.add_observer(std::make_unique<Watch>(trace));
+  EXPECT_NE(run(plain).find("answered"), std::string::npos);
+}
+
+// A client gone before the answer's end: nothing is held for it, the
+// connection says at once that the write failed.
+class AnswerChecked final : public AdmittedHandler {
+ public:
+  Task<void> run(RequestContext& ctx) override {
+    http::response<http::string_body> res{http::status::ok, 11};
+    res.body() = "answered";
+    const bool delivered = co_await ctx.sink->send(res);
+    ctx.outcome.status = delivered ? 200 : 499;
+  }
+};
+
+TEST(Pipeline, NothingIsHeldForAClientAlreadyGone) {
+  EndSeen seen;
+  Pipeline p;
+  p.set_handler(std::make_unique<AnswerChecked>());
+  p.add_observer(std::make_unique<RecordsBeforeEnd>(seen));
+  run(p, /*client_leaves_first=*/true);
+  EXPECT_EQ(seen.status_at_end, 499);
+  EXPECT_EQ(seen.status_at_complete, 499);
 }
 
 // A reload puts a new Runtime in the slot while a request is in flight: the

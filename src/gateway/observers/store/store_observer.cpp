@@ -97,12 +97,17 @@ void add_decisions(const StoreObserver& observer, const RequestContext& ctx, int
     row("not_dispatched");
     return;
   }
-  fmt::format_to(text(), "backend={} queue_ms={:.1f} wait_reason={} status={}", rec.backend, rec.queue_ms,
+  const RequestContext::Placement& placed = ctx.placement;
+  fmt::format_to(text(), "backend={} placement={} queue_ms={:.1f} wait_reason={} status={}", rec.backend,
+                 placed.reason, rec.queue_ms,
                  rec.wait_reason.empty() ? std::string_view("none") : rec.wait_reason, rec.status);
+  if (placed.prefix_blocks > 0) fmt::format_to(std::back_inserter(detail), " prefix_blocks={}", placed.prefix_blocks);
+  if (!placed.borrowed_from.empty()) fmt::format_to(std::back_inserter(detail), " borrowed_from={}", placed.borrowed_from);
   row("dispatched");
-  if (rec.preemptions > 0) {
-    fmt::format_to(text(), "times={} (yielded its slot; resumed)", rec.preemptions);
-    row("preempted");
+  // Each preemption (who took the slot), failover, inheritance, in order.
+  for (const auto& [kind, why] : ctx.decisions) {
+    detail = why;
+    row(kind);
   }
   if (!rec.degraded.empty()) {
     fmt::format_to(text(), "actions={}", rec.degraded);
@@ -120,7 +125,7 @@ void add_decisions(const StoreObserver& observer, const RequestContext& ctx, int
 
 }  // namespace
 
-void StoreObserver::on_complete(const RequestContext& ctx) {
+void StoreObserver::on_answer_end(const RequestContext& ctx) {
   const AccessRecord& rec = ctx.rec;
   const int64_t ts = unix_ms(rec.ts);
   Rows rows;

@@ -19,7 +19,10 @@ class StoreObserver final : public CompletionObserver {
   // `settings.audit_sample`: the share of requests each decision kind is
   // kept for (by the request id's hash: the same requests every time).
   StoreObserver(StoreWriter& store, const StoreConfig& settings);
-  void on_complete(const RequestContext& ctx) override;
+  // Journaled before the answer's last write leaves: a client that has its
+  // whole answer has its bill in the journal, crash or not.
+  bool records_before_answer_end() const override { return true; }
+  void on_answer_end(const RequestContext& ctx) override;
 
   // Whether a request of this id keeps its row of `kind`.
   bool sampled(std::string_view kind, std::string_view request_id) const;
