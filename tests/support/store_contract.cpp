@@ -66,19 +66,28 @@ void check_writes_once_keeps_its_place_sums_and_verifies(const StoreUnderTest& s
   EXPECT_TRUE(verdict->ok) << verdict->problem;
   EXPECT_EQ(verdict->batches, 3);
   EXPECT_EQ(verdict->rows, 4);
-  store.edit("UPDATE audit SET detail = 'forged' WHERE seq = 5");
+  // The rows as SQL sees them (the audit view over the batches).
+  ASSERT_EQ(db->recent_audit(10).value().size(), 4u);
+  // An edited row is found, in its batch.
+  store.edit("UPDATE audit_batches SET rows = replace(rows, '\"two\"', '\"forged\"') WHERE batch = 2");
   verdict = db->verify();
   ASSERT_TRUE(verdict) << verdict.error();
   EXPECT_FALSE(verdict->ok);
   EXPECT_NE(verdict->problem.find("batch 2"), std::string::npos) << verdict->problem;
-  // A row removed is found too.
-  store.edit("UPDATE audit SET detail = 'two' WHERE seq = 5");
+  store.edit("UPDATE audit_batches SET rows = replace(rows, '\"forged\"', '\"two\"') WHERE batch = 2");
   ASSERT_TRUE(db->verify().value().ok);
-  store.edit("DELETE FROM audit WHERE seq = 6");
+  // A row removed is found too.
+  const std::string six = ",[6," + std::to_string(kT0 + 40) + ",\"dispatched\",\"r\",\"t\",\"chat\",\"m1\",\"three\"]";
+  store.edit("UPDATE audit_batches SET rows = replace(rows, '" + six + "', '') WHERE batch = 2");
   verdict = db->verify();
   ASSERT_TRUE(verdict) << verdict.error();
   EXPECT_FALSE(verdict->ok);
   EXPECT_NE(verdict->problem.find("holds 1 rows"), std::string::npos) << verdict->problem;
+  // And rows that are no longer an array of rows.
+  store.edit("UPDATE audit_batches SET rows = 'gone' WHERE batch = 3");
+  verdict = db->verify();
+  ASSERT_TRUE(verdict) << verdict.error();
+  EXPECT_FALSE(verdict->ok);
 }
 
 void check_retention_cuts_a_prefix_that_leaves_the_trail_verifiable(const StoreUnderTest& store) {

@@ -1,6 +1,9 @@
 #include "core/store/audit_chain.hpp"
 
+#include <algorithm>
 #include <cstdio>
+
+#include "core/store/audit_json.hpp"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -35,6 +38,18 @@ std::string batch_hash(std::string_view prev_hash, const std::vector<std::pair<i
   return hasher.hex();
 }
 
+std::string json_batch_hash(std::string_view prev_hash, std::string_view rows_json) {
+  XXH3_state_t state;
+  XXH3_128bits_reset(&state);
+  XXH3_128bits_update(&state, prev_hash.data(), prev_hash.size());
+  XXH3_128bits_update(&state, rows_json.data(), rows_json.size());
+  const XXH128_hash_t h = XXH3_128bits_digest(&state);
+  char text[33];
+  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return text;
+}
+
 Verdict verify_chain(const std::vector<StoredBatch>& batches) {
   Verdict v;
   const std::string* prev = nullptr;
@@ -48,7 +63,9 @@ Verdict verify_chain(const std::vector<StoredBatch>& batches) {
     if (static_cast<int64_t>(b.rows.size()) != b.count) {
       return fail("holds " + std::to_string(b.rows.size()) + " rows, it was written with " + std::to_string(b.count));
     }
-    if (batch_hash(b.prev_hash, b.rows) != b.hash) return fail("its rows do not hash to " + b.hash + " (edited)");
+    const std::string hash =
+        b.form == ChainForm::kJson ? json_batch_hash(b.prev_hash, b.json) : batch_hash(b.prev_hash, b.rows);
+    if (hash != b.hash) return fail("its rows do not hash to " + b.hash + " (edited)");
     prev = &b.hash;
     ++v.batches;
     v.rows += b.count;
@@ -56,22 +73,18 @@ Verdict verify_chain(const std::vector<StoredBatch>& batches) {
   return v;
 }
 
-void TrailCheck::add_batch(const std::string& replica, StoredBatch batch) {
-  auto& trail = trails_[replica];
-  index_[{replica, batch.batch}] = trail.size();
-  trail.push_back(std::move(batch));
-}
-
-void TrailCheck::add_row(const std::string& replica, int64_t batch, int64_t seq, AuditRow row) {
-  const auto it = index_.find({replica, batch});
-  if (it == index_.end()) {
-    if (!orphan_) {
-      orphan_ = "row " + std::to_string(seq) + " of replica " + replica + " names batch " + std::to_string(batch) +
-                ", which is not in the trail";
+void TrailCheck::add_batch(const std::string& replica, StoredBatch batch, std::string_view rows_json) {
+  auto rows = parse_audit_json(rows_json);
+  if (!rows) {
+    if (!unreadable_) {
+      unreadable_ = "replica " + replica + ", batch " + std::to_string(batch.batch) + ": its rows are not readable (edited)";
     }
-    return;
+    rows.emplace();
   }
-  trails_[replica][it->second].rows.emplace_back(seq, std::move(row));
+  std::sort(rows->begin(), rows->end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  batch.rows = std::move(*rows);
+  if (batch.form == ChainForm::kJson) batch.json = std::string(rows_json);
+  trails_[replica].push_back(std::move(batch));
 }
 
 Verdict TrailCheck::verdict() const {
@@ -85,9 +98,9 @@ Verdict TrailCheck::verdict() const {
       all.problem = "replica " + replica + ", " + v.problem;
     }
   }
-  if (all.ok && orphan_) {
+  if (all.ok && unreadable_) {
     all.ok = false;
-    all.problem = *orphan_;
+    all.problem = *unreadable_;
   }
   return all;
 }

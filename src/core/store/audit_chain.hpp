@@ -1,8 +1,11 @@
 // The audit trail's hash chain (docs/audit.md, "Verification"): the writer
 // stores audit rows in batches, and each batch's hash covers the previous
-// batch's hash and its rows' canonical lines (store_rows.hpp), in sequence
-// order. Editing, removing or inserting a row changes its batch's hash;
-// removing a whole batch breaks the next one's link. Pure.
+// batch's hash and its rows: the batch's JSON text as stored
+// (audit_json.hpp; ChainForm::kJson, every batch written since schema 2), or
+// its rows' canonical lines (store_rows.hpp) in sequence order (kLines:
+// batches written before, kept as they were hashed). Editing, removing or
+// inserting a row changes its batch's hash; removing a whole batch breaks
+// the next one's link. Pure.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +36,11 @@ class BatchHasher {
   void* state_;  // an XXH3 state (xxhash.h stays out of this header)
 };
 std::string batch_hash(std::string_view prev_hash, const std::vector<std::pair<int64_t, AuditRow>>& rows);
+// The hash of a batch kept as JSON: the previous hash, then the text.
+std::string json_batch_hash(std::string_view prev_hash, std::string_view rows_json);
+
+// What a batch's hash covers (the stores' audit_batches.chain).
+enum class ChainForm : int64_t { kLines = 1, kJson = 2 };
 
 // A stored batch and the rows the store holds for it.
 struct StoredBatch {
@@ -40,6 +48,8 @@ struct StoredBatch {
   int64_t count = 0;           // rows it was written with
   std::string prev_hash, hash;
   std::vector<std::pair<int64_t, AuditRow>> rows;  // (seq, row), ascending
+  ChainForm form = ChainForm::kLines;
+  std::string json;  // kJson: the rows' text as stored
 };
 
 struct Verdict {
@@ -53,20 +63,17 @@ struct Verdict {
 Verdict verify_chain(const std::vector<StoredBatch>& batches);
 
 // A store's whole trail, every replica's, put together from its batches
-// (each replica's in batch order) and its rows (each replica's in sequence
-// order) as a store reads them, then checked replica by replica. A row
-// naming a batch the trail lacks (its batch removed, or the row inserted)
-// fails it too.
+// as a store reads them (each replica's in batch order, each with its rows'
+// JSON array, audit_json.hpp), then checked replica by replica. Rows that
+// do not parse fail their batch.
 class TrailCheck {
  public:
-  void add_batch(const std::string& replica, StoredBatch batch);
-  void add_row(const std::string& replica, int64_t batch, int64_t seq, AuditRow row);
+  void add_batch(const std::string& replica, StoredBatch batch, std::string_view rows_json);
   Verdict verdict() const;
 
  private:
   std::map<std::string, std::vector<StoredBatch>> trails_;
-  std::map<std::pair<std::string, int64_t>, std::size_t> index_;  // (replica, batch) -> its place in the trail
-  std::optional<std::string> orphan_;  // the first row with no batch
+  std::optional<std::string> unreadable_;  // the first batch whose rows do not parse
 };
 
 }  // namespace arbiter::store

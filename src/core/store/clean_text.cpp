@@ -37,7 +37,10 @@ std::size_t sequence_at(std::string_view s, std::size_t at) {
 }  // namespace
 
 bool is_clean_text(std::string_view text) {
-  for (std::size_t i = 0; i < text.size();) {
+  std::size_t i = 0;
+  // ASCII without NUL, nearly every byte here, one compare a byte.
+  while (i < text.size() && static_cast<unsigned char>(text[i] - 1) < 0x7F) ++i;
+  while (i < text.size()) {
     const std::size_t n = sequence_at(text, i);
     if (n == 0) return false;
     i += n;

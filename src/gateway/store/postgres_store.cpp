@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <deque>
 
+#include "core/store/audit_json.hpp"
 #include "core/store/clean_text.hpp"
 
 namespace arbiter::store {
@@ -32,18 +32,26 @@ constexpr const char* kMigrations[] = {
     " last_seq BIGINT NOT NULL, last_ts_ms BIGINT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL,"
     " PRIMARY KEY (replica, batch));"
     "CREATE TABLE replicas (replica TEXT PRIMARY KEY, written_seq BIGINT NOT NULL);",
+    // 2: a batch's audit rows in the batch's own row, as one JSON array
+    // (core/store/audit_json.hpp; text: the bytes as written); `audit`
+    // becomes a view of them.
+    "ALTER TABLE audit_batches ADD COLUMN rows TEXT NOT NULL DEFAULT '[]';"
+    "ALTER TABLE audit_batches ADD COLUMN chain BIGINT NOT NULL DEFAULT 1;"  // store::ChainForm
+    "UPDATE audit_batches b SET rows = COALESCE((SELECT json_agg(json_build_array(a.seq, a.ts_ms, a.kind,"
+    " a.request_id, a.tenant, a.class, a.model, a.detail) ORDER BY a.seq)::text FROM audit a"
+    " WHERE a.replica = b.replica AND a.batch = b.batch), '[]');"
+    "DROP TABLE audit;"
+    "CREATE VIEW audit AS SELECT b.replica, (j ->> 0)::bigint AS seq, (j ->> 1)::bigint AS ts_ms, j ->> 2 AS kind,"
+    " j ->> 3 AS request_id, j ->> 4 AS tenant, j ->> 5 AS class, j ->> 6 AS model, j ->> 7 AS detail, b.batch"
+    " FROM audit_batches b, jsonb_array_elements(b.rows::jsonb) AS j;",
 };
 
-// A batch's rows go as one array per column (one statement per table,
-// whatever the batch's size): unnest turns them back into rows.
+// A batch's usage rows go as one array per column (one statement, whatever
+// the batch's size): unnest turns them back into rows.
 constexpr const char* kInsertUsage =
     "INSERT INTO usage SELECT $1::text, * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[],"
     " $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[],"
     " $13::float8[], $14::float8[], $15::text[]) ON CONFLICT DO NOTHING";
-constexpr const char* kInsertAudit =
-    "INSERT INTO audit SELECT $1::text, u.*, $10::bigint FROM unnest($2::bigint[], $3::bigint[], $4::text[],"
-    " $5::text[], $6::text[], $7::text[], $8::text[], $9::text[]) AS u ON CONFLICT DO NOTHING";
-
 using Deadline = std::chrono::steady_clock::time_point;
 
 // Whether the socket became ready for `events` before the deadline.
@@ -313,13 +321,9 @@ std::expected<void, std::string> PostgresStore::write(const std::vector<std::pai
   if (rows.empty()) return {};
   if (auto ready = connect_writer(); !ready) return ready;
   if (rows.back().first <= written_) return {};
-  ArrayText u[14], a[8];
+  ArrayText u[14];
   std::size_t usage_rows = 0;
-  // Audit rows whose text PostgreSQL would refuse, made valid: stored, and
-  // hashed, as such.
-  std::deque<AuditRow> cleaned;
-  BatchHasher chain(last_hash_);
-  int64_t chained = 0, last_chained = 0, last_ts = 0;
+  AuditBatchBuilder audit(last_hash_);
   for (const auto& [seq, row] : rows) {
     if (seq <= written_) continue;  // already there (a replay)
     const auto s = static_cast<int64_t>(seq);
@@ -334,27 +338,9 @@ std::expected<void, std::string> PostgresStore::write(const std::vector<std::pai
       u[12].add_real(v->cost);
       u[13].add(v->tokens_from);
       ++usage_rows;
-      continue;
+    } else {
+      audit.add(s, std::get<AuditView>(row));
     }
-    AuditView v = std::get<AuditView>(row);
-    bool clean = true;
-    for (const std::string_view field : {v.kind, v.request_id, v.tenant, v.klass, v.model, v.detail}) {
-      clean = clean && is_clean_text(field);
-    }
-    if (!clean) {
-      cleaned.push_back({.ts_ms = v.ts_ms, .kind = clean_text(v.kind), .request_id = clean_text(v.request_id),
-                         .tenant = clean_text(v.tenant), .klass = clean_text(v.klass), .model = clean_text(v.model),
-                         .detail = clean_text(v.detail)});
-      v = view_of(cleaned.back());
-    }
-    a[0].add(s);
-    a[1].add(v.ts_ms);
-    const std::string_view texts[] = {v.kind, v.request_id, v.tenant, v.klass, v.model, v.detail};
-    for (std::size_t i = 0; i < std::size(texts); ++i) a[2 + i].add(texts[i]);
-    chain.add(s, v);
-    ++chained;
-    last_chained = s;
-    last_ts = std::max(last_ts, v.ts_ms);
   }
   const int64_t batch = last_batch_ + 1;
   std::string hash;
@@ -365,15 +351,13 @@ std::expected<void, std::string> PostgresStore::write(const std::vector<std::pai
     for (ArrayText& column : u) params.push_back(column.done());
     if (auto done = run(kInsertUsage, params); !done) return std::unexpected(done.error());
   }
-  if (chained > 0) {
-    std::vector<std::string> params{replica_};
-    for (ArrayText& column : a) params.push_back(column.done());
-    params.push_back(std::to_string(batch));
-    if (auto done = run(kInsertAudit, params); !done) return std::unexpected(done.error());
-    hash = chain.hex();
-    auto done = run("INSERT INTO audit_batches VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    {replica_, std::to_string(batch), std::to_string(chained), std::to_string(last_chained),
-                     std::to_string(last_ts), last_hash_, hash});
+  if (audit.count() > 0) {
+    AuditBatchBuilder::Batch chained = audit.finish();
+    hash = chained.hash;
+    auto done = run("INSERT INTO audit_batches VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    {replica_, std::to_string(batch), std::to_string(audit.count()), std::to_string(audit.last_seq()),
+                     std::to_string(audit.last_ts()), last_hash_, hash, std::move(chained.json),
+                     std::to_string(static_cast<int64_t>(ChainForm::kJson))});
     if (!done) return std::unexpected(done.error());
   }
   auto marked = run("INSERT INTO replicas VALUES ($1, $2) ON CONFLICT (replica) DO UPDATE"
@@ -382,7 +366,7 @@ std::expected<void, std::string> PostgresStore::write(const std::vector<std::pai
   if (!marked) return std::unexpected(marked.error());
   if (auto done = run("COMMIT"); !done) return std::unexpected(done.error());
   written_ = rows.back().first;
-  if (chained > 0) {
+  if (!hash.empty()) {
     last_batch_ = batch;
     last_hash_ = std::move(hash);
   }
@@ -416,47 +400,32 @@ std::expected<std::vector<HourlyUsage>, std::string> PostgresStore::hourly_usage
 
 std::expected<std::vector<AuditRow>, std::string> PostgresStore::recent_audit(int limit) {
   if (auto ready = connect(); !ready) return std::unexpected(ready.error());
+  // The newest batches that hold `limit` rows: those whose later batches
+  // hold fewer.
   auto q = run(
-      "SELECT ts_ms, kind, request_id, tenant, class, model, detail FROM audit WHERE replica = $1"
-      " ORDER BY seq DESC LIMIT $2",
+      "SELECT rows FROM (SELECT rows, batch, SUM(count) OVER (ORDER BY batch DESC) - count AS after"
+      " FROM audit_batches WHERE replica = $1) newest WHERE after < $2 ORDER BY batch DESC",
       {replica_, std::to_string(limit)});
   if (!q) return std::unexpected(q.error());
   std::vector<AuditRow> out;
-  for (int i = 0; i < q->rows(); ++i) {
-    out.push_back({.ts_ms = q->i64(i, 0),
-                   .kind = q->text(i, 1),
-                   .request_id = q->text(i, 2),
-                   .tenant = q->text(i, 3),
-                   .klass = q->text(i, 4),
-                   .model = q->text(i, 5),
-                   .detail = q->text(i, 6)});
-  }
+  const auto want = static_cast<std::size_t>(std::max(limit, 0));
+  for (int i = 0; i < q->rows() && out.size() < want; ++i) append_newest(q->text(i, 0), want, out);
   return out;
 }
 
 std::expected<Verdict, std::string> PostgresStore::verify() {
   if (auto ready = connect(); !ready) return std::unexpected(ready.error());
-  // One snapshot for both reads: rows written between them would look
-  // like rows without a batch.
-  if (auto done = run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); !done) return std::unexpected(done.error());
   TrailCheck check;
-  auto batches = run("SELECT replica, batch, count, prev_hash, hash FROM audit_batches ORDER BY replica, batch");
+  auto batches =
+      run("SELECT replica, batch, count, prev_hash, hash, rows, chain FROM audit_batches ORDER BY replica, batch");
   if (!batches) return std::unexpected(batches.error());
   for (int i = 0; i < batches->rows(); ++i) {
-    check.add_batch(batches->text(i, 0), {.batch = batches->i64(i, 1), .count = batches->i64(i, 2),
-                                          .prev_hash = batches->text(i, 3), .hash = batches->text(i, 4), .rows = {}});
+    check.add_batch(batches->text(i, 0),
+                    {.batch = batches->i64(i, 1), .count = batches->i64(i, 2), .prev_hash = batches->text(i, 3),
+                     .hash = batches->text(i, 4), .rows = {}, .form = static_cast<ChainForm>(batches->i64(i, 6)),
+                     .json = {}},
+                    batches->text(i, 5));
   }
-  auto rows = run(
-      "SELECT replica, batch, seq, ts_ms, kind, request_id, tenant, class, model, detail FROM audit"
-      " ORDER BY replica, seq");
-  if (!rows) return std::unexpected(rows.error());
-  for (int i = 0; i < rows->rows(); ++i) {
-    check.add_row(rows->text(i, 0), rows->i64(i, 1), rows->i64(i, 2),
-                  {.ts_ms = rows->i64(i, 3), .kind = rows->text(i, 4), .request_id = rows->text(i, 5),
-                   .tenant = rows->text(i, 6), .klass = rows->text(i, 7), .model = rows->text(i, 8),
-                   .detail = rows->text(i, 9)});
-  }
-  if (auto done = run("COMMIT"); !done) return std::unexpected(done.error());
   return check.verdict();
 }
 
@@ -464,13 +433,12 @@ std::expected<void, std::string> PostgresStore::prune(int64_t before_ms) {
   if (auto ready = connect(); !ready) return ready;
   const std::string cut = std::to_string(before_ms);
   // Per replica, the batches up to its newest one that ended before the
-  // cut, and their rows: each trail loses a prefix, so what stays verifies.
+  // cut, their rows with them: each trail loses a prefix, so what stays
+  // verifies.
   if (auto done = run("BEGIN"); !done) return std::unexpected(done.error());
   if (auto done = run("DELETE FROM usage WHERE ts_ms < $1", {cut}); !done) return std::unexpected(done.error());
   auto done = run(
-      "WITH cut AS (SELECT replica, MAX(batch) AS batch, MAX(last_seq) AS last_seq FROM audit_batches"
-      " WHERE last_ts_ms < $1 GROUP BY replica),"
-      " gone AS (DELETE FROM audit USING cut WHERE audit.replica = cut.replica AND audit.seq <= cut.last_seq)"
+      "WITH cut AS (SELECT replica, MAX(batch) AS batch FROM audit_batches WHERE last_ts_ms < $1 GROUP BY replica)"
       " DELETE FROM audit_batches USING cut WHERE audit_batches.replica = cut.replica"
       " AND audit_batches.batch <= cut.batch",
       {cut});

@@ -3,7 +3,10 @@
 #include <sqlite3.h>
 #include <sys/types.h>
 
-#include <tuple>
+#include <algorithm>
+#include <utility>
+
+#include "core/store/audit_json.hpp"
 
 namespace arbiter::store {
 
@@ -27,6 +30,17 @@ constexpr const char* kMigrations[] = {
     " last_seq INTEGER NOT NULL, last_ts_ms INTEGER NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL,"
     " PRIMARY KEY (replica, batch));"
     "CREATE TABLE replicas (replica TEXT PRIMARY KEY, written_seq INTEGER NOT NULL);",
+    // 2: a batch's audit rows in the batch's own row, as one JSON array
+    // (core/store/audit_json.hpp); `audit` becomes a view of them.
+    "ALTER TABLE audit_batches ADD COLUMN rows TEXT NOT NULL DEFAULT '[]';"
+    "ALTER TABLE audit_batches ADD COLUMN chain INTEGER NOT NULL DEFAULT 1;"  // store::ChainForm
+    "UPDATE audit_batches SET rows = (SELECT json_group_array(json_array(seq, ts_ms, kind, request_id, tenant,"
+    " class, model, detail)) FROM (SELECT * FROM audit a WHERE a.replica = audit_batches.replica"
+    " AND a.batch = audit_batches.batch ORDER BY seq));"
+    "DROP TABLE audit;"
+    "CREATE VIEW audit AS SELECT b.replica AS replica, j.value ->> 0 AS seq, j.value ->> 1 AS ts_ms,"
+    " j.value ->> 2 AS kind, j.value ->> 3 AS request_id, j.value ->> 4 AS tenant, j.value ->> 5 AS class,"
+    " j.value ->> 6 AS model, j.value ->> 7 AS detail, b.batch AS batch FROM audit_batches b, json_each(b.rows) j;",
 };
 
 // A prepared statement, finalized at scope end.
@@ -79,14 +93,13 @@ int no_fchown(int, uid_t, gid_t) { return 0; }
 struct SqliteStore::Writes {
   explicit Writes(sqlite3* db)
       : usage(db, "INSERT OR IGNORE INTO usage VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"),
-        audit(db, "INSERT OR IGNORE INTO audit VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
-        batch(db, "INSERT INTO audit_batches VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+        batch(db, "INSERT INTO audit_batches VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
         mark(db, "INSERT INTO replicas VALUES (?1, ?2) ON CONFLICT (replica) DO UPDATE SET written_seq = ?2") {}
-  bool ok() const { return usage.ok() && audit.ok() && batch.ok() && mark.ok(); }
+  bool ok() const { return usage.ok() && batch.ok() && mark.ok(); }
   void reset() {
-    for (Statement* s : {&usage, &audit, &batch, &mark}) s->reset();
+    for (Statement* s : {&usage, &batch, &mark}) s->reset();
   }
-  Statement usage, audit, batch, mark;
+  Statement usage, batch, mark;
 };
 
 SqliteStore::SqliteStore(sqlite3* db, std::string replica) : db_(db), replica_(std::move(replica)) {}
@@ -142,9 +155,14 @@ std::expected<void, std::string> SqliteStore::migrate() {
       !done) {
     return done;
   }
-  Statement applied(db_, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
-  if (!applied.ok() || applied.step() != SQLITE_ROW) return std::unexpected(error());
-  const int64_t have = applied.i64(0);
+  int64_t have = 0;
+  {
+    // Finalized before the migrations run: a statement still reading would
+    // hold the schema (DROP TABLE: "database table is locked").
+    Statement applied(db_, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
+    if (!applied.ok() || applied.step() != SQLITE_ROW) return std::unexpected(error());
+    have = applied.i64(0);
+  }
   constexpr auto kCount = static_cast<int64_t>(std::size(kMigrations));
   if (have > kCount) {
     return std::unexpected("its schema is version " + std::to_string(have) + ", newer than this gateway's " +
@@ -187,9 +205,7 @@ std::expected<void, std::string> SqliteStore::write(const std::vector<std::pair<
     return std::unexpected(why);
   };
   Statement& usage = writes_->usage;
-  Statement& audit = writes_->audit;
-  BatchHasher chain(last_hash_);
-  int64_t chained = 0, last_chained = 0, last_ts = 0;
+  AuditBatchBuilder audit(last_hash_);
   const int64_t batch = last_batch_ + 1;
   for (const auto& [seq, row] : rows) {
     if (seq <= written_) continue;  // already here (a replay): not written, nor chained, twice
@@ -202,23 +218,16 @@ std::expected<void, std::string> SqliteStore::write(const std::vector<std::pair<
       if (usage.step() != SQLITE_DONE) return fail();
       usage.reset();
     } else {
-      const auto& a = std::get<AuditView>(row);
-      audit.bind(1, replica_).bind(2, s).bind(3, a.ts_ms).bind(4, a.kind).bind(5, a.request_id).bind(6, a.tenant);
-      audit.bind(7, a.klass).bind(8, a.model).bind(9, a.detail).bind(10, batch);
-      if (audit.step() != SQLITE_DONE) return fail();
-      audit.reset();
-      chain.add(s, a);
-      ++chained;
-      last_chained = s;
-      last_ts = std::max(last_ts, a.ts_ms);
+      audit.add(s, std::get<AuditView>(row));
     }
   }
   std::string hash;
-  if (chained > 0) {
-    hash = chain.hex();
+  if (audit.count() > 0) {
+    AuditBatchBuilder::Batch chained = audit.finish();
+    hash = std::move(chained.hash);
     Statement& record = writes_->batch;
-    record.bind(1, replica_).bind(2, batch).bind(3, chained).bind(4, last_chained).bind(5, last_ts);
-    record.bind(6, last_hash_).bind(7, hash);
+    record.bind(1, replica_).bind(2, batch).bind(3, audit.count()).bind(4, audit.last_seq()).bind(5, audit.last_ts());
+    record.bind(6, last_hash_).bind(7, hash).bind(8, chained.json).bind(9, static_cast<int64_t>(ChainForm::kJson));
     if (record.step() != SQLITE_DONE) return fail();
     record.reset();
   }
@@ -230,7 +239,7 @@ std::expected<void, std::string> SqliteStore::write(const std::vector<std::pair<
     return done;
   }
   written_ = rows.back().first;
-  if (chained > 0) {
+  if (!hash.empty()) {
     last_batch_ = batch;
     last_hash_ = std::move(hash);
   }
@@ -263,44 +272,30 @@ std::expected<std::vector<HourlyUsage>, std::string> SqliteStore::hourly_usage_s
 }
 
 std::expected<std::vector<AuditRow>, std::string> SqliteStore::recent_audit(int limit) {
-  Statement q(db_,
-              "SELECT ts_ms, kind, request_id, tenant, class, model, detail FROM audit WHERE replica = ?"
-              " ORDER BY seq DESC LIMIT ?");
+  // The newest batches, until they hold `limit` rows.
+  Statement q(db_, "SELECT rows FROM audit_batches WHERE replica = ? ORDER BY batch DESC");
   if (!q.ok()) return std::unexpected(error());
-  q.bind(1, replica_).bind(2, int64_t{limit});
+  q.bind(1, replica_);
   std::vector<AuditRow> out;
-  int rc;
-  while ((rc = q.step()) == SQLITE_ROW) {
-    out.push_back({.ts_ms = q.i64(0),
-                   .kind = q.text(1),
-                   .request_id = q.text(2),
-                   .tenant = q.text(3),
-                   .klass = q.text(4),
-                   .model = q.text(5),
-                   .detail = q.text(6)});
-  }
-  if (rc != SQLITE_DONE) return std::unexpected(error());
+  const auto want = static_cast<std::size_t>(std::max(limit, 0));
+  int rc = SQLITE_DONE;
+  while (out.size() < want && (rc = q.step()) == SQLITE_ROW) append_newest(q.text(0), want, out);
+  if (rc != SQLITE_DONE && rc != SQLITE_ROW) return std::unexpected(error());
   return out;
 }
 
 std::expected<Verdict, std::string> SqliteStore::verify() {
   TrailCheck check;
-  Statement batches(db_, "SELECT replica, batch, count, prev_hash, hash FROM audit_batches ORDER BY replica, batch");
+  Statement batches(db_,
+                    "SELECT replica, batch, count, prev_hash, hash, rows, chain FROM audit_batches"
+                    " ORDER BY replica, batch");
   if (!batches.ok()) return std::unexpected(error());
   int rc;
   while ((rc = batches.step()) == SQLITE_ROW) {
-    check.add_batch(batches.text(0), {.batch = batches.i64(1), .count = batches.i64(2), .prev_hash = batches.text(3),
-                                      .hash = batches.text(4), .rows = {}});
-  }
-  if (rc != SQLITE_DONE) return std::unexpected(error());
-  Statement rows(db_,
-                 "SELECT replica, batch, seq, ts_ms, kind, request_id, tenant, class, model, detail FROM audit"
-                 " ORDER BY replica, seq");
-  if (!rows.ok()) return std::unexpected(error());
-  while ((rc = rows.step()) == SQLITE_ROW) {
-    check.add_row(rows.text(0), rows.i64(1), rows.i64(2),
-                  {.ts_ms = rows.i64(3), .kind = rows.text(4), .request_id = rows.text(5), .tenant = rows.text(6),
-                   .klass = rows.text(7), .model = rows.text(8), .detail = rows.text(9)});
+    check.add_batch(batches.text(0),
+                    {.batch = batches.i64(1), .count = batches.i64(2), .prev_hash = batches.text(3),
+                     .hash = batches.text(4), .rows = {}, .form = static_cast<ChainForm>(batches.i64(6)), .json = {}},
+                    batches.text(5));
   }
   if (rc != SQLITE_DONE) return std::unexpected(error());
   return check.verdict();
@@ -316,19 +311,17 @@ std::expected<void, std::string> SqliteStore::prune(int64_t before_ms) {
   Statement usage(db_, "DELETE FROM usage WHERE ts_ms < ?");
   if (!usage.ok() || usage.bind(1, before_ms).step() != SQLITE_DONE) return fail();
   // Per replica, the batches up to its newest one that ended before the
-  // cut, and their rows: the trail loses a prefix, so what stays verifies.
-  Statement cut(db_,
-                "SELECT replica, MAX(batch), MAX(last_seq) FROM audit_batches WHERE last_ts_ms < ? GROUP BY replica");
+  // cut, their rows with them: the trail loses a prefix, so what stays
+  // verifies.
+  Statement cut(db_, "SELECT replica, MAX(batch) FROM audit_batches WHERE last_ts_ms < ? GROUP BY replica");
   if (!cut.ok()) return fail();
   cut.bind(1, before_ms);
-  std::vector<std::tuple<std::string, int64_t, int64_t>> cuts;
+  std::vector<std::pair<std::string, int64_t>> cuts;
   int rc;
-  while ((rc = cut.step()) == SQLITE_ROW) cuts.emplace_back(cut.text(0), cut.i64(1), cut.i64(2));
+  while ((rc = cut.step()) == SQLITE_ROW) cuts.emplace_back(cut.text(0), cut.i64(1));
   if (rc != SQLITE_DONE) return fail();
-  for (const auto& [replica, batch, last_seq] : cuts) {
-    Statement rows(db_, "DELETE FROM audit WHERE replica = ? AND seq <= ?");
+  for (const auto& [replica, batch] : cuts) {
     Statement batches(db_, "DELETE FROM audit_batches WHERE replica = ? AND batch <= ?");
-    if (!rows.ok() || rows.bind(1, replica).bind(2, last_seq).step() != SQLITE_DONE) return fail();
     if (!batches.ok() || batches.bind(1, replica).bind(2, batch).step() != SQLITE_DONE) return fail();
   }
   return exec("COMMIT");

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/store/audit_chain.hpp"
+#include "core/store/audit_json.hpp"
 #include "core/store/clean_text.hpp"
 #include "core/store/journal_format.hpp"
 #include "core/store/store_rows.hpp"
@@ -179,25 +180,71 @@ TEST(CleanText, KeepsValidUtf8AndReplacesEachBadByte) {
   }
 }
 
-// A whole store's trail: each replica's chain checked on its own; a row
-// naming a batch the trail lacks fails it.
-TEST(TrailCheck, ChecksEachReplicaAndFindsRowsWithoutABatch) {
+// A whole store's trail: each replica's chain checked on its own; a batch
+// whose rows do not parse fails it.
+TEST(TrailCheck, ChecksEachReplicaAndFindsUnreadableRows) {
   const AuditRow row{.ts_ms = 1, .kind = "admitted", .request_id = "r", .tenant = "t", .klass = "c", .model = "m",
                      .detail = "d"};
   TrailCheck check;
   for (const std::string replica : {"a", "b"}) {
-    const std::string hash = batch_hash(kChainStart, {{1, row}});
-    check.add_batch(replica, {.batch = 1, .count = 1, .prev_hash = std::string(kChainStart), .hash = hash, .rows = {}});
-    check.add_row(replica, 1, 1, row);
+    AuditBatchBuilder batch(kChainStart);
+    batch.add(1, view_of(row));
+    const AuditBatchBuilder::Batch done = batch.finish();
+    check.add_batch(replica,
+                    {.batch = 1, .count = 1, .prev_hash = std::string(kChainStart), .hash = done.hash, .rows = {},
+                     .form = ChainForm::kJson, .json = {}},
+                    done.json);
   }
   Verdict v = check.verdict();
   EXPECT_TRUE(v.ok) << v.problem;
   EXPECT_EQ(v.batches, 2);
   EXPECT_EQ(v.rows, 2);
-  check.add_row("b", 7, 2, row);  // its batch is not there
+  check.add_batch("b", {.batch = 2, .count = 1, .prev_hash = "x", .hash = "y", .rows = {}}, "[[1,2,\"x\"]]");
   v = check.verdict();
   EXPECT_FALSE(v.ok);
-  EXPECT_NE(v.problem.find("batch 7"), std::string::npos) << v.problem;
+  EXPECT_NE(v.problem.find("batch 2"), std::string::npos) << v.problem;
+}
+
+// A batch's rows through their JSON and back, whatever their text: control
+// characters, quotes, non-ASCII, invalid UTF-8 (stored cleaned).
+TEST(AuditJson, RowsComeBackAsWrittenAndCleaned) {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::string> text(6);
+    for (std::string& t : text) {
+      t.resize(rng() % 12);
+      for (char& c : t) c = static_cast<char>(rng() % 3 == 0 ? rng() % 256 : 'a' + rng() % 26);
+    }
+    const AuditView v{.ts_ms = static_cast<int64_t>(rng()), .kind = text[0], .request_id = text[1],
+                      .tenant = text[2], .klass = text[3], .model = text[4], .detail = text[5]};
+    AuditBatchBuilder batch(kChainStart);
+    batch.add(7, v);
+    batch.add(9, v);
+    const AuditBatchBuilder::Batch done = batch.finish();
+    const auto rows = parse_audit_json(done.json);
+    ASSERT_TRUE(rows.has_value());
+    ASSERT_EQ(rows->size(), 2u);
+    EXPECT_EQ((*rows)[1].first, 9);
+    const AuditRow& back = (*rows)[0].second;
+    EXPECT_EQ(back.ts_ms, v.ts_ms);
+    EXPECT_EQ(back.detail, clean_text(v.detail));
+    EXPECT_EQ(back.request_id, clean_text(v.request_id));
+    // What verify finds is what was chained; an edited byte is not.
+    TrailCheck check;
+    check.add_batch("a", {.batch = 1, .count = 2, .prev_hash = std::string(kChainStart), .hash = done.hash, .rows = {},
+                          .form = ChainForm::kJson, .json = {}},
+                    done.json);
+    EXPECT_TRUE(check.verdict().ok) << check.verdict().problem;
+    std::string edited = done.json;
+    edited[edited.size() / 2] ^= 1;
+    TrailCheck tampered;
+    tampered.add_batch("a", {.batch = 1, .count = 2, .prev_hash = std::string(kChainStart), .hash = done.hash,
+                             .rows = {}, .form = ChainForm::kJson, .json = {}},
+                       edited);
+    EXPECT_FALSE(tampered.verdict().ok);
+  }
+  EXPECT_FALSE(parse_audit_json("[[1,2,\"a\",\"b\",\"c\",\"d\",\"e\"]]"));  // a field short
+  EXPECT_FALSE(parse_audit_json("{}"));
 }
 
 }  // namespace
