@@ -13,7 +13,7 @@
 #include "support/gateway_config.hpp"
 #include "support/gateway_process.hpp"
 #include "support/harness.hpp"  // describe_output
-#include "support/redis_server.hpp"  // poll_until
+#include "support/audit_trail.hpp"
 #include "support/requests.hpp"
 
 namespace arbiter::test {
@@ -109,13 +109,8 @@ TEST(Preemption, StreamedChatIsResumedAsOneStreamWithEveryToken) {
   // The audit trail (the store, on by default) names the request that took
   // the batch request's slot, and why each dispatch went where it did.
   const std::string taker = "taken_by=" + quick.header("x-request-id").value_or("?") + " class=realtime";
-  std::string trail;
-  const bool found = poll_until(
-      [&] {
-        trail = http_get(gateway.admin_port(), "/admin/audit?limit=100").body;
-        return trail.find(taker) != std::string::npos;
-      },
-      Millis(10'000));
+  bool found = false;
+  const std::string trail = audit_trail_with(gateway, taker, found);
   EXPECT_TRUE(found) << "no preempted row naming " << taker << " in " << trail;
   EXPECT_NE(trail.find("\"kind\":\"preempted\""), std::string::npos) << trail;
   EXPECT_NE(trail.find("placement="), std::string::npos) << trail;

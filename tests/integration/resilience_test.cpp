@@ -26,7 +26,7 @@
 #include "support/gateway_process.hpp"
 #include "support/harness.hpp"  // describe_output
 #include "support/metrics_text.hpp"
-#include "support/redis_server.hpp"  // poll_until
+#include "support/audit_trail.hpp"
 
 namespace arbiter::test {
 namespace {
@@ -416,14 +416,9 @@ TEST(Resilience, BackendKilledMidStreamResumableStreamsCompleteElsewhereOthersEn
   // The audit trail (the store, on by default) has each failover, from the
   // killed backend to another.
   const std::string from = "from=" + victim_name + " to=";
-  std::string trail;
-  EXPECT_TRUE(poll_until(
-      [&] {
-        trail = http_get(gateway.admin_port(), "/admin/audit?limit=1000").body;
-        return trail.find(from) != std::string::npos;
-      },
-      Millis(10'000)))
-      << "no failover row " << from << " in " << trail;
+  bool found = false;
+  const std::string trail = audit_trail_with(gateway, from, found);
+  EXPECT_TRUE(found) << "no failover row " << from << " in " << trail;
   EXPECT_EQ(trail.find(from + victim_name + " "), std::string::npos) << "a failover back onto the dead backend";
 }
 

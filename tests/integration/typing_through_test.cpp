@@ -11,7 +11,7 @@
 #include "support/gateway_config.hpp"
 #include "support/gateway_process.hpp"
 #include "support/harness.hpp"  // describe_output
-#include "support/redis_server.hpp"  // poll_until
+#include "support/audit_trail.hpp"
 
 namespace arbiter::test {
 namespace {
@@ -125,14 +125,9 @@ void expect_handed_over(unsigned threads) {
   EXPECT_EQ(typing_metric(gateway, "handed_over"), 1);
   // The audit trail: the newer request inherited the older one's generation.
   const std::string inherited = "from=" + older_id;
-  std::string trail;
-  EXPECT_TRUE(poll_until(
-      [&] {
-        trail = http_get(gateway.admin_port(), "/admin/audit?limit=100").body;
-        return trail.find(inherited) != std::string::npos;
-      },
-      Millis(10'000)))
-      << "no inherited row " << inherited << " in " << trail;
+  bool found = false;
+  const std::string trail = audit_trail_with(gateway, inherited, found);
+  EXPECT_TRUE(found) << "no inherited row " << inherited << " in " << trail;
   EXPECT_NE(trail.find("placement=inherited"), std::string::npos) << trail;
 }
 
