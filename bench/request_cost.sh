@@ -25,7 +25,12 @@
 # HEADER: one more request header on every request (e.g. 'cache-control:
 # max-age=600, no-cache': the result cache keeps every answer and never
 # answers from it, a miss each time).
-# With ACCESS_LOG=1 a second table follows (PERF_ROUNDS [5] > 0): every proxy
+# VARIANT: YAML lines a second arbiter, "arbiter+variant", has instead of
+# EXTRA_CONFIG, to cost a feature against the same build in the same run
+# (issue 46's audit: EXTRA_CONFIG='store: {audit: false, path: off.db}'
+# VARIANT='store: {path: on.db}'; the stores must differ, both run at once in
+# the perf rounds): measured as the access log is, the second table included.
+# With ACCESS_LOG=1 (or VARIANT) a second table follows (PERF_ROUNDS [5] > 0): every proxy
 # kept running, log off and on, and `perf stat` on each proxy process over
 # one fixed-rate round of requests (PERF_RATE [2000] req/s, SECONDS_MEASURED
 # each), the proxies' rounds interleaved so that the machine's moods hit all
@@ -42,12 +47,13 @@ BUILD_DIR=${1:-build}
 MEASURE_S=${SECONDS_MEASURED:-3}
 NGINX=${NGINX:-/usr/sbin/nginx}
 ACCESS_LOG=${ACCESS_LOG:-0}
+VARIANT=${VARIANT:-}
 LOADGEN=$BUILD_DIR/bench/loadgen
 LOADGEN_HEADER=()
 [[ -n ${HEADER:-} ]] && LOADGEN_HEADER=(--header "$HEADER")
 ARBITER=${ARBITER:-$BUILD_DIR/arbiter}
 BODY_BYTES=${BODY_BYTES:-1024}
-ROUNDS=${ROUNDS:-$((ACCESS_LOG ? 3 : 1))}
+ROUNDS=${ROUNDS:-$((ACCESS_LOG || ${#VARIANT} ? 3 : 1))}
 PERF_ROUNDS=${PERF_ROUNDS:-5}
 PERF_RATE=${PERF_RATE:-2000}
 PERF=${PERF:-/usr/bin/perf}
@@ -70,7 +76,9 @@ read -r UP_PORT PROXY_PORT PROXY_LOG_PORT < <("$LOADGEN" free-port 3)
 sed -e "s|@PORT@|$UP_PORT|g" -e "s|@TMP@|$TMP|g" "$ROOT/bench/nginx/upstream.conf.in" >"$TMP/upstream.conf"
 "$NGINX" -p "$TMP" -c "$TMP/upstream.conf" -e "$TMP/upstream.err" & PIDS+=($!)
 sed -e "s|@UPSTREAM_PORT@|$UP_PORT|g" -e "s|@THREADS@|1|g" "$ROOT/bench/overhead-gateway.yaml.in" >"$TMP/arbiter.yaml"
+cp "$TMP/arbiter.yaml" "$TMP/arbiter+variant.yaml"
 [[ -n ${EXTRA_CONFIG:-} ]] && printf '%s\n' "$EXTRA_CONFIG" >>"$TMP/arbiter.yaml"
+[[ -n $VARIANT ]] && printf '%s\n' "$VARIANT" >>"$TMP/arbiter+variant.yaml"
 # The nginx proxy in the foreground without a master, so that valgrind and
 # strace see the process that does the work.
 sed -e "s|@PORT@|$PROXY_PORT|g" -e "s|@UPSTREAM_PORT@|$UP_PORT|g" -e "s|@WORKERS@|1|g" -e "s|@TMP@|$TMP|g" \
@@ -127,6 +135,7 @@ else
 fi
 echo "|---|---:|---:|---:|"
 NAMES=(arbiter nginx)
+[[ -n $VARIANT ]] && NAMES=(arbiter arbiter+variant nginx)
 if ((ACCESS_LOG)); then
   NAMES=(arbiter arbiter+log)
   [[ -n ${BEFORE_ARBITER:-} ]] && NAMES+=(before+log)
@@ -194,7 +203,7 @@ for name in "${NAMES[@]}"; do
   awk -v name="$name" -v ir="$ir_column" -v own="$log_column" -v calls="$calls" -v m="$m" \
     'BEGIN { printf "| %s | %s | %s | %.1f |\n", name, ir, own, calls / m }'
 done
-((ACCESS_LOG && PERF_ROUNDS > 0)) || exit 0
+(((ACCESS_LOG || ${#VARIANT}) && PERF_ROUNDS > 0)) || exit 0
 
 # perf stat per proxy process, log off and on, rounds interleaved.
 [[ -x $PERF ]] || { echo "request_cost.sh: $PERF not found (linux-perf)" >&2; exit 1; }
@@ -225,5 +234,6 @@ echo "perf stat on the proxy process, $PERF_ROUNDS interleaved rounds of $MEASUR
 echo
 python3 "$ROOT/bench/request_cost_report.py" "$TMP/perf.tsv"
 echo
+((ACCESS_LOG)) || exit 0
 echo "Lines in the access logs: nginx $(wc -l <"$TMP/nginx-access.log"), arbiter $(wc -l <"$TMP/arbiter-access.log")" \
   "(every request, warm-ups included)."

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "gateway/store/postgres_store.hpp"
+#include "support/free_port.hpp"
 #include "support/postgres_server.hpp"
 #include "support/store_contract.hpp"
 
@@ -133,6 +134,24 @@ TEST_F(PostgresStoreTest, AServerKilledBetweenBatchesFailsTheWriteAndTheNextLand
   ASSERT_TRUE(verdict) << verdict.error();
   EXPECT_TRUE(verdict->ok) << verdict->problem;
   EXPECT_EQ(verdict->batches, 2);
+}
+
+// A database not reachable when the gateway starts: the store opens (its
+// rows wait in the journal) and says why each write fails; a read right
+// after is answered at once with the same reason, not a second connect.
+TEST(PostgresStoreDown, AnUnreachableDatabaseDoesNotStopTheStoreOpening) {
+  const std::string url = "postgresql://arbiter@127.0.0.1:" + std::to_string(free_port()) + "/postgres";
+  auto db = PostgresStore::open(url, "gw-1");
+  ASSERT_TRUE(db) << db.error();
+  EXPECT_EQ((*db)->written(), 0u);
+  const auto refused = (*db)->write({{1, usage("r1", "x")}});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().find("PostgreSQL"), std::string::npos) << refused.error();
+  const auto read = (*db)->hourly_usage_since(0);
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error(), refused.error());
+  // A connection string that does not parse is refused at once.
+  EXPECT_FALSE(PostgresStore::open("postgresql://db/x?nosuchoption=1", "gw-1"));
 }
 
 }  // namespace

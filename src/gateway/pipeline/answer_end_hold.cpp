@@ -14,8 +14,9 @@ ResponseHead AnswerEndHold::OwnedHead::view() const {
           .gateway = gateway};
 }
 
-// The coroutines below declare no local after a co_return and use no
-// switch: GCC 12 mishandles both (it destroys locals it never built).
+// The coroutines below return once, at their end, with no local declared
+// after an earlier co_return: a first version that did crashed under GCC 12
+// (locals it never built destroyed at the coroutine's end).
 
 Task<bool> AnswerEndHold::send(http::response<http::string_body>& res) {
   bool ok = true;

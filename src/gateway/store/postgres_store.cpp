@@ -15,6 +15,10 @@ namespace arbiter::store {
 namespace {
 
 constexpr auto kRoundTrip = std::chrono::seconds(10);
+constexpr auto kConnect = std::chrono::seconds(5);
+// A failed connection is not tried again for this long: a start reads the
+// store right after opening it, and would wait out a second deadline.
+constexpr auto kConnectRetry = std::chrono::seconds(1);
 // Each migration once, in order, in the `arbiter` schema; the applied ones
 // are in schema_migrations. The SQLite store's tables, PostgreSQL's types.
 constexpr const char* kMigrations[] = {
@@ -171,11 +175,23 @@ void PostgresStore::drop() {
 std::expected<void, std::string> PostgresStore::connect() {
   if (conn_ && PQstatus(conn_) == CONNECTION_OK) return {};
   drop();
-  const Deadline deadline = std::chrono::steady_clock::now() + kRoundTrip;
+  const auto now = std::chrono::steady_clock::now();
+  if (!failed_why_.empty() && now - failed_at_ < kConnectRetry) return std::unexpected(failed_why_);
+  auto connected = open_connection(now + kConnect);
+  if (!connected) {
+    failed_at_ = now;
+    failed_why_ = connected.error();
+    return connected;
+  }
+  failed_why_.clear();
+  return {};
+}
+
+std::expected<void, std::string> PostgresStore::open_connection(std::chrono::steady_clock::time_point deadline) {
   // Defaults before dbname (the connection string, expanded): its own
   // settings win.
   const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
-  const char* values[] = {"10", "arbiter", conninfo_.c_str(), nullptr};
+  const char* values[] = {"5", "arbiter", conninfo_.c_str(), nullptr};
   conn_ = PQconnectStartParams(keys, values, 1);
   if (conn_ == nullptr) return std::unexpected("PostgreSQL: out of memory");
   auto fail = [&](std::string why) -> std::expected<void, std::string> {
@@ -187,7 +203,7 @@ std::expected<void, std::string> PostgresStore::connect() {
   while (polling != PGRES_POLLING_OK) {
     if (polling == PGRES_POLLING_FAILED) return fail(trimmed(PQerrorMessage(conn_)));
     if (!wait_socket(conn_, polling == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline)) {
-      return fail("no connection within 10 s");
+      return fail("no connection within 5 s");
     }
     polling = PQconnectPoll(conn_);
   }

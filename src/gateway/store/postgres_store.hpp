@@ -6,8 +6,8 @@
 // it writes, so two gateways given the same `store.replica` cannot
 // interleave one trail.
 //
-// Never holds the writer longer than a round trip's deadline (10 s): the
-// connection is non-blocking and every wait is bounded. A lost or failed
+// Never holds the writer longer than a round trip's deadline (10 s; 5 s to
+// connect): the connection is non-blocking and every wait is bounded. A lost or failed
 // connection is dropped; the next call connects again, and a writer reads
 // its replica's state (last written row, the trail's end) again first, since
 // a commit whose answer was lost may have landed. The database need not be
@@ -48,8 +48,10 @@ class PostgresStore final : public Database {
   class Result;
   PostgresStore(std::string conninfo, std::string replica)
       : conninfo_(std::move(conninfo)), replica_(std::move(replica)) {}
-  // Connected, the schema up to date.
+  // Connected, the schema up to date (a connection that failed within the
+  // last second is not tried again: its error comes back at once).
   std::expected<void, std::string> connect();
+  std::expected<void, std::string> open_connection(std::chrono::steady_clock::time_point deadline);
   // Connected, holding this replica's lock, its state read.
   std::expected<void, std::string> connect_writer();
   std::expected<void, std::string> migrate();
@@ -63,6 +65,8 @@ class PostgresStore final : public Database {
   std::string conninfo_;
   std::string replica_;
   pg_conn* conn_ = nullptr;
+  std::chrono::steady_clock::time_point failed_at_{};
+  std::string failed_why_;  // the last connection's failure, while it is recent
   bool migrated_ = false;
   bool writer_ = false;  // this connection holds the replica's lock and its state is read
   uint64_t written_ = 0;
