@@ -4,7 +4,8 @@
 // covering both; a replica name held by one gateway refused to another; text
 // PostgreSQL would refuse stored cleaned rather than blocking the queue; the
 // server killed between batches: the write fails within its deadline, and
-// after a restart the next one lands with nothing doubled.
+// after a restart the next one lands with nothing doubled; a database not
+// reachable at the start does not stop the store opening.
 #include <gtest/gtest.h>
 
 #include "gateway/store/postgres_store.hpp"
