@@ -97,6 +97,13 @@ TEST_F(PostgresStoreTest, ReplicasShareOneDatabaseEachWithItsOwnTrail) {
   ASSERT_TRUE(verdict) << verdict.error();
   EXPECT_TRUE(verdict->ok) << verdict->problem;
   EXPECT_EQ(verdict->batches, 6);
+  // A trail longer than one fetch of the check's cursor.
+  for (uint64_t seq = 7; seq <= 46; ++seq) ASSERT_TRUE(b->write({{seq, audit("b", "more")}}));
+  verdict = a->verify();
+  ASSERT_TRUE(verdict) << verdict.error();
+  EXPECT_TRUE(verdict->ok) << verdict->problem;
+  EXPECT_EQ(verdict->batches, 46);
+  EXPECT_EQ(verdict->rows, 46);
   // Another gateway given the name gw-a while gw-a writes is refused.
   auto twin = open("gw-a");
   ASSERT_TRUE(twin);

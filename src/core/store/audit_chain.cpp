@@ -50,22 +50,32 @@ std::string json_batch_hash(std::string_view prev_hash, std::string_view rows_js
   return text;
 }
 
+namespace {
+
+// What is wrong with batch `b` (none: it holds), given the batch before it
+// (null: it starts what is kept of the trail).
+std::optional<std::string> batch_problem(const StoredBatch& b, const std::string* prev) {
+  if (prev && b.prev_hash != *prev) return "links to " + b.prev_hash + ", the batch before it is " + *prev;
+  if (static_cast<int64_t>(b.rows.size()) != b.count) {
+    return "holds " + std::to_string(b.rows.size()) + " rows, it was written with " + std::to_string(b.count);
+  }
+  const std::string hash =
+      b.form == ChainForm::kJson ? json_batch_hash(b.prev_hash, b.json) : batch_hash(b.prev_hash, b.rows);
+  if (hash != b.hash) return "its rows do not hash to " + b.hash + " (edited)";
+  return std::nullopt;
+}
+
+}  // namespace
+
 Verdict verify_chain(const std::vector<StoredBatch>& batches) {
   Verdict v;
   const std::string* prev = nullptr;
   for (const StoredBatch& b : batches) {
-    auto fail = [&](std::string what) {
+    if (auto problem = batch_problem(b, prev)) {
       v.ok = false;
-      v.problem = "batch " + std::to_string(b.batch) + ": " + std::move(what);
+      v.problem = "batch " + std::to_string(b.batch) + ": " + *problem;
       return v;
-    };
-    if (prev && b.prev_hash != *prev) return fail("links to " + b.prev_hash + ", the batch before it is " + *prev);
-    if (static_cast<int64_t>(b.rows.size()) != b.count) {
-      return fail("holds " + std::to_string(b.rows.size()) + " rows, it was written with " + std::to_string(b.count));
     }
-    const std::string hash =
-        b.form == ChainForm::kJson ? json_batch_hash(b.prev_hash, b.json) : batch_hash(b.prev_hash, b.rows);
-    if (hash != b.hash) return fail("its rows do not hash to " + b.hash + " (edited)");
     prev = &b.hash;
     ++v.batches;
     v.rows += b.count;
@@ -74,33 +84,37 @@ Verdict verify_chain(const std::vector<StoredBatch>& batches) {
 }
 
 void TrailCheck::add_batch(const std::string& replica, StoredBatch batch, std::string_view rows_json) {
+  Trail& trail = trails_[replica];
+  if (!trail.verdict.ok) return;  // its first problem is the one told
   auto rows = parse_audit_json(rows_json);
   if (!rows) {
-    if (!unreadable_) {
-      unreadable_ = "replica " + replica + ", batch " + std::to_string(batch.batch) + ": its rows are not readable (edited)";
-    }
-    rows.emplace();
+    trail.verdict.ok = false;
+    trail.verdict.problem = "batch " + std::to_string(batch.batch) + ": its rows are not readable (edited)";
+    return;
   }
   std::sort(rows->begin(), rows->end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   batch.rows = std::move(*rows);
   if (batch.form == ChainForm::kJson) batch.json = std::string(rows_json);
-  trails_[replica].push_back(std::move(batch));
+  if (auto problem = batch_problem(batch, trail.started ? &trail.prev_hash : nullptr)) {
+    trail.verdict.ok = false;
+    trail.verdict.problem = "batch " + std::to_string(batch.batch) + ": " + *problem;
+    return;
+  }
+  trail.started = true;
+  trail.prev_hash = std::move(batch.hash);
+  ++trail.verdict.batches;
+  trail.verdict.rows += batch.count;
 }
 
 Verdict TrailCheck::verdict() const {
   Verdict all;
   for (const auto& [replica, trail] : trails_) {
-    const Verdict v = verify_chain(trail);
-    all.batches += v.batches;
-    all.rows += v.rows;
-    if (!v.ok && all.ok) {
+    all.batches += trail.verdict.batches;
+    all.rows += trail.verdict.rows;
+    if (!trail.verdict.ok && all.ok) {
       all.ok = false;
-      all.problem = "replica " + replica + ", " + v.problem;
+      all.problem = "replica " + replica + ", " + trail.verdict.problem;
     }
-  }
-  if (all.ok && unreadable_) {
-    all.ok = false;
-    all.problem = *unreadable_;
   }
   return all;
 }

@@ -62,18 +62,23 @@ struct Verdict {
 // what came before it).
 Verdict verify_chain(const std::vector<StoredBatch>& batches);
 
-// A store's whole trail, every replica's, put together from its batches
-// as a store reads them (each replica's in batch order, each with its rows'
-// JSON array, audit_json.hpp), then checked replica by replica. Rows that
-// do not parse fail their batch.
+// A store's whole trail, every replica's, checked batch by batch as the
+// store reads them (each replica's in batch order, each with its rows'
+// JSON array, audit_json.hpp), keeping no more than the last hash per
+// replica: a year of batches verifies in the memory of one. Rows that do
+// not parse fail their batch.
 class TrailCheck {
  public:
   void add_batch(const std::string& replica, StoredBatch batch, std::string_view rows_json);
   Verdict verdict() const;
 
  private:
-  std::map<std::string, std::vector<StoredBatch>> trails_;
-  std::optional<std::string> unreadable_;  // the first batch whose rows do not parse
+  struct Trail {
+    bool started = false;   // a batch was checked: the next links to prev_hash
+    std::string prev_hash;
+    Verdict verdict;        // so far; its first problem stops the checking
+  };
+  std::map<std::string, Trail> trails_;
 };
 
 }  // namespace arbiter::store

@@ -431,17 +431,28 @@ std::expected<std::vector<AuditRow>, std::string> PostgresStore::recent_audit(in
 
 std::expected<Verdict, std::string> PostgresStore::verify() {
   if (auto ready = connect(); !ready) return std::unexpected(ready.error());
-  TrailCheck check;
-  auto batches =
-      run("SELECT replica, batch, count, prev_hash, hash, rows, chain FROM audit_batches ORDER BY replica, batch");
-  if (!batches) return std::unexpected(batches.error());
-  for (int i = 0; i < batches->rows(); ++i) {
-    check.add_batch(batches->text(i, 0),
-                    {.batch = batches->i64(i, 1), .count = batches->i64(i, 2), .prev_hash = batches->text(i, 3),
-                     .hash = batches->text(i, 4), .rows = {}, .form = static_cast<ChainForm>(batches->i64(i, 6)),
-                     .json = {}},
-                    batches->text(i, 5));
+  // Through a cursor, a few batches a round trip: the trail is checked in
+  // the memory of a few batches, however long it is.
+  if (auto done = run_all({"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                           "DECLARE trail NO SCROLL CURSOR FOR SELECT replica, batch, count, prev_hash, hash, rows,"
+                           " chain FROM audit_batches ORDER BY replica, batch"});
+      !done) {
+    return std::unexpected(done.error());
   }
+  TrailCheck check;
+  for (;;) {
+    auto batches = run("FETCH 16 FROM trail");
+    if (!batches) return std::unexpected(batches.error());
+    if (batches->rows() == 0) break;
+    for (int i = 0; i < batches->rows(); ++i) {
+      check.add_batch(batches->text(i, 0),
+                      {.batch = batches->i64(i, 1), .count = batches->i64(i, 2), .prev_hash = batches->text(i, 3),
+                       .hash = batches->text(i, 4), .rows = {}, .form = static_cast<ChainForm>(batches->i64(i, 6)),
+                       .json = {}},
+                      batches->text(i, 5));
+    }
+  }
+  if (auto done = run("COMMIT"); !done) return std::unexpected(done.error());
   return check.verdict();
 }
 
