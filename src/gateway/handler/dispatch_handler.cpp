@@ -76,7 +76,8 @@ sched::Request DispatchHandler::scheduled(const RequestContext& ctx, const Bound
 void DispatchHandler::settle(RequestContext& ctx, Dispatcher::Slot& slot) const {
   // Fairness and shares, the usage ledger (from the access record) and the
   // quota are charged one figure: what the request is billed.
-  const std::optional<RelayOutcome::Billed> billed = ctx.billed();
+  ctx.bill = ctx.billed();
+  const std::optional<RelayOutcome::Billed>& billed = ctx.bill;
   const Usage usage = billed ? billed->usage : Usage{};
   if (billed) {
     slot.set_actual_tokens(billed->total());

@@ -106,7 +106,11 @@ struct RequestContext {
   // generation. Empty for nearly every request.
   std::vector<std::pair<std::string_view, std::string>> decisions;
   // What it is billed (RelayOutcome::billed): the ledger's, the quota's and
-  // the scheduler's one figure. Nothing before it reached an engine.
+  // the scheduler's one figure, settled once when its runs end
+  // (DispatchHandler::settle; a last write that fails after cannot change
+  // it). Nothing before it reached an engine.
+  std::optional<RelayOutcome::Billed> bill;
+  // The figure its outcome gives as it stands (what settles `bill`).
   std::optional<RelayOutcome::Billed> billed() const;
 
   // The answer's extra headers (x-request-id, x-arbiter-*) and the access-log line.

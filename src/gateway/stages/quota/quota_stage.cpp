@@ -151,9 +151,9 @@ std::optional<ApiError> QuotaStage::decide(RequestContext& ctx, QuotaBook::Admis
 void QuotaObserver::on_complete(const RequestContext& ctx) {
   QuotaPermit* const quota = ctx.slots.get<QuotaPermit>();
   if (quota == nullptr) return;
-  // Charged what the usage ledger bills (RequestContext::billed); nothing
+  // Charged what the usage ledger bills (RequestContext::bill); nothing
   // when it never reached an engine, or the engine produced nothing for it.
-  const auto billed = ctx.admitted ? ctx.billed() : std::nullopt;
+  const std::optional<RelayOutcome::Billed>& billed = ctx.bill;
   if (billed) {
     quota->settle(quota::Clock::now(), billed->total());
   } else {
