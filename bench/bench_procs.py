@@ -7,6 +7,7 @@ import math
 import os
 import random
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -23,6 +24,24 @@ def wait_port_file(path, proc, seconds=20):
             sys.exit(f"{proc.args[0]} exited")
         time.sleep(0.05)
     sys.exit(f"no port file {path}")
+
+
+def start_sim(build, tmp, name="sim", model="m1"):
+    """An arbiter-sim engine (profile llama-8b-a100) serving `model`, its port file in `tmp`:
+    the process and its port."""
+    proc = subprocess.Popen([f"{build}/arbiter-sim", "--port", "0", "--port-file", f"{tmp}/{name}.port", "--model", model,
+                             "--profile", "llama-8b-a100"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proc, wait_port_file(f"{tmp}/{name}.port", proc)
+
+
+def start_gateway(build, tmp, config_text):
+    """The gateway on `config_text` (written to `tmp`/arbiter.yaml): the process, its port and
+    its admin listener's port."""
+    with open(f"{tmp}/arbiter.yaml", "w") as f:
+        f.write(config_text)
+    proc = subprocess.Popen([f"{build}/arbiter", "--config", f"{tmp}/arbiter.yaml", "--port-file", f"{tmp}/arbiter.port",
+                             "--admin-port-file", f"{tmp}/admin.port"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proc, wait_port_file(f"{tmp}/arbiter.port", proc), wait_port_file(f"{tmp}/admin.port", proc)
 
 
 def stream_chat(port, body, start):

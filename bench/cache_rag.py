@@ -20,16 +20,14 @@ usage: python3 bench/cache_rag.py [--build build] [--rate 20] [--seconds 60] [--
 """
 import argparse
 import http.client
-import math
 import random
 import re
-import subprocess
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from bench_procs import stream_chat, wait_port_file
+from bench_procs import pct, start_gateway, start_sim, stream_chat
 
 WORDS = ("system network storage request latency budget policy tenant engine queue cache token stream "
          "deploy rollback replica region quota metric alert backup restore shard index vector prompt "
@@ -130,19 +128,17 @@ def one(port, body):
 
 def run(args, cache_on):
     tmp = tempfile.mkdtemp(prefix="arbiter-rag.")
-    sim = subprocess.Popen([f"{args.build}/arbiter-sim", "--port", "0", "--port-file", f"{tmp}/sim.port", "--model", "m1",
-                            "--profile", "llama-8b-a100"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    gateway = None
+    procs = []
     try:
-        sim_port = wait_port_file(f"{tmp}/sim.port", sim)
-        with open(f"{tmp}/arbiter.yaml", "w") as f:
-            f.write("listener: {address: 127.0.0.1, port: 0, threads: 1}\nadmin: {port: 0}\nauth: {enabled: false}\n"
-                    "log: {access_log: false}\n"
-                    f"cache: {{enabled: {'true' if cache_on else 'false'}}}\n"
-                    f"models:\n  - name: m1\n    backends: [{{url: 'http://127.0.0.1:{sim_port}', max_concurrency: 256}}]\n")
-        gateway = subprocess.Popen([f"{args.build}/arbiter", "--config", f"{tmp}/arbiter.yaml", "--port-file",
-                                    f"{tmp}/arbiter.port"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        port = wait_port_file(f"{tmp}/arbiter.port", gateway)
+        sim, sim_port = start_sim(args.build, tmp)
+        procs.append(sim)
+        gateway, port, _ = start_gateway(
+            args.build, tmp,
+            "listener: {address: 127.0.0.1, port: 0, threads: 1}\nadmin: {port: 0}\nauth: {enabled: false}\n"
+            "log: {access_log: false}\n"
+            f"cache: {{enabled: {'true' if cache_on else 'false'}}}\n"
+            f"models:\n  - name: m1\n    backends: [{{url: 'http://127.0.0.1:{sim_port}', max_concurrency: 256}}]\n")
+        procs.append(gateway)
         before = sim_tokens(sim_port)
         rng = random.Random(args.seed)
         workload = Workload(args.seed)
@@ -169,15 +165,9 @@ def run(args, cache_on):
         after = sim_tokens(sim_port)
         return results, {k: after[k] - before[k] for k in after}
     finally:
-        for p in (gateway, sim):
-            if p:
-                p.terminate()
-                p.wait()
-
-
-def pct(values, p):
-    v = sorted(values)
-    return v[min(len(v) - 1, max(0, math.ceil(p / 100 * len(v)) - 1))] if v else float("nan")
+        for p in reversed(procs):
+            p.terminate()
+            p.wait()
 
 
 def main():

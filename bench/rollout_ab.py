@@ -21,18 +21,11 @@ usage: python3 bench/rollout_ab.py shadow|reload [--build build] [--rate 40] [--
 """
 import argparse
 import http.client
-import subprocess
 import tempfile
 import threading
 import time
 
-from bench_procs import drive, print_arms, wait_port_file
-
-
-def start_sim(build, tmp, name, model):
-    proc = subprocess.Popen([f"{build}/arbiter-sim", "--port", "0", "--port-file", f"{tmp}/{name}.port", "--model", model,
-                             "--profile", "llama-8b-a100"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return proc, wait_port_file(f"{tmp}/{name}.port", proc)
+from bench_procs import drive, print_arms, start_gateway, start_sim
 
 
 def admin(port, method, path, body=None):
@@ -64,15 +57,8 @@ def run(args):
         if args.mode == "shadow":
             shadow, shadow_port = start_sim(args.build, tmp, "shadow", "m1-shadow")
             procs.append(shadow)
-        first = config_text(sim_port, shadow_port)
-        with open(f"{tmp}/arbiter.yaml", "w") as f:
-            f.write(first)
-        gateway = subprocess.Popen([f"{args.build}/arbiter", "--config", f"{tmp}/arbiter.yaml", "--port-file",
-                                    f"{tmp}/arbiter.port", "--admin-port-file", f"{tmp}/admin.port"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        gateway, port, admin_port = start_gateway(args.build, tmp, config_text(sim_port, shadow_port))
         procs.append(gateway)
-        port = wait_port_file(f"{tmp}/arbiter.port", gateway)
-        admin_port = wait_port_file(f"{tmp}/admin.port", gateway)
         if args.mode == "shadow":
             results = drive(port, args.rate, args.seconds, args.seed,
                             lambda i, t: ("mirrored", "mirrored") if i % 2 == 0 else ("plain", "plain"))

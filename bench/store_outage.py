@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 
-from bench_procs import drive, print_arms, wait_port_file
+from bench_procs import drive, print_arms, start_gateway, start_sim
 
 
 def spool_rows(admin_port):
@@ -33,21 +33,15 @@ def run(args):
     tmp = tempfile.mkdtemp(prefix="arbiter-store-outage.")
     procs = []
     try:
-        sim = subprocess.Popen([f"{args.build}/arbiter-sim", "--port", "0", "--port-file", f"{tmp}/sim.port", "--model",
-                                "m1", "--profile", "llama-8b-a100"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sim, sim_port = start_sim(args.build, tmp)
         procs.append(sim)
-        sim_port = wait_port_file(f"{tmp}/sim.port", sim)
         db = f"{tmp}/arbiter.db"
-        with open(f"{tmp}/arbiter.yaml", "w") as f:
-            f.write("listener: {address: 127.0.0.1, port: 0, threads: 1}\nadmin: {port: 0}\nauth: {enabled: false}\n"
-                    f"log: {{access_log: false}}\ncache: {{enabled: false}}\nstore: {{path: '{db}'}}\n"
-                    f"models:\n  - name: m1\n    backends: [{{url: 'http://127.0.0.1:{sim_port}', max_concurrency: 64}}]\n")
-        gateway = subprocess.Popen([f"{args.build}/arbiter", "--config", f"{tmp}/arbiter.yaml", "--port-file",
-                                    f"{tmp}/arbiter.port", "--admin-port-file", f"{tmp}/admin.port"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        gateway, port, admin_port = start_gateway(
+            args.build, tmp,
+            "listener: {address: 127.0.0.1, port: 0, threads: 1}\nadmin: {port: 0}\nauth: {enabled: false}\n"
+            f"log: {{access_log: false}}\ncache: {{enabled: false}}\nstore: {{path: '{db}'}}\n"
+            f"models:\n  - name: m1\n    backends: [{{url: 'http://127.0.0.1:{sim_port}', max_concurrency: 64}}]\n")
         procs.append(gateway)
-        port = wait_port_file(f"{tmp}/arbiter.port", gateway)
-        admin_port = wait_port_file(f"{tmp}/admin.port", gateway)
         stop = threading.Event()
         outages = []
 
