@@ -94,7 +94,7 @@ void TrailCheck::add_batch(const std::string& replica, StoredBatch batch, std::s
   }
   std::sort(rows->begin(), rows->end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   batch.rows = std::move(*rows);
-  if (batch.form == ChainForm::kJson) batch.json = std::string(rows_json);
+  if (batch.form == ChainForm::kJson) batch.json = rows_json;
   if (auto problem = batch_problem(batch, trail.started ? &trail.prev_hash : nullptr)) {
     trail.verdict.ok = false;
     trail.verdict.problem = "batch " + std::to_string(batch.batch) + ": " + *problem;

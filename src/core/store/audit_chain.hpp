@@ -49,7 +49,7 @@ struct StoredBatch {
   std::string prev_hash, hash;
   std::vector<std::pair<int64_t, AuditRow>> rows;  // (seq, row), ascending
   ChainForm form = ChainForm::kLines;
-  std::string json;  // kJson: the rows' text as stored
+  std::string_view json;  // kJson: the rows' text as stored (a view, valid while it is checked)
 };
 
 struct Verdict {
