@@ -10,6 +10,7 @@
 // preemptible here: the cycle measures the dispatch path alone. Every class
 // declares a ttft_slo, so each decision runs the SLO rescue's checks and
 // each enqueue the early answer's.
+// BM_DispatchCycleNoFairCap: the same with tenant_fair_cap 0.
 // BM_AffinityCycle: the same with 64 backends, prefix caches and up to 64
 // prefix blocks a request (prefix-affinity routing, issue 12).
 // BM_PrefixBlocks8k: hashing an 8k-token prompt into its prefix blocks.
@@ -166,6 +167,15 @@ void BM_DispatchCycle(benchmark::State& state) {
   dispatch_cycle(state, *Scheduler::create(bench_config()), [](std::size_t) { return std::span<const uint64_t>(); });
 }
 BENCHMARK(BM_DispatchCycle)->MinTime(2.0);
+
+// The same with the fair-share cap off (tenant_fair_cap, on by default): what
+// checking it costs a decision when nobody floods.
+void BM_DispatchCycleNoFairCap(benchmark::State& state) {
+  SchedulerConfig config = bench_config();
+  config.tenant_fair_cap = 0;
+  dispatch_cycle(state, *Scheduler::create(std::move(config)), [](std::size_t) { return std::span<const uint64_t>(); });
+}
+BENCHMARK(BM_DispatchCycleNoFairCap)->MinTime(2.0);
 
 // The same cycle on a pool of 64 backends x 16 slots with prefix caches
 // (500k tokens each), every request carrying up to 64 prefix blocks (an

@@ -19,6 +19,13 @@ namespace arbiter::sched::detail {
 inline constexpr uint32_t kNil = UINT32_MAX;  // "no node / no tenant queue"
 inline constexpr uint16_t kNoAvoid = UINT16_MAX;  // Node::avoid: no backend to avoid
 
+// Which of a backend's slots a dispatch pass may fill.
+enum class SlotPass : uint8_t {
+  kLimit,   // the limit's slots (max_concurrency, or what adaptive capacity allows)
+  kExtra,   // the extra slots above the limit (adaptive capacity; background work only)
+  kExcess,  // below the limit counting everything running: a flooder's excess, background work
+};
+
 // Time constant of the recent service shares of tenants in a class: long
 // enough to smooth single dispatches, short enough that a flood is noticed
 // within a second or two.
@@ -98,6 +105,7 @@ struct Node {
   bool linked : 1 = false;       // on its class's arrival list (queued) or victim list (running)
   bool prefilling : 1 = false;   // running, its prompt counted in its backend's pending prefill
   bool extra_slot : 1 = false;   // running in one of its backend's extra slots (Backend::extra)
+  bool excess_slot : 1 = false;  // started over its tenant's fair-share cap (Backend::excess_taken)
   bool hinted : 1 = false;       // slo_at is the client's TTFT hint, not its class's: ordered by it (order_key)
   NodeState state = NodeState::kFree;  // lifecycle state
 };
@@ -132,6 +140,7 @@ struct ClassQueue {
   int64_t queued_cost = 0;        // tokens queued: drain time
   uint32_t in_flight = 0;         // slots held (aborting, preempting and borrowed included)
   uint32_t borrowed = 0;          // of them, slots on lending pools' backends (any state)
+  uint32_t excess = 0;            // of them, slots its tenants hold over their fair-share cap (Node::excess_slot)
   uint32_t preempting = 0;        // slots of its own pool held by chosen victims
   uint32_t aborting = 0;          // slots of its own pool held by superseded requests
   double vtime = 0;               // class virtual time among classes (hybrid)
@@ -153,6 +162,9 @@ struct ClassQueue {
   IndexedHeap<OrderKey> order;   // ready requests by arrival (priority policy)
   WaitReason blocked = WaitReason::kNone;  // why its ready work waited at the last poll
   bool tenant_held = false;  // this poll: its next request is a flooding tenant's, kept off tenant_headroom
+  // The poll (Scheduler::polls_) in which every tenant with ready work here
+  // was over its fair-share cap or at its own: the first ones' excess may start.
+  uint64_t excess_open = 0;
   uint32_t victims_head = kNil;  // oldest running preemptible request (hybrid)
   uint32_t victims_tail = kNil;  // most recently started one
   DecayingRate completed;        // completion rate: drain time for Retry-After
@@ -180,13 +192,28 @@ struct Backend {
   double pending = 0;       // prompts of its running requests with no first token reported
   uint32_t extra = 0;        // slots above `limit` for background work only (signal.extra_slots)
   uint32_t extra_taken = 0;  // of in_flight, slots of requests started in an extra slot (Node::extra_slot)
+  // Of in_flight, slots of requests a flooding tenant started over its
+  // fair-share cap (Node::excess_slot), on slots nobody else could use then.
+  uint32_t excess_taken = 0;
 
-  // Slots in use as work that may (with_extra) or may not take the extra
-  // slots sees them, and its slot count. Work started in an extra slot is
-  // never counted against the limit, also after the extra slots shrank
-  // under it (it drains; the others keep the whole limit meanwhile).
-  uint32_t used(bool with_extra) const { return with_extra ? in_flight : in_flight - extra_taken; }
-  uint32_t slots(bool with_extra) const { return with_extra ? limit + std::max(extra, extra_taken) : limit; }
+  // Slots in use as a pass sees them, and its slot count. Work started in
+  // an extra slot or as a tenant's excess is never counted against the
+  // limit, also after the extra slots shrank under it or others came to
+  // wait (it drains; the others keep the whole limit meanwhile). A tenant's
+  // excess starts only while the backend holds fewer than `limit` in all
+  // (background work's extra slots aside), so the engine runs at most twice
+  // the limit while both drain.
+  uint32_t used(SlotPass pass) const {
+    switch (pass) {
+      case SlotPass::kLimit: return in_flight - extra_taken - excess_taken;
+      case SlotPass::kExtra: return in_flight;
+      case SlotPass::kExcess: return in_flight - extra_taken;
+    }
+    return in_flight;
+  }
+  uint32_t slots(SlotPass pass) const {
+    return pass == SlotPass::kExtra ? limit + std::max(extra, extra_taken) : limit;
+  }
 };
 
 // One model pool.
@@ -201,6 +228,7 @@ struct Pool {
   uint32_t aborting = 0;            // slots of superseded requests on its backends not yet released
   std::vector<uint32_t> lenders;    // PoolSpec::lenders
   uint32_t lent = 0;                // its slots held by other pools' requests
+  uint32_t excess = 0;              // slots its classes' tenants hold over their fair-share cap
   uint32_t borrowed_head = kNil;    // oldest borrowed preemptible request on its backends (hybrid)
   uint32_t borrowed_tail = kNil;    // most recently started one: reclaimed first
   double class_vclock = 0;          // virtual clock among classes (hybrid)

@@ -53,6 +53,7 @@ ClassCounters Counters::total() const {
     sum.no_backend += c.no_backend;
     sum.borrowed += c.borrowed;
     sum.reclaimed += c.reclaimed;
+    sum.over_fair_share += c.over_fair_share;
     sum.carried_over += c.carried_over;
   }
   return sum;
@@ -234,7 +235,7 @@ uint32_t Scheduler::place(const Request& request, uint32_t tenant, TimePoint now
   n.preemptions = 0;
   n.avoid = kNoAvoid;
   n.prefilling = false;
-  n.extra_slot = false;
+  n.extra_slot = n.excess_slot = false;
   n.prompt = static_cast<uint32_t>(std::clamp<int64_t>(request.prompt_tokens, 0, UINT32_MAX));
   n.expires = n.deadline != TimePoint::max();
   n.linked = false;
@@ -315,6 +316,7 @@ void Scheduler::carry_counters(const Counters& old, std::span<const std::optiona
     to.no_backend += from.no_backend;
     to.borrowed += from.borrowed;
     to.reclaimed += from.reclaimed;
+    to.over_fair_share += from.over_fair_share;
     to.carried_over += from.carried_over;
   }
   for (std::size_t p = 0; p < old.guard_held.size() && p < pools.size(); ++p) {
@@ -694,6 +696,14 @@ uint32_t Scheduler::lent(PoolId pool) const { return pools_[pool].lent; }
 
 uint32_t Scheduler::backend_in_flight(PoolId pool, BackendId backend) const {
   return pools_[pool].backends[backend].in_flight;
+}
+
+uint32_t Scheduler::backend_over_fair_share(PoolId pool, BackendId backend) const {
+  return pools_[pool].backends[backend].excess_taken;
+}
+
+uint32_t Scheduler::class_over_fair_share(PoolId pool, ClassId klass) const {
+  return pools_[pool].classes[klass].excess;
 }
 
 BackendSignal Scheduler::backend_signal(PoolId pool, BackendId backend) const {

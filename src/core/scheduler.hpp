@@ -182,6 +182,10 @@ class Scheduler {
   uint32_t tenant_queue_depth(PoolId pool, ClassId klass, TenantId tenant) const;
   std::vector<TenantDepth> tenant_queue_depths() const;  // O(tenant queues)
   uint32_t backend_in_flight(PoolId pool, BackendId backend) const;
+  // Of them, slots tenants over their fair-share cap took when nobody else
+  // could use them: not counted against the backend's limit.
+  uint32_t backend_over_fair_share(PoolId pool, BackendId backend) const;
+  uint32_t class_over_fair_share(PoolId pool, ClassId klass) const;  // the same, per class
   uint32_t backend_limit(PoolId pool, BackendId backend) const;  // slots it takes now (0: unknown backend)
   // Its latest signal (set_backend_state); a default one for an unknown backend.
   BackendSignal backend_signal(PoolId pool, BackendId backend) const;
@@ -219,6 +223,7 @@ class Scheduler {
   using TenantQueue = detail::TenantQueue;
   using ClassQueue = detail::ClassQueue;
   using Pool = detail::Pool;
+  using SlotPass = detail::SlotPass;
 
   explicit Scheduler(SchedulerConfig config);
   // Allocates and queues a node (enqueue's admission done): counted in its
@@ -299,13 +304,15 @@ class Scheduler {
   void expire_stranded(TimePoint now, Actions& out);
   void promote_held(TimePoint now);
   void note_blocked(uint32_t pool, TimePoint now);  // ClassQueue::blocked after dispatching
-  // `extra`: only into the backends' extra slots (Backend::extra), for
-  // background work that is next in the policy's order.
-  void dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool extra = false);
+  // `pass`: kExtra only into the backends' extra slots (Backend::extra),
+  // for background work that is next in the policy's order; kExcess, after
+  // the others, into slots nobody else could use, also for tenants over
+  // their fair-share cap (work conservation).
+  void dispatch_pool(uint32_t pool, TimePoint now, Actions& out, SlotPass pass = SlotPass::kLimit);
   // kNil when no backend has room; `fraction` of the prefill backlog limit applies.
-  // `exclude`: a backend not to pick (kNil: none). `extra`: the extra slots count.
+  // `exclude`: a backend not to pick (kNil: none). `pass`: which slots count.
   uint32_t pick_backend(const Pool& pool, TimePoint now, double fraction, uint32_t exclude = detail::kNil,
-                        bool extra = false) const;
+                        SlotPass pass = SlotPass::kLimit) const;
   // The backend for request `n` (kNil: none) and why: prefix affinity
   // within bounded loads when the pool has it and the request has prefix
   // blocks, else pick_backend. `least`: pick_backend(pool, now, fraction)
@@ -316,16 +323,16 @@ class Scheduler {
     uint16_t prefix_blocks = 0;
   };
   Routed route(const Pool& pool, const Node& n, TimePoint now, double fraction, uint32_t least,
-               bool extra = false) const;
+               SlotPass pass = SlotPass::kLimit) const;
   // Prefix cache credit (SchedulerConfig::affinity_cache_credit;
   // scheduler_cache_credit.cpp).
   static uint32_t affinity_load(const detail::Backend& b);
   uint16_t cached_blocks(const Pool& pool, uint32_t backend, const Node& n) const;
   static double uncached_prompt(const Node& n);
-  bool holder_despite_signal(const detail::Backend& b, TimePoint now, double fraction, bool extra) const;
-  // Room for one more: signal, max_concurrency (and the extra slots when
-  // `extra`), `fraction` of the backlog limit.
-  static bool open_to(const detail::Backend& b, TimePoint now, double fraction, bool extra = false);
+  bool holder_despite_signal(const detail::Backend& b, TimePoint now, double fraction, SlotPass pass) const;
+  // Room for one more: signal, the slots `pass` may fill, `fraction` of the
+  // backlog limit.
+  static bool open_to(const detail::Backend& b, TimePoint now, double fraction, SlotPass pass = SlotPass::kLimit);
   // A backend's prefill backlog (tokens) at `now`, drained at the pool's rate.
   static bool signal_allows(const detail::Backend& b);  // not down, not saturated (unless stale)
   // Prompts dispatched and not yet prefilled, drained at the backend's rate.
@@ -357,6 +364,9 @@ class Scheduler {
   bool flooding(uint32_t tq, TimePoint now) const;
   // The class's tenant queue with the least virtual time that does not flood.
   uint32_t fairest_not_flooding(const ClassQueue& cq, TimePoint now) const;
+  // A class of a worse engine_priority than one whose tenants hold excess
+  // slots (Node::excess_slot) in the pool: those count against its limit.
+  bool behind_excess(const Pool& pool, uint32_t klass) const;
   // `n` may not start: its tenant floods and the pool is down to its tenant_headroom.
   bool keeps_tenant_headroom(const Pool& pool, const Node& n, TimePoint now) const;
   // Per-tenant caps (tenant_max_running, tenant_max_share): slots held per
@@ -371,6 +381,10 @@ class Scheduler {
   // of the poll (its heap key sinks), so the class serves its other tenants.
   void defer_tenant(uint32_t tq);
   void restore_deferred();
+  // Every tenant with ready work in the class is deferred: those over their
+  // fair-share cap (not at a cap of their own) return to its order, and
+  // this poll starts their requests as excess (Node::excess_slot).
+  void open_excess(uint32_t pool, uint32_t klass);
   static bool deferred_top(const ClassQueue& cq);  // every tenant with ready work is deferred
   // Ready requests of the class's tenants at their cap: they could not use a freed slot.
   uint32_t capped_ready(const ClassQueue& cq) const;
@@ -381,7 +395,8 @@ class Scheduler {
   bool capped(const Pool& pool, uint32_t klass) const;       // at max_share
   bool closed(const Pool& pool, uint32_t klass) const;       // capped, tenant_held or deferred_top this poll
   // Starts a ready request on `backend` of `run_pool` (its own pool, or a lender).
-  void start(uint32_t id, uint32_t run_pool, Routed where, TimePoint now, Actions& out);
+  // `excess`: over its tenant's fair-share cap (Node::excess_slot).
+  void start(uint32_t id, uint32_t run_pool, Routed where, TimePoint now, Actions& out, bool excess = false);
   // `n` may borrow now: the lender can take it back, or its TTFT SLO is at risk.
   bool may_borrow(const Node& n, TimePoint now) const;
   // `n` was resumed after a preemption less than preempt_guard ago: no victim yet.
@@ -435,6 +450,7 @@ class Scheduler {
   std::size_t in_flight_ = 0;             // requests holding a slot
   Counters counters_;                     // metrics
   TimePoint last_poll_{};                 // `now` of the last poll: next_wakeup() asks only for later times
+  uint64_t polls_ = 0;                    // polls so far (ClassQueue::excess_open)
 };
 
 }  // namespace arbiter::sched

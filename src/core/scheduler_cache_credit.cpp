@@ -36,14 +36,14 @@ double Scheduler::uncached_prompt(const Node& n) {
 }
 
 bool Scheduler::holder_despite_signal(const detail::Backend& b, TimePoint now, double fraction,
-                                      bool extra) const {
+                                      SlotPass pass) const {
   // A holder of the request's prefix whose only objection is a fresh
   // `saturated` verdict (max_waiting is 0 by default: any request waiting
   // for the engine's next step at scrape time) still takes it, when its
   // slots and prefill backlog allow (route() adds the affinity load bound):
   // the prefix would otherwise be prefilled again on a cold engine.
   return config_.affinity_cache_credit && !b.signal.down && b.signal.saturated && !b.signal.stale &&
-         b.used(extra) < b.slots(extra) && !backlog_full(b, now, fraction);
+         b.used(pass) < b.slots(pass) && !backlog_full(b, now, fraction);
 }
 
 }  // namespace arbiter::sched

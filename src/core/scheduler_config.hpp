@@ -145,11 +145,13 @@ struct SchedulerTunables {
   // Fair-share cap (hybrid): a tenant whose demand in a class (requests
   // queued and running) is beyond kFlooding times its weight's share among
   // the class's busy tenants holds at most this multiple of that share of
-  // the pool's slots (at least one); more wait (reason tenant_cap) while the
-  // others are served. A tenant alone in its class is not capped. 0
-  // disables: a flooding tenant may then fill every slot the others leave
-  // free for a moment, and their next requests wait for its long ones.
-  double tenant_fair_cap = 0;
+  // the pool's slots (at least one) within the limit; beyond it, it takes
+  // only slots nobody else can use, outside the limit (work-conserving).
+  // A tenant alone in its class is not capped. 0 disables: a flooding
+  // tenant may then fill every slot the others leave free for a moment,
+  // and their next requests wait for its long ones. On by default since
+  // issue 41 (DECISIONS.md D2, D7; docs/benchmarks.md).
+  double tenant_fair_cap = 2;
   // Prefix affinity (pools with prefix_cache_tokens): a request goes to the
   // backend holding the longest prefix of its prompt, or, when none has room
   // within the bound, to its prompt's rendezvous choice (deterministic, so

@@ -43,6 +43,7 @@ uint64_t rendezvous(uint64_t key, uint32_t backend) { return mix_bits(key ^ (kGo
 void Scheduler::poll(TimePoint now, Actions& out) {
   last_poll_ = std::max(last_poll_, now);
   for (Pool& pool : pools_) pool.guard_ends = TimePoint::max();
+  ++polls_;
   // Nothing held or queued: nothing to expire, dispatch or preempt for (the
   // usual case after a completion at low load).
   if (queued_ == 0) return;
@@ -59,7 +60,7 @@ void Scheduler::poll(TimePoint now, Actions& out) {
   // backends' extra slots (adaptive capacity).
   for (uint32_t p = 0; p < pools_.size(); ++p) {
     if (!pools_[p].lenders.empty()) dispatch_pool(p, now, out);
-    if (pools_[p].extra > 0) dispatch_pool(p, now, out, true);
+    if (pools_[p].extra > 0) dispatch_pool(p, now, out, SlotPass::kExtra);
     note_blocked(p, now);
   }
   restore_deferred();
@@ -132,7 +133,7 @@ TimePoint Scheduler::backlog_opens(const Pool& pool) const {
   if (pick_backend(pool, last_poll_, fraction) != kNil) return TimePoint::max();
   TimePoint opens = TimePoint::max();
   for (const detail::Backend& b : pool.backends) {
-    if (b.max_backlog <= 0 || !signal_allows(b) || b.used(false) >= b.limit) continue;
+    if (b.max_backlog <= 0 || !signal_allows(b) || b.used(SlotPass::kLimit) >= b.limit) continue;
     const double excess = b.backlog - b.max_backlog * fraction;  // to drain from backlog_at
     const auto wait = std::chrono::duration_cast<Duration>(
         std::chrono::duration<double>(std::max(0.0, excess) / b.prefill_rate));
@@ -158,14 +159,16 @@ void Scheduler::note_blocked(uint32_t pool, TimePoint now) {
   Pool& p = pools_[pool];
   WaitReason pool_reason = WaitReason::kCapacity;
   bool room = false;
+  bool room_in_all = false;  // below the limit counting everything running (SlotPass::kExcess)
   for (const detail::Backend& b : p.backends) {
-    if (b.signal.down || b.used(false) >= b.limit) continue;
+    if (b.signal.down || b.used(SlotPass::kLimit) >= b.limit) continue;
     if (b.signal.saturated && !b.signal.stale) {
       if (pool_reason == WaitReason::kCapacity) pool_reason = WaitReason::kSaturated;
     } else if (backlog_full(b, now, 1.0)) {
       pool_reason = WaitReason::kPrefill;
     } else {
       room = true;  // a class may still be kept off it: its cap, or the top class's headroom
+      room_in_all |= b.used(SlotPass::kExcess) < b.limit;
     }
   }
   for (uint32_t c = 0; c < p.classes.size(); ++c) {
@@ -182,6 +185,8 @@ void Scheduler::note_blocked(uint32_t pool, TimePoint now) {
       cq.blocked = WaitReason::kPaused;
     } else if (config_.policy == Policy::kHybrid && config_.classes[c].max_share < 1 && capped(p, c)) {
       cq.blocked = WaitReason::kShareCap;  // no slot goes to it while others have work
+    } else if (room && !room_in_all && (config_.classes[c].background || behind_excess(p, c))) {
+      cq.blocked = WaitReason::kCapacity;  // the free slots of the limit are beside a flooder's excess
     } else {
       cq.blocked = room ? WaitReason::kPrefill : pool_reason;  // room: the top class's headroom
     }
@@ -247,7 +252,7 @@ void Scheduler::promote_held(TimePoint now) {
   }
 }
 
-void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool extra) {
+void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, SlotPass pass) {
   Pool& p = pools_[pool];
   // The best priority in use cannot change while dispatching: a dispatch
   // moves a class's work from ready to in flight, and it stays in use.
@@ -256,21 +261,53 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool e
   for (;;) {
     // Its own backends first; when none has room, a lender's idle ones.
     uint32_t run = pool;
-    uint32_t least = pick_backend(p, now, 1.0, kNil, extra);
-    if (least == kNil && (extra || (run = lender_with_room(pool, now, least)) == kNil)) return;
+    uint32_t least = pick_backend(p, now, 1.0, kNil, pass);
+    if (least == kNil && (pass != SlotPass::kLimit || (run = lender_with_room(pool, now, least)) == kNil)) return;
     const uint32_t id = pick_request(pool, now, top);
     if (id == kNil) return;
-    // A tenant at its cap (tenant_max_running, tenant_fair_cap): its other
-    // requests wait out this poll behind the class's other tenants.
-    if (hybrid && tenant_capped(nodes_[id].tenant)) {
-      defer_tenant(nodes_[id].tenant);
+    // A tenant at a cap of its own (tenant_max_running, tenant_max_share):
+    // its other requests wait out this poll behind the class's other
+    // tenants. One over its fair-share cap (tenant_fair_cap) too, until no
+    // other tenant of its class has work that may start: then the class
+    // opens to its excess (open_excess), which takes only slots nobody else
+    // holds and never counts against the limit the others are served
+    // within. The class keeps its place among the classes meanwhile.
+    const uint32_t tq = nodes_[id].tenant;
+    const uint32_t klass = nodes_[id].klass;
+    ClassQueue& cq = p.classes[klass];
+    const bool excess = hybrid && tenant_capped(tq);
+    if (excess && (at_tenant_cap(tenants_[tq].pool, tenants_[tq].tenant) || cq.excess_open != polls_)) {
+      defer_tenant(tq);
+      if (deferred_top(cq)) open_excess(pool, klass);
       continue;
     }
     // Other work next in line waits for a slot below the limit: the extra
     // slots are not for it, and background does not go ahead of it.
-    if (extra && !config_.classes[nodes_[id].klass].background) return;
+    const bool background = config_.classes[klass].background;
+    if (pass == SlotPass::kExtra && !background) return;
+    // A flooder's excess, background work (idle capacity only) and work of
+    // a class less urgent than one holding excess (it would not have gone
+    // ahead of that class's requests) take a slot only while the backend
+    // runs fewer than its limit in all.
+    const bool outside_excess = excess || background || behind_excess(p, klass);
+    const SlotPass fits = outside_excess && pass == SlotPass::kLimit ? SlotPass::kExcess : pass;
+    if (run == pool && fits != pass && pick_backend(p, now, 1.0, kNil, fits) == kNil) {
+      // Its own backends are full counting everything running: a lender's
+      // idle slot, if it may borrow one (borrowed, not excess: the lender
+      // takes it back as it takes any loan).
+      run = lender_with_room(pool, now, least);
+      if (run == kNil && excess) {
+        defer_tenant(tq);
+        continue;
+      }
+      if (run == kNil) return;
+    }
     if (run != pool) {
       if (!may_borrow(nodes_[id], now)) {
+        if (excess) {
+          defer_tenant(tq);
+          continue;
+        }
         if (guarded(nodes_[id], now)) p.guard_ends = std::min(p.guard_ends, guard_end(nodes_[id]));
         return;
       }
@@ -280,6 +317,7 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool e
       const Routed where = route(pools_[run], nodes_[id], now, kLowerTierBacklog, least);
       if (where.backend == kNil || !fits_loan(pools_[run].backends[where.backend], nodes_[id], now)) return;
       start(id, run, where, now, out);
+      if (hybrid && deferred_top(cq)) open_excess(pool, klass);
       continue;
     }
     // Below the top priority, a backend takes new work only while its
@@ -291,17 +329,32 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, bool e
     // and leaves the pool's last slots free; it is picked only when no
     // tenant within its share has work in its class, so it waits.
     if (hybrid && keeps_tenant_headroom(p, nodes_[id], now)) {
-      p.classes[nodes_[id].klass].tenant_held = true;  // the other classes may still start
+      p.classes[klass].tenant_held = true;  // the other classes may still start
       continue;
     }
-    const bool headroom = hybrid && ((config_.classes[nodes_[id].klass].engine_priority != top &&
+    const bool headroom = hybrid && ((config_.classes[klass].engine_priority != top &&
                                       !slo_at_risk(nodes_[id], now)) ||
                                      flooding(nodes_[id].tenant, now));
-    const Routed where =
-        route(p, nodes_[id], now, headroom ? kLowerTierBacklog : 1.0, headroom ? kNil : least, extra);
+    const Routed where = route(p, nodes_[id], now, headroom ? kLowerTierBacklog : 1.0,
+                               headroom || fits != pass ? kNil : least, fits);
+    if (where.backend == kNil && excess) {
+      defer_tenant(tq);  // no slot outside the others' for it: the rest of the class's excess waits too
+      continue;
+    }
     if (where.backend == kNil) return;
-    start(id, pool, where, now, out);
+    start(id, pool, where, now, out, excess);
+    if (hybrid && deferred_top(cq)) open_excess(pool, klass);  // its last other tenant just started
   }
+}
+
+bool Scheduler::behind_excess(const Pool& pool, uint32_t klass) const {
+  // O(1) without excess running, else O(C).
+  if (pool.excess == 0) return false;
+  const int priority = config_.classes[klass].engine_priority;
+  for (uint32_t c = 0; c < pool.classes.size(); ++c) {
+    if (pool.classes[c].excess > 0 && config_.classes[c].engine_priority < priority) return true;
+  }
+  return false;
 }
 
 bool Scheduler::fits_loan(const detail::Backend& b, const Node& n, TimePoint now) {
@@ -367,35 +420,35 @@ bool Scheduler::backlog_full(const detail::Backend& b, TimePoint now, double fra
 }
 
 uint32_t Scheduler::pick_backend(const Pool& pool, TimePoint now, double fraction, uint32_t exclude,
-                                 bool extra) const {
+                                 SlotPass pass) const {
   // Least in-flight relative to its limit among backends with room; the scan
   // starts after the last pick so ties rotate. O(B), and B is small.
   const auto n = static_cast<uint32_t>(pool.backends.size());
   uint32_t best = kNil;
   for (uint32_t k = 0, i = pool.next_backend; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
     const detail::Backend& b = pool.backends[i];
-    if (i == exclude || !open_to(b, now, fraction, extra)) continue;
+    if (i == exclude || !open_to(b, now, fraction, pass)) continue;
     const detail::Backend& c = pool.backends[best == kNil ? i : best];
-    if (best == kNil || uint64_t{b.used(extra)} * c.slots(extra) < uint64_t{c.used(extra)} * b.slots(extra)) {
+    if (best == kNil || uint64_t{b.used(pass)} * c.slots(pass) < uint64_t{c.used(pass)} * b.slots(pass)) {
       best = i;
     }
   }
   return best;
 }
 
-bool Scheduler::open_to(const detail::Backend& b, TimePoint now, double fraction, bool extra) {
-  return signal_allows(b) && b.used(extra) < b.slots(extra) && !backlog_full(b, now, fraction);
+bool Scheduler::open_to(const detail::Backend& b, TimePoint now, double fraction, SlotPass pass) {
+  return signal_allows(b) && b.used(pass) < b.slots(pass) && !backlog_full(b, now, fraction);
 }
 
 Scheduler::Routed Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double fraction, uint32_t least,
-                                   bool extra) const {
-  if (least == kNil) least = pick_backend(pool, now, fraction, kNil, extra);
+                                   SlotPass pass) const {
+  if (least == kNil) least = pick_backend(pool, now, fraction, kNil, pass);
   // A retry after a failed run goes to another backend (its prefix, if
   // cached anywhere, was most likely on the failed one): it waits for one
   // while another is up, full or saturated for now; only a pool with no
   // other live backend sends it back to the one that failed.
   if (n.avoid != kNoAvoid && least != kNil && &pool == &pools_[n.pool]) {
-    const uint32_t other = pick_backend(pool, now, fraction, n.avoid, extra);
+    const uint32_t other = pick_backend(pool, now, fraction, n.avoid, pass);
     if (other != kNil) return {.backend = other, .placement = Placement::kAvoidFailed};
     for (uint32_t b = 0; b < pool.backends.size(); ++b) {
       if (b != n.avoid && !pool.backends[b].signal.down) return {.backend = kNil};
@@ -410,15 +463,15 @@ Scheduler::Routed Scheduler::route(const Pool& pool, const Node& n, TimePoint no
   // requests count too.
   uint64_t used = n.slots;
   for (const detail::Backend& b : pool.backends) used += b.signal.down ? 0 : affinity_load(b);
-  const uint32_t slots = pool.capacity + (extra ? pool.extra : 0);
+  const uint32_t slots = pool.capacity + (pass == SlotPass::kExtra ? pool.extra : 0);
   const double average = static_cast<double>(used) / std::max<uint32_t>(slots, 1);
   const double bound = (1 + config_.affinity_load_slack) * average + kAffinityMinSlack;
   const auto under_bound = [&](const detail::Backend& b) {
-    return static_cast<double>(affinity_load(b) + n.slots) <= bound * b.slots(extra) + kEpsilon;
+    return static_cast<double>(affinity_load(b) + n.slots) <= bound * b.slots(pass) + kEpsilon;
   };
   const auto within = [&](uint32_t i) {
     const detail::Backend& b = pool.backends[i];
-    return open_to(b, now, fraction, extra) && under_bound(b);
+    return open_to(b, now, fraction, pass) && under_bound(b);
   };
   // Among those: the earliest expected first token, i.e. the backend's
   // prefill backlog plus the part of the prompt it does not hold, at its
@@ -435,7 +488,7 @@ Scheduler::Routed Scheduler::route(const Pool& pool, const Node& n, TimePoint no
     const detail::Backend& x = pool.backends[b];
     const bool holder = std::find(match.backends.begin(), match.backends.begin() + match.count, b) !=
                         match.backends.begin() + match.count;
-    if (!within(b) && !(holder && holder_despite_signal(x, now, fraction, extra) && under_bound(x))) continue;
+    if (!within(b) && !(holder && holder_despite_signal(x, now, fraction, pass) && under_bound(x))) continue;
     const double saved = holder ? static_cast<double>(match.depth) * kPrefixBlockTokens : 0;
     const double cost = x.prefill_rate > 0
                             ? (backlog(x, now) + std::max(0.0, n.prompt - saved)) / x.prefill_rate
@@ -648,7 +701,7 @@ int Scheduler::top_priority(const Pool& pool) const {
   return top;
 }
 
-void Scheduler::start(uint32_t id, uint32_t run_pool, Routed where, TimePoint now, Actions& out) {
+void Scheduler::start(uint32_t id, uint32_t run_pool, Routed where, TimePoint now, Actions& out, bool excess) {
   const uint32_t backend = where.backend;
   remove_ready(id);
   untrack_deadline(id);
@@ -677,10 +730,17 @@ void Scheduler::start(uint32_t id, uint32_t run_pool, Routed where, TimePoint no
     n.prefilling = true;
   }
   if (n.prefix_len > 0) pool.prefix.record(backend, {n.prefix, n.prefix_len});
-  // With the limit's slots all taken, only background work gets here: it
-  // takes an extra slot.
-  n.extra_slot = b.used(false) >= b.limit;
+  // With the limit's slots all taken, only background work gets here (the
+  // extra pass): it takes an extra slot.
+  n.excess_slot = excess;
+  n.extra_slot = !excess && b.used(SlotPass::kLimit) >= b.limit;
   if (n.extra_slot) b.extra_taken += n.slots;
+  if (n.excess_slot) {
+    b.excess_taken += n.slots;
+    cq.excess += n.slots;
+    pool.excess += n.slots;
+    ++counters_.classes[n.klass].over_fair_share;
+  }
   b.in_flight += n.slots;
   cq.in_flight += n.slots;
   tq.in_flight += n.slots;
@@ -842,8 +902,9 @@ uint32_t Scheduler::newest_useful_victim(const Pool& pool, uint32_t tail, TimePo
       continue;
     }
     const detail::Backend& b = pool.backends[n.backend];
-    // In an extra slot: preempting it would free a slot others cannot take.
-    if (!n.extra_slot && signal_allows(b)) return id;
+    // In an extra slot or a tenant's excess: preempting it would free no
+    // slot of the limit.
+    if (!n.extra_slot && !n.excess_slot && signal_allows(b)) return id;
   }
   return kNil;
 }

@@ -34,6 +34,7 @@ bool Scheduler::inherit(Handle heir_handle, Handle old_handle, TimePoint now) {
   n.prompt = o.prompt;
   n.prefilling = o.prefilling;  // a prompt still prefilling stays in the backlog once
   n.extra_slot = o.extra_slot;  // the slot it holds (heirs are of the old request's class)
+  n.excess_slot = o.excess_slot;
   n.charged = o.charged;        // complete() corrects against what was charged
   n.expires = false;
   n.preemptions = o.preemptions;

@@ -342,7 +342,12 @@ void Scheduler::release_slot(uint32_t id) {
   const bool borrowed = n.run_pool != n.pool;
   run.backends[n.backend].in_flight -= n.slots;
   if (n.extra_slot) run.backends[n.backend].extra_taken -= n.slots;
-  n.extra_slot = false;
+  if (n.excess_slot) {
+    run.backends[n.backend].excess_taken -= n.slots;
+    cq.excess -= n.slots;
+    run.excess -= n.slots;
+  }
+  n.extra_slot = n.excess_slot = false;
   prefilled(n);
   cq.in_flight -= n.slots;
   tenants_[n.tenant].in_flight -= n.slots;

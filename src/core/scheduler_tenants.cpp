@@ -68,6 +68,9 @@ uint32_t Scheduler::fairest_not_flooding(const ClassQueue& cq, TimePoint now) co
     });
     const uint32_t pos = *best;
     *best = frontier[--size];
+    // Deferred tenants (at a cap this poll) sort last: none of them, nor
+    // anything after them, may be picked.
+    if (heap.at(pos).key.vtime == kDeferred) break;
     if (!flooding(heap.at(pos).id, now)) return heap.at(pos).id;
     const auto first = static_cast<std::size_t>(4 * pos + 1);
     for (std::size_t c = first; c < std::min(first + 4, heap.size()); ++c) {
@@ -125,7 +128,7 @@ bool Scheduler::keeps_tenant_headroom(const Pool& pool, const Node& n, TimePoint
   }
   uint32_t free = 0;
   for (const detail::Backend& b : pool.backends) {
-    if (!b.signal.down && b.used(false) < b.limit) free += b.limit - b.used(false);
+    if (!b.signal.down && b.used(SlotPass::kLimit) < b.limit) free += b.limit - b.used(SlotPass::kLimit);
   }
   const double headroom = std::ceil(config_.tenant_headroom * pool.capacity);
   return free <= headroom && flooding(n.tenant, now);
@@ -189,6 +192,18 @@ void Scheduler::defer_tenant(uint32_t tq) {
   TenantQueue& t = tenants_[tq];
   pools_[t.pool].classes[t.klass].tenants.rekey(t.share_pos, {kDeferred, t.share_seq}, share_pos());
   deferred_.push_back(tq);
+}
+
+void Scheduler::open_excess(uint32_t pool, uint32_t klass) {
+  ClassQueue& cq = pools_[pool].classes[klass];
+  if (cq.excess_open == polls_) return;  // once a poll: its excess found no slot
+  cq.excess_open = polls_;
+  std::erase_if(deferred_, [&](uint32_t tq) {
+    TenantQueue& t = tenants_[tq];
+    if (t.pool != pool || t.klass != klass || t.share_pos == kNoPos || at_tenant_cap(t.pool, t.tenant)) return false;
+    cq.tenants.rekey(t.share_pos, {t.vtime, t.share_seq}, share_pos());
+    return true;
+  });
 }
 
 void Scheduler::restore_deferred() {

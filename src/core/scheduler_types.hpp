@@ -216,6 +216,7 @@ struct ClassCounters {
   uint64_t no_backend = 0;            // 503 while queued: its pool lost its last live backend
   uint64_t borrowed = 0;              // dispatches onto a lending pool's backend
   uint64_t reclaimed = 0;             // borrowed work preempted for the lender's own
+  uint64_t over_fair_share = 0;       // dispatches of a tenant over its fair-share cap, on slots nobody else could use
   uint64_t carried_over = 0;          // placed by carry_over() at a config reload
 };
 

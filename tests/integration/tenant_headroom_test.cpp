@@ -3,8 +3,9 @@
 // last slots to the other tenants, whose next request starts at once, and
 // its own held requests say why they waited. Tenant caps
 // (tenants[].max_running): a tenant's requests beyond its cap wait. The
-// fair-share cap (scheduler.tenant_fair_cap): so do a flooding tenant's
-// beyond its multiple of its share, with nothing configured per tenant.
+// fair-share cap (scheduler.tenant_fair_cap, on by default): a flooding
+// tenant's beyond its multiple of its share take only slots nobody else
+// wants, and never one the others' next request needs.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -143,10 +144,11 @@ TEST(TenantCap, ATenantsMaxShareIsSlotsOfThePool) {
   expect_alpha_capped_at_two("max_share: 0.34");  // 2.04 of 6 slots: 2
 }
 
-TEST(TenantFairCap, AFloodingTenantHoldsItsFairShareAndTheOthersStartAtOnce) {
+TEST(TenantFairCap, AFloodingTenantTakesOnlyIdleSlotsAndTheOthersStartAtOnce) {
   // Two busy tenants: alpha's share is half, and with tenant_fair_cap 1 it
-  // may hold 3 of the 6 slots while its demand is over 75% of the class's
-  // (8 of 9 requests, then of 10 with beta's second).
+  // holds 3 of the 6 slots within the limit while its demand is over 75% of
+  // the class's (8 of 9 requests, then of 10 with beta's second). Nobody
+  // else waits, so it takes the 2 slots left as well, outside the limit.
   SimProcess sim({"--profile", "tiny", "--model", "m1", "--added-latency-ms", "3000"});
   GatewayConfig config;
   config.backend_ports = {sim.port()};
@@ -158,22 +160,25 @@ TEST(TenantFairCap, AFloodingTenantHoldsItsFairShareAndTheOthersStartAtOnce) {
   wait_for_gauge(gateway.admin_port(), "arbiter_backend_in_flight", 1);
   std::vector<std::future<HttpResponse>> alpha;
   for (int i = 0; i < 8; ++i) alpha.push_back(call(kAlphaKey));
-  wait_for_gauge(gateway.admin_port(), "arbiter_queue_depth", 5);
-  wait_for_gauge(gateway.admin_port(), "arbiter_backend_in_flight", 4);
-  std::this_thread::sleep_for(Millis(300));
-  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_backend_in_flight"), 4) << "a capped request started";
-  // beta's next request takes one of the two free slots at once, and the
-  // other stays free.
+  wait_for_gauge(gateway.admin_port(), "arbiter_queue_depth", 3);
+  wait_for_gauge(gateway.admin_port(), "arbiter_backend_in_flight", 6);
+  const auto over_fair_share = [&] {
+    return metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_scheduler_events_total",
+                        {{"event", "over_fair_share"}})
+        .value_or(0);
+  };
+  EXPECT_EQ(over_fair_share(), 2);
+  // beta's next request starts at once beside them: alpha's two over its
+  // share hold no slot of the limit. The engine runs 7.
   auto beta_second = call(kBetaKey);
-  wait_for_gauge(gateway.admin_port(), "arbiter_backend_in_flight", 5);
-  std::this_thread::sleep_for(Millis(300));
-  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_backend_in_flight"), 5);
-  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_queue_depth"), 5);
+  wait_for_gauge(gateway.admin_port(), "arbiter_backend_in_flight", 7);
+  EXPECT_EQ(gauge(gateway.admin_port(), "arbiter_queue_depth"), 3);
   expect_started_at_once(beta_first, beta_second);
   if (HasFatalFailure()) return;
-  // alpha's five waited for its cap; once beta has no work it is alone
-  // and uncapped, so everything is served.
-  expect_waited_for(alpha, "tenant_cap", 5);
+  // alpha's three waited for its cap (nothing was free outside the others'
+  // slots); once beta has no work it is alone and uncapped, so everything
+  // is served.
+  expect_waited_for(alpha, "tenant_cap", 3);
 }
 
 }  // namespace

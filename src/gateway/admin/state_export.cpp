@@ -71,6 +71,7 @@ void export_scheduler_state(const sched::Scheduler& s, const Config& config,
         {"no_backend", k.no_backend},
         {"borrowed", k.borrowed},
         {"reclaimed", k.reclaimed},
+        {"over_fair_share", k.over_fair_share},
         {"carried_over", k.carried_over},
     };
     for (const auto& [event, value] : events) {

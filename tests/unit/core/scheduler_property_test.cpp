@@ -153,6 +153,7 @@ struct SimResult {
   uint64_t reclaimed = 0;                         // borrowed work preempted for its lender
   uint64_t events = 0;                            // events processed
   uint64_t tenant_capped = 0;                     // invariant checks finding a class waiting at a tenant cap
+  uint32_t over_fair_share_peak = 0;              // most slots a backend ran for tenants over their fair-share cap
 };
 
 class Simulation {
@@ -505,6 +506,19 @@ class Simulation {
     return false;
   }
 
+  // Background work, and a class less urgent than one holding slots over
+  // its tenants' fair-share cap, wait for a slot free of everything running.
+  bool behind_excess(PoolId pool, ClassId klass) const {
+    const auto& classes = scheduler_.config().classes;
+    if (classes[klass].background) return true;
+    for (ClassId c = 0; c < classes.size(); ++c) {
+      if (scheduler_.class_over_fair_share(pool, c) > 0 && classes[c].engine_priority < classes[klass].engine_priority) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   bool capped(PoolId pool, ClassId klass) const {
     if (scheduler_.config().policy != Policy::kHybrid) return false;
     return own_in_flight(pool, klass) + 1 >
@@ -513,17 +527,28 @@ class Simulation {
 
   void check_invariants(TimePoint now) {
     const SchedulerConfig& config = scheduler_.config();
+    // Only a cap the operator set holds a tenant's work beside an idle slot:
+    // one over its fair-share cap takes what nobody else can use.
+    const bool hard_caps = !config.tenant_max_running.empty() || !config.tenant_max_share.empty();
     for (PoolId p = 0; p < config.pools.size(); ++p) {
       const bool room = has_room(p);
+      const bool limit_room = has_room(p, true);
       for (ClassId c = 0; c < config.classes.size(); ++c) {
+        const bool waiting = scheduler_.ready_depth(p, c) > 0 && !capped(p, c);
+        const WaitReason reason = scheduler_.waits_for(p, c);
         // With tenant_headroom, a flooding tenant's work may wait beside the
         // slots kept for the others, and with tenant_max_running a capped
         // tenant's beside any (each says so).
-        ASSERT_TRUE(!room || scheduler_.ready_depth(p, c) == 0 || capped(p, c) ||
-                    scheduler_.waits_for(p, c) == WaitReason::kTenantHeadroom ||
-                    scheduler_.waits_for(p, c) == WaitReason::kTenantCap)
+        ASSERT_TRUE(!room || !waiting || reason == WaitReason::kTenantHeadroom ||
+                    (hard_caps && reason == WaitReason::kTenantCap))
             << "idle slot while class " << c << " of pool " << p << " waits";
-        result_.tenant_capped += scheduler_.waits_for(p, c) == WaitReason::kTenantCap;
+        // Slots of the limit that tenants over their fair-share cap do not
+        // hold are free for their class and the classes above it: only those
+        // tenants' work may wait beside them.
+        ASSERT_TRUE(!limit_room || !waiting || behind_excess(p, c) || reason == WaitReason::kTenantHeadroom ||
+                    reason == WaitReason::kTenantCap)
+            << "a slot of the limit free while class " << c << " of pool " << p << " waits";
+        result_.tenant_capped += reason == WaitReason::kTenantCap;
       }
       // A lender with room and nothing of its own to dispatch lends it to
       // work it can take back. (Other work borrows only to save an SLO, as
@@ -551,15 +576,21 @@ class Simulation {
            (config.classes[c].preemptible || config.classes[c].background);
   }
 
-  bool has_room(PoolId p) {
+  // A backend with a free slot: of everything it runs, or (`of_limit`) of
+  // what counts against its limit (tenants' work over their fair-share cap
+  // does not).
+  bool has_room(PoolId p, bool of_limit = false) {
     bool room = false;
     const SchedulerConfig& config = scheduler_.config();
     for (BackendId b = 0; b < config.pools[p].max_concurrency.size(); ++b) {
       const BackendSignal& s = signals_[p][b];
       const uint32_t in_flight = scheduler_.backend_in_flight(p, b);
+      const uint32_t over = scheduler_.backend_over_fair_share(p, b);
       const uint32_t limit = config.pools[p].max_concurrency[b];
-      EXPECT_LE(in_flight, limit);
-      room |= !s.down && in_flight < limit && (!s.saturated || s.stale);
+      EXPECT_LE(in_flight - over, limit);
+      EXPECT_LE(over, limit) << "taken only from slots below the limit";
+      result_.over_fair_share_peak = std::max(result_.over_fair_share_peak, over);
+      room |= !s.down && (of_limit ? in_flight - over : in_flight) < limit && (!s.saturated || s.stale);
     }
     return room;
   }
@@ -779,8 +810,9 @@ TEST(SchedulerProperty, TenantCapsKeepDeadlinesAndDrainToZero) {
 TEST(SchedulerProperty, TenantFairCapKeepsDeadlinesAndDrainsToZero) {
   // Tenant 0 sends half of every class's requests, a flood by demand, so
   // with tenant_fair_cap it holds at most twice its share of the busy
-  // tenants' slots: every invariant above holds (no slot idle while work
-  // waits unless the scheduler says the waiting work's tenant is at its cap,
+  // tenants' slots of the limit, and takes the rest only when nobody else
+  // can: every invariant above holds (no slot idle while work waits, a slot
+  // of the limit free only while nobody but the capped tenant waits,
   // nothing dispatched past its deadline, every count back to zero).
   for (const uint32_t seed : {1u, 2u, 3u}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
@@ -789,6 +821,7 @@ TEST(SchedulerProperty, TenantFairCapKeepsDeadlinesAndDrainsToZero) {
     Simulation sim(std::move(config), seed, 120s);
     const SimResult result = sim.run();
     EXPECT_GT(result.tenant_capped, 0u) << "the cap binds";
+    EXPECT_GT(result.over_fair_share_peak, 0u) << "and the flood takes idle slots over it";
     EXPECT_GT(result.events, 20'000u);
     EXPECT_GT(result.expiries, 0u);
     EXPECT_GT(result.preemptions, 0u);

@@ -124,11 +124,11 @@ classes:
   EXPECT_EQ(to_scheduler_config(*h).tenant_headroom, 0.125);
   EXPECT_THAT(errors_of(std::string(kMinimal) + "scheduler: {tenant_headroom: 0.6}\n"),
               Contains(HasSubstr("tenant_headroom")));
-  // The fair-share cap: off by default, a multiple of a tenant's share.
-  EXPECT_EQ(d->scheduler.tenant_fair_cap, 0);
-  auto f = parse_config(std::string(kMinimal) + "scheduler: {tenant_fair_cap: 2}\n");
+  // The fair-share cap: twice a tenant's share by default, 0 turns it off.
+  EXPECT_EQ(d->scheduler.tenant_fair_cap, 2);
+  auto f = parse_config(std::string(kMinimal) + "scheduler: {tenant_fair_cap: 0}\n");
   ASSERT_TRUE(f) << ::testing::PrintToString(f.error());
-  EXPECT_EQ(to_scheduler_config(*f).tenant_fair_cap, 2);
+  EXPECT_EQ(to_scheduler_config(*f).tenant_fair_cap, 0);
   EXPECT_THAT(errors_of(std::string(kMinimal) + "scheduler: {tenant_fair_cap: -1}\n"),
               Contains(HasSubstr("tenant_fair_cap")));
 }
