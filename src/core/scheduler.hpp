@@ -386,7 +386,8 @@ class Scheduler {
   // this poll starts their requests as excess (Node::excess_slot).
   void open_excess(uint32_t pool, uint32_t klass);
   static bool deferred_top(const ClassQueue& cq);  // every tenant with ready work is deferred
-  // Ready requests of the class's tenants at their cap: they could not use a freed slot.
+  // Ready requests of the class's tenants at a cap of their own
+  // (at_tenant_cap): they could not use a freed slot.
   uint32_t capped_ready(const ClassQueue& cq) const;
   bool live(uint32_t tq) const;  // a tenant-queue slab index in use
   int top_priority(const Pool& pool) const;  // best engine_priority of non-background classes in use

@@ -218,14 +218,13 @@ void Scheduler::restore_deferred() {
 }
 
 uint32_t Scheduler::capped_ready(const ClassQueue& cq) const {
-  // O(tenants with ready work in the class), and only with caps configured.
-  if (config_.tenant_max_running.empty() && config_.tenant_max_share.empty() && config_.tenant_fair_cap <= 0) {
-    return 0;
-  }
+  // O(tenants with ready work in the class), and only with caps an operator
+  // set: a tenant over its fair-share cap may take a freed slot as excess.
+  if (config_.tenant_max_running.empty() && config_.tenant_max_share.empty()) return 0;
   uint32_t capped = 0;
   for (uint32_t pos = 0; pos < cq.tenants.size(); ++pos) {
-    const uint32_t tq = cq.tenants.at(pos).id;
-    if (tenant_capped(tq)) capped += static_cast<uint32_t>(tenants_[tq].queue.size());
+    const TenantQueue& t = tenants_[cq.tenants.at(pos).id];
+    if (at_tenant_cap(t.pool, t.tenant)) capped += static_cast<uint32_t>(t.queue.size());
   }
   return capped;
 }
