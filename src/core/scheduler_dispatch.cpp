@@ -774,7 +774,10 @@ void Scheduler::start(uint32_t id, uint32_t run_pool, Routed where, TimePoint no
                             .backend = backend,
                             .klass = n.klass,
                             .queue_wait = now - n.queued_since,
-                            .engine_priority = cls.engine_priority,
+                            // A flooder's excess is one step less urgent in an engine
+                            // that schedules by priority (vLLM's `priority`): its queue
+                            // and its preemptions then favour the others' requests.
+                            .engine_priority = cls.engine_priority + (n.excess_slot ? 1 : 0),
                             .preemptions = n.preemptions,
                             .cost_tokens = n.cost,
                             .waited_for = now > n.queued_since ? cq.blocked : WaitReason::kNone,

@@ -68,6 +68,15 @@ TEST(SchedulerTenantFairCap, AFloodingTenantTakesOnlyWhatNobodyElseCanUse) {
   EXPECT_EQ(h.scheduler().backend_over_fair_share(0, 0), 4u);
   EXPECT_EQ(h.scheduler().counters().total().over_fair_share, 4u);
   EXPECT_EQ(h.scheduler().waits_for(0, 0), WaitReason::kTenantCap);
+  // The excess is one step less urgent for an engine that schedules by
+  // priority; everything else carries its class's priority.
+  int less_urgent = 0;
+  for (const Dispatch& d : h.actions().dispatches) {
+    const int base = h.scheduler().config().classes[0].engine_priority;
+    EXPECT_TRUE(d.engine_priority == base || d.engine_priority == base + 1);
+    less_urgent += d.engine_priority == base + 1;
+  }
+  EXPECT_EQ(less_urgent, 4);
   // Another tenant's request arriving now starts at once: the flood's
   // excess holds no slot of the limit.
   h.add(kOthers + 900, 0, 9, 100, at_ms(3));
