@@ -342,7 +342,8 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, SlotPa
       continue;
     }
     if (where.backend == kNil) return;
-    start(id, pool, where, now, out, excess);
+    // In the extra pass it takes an extra slot (above the limit), not excess.
+    start(id, pool, where, now, out, excess && pass == SlotPass::kLimit);
     if (hybrid && deferred_top(cq)) open_excess(pool, klass);  // its last other tenant just started
   }
 }
