@@ -44,6 +44,13 @@ def start_gateway(build, tmp, config_text):
     return proc, wait_port_file(f"{tmp}/arbiter.port", proc), wait_port_file(f"{tmp}/admin.port", proc)
 
 
+def stop_all(procs):
+    """Stops the processes started for a run, the last started first."""
+    for p in reversed(procs):
+        p.terminate()
+        p.wait()
+
+
 def stream_chat(port, body, start):
     """POSTs a chat completion to the gateway on `port` and reads its answer to the end: the
     response (status, headers), its body, and the seconds from `start` (time.monotonic())

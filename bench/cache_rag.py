@@ -27,7 +27,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from bench_procs import pct, start_gateway, start_sim, stream_chat
+from bench_procs import pct, start_gateway, start_sim, stop_all, stream_chat
 
 WORDS = ("system network storage request latency budget policy tenant engine queue cache token stream "
          "deploy rollback replica region quota metric alert backup restore shard index vector prompt "
@@ -165,9 +165,7 @@ def run(args, cache_on):
         after = sim_tokens(sim_port)
         return results, {k: after[k] - before[k] for k in after}
     finally:
-        for p in reversed(procs):
-            p.terminate()
-            p.wait()
+        stop_all(procs)
 
 
 def main():

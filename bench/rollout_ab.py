@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 
-from bench_procs import drive, print_arms, start_gateway, start_sim
+from bench_procs import drive, print_arms, start_gateway, start_sim, stop_all
 
 
 def admin(port, method, path, body=None):
@@ -93,9 +93,7 @@ def run(args):
         a, b = ("mirrored", "plain") if args.mode == "shadow" else ("reloading", "quiet")
         print_arms(results, a, b)
     finally:
-        for p in reversed(procs):
-            p.terminate()
-            p.wait()
+        stop_all(procs)
 
 
 def main():

@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 
-from bench_procs import drive, print_arms, start_gateway, start_sim
+from bench_procs import drive, print_arms, start_gateway, start_sim, stop_all
 
 
 def spool_rows(admin_port):
@@ -72,9 +72,7 @@ def run(args):
         print(f"spool rows at each outage's end: {outages}; after the run: {spool_rows(admin_port):.0f}")
         print_arms(results, "store_out", "store_up")
     finally:
-        for p in reversed(procs):
-            p.terminate()
-            p.wait()
+        stop_all(procs)
 
 
 def main():
