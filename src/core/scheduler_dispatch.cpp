@@ -291,7 +291,7 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, SlotPa
     // runs fewer than its limit in all.
     const bool outside_excess = excess || background || behind_excess(p, klass);
     const SlotPass fits = outside_excess && pass == SlotPass::kLimit ? SlotPass::kExcess : pass;
-    if (run == pool && fits != pass && pick_backend(p, now, 1.0, kNil, fits) == kNil) {
+    if (run == pool && fits != pass && (least = pick_backend(p, now, 1.0, kNil, fits)) == kNil) {
       // Its own backends are full counting everything running: a lender's
       // idle slot, if it may borrow one (borrowed, not excess: the lender
       // takes it back as it takes any loan).
@@ -335,8 +335,8 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, SlotPa
     const bool headroom = hybrid && ((config_.classes[klass].engine_priority != top &&
                                       !slo_at_risk(nodes_[id], now)) ||
                                      flooding(nodes_[id].tenant, now));
-    const Routed where = route(p, nodes_[id], now, headroom ? kLowerTierBacklog : 1.0,
-                               headroom || fits != pass ? kNil : least, fits);
+    const Routed where =
+        route(p, nodes_[id], now, headroom ? kLowerTierBacklog : 1.0, headroom ? kNil : least, fits);
     if (where.backend == kNil && excess) {
       defer_tenant(tq);  // no slot outside the others' for it: the rest of the class's excess waits too
       continue;
