@@ -108,6 +108,7 @@ bool StoreWriter::write_batch() {
     const std::size_t n = std::min(queue_.size(), kBatchRows);
     taken.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
     queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+    writing_ = n;
   }
   if (taken.empty()) return true;
   // The journal's copies stay until this thread releases them: decoded
@@ -128,6 +129,7 @@ bool StoreWriter::write_batch() {
     std::lock_guard lock(mu_);
     // Back at the front, in order: the spool keeps every row until written.
     queue_.insert(queue_.begin(), taken.begin(), taken.end());
+    writing_ = 0;
     return false;
   }
   uint64_t usage = 0;
@@ -137,6 +139,7 @@ bool StoreWriter::write_batch() {
   if (!up_.exchange(true)) log_event(EventLevel::kInfo, "store_up", {});
   std::lock_guard lock(mu_);
   journal_->release_through(taken.back().first);
+  writing_ = 0;
   return true;
 }
 
@@ -222,7 +225,9 @@ StoreWriter::State StoreWriter::state() {
           .dropped = dropped_.load(),
           .failures = failures_.load()};
   std::lock_guard lock(mu_);
-  s.spool_rows = queue_.size();
+  // A batch in flight is not in the store yet: a reader that sees 0 may
+  // count on every row being there.
+  s.spool_rows = queue_.size() + writing_;
   s.spool_bytes = journal_->bytes();
   return s;
 }

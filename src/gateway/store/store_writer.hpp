@@ -88,6 +88,7 @@ class StoreWriter {
   std::mutex mu_;  // the queue and the journal
   std::condition_variable wake_;
   std::deque<std::pair<uint64_t, std::string_view>> queue_;  // encoded rows, in the journal
+  std::size_t writing_ = 0;  // rows out of queue_ in the batch being written: still spooled
   uint64_t next_seq_ = 1;
   bool stopping_ = false;
   std::thread thread_;
