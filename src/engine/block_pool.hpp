@@ -32,6 +32,7 @@ class BlockPool {
 
   // Prefix cache.
   std::optional<std::uint32_t> cached_block(std::uint64_t hash) const;
+  void prefetch_cached(std::uint64_t hash) const { cache_.prefetch(hash); }
   // Takes a reference on a block found by cached_block().
   void acquire(std::uint32_t block);
   // Makes a computed full block findable by `hash`; no-op if the block already

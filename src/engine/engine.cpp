@@ -259,7 +259,12 @@ void Engine::admit_waiting(std::uint32_t& budget, double now) {
     if (config_.enable_prefix_caching) {
       // At least one token must be computed to sample from, as in vLLM.
       const std::size_t max_hits = std::min<std::size_t>(r.block_hashes.size(), (tokens - 1) / bs);
+      // The index is far larger than cache: the lookups' slots are loaded
+      // kLookahead blocks ahead, so their memory misses overlap.
+      constexpr std::size_t kLookahead = 16;
+      for (std::size_t b = 0; b < std::min(max_hits, kLookahead); ++b) pool_.prefetch_cached(r.block_hashes[b]);
       for (std::size_t b = 0; b < max_hits; ++b) {
+        if (b + kLookahead < max_hits) pool_.prefetch_cached(r.block_hashes[b + kLookahead]);
         const auto block = pool_.cached_block(r.block_hashes[b]);
         if (!block) break;
         pool_.acquire(*block);
