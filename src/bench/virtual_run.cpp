@@ -427,6 +427,7 @@ class VirtualRun {
   }
 
   void client_abort(Live& l) {
+    if (l.engine != kNone) count_abandoned(l);
     if (scheds_.empty()) {
       if (l.engine != kNone) waste(l);
     } else if (scheds_[l.replica].cancel(l.handle) == sched::CancelOutcome::kReleased &&
@@ -587,6 +588,15 @@ class VirtualRun {
     sched::GapCounts& g = gaps_[l.engine];
     ++g.firsts;
     g.firsts_slow += (now_ - l.run_submitted) * 1000 > adaptive_.ttft_headroom * *c.slo.ttft_ms;
+  }
+
+  // The client of a run on its engine left (non-background classes that
+  // declare a ttft_slo, as count_first): the live relay counts the same.
+  void count_abandoned(const Live& l) {
+    if (gaps_.empty()) return;
+    const ClassSpec& c = s_.classes[l.spec.klass];
+    if (!c.slo.ttft_ms || c.policy.background) return;
+    ++gaps_[l.engine].abandoned;
   }
 
   // Staged degradation (hybrid and its variants): each replica's view of each pool,

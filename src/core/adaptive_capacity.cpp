@@ -53,6 +53,7 @@ void CapacityController::gaps(const GapCounts& seen) {
   gaps_.within_seconds += std::min(seen.within_seconds, seen.seconds);
   gaps_.firsts += seen.firsts;
   gaps_.firsts_slow += std::min(seen.firsts_slow, seen.firsts);
+  gaps_.abandoned += seen.abandoned;
 }
 
 void CapacityController::occupancy(const Occupancy& seen) {
@@ -85,10 +86,13 @@ CapacityController::Verdict CapacityController::judge() const {
   // per-token target: larger batches only raise its throughput, until the
   // engine's KV cache or its own queue says stop.
   if (!others_active_) return limited_ && room ? Verdict::kGrowExtra : Verdict::kHold;
-  const bool slow = (gap_evidence && !decode_fast) || gaps_.firsts_slow > 0;
+  // First tokens past their headroom, or clients leaving what runs: the
+  // engine is too slow for the requests it has, whatever the gaps say.
+  const bool late = gaps_.firsts_slow > 0 || gaps_.abandoned > 0;
+  const bool slow = (gap_evidence && !decode_fast) || late;
   if (in_use_ && slow && std::max(limit_, budget_) > start_) return Verdict::kHalve;
   if (!room || !decode_fast) return Verdict::kHold;
-  if (budget_limited_) return time_fast && gaps_.firsts_slow == 0 ? Verdict::kGrowBudget : Verdict::kHold;
+  if (budget_limited_) return time_fast && !late ? Verdict::kGrowBudget : Verdict::kHold;
   return limited_ && !others_waiting_ ? Verdict::kGrowExtra : Verdict::kHold;
 }
 

@@ -32,7 +32,11 @@
 //           the smaller limit would leave, fewer than itl_quantile of the
 //           inter-token gaps were within the gap target (decode steps too
 //           slow for it: the batch is too large; a limit nobody reaches is
-//           not what makes them slow). Never below the start: below the
+//           not what makes them slow), a first token came later than its
+//           class's headroom, or a client left a request running there
+//           (GapCounts::abandoned: a per-token SLO can allow an answer
+//           longer than its client waits; more sequences make every answer
+//           longer still). Never below the start: below the
 //           configured max_concurrency slow gaps are prefill steps more
 //           often than large batches, and fewer slots do not make prefill
 //           faster (docs/benchmarks.md measured it: 83 losing sweep
@@ -41,8 +45,9 @@
 //           it held other work back (this gateway's part full with other
 //           work queued for it, and the engine holding the whole budget),
 //           the engine queued nothing itself, its KV use is below
-//           kv_grow_below and at least itl_quantile of the gaps were within
-//           the gap target: the slots follow the engine for every class,
+//           kv_grow_below, at least itl_quantile of the gaps were within
+//           the gap target and no first token was late and no client left a
+//           running request: the slots follow the engine for every class,
 //           within the tightest per-token SLO of the classes running there;
 //   grow    the extra slots (+ growth x limit, up to max_limit and
 //           max_extra_share of the part above it) when the limit held
@@ -127,6 +132,10 @@ struct GapCounts {
   // it (the engine's part of the first token's wait).
   uint64_t firsts = 0;
   uint64_t firsts_slow = 0;
+  // Runs of such requests (sent to the engine, not yet ended) that their
+  // client left: whatever the SLOs declare, the engine was too slow for
+  // them. Gateway-initiated ends (supersede, preemption) are not counted.
+  uint64_t abandoned = 0;
 };
 
 // What the controller sees of one backend's slots at a scrape or tick.

@@ -1,8 +1,9 @@
 // The inter-event gaps of one backend's streamed answers, counted by the
 // relays (relay/relay_stream.cpp, relay_aggregate.cpp) and taken at each engine-signals scrape by
 // adaptive capacity (gateway/backend_capacity.hpp): how many gaps, how
-// many within the backend's gap target, and their time; and the first
-// events of runs against their class's first-token headroom. The relays of every I/O thread
+// many within the backend's gap target, and their time; the first
+// events of runs against their class's first-token headroom; and the runs
+// their clients left. The relays of every I/O thread
 // count into it at once: relaxed atomics only, no lock, no allocation on
 // the per-event path. The counts need no order with anything else: a gap
 // counted a scrape late only moves it to the next interval.
@@ -39,6 +40,10 @@ class StreamGaps {
     if (slow) firsts_slow_.fetch_add(1, std::memory_order_relaxed);
   }
 
+  // A run's client left before its answer ended (first_token_bound's
+  // requests only; GapCounts::abandoned).
+  void count_abandoned() noexcept { abandoned_.fetch_add(1, std::memory_order_relaxed); }
+
   // The gap target until the next call (the monitor's, at each scrape).
   void set_target(Clock::duration target) noexcept {
     target_ticks_.store(target.count(), std::memory_order_relaxed);
@@ -53,7 +58,8 @@ class StreamGaps {
             .seconds = seconds(ticks_.exchange(0, std::memory_order_relaxed)),
             .within_seconds = seconds(within_ticks_.exchange(0, std::memory_order_relaxed)),
             .firsts = firsts_.exchange(0, std::memory_order_relaxed),
-            .firsts_slow = firsts_slow_.exchange(0, std::memory_order_relaxed)};
+            .firsts_slow = firsts_slow_.exchange(0, std::memory_order_relaxed),
+            .abandoned = abandoned_.exchange(0, std::memory_order_relaxed)};
   }
 
  private:
@@ -63,6 +69,7 @@ class StreamGaps {
   std::atomic<int64_t> within_ticks_{0};  // of it, in gaps within the target
   std::atomic<uint64_t> firsts_{0};
   std::atomic<uint64_t> firsts_slow_{0};
+  std::atomic<uint64_t> abandoned_{0};
   std::atomic<int64_t> target_ticks_{0};  // Clock ticks; 0 until set (nothing within)
 };
 

@@ -5,7 +5,8 @@
 // max_concurrency of that work at once, while another class still never
 // gets more than max_concurrency, and a class's per-token target takes the
 // extra slots back while it has work; a model may have its own settings;
-// once the engine's KV cache fills, the limit shrinks back below the start;
+// once the engine's KV cache fills, the limit shrinks back below the start,
+// and clients leaving running streams give growth back;
 // an engine the gateway cannot see starts over at max_concurrency. Every wait is bounded and polls the
 // gateway's or the sim's gauges; nothing is timed.
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 #include "support/gateway_config.hpp"
 #include "support/gateway_process.hpp"
 #include "support/harness.hpp"  // describe_output
+#include "support/metrics_text.hpp"
 
 namespace arbiter::test {
 namespace {
@@ -166,6 +168,53 @@ TEST(AdaptiveCapacity, EveryClassGetsTheSlotsTheEngineHasRoomFor) {
                                     kBackend)
                 .value_or(-1),
             0);  // no background work: no extra slots
+}
+
+// Clients leaving chat streams mid-answer give growth back (issue 41: a
+// per-token SLO can allow answers longer than clients wait, and more
+// sequences make every answer longer): once the budget has grown and every
+// chat stream runs, some clients hang up; the limit comes down although
+// nothing else changed (without the rule it holds: nothing waits, the
+// engine has room and its steps are fast).
+TEST(AdaptiveCapacity, ClientsLeavingRunningStreamsGiveTheGrowthBack) {
+  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
+  GatewayProcess gateway(adaptive_config(sim.port(), ", ttft_slo_ms: 60000", true, 2).to_yaml());
+  auto staying = send_streams(gateway.port(), "chat", 4 * kSlots, 800);
+  const auto grown = gateway.wait_for_metric("arbiter_backend_slot_limit", [](double v) { return v > kSlots + 2; },
+                                             Millis(60'000), kBackend);
+  ASSERT_GT(grown.value_or(0), kSlots + 2) << describe_output(gateway);
+  // Everything runs: nothing waits for a slot, so nothing asks for more.
+  ASSERT_EQ(gateway.wait_for_metric("arbiter_backend_in_flight", [](double v) { return v == 4 * kSlots; },
+                                    Millis(60'000), kBackend),
+            4 * kSlots)
+      << describe_output(gateway);
+  const double downs_before =
+      metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_backend_slot_limit_changes_total",
+                   {{"model", "m1"}, {"direction", "down"}})
+          .value_or(0);
+  // Two clients send a stream each and hang up a second into it.
+  const std::string extra = R"("max_tokens":1500,"min_tokens":1500,"stream":true)";
+  std::vector<std::future<bool>> leaving;
+  for (int i = 0; i < 2; ++i) {
+    leaving.push_back(std::async(std::launch::async, [&] {
+      try {  // the call times out and closes its connection
+        http_call(gateway.port(),
+                  gateway_post("/v1/chat/completions", sim_chat(extra, "Write a report.", "m1"), kAlphaKey, "chat"),
+                  Millis(1'000));
+      } catch (const std::exception&) {
+        return true;
+      }
+      return false;
+    }));
+  }
+  for (auto& f : leaving) EXPECT_TRUE(f.get()) << "the stream ended before its client left";
+  EXPECT_GT(gateway.wait_for_metric("arbiter_backend_slot_limit_changes_total",
+                                    [&](double v) { return v > downs_before; }, Millis(30'000),
+                                    {{"model", "m1"}, {"direction", "down"}})
+                .value_or(0),
+            downs_before)
+      << describe_output(gateway);
+  expect_all_ok(staying);
 }
 
 // A class's tpot_slo_ms is the gap target while it has work on the pool:

@@ -42,7 +42,12 @@ Task<bool> UpstreamExchange::relay_stream(Stream& socket, beast::flat_buffer& bu
       }
     }
     if ((unsent_head || last || !parts_.empty()) && !co_await r_.sink.write_stream(unsent_head, parts_, last)) {
-      outcome_.status = 499;
+      // The client left: mid-answer, unless the engine had sent it all.
+      if (last) {
+        outcome_.status = 499;
+      } else {
+        cancelled();
+      }
       co_return false;
     }
     if (r_.typing) publish(socket.tls() != nullptr);

@@ -72,6 +72,12 @@ Task<void> UpstreamExchange::run(UpstreamExchange self) {
   co_return self.fail("reset", upstream_failed("the backend closed the connection"));
 }
 
+void UpstreamExchange::cancelled() {
+  const bool sent = sent_at_ != Clock::time_point{};
+  if (r_.gaps && r_.first_token_bound.count() > 0 && sent && outcome_.status != 499) r_.gaps->count_abandoned();
+  outcome_.status = 499;
+}
+
 UpstreamExchange::ReadEnd UpstreamExchange::halted() {
   if (r_.sink.client_gone()) {
     cancelled();

@@ -95,7 +95,9 @@ class UpstreamExchange {
     return &net::query(executor, net::execution::context);
   }
 
-  void cancelled() { outcome_.status = 499; }
+  // The client left: 499; a run the engine had (sent, not ended) counts
+  // for adaptive capacity as one its client gave up on.
+  void cancelled();
   // Preempted: the caller requeues and runs again. Superseded (or stopped
   // by the drain deadline) before any answer: the caller answers 409 (503).
   void interrupted();

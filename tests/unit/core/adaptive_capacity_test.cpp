@@ -6,7 +6,8 @@
 // engine queues; replicas share it. The extra slots grow only while the
 // limit holds background work back, no other work waits, and the engine
 // shows room; a full KV cache shrinks, slow decode steps give back what
-// growth added; everything stays within its bounds and ignores noise.
+// growth added, and so does a client leaving a running request; everything
+// stays within its bounds and ignores noise.
 // Background work alone has no per-token target: the gaps do not bound it.
 // Slots above the base are background work's only (extra()).
 #include "core/adaptive_capacity.hpp"
@@ -42,6 +43,7 @@ struct Interval {
   uint64_t within = 90;  // of `gaps`, within the gap target
   double fast_time = -1;  // share of the gaps' time in those within; -1: as their count
   uint64_t firsts_slow = 0;
+  uint64_t abandoned = 0;  // runs their clients left
   bool background_waiting = true;
   int in_flight = -1;  // -1: at the limit
   bool others_waiting = false;
@@ -64,7 +66,8 @@ class Driver {
              .seconds = static_cast<double>(i.gaps),
              .within_seconds = share * static_cast<double>(i.gaps),
              .firsts = i.firsts_slow + 1,
-             .firsts_slow = i.firsts_slow});
+             .firsts_slow = i.firsts_slow,
+             .abandoned = i.abandoned});
     c_.occupancy({.in_flight = in_flight,
                   .background_waiting = i.background_waiting,
                   .others_waiting = i.others_waiting,
@@ -292,6 +295,9 @@ TEST(AdaptiveCapacity, BudgetDoesNotGrowWithoutEachCondition) {
   in = wants_budget();
   in.firsts_slow = 1;  // a first token past its class's headroom
   EXPECT_EQ(after_patience(in), 64u);
+  in = wants_budget();
+  in.abandoned = 1;  // a client left a running request
+  EXPECT_EQ(after_patience(in), 64u);
 }
 
 // What growth added for every class goes back when the classes there pay
@@ -305,6 +311,22 @@ TEST(AdaptiveCapacity, SlowFirstTokensGiveTheBudgetBack) {
   slow.firsts_slow = 2;
   EXPECT_EQ(d.step(slow), 64 + (grown - 64) / 2);
   for (int i = 0; i < 10; ++i) d.step(slow);
+  EXPECT_EQ(d.limit(), 64u);  // never below the start
+}
+
+// A client leaving what runs there gives the growth back as a slow first
+// token does: its class's per-token SLO allowed an answer longer than the
+// client waits (issue 41: chat failing 29% of its requests mid-answer in
+// deep overload with the budget grown 64 -> 120, 3% without).
+TEST(AdaptiveCapacity, ClientsLeavingRunningRequestsGiveTheBudgetBack) {
+  Driver d;
+  for (int i = 0; i < 20; ++i) d.step(wants_budget());
+  const uint32_t grown = d.controller().budget();
+  ASSERT_GT(grown, 100u);
+  Interval left = wants_budget();
+  left.abandoned = 1;
+  EXPECT_EQ(d.step(left), 64 + (grown - 64) / 2);
+  for (int i = 0; i < 10; ++i) d.step(left);
   EXPECT_EQ(d.limit(), 64u);  // never below the start
 }
 
@@ -380,6 +402,7 @@ TEST(AdaptiveCapacity, PropertyBudgetWithinBoundsAndNeverGrowingWhileTheEngineQu
                 .gaps = static_cast<uint64_t>(unit(rng) * 200),
                 .fast_time = unit(rng),
                 .firsts_slow = unit(rng) < 0.1 ? 1u : 0u,
+                .abandoned = unit(rng) < 0.1 ? 1u : 0u,
                 .background_waiting = unit(rng) < 0.5,
                 .in_flight = static_cast<int>(unit(rng) * 300),
                 .others_waiting = unit(rng) < 0.6,
@@ -393,7 +416,7 @@ TEST(AdaptiveCapacity, PropertyBudgetWithinBoundsAndNeverGrowingWhileTheEngineQu
                          in.others_in_flight >= std::floor(base * c.backoff) && load >= budget &&
                          in.gaps >= c.min_gaps &&
                          static_cast<double>(in.within) >= c.itl_quantile * static_cast<double>(in.gaps) &&
-                         in.fast_time >= c.itl_quantile && in.firsts_slow == 0;
+                         in.fast_time >= c.itl_quantile && in.firsts_slow == 0 && in.abandoned == 0;
     streak = allowed ? streak + 1 : 0;
     d.step(in);
     ASSERT_LE(c.min_limit, x.base());

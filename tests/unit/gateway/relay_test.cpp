@@ -203,6 +203,42 @@ TEST(Relay, AConsumerLeavingMidStreamClosesTheUpstream) {
       << "the stream goes on for a second unless the relay closes it: " << upstream.describe();
 }
 
+// Adaptive capacity hears of a client that left a run the engine had
+// (StreamGaps::count_abandoned), and of no other end.
+TEST(Relay, AClientLeavingARunningStreamCountsAsAbandonedForAdaptiveCapacity) {
+  const auto relay_counting = [](RecordingSink& sink, StreamGaps& gaps) {
+    test::FakeUpstream upstream;
+    upstream.push(test::Stream{.payloads = test::chat_chunks(10), .interval = std::chrono::milliseconds(5)});
+    net::io_context ioc;
+    UpstreamPool pool("127.0.0.1", upstream.port(), 4);
+    Deadline deadline;
+    Interrupt interrupt;
+    const TimeoutsConfig timeouts;
+    const LimitsConfig limits;
+    const std::vector<std::pair<std::string, std::string>> headers{{"x-request-id", "r1"}};
+    const RelayRequest request{.pool = pool, .upstream_request = kChatRequest, .sink = sink, .deadline = deadline,
+                               .timeouts = timeouts, .limits = limits, .response_headers = headers,
+                               .interrupt = interrupt, .gaps = &gaps,
+                               .first_token_bound = std::chrono::seconds(1)};
+    RelayOutcome outcome;
+    net::co_spawn(ioc, relay(request, outcome), net::detached);
+    ioc.run_for(std::chrono::seconds(10));
+    return outcome.status;
+  };
+  StreamGaps gaps;
+  RecordingSink left;
+  left.leave_after_writes = 2;
+  EXPECT_EQ(relay_counting(left, gaps), 499);
+  sched::GapCounts seen = gaps.take();
+  EXPECT_EQ(seen.abandoned, 1u);
+  EXPECT_EQ(seen.firsts, 1u);
+  RecordingSink stayed;
+  EXPECT_EQ(relay_counting(stayed, gaps), 200);
+  seen = gaps.take();
+  EXPECT_EQ(seen.abandoned, 0u);
+  EXPECT_EQ(seen.firsts, 1u);
+}
+
 TEST(Relay, TheEventsOfOneReadGoOutAsOneChunk) {
   test::FakeUpstream upstream;
   const test::Stream stream{.payloads = test::chat_chunks(20)};

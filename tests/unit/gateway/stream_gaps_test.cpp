@@ -27,7 +27,7 @@ TEST(StreamGaps, CountsGapsWithinTheTarget) {
 // Issue 41: the time counts too (an engine busy with prefill chunks has few
 // slow steps by count and most of its time in them), and first events
 // against their class's headroom.
-TEST(StreamGaps, CountsTheGapsTimeAndFirstTokens) {
+TEST(StreamGaps, CountsTheGapsTimeFirstTokensAndAbandonedRuns) {
   StreamGaps gaps;
   gaps.set_target(30ms);
   gaps.count(1, 10ms);
@@ -35,14 +35,16 @@ TEST(StreamGaps, CountsTheGapsTimeAndFirstTokens) {
   gaps.count(1, 200ms);
   gaps.count_first(false);
   gaps.count_first(true);
+  gaps.count_abandoned();
   const sched::GapCounts c = gaps.take();
   EXPECT_EQ(c.within, 2u);
   EXPECT_NEAR(c.seconds, 0.230, 1e-9);
   EXPECT_NEAR(c.within_seconds, 0.030, 1e-9);
   EXPECT_EQ(c.firsts, 2u);
   EXPECT_EQ(c.firsts_slow, 1u);
+  EXPECT_EQ(c.abandoned, 1u);
   const sched::GapCounts again = gaps.take();
-  EXPECT_EQ(again.firsts + again.firsts_slow, 0u);
+  EXPECT_EQ(again.firsts + again.firsts_slow + again.abandoned, 0u);
   EXPECT_EQ(again.seconds, 0);
 }
 
