@@ -26,7 +26,7 @@ const UpstreamRequest kChatRequest{.target = "/v1/chat/completions", .host = "12
 // (relay() writes into it).
 RelayOutcome relay_through(net::io_context& ioc, UpstreamPool& pool, ResponseSink& sink,
                            RelayResume* resume = nullptr, RelayOutcome outcome = {},
-                           const UpstreamRequest& up = kChatRequest) {
+                           const UpstreamRequest& up = kChatRequest, StreamGaps* gaps = nullptr) {
   Deadline deadline;
   Interrupt interrupt;
   const TimeoutsConfig timeouts;
@@ -34,7 +34,9 @@ RelayOutcome relay_through(net::io_context& ioc, UpstreamPool& pool, ResponseSin
   const std::vector<std::pair<std::string, std::string>> headers{{"x-request-id", "r1"}};
   const RelayRequest request{.pool = pool, .upstream_request = up, .sink = sink, .deadline = deadline,
                              .timeouts = timeouts, .limits = limits, .response_headers = headers,
-                             .interrupt = interrupt, .resume = resume};
+                             .interrupt = interrupt, .resume = resume, .gaps = gaps,
+                             // With gaps: first tokens and abandoned runs counted.
+                             .first_token_bound = gaps ? std::chrono::seconds(1) : std::chrono::seconds(0)};
   net::co_spawn(ioc, relay(request, outcome), net::detached);
   ioc.restart();  // a second run on the same io_context (and pool)
   ioc.run_for(std::chrono::seconds(10));
@@ -211,19 +213,7 @@ TEST(Relay, AClientLeavingARunningStreamCountsAsAbandonedForAdaptiveCapacity) {
     upstream.push(test::Stream{.payloads = test::chat_chunks(10), .interval = std::chrono::milliseconds(5)});
     net::io_context ioc;
     UpstreamPool pool("127.0.0.1", upstream.port(), 4);
-    Deadline deadline;
-    Interrupt interrupt;
-    const TimeoutsConfig timeouts;
-    const LimitsConfig limits;
-    const std::vector<std::pair<std::string, std::string>> headers{{"x-request-id", "r1"}};
-    const RelayRequest request{.pool = pool, .upstream_request = kChatRequest, .sink = sink, .deadline = deadline,
-                               .timeouts = timeouts, .limits = limits, .response_headers = headers,
-                               .interrupt = interrupt, .gaps = &gaps,
-                               .first_token_bound = std::chrono::seconds(1)};
-    RelayOutcome outcome;
-    net::co_spawn(ioc, relay(request, outcome), net::detached);
-    ioc.run_for(std::chrono::seconds(10));
-    return outcome.status;
+    return relay_through(ioc, pool, sink, nullptr, {}, kChatRequest, &gaps).status;
   };
   StreamGaps gaps;
   RecordingSink left;
