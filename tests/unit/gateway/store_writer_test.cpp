@@ -36,8 +36,13 @@ TEST(StoreWriter, ABatchBeingWrittenStaysInTheSpoolCountUntilTheStoreHoldsIt) {
   ASSERT_TRUE(opened) << opened.error();
   StoreWriter& writer = **opened;
   constexpr int kRows = 1'000;
+  // Stamped now: rows older than the retention would be pruned by the
+  // writer's first pass after a write.
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
   for (int i = 0; i < kRows; ++i) {
-    writer.add(store::UsageRow{.ts_ms = 1'000 + i, .request_id = "r" + std::to_string(i), .tenant = "t",
+    writer.add(store::UsageRow{.ts_ms = now_ms + i, .request_id = "r" + std::to_string(i), .tenant = "t",
                                .model = "m", .klass = "chat", .status = 200});
   }
   // Another connection holds the write lock: each of the writer's batches
