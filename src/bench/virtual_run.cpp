@@ -579,24 +579,27 @@ class VirtualRun {
     g.within_seconds += within ? gap_s : 0;
   }
 
-  // A run's first token against its class's ttft_slo (non-background
-  // classes that declare one): what the engine added to its wait.
-  void count_first(const Live& l) {
-    if (gaps_.empty()) return;
+  // Where the first tokens and abandoned runs of `l`'s engine run are
+  // counted: non-background classes that declare a ttft_slo, with adaptive
+  // capacity on (as the live relay's first_token_bound); null otherwise.
+  sched::GapCounts* judged_runs(const Live& l) {
+    if (gaps_.empty()) return nullptr;
     const ClassSpec& c = s_.classes[l.spec.klass];
-    if (!c.slo.ttft_ms || c.policy.background) return;
-    sched::GapCounts& g = gaps_[l.engine];
-    ++g.firsts;
-    g.firsts_slow += (now_ - l.run_submitted) * 1000 > adaptive_.ttft_headroom * *c.slo.ttft_ms;
+    return c.slo.ttft_ms && !c.policy.background ? &gaps_[l.engine] : nullptr;
   }
 
-  // The client of a run on its engine left (non-background classes that
-  // declare a ttft_slo, as count_first): the live relay counts the same.
+  // A run's first token against its class's ttft_slo: what the engine
+  // added to its wait.
+  void count_first(const Live& l) {
+    sched::GapCounts* g = judged_runs(l);
+    if (g == nullptr) return;
+    ++g->firsts;
+    g->firsts_slow += (now_ - l.run_submitted) * 1000 > adaptive_.ttft_headroom * *s_.classes[l.spec.klass].slo.ttft_ms;
+  }
+
+  // The client of a run on its engine left.
   void count_abandoned(const Live& l) {
-    if (gaps_.empty()) return;
-    const ClassSpec& c = s_.classes[l.spec.klass];
-    if (!c.slo.ttft_ms || c.policy.background) return;
-    ++gaps_[l.engine].abandoned;
+    if (sched::GapCounts* g = judged_runs(l)) ++g->abandoned;
   }
 
   // Staged degradation (hybrid and its variants): each replica's view of each pool,
