@@ -31,9 +31,9 @@ const Labels kBackend{{"model", "m1"}};
 // `chat_keys`: more of chat's class keys (e.g. ", tpot_slo_ms: 1");
 // `enabled`: the global section's switch; `budget_patience`: 1000 keeps the
 // budget (every class's slots) at the start, for the tests of background
-// work's extra slots.
+// work's extra slots; `max`: the ceiling.
 GatewayConfig adaptive_config(uint16_t port, const std::string& chat_keys = "", bool enabled = true,
-                              int budget_patience = 1000) {
+                              int budget_patience = 1000, int max = 64) {
   GatewayConfig config;
   config.backend_ports = {port};
   config.max_concurrency = kSlots;
@@ -46,7 +46,7 @@ GatewayConfig adaptive_config(uint16_t port, const std::string& chat_keys = "", 
       // A decision per 100 ms; a gap target a loaded test machine meets
       // (the sim's steps take ~12 ms); extra slots up to the start again.
       "adaptive_capacity: {enabled: " + std::string(enabled ? "true" : "false") +
-      ", min: 1, max: 64, max_extra_share: 1, interval_ms: 100,\n"
+      ", min: 1, max: " + std::to_string(max) + ", max_extra_share: 1, interval_ms: 100,\n"
       "                    min_gaps: 8, itl_target_ms: 200, budget_patience: " + std::to_string(budget_patience) +
       "}\n";
   return config;
@@ -172,41 +172,50 @@ TEST(AdaptiveCapacity, EveryClassGetsTheSlotsTheEngineHasRoomFor) {
 
 // Clients leaving chat streams mid-answer give growth back (issue 41: a
 // per-token SLO can allow answers longer than clients wait, and more
-// sequences make every answer longer): once the budget has grown and every
-// chat stream runs, some clients hang up; the limit comes down although
-// nothing else changed (without the rule it holds: nothing waits, the
-// engine has room and its steps are fast).
+// sequences make every answer longer). Two clients' streams start first,
+// then more than the ceiling (12) of others: the budget grows to the
+// ceiling and stays there, full, with work waiting. The two clients hang
+// up; the others take their slots at once, and the limit comes down
+// although nothing else changed (without the rule it holds: at the
+// ceiling, the engine with room, its steps fast).
 TEST(AdaptiveCapacity, ClientsLeavingRunningStreamsGiveTheGrowthBack) {
+  constexpr unsigned kCeiling = 3 * kSlots;
   SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
-  GatewayProcess gateway(adaptive_config(sim.port(), ", ttft_slo_ms: 60000", true, 2).to_yaml());
-  auto staying = send_streams(gateway.port(), "chat", 4 * kSlots, 800);
-  const auto grown = gateway.wait_for_metric("arbiter_backend_slot_limit", [](double v) { return v > kSlots + 2; },
-                                             Millis(60'000), kBackend);
-  ASSERT_GT(grown.value_or(0), kSlots + 2) << describe_output(gateway);
-  // Everything runs: nothing waits for a slot, so nothing asks for more.
-  ASSERT_EQ(gateway.wait_for_metric("arbiter_backend_in_flight", [](double v) { return v == 4 * kSlots; },
-                                    Millis(60'000), kBackend),
-            4 * kSlots)
-      << describe_output(gateway);
-  const double downs_before =
-      metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_backend_slot_limit_changes_total",
-                   {{"model", "m1"}, {"direction", "down"}})
-          .value_or(0);
-  // Two clients send a stream each and hang up a second into it.
-  const std::string extra = R"("max_tokens":1500,"min_tokens":1500,"stream":true)";
+  GatewayProcess gateway(
+      adaptive_config(sim.port(), ", ttft_slo_ms: 60000, max_share: 1", true, 2, kCeiling).to_yaml());
+  // Cut short by their clients at 8 s.
+  const std::string extra = R"("max_tokens":2000,"min_tokens":2000,"stream":true)";
   std::vector<std::future<bool>> leaving;
   for (int i = 0; i < 2; ++i) {
     leaving.push_back(std::async(std::launch::async, [&] {
       try {  // the call times out and closes its connection
         http_call(gateway.port(),
                   gateway_post("/v1/chat/completions", sim_chat(extra, "Write a report.", "m1"), kAlphaKey, "chat"),
-                  Millis(1'000));
+                  Millis(8'000));
       } catch (const std::exception&) {
         return true;
       }
       return false;
     }));
   }
+  ASSERT_EQ(gateway.wait_for_metric("arbiter_backend_in_flight", [](double v) { return v == 2; }, Millis(5'000),
+                                    kBackend),
+            2)
+      << describe_output(gateway);
+  auto staying = send_streams(gateway.port(), "chat", 4 * kSlots, 1200);  // ~15 s each
+  // At the ceiling and full before the two leave.
+  ASSERT_EQ(gateway.wait_for_metric("arbiter_backend_slot_limit", [](double v) { return v == kCeiling; },
+                                    Millis(7'000), kBackend),
+            kCeiling)
+      << describe_output(gateway);
+  ASSERT_EQ(gateway.wait_for_metric("arbiter_backend_in_flight", [](double v) { return v == kCeiling; },
+                                    Millis(1'000), kBackend),
+            kCeiling)
+      << describe_output(gateway);
+  const double downs_before =
+      metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_backend_slot_limit_changes_total",
+                   {{"model", "m1"}, {"direction", "down"}})
+          .value_or(0);
   for (auto& f : leaving) EXPECT_TRUE(f.get()) << "the stream ended before its client left";
   EXPECT_GT(gateway.wait_for_metric("arbiter_backend_slot_limit_changes_total",
                                     [&](double v) { return v > downs_before; }, Millis(30'000),
