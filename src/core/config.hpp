@@ -272,6 +272,21 @@ struct StoreConfig {
   std::vector<std::pair<std::string, double>> audit_sample;
 };
 
+// The Batch API (/v1/files, /v1/batches; docs/batches.md): where its files
+// and jobs live, the class its lines run in, and its bounds.
+struct BatchConfig {
+  bool enabled = true;
+  std::string dir = "arbiter-batches";  // relative: to the config file's folder
+  // The class a batch's lines run in; empty: a class named "batch", else
+  // the class of the lowest priority.
+  std::string klass;
+  std::size_t max_lines = 50'000;  // lines a batch input file may hold (OpenAI's limit)
+  // Lines of one batch handed to the scheduler at once; the scheduler
+  // orders them against every other request.
+  std::size_t max_in_flight = 1024;
+  std::chrono::hours max_window{7 * 24};  // the longest completion_window accepted
+};
+
 struct Config {
   ListenerConfig listener;
   AdminConfig admin;
@@ -309,6 +324,7 @@ struct Config {
   cache::CacheConfig cache;                 // the result cache (gateway/stages/cache)
   CorsConfig cors;
   StoreConfig store;
+  BatchConfig batches;
   LogConfig log;
   // Classes the file listed under a built-in class's name: they started from
   // its scheduling settings and cap (what `--check` reports).

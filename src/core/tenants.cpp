@@ -28,7 +28,15 @@ TenantDirectory::TenantDirectory(const std::vector<TenantConfig>& tenants, bool 
   for (const auto& t : tenants) {
     for (const auto& h : t.key_sha256) by_key_hash_.emplace(h, &t);
     for (const auto& name : t.client_cert_names) by_cert_name_.emplace(name, &t);
+    by_name_.emplace(t.name, &t);
   }
+}
+
+std::expected<const TenantConfig*, ApiError> TenantDirectory::acting_as(std::string_view name) const {
+  if (auto it = by_name_.find(name); it != by_name_.end()) return it->second;
+  if (name == kAnonymousTenant && !auth_enabled_) return nullptr;
+  return std::unexpected(ApiError{ErrorCode::kUnauthorized,
+                                  "the tenant '" + std::string(name) + "' is not configured any more", {}, {}});
 }
 
 std::expected<const TenantConfig*, ApiError> TenantDirectory::authenticate(

@@ -31,11 +31,17 @@ class TenantDirectory {
   std::expected<const TenantConfig*, ApiError> authenticate(std::string_view authorization,
                                                             std::span<const std::string> cert_names = {}) const;
 
+  // The tenant a gateway-internal client acts for (a batch's, by name):
+  // nullptr for the anonymous tenant while auth is off; 401 when no
+  // configured tenant has that name any more.
+  std::expected<const TenantConfig*, ApiError> acting_as(std::string_view name) const;
+
   bool auth_enabled() const { return auth_enabled_; }
 
  private:
   std::unordered_map<std::string, const TenantConfig*> by_key_hash_;  // hex sha256 -> tenant
   std::unordered_map<std::string, const TenantConfig*> by_cert_name_;
+  std::unordered_map<std::string_view, const TenantConfig*> by_name_;  // views the config's names
   bool auth_enabled_;
 };
 

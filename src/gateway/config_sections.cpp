@@ -1,5 +1,6 @@
 // The features' config sections, one line each (gateway/config_section.hpp).
 #include "gateway/config_section.hpp"
+#include "gateway/batch/batch_config_section.hpp"
 #include "gateway/cors_section.hpp"
 #include "gateway/resilience/resilience_config_section.hpp"
 #include "gateway/stages/breaker/breaker_config_section.hpp"
@@ -22,6 +23,7 @@ std::span<const ConfigSection> feature_sections() {
       cache_section(),              // stages/cache
       cors_section(),               // cors
       store_section(),              // store
+      batches_section(),            // batch
   };
   return kSections;
 }

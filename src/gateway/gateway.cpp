@@ -31,7 +31,7 @@ std::chrono::steady_clock::duration retire_grace(const Config& config) {
 
 Gateway::Gateway(Config config, std::string text, std::string source, std::size_t io_threads,
                  net::any_io_executor timer_executor, std::unique_ptr<BatchedLineWriter> access_log,
-                 std::unique_ptr<StoreWriter> store)
+                 std::unique_ptr<StoreWriter> store, std::filesystem::path batch_dir)
     : startup_config_(config),
       quotas_(startup_config_, timer_executor, metrics_.registry),
       usage_(startup_config_),
@@ -72,6 +72,7 @@ Gateway::Gateway(Config config, std::string text, std::string source, std::size_
     std::lock_guard lock(reload_mu_);
     show_version_locked();
   }
+  if (!batch_dir.empty()) start_batches(batch_dir);
   metrics_.config_generations.set(1);
   // Every second: replaced generations freed, canaries judged.
   retire_sweep_.start(timer_executor_, std::chrono::seconds(1), [this]() -> Task<void> {
@@ -82,6 +83,7 @@ Gateway::Gateway(Config config, std::string text, std::string source, std::size_
 }
 
 Gateway::~Gateway() {
+  if (batches_) batches_->stop();
   retire_sweep_.stop();
   generation_.load()->stop();
   dispatcher_->stop();
@@ -118,6 +120,26 @@ void Gateway::start_store(const StoreConfig& settings) {
     set_event_tap(&audit_tap_);
   }
   store_->start();
+}
+
+void Gateway::start_batches(const std::filesystem::path& dir) {
+  auto current_runtime = [this] {
+    std::shared_ptr<Generation> generation = generation_.load();
+    const Runtime* runtime = &generation->runtime();
+    return std::shared_ptr<const Runtime>(std::move(generation), runtime);
+  };
+  // A line runs as a client's request does (handle()), on the timer strand.
+  auto run_line = [this](Route route, HttpRequest& req, RequestClient& client) {
+    std::shared_ptr<Generation> generation = generation_.load();
+    const Pipeline& pipeline = generation->pipeline();
+    const Runtime* runtime = &generation->runtime();
+    return pipeline.run(route, req, client, std::shared_ptr<const Runtime>(std::move(generation), runtime));
+  };
+  auto opened = batch::BatchBook::open(dir, timer_executor_, std::move(run_line), std::move(current_runtime));
+  if (!opened) throw std::runtime_error("batches.dir: " + opened.error());
+  batches_ = std::move(*opened);
+  batch_routes_ = std::make_unique<batch::BatchRoutes>(*batches_);
+  batches_->start();
 }
 
 GenerationDeps Gateway::generation_deps() {
@@ -309,6 +331,7 @@ Task<void> Gateway::handle(HttpRequest& req, ClientConnection& conn) {
     // whole generation (the pipeline running it) alive to its end.
     return pipeline.run(*route, req, conn, std::shared_ptr<const Runtime>(std::move(generation), runtime));
   }
+  if (batch_routes_ && batch::BatchRoutes::serves(path)) return answer_batch(req, conn, path, std::move(generation));
   // The public port does not know the operator's routes (/metrics, /admin/*):
   // they are the admin listener's alone.
   const bool admin = AdminRoutes::serves(path) && !AdminRoutes::operator_only(path);
@@ -323,6 +346,13 @@ Task<void> Gateway::handle_admin(HttpRequest& req, ClientConnection& conn) {
   // Only the admin routes it knows: an unknown /admin/* path is 404.
   const bool admin = AdminRoutes::serves(path) && (AdminRoutes::operator_only(path) || path == "/healthz" || path == "/readyz");
   co_await answer_get(req, conn, path, false, admin, generation_.load());
+}
+
+Task<void> Gateway::answer_batch(HttpRequest& req, ClientConnection& conn, std::string_view path,
+                                 std::shared_ptr<Generation> generation) {
+  batch::BatchRoutes::Headers headers{{"x-request-id", choose_request_id(req["x-request-id"])}};
+  generation->cors().add_answer_headers(req["origin"], headers);
+  co_await batch_routes_->handle(req, conn, path, generation->runtime(), headers);
 }
 
 void Gateway::note_route_refusal(const HttpRequest& req, const ApiError& err, std::string_view reason) {

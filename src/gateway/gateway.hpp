@@ -15,6 +15,8 @@
 
 #include "core/config.hpp"
 #include "gateway/admin/admin_routes.hpp"
+#include "gateway/batch/batch_book.hpp"
+#include "gateway/batch/batch_routes.hpp"
 #include "gateway/dispatch/dispatcher.hpp"
 #include "gateway/gateway_metrics.hpp"
 #include "gateway/generation.hpp"
@@ -41,12 +43,14 @@ class Gateway final : public ConfigControl {
   // says why it cannot (embedded simulated engines: their addresses).
   using ConfigPreparer = std::function<std::optional<std::string>(Config&)>;
 
-  // `timer_executor` runs the scheduler's deadline timer. `access_log`:
-  // where the access log goes (null: log.access_log is off). `text` and
-  // `source`: the config's YAML and where it came from (its first version).
+  // `timer_executor` runs the scheduler's deadline timer (and a batch's
+  // lines). `access_log`: where the access log goes (null: log.access_log
+  // is off). `text` and `source`: the config's YAML and where it came from
+  // (its first version). `batch_dir`: the Batch API's folder, resolved
+  // (empty: batches.enabled is false); a folder that cannot be opened throws.
   Gateway(Config config, std::string text, std::string source, std::size_t io_threads,
           net::any_io_executor timer_executor, std::unique_ptr<BatchedLineWriter> access_log = nullptr,
-          std::unique_ptr<StoreWriter> store = nullptr);
+          std::unique_ptr<StoreWriter> store = nullptr, std::filesystem::path batch_dir = {});
   ~Gateway() override;
 
   // The public listener: inference routes, /v1/models, /healthz, /readyz,
@@ -95,6 +99,9 @@ class Gateway final : public ConfigControl {
   // wrong method for a known route, or 404.
   Task<void> answer_get(HttpRequest& req, ClientConnection& conn, std::string_view path, bool inference,
                         bool admin, std::shared_ptr<Generation> generation);
+  // /v1/files and /v1/batches (the Batch API).
+  Task<void> answer_batch(HttpRequest& req, ClientConnection& conn, std::string_view path,
+                          std::shared_ptr<Generation> generation);
   // A 404 or 405 of the router, for the refusal log.
   void note_route_refusal(const HttpRequest& req, const ApiError& err, std::string_view reason);
   // A CORS preflight (OPTIONS) for a route answering `methods`.
@@ -105,6 +112,8 @@ class Gateway final : public ConfigControl {
   // Seeds the usage ledger from the store, taps the event log's decisions
   // into the audit trail, starts the writer.
   void start_store(const StoreConfig& settings);
+  // Opens the Batch API's folder and resumes its unfinished jobs.
+  void start_batches(const std::filesystem::path& dir);
   // What every generation is built with: the long-lived parts.
   GenerationDeps generation_deps();
   // The reload once the text parsed; under reload_mu_.
@@ -140,6 +149,10 @@ class Gateway final : public ConfigControl {
   std::unique_ptr<Dispatcher> dispatcher_;  // queues and the scheduler, carried across reloads
   CurrentSlot<Generation> generation_;      // what new requests run in
   std::unique_ptr<AdminRoutes> admin_;
+  // The Batch API (batches.enabled): jobs run through the current
+  // generation's pipeline; null when off.
+  std::unique_ptr<batch::BatchBook> batches_;
+  std::unique_ptr<batch::BatchRoutes> batch_routes_;
   ConfigPreparer prepare_;
 
   mutable std::mutex reload_mu_;  // reloads take turns; guards what follows

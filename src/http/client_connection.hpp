@@ -28,22 +28,22 @@
 #include "http/asio.hpp"
 #include "http/deadline.hpp"
 #include "http/http_head.hpp"
-#include "http/response_sink.hpp"
+#include "http/request_client.hpp"
 #include "http/stream.hpp"
 
 namespace arbiter {
 
-class ClientConnection final : public ResponseSink {
+class ClientConnection final : public RequestClient {
  public:
   ClientConnection(Stream& stream, beast::flat_buffer& buffer, Deadline& deadline,
                    std::chrono::milliseconds write_timeout, const std::atomic<bool>& draining);
 
   // The thread (io_context) the connection runs on.
-  net::any_io_executor executor() { return stream_.get_executor(); }
+  net::any_io_executor executor() override { return stream_.get_executor(); }
 
   // The connection's I/O deadline: the request path arms it around upstream
   // operations too (one operation at a time per connection).
-  Deadline& deadline() { return deadline_; }
+  Deadline& deadline() override { return deadline_; }
 
   // Whole response. Adds Connection: close when the connection will end.
   Task<bool> send(http::response<http::string_body>& res) override;
@@ -73,15 +73,15 @@ class ClientConnection final : public ResponseSink {
   bool client_gone() const override { return gone_; }
   // The client's IP address as text (cached: one getpeername per connection);
   // empty when the socket cannot tell.
-  const std::string& remote_address();
+  const std::string& remote_address() override;
   // The names of the client's verified TLS certificate (subject CN, DNS and
   // URI SANs; http/tls_context.hpp); empty without one.
-  const std::vector<std::string>& peer_names() const { return peer_names_; }
+  const std::vector<std::string>& peer_names() const override { return peer_names_; }
   void set_peer_names(std::vector<std::string> names) { peer_names_ = std::move(names); }
   // Bytes of response body written so far for this request.
-  std::size_t body_bytes_sent() const { return body_bytes_; }
+  std::size_t body_bytes_sent() const override { return body_bytes_; }
   // Time the first body byte was written, if any.
-  std::optional<std::chrono::steady_clock::time_point> first_body_byte_at() const {
+  std::optional<std::chrono::steady_clock::time_point> first_body_byte_at() const override {
     return first_body_byte_at_;
   }
 

@@ -64,7 +64,7 @@ sched::Request DispatchHandler::scheduled(const RequestContext& ctx, const Bound
           .tenant = tenant_id(config_, ctx.tenant),
           .cost_tokens = info.cost_estimate(),
           .prompt_tokens = info.prompt_tokens_estimate,
-          .deadline = std::nullopt,
+          .deadline = ctx.conn.start_by(),
           .ttft_slo = hints.ttft,
           .supersede_key = ctx.supersede_key,
           .resumable = ctx.resume != ResumeMethod::kNone,

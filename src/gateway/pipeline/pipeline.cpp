@@ -30,7 +30,7 @@ void Pipeline::add_stage(std::unique_ptr<AdmissionStage> stage) {
   stages_.insert(after, std::move(stage));
 }
 
-RequestContext::RequestContext(Route r, HttpRequest& request, ClientConnection& connection)
+RequestContext::RequestContext(Route r, HttpRequest& request, RequestClient& connection)
     : route(r), req(request), conn(connection), sink(&connection), started(Clock::now()) {
   rec.ts = std::chrono::system_clock::now();
   rec.route = route_path(route);
@@ -91,7 +91,7 @@ std::size_t Pipeline::admit_until_wait(RequestContext& ctx, std::size_t from) co
   return stages_.size();
 }
 
-Task<void> Pipeline::run(Route route, HttpRequest& req, ClientConnection& conn,
+Task<void> Pipeline::run(Route route, HttpRequest& req, RequestClient& conn,
                          std::shared_ptr<const Runtime> runtime) const {
   RequestContext ctx(route, req, conn);
   ctx.observers = &observers_;

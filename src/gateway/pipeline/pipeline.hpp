@@ -36,7 +36,7 @@ class Pipeline {
   // One request of `route`, start to finish: the answer goes out (or the
   // client left) and every observer has seen its end. `runtime`: the config
   // it reads; holding it keeps the pipeline's generation alive to the end.
-  Task<void> run(Route route, HttpRequest& req, ClientConnection& conn, std::shared_ptr<const Runtime> runtime) const;
+  Task<void> run(Route route, HttpRequest& req, RequestClient& conn, std::shared_ptr<const Runtime> runtime) const;
 
   const std::vector<std::unique_ptr<AdmissionStage>>& stages() const { return stages_; }
 

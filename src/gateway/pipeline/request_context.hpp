@@ -40,7 +40,7 @@ struct RequestContext {
   using Clock = std::chrono::steady_clock;
   using Headers = std::vector<std::pair<std::string, std::string>>;
 
-  RequestContext(Route route, HttpRequest& req, ClientConnection& conn);
+  RequestContext(Route route, HttpRequest& req, RequestClient& conn);
 
   // A duration in milliseconds, as the access log and metrics record them.
   static double millis(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -52,7 +52,7 @@ struct RequestContext {
   // As it arrived.
   Route route;
   HttpRequest& req;
-  ClientConnection& conn;  // the client: disconnects, bytes and first-byte time
+  RequestClient& conn;  // the client: disconnects, bytes and first-byte time
   ResponseSink* sink;      // where answers go: &conn unless a stage tees it
   Clock::time_point started;
 

@@ -1,0 +1,476 @@
+#include "gateway/batch/batch_book.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+#include <boost/json.hpp>
+
+#include "core/batch/batch_class.hpp"
+#include "gateway/batch/line_client.hpp"
+#include "observability/event_log.hpp"
+
+namespace arbiter::batch {
+
+namespace fs = std::filesystem;
+
+struct BatchBook::Entry {
+  Entry(Job j, net::any_io_executor executor) : job(std::move(j)), wake(executor) {}
+  Job job;  // under mu_
+  // On the executor only.
+  net::steady_timer wake;               // the runner's wait: cancelled to wake it
+  std::set<LineClient*> live;           // lines in the pipeline now
+  std::set<net::steady_timer*> pauses;  // lines waiting to try again
+  std::size_t in_flight = 0;
+  bool cancelled = false;
+  bool running = false;
+  bool expired_lines = false;  // a line was not run before the window ended
+  int out_fd = -1;
+  int err_fd = -1;
+};
+
+namespace {
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+constexpr auto kSweepEvery = std::chrono::milliseconds(100);
+constexpr std::chrono::seconds kMaxPause{30};
+
+// The window's end on the steady clock the scheduler keeps deadlines on.
+std::chrono::steady_clock::time_point steady_at(int64_t unix_seconds) {
+  const auto left = std::chrono::seconds(unix_seconds) - std::chrono::system_clock::now().time_since_epoch();
+  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(left);
+}
+
+// The answers already written to a partial file (custom_ids), counted; a
+// last line cut short by a crash is cut off.
+std::size_t read_done(const fs::path& path, std::unordered_set<std::string>& done) {
+  const auto text = read_whole(path);
+  if (!text) return 0;
+  std::size_t whole = text->rfind('\n');
+  whole = whole == std::string::npos ? 0 : whole + 1;
+  if (whole < text->size()) {
+    std::error_code ec;
+    fs::resize_file(path, whole, ec);
+  }
+  std::size_t count = 0;
+  std::string_view rest(text->data(), whole);
+  while (!rest.empty()) {
+    const std::size_t eol = rest.find('\n');
+    std::string id = custom_id_of(rest.substr(0, eol));
+    rest.remove_prefix(eol + 1);
+    if (!id.empty() && done.insert(std::move(id)).second) ++count;
+  }
+  return count;
+}
+
+ApiError invalid(std::string message, std::string param = {}) {
+  return ApiError{ErrorCode::kInvalidRequest, std::move(message),
+                  param.empty() ? std::nullopt : std::optional<std::string>(std::move(param)), {}};
+}
+
+}  // namespace
+
+std::expected<std::unique_ptr<BatchBook>, std::string> BatchBook::open(fs::path dir, net::any_io_executor executor,
+                                                                       RunLine run, CurrentRuntime runtime) {
+  auto files = FileStore::open(dir / "files");
+  if (!files) return std::unexpected(files.error());
+  std::error_code ec;
+  fs::create_directories(dir / "jobs", ec);
+  if (ec) return std::unexpected((dir / "jobs").string() + ": " + ec.message());
+  std::unique_ptr<BatchBook> book(
+      new BatchBook(dir, std::move(*files), std::move(executor), std::move(run), std::move(runtime)));
+  for (const auto& entry : fs::directory_iterator(dir / "jobs", ec)) {
+    if (entry.path().extension() != ".json") continue;
+    const auto text = read_whole(entry.path());
+    auto job = text ? from_record(*text) : std::nullopt;
+    if (!job) {
+      log_event(EventLevel::kWarn, "batch_record_unreadable", {{"path", entry.path().string()}});
+      continue;
+    }
+    book->jobs_.emplace(job->id, std::make_shared<Entry>(std::move(*job), book->executor_));
+  }
+  return book;
+}
+
+BatchBook::BatchBook(fs::path dir, std::unique_ptr<FileStore> files, net::any_io_executor executor, RunLine run,
+                     CurrentRuntime runtime)
+    : dir_(std::move(dir)),
+      files_(std::move(files)),
+      executor_(std::move(executor)),
+      run_(std::move(run)),
+      runtime_(std::move(runtime)) {}
+
+BatchBook::~BatchBook() {
+  sweep_.stop();
+  for (auto& [id, e] : jobs_) {
+    if (e->out_fd >= 0) ::close(e->out_fd);
+    if (e->err_fd >= 0) ::close(e->err_fd);
+  }
+}
+
+void BatchBook::start() {
+  sweep_.start(executor_, kSweepEvery, [this]() -> Task<void> {
+    sweep_deadlines();
+    co_return;
+  });
+  std::lock_guard lock(mu_);
+  for (auto& [id, e] : jobs_) {
+    if (terminal(e->job.status)) continue;
+    net::co_spawn(executor_, run_job(e), net::detached);
+  }
+}
+
+void BatchBook::stop() {
+  sweep_.stop();
+  net::post(executor_, [this] {
+    stopping_ = true;
+    for (const auto& e : running_) {
+      for (LineClient* line : e->live) line->cancel();
+      for (net::steady_timer* pause : e->pauses) pause->cancel();
+      e->wake.cancel();
+    }
+  });
+}
+
+void BatchBook::sweep_deadlines() {
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& e : running_) {
+    for (LineClient* line : e->live) {
+      if (line->deadline().due(now)) line->deadline().expire(now);
+    }
+  }
+}
+
+fs::path BatchBook::partial(const Job& job, bool ok) const {
+  return dir_ / "jobs" / (job.id + (ok ? ".output.jsonl" : ".errors.jsonl"));
+}
+
+void BatchBook::save_locked(const Job& job) {
+  if (auto why = write_whole(dir_ / "jobs" / (job.id + ".json"), to_record(job))) {
+    log_event(EventLevel::kError, "batch_record_write_failed", {{"batch", job.id}, {"detail", *why}});
+  }
+}
+
+std::expected<Job, ApiError> BatchBook::create(std::string_view tenant, const TenantConfig* config,
+                                               const boost::json::object& request) {
+  const std::shared_ptr<const Runtime> runtime = runtime_();
+  const BatchConfig& settings = runtime->config.batches;
+  auto text = [&](std::string_view key) {
+    const auto* v = request.if_contains(key);
+    return v && v->is_string() ? std::string(v->get_string()) : std::string();
+  };
+  const std::string endpoint = text("endpoint");
+  if (!batch_route(endpoint)) return std::unexpected(invalid("endpoint must be /v1/chat/completions or /v1/completions", "endpoint"));
+  const std::string window = text("completion_window");
+  const auto length = parse_window(window, settings.max_window);
+  if (!length) {
+    return std::unexpected(invalid("completion_window must be a whole number of hours, from 1h to " +
+                                       std::to_string(settings.max_window.count()) + "h (batches.max_window_hours)",
+                                   "completion_window"));
+  }
+  boost::json::value metadata = nullptr;
+  if (const auto* m = request.if_contains("metadata"); m && !m->is_null()) {
+    if (!m->is_object() || m->get_object().size() > 16 ||
+        std::any_of(m->get_object().begin(), m->get_object().end(), [](const auto& kv) { return !kv.value().is_string(); })) {
+      return std::unexpected(invalid("metadata must be an object of at most 16 string values", "metadata"));
+    }
+    metadata = *m;
+  }
+  const std::string input_id = text("input_file_id");
+  const auto info = files_->find(tenant, input_id);
+  if (!info) return std::unexpected(ApiError{ErrorCode::kNotFound, "no file '" + input_id + "'", "input_file_id", {}});
+  if (info->purpose != "batch") {
+    return std::unexpected(invalid("file '" + input_id + "' was uploaded with purpose '" + info->purpose + "', not 'batch'", "input_file_id"));
+  }
+  const auto content = files_->content(tenant, input_id);
+  if (!content) return std::unexpected(ApiError{ErrorCode::kInternal, "file '" + input_id + "' cannot be read", {}, {}});
+  Input input = read_input(*content, settings.max_lines);
+  for (std::size_t i = 0; i < input.lines.size() && input.errors.size() < kMaxErrors; ++i) {
+    if (input.lines[i].url != endpoint) {
+      input.errors.push_back({0, "custom_id '" + input.lines[i].custom_id + "' is for " + input.lines[i].url +
+                                     ", not the batch's endpoint " + endpoint});
+    }
+  }
+  if (!input.errors.empty()) return std::unexpected(invalid("input file '" + input_id + "': " + describe(input.errors), "input_file_id"));
+  const ClassConfig& cls = runtime->config.classes[batch_class(runtime->config)];
+  // The lines claim the class (x-arbiter-class): the tenant must be allowed it.
+  if (config != nullptr && !config->allowed_classes.empty() &&
+      std::find(config->allowed_classes.begin(), config->allowed_classes.end(), cls.name) == config->allowed_classes.end()) {
+    return std::unexpected(ApiError{ErrorCode::kForbidden,
+                                    "this tenant may not use the class '" + cls.name + "' batches run in", {}, {}});
+  }
+  const int64_t now = unix_now();
+  Job job{.id = random_id("batch_"),
+          .tenant = std::string(tenant),
+          .endpoint = endpoint,
+          .input_file_id = input_id,
+          .completion_window = window,
+          .status = Status::kInProgress,
+          .created_at = now,
+          .in_progress_at = now,
+          .expires_at = now + std::chrono::duration_cast<std::chrono::seconds>(*length).count(),
+          .total = input.lines.size(),
+          .metadata = std::move(metadata),
+          .output_id = random_id("file-"),
+          .error_id = random_id("file-")};
+  auto e = std::make_shared<Entry>(job, executor_);
+  {
+    std::lock_guard lock(mu_);
+    save_locked(job);
+    jobs_.emplace(job.id, e);
+  }
+  log_event(EventLevel::kInfo, "batch_created",
+            {{"batch", job.id}, {"tenant", job.tenant}, {"lines", job.total}, {"class", cls.name}});
+  net::co_spawn(executor_, run_job(std::move(e)), net::detached);
+  return job;
+}
+
+std::optional<Job> BatchBook::find(std::string_view tenant, std::string_view id) const {
+  std::lock_guard lock(mu_);
+  const auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second->job.tenant != tenant) return std::nullopt;
+  return it->second->job;
+}
+
+std::vector<Job> BatchBook::list(std::string_view tenant, std::string_view after, std::size_t limit, bool& more) const {
+  std::vector<Job> all;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, e] : jobs_) {
+      if (e->job.tenant == tenant) all.push_back(e->job);
+    }
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Job& a, const Job& b) { return a.created_at > b.created_at; });
+  auto from = all.begin();
+  if (!after.empty()) {
+    from = std::find_if(all.begin(), all.end(), [&](const Job& j) { return j.id == after; });
+    if (from != all.end()) ++from;
+  }
+  std::vector<Job> page;
+  for (auto it = from; it != all.end() && page.size() < limit; ++it) page.push_back(*it);
+  more = static_cast<std::size_t>(all.end() - from) > page.size();
+  return page;
+}
+
+std::expected<Job, ApiError> BatchBook::cancel(std::string_view tenant, std::string_view id) {
+  std::shared_ptr<Entry> e;
+  Job job;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second->job.tenant != tenant) {
+      return std::unexpected(ApiError{ErrorCode::kNotFound, "no batch '" + std::string(id) + "'", {}, {}});
+    }
+    e = it->second;
+    if (e->job.status == Status::kCancelling || e->job.status == Status::kCancelled) return e->job;
+    if (e->job.status != Status::kInProgress && e->job.status != Status::kValidating) {
+      return std::unexpected(invalid("batch '" + std::string(id) + "' is " + std::string(status_name(e->job.status)) +
+                                     ": only a batch in progress can be cancelled"));
+    }
+    e->job.status = Status::kCancelling;
+    e->job.cancelling_at = unix_now();
+    save_locked(e->job);
+    job = e->job;
+  }
+  // The lines running now stop at once: the engines' work with them.
+  net::post(executor_, [e] {
+    e->cancelled = true;
+    for (LineClient* line : e->live) line->cancel();
+    for (net::steady_timer* pause : e->pauses) pause->cancel();
+    e->wake.cancel();
+  });
+  return job;
+}
+
+Task<void> BatchBook::wait(Entry& e) {
+  e.wake.expires_at(net::steady_timer::time_point::max());
+  co_await e.wake.async_wait(kAsTuple);
+}
+
+void BatchBook::append(Entry& e, bool ok, const std::string& line) {
+  int& fd = ok ? e.out_fd : e.err_fd;
+  Job snapshot;
+  {
+    std::lock_guard lock(mu_);
+    snapshot = e.job;
+    (ok ? e.job.completed : e.job.failed) += 1;
+  }
+  if (fd < 0) fd = ::open(partial(snapshot, ok).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  const std::string text = line + "\n";
+  // One write: a crash keeps the line whole or loses it (read_done cuts a torn end).
+  if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    log_event(EventLevel::kError, "batch_result_write_failed", {{"batch", snapshot.id}});
+  }
+}
+
+Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
+  if (e->running) co_return;
+  e->running = true;
+  running_.push_back(e);
+  Job job;
+  {
+    std::lock_guard lock(mu_);
+    job = e->job;
+  }
+  const bool run_lines = job.status == Status::kInProgress || job.status == Status::kValidating;
+  if (run_lines) {
+    const auto content = files_->content(job.tenant, job.input_file_id);
+    if (!content) {
+      std::erase(running_, e);
+      e->running = false;
+      fail(*e, "its input file '" + job.input_file_id + "' is gone");
+      co_return;
+    }
+    Input input = read_input(*content, std::numeric_limits<std::size_t>::max());
+    // What was answered before a restart is not run again.
+    std::unordered_set<std::string> done;
+    const std::size_t completed = read_done(partial(job, true), done);
+    const std::size_t failed = read_done(partial(job, false), done);
+    {
+      std::lock_guard lock(mu_);
+      e->job.completed = completed;
+      e->job.failed = failed;
+    }
+    for (std::size_t i = 0; i < input.lines.size(); ++i) {
+      InputLine& line = input.lines[i];
+      if (done.contains(line.custom_id)) continue;
+      const std::size_t limit = std::max<std::size_t>(1, runtime_()->config.batches.max_in_flight);
+      while (e->in_flight >= limit && !e->cancelled && !stopping_) co_await wait(*e);
+      if (e->cancelled || stopping_) break;
+      if (unix_now() >= job.expires_at) {
+        e->expired_lines = true;
+        append(*e, false, error_line(random_id("batch_req_"), line.custom_id, "batch_expired",
+                                     "This line could not be run before the batch's completion window ended."));
+        continue;
+      }
+      ++e->in_flight;
+      net::co_spawn(executor_, run_line(e, std::move(line), i), net::detached);
+    }
+    while (e->in_flight > 0) co_await wait(*e);
+  }
+  std::erase(running_, e);
+  e->running = false;
+  if (stopping_) co_return;  // resumed at the next start
+  finalize(*e);
+}
+
+Task<void> BatchBook::run_line(std::shared_ptr<Entry> e, InputLine line, std::size_t index) {
+  Job job;
+  {
+    std::lock_guard lock(mu_);
+    job = e->job;
+  }
+  const Route route = *route_from_path(line.url);
+  std::chrono::seconds pause{1};
+  for (;;) {
+    const std::shared_ptr<const Runtime> runtime = runtime_();
+    const Config& config = runtime->config;
+    LineClient client(executor_, job.tenant, steady_at(job.expires_at));
+    http::request<http::string_body> raw{http::verb::post, line.url, 11};
+    raw.set(http::field::content_type, "application/json");
+    raw.set("x-arbiter-class", config.classes[batch_class(config)].name);
+    raw.set("x-request-id", job.id + "-" + std::to_string(index));
+    raw.body() = line.body;
+    raw.prepare_payload();
+    HttpRequest req(std::move(raw));
+    e->live.insert(&client);
+    co_await run_(route, req, client);
+    e->live.erase(&client);
+    if (e->cancelled || stopping_) break;  // not answered: a resumed job runs it again
+    const unsigned status = client.status();
+    const bool expired = unix_now() >= job.expires_at;
+    if ((status == 429 || status == 503) && !expired) {
+      // Refused for now (a quota, overload, a drain): again after its Retry-After.
+      net::steady_timer timer(executor_, std::min(client.retry_after().value_or(pause), kMaxPause));
+      pause = std::min(pause * 2, kMaxPause);
+      e->pauses.insert(&timer);
+      co_await timer.async_wait(kAsTuple);
+      e->pauses.erase(&timer);
+      if (e->cancelled || stopping_) break;
+      continue;
+    }
+    const std::string id = random_id("batch_req_");
+    if (status >= 200 && status < 300) {
+      append(*e, true, result_line(id, line.custom_id, status, client.request_id(), client.body()));
+    } else if (status == 429 || status == 503) {
+      e->expired_lines = true;
+      append(*e, false, error_line(id, line.custom_id, "batch_expired",
+                                   "This line could not be run before the batch's completion window ended."));
+    } else {
+      append(*e, false, result_line(id, line.custom_id, status, client.request_id(), client.body()));
+    }
+    break;
+  }
+  --e->in_flight;
+  e->wake.cancel();
+}
+
+void BatchBook::fail(Entry& e, std::string why) {
+  std::lock_guard lock(mu_);
+  e.job.status = Status::kFailed;
+  e.job.failed_at = unix_now();
+  e.job.errors = std::move(why);
+  save_locked(e.job);
+  log_event(EventLevel::kWarn, "batch_failed", {{"batch", e.job.id}, {"detail", e.job.errors}});
+}
+
+void BatchBook::finalize(Entry& e) {
+  Job job;
+  {
+    std::lock_guard lock(mu_);
+    if (e.job.status == Status::kInProgress || e.job.status == Status::kValidating) {
+      e.job.status = Status::kFinalizing;
+      e.job.finalizing_at = unix_now();
+      save_locked(e.job);
+    }
+    job = e.job;
+  }
+  for (int* fd : {&e.out_fd, &e.err_fd}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+  std::string output_file;
+  std::string error_file;
+  for (const bool ok : {true, false}) {
+    const fs::path path = partial(job, ok);
+    const std::string& id = ok ? job.output_id : job.error_id;
+    std::error_code ec;
+    const bool written = fs::exists(path) ? fs::file_size(path, ec) > 0 : files_->find(job.tenant, id).has_value();
+    if (!written) {
+      fs::remove(path, ec);
+      continue;
+    }
+    auto adopted = files_->adopt(id, job.tenant, job.id + (ok ? "_output.jsonl" : "_error.jsonl"),
+                                 "batch_output", path);
+    if (!adopted) {
+      log_event(EventLevel::kError, "batch_file_failed", {{"batch", job.id}, {"detail", adopted.error()}});
+      continue;
+    }
+    (ok ? output_file : error_file) = adopted->id;
+  }
+  std::lock_guard lock(mu_);
+  Job& j = e.job;
+  j.output_file_id = output_file;
+  j.error_file_id = error_file;
+  const int64_t now = unix_now();
+  if (j.status == Status::kCancelling) {
+    j.status = Status::kCancelled;
+    j.cancelled_at = now;
+  } else if (e.expired_lines || (now >= j.expires_at && j.completed < j.total)) {
+    j.status = Status::kExpired;
+    j.expired_at = now;
+  } else {
+    j.status = Status::kCompleted;
+    j.completed_at = now;
+  }
+  save_locked(j);
+  log_event(EventLevel::kInfo, "batch_ended",
+            {{"batch", j.id}, {"status", status_name(j.status)}, {"completed", j.completed}, {"failed", j.failed}});
+}
+
+}  // namespace arbiter::batch
