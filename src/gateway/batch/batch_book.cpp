@@ -92,7 +92,8 @@ std::expected<std::unique_ptr<BatchBook>, std::string> BatchBook::open(fs::path 
       log_event(EventLevel::kWarn, "batch_record_unreadable", {{"path", entry.path().string()}});
       continue;
     }
-    book->jobs_.emplace(job->id, std::make_shared<Entry>(std::move(*job), book->executor_));
+    std::string id = job->id;  // the key, before the job moves into its entry
+    book->jobs_.emplace(std::move(id), std::make_shared<Entry>(std::move(*job), book->executor_));
   }
   return book;
 }

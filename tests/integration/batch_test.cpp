@@ -1,0 +1,160 @@
+// The Batch API through the gateway in front of a real arbiter-sim (issue
+// 47): a gateway killed with SIGKILL mid-batch and started again on the same
+// folder finishes the batch with every line answered once, counted at the
+// engine; a cancelled batch stops its lines' work on the engine.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <thread>
+
+#include <boost/json.hpp>
+
+#include "integration/sim_harness.hpp"
+#include "support/gateway_config.hpp"
+#include "support/gateway_process.hpp"
+
+namespace arbiter::test {
+namespace {
+
+// `n` chat lines of `tokens` engine steps each, custom_ids line-0 .. line-(n-1).
+std::string input_file(int n, int tokens) {
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    boost::json::object line{{"custom_id", "line-" + std::to_string(i)},
+                             {"method", "POST"},
+                             {"url", "/v1/chat/completions"},
+                             {"body", boost::json::parse(sim_chat(R"("max_tokens":)" + std::to_string(tokens) +
+                                                                      R"(,"min_tokens":)" + std::to_string(tokens),
+                                                                  "Line " + std::to_string(i), "m1"))}};
+    out += boost::json::serialize(line) + "\n";
+  }
+  return out;
+}
+
+// POST /v1/files as a form upload: the new file's id.
+std::string upload(uint16_t port, const std::string& content) {
+  const std::string boundary = "arbiter-test-boundary";
+  std::string body = "--" + boundary + "\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n--" +
+                     boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"in.jsonl\"\r\n" +
+                     "Content-Type: application/jsonl\r\n\r\n" + content + "\r\n--" + boundary + "--\r\n";
+  const HttpResponse res = http_call(port, {.method = "POST",
+                                            .target = "/v1/files",
+                                            .headers = {{"authorization", std::string("Bearer ") + kAlphaKey},
+                                                        {"content-type", "multipart/form-data; boundary=" + boundary}},
+                                            .body = body});
+  EXPECT_EQ(res.status, 200) << res.body;
+  return std::string(res.json().at("id").as_string());
+}
+
+std::string create_batch(uint16_t port, const std::string& file) {
+  const HttpResponse res =
+      http_post(port, "/v1/batches",
+                R"({"input_file_id":")" + file + R"(","endpoint":"/v1/chat/completions","completion_window":"24h"})",
+                {{"authorization", std::string("Bearer ") + kAlphaKey}});
+  EXPECT_EQ(res.status, 200) << res.body;
+  return std::string(res.json().at("id").as_string());
+}
+
+boost::json::object batch_state(uint16_t port, const std::string& id) {
+  const HttpResponse res = http_get(port, "/v1/batches/" + id, {{"authorization", std::string("Bearer ") + kAlphaKey}});
+  EXPECT_EQ(res.status, 200) << res.body;
+  return res.json().as_object();
+}
+
+// Polls the batch until `pred` holds; its last state.
+template <class Pred>
+boost::json::object wait_for_batch(uint16_t port, const std::string& id, Pred pred, Millis timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    boost::json::object state = batch_state(port, id);
+    if (pred(state) || Clock::now() >= deadline) return state;
+    std::this_thread::sleep_for(Millis(50));
+  }
+}
+
+int64_t count(const boost::json::object& state, const char* which) {
+  return state.at("request_counts").at(which).to_number<int64_t>();
+}
+
+std::string config_yaml(uint16_t sim_port, const std::string& batch_dir) {
+  GatewayConfig config;
+  config.backend_ports = {sim_port};
+  config.max_concurrency = 4;
+  config.extra = "batches: {dir: \"" + batch_dir + "\"}\nhealth_probes: {enabled: false}\n";
+  return config.to_yaml();
+}
+
+TEST(Batches, AGatewayKilledMidBatchFinishesItAfterARestartWithNoLineLostOrRunTwice) {
+  constexpr int kLines = 40;
+  SimProcess sim({"--profile", "tiny", "--model", "m1"});
+  TempDir batches("arbiter-batches");
+  std::string id;
+  {
+    GatewayProcess gateway(config_yaml(sim.port(), batches.path()));
+    id = create_batch(gateway.port(), upload(gateway.port(), input_file(kLines, 150)));
+    // Killed once a quarter of the lines are answered: others are running.
+    const auto state = wait_for_batch(gateway.port(), id, [](const auto& s) { return count(s, "completed") >= 10; },
+                                      Millis(60'000));
+    ASSERT_GE(count(state, "completed"), 10);
+    ASSERT_LT(count(state, "completed"), kLines) << "the batch ended before the kill: nothing to show";
+    gateway.kill();
+    gateway.wait_exit(Millis(10'000));
+  }
+  // The lines the kill cut off were aborted on the engine (their clients went away).
+  EXPECT_GE(sim.wait_for_metric("arbiter_sim_requests_aborted_total", [](double v) { return v >= 1; }, Millis(10'000))
+                .value_or(0),
+            1);
+  GatewayProcess restarted(config_yaml(sim.port(), batches.path()));
+  const auto done = wait_for_batch(restarted.port(), id,
+                                   [](const auto& s) { return s.at("status").as_string() != "in_progress" &&
+                                                              s.at("status").as_string() != "finalizing"; },
+                                   Millis(90'000));
+  ASSERT_EQ(done.at("status").as_string(), "completed") << boost::json::serialize(done);
+  EXPECT_EQ(count(done, "completed"), kLines);
+  EXPECT_EQ(count(done, "failed"), 0);
+  EXPECT_TRUE(done.at("error_file_id").is_null());
+  // Every line once in the output, each answered whole.
+  const HttpResponse output = http_get(restarted.port(), "/v1/files/" + std::string(done.at("output_file_id").as_string()) +
+                                                            "/content",
+                                       {{"authorization", std::string("Bearer ") + kAlphaKey}});
+  ASSERT_EQ(output.status, 200) << output.body;
+  std::set<std::string> seen;
+  std::istringstream lines(output.body);
+  for (std::string line; std::getline(lines, line);) {
+    const auto o = boost::json::parse(line).as_object();
+    EXPECT_TRUE(seen.insert(std::string(o.at("custom_id").as_string())).second) << "twice: " << line;
+    EXPECT_EQ(o.at("response").at("status_code").to_number<int>(), 200) << line;
+    EXPECT_EQ(o.at("response").at("body").at("usage").at("completion_tokens").to_number<int>(), 150) << line;
+  }
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(kLines));
+  // Counted at the engine: each line ran to its end exactly once.
+  EXPECT_EQ(sim.metric("vllm:request_success_total", {{"finished_reason", "length"}}).value_or(0), kLines)
+      << sim.metrics();
+}
+
+TEST(Batches, ACancelledBatchStopsItsLinesOnTheEngine) {
+  constexpr int kLines = 30;
+  SimProcess sim({"--profile", "tiny", "--model", "m1"});
+  TempDir batches("arbiter-batches");
+  GatewayProcess gateway(config_yaml(sim.port(), batches.path()));
+  const std::string id = create_batch(gateway.port(), upload(gateway.port(), input_file(kLines, 2000)));
+  // Running on the engine: four lines hold its four slots.
+  ASSERT_GE(sim.wait_for_metric("vllm:num_requests_running", [](double v) { return v >= 4; }, Millis(30'000)).value_or(0), 4);
+  const HttpResponse cancel = http_post(gateway.port(), "/v1/batches/" + id + "/cancel", "",
+                                        {{"authorization", std::string("Bearer ") + kAlphaKey}});
+  ASSERT_EQ(cancel.status, 200) << cancel.body;
+  EXPECT_EQ(cancel.json().at("status").as_string(), "cancelling");
+  const auto done = wait_for_batch(gateway.port(), id, [](const auto& s) { return s.at("status").as_string() == "cancelled"; },
+                                   Millis(30'000));
+  ASSERT_EQ(done.at("status").as_string(), "cancelled") << boost::json::serialize(done);
+  // The running lines were aborted at once, not run to their 2,000 tokens.
+  EXPECT_GE(sim.wait_for_metric("arbiter_sim_requests_aborted_total", [](double v) { return v >= 4; }, Millis(10'000))
+                .value_or(0),
+            4);
+  EXPECT_EQ(sim.wait_for_metric("vllm:num_requests_running", [](double v) { return v == 0; }, Millis(10'000)).value_or(-1), 0);
+  EXPECT_EQ(count(done, "completed"), 0);
+}
+
+}  // namespace
+}  // namespace arbiter::test
