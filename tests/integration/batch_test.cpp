@@ -4,15 +4,20 @@
 // engine; a cancelled batch stops its lines' work on the engine.
 #include <gtest/gtest.h>
 
+#include <future>
+#include <map>
+#include <sstream>
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <boost/json.hpp>
 
 #include "integration/sim_harness.hpp"
 #include "support/gateway_config.hpp"
 #include "support/gateway_process.hpp"
+#include "support/harness.hpp"  // describe_output
 
 namespace arbiter::test {
 namespace {
@@ -77,6 +82,26 @@ int64_t count(const boost::json::object& state, const char* which) {
   return state.at("request_counts").at(which).to_number<int64_t>();
 }
 
+// The output file's lines by custom_id, each once (a second one fails the test).
+std::map<std::string, boost::json::object> output_lines(uint16_t port, const boost::json::object& done) {
+  const HttpResponse output = http_get(port, "/v1/files/" + std::string(done.at("output_file_id").as_string()) + "/content",
+                                       {{"authorization", std::string("Bearer ") + kAlphaKey}});
+  EXPECT_EQ(output.status, 200) << output.body;
+  std::map<std::string, boost::json::object> out;
+  std::istringstream lines(output.body);
+  for (std::string line; std::getline(lines, line);) {
+    auto o = boost::json::parse(line).as_object();
+    const std::string id(o.at("custom_id").as_string());
+    EXPECT_TRUE(out.emplace(id, std::move(o)).second) << "twice: " << line;
+  }
+  return out;
+}
+
+bool ended(const boost::json::object& state) {
+  const auto& status = state.at("status").as_string();
+  return status != "in_progress" && status != "finalizing" && status != "cancelling";
+}
+
 std::string config_yaml(uint16_t sim_port, const std::string& batch_dir) {
   GatewayConfig config;
   config.backend_ports = {sim_port};
@@ -107,25 +132,17 @@ TEST(Batches, AGatewayKilledMidBatchFinishesItAfterARestartWithNoLineLostOrRunTw
             1);
   GatewayProcess restarted(config_yaml(sim.port(), batches.path()));
   const auto done = wait_for_batch(restarted.port(), id,
-                                   [](const auto& s) { return s.at("status").as_string() != "in_progress" &&
-                                                              s.at("status").as_string() != "finalizing"; },
+                                   [](const auto& s) { return ended(s); },
                                    Millis(90'000));
   ASSERT_EQ(done.at("status").as_string(), "completed") << boost::json::serialize(done);
   EXPECT_EQ(count(done, "completed"), kLines);
   EXPECT_EQ(count(done, "failed"), 0);
   EXPECT_TRUE(done.at("error_file_id").is_null());
   // Every line once in the output, each answered whole.
-  const HttpResponse output = http_get(restarted.port(), "/v1/files/" + std::string(done.at("output_file_id").as_string()) +
-                                                            "/content",
-                                       {{"authorization", std::string("Bearer ") + kAlphaKey}});
-  ASSERT_EQ(output.status, 200) << output.body;
-  std::set<std::string> seen;
-  std::istringstream lines(output.body);
-  for (std::string line; std::getline(lines, line);) {
-    const auto o = boost::json::parse(line).as_object();
-    EXPECT_TRUE(seen.insert(std::string(o.at("custom_id").as_string())).second) << "twice: " << line;
-    EXPECT_EQ(o.at("response").at("status_code").to_number<int>(), 200) << line;
-    EXPECT_EQ(o.at("response").at("body").at("usage").at("completion_tokens").to_number<int>(), 150) << line;
+  const auto seen = output_lines(restarted.port(), done);
+  for (const auto& [custom_id, o] : seen) {
+    EXPECT_EQ(o.at("response").at("status_code").to_number<int>(), 200) << custom_id;
+    EXPECT_EQ(o.at("response").at("body").at("usage").at("completion_tokens").to_number<int>(), 150) << custom_id;
   }
   EXPECT_EQ(seen.size(), static_cast<std::size_t>(kLines));
   // Counted at the engine: each line ran to its end exactly once.
@@ -154,6 +171,54 @@ TEST(Batches, ACancelledBatchStopsItsLinesOnTheEngine) {
             4);
   EXPECT_EQ(sim.wait_for_metric("vllm:num_requests_running", [](double v) { return v == 0; }, Millis(10'000)).value_or(-1), 0);
   EXPECT_EQ(count(done, "completed"), 0);
+}
+
+TEST(Batches, LinesYieldTheirSlotsToInteractiveWorkAndStillEndWhole) {
+  constexpr int kLines = 6;
+  constexpr int kTokens = 400;
+  SimProcess sim({"--profile", "tiny", "--model", "m1"});
+  TempDir batches("arbiter-batches");
+  GatewayConfig config;
+  config.backend_ports = {sim.port()};
+  config.max_concurrency = 2;
+  config.backend_extra = ", continue_final_message: true";  // a preempted chat line resumes where it was
+  config.alpha_classes = "[realtime, batch, chat]";
+  config.extra = "batches: {dir: \"" + batches.path() + "\"}\n"
+                 "health_probes: {enabled: false}\n"
+                 "classes:\n"
+                 "  - {name: realtime, min_share: 0.5, weight: 4}\n"
+                 "  - {name: batch, background: true, preemptible: true, max_queue_wait_ms: 600000}\n"
+                 "  - {name: chat}\n"
+                 "scheduler: {preempt_after_ms: 50}\n"
+                 "default_class: chat\n";
+  GatewayProcess gateway(config.to_yaml());
+  const std::string id = create_batch(gateway.port(), upload(gateway.port(), input_file(kLines, kTokens)));
+  ASSERT_GE(sim.wait_for_metric("vllm:num_requests_running", [](double v) { return v >= 2; }, Millis(30'000)).value_or(0), 2);
+  // Interactive work arrives while the batch holds both slots.
+  std::vector<std::future<HttpResponse>> interactive;
+  for (int i = 0; i < 2; ++i) {
+    interactive.push_back(std::async(std::launch::async, [&] {
+      return http_call(gateway.port(), gateway_post("/v1/chat/completions",
+                                                    sim_chat(R"("max_tokens":4,"min_tokens":4)", "Quick!", "m1"),
+                                                    kAlphaKey, "realtime"),
+                       Millis(30'000));
+    }));
+  }
+  for (auto& f : interactive) EXPECT_EQ(f.get().status, 200);
+  const auto done = wait_for_batch(gateway.port(), id, [](const auto& s) { return ended(s); }, Millis(90'000));
+  ASSERT_EQ(done.at("status").as_string(), "completed") << boost::json::serialize(done);
+  EXPECT_EQ(count(done, "completed"), kLines);
+  // The interactive requests took their slots from running lines...
+  const auto metrics = http_get(gateway.admin_port(), "/metrics").body;
+  EXPECT_GE(metric_value(metrics, "arbiter_scheduler_events_total", {{"class", "batch"}, {"event", "preempted"}}).value_or(0), 1)
+      << describe_output(gateway);
+  // ...and those lines still answered whole: every token they asked for.
+  const auto seen = output_lines(gateway.port(), done);
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(kLines));
+  for (const auto& [custom_id, o] : seen) {
+    const std::string text(o.at("response").at("body").at("choices").at(0).at("message").at("content").as_string());
+    EXPECT_EQ(word_count(text), static_cast<std::size_t>(kTokens)) << custom_id;
+  }
 }
 
 }  // namespace
