@@ -158,6 +158,9 @@ std::size_t connection_cap(const arbiter::Config& cfg, std::size_t fd_limit) {
 // ones are stopped, with a final error event, just before the deadline.
 arbiter::Task<void> drain_all(arbiter::Gateway& gateway, arbiter::HttpServer& server, arbiter::HttpServer* admin,
                               arbiter::EmbeddedSims& sims, std::chrono::milliseconds deadline) {
+  // Batch lines first: they stop (resumed after the restart) and end while
+  // the io_context runs; then queued requests are refused, running ones finish.
+  co_await gateway.stop_batches(deadline);
   gateway.begin_drain();
   co_await server.drain(deadline, [&gateway] { gateway.stop_running(); });
   if (admin) co_await admin->drain(std::chrono::milliseconds(1000));
@@ -300,6 +303,9 @@ int main(int argc, char** argv) {
                                      .port = cfg.listener.port,
                                      .max_header_bytes = cfg.limits.max_header_bytes,
                                      .max_body_bytes = cfg.limits.max_body_bytes,
+                                     // The Batch API's uploads: a limit of their own.
+                                     .large_body_prefix = cfg.batches.enabled ? "/v1/files" : "",
+                                     .large_body_bytes = cfg.batches.max_file_bytes,
                                      .header_timeout = cfg.timeouts.client_header,
                                      .body_timeout = cfg.timeouts.client_body,
                                      .keepalive_idle = cfg.timeouts.keepalive_idle,
@@ -319,6 +325,7 @@ int main(int argc, char** argv) {
     options.address = cfg.admin.address;
     options.port = cfg.admin.port;
     options.tls = nullptr;  // plain HTTP: loopback, or a pod network with the token
+    options.large_body_prefix.clear();  // no uploads there
     admin = std::make_unique<HttpServer>(
         ioc, options, [&gateway](HttpRequest& req, ClientConnection& conn) { return gateway.handle_admin(req, conn); },
         &io);

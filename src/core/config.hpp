@@ -281,6 +281,10 @@ struct BatchConfig {
   // the class of the lowest priority.
   std::string klass;
   std::size_t max_lines = 50'000;  // lines a batch input file may hold (OpenAI's limit)
+  // An uploaded file's size (POST /v1/files): the listener's body limit
+  // for that route alone, the rest keep limits.max_body_bytes. Held in
+  // memory while it is checked and stored.
+  std::size_t max_file_bytes = std::size_t{64} << 20;
   // Lines of one batch handed to the scheduler at once; the scheduler
   // orders them against every other request.
   std::size_t max_in_flight = 1024;

@@ -135,7 +135,8 @@ void Gateway::start_batches(const std::filesystem::path& dir) {
     const Runtime* runtime = &generation->runtime();
     return pipeline.run(route, req, client, std::shared_ptr<const Runtime>(std::move(generation), runtime));
   };
-  auto opened = batch::BatchBook::open(dir, timer_executor_, std::move(run_line), std::move(current_runtime));
+  auto opened = batch::BatchBook::open(dir, timer_executor_, std::move(run_line), std::move(current_runtime),
+                                       metrics_.registry);
   if (!opened) throw std::runtime_error("batches.dir: " + opened.error());
   batches_ = std::move(*opened);
   batch_routes_ = std::make_unique<batch::BatchRoutes>(*batches_);
@@ -346,6 +347,10 @@ Task<void> Gateway::handle_admin(HttpRequest& req, ClientConnection& conn) {
   // Only the admin routes it knows: an unknown /admin/* path is 404.
   const bool admin = AdminRoutes::serves(path) && (AdminRoutes::operator_only(path) || path == "/healthz" || path == "/readyz");
   co_await answer_get(req, conn, path, false, admin, generation_.load());
+}
+
+Task<void> Gateway::stop_batches(std::chrono::milliseconds deadline) {
+  if (batches_) co_await batches_->drain(deadline);
 }
 
 Task<void> Gateway::answer_batch(HttpRequest& req, ClientConnection& conn, std::string_view path,

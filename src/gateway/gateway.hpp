@@ -79,6 +79,9 @@ class Gateway final : public ConfigControl {
   // Draining starts: queued requests are answered 503 shutting_down at once
   // (and new ones too); running ones continue (docs/deployment.md, "Stop").
   void begin_drain() { dispatcher_->shut_down_queue(); }
+  // Batch lines stop (their jobs resume at the next start) and end, within
+  // `deadline`: first in a drain, while the io_context still runs.
+  Task<void> stop_batches(std::chrono::milliseconds deadline);
   // The drain deadline: running requests stop, a stream with a final
   // shutting_down error event.
   void stop_running() { dispatcher_->interrupt_running(); }

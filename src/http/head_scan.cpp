@@ -193,7 +193,7 @@ bool scan_head(std::string_view bytes, std::size_t limit, ScannedHead& out) {
   }
 }
 
-bool scan_request(std::string_view bytes, std::size_t header_limit, std::size_t body_limit,
+bool scan_request(std::string_view bytes, std::size_t header_limit, const BodyLimits& body_limits,
                   ScannedRequest& out) {
   out.awaiting = 0;
   if (!scan_head(bytes, header_limit, out.head)) return false;
@@ -220,7 +220,7 @@ bool scan_request(std::string_view bytes, std::size_t header_limit, std::size_t 
   if (!read_framing(out.head.fields(), framing)) return false;
   out.keep_alive = !framing.close;
   const uint64_t length = framing.length;  // none: no body
-  if (length > body_limit) return false;
+  if (length > body_limits.for_target(out.target)) return false;
   if (length > bytes.size() - out.head.size) {
     out.awaiting = out.head.size + static_cast<std::size_t>(length);
     return false;

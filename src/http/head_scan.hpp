@@ -64,8 +64,22 @@ struct ScannedRequest {
   // takes, to read before scanning again. 0 otherwise.
   std::size_t awaiting = 0;
 };
-bool scan_request(std::string_view bytes, std::size_t header_limit, std::size_t body_limit,
+// How large a request's body may be: `bytes`, or `large_bytes` for a
+// target under `large_prefix` (file uploads; none when the prefix is empty).
+struct BodyLimits {
+  std::size_t bytes = 0;
+  std::string_view large_prefix;
+  std::size_t large_bytes = 0;
+  std::size_t for_target(std::string_view target) const {
+    return !large_prefix.empty() && target.starts_with(large_prefix) ? large_bytes : bytes;
+  }
+};
+bool scan_request(std::string_view bytes, std::size_t header_limit, const BodyLimits& body_limits,
                   ScannedRequest& out);
+inline bool scan_request(std::string_view bytes, std::size_t header_limit, std::size_t body_limit,
+                         ScannedRequest& out) {
+  return scan_request(bytes, header_limit, BodyLimits{.bytes = body_limit}, out);
+}
 
 // A response head with a Content-Length body (not necessarily arrived yet).
 struct ScannedResponse {

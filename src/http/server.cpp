@@ -27,8 +27,11 @@ void log_handler_failure(const std::exception_ptr& failure) {
     log_event(EventLevel::kError, "handler_exception");
   }
 }
-std::string body_too_large_message(const ServerOptions& opt) {
-  return "request body exceeds " + std::to_string(opt.max_body_bytes) + " bytes";
+BodyLimits body_limits(const ServerOptions& opt) {
+  return {.bytes = opt.max_body_bytes, .large_prefix = opt.large_body_prefix, .large_bytes = opt.large_body_bytes};
+}
+std::string body_too_large_message(const ServerOptions& opt, std::string_view target) {
+  return "request body exceeds " + std::to_string(body_limits(opt).for_target(target)) + " bytes";
 }
 // accept() out of file descriptors: how long until the next try.
 constexpr std::chrono::milliseconds kAcceptBackoff{100};
@@ -187,7 +190,7 @@ Task<bool> HttpServer::Session::take_scanned_request(HttpRequest& req, beast::er
   for (;;) {
     const auto data = buffer_.data();
     const std::string_view bytes(static_cast<const char*>(data.data()), data.size());
-    if (scan_request(bytes, opt.max_header_bytes, opt.max_body_bytes, scanned)) break;
+    if (scan_request(bytes, opt.max_header_bytes, body_limits(opt), scanned)) break;
     if (scanned.awaiting == 0) co_return false;
     // The head is taken: the body's rest, whatever its size, in as few
     // reads as the kernel allows, within client_body_ms.
@@ -271,8 +274,16 @@ Task<bool> HttpServer::Session::read_request(HttpRequest& req, beast::error_code
   // anything else is parsed by Beast from the same bytes.
   std::optional<BeastRequest> parser;
   if (!header_ec && !co_await take_scanned_request(req, header_ec) && !header_ec) {
-    parser.emplace(opt.max_header_bytes, opt.max_body_bytes);
+    const BodyLimits limits = body_limits(opt);
+    parser.emplace(opt.max_header_bytes, std::max(limits.bytes, limits.large_bytes));
     header_ec = co_await parse_request(*parser, /*whole=*/false);
+    if (!header_ec && parser->header_done()) {
+      // The head names the target: its own limit from here on.
+      auto& p = parser->parser();
+      const std::size_t limit = limits.for_target(p.get().target());
+      if (p.content_length() && *p.content_length() > limit) header_ec = http::error::body_limit;
+      p.body_limit(limit);
+    }
   }
   set_idle(false);
   if (deadline_.disarm()) co_return false;  // idle or slow header: connection closed
@@ -282,7 +293,8 @@ Task<bool> HttpServer::Session::read_request(HttpRequest& req, beast::error_code
       std::string message = "request header exceeds " + std::to_string(opt.max_header_bytes) + " bytes";
       co_await refuse_request(ErrorCode::kHeadersTooLarge, "header_too_large", std::move(message), parsed);
     } else if (ec == http::error::body_limit) {
-      co_await refuse_request(ErrorCode::kPayloadTooLarge, "body_too_large", body_too_large_message(opt), parsed);
+      co_await refuse_request(ErrorCode::kPayloadTooLarge, "body_too_large", body_too_large_message(opt, parsed ? std::string_view(parsed->parser().get().target()) : std::string_view()),
+                                parsed);
     } else if (ec != http::error::end_of_stream && ec != net::error::eof &&
                ec != net::error::connection_reset && ec != net::error::operation_aborted &&
                ec != net::error::bad_descriptor) {
@@ -308,7 +320,8 @@ Task<bool> HttpServer::Session::read_request(HttpRequest& req, beast::error_code
     if (deadline_.disarm()) co_return false;
     if (auto ec = body_ec; ec) {
       if (ec == http::error::body_limit) {
-        co_await refuse_request(ErrorCode::kPayloadTooLarge, "body_too_large", body_too_large_message(opt), parsed);
+        co_await refuse_request(ErrorCode::kPayloadTooLarge, "body_too_large", body_too_large_message(opt, parsed ? std::string_view(parsed->parser().get().target()) : std::string_view()),
+                                parsed);
       } else if (ec != http::error::partial_message && ec != net::error::eof && ec != net::error::connection_reset &&
                  ec != net::error::operation_aborted && ec != net::error::bad_descriptor) {
         std::string message = "malformed HTTP request body: " + ec.message();

@@ -35,6 +35,10 @@ struct ServerOptions {
   uint16_t port = 0;
   std::size_t max_header_bytes = 16 << 10;
   std::size_t max_body_bytes = 4 << 20;
+  // Targets under this prefix may have bodies up to large_body_bytes
+  // instead (the Batch API's file uploads); empty: none.
+  std::string large_body_prefix;
+  std::size_t large_body_bytes = 0;
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds body_timeout{30'000};
   std::chrono::milliseconds keepalive_idle{60'000};

@@ -18,6 +18,7 @@
 #include "support/gateway_config.hpp"
 #include "support/gateway_process.hpp"
 #include "support/harness.hpp"  // describe_output
+#include "support/requests.hpp"
 
 namespace arbiter::test {
 namespace {
@@ -37,17 +38,24 @@ std::string input_file(int n, int tokens) {
   return out;
 }
 
-// POST /v1/files as a form upload: the new file's id.
-std::string upload(uint16_t port, const std::string& content) {
+// POST /v1/files as a form upload.
+HttpResponse upload_call(uint16_t port, const std::string& content) {
   const std::string boundary = "arbiter-test-boundary";
   std::string body = "--" + boundary + "\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n--" +
                      boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"in.jsonl\"\r\n" +
                      "Content-Type: application/jsonl\r\n\r\n" + content + "\r\n--" + boundary + "--\r\n";
-  const HttpResponse res = http_call(port, {.method = "POST",
+  HttpResponse res = http_call(port, {.method = "POST",
                                             .target = "/v1/files",
                                             .headers = {{"authorization", std::string("Bearer ") + kAlphaKey},
                                                         {"content-type", "multipart/form-data; boundary=" + boundary}},
-                                            .body = body});
+                                            .body = body},
+                                     Millis(30'000));
+  return res;
+}
+
+// The same: the new file's id.
+std::string upload(uint16_t port, const std::string& content) {
+  const HttpResponse res = upload_call(port, content);
   EXPECT_EQ(res.status, 200) << res.body;
   return std::string(res.json().at("id").as_string());
 }
@@ -171,6 +179,27 @@ TEST(Batches, ACancelledBatchStopsItsLinesOnTheEngine) {
             4);
   EXPECT_EQ(sim.wait_for_metric("vllm:num_requests_running", [](double v) { return v == 0; }, Millis(10'000)).value_or(-1), 0);
   EXPECT_EQ(count(done, "completed"), 0);
+}
+
+TEST(Batches, UploadsHaveABodyLimitOfTheirOwn) {
+  TempDir batches("arbiter-batches");
+  GatewayConfig config;
+  config.backend_ports = {1};
+  config.max_body_bytes = 1u << 20;  // every other route: 1 MiB
+  config.extra = "batches: {dir: \"" + batches.path() + "\", max_file_bytes: 3MiB}\nhealth_probes: {enabled: false}\n";
+  GatewayProcess gateway(config.to_yaml());
+  // 2 MiB of lines: over the listener's limit, within the uploads'.
+  const std::string two_mib = input_file(12'000, 1);
+  ASSERT_GT(two_mib.size(), 1u << 20);
+  ASSERT_LT(two_mib.size(), 3u << 20);
+  const HttpResponse taken = upload_call(gateway.port(), two_mib);
+  EXPECT_EQ(taken.status, 200) << taken.body;
+  const HttpResponse refused = upload_call(gateway.port(), input_file(24'000, 1));
+  EXPECT_EQ(refused.status, 413) << refused.body;
+  EXPECT_NE(refused.body.find(std::to_string(3u << 20)), std::string::npos) << refused.body;
+  // The inference routes keep theirs.
+  const HttpResponse chat = http_call(gateway.port(), chat_request(sim_chat("", std::string(1'200'000, 'x'), "m1")));
+  EXPECT_EQ(chat.status, 413) << chat.body;
 }
 
 TEST(Batches, LinesYieldTheirSlotsToInteractiveWorkAndStillEndWhole) {

@@ -27,6 +27,7 @@ struct BatchBook::Entry {
   bool cancelled = false;
   bool running = false;
   bool expired_lines = false;  // a line was not run before the window ended
+  uint64_t seq = 0;            // creation order in this process (the list's order within a second)
   int out_fd = -1;
   int err_fd = -1;
 };
@@ -75,15 +76,27 @@ ApiError invalid(std::string message, std::string param = {}) {
 
 }  // namespace
 
+BatchBook::Metrics::Metrics(metrics::Registry& r)
+    : completed(r.counter("arbiter_batch_lines_total", "Batch lines ended, by outcome", {"outcome"}).with({"completed"})),
+      failed(r.counter("arbiter_batch_lines_total", "Batch lines ended, by outcome", {"outcome"}).with({"failed"})),
+      expired(r.counter("arbiter_batch_lines_total", "Batch lines ended, by outcome", {"outcome"}).with({"expired"})),
+      retried(r.counter("arbiter_batch_line_retries_total",
+                        "Batch lines answered 429 or 503 and tried again after their Retry-After", {})
+                  .with({})),
+      in_flight(r.gauge("arbiter_batch_lines_in_flight", "Batch lines handed to the scheduler and not yet ended", {})
+                    .with({})),
+      running(r.gauge("arbiter_batches_running", "Batches whose lines are running", {}).with({})) {}
+
 std::expected<std::unique_ptr<BatchBook>, std::string> BatchBook::open(fs::path dir, net::any_io_executor executor,
-                                                                       RunLine run, CurrentRuntime runtime) {
+                                                                       RunLine run, CurrentRuntime runtime,
+                                                                       metrics::Registry& registry) {
   auto files = FileStore::open(dir / "files");
   if (!files) return std::unexpected(files.error());
   std::error_code ec;
   fs::create_directories(dir / "jobs", ec);
   if (ec) return std::unexpected((dir / "jobs").string() + ": " + ec.message());
   std::unique_ptr<BatchBook> book(
-      new BatchBook(dir, std::move(*files), std::move(executor), std::move(run), std::move(runtime)));
+      new BatchBook(dir, std::move(*files), std::move(executor), std::move(run), std::move(runtime), registry));
   for (const auto& entry : fs::directory_iterator(dir / "jobs", ec)) {
     if (entry.path().extension() != ".json") continue;
     const auto text = read_whole(entry.path());
@@ -99,12 +112,13 @@ std::expected<std::unique_ptr<BatchBook>, std::string> BatchBook::open(fs::path 
 }
 
 BatchBook::BatchBook(fs::path dir, std::unique_ptr<FileStore> files, net::any_io_executor executor, RunLine run,
-                     CurrentRuntime runtime)
+                     CurrentRuntime runtime, metrics::Registry& registry)
     : dir_(std::move(dir)),
       files_(std::move(files)),
       executor_(std::move(executor)),
       run_(std::move(run)),
-      runtime_(std::move(runtime)) {}
+      runtime_(std::move(runtime)),
+      metrics_(registry) {}
 
 BatchBook::~BatchBook() {
   sweep_.stop();
@@ -136,6 +150,17 @@ void BatchBook::stop() {
       e->wake.cancel();
     }
   });
+}
+
+Task<void> BatchBook::drain(std::chrono::milliseconds deadline) {
+  stop();
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  net::steady_timer timer(executor_);
+  while (active_.load() > 0 && std::chrono::steady_clock::now() < until) {
+    timer.expires_after(std::chrono::milliseconds(10));
+    co_await timer.async_wait(kAsTuple);
+  }
+  if (active_.load() > 0) log_event(EventLevel::kWarn, "batch_drain_incomplete", {{"coroutines", active_.load()}});
 }
 
 void BatchBook::sweep_deadlines() {
@@ -222,6 +247,7 @@ std::expected<Job, ApiError> BatchBook::create(std::string_view tenant, const Te
   auto e = std::make_shared<Entry>(job, executor_);
   {
     std::lock_guard lock(mu_);
+    e->seq = ++created_;
     save_locked(job);
     jobs_.emplace(job.id, e);
   }
@@ -239,14 +265,18 @@ std::optional<Job> BatchBook::find(std::string_view tenant, std::string_view id)
 }
 
 std::vector<Job> BatchBook::list(std::string_view tenant, std::string_view after, std::size_t limit, bool& more) const {
-  std::vector<Job> all;
+  std::vector<std::pair<uint64_t, Job>> sorted;
   {
     std::lock_guard lock(mu_);
     for (const auto& [id, e] : jobs_) {
-      if (e->job.tenant == tenant) all.push_back(e->job);
+      if (e->job.tenant == tenant) sorted.emplace_back(e->seq, e->job);
     }
   }
-  std::stable_sort(all.begin(), all.end(), [](const Job& a, const Job& b) { return a.created_at > b.created_at; });
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second.created_at != b.second.created_at ? a.second.created_at > b.second.created_at : a.first > b.first;
+  });
+  std::vector<Job> all;
+  for (auto& [seq, job] : sorted) all.push_back(std::move(job));
   auto from = all.begin();
   if (!after.empty()) {
     from = std::find_if(all.begin(), all.end(), [&](const Job& j) { return j.id == after; });
@@ -310,9 +340,11 @@ void BatchBook::append(Entry& e, bool ok, const std::string& line) {
 }
 
 Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
+  const Active active(active_);
   if (e->running) co_return;
   e->running = true;
   running_.push_back(e);
+  metrics_.running.set(static_cast<double>(running_.size()));
   Job job;
   {
     std::lock_guard lock(mu_);
@@ -323,6 +355,7 @@ Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
     const auto content = files_->content(job.tenant, job.input_file_id);
     if (!content) {
       std::erase(running_, e);
+      metrics_.running.set(static_cast<double>(running_.size()));
       e->running = false;
       fail(*e, "its input file '" + job.input_file_id + "' is gone");
       co_return;
@@ -345,22 +378,26 @@ Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
       if (e->cancelled || stopping_) break;
       if (unix_now() >= job.expires_at) {
         e->expired_lines = true;
+        metrics_.expired.inc();
         append(*e, false, error_line(random_id("batch_req_"), line.custom_id, "batch_expired",
                                      "This line could not be run before the batch's completion window ended."));
         continue;
       }
       ++e->in_flight;
+      metrics_.in_flight.add(1);
       net::co_spawn(executor_, run_line(e, std::move(line), i), net::detached);
     }
     while (e->in_flight > 0) co_await wait(*e);
   }
   std::erase(running_, e);
+  metrics_.running.set(static_cast<double>(running_.size()));
   e->running = false;
   if (stopping_) co_return;  // resumed at the next start
   finalize(*e);
 }
 
 Task<void> BatchBook::run_line(std::shared_ptr<Entry> e, InputLine line, std::size_t index) {
+  const Active active(active_);
   Job job;
   {
     std::lock_guard lock(mu_);
@@ -387,6 +424,7 @@ Task<void> BatchBook::run_line(std::shared_ptr<Entry> e, InputLine line, std::si
     const bool expired = unix_now() >= job.expires_at;
     if ((status == 429 || status == 503) && !expired) {
       // Refused for now (a quota, overload, a drain): again after its Retry-After.
+      metrics_.retried.inc();
       net::steady_timer timer(executor_, std::min(client.retry_after().value_or(pause), kMaxPause));
       pause = std::min(pause * 2, kMaxPause);
       e->pauses.insert(&timer);
@@ -397,17 +435,21 @@ Task<void> BatchBook::run_line(std::shared_ptr<Entry> e, InputLine line, std::si
     }
     const std::string id = random_id("batch_req_");
     if (status >= 200 && status < 300) {
+      metrics_.completed.inc();
       append(*e, true, result_line(id, line.custom_id, status, client.request_id(), client.body()));
     } else if (status == 429 || status == 503) {
       e->expired_lines = true;
+      metrics_.expired.inc();
       append(*e, false, error_line(id, line.custom_id, "batch_expired",
                                    "This line could not be run before the batch's completion window ended."));
     } else {
+      metrics_.failed.inc();
       append(*e, false, result_line(id, line.custom_id, status, client.request_id(), client.body()));
     }
     break;
   }
   --e->in_flight;
+  metrics_.in_flight.sub(1);
   e->wake.cancel();
 }
 

@@ -12,6 +12,8 @@
 // (the gateway's timer strand); the API's calls come from any thread.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <expected>
 #include <filesystem>
@@ -33,6 +35,7 @@
 #include "gateway/periodic.hpp"
 #include "gateway/runtime.hpp"
 #include "http/server.hpp"
+#include "observability/metrics_registry.hpp"
 
 namespace arbiter::batch {
 
@@ -45,10 +48,12 @@ class BatchBook {
   // The configuration the next line reads (its class, the batch bounds).
   using CurrentRuntime = std::function<std::shared_ptr<const Runtime>()>;
 
-  // Reads the files and jobs in `dir` (made when missing).
+  // Reads the files and jobs in `dir` (made when missing); its metric
+  // families go to `registry`.
   static std::expected<std::unique_ptr<BatchBook>, std::string> open(std::filesystem::path dir,
                                                                      net::any_io_executor executor, RunLine run,
-                                                                     CurrentRuntime runtime);
+                                                                     CurrentRuntime runtime,
+                                                                     metrics::Registry& registry);
   ~BatchBook();
 
   // Resumes every job that had not ended.
@@ -56,6 +61,11 @@ class BatchBook {
   // Running lines stop (the engines' work with them) and are not written:
   // their jobs resume at the next start. Any thread.
   void stop();
+  // stop(), then until every job's and line's coroutine has ended (or
+  // `deadline`): a gateway's drain, so that none is left suspended when
+  // its io_context stops (destroyed later, it would end a dispatcher slot
+  // of a gateway already gone).
+  Task<void> drain(std::chrono::milliseconds deadline);
 
   // POST /v1/batches from `tenant` (its name; `config` its settings, null
   // for the anonymous tenant): checked whole, then started.
@@ -71,9 +81,19 @@ class BatchBook {
 
  private:
   struct Entry;
+  // docs/batches.md, "Metrics".
+  struct Metrics {
+    explicit Metrics(metrics::Registry& r);
+    metrics::Counter& completed;  // lines answered 2xx
+    metrics::Counter& failed;     // lines answered otherwise
+    metrics::Counter& expired;    // lines not run before the window ended
+    metrics::Counter& retried;    // 429s and 503s tried again
+    metrics::Gauge& in_flight;    // lines in the pipeline or waiting to try again
+    metrics::Gauge& running;      // jobs whose lines are running
+  };
 
   BatchBook(std::filesystem::path dir, std::unique_ptr<FileStore> files, net::any_io_executor executor, RunLine run,
-            CurrentRuntime runtime);
+            CurrentRuntime runtime, metrics::Registry& registry);
   Task<void> run_job(std::shared_ptr<Entry> e);
   Task<void> run_line(std::shared_ptr<Entry> e, InputLine line, std::size_t index);
   // Until something changes for the job's runner (a line ended, a cancel).
@@ -95,12 +115,21 @@ class BatchBook {
   RunLine run_;
   CurrentRuntime runtime_;
   Periodic sweep_;
+  Metrics metrics_;
 
   mutable std::mutex mu_;  // jobs_ and every entry's job
   std::map<std::string, std::shared_ptr<Entry>, std::less<>> jobs_;
+  uint64_t created_ = 0;  // jobs created by this process
   // On the executor only.
   std::vector<std::shared_ptr<Entry>> running_;
   bool stopping_ = false;
+  // run_job and run_line coroutines not yet ended (drain() waits for 0).
+  std::atomic<int> active_{0};
+  struct Active {
+    explicit Active(std::atomic<int>& n) : count(n) { ++count; }
+    ~Active() { --count; }
+    std::atomic<int>& count;
+  };
 };
 
 }  // namespace arbiter::batch

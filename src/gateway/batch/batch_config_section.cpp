@@ -23,6 +23,8 @@ constexpr SettingKey<BatchConfig> kBatchKeys[] = {
      read_text<BatchConfig, &BatchConfig::klass>, write_text_if_set<BatchConfig, &BatchConfig::klass>},
     {"max_lines", "an integer in [1, 1000000]", read_integer<BatchConfig, &BatchConfig::max_lines, 1, 1'000'000>,
      write_integer<BatchConfig, &BatchConfig::max_lines>},
+    {"max_file_bytes", "a size (KiB, MiB, GiB)", read_size<BatchConfig, &BatchConfig::max_file_bytes>,
+     write_size<BatchConfig, &BatchConfig::max_file_bytes>},
     {"max_in_flight", "an integer in [1, 100000]",
      read_integer<BatchConfig, &BatchConfig::max_in_flight, 1, 100'000>,
      write_integer<BatchConfig, &BatchConfig::max_in_flight>},
