@@ -30,6 +30,7 @@ const std::map<std::string, int> kLevel = {
     {"reload", 3},  // what a config reload compares and keeps (its map is the dispatcher's)
     {"stages", 4},    {"admin", 4},  // admission features (a feature's observer with it); admin routes
     {"handler", 5},  // the pipeline's handler: dispatch, relay, retries, health
+    {"batch", 5},    // the Batch API: its lines run through the pipeline (the router hands it over)
 };
 
 // Root headers the folders share: they include no folder themselves.
