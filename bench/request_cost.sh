@@ -25,6 +25,8 @@
 # HEADER: one more request header on every request (e.g. 'cache-control:
 # max-age=600, no-cache': the result cache keeps every answer and never
 # answers from it, a miss each time).
+# (@UPSTREAM_PORT@ in either is the fixed upstream's port: e.g. tracing's
+# endpoint, which answers its exports 200.)
 # VARIANT: YAML lines a second arbiter, "arbiter+variant", has instead of
 # EXTRA_CONFIG, to cost a feature against the same build in the same run
 # (issue 46's audit: EXTRA_CONFIG='store: {audit: false, path: off.db}'
@@ -77,8 +79,8 @@ sed -e "s|@PORT@|$UP_PORT|g" -e "s|@TMP@|$TMP|g" "$ROOT/bench/nginx/upstream.con
 "$NGINX" -p "$TMP" -c "$TMP/upstream.conf" -e "$TMP/upstream.err" & PIDS+=($!)
 sed -e "s|@UPSTREAM_PORT@|$UP_PORT|g" -e "s|@THREADS@|1|g" "$ROOT/bench/overhead-gateway.yaml.in" >"$TMP/arbiter.yaml"
 cp "$TMP/arbiter.yaml" "$TMP/arbiter+variant.yaml"
-[[ -n ${EXTRA_CONFIG:-} ]] && printf '%s\n' "$EXTRA_CONFIG" >>"$TMP/arbiter.yaml"
-[[ -n $VARIANT ]] && printf '%s\n' "$VARIANT" >>"$TMP/arbiter+variant.yaml"
+[[ -n ${EXTRA_CONFIG:-} ]] && printf '%s\n' "${EXTRA_CONFIG//@UPSTREAM_PORT@/$UP_PORT}" >>"$TMP/arbiter.yaml"
+[[ -n $VARIANT ]] && printf '%s\n' "${VARIANT//@UPSTREAM_PORT@/$UP_PORT}" >>"$TMP/arbiter+variant.yaml"
 # The nginx proxy in the foreground without a master, so that valgrind and
 # strace see the process that does the work.
 sed -e "s|@PORT@|$PROXY_PORT|g" -e "s|@UPSTREAM_PORT@|$UP_PORT|g" -e "s|@WORKERS@|1|g" -e "s|@TMP@|$TMP|g" \

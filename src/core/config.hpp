@@ -291,6 +291,19 @@ struct BatchConfig {
   std::chrono::hours max_window{7 * 24};  // the longest completion_window accepted
 };
 
+// OpenTelemetry traces (docs/tracing.md): where the spans go and how many
+// requests are traced.
+struct TracingConfig {
+  // OTLP/HTTP traces URL (http://collector:4318/v1/traces); empty: off.
+  std::string endpoint;
+  // The share of requests traced when the client's traceparent does not
+  // say (its sampled flag decides when it does).
+  double sample = 0.1;
+  std::string service_name = "arbiter";
+  std::chrono::milliseconds flush{1000};  // at most this long between exports
+  std::size_t max_queued_spans = 20'000;  // past it spans are dropped and counted
+};
+
 struct Config {
   ListenerConfig listener;
   AdminConfig admin;
@@ -329,6 +342,7 @@ struct Config {
   CorsConfig cors;
   StoreConfig store;
   BatchConfig batches;
+  TracingConfig tracing;
   LogConfig log;
   // Classes the file listed under a built-in class's name: they started from
   // its scheduling settings and cap (what `--check` reports).

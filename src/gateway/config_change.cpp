@@ -18,7 +18,7 @@ std::vector<std::string> restart_only_changes(const PrintedConfig& running, cons
   const YAML::Node& a = running.root;
   const YAML::Node& b = next.root;
   std::vector<std::string> changed;
-  for (const char* section : {"listener", "admin", "log", "quota_store", "cache", "store", "batches"}) {
+  for (const char* section : {"listener", "admin", "log", "quota_store", "cache", "store", "batches", "tracing"}) {
     if (dump(a[section]) != dump(b[section])) changed.push_back(section);
   }
   for (const char* key : {"max_body_bytes", "max_header_bytes"}) {

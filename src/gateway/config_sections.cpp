@@ -2,6 +2,7 @@
 #include "gateway/config_section.hpp"
 #include "gateway/batch/batch_config_section.hpp"
 #include "gateway/cors_section.hpp"
+#include "gateway/observers/tracing/tracing_config_section.hpp"
 #include "gateway/resilience/resilience_config_section.hpp"
 #include "gateway/stages/breaker/breaker_config_section.hpp"
 #include "gateway/stages/cache/cache_config_section.hpp"
@@ -24,6 +25,7 @@ std::span<const ConfigSection> feature_sections() {
       cors_section(),               // cors
       store_section(),              // store
       batches_section(),            // batch
+      tracing_section(),            // observers/tracing
   };
   return kSections;
 }

@@ -48,6 +48,10 @@ Gateway::Gateway(Config config, std::string text, std::string source, std::size_
                               .source = std::move(source),
                               .text = std::move(text)}) {
   if (store_) start_store(config.store);
+  if (!config.tracing.endpoint.empty()) {
+    traces_ = std::make_unique<TraceExporter>(config.tracing, timer_executor, metrics_.registry);
+    traces_->start();
+  }
   rollouts_.configure(config.aliases, std::chrono::steady_clock::now());
   auto first = std::make_shared<Generation>(std::move(config), versions_.current().hash, generation_deps());
   dispatcher_ = std::make_unique<Dispatcher>(first->make_scheduler(), first, timer_executor);
@@ -84,6 +88,7 @@ Gateway::Gateway(Config config, std::string text, std::string source, std::size_
 
 Gateway::~Gateway() {
   if (batches_) batches_->stop();
+  if (traces_) traces_->stop();
   retire_sweep_.stop();
   generation_.load()->stop();
   dispatcher_->stop();
@@ -151,6 +156,7 @@ GenerationDeps Gateway::generation_deps() {
           .rollouts = rollouts_,
           .access_log = access_log_.get(),
           .store = store_.get(),
+          .traces = traces_.get(),
           .io_threads = io_threads_,
           .timer_executor = timer_executor_};
 }

@@ -21,6 +21,7 @@
 #include "gateway/gateway_metrics.hpp"
 #include "gateway/generation.hpp"
 #include "gateway/observers/refusals/refusal_log.hpp"
+#include "gateway/observers/tracing/trace_exporter.hpp"
 #include "gateway/observers/usage/usage_book.hpp"
 #include "gateway/periodic.hpp"
 #include "gateway/reload/config_control.hpp"
@@ -146,6 +147,9 @@ class Gateway final : public ConfigControl {
   // into its audit trail.
   std::unique_ptr<StoreWriter> store_;
   std::unique_ptr<StoreMetrics> store_metrics_;
+  // Traced requests' spans, exported (tracing.endpoint); null when off.
+  // Before the generations: their observers write to it.
+  std::unique_ptr<TraceExporter> traces_;
   EventTap audit_tap_;
   net::any_io_executor timer_executor_;
   std::size_t io_threads_;

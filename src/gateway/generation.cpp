@@ -77,7 +77,8 @@ void Generation::start(Dispatcher& dispatcher, uint64_t epoch) {
                             .usage = deps_.usage,
                             .rollouts = deps_.rollouts,
                             .access_log = deps_.access_log,
-                            .store = deps_.store};
+                            .store = deps_.store,
+                            .traces = deps_.traces};
   for (const StageEntry& stage : stage_registry()) {
     if (stage.in(cfg)) pipeline_.add_stage(stage.make(parts));
   }

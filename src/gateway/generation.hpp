@@ -38,6 +38,7 @@
 #include "gateway/stages/quota/quota_book.hpp"
 #include "gateway/stages/rollout/rollout_book.hpp"
 #include "gateway/store/store_writer.hpp"
+#include "gateway/observers/tracing/trace_exporter.hpp"
 #include "observability/batched_line_writer.hpp"
 
 namespace arbiter {
@@ -51,6 +52,7 @@ struct GenerationDeps {
   RolloutBook& rollouts;
   BatchedLineWriter* access_log;  // null: the access log is off
   StoreWriter* store;             // null: the usage and audit store is off
+  TraceExporter* traces;          // null: tracing is off
   std::size_t io_threads;
   net::any_io_executor timer_executor;
 };

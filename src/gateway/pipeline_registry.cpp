@@ -4,6 +4,7 @@
 #include "gateway/stages/breaker/breaker_observer.hpp"
 #include "gateway/observers/metrics/request_metrics.hpp"
 #include "gateway/observers/store/store_observer.hpp"
+#include "gateway/observers/tracing/tracing_observer.hpp"
 #include "gateway/observers/usage/usage_observer.hpp"
 #include "gateway/stages/auth/auth_stage.hpp"
 #include "gateway/stages/breaker/breaker_stage.hpp"
@@ -87,6 +88,11 @@ const ObserverEntry kObservers[] = {
     {"cache", always,
      [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {
        return std::make_unique<CacheObserver>(p.cache);
+     }},
+    {"tracing", [](const Config& c) { return !c.tracing.endpoint.empty(); },
+     [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {
+       if (p.traces == nullptr) return nullptr;
+       return std::make_unique<TracingObserver>(p.config.tracing, *p.traces);
      }},
     {"store", [](const Config& c) { return c.store.enabled; },
      [](const PipelineParts& p) -> std::unique_ptr<CompletionObserver> {

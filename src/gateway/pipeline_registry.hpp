@@ -24,6 +24,7 @@ class QuotaBook;
 class ResultCache;
 class RolloutBook;
 class StoreWriter;
+class TraceExporter;
 class UsageBook;
 struct GatewayMetrics;
 
@@ -40,6 +41,7 @@ struct PipelineParts {
   RolloutBook& rollouts;
   BatchedLineWriter* access_log;  // null: the access log is off
   StoreWriter* store;             // null: the usage and audit store is off
+  TraceExporter* traces;          // null: tracing is off (no tracing.endpoint)
 };
 
 struct StageEntry {

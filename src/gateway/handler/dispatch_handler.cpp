@@ -10,6 +10,8 @@
 #include "core/pricing.hpp"
 #include "core/typing_through.hpp"
 #include "gateway/handler/run_policy.hpp"
+#include "gateway/observers/tracing/trace_slot.hpp"
+#include "gateway/observers/tracing/tracing_observer.hpp"
 #include "gateway/resilience/run_verdict.hpp"
 #include "gateway/scheduler_setup.hpp"
 
@@ -250,6 +252,8 @@ void DispatchHandler::prepare_run(Dispatcher::Slot& slot, TypingOffer* offer, Ru
   ModelPool& pool = slot.generation().pool(slot.pool());  // its own, or a pool lending it a slot
   const BackendConfig& backend = pool.backend(slot.backend());
   ctx.rec.backend = backend.name;
+  // A traced request: the attempt's span, named in the engine's traceparent.
+  if (auto* trace = ctx.slots.get<TraceSlot>()) runs.requests.set_traceparent(trace->begin_attempt(backend.name, trace_random()));
   note_placement(ctx, slot);
   set_run_headers(ctx, backend, runs.own_headers, runs.retries);
   RelayResume* resume = runs.resume;
@@ -301,6 +305,7 @@ RunVerdict DispatchHandler::end_run(RequestContext& ctx, Dispatcher::Slot& slot,
                                     std::chrono::steady_clock::time_point sent) {
   ctx.rec.engine_ms += RequestContext::millis(std::chrono::steady_clock::now() - sent);
   slot.set_interrupt_hook(nullptr);
+  if (auto* trace = ctx.slots.get<TraceSlot>()) trace->end_attempt(static_cast<int>(ctx.outcome.upstream_status));
   const RunVerdict verdict = judge(ctx.outcome);
   slot.generation().health().record(slot.pool(), slot.backend(), verdict, ctx.outcome.upstream_retry_after);
   return verdict;
@@ -318,6 +323,7 @@ Task<bool> DispatchHandler::run_again(Dispatcher::Slot& slot, Runs& runs) {
     co_return false;
   }
   ctx.rec.queue_ms += RequestContext::millis(slot.queue_wait());
+  if (auto* trace = ctx.slots.get<TraceSlot>()) trace->next_kind = failover ? "failover" : "retry";
   const std::string& to = slot.generation().pool(slot.pool()).backend(slot.backend()).name;
   ctx.decisions.emplace_back("failover", fmt::format("from={} to={} stream_started={}", from, to, failover));
   co_return true;
@@ -326,6 +332,7 @@ Task<bool> DispatchHandler::run_again(Dispatcher::Slot& slot, Runs& runs) {
 Task<bool> DispatchHandler::requeue_preempted(Dispatcher::Slot& slot, Runs& runs) {
   RequestContext& ctx = runs.ctx;
   ++ctx.rec.preemptions;
+  if (auto* trace = ctx.slots.get<TraceSlot>()) trace->next_kind = "resume";
   ResponseSink& sink = *ctx.sink;
   RelayOutcome& outcome = ctx.outcome;
   const std::string from = ctx.rec.backend;

@@ -1,5 +1,7 @@
 #include "gateway/handler/run_request.hpp"
 
+#include "http/head_scan.hpp"
+
 namespace arbiter {
 
 std::string upstream_run_id(std::string_view request_id, uint32_t earlier_runs) {
@@ -15,6 +17,16 @@ RunRequestBuilder::RunRequestBuilder(ParsedRequest& parsed, const ServerRequest&
                                      Route route)
     : parsed_(parsed), client_(client), request_id_(request_id), route_(route) {
   client.end_to_end(forwarded_);
+}
+
+void RunRequestBuilder::set_traceparent(std::string_view value) {
+  for (auto& [name, v] : forwarded_) {
+    if (lower_equals(name, "traceparent")) {
+      v = value;
+      return;
+    }
+  }
+  forwarded_.emplace_back("traceparent", value);
 }
 
 UpstreamRequest RunRequestBuilder::build(std::string_view host, const BackendConfig& backend, uint32_t earlier_runs,

@@ -42,6 +42,10 @@ class RunRequestBuilder {
   UpstreamRequest build(std::string_view host, const BackendConfig& backend, uint32_t earlier_runs,
                         RunBodyOptions body);
 
+  // The traceparent the next runs send (a traced request's attempt span,
+  // docs/tracing.md) instead of the client's; `value` outlives them.
+  void set_traceparent(std::string_view value);
+
   // The client has a byte of the answer and no run sends the body again:
   // a serialised one is freed.
   void release_body() { std::string().swap(rewritten_); }
