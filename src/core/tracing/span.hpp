@@ -29,12 +29,14 @@ struct Span {
   SpanKind kind = SpanKind::kInternal;
   uint64_t start_ns = 0;  // Unix time, nanoseconds
   uint64_t end_ns = 0;
-  std::vector<std::pair<std::string, AttributeValue>> attributes;
+  // Keys are the conventions' names: static text.
+  std::vector<std::pair<std::string_view, AttributeValue>> attributes;
   bool error = false;  // status ERROR (else UNSET)
   std::string error_message;
 };
 
-// One export request's body for `spans`, under a resource naming `service`.
+// One export request's body for `spans`, under a resource naming `service`
+// (written by hand: a JSON document per span cost more than the request).
 std::string otlp_json(std::span<const Span> spans, std::string_view service);
 
 }  // namespace arbiter::tracing

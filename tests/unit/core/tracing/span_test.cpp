@@ -36,6 +36,11 @@ TEST(OtlpJson, IsAnExportRequestWithHexIdsAndDecimalStringTimes) {
   EXPECT_EQ(attributes.at(2).at("value").at("doubleValue"), 1.5);
   EXPECT_EQ(attributes.at(3).at("value").at("boolValue"), true);
   EXPECT_FALSE(list[1].as_object().contains("parentSpanId"));
+  // Text is escaped: still one JSON document.
+  Span odd{.trace_id = root.trace_id, .span_id = span_id_from(5), .name = "a \"quoted\"\n\x01 name\\"};
+  const auto escaped = boost::json::parse(otlp_json(std::span<const Span>(&odd, 1), "s")).as_object();
+  EXPECT_EQ(escaped.at("resourceSpans").at(0).at("scopeSpans").at(0).at("spans").at(0).at("name").as_string(),
+            "a \"quoted\"\n\x01 name\\");
   EXPECT_FALSE(list[1].as_object().contains("status"));
 }
 
