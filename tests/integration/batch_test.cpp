@@ -202,6 +202,34 @@ TEST(Batches, UploadsHaveABodyLimitOfTheirOwn) {
   EXPECT_EQ(chat.status, 413) << chat.body;
 }
 
+TEST(Batches, FilesArePagedNewestFirstOrOldestFirst) {
+  TempDir batches("arbiter-batches");
+  GatewayConfig config;
+  config.backend_ports = {1};
+  config.extra = "batches: {dir: \"" + batches.path() + "\"}\nhealth_probes: {enabled: false}\n";
+  GatewayProcess gateway(config.to_yaml());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(upload(gateway.port(), input_file(1, 1)));
+  auto page = [&](const std::string& query) {
+    const HttpResponse res = http_get(gateway.port(), "/v1/files" + query, {{"authorization", std::string("Bearer ") + kAlphaKey}});
+    EXPECT_EQ(res.status, 200) << res.body;
+    return res.json().as_object();
+  };
+  auto ids_of = [](const boost::json::object& p) {
+    std::vector<std::string> out;
+    for (const auto& f : p.at("data").as_array()) out.emplace_back(f.at("id").as_string());
+    return out;
+  };
+  const auto first = page("?limit=2");
+  EXPECT_EQ(ids_of(first), (std::vector<std::string>{ids[2], ids[1]}));
+  EXPECT_TRUE(first.at("has_more").as_bool());
+  const auto rest = page("?limit=2&after=" + ids[1]);
+  EXPECT_EQ(ids_of(rest), (std::vector<std::string>{ids[0]}));
+  EXPECT_FALSE(rest.at("has_more").as_bool());
+  EXPECT_EQ(ids_of(page("?order=asc")), ids);
+  EXPECT_EQ(http_get(gateway.port(), "/v1/files?limit=0", {{"authorization", std::string("Bearer ") + kAlphaKey}}).status, 400);
+}
+
 TEST(Batches, LinesYieldTheirSlotsToInteractiveWorkAndStillEndWhole) {
   constexpr int kLines = 6;
   constexpr int kTokens = 400;

@@ -47,14 +47,22 @@ std::string query_param(std::string_view target, std::string_view key) {
   return {};
 }
 
-// ?limit=: 1..100, 20 when absent; nullopt when it is not a number in range.
-std::optional<std::size_t> limit_param(std::string_view target) {
+// ?limit=: 1..max, `absent` when not given (OpenAI's: 20 batches, 10,000
+// files); nullopt when it is not a number in range.
+std::optional<std::size_t> limit_param(std::string_view target, std::size_t absent, std::size_t max) {
   const std::string text = query_param(target, "limit");
-  if (text.empty()) return 20;
+  if (text.empty()) return absent;
   std::size_t n = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc{} || end != text.data() + text.size() || n < 1 || n > 100) return std::nullopt;
+  if (ec != std::errc{} || end != text.data() + text.size() || n < 1 || n > max) return std::nullopt;
   return n;
+}
+
+// A page of a list: its items, the first and last ids, whether more follow.
+boost::json::object page_of(boost::json::array data, bool more) {
+  const boost::json::value first = data.empty() ? boost::json::value(nullptr) : data.front().at("id");
+  const boost::json::value last = data.empty() ? boost::json::value(nullptr) : data.back().at("id");
+  return {{"object", "list"}, {"data", std::move(data)}, {"first_id", first}, {"last_id", last}, {"has_more", more}};
 }
 
 }  // namespace
@@ -120,9 +128,19 @@ BatchRoutes::Reply BatchRoutes::files(HttpRequest& req, std::string_view rest, c
   if (rest.empty() || rest == "/") {
     if (method == http::verb::post) return upload(req, tenant, runtime);
     if (method != http::verb::get) return Reply::failed(wrong_method("GET or POST"));
+    const auto limit = limit_param(req.target(), 10'000, 10'000);
+    if (!limit) return Reply::failed(ApiError{ErrorCode::kInvalidRequest, "limit must be in [1, 10000]", "limit", {}});
+    const std::string order = query_param(req.target(), "order");
+    if (!order.empty() && order != "asc" && order != "desc") {
+      return Reply::failed(ApiError{ErrorCode::kInvalidRequest, "order must be asc or desc", "order", {}});
+    }
+    bool more = false;
     boost::json::array data;
-    for (const FileInfo& f : store.list(tenant, query_param(req.target(), "purpose"))) data.push_back(to_api(f));
-    return Reply::json(boost::json::object{{"object", "list"}, {"data", std::move(data)}, {"has_more", false}});
+    for (const FileInfo& f : store.list(tenant, query_param(req.target(), "purpose"), query_param(req.target(), "after"),
+                                        *limit, order == "asc", more)) {
+      data.push_back(to_api(f));
+    }
+    return Reply::json(page_of(std::move(data), more));
   }
   // /{id} or /{id}/content
   rest.remove_prefix(1);
@@ -158,15 +176,12 @@ BatchRoutes::Reply BatchRoutes::batches(HttpRequest& req, std::string_view rest,
       return Reply::json(to_api(*job));
     }
     if (method != http::verb::get) return Reply::failed(wrong_method("GET or POST"));
-    const auto limit = limit_param(req.target());
+    const auto limit = limit_param(req.target(), 20, 100);
     if (!limit) return Reply::failed(ApiError{ErrorCode::kInvalidRequest, "limit must be in [1, 100]", "limit", {}});
     bool more = false;
     boost::json::array data;
     for (const Job& j : book_.list(tenant, query_param(req.target(), "after"), *limit, more)) data.push_back(to_api(j));
-    const boost::json::value first = data.empty() ? boost::json::value(nullptr) : data.front().at("id");
-    const boost::json::value last = data.empty() ? boost::json::value(nullptr) : data.back().at("id");
-    return Reply::json(boost::json::object{
-        {"object", "list"}, {"data", std::move(data)}, {"first_id", first}, {"last_id", last}, {"has_more", more}});
+    return Reply::json(page_of(std::move(data), more));
   }
   rest.remove_prefix(1);
   const std::size_t slash = rest.find('/');

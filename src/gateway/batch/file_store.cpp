@@ -106,7 +106,10 @@ std::expected<std::unique_ptr<FileStore>, std::string> FileStore::open(fs::path 
     const auto text = read_whole(p);
     const auto info = text ? record_of(*text) : std::nullopt;
     // A record without its bytes (a crash between the two renames): gone.
-    if (info && fs::exists(dir / info->id)) store->files_.emplace(info->id, *info);
+    if (info && fs::exists(dir / info->id)) {
+      store->order_.emplace(info->id, 0);
+      store->files_.emplace(info->id, *info);
+    }
   }
   if (ec) return std::unexpected(dir.string() + ": " + ec.message());
   return store;
@@ -115,6 +118,7 @@ std::expected<std::unique_ptr<FileStore>, std::string> FileStore::open(fs::path 
 std::expected<FileInfo, std::string> FileStore::record(FileInfo info) {
   if (auto why = write_whole(dir_ / (info.id + ".json"), record_text(info))) return std::unexpected(*why);
   std::lock_guard lock(mu_);
+  order_.emplace(info.id, ++seen_);
   files_.emplace(info.id, info);
   return info;
 }
@@ -155,16 +159,31 @@ std::optional<std::string> FileStore::content(std::string_view tenant, std::stri
   return read_whole(dir_ / std::string(id));
 }
 
-std::vector<FileInfo> FileStore::list(std::string_view tenant, std::string_view purpose) const {
-  std::vector<FileInfo> out;
+std::vector<FileInfo> FileStore::list(std::string_view tenant, std::string_view purpose, std::string_view after,
+                                      std::size_t limit, bool oldest_first, bool& more) const {
+  std::vector<std::pair<uint64_t, FileInfo>> all;
   {
     std::lock_guard lock(mu_);
     for (const auto& [id, f] : files_) {
-      if (f.tenant == tenant && (purpose.empty() || f.purpose == purpose)) out.push_back(f);
+      if (f.tenant != tenant || (!purpose.empty() && f.purpose != purpose)) continue;
+      const auto seen = order_.find(id);
+      all.emplace_back(seen == order_.end() ? 0 : seen->second, f);
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const FileInfo& a, const FileInfo& b) { return a.created_at > b.created_at; });
-  return out;
+  std::sort(all.begin(), all.end(), [&](const auto& a, const auto& b) {
+    const auto ka = std::pair(a.second.created_at, a.first);
+    const auto kb = std::pair(b.second.created_at, b.first);
+    return oldest_first ? ka < kb : ka > kb;
+  });
+  auto from = all.begin();
+  if (!after.empty()) {
+    from = std::find_if(all.begin(), all.end(), [&](const auto& f) { return f.second.id == after; });
+    if (from != all.end()) ++from;
+  }
+  std::vector<FileInfo> page;
+  for (auto it = from; it != all.end() && page.size() < limit; ++it) page.push_back(std::move(it->second));
+  more = static_cast<std::size_t>(all.end() - from) > page.size();
+  return page;
 }
 
 bool FileStore::remove(std::string_view tenant, std::string_view id) {
@@ -173,6 +192,7 @@ bool FileStore::remove(std::string_view tenant, std::string_view id) {
     const auto it = files_.find(id);
     if (it == files_.end() || it->second.tenant != tenant) return false;
     files_.erase(it);
+    order_.erase(std::string(id));
   }
   std::error_code ec;
   fs::remove(dir_ / (std::string(id) + ".json"), ec);  // the record first: a crash leaves bytes, not a record

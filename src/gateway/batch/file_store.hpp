@@ -51,8 +51,11 @@ class FileStore {
   std::optional<FileInfo> find(std::string_view tenant, std::string_view id) const;
   // Its bytes; none when the tenant has no such file or it cannot be read.
   std::optional<std::string> content(std::string_view tenant, std::string_view id) const;
-  // The tenant's files, newest first; `purpose` empty: all.
-  std::vector<FileInfo> list(std::string_view tenant, std::string_view purpose) const;
+  // The tenant's files, newest first (`oldest_first`: the other way), after
+  // the file `after` (empty: from the first), at most `limit`; `purpose`
+  // empty: all. `more`: whether files are left past the page.
+  std::vector<FileInfo> list(std::string_view tenant, std::string_view purpose, std::string_view after,
+                             std::size_t limit, bool oldest_first, bool& more) const;
   bool remove(std::string_view tenant, std::string_view id);
 
   const std::filesystem::path& dir() const { return dir_; }
@@ -64,6 +67,8 @@ class FileStore {
   std::filesystem::path dir_;
   mutable std::mutex mu_;
   std::map<std::string, FileInfo, std::less<>> files_;  // by id
+  std::map<std::string, uint64_t, std::less<>> order_;  // by id: when this process first saw it (ties in a second)
+  uint64_t seen_ = 0;
 };
 
 // Writes `content` to `path` whole or not at all (a temporary, renamed).
