@@ -20,7 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { toFile, AuthenticationError, BadRequestError, NotFoundError } from 'openai';
 
 import { startFakeEngine, piecesFor } from './fake_engine.mjs';
-import { API_KEY, gatewayConfig, startGateway, client, withGatewayLog } from './harness.mjs';
+import { API_KEY, gatewayConfig, startGateway, stackAround, client, withGatewayLog } from './harness.mjs';
 
 const OTHER_KEY = 'sk-beta';
 const CHAT = '/v1/chat/completions';
@@ -43,25 +43,7 @@ async function startBatchStack({ batches = {} } = {}) {
       batches: { enabled: true, ...batches },
     },
   });
-  let gw;
-  try {
-    gw = await startGateway(config);
-  } catch (e) {
-    await engine.close();
-    throw e;
-  }
-  return {
-    engine,
-    gw,
-    client: (opts) => client(gw.baseURL, opts),
-    async stop() {
-      try {
-        await gw.stop();
-      } finally {
-        await engine.close();
-      }
-    },
-  };
+  return stackAround(engine, config);
 }
 
 // A test with a stack of its own, torn down whatever happens; a failure

@@ -199,9 +199,18 @@ export async function startStack({ extraModels = async () => [] } = {}) {
     { name: 'm2', backends: [{ url: engine.url, max_concurrency: 8 }] },
     ...(await extraModels(engine)),
   ];
+  return stackAround(engine, gatewayConfig({ models }));
+}
+
+/**
+ * A gateway on `config` in front of the fake engine `engine` (already
+ * started): the stack startStack returns; the engine is closed when the
+ * gateway cannot start, and by stop().
+ */
+export async function stackAround(engine, config) {
   let gw;
   try {
-    gw = await startGateway(gatewayConfig({ models }));
+    gw = await startGateway(config);
   } catch (e) {
     await engine.close();
     throw e;

@@ -58,6 +58,13 @@ std::optional<std::size_t> limit_param(std::string_view target, std::size_t abse
   return n;
 }
 
+// "/{id}/more" after a collection's path: the id, and "/more" (or empty).
+std::pair<std::string, std::string_view> id_and_rest(std::string_view rest) {
+  rest.remove_prefix(1);
+  const std::size_t slash = rest.find('/');
+  return {std::string(rest.substr(0, slash)), slash == std::string_view::npos ? std::string_view() : rest.substr(slash)};
+}
+
 // A page of a list: its items, the first and last ids, whether more follow.
 boost::json::object page_of(boost::json::array data, bool more) {
   const boost::json::value first = data.empty() ? boost::json::value(nullptr) : data.front().at("id");
@@ -143,10 +150,7 @@ BatchRoutes::Reply BatchRoutes::files(HttpRequest& req, std::string_view rest, c
     return Reply::json(page_of(std::move(data), more));
   }
   // /{id} or /{id}/content
-  rest.remove_prefix(1);
-  const std::size_t slash = rest.find('/');
-  const std::string id(rest.substr(0, slash));
-  const std::string_view sub = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+  const auto [id, sub] = id_and_rest(rest);
   if (sub == "/content") {
     if (method != http::verb::get) return Reply::failed(wrong_method("GET"));
     auto bytes = store.content(tenant, id);
@@ -183,10 +187,7 @@ BatchRoutes::Reply BatchRoutes::batches(HttpRequest& req, std::string_view rest,
     for (const Job& j : book_.list(tenant, query_param(req.target(), "after"), *limit, more)) data.push_back(to_api(j));
     return Reply::json(page_of(std::move(data), more));
   }
-  rest.remove_prefix(1);
-  const std::size_t slash = rest.find('/');
-  const std::string id(rest.substr(0, slash));
-  const std::string_view sub = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+  const auto [id, sub] = id_and_rest(rest);
   if (sub == "/cancel") {
     if (method != http::verb::post) return Reply::failed(wrong_method("POST"));
     auto job = book_.cancel(tenant, id);
