@@ -164,6 +164,7 @@ arbiter::Task<void> drain_all(arbiter::Gateway& gateway, arbiter::HttpServer& se
   gateway.begin_drain();
   co_await server.drain(deadline, [&gateway] { gateway.stop_running(); });
   if (admin) co_await admin->drain(std::chrono::milliseconds(1000));
+  co_await gateway.flush_traces(std::chrono::milliseconds(2000));  // the requests' last spans
   co_await sims.stop(std::chrono::milliseconds(1000));
 }
 

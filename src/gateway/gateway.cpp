@@ -359,6 +359,10 @@ Task<void> Gateway::stop_batches(std::chrono::milliseconds deadline) {
   if (batches_) co_await batches_->drain(deadline);
 }
 
+Task<void> Gateway::flush_traces(std::chrono::milliseconds deadline) {
+  if (traces_) co_await traces_->drain(deadline);
+}
+
 Task<void> Gateway::answer_batch(HttpRequest& req, ClientConnection& conn, std::string_view path,
                                  std::shared_ptr<Generation> generation) {
   batch::BatchRoutes::Headers headers{{"x-request-id", choose_request_id(req["x-request-id"])}};

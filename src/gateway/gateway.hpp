@@ -83,6 +83,9 @@ class Gateway final : public ConfigControl {
   // Batch lines stop (their jobs resume at the next start) and end, within
   // `deadline`: first in a drain, while the io_context still runs.
   Task<void> stop_batches(std::chrono::milliseconds deadline);
+  // The spans still queued are exported (tracing), within `deadline`: last
+  // in a drain.
+  Task<void> flush_traces(std::chrono::milliseconds deadline);
   // The drain deadline: running requests stop, a stream with a final
   // shutting_down error event.
   void stop_running() { dispatcher_->interrupt_running(); }

@@ -4,6 +4,7 @@
 // each upstream attempt as the parent of the engine's own traceparent.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 #include <map>
 #include <thread>
@@ -130,6 +131,26 @@ TEST(Tracing, ATracedRequestShowsItsQueueWaitAndEachUpstreamAttemptWithTheirLink
   // The queue ends where the first attempt starts; the request holds them all.
   EXPECT_EQ(queue->at("endTimeUnixNano"), attempts[0]->at("startTimeUnixNano"));
   EXPECT_LE(root->at("startTimeUnixNano").as_string().size(), root->at("endTimeUnixNano").as_string().size());
+}
+
+TEST(Tracing, ADrainExportsTheSpansStillQueued) {
+  FakeUpstream engine;
+  FakeUpstream collector;
+  collector.set_handler([](const RecordedRequest&) { return Respond{.status = 200, .body = "{}"}; });
+  GatewayConfig config;
+  config.backend_ports = {engine.port()};
+  // Every request traced; nothing exported before a minute has passed.
+  config.extra = "tracing: {endpoint: \"http://127.0.0.1:" + std::to_string(collector.port()) +
+                 "/v1/traces\", sample: 1, flush_ms: 60000}\n";
+  GatewayProcess gateway(config.to_yaml());
+  ASSERT_EQ(http_call(gateway.port(), chat_request(chat_body())).status, 200);
+  EXPECT_EQ(collector.request_count(), 0u);
+  gateway.terminate();
+  ASSERT_EQ(gateway.wait_exit(Millis(15'000)), 0) << describe_output(gateway);
+  // The request, its queue wait, its attempt, the relay.
+  const auto spans = received_spans(collector);
+  EXPECT_GE(spans.size(), 3u) << collector.describe();
+  EXPECT_TRUE(std::any_of(spans.begin(), spans.end(), [](const auto& s) { return s.second.at("kind") == 2; }));
 }
 
 }  // namespace

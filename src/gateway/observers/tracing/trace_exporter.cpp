@@ -38,6 +38,18 @@ void TraceExporter::start() {
 
 void TraceExporter::stop() { loop_.stop(); }
 
+Task<void> TraceExporter::drain(std::chrono::milliseconds deadline) {
+  loop_.stop();
+  co_await net::post(executor_, net::use_awaitable);  // on the loop's strand from here
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  net::steady_timer timer(executor_);
+  while (flushing_ && std::chrono::steady_clock::now() < until) {  // the loop's last round
+    timer.expires_after(std::chrono::milliseconds(10));
+    co_await timer.async_wait(kAsTuple);
+  }
+  if (!flushing_) co_await flush();
+}
+
 void TraceExporter::add(std::vector<tracing::Span> spans) {
   std::lock_guard lock(mu_);
   const std::size_t room = config_.max_queued_spans > queue_.size() ? config_.max_queued_spans - queue_.size() : 0;
@@ -47,6 +59,11 @@ void TraceExporter::add(std::vector<tracing::Span> spans) {
 }
 
 Task<void> TraceExporter::flush() {
+  flushing_ = true;
+  struct Done {
+    bool& flag;
+    ~Done() { flag = false; }
+  } done{flushing_};
   for (;;) {
     std::vector<tracing::Span> batch;
     {

@@ -27,12 +27,15 @@ class TraceExporter {
 
   void start();
   void stop();
+  // At a drain: the loop stops and what is queued is sent, within `deadline`.
+  Task<void> drain(std::chrono::milliseconds deadline);
 
   // A request's spans, queued (any thread; never blocks on the receiver).
   void add(std::vector<tracing::Span> spans);
 
  private:
   Task<void> flush();
+  bool flushing_ = false;  // a flush is under way (on the executor)
 
   const TracingConfig config_;
   std::string host_;
