@@ -11,6 +11,7 @@
 
 #include <boost/json.hpp>
 
+#include "integration/sim_harness.hpp"
 #include "support/fake_upstream.hpp"
 #include "support/gateway_config.hpp"
 #include "support/gateway_process.hpp"
@@ -131,6 +132,59 @@ TEST(Tracing, ATracedRequestShowsItsQueueWaitAndEachUpstreamAttemptWithTheirLink
   // The queue ends where the first attempt starts; the request holds them all.
   EXPECT_EQ(queue->at("endTimeUnixNano"), attempts[0]->at("startTimeUnixNano"));
   EXPECT_LE(root->at("startTimeUnixNano").as_string().size(), root->at("endTimeUnixNano").as_string().size());
+}
+
+TEST(Tracing, APreemptedRequestsSecondAttemptIsItsResume) {
+  SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
+  FakeUpstream collector;
+  collector.set_handler([](const RecordedRequest&) { return Respond{.status = 200, .body = "{}"}; });
+  GatewayConfig config;
+  config.backend_ports = {sim.port()};
+  config.max_concurrency = 1;  // what realtime needs must come from the batch request
+  config.backend_extra = ", continue_final_message: true";
+  config.alpha_classes = "[realtime, batch]";
+  config.extra = "classes:\n"
+                 "  - {name: realtime, min_share: 0.5, weight: 4}\n"
+                 "  - {name: batch, preemptible: true, max_queue_wait_ms: 600000}\n"
+                 "  - {name: chat}\n"  // the one class tenant beta may use
+                 "scheduler: {preempt_after_ms: 50}\n"
+                 "default_class: batch\n"
+                 "tracing: {endpoint: \"http://127.0.0.1:" + std::to_string(collector.port()) +
+                 "/v1/traces\", sample: 0, flush_ms: 50}\n";
+  GatewayProcess gateway(config.to_yaml());
+  HttpConnection batch(gateway.port());
+  HttpRequest traced = gateway_post("/v1/chat/completions",
+                                    sim_chat(R"("max_tokens":120,"min_tokens":120,"stream":true)", "Write on.", "m1"),
+                                    kAlphaKey, "batch");
+  traced.headers.emplace_back("traceparent", "00-" + std::string(kClientTrace) + "-" + std::string(kClientSpan) + "-01");
+  batch.send(traced);
+  ASSERT_EQ(batch.read_head().status, 200);
+  ASSERT_GE(batch.read_events(10).size(), 10u) << "the batch request should be generating";
+  const HttpResponse quick = http_call(gateway.port(), gateway_post("/v1/chat/completions",
+                                                                    sim_chat(R"("max_tokens":4)", "Quick!", "m1"),
+                                                                    kAlphaKey, "realtime"));
+  EXPECT_EQ(quick.status, 200) << quick.body;
+  batch.read_rest(Millis(20'000));
+  ASSERT_TRUE(batch.complete()) << describe_output(gateway);
+
+  std::vector<boost::json::object> attempts;
+  const auto deadline = Clock::now() + Millis(10'000);
+  for (;;) {
+    attempts.clear();
+    for (const auto& [id, s] : received_spans(collector)) {
+      if (s.at("kind") == 3) attempts.push_back(s);
+    }
+    if (attempts.size() >= 2 || Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(Millis(20));
+  }
+  ASSERT_EQ(attempts.size(), 2u) << collector.describe();
+  std::sort(attempts.begin(), attempts.end(), [](const auto& a, const auto& b) {
+    return a.at("startTimeUnixNano").as_string() < b.at("startTimeUnixNano").as_string();
+  });
+  EXPECT_EQ(attribute(attempts[0], "arbiter.attempt"), "first");
+  EXPECT_EQ(attribute(attempts[1], "arbiter.attempt"), "resume");
+  EXPECT_EQ(attempts[0].at("parentSpanId"), attempts[1].at("parentSpanId"));
+  EXPECT_LE(attempts[0].at("endTimeUnixNano").as_string(), attempts[1].at("startTimeUnixNano").as_string());
 }
 
 TEST(Tracing, ADrainExportsTheSpansStillQueued) {
