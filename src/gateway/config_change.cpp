@@ -18,8 +18,12 @@ std::vector<std::string> restart_only_changes(const PrintedConfig& running, cons
   const YAML::Node& a = running.root;
   const YAML::Node& b = next.root;
   std::vector<std::string> changed;
-  for (const char* section : {"listener", "admin", "log", "quota_store", "cache", "store", "batches", "tracing"}) {
+  for (const char* section : {"listener", "admin", "log", "quota_store", "cache", "store", "batches"}) {
     if (dump(a[section]) != dump(b[section])) changed.push_back(section);
+  }
+  // Tracing's exporter outlives generations; its share of requests does not.
+  for (const char* key : {"endpoint", "service_name", "flush_ms", "max_queued_spans"}) {
+    if (dump(a["tracing"][key]) != dump(b["tracing"][key])) changed.push_back(std::string("tracing.") + key);
   }
   for (const char* key : {"max_body_bytes", "max_header_bytes"}) {
     if (dump(a["limits"][key]) != dump(b["limits"][key])) changed.push_back(std::string("limits.") + key);

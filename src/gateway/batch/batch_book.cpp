@@ -40,6 +40,10 @@ int64_t unix_now() {
 
 constexpr auto kSweepEvery = std::chrono::milliseconds(100);
 constexpr std::chrono::seconds kMaxPause{30};
+// A line the window closed on: its error code, and its text in the error file.
+constexpr std::string_view kExpiredCode = "batch_expired";
+constexpr std::string_view kExpiredInLine = "\"code\":\"batch_expired\"";
+constexpr std::string_view kExpiredMessage = "This line could not be run before the batch's completion window ended.";
 
 // The window's end on the steady clock the scheduler keeps deadlines on.
 std::chrono::steady_clock::time_point steady_at(int64_t unix_seconds) {
@@ -48,8 +52,9 @@ std::chrono::steady_clock::time_point steady_at(int64_t unix_seconds) {
 }
 
 // The answers already written to a partial file (custom_ids), counted; a
-// last line cut short by a crash is cut off.
-std::size_t read_done(const fs::path& path, std::unordered_set<std::string>& done) {
+// last line cut short by a crash is cut off. `expired`: one of them is a
+// line the window closed on.
+std::size_t read_done(const fs::path& path, std::unordered_set<std::string>& done, bool& expired) {
   const auto text = read_whole(path);
   if (!text) return 0;
   std::size_t whole = text->rfind('\n');
@@ -62,7 +67,9 @@ std::size_t read_done(const fs::path& path, std::unordered_set<std::string>& don
   std::string_view rest(text->data(), whole);
   while (!rest.empty()) {
     const std::size_t eol = rest.find('\n');
-    std::string id = custom_id_of(rest.substr(0, eol));
+    const std::string_view line = rest.substr(0, eol);
+    std::string id = custom_id_of(line);
+    expired = expired || line.find(kExpiredInLine) != std::string_view::npos;
     rest.remove_prefix(eol + 1);
     if (!id.empty() && done.insert(std::move(id)).second) ++count;
   }
@@ -363,8 +370,10 @@ Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
     Input input = read_input(*content, std::numeric_limits<std::size_t>::max());
     // What was answered before a restart is not run again.
     std::unordered_set<std::string> done;
-    const std::size_t completed = read_done(partial(job, true), done);
-    const std::size_t failed = read_done(partial(job, false), done);
+    bool expired = false;
+    const std::size_t completed = read_done(partial(job, true), done, expired);
+    const std::size_t failed = read_done(partial(job, false), done, expired);
+    e->expired_lines = e->expired_lines || expired;
     {
       std::lock_guard lock(mu_);
       e->job.completed = completed;
@@ -379,8 +388,7 @@ Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
       if (unix_now() >= job.expires_at) {
         e->expired_lines = true;
         metrics_.expired.inc();
-        append(*e, false, error_line(random_id("batch_req_"), line.custom_id, "batch_expired",
-                                     "This line could not be run before the batch's completion window ended."));
+        append(*e, false, error_line(random_id("batch_req_"), line.custom_id, kExpiredCode, kExpiredMessage));
         continue;
       }
       ++e->in_flight;
@@ -440,8 +448,7 @@ Task<void> BatchBook::run_line(std::shared_ptr<Entry> e, InputLine line, std::si
     } else if (status == 429 || status == 503) {
       e->expired_lines = true;
       metrics_.expired.inc();
-      append(*e, false, error_line(id, line.custom_id, "batch_expired",
-                                   "This line could not be run before the batch's completion window ended."));
+      append(*e, false, error_line(id, line.custom_id, kExpiredCode, kExpiredMessage));
     } else {
       metrics_.failed.inc();
       append(*e, false, result_line(id, line.custom_id, status, client.request_id(), client.body()));
@@ -504,7 +511,7 @@ void BatchBook::finalize(Entry& e) {
   if (j.status == Status::kCancelling) {
     j.status = Status::kCancelled;
     j.cancelled_at = now;
-  } else if (e.expired_lines || (now >= j.expires_at && j.completed < j.total)) {
+  } else if (e.expired_lines) {
     j.status = Status::kExpired;
     j.expired_at = now;
   } else {

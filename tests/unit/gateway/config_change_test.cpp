@@ -42,6 +42,19 @@ TEST(ConfigChange, ListenerAndQuotaStoreChangesNeedARestartQuotasAndTenantsDoNot
   const Config listener = parse(kModels + "listener: {port: 1234}\n"
                                           "tenants: [{name: t1, api_keys: [k1], quotas: [{requests_per_minute: 10}]}]\n");
   EXPECT_EQ(restart_only_changes(PrintedConfig(running), PrintedConfig(listener)), (std::vector<std::string>{"listener"}));
+  // Tracing: the share of requests traced is reloaded; where they go is not.
+  const std::string tenants = "tenants: [{name: t1, api_keys: [k1], quotas: [{requests_per_minute: 10}]}]\n";
+  const Config traced = parse(kModels + "tracing: {endpoint: \"http://127.0.0.1:4318/v1/traces\", sample: 0.1}\n" + tenants);
+  const Config more = parse(kModels + "tracing: {endpoint: \"http://127.0.0.1:4318/v1/traces\", sample: 0.5}\n" + tenants);
+  const Config elsewhere = parse(kModels + "tracing: {endpoint: \"http://127.0.0.1:4319/v1/traces\", sample: 0.1}\n" + tenants);
+  EXPECT_TRUE(restart_only_changes(PrintedConfig(traced), PrintedConfig(more)).empty());
+  EXPECT_EQ(restart_only_changes(PrintedConfig(traced), PrintedConfig(elsewhere)),
+            (std::vector<std::string>{"tracing.endpoint"}));
+  EXPECT_EQ(restart_only_changes(PrintedConfig(running), PrintedConfig(traced)),
+            (std::vector<std::string>{"tracing.endpoint"}));
+  // The Batch API's folder and bounds: a restart.
+  const Config batches = parse(kModels + "batches: {max_lines: 10}\n" + tenants);
+  EXPECT_EQ(restart_only_changes(PrintedConfig(running), PrintedConfig(batches)), (std::vector<std::string>{"batches"}));
 }
 
 TEST(ConfigChange, TheMapGoesByNames) {
