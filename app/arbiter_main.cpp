@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -280,15 +279,8 @@ int main(int argc, char** argv) {
     batch_dir = config->batches.dir;
     if (batch_dir.is_relative()) batch_dir = std::filesystem::path(flags->config).parent_path() / batch_dir;
   }
-  std::optional<Gateway> started;
-  try {
-    started.emplace(std::move(*config), config_text, "startup:" + flags->config, threads, net::make_strand(ioc),
-                    std::move(access_log), std::move(store), batch_dir);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "arbiter: %s\n", e.what());
-    return 1;
-  }
-  Gateway& gateway = *started;
+  Gateway gateway(std::move(*config), config_text, "startup:" + flags->config, threads, net::make_strand(ioc),
+                  std::move(access_log), std::move(store), batch_dir);
   gateway.set_config_preparer([&sims](Config& next) { return (*sims)->attach(next); });
   const Config& cfg = gateway.config();
   std::shared_ptr<ServerTls> tls;

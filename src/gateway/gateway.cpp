@@ -142,7 +142,13 @@ void Gateway::start_batches(const std::filesystem::path& dir) {
   };
   auto opened = batch::BatchBook::open(dir, timer_executor_, std::move(run_line), std::move(current_runtime),
                                        metrics_.registry);
-  if (!opened) throw std::runtime_error("batches.dir: " + opened.error());
+  if (!opened) {
+    // Inference goes on: only the Batch API answers 500 saying why (a config
+    // folder mounted read-only must not stop a gateway that upgraded).
+    batches_error_ = "the Batch API's folder cannot be used (batches.dir): " + opened.error();
+    log_event(EventLevel::kError, "batches_unavailable", {{"detail", batches_error_}});
+    return;
+  }
   batches_ = std::move(*opened);
   batch_routes_ = std::make_unique<batch::BatchRoutes>(*batches_);
   batches_->start();
@@ -338,7 +344,9 @@ Task<void> Gateway::handle(HttpRequest& req, ClientConnection& conn) {
     // whole generation (the pipeline running it) alive to its end.
     return pipeline.run(*route, req, conn, std::shared_ptr<const Runtime>(std::move(generation), runtime));
   }
-  if (batch_routes_ && batch::BatchRoutes::serves(path)) return answer_batch(req, conn, path, std::move(generation));
+  if ((batch_routes_ || !batches_error_.empty()) && batch::BatchRoutes::serves(path)) {
+    return answer_batch(req, conn, path, std::move(generation));
+  }
   // The public port does not know the operator's routes (/metrics, /admin/*):
   // they are the admin listener's alone.
   const bool admin = AdminRoutes::serves(path) && !AdminRoutes::operator_only(path);
@@ -367,6 +375,10 @@ Task<void> Gateway::answer_batch(HttpRequest& req, ClientConnection& conn, std::
                                  std::shared_ptr<Generation> generation) {
   batch::BatchRoutes::Headers headers{{"x-request-id", choose_request_id(req["x-request-id"])}};
   generation->cors().add_answer_headers(req["origin"], headers);
+  if (!batch_routes_) {
+    co_await send_error(conn, ApiError{ErrorCode::kInternal, batches_error_, {}, {}}, headers);
+    co_return;
+  }
   co_await batch_routes_->handle(req, conn, path, generation->runtime(), headers);
 }
 

@@ -48,7 +48,8 @@ class Gateway final : public ConfigControl {
   // lines). `access_log`: where the access log goes (null: log.access_log
   // is off). `text` and `source`: the config's YAML and where it came from
   // (its first version). `batch_dir`: the Batch API's folder, resolved
-  // (empty: batches.enabled is false); a folder that cannot be opened throws.
+  // (empty: batches.enabled is false); one that cannot be opened is logged
+  // and the Batch API's routes say so, inference goes on.
   Gateway(Config config, std::string text, std::string source, std::size_t io_threads,
           net::any_io_executor timer_executor, std::unique_ptr<BatchedLineWriter> access_log = nullptr,
           std::unique_ptr<StoreWriter> store = nullptr, std::filesystem::path batch_dir = {});
@@ -163,6 +164,7 @@ class Gateway final : public ConfigControl {
   // generation's pipeline; null when off.
   std::unique_ptr<batch::BatchBook> batches_;
   std::unique_ptr<batch::BatchRoutes> batch_routes_;
+  std::string batches_error_;  // why batches.dir could not be opened: its routes answer 500 saying so
   ConfigPreparer prepare_;
 
   mutable std::mutex reload_mu_;  // reloads take turns; guards what follows

@@ -15,6 +15,7 @@
 #include <boost/json.hpp>
 
 #include "integration/sim_harness.hpp"
+#include "support/fake_upstream.hpp"
 #include "support/gateway_config.hpp"
 #include "support/gateway_process.hpp"
 #include "support/harness.hpp"  // describe_output
@@ -200,6 +201,20 @@ TEST(Batches, UploadsHaveABodyLimitOfTheirOwn) {
   // The inference routes keep theirs.
   const HttpResponse chat = http_call(gateway.port(), chat_request(sim_chat("", std::string(1'200'000, 'x'), "m1")));
   EXPECT_EQ(chat.status, 413) << chat.body;
+}
+
+TEST(Batches, AFolderThatCannotBeWrittenStopsTheBatchApiOnly) {
+  FakeUpstream engine;
+  GatewayConfig config;
+  config.backend_ports = {engine.port()};
+  // Under a file: no folder can be made there (a read-only config mount alike).
+  config.extra = "batches: {dir: \"/dev/null/batches\"}\n";
+  GatewayProcess gateway(config.to_yaml());
+  EXPECT_EQ(http_call(gateway.port(), chat_request(chat_body())).status, 200) << describe_output(gateway);
+  const HttpResponse files = http_get(gateway.port(), "/v1/files", {{"authorization", std::string("Bearer ") + kAlphaKey}});
+  EXPECT_EQ(files.status, 500) << files.body;
+  EXPECT_NE(files.body.find("batches.dir"), std::string::npos) << files.body;
+  EXPECT_NE(gateway.stderr_text().find("batches_unavailable"), std::string::npos);
 }
 
 TEST(Batches, FilesArePagedNewestFirstOrOldestFirst) {
