@@ -34,9 +34,6 @@ struct BatchBook::Entry {
 
 namespace {
 
-int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 constexpr auto kSweepEvery = std::chrono::milliseconds(100);
 constexpr std::chrono::seconds kMaxPause{30};
@@ -45,10 +42,10 @@ constexpr std::string_view kExpiredCode = "batch_expired";
 constexpr std::string_view kExpiredInLine = "\"code\":\"batch_expired\"";
 constexpr std::string_view kExpiredMessage = "This line could not be run before the batch's completion window ended.";
 
-// The window's end on the steady clock the scheduler keeps deadlines on.
-std::chrono::steady_clock::time_point steady_at(int64_t unix_seconds) {
-  const auto left = std::chrono::seconds(unix_seconds) - std::chrono::system_clock::now().time_since_epoch();
-  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(left);
+// The window's end (`unix_seconds`, `now` being now) on the steady clock
+// the scheduler keeps deadlines on.
+std::chrono::steady_clock::time_point steady_at(int64_t unix_seconds, int64_t now) {
+  return std::chrono::steady_clock::now() + std::chrono::seconds(unix_seconds - now);
 }
 
 // The answers already written to a partial file (custom_ids), counted; a
@@ -94,16 +91,21 @@ BatchBook::Metrics::Metrics(metrics::Registry& r)
                     .with({})),
       running(r.gauge("arbiter_batches_running", "Batches whose lines are running", {}).with({})) {}
 
+int64_t BatchBook::system_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 std::expected<std::unique_ptr<BatchBook>, std::string> BatchBook::open(fs::path dir, net::any_io_executor executor,
                                                                        RunLine run, CurrentRuntime runtime,
-                                                                       metrics::Registry& registry) {
+                                                                       metrics::Registry& registry, UnixClock now) {
   auto files = FileStore::open(dir / "files");
   if (!files) return std::unexpected(files.error());
   std::error_code ec;
   fs::create_directories(dir / "jobs", ec);
   if (ec) return std::unexpected((dir / "jobs").string() + ": " + ec.message());
   std::unique_ptr<BatchBook> book(
-      new BatchBook(dir, std::move(*files), std::move(executor), std::move(run), std::move(runtime), registry));
+      new BatchBook(dir, std::move(*files), std::move(executor), std::move(run), std::move(runtime), registry,
+                    std::move(now)));
   for (const auto& entry : fs::directory_iterator(dir / "jobs", ec)) {
     if (entry.path().extension() != ".json") continue;
     const auto text = read_whole(entry.path());
@@ -119,12 +121,13 @@ std::expected<std::unique_ptr<BatchBook>, std::string> BatchBook::open(fs::path 
 }
 
 BatchBook::BatchBook(fs::path dir, std::unique_ptr<FileStore> files, net::any_io_executor executor, RunLine run,
-                     CurrentRuntime runtime, metrics::Registry& registry)
+                     CurrentRuntime runtime, metrics::Registry& registry, UnixClock now)
     : dir_(std::move(dir)),
       files_(std::move(files)),
       executor_(std::move(executor)),
       run_(std::move(run)),
       runtime_(std::move(runtime)),
+      now_(std::move(now)),
       metrics_(registry) {}
 
 BatchBook::~BatchBook() {
@@ -237,7 +240,7 @@ std::expected<Job, ApiError> BatchBook::create(std::string_view tenant, const Te
     return std::unexpected(ApiError{ErrorCode::kForbidden,
                                     "this tenant may not use the class '" + cls.name + "' batches run in", {}, {}});
   }
-  const int64_t now = unix_now();
+  const int64_t now = now_();
   Job job{.id = random_id("batch_"),
           .tenant = std::string(tenant),
           .endpoint = endpoint,
@@ -311,7 +314,7 @@ std::expected<Job, ApiError> BatchBook::cancel(std::string_view tenant, std::str
                                      ": only a batch in progress can be cancelled"));
     }
     e->job.status = Status::kCancelling;
-    e->job.cancelling_at = unix_now();
+    e->job.cancelling_at = now_();
     save_locked(e->job);
     job = e->job;
   }
@@ -385,7 +388,7 @@ Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
       const std::size_t limit = std::max<std::size_t>(1, runtime_()->config.batches.max_in_flight);
       while (e->in_flight >= limit && !e->cancelled && !stopping_) co_await wait(*e);
       if (e->cancelled || stopping_) break;
-      if (unix_now() >= job.expires_at) {
+      if (now_() >= job.expires_at) {
         e->expired_lines = true;
         metrics_.expired.inc();
         append(*e, false, error_line(random_id("batch_req_"), line.custom_id, kExpiredCode, kExpiredMessage));
@@ -416,7 +419,7 @@ Task<void> BatchBook::run_line(std::shared_ptr<Entry> e, InputLine line, std::si
   for (;;) {
     const std::shared_ptr<const Runtime> runtime = runtime_();
     const Config& config = runtime->config;
-    LineClient client(executor_, job.tenant, steady_at(job.expires_at));
+    LineClient client(executor_, job.tenant, steady_at(job.expires_at, now_()));
     http::request<http::string_body> raw{http::verb::post, line.url, 11};
     raw.set(http::field::content_type, "application/json");
     raw.set("x-arbiter-class", config.classes[batch_class(config)].name);
@@ -429,7 +432,7 @@ Task<void> BatchBook::run_line(std::shared_ptr<Entry> e, InputLine line, std::si
     e->live.erase(&client);
     if (e->cancelled || stopping_) break;  // not answered: a resumed job runs it again
     const unsigned status = client.status();
-    const bool expired = unix_now() >= job.expires_at;
+    const bool expired = now_() >= job.expires_at;
     if ((status == 429 || status == 503) && !expired) {
       // Refused for now (a quota, overload, a drain): again after its Retry-After.
       metrics_.retried.inc();
@@ -463,7 +466,7 @@ Task<void> BatchBook::run_line(std::shared_ptr<Entry> e, InputLine line, std::si
 void BatchBook::fail(Entry& e, std::string why) {
   std::lock_guard lock(mu_);
   e.job.status = Status::kFailed;
-  e.job.failed_at = unix_now();
+  e.job.failed_at = now_();
   e.job.errors = std::move(why);
   save_locked(e.job);
   log_event(EventLevel::kWarn, "batch_failed", {{"batch", e.job.id}, {"detail", e.job.errors}});
@@ -475,7 +478,7 @@ void BatchBook::finalize(Entry& e) {
     std::lock_guard lock(mu_);
     if (e.job.status == Status::kInProgress || e.job.status == Status::kValidating) {
       e.job.status = Status::kFinalizing;
-      e.job.finalizing_at = unix_now();
+      e.job.finalizing_at = now_();
       save_locked(e.job);
     }
     job = e.job;
@@ -507,7 +510,7 @@ void BatchBook::finalize(Entry& e) {
   Job& j = e.job;
   j.output_file_id = output_file;
   j.error_file_id = error_file;
-  const int64_t now = unix_now();
+  const int64_t now = now_();
   if (j.status == Status::kCancelling) {
     j.status = Status::kCancelled;
     j.cancelled_at = now;

@@ -47,13 +47,17 @@ class BatchBook {
   using RunLine = std::function<Task<void>(Route, HttpRequest&, RequestClient&)>;
   // The configuration the next line reads (its class, the batch bounds).
   using CurrentRuntime = std::function<std::shared_ptr<const Runtime>()>;
+  // Unix seconds: the jobs' times and their windows (injected for tests).
+  using UnixClock = std::function<int64_t()>;
+  static int64_t system_seconds();
 
   // Reads the files and jobs in `dir` (made when missing); its metric
   // families go to `registry`.
   static std::expected<std::unique_ptr<BatchBook>, std::string> open(std::filesystem::path dir,
                                                                      net::any_io_executor executor, RunLine run,
                                                                      CurrentRuntime runtime,
-                                                                     metrics::Registry& registry);
+                                                                     metrics::Registry& registry,
+                                                                     UnixClock now = system_seconds);
   ~BatchBook();
 
   // Resumes every job that had not ended.
@@ -93,7 +97,7 @@ class BatchBook {
   };
 
   BatchBook(std::filesystem::path dir, std::unique_ptr<FileStore> files, net::any_io_executor executor, RunLine run,
-            CurrentRuntime runtime, metrics::Registry& registry);
+            CurrentRuntime runtime, metrics::Registry& registry, UnixClock now);
   Task<void> run_job(std::shared_ptr<Entry> e);
   Task<void> run_line(std::shared_ptr<Entry> e, InputLine line, std::size_t index);
   // Until something changes for the job's runner (a line ended, a cancel).
@@ -114,6 +118,7 @@ class BatchBook {
   net::any_io_executor executor_;
   RunLine run_;
   CurrentRuntime runtime_;
+  UnixClock now_;
   Periodic sweep_;
   Metrics metrics_;
 

@@ -1,0 +1,133 @@
+// The Batch API's runner with its clock in the test's hands: a window that
+// has closed turns the lines not yet run into batch_expired errors and ends
+// the batch expired (what no live test can wait an hour for); a 429 before
+// the window closes is tried again. The pipeline is a stand-in that answers
+// each line as the test says and counts the runs.
+#include "gateway/batch/batch_book.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include <boost/json.hpp>
+
+#include "gateway/config_yaml.hpp"
+#include "support/temp_dir.hpp"
+
+namespace arbiter::batch {
+namespace {
+
+constexpr std::string_view kConfig =
+    "models:\n"
+    "  - name: m1\n"
+    "    backends: [{url: \"http://127.0.0.1:9\"}]\n";
+
+std::string input(int lines) {
+  std::string out;
+  for (int i = 0; i < lines; ++i) {
+    out += R"({"custom_id":"l)" + std::to_string(i) +
+           R"(","method":"POST","url":"/v1/chat/completions","body":{"model":"m1","messages":[]}})" "\n";
+  }
+  return out;
+}
+
+struct Bench {
+  net::io_context ioc;
+  test::TempDir dir{"batch-book"};
+  metrics::Registry registry;
+  std::shared_ptr<const Runtime> runtime = std::make_shared<const Runtime>(*parse_config(kConfig));
+  std::atomic<int64_t> now{1'800'000'000};
+  std::atomic<int> runs{0};
+  // The status each run answers (then 200 when none is left).
+  std::vector<unsigned> statuses;
+  std::unique_ptr<BatchBook> book;
+
+  Bench() {
+    auto run = [this](Route, HttpRequest&, RequestClient& client) -> Task<void> {
+      const std::size_t i = static_cast<std::size_t>(runs++);
+      http::response<http::string_body> res{static_cast<http::status>(i < statuses.size() ? statuses[i] : 200), 11};
+      res.body() = R"({"id":"x"})";
+      if (res.result_int() == 429) res.set(http::field::retry_after, "0");
+      co_await client.send(res);
+    };
+    auto opened = BatchBook::open(dir.path(), ioc.get_executor(), run, [this] { return runtime; }, registry,
+                                  [this] { return now.load(); });
+    EXPECT_TRUE(opened) << (opened ? "" : opened.error());
+    book = std::move(*opened);
+  }
+
+  Job create(int lines) {
+    auto file = book->files().add("alpha", "in.jsonl", "batch", input(lines));
+    EXPECT_TRUE(file);
+    auto job = book->create("alpha", nullptr,
+                            boost::json::object{{"input_file_id", file->id},
+                                                {"endpoint", "/v1/chat/completions"},
+                                                {"completion_window", "1h"}});
+    EXPECT_TRUE(job) << (job ? "" : job.error().message);
+    return *job;
+  }
+
+  Job run_to_end(const std::string& id) {
+    ioc.run_for(std::chrono::seconds(10));
+    return *book->find("alpha", id);
+  }
+
+  std::vector<boost::json::object> lines_of(const std::string& file_id) {
+    std::vector<boost::json::object> out;
+    const auto text = book->files().content("alpha", file_id);
+    EXPECT_TRUE(text);
+    std::string_view rest = text ? std::string_view(*text) : std::string_view();
+    while (!rest.empty()) {
+      const std::size_t eol = rest.find('\n');
+      out.push_back(boost::json::parse(rest.substr(0, eol)).as_object());
+      rest.remove_prefix(eol + 1);
+    }
+    return out;
+  }
+};
+
+TEST(BatchBook, LinesNotStartedBeforeTheWindowClosedAreWrittenExpired) {
+  Bench b;
+  const Job job = b.create(3);
+  b.now = job.expires_at;  // the window closes before the runner starts
+  const Job done = b.run_to_end(job.id);
+  EXPECT_EQ(done.status, Status::kExpired);
+  EXPECT_GT(done.expired_at, 0);
+  EXPECT_EQ(done.completed, 0u);
+  EXPECT_EQ(done.failed, 3u);
+  EXPECT_EQ(b.runs.load(), 0) << "nothing runs once the window has closed";
+  EXPECT_TRUE(done.output_file_id.empty());
+  const auto errors = b.lines_of(done.error_file_id);
+  ASSERT_EQ(errors.size(), 3u);
+  for (const auto& line : errors) {
+    EXPECT_TRUE(line.at("response").is_null());
+    EXPECT_EQ(line.at("error").at("code").as_string(), "batch_expired");
+  }
+}
+
+TEST(BatchBook, ARefusalInsideTheWindowIsTriedAgainAndOneAfterItExpiresTheLine) {
+  Bench b;
+  b.statuses = {429};  // the first run is refused (a quota), then answered
+  const Job job = b.create(1);
+  const Job done = b.run_to_end(job.id);
+  EXPECT_EQ(done.status, Status::kCompleted);
+  EXPECT_EQ(done.completed, 1u);
+  EXPECT_EQ(b.runs.load(), 2);
+
+  Bench late;
+  late.statuses = {503, 503};
+  const Job second = late.create(1);
+  late.ioc.poll();  // the first run: 503 inside the window, a pause before the next
+  EXPECT_EQ(late.runs.load(), 1);
+  late.now = second.expires_at;  // the window closes during the pause
+  const Job ended = late.run_to_end(second.id);
+  EXPECT_EQ(ended.status, Status::kExpired);
+  EXPECT_EQ(ended.failed, 1u);
+  EXPECT_EQ(late.runs.load(), 2) << "answered 503 once the window has closed: not tried again";
+  const auto errors = late.lines_of(ended.error_file_id);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].at("error").at("code").as_string(), "batch_expired");
+}
+
+}  // namespace
+}  // namespace arbiter::batch
