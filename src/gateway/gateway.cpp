@@ -17,6 +17,20 @@ namespace {
 
 std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
 
+// Its Runtime, sharing the generation's count: holding it keeps the whole
+// generation (the pipeline running a request) alive.
+std::shared_ptr<const Runtime> runtime_of(std::shared_ptr<Generation> generation) {
+  const Runtime* runtime = &generation->runtime();
+  return {std::move(generation), runtime};
+}
+
+// One request of `route` through `generation`'s pipeline (not a coroutine:
+// no frame of its own).
+Task<void> run_pipeline(Route route, HttpRequest& req, RequestClient& client, std::shared_ptr<Generation> generation) {
+  const Pipeline& pipeline = generation->pipeline();
+  return pipeline.run(route, req, client, runtime_of(std::move(generation)));
+}
+
 }  // namespace
 
 namespace {
@@ -60,11 +74,7 @@ Gateway::Gateway(Config config, std::string text, std::string source, std::size_
   generation_.store(first);
   quotas_.start();
   admin_ = std::make_unique<AdminRoutes>(
-      [this] {
-        std::shared_ptr<Generation> current = generation_.load();
-        const Runtime* runtime = &current->runtime();
-        return std::shared_ptr<const Runtime>(std::move(current), runtime);
-      },
+      [this] { return runtime_of(generation_.load()); },
       metrics_, usage_, [this] { refresh_metrics(); },
       [this](std::string model) { return cache_->flush(std::move(model)); }, *this,
       [this] { return rollouts_.report_json(std::chrono::steady_clock::now()); },
@@ -128,17 +138,10 @@ void Gateway::start_store(const StoreConfig& settings) {
 }
 
 void Gateway::start_batches(const std::filesystem::path& dir) {
-  auto current_runtime = [this] {
-    std::shared_ptr<Generation> generation = generation_.load();
-    const Runtime* runtime = &generation->runtime();
-    return std::shared_ptr<const Runtime>(std::move(generation), runtime);
-  };
+  auto current_runtime = [this] { return runtime_of(generation_.load()); };
   // A line runs as a client's request does (handle()), on the timer strand.
   auto run_line = [this](Route route, HttpRequest& req, RequestClient& client) {
-    std::shared_ptr<Generation> generation = generation_.load();
-    const Pipeline& pipeline = generation->pipeline();
-    const Runtime* runtime = &generation->runtime();
-    return pipeline.run(route, req, client, std::shared_ptr<const Runtime>(std::move(generation), runtime));
+    return run_pipeline(route, req, client, generation_.load());
   };
   auto opened = batch::BatchBook::open(dir, timer_executor_, std::move(run_line), std::move(current_runtime),
                                        metrics_.registry);
@@ -337,13 +340,7 @@ Task<void> Gateway::handle(HttpRequest& req, ClientConnection& conn) {
   const std::string_view path = path_of(req.target());
   const auto route = route_from_path(path);
   std::shared_ptr<Generation> generation = generation_.load();  // the request's one atomic load
-  if (route && req.method() == http::verb::post) {
-    const Pipeline& pipeline = generation->pipeline();
-    const Runtime* runtime = &generation->runtime();
-    // Its Runtime, sharing the generation's count: holding it keeps the
-    // whole generation (the pipeline running it) alive to its end.
-    return pipeline.run(*route, req, conn, std::shared_ptr<const Runtime>(std::move(generation), runtime));
-  }
+  if (route && req.method() == http::verb::post) return run_pipeline(*route, req, conn, std::move(generation));
   if ((batch_routes_ || !batches_error_.empty()) && batch::BatchRoutes::serves(path)) {
     return answer_batch(req, conn, path, std::move(generation));
   }

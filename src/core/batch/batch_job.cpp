@@ -161,12 +161,16 @@ std::string error_line(std::string_view id, std::string_view custom_id, std::str
                                                     {"error", boost::json::object{{"code", code}, {"message", message}}}});
 }
 
-std::string custom_id_of(std::string_view line) {
+WrittenLine read_written_line(std::string_view line) {
   boost::system::error_code ec;
   const boost::json::value v = boost::json::parse(line, ec);
   if (ec || !v.is_object()) return {};
-  const auto* id = v.get_object().if_contains("custom_id");
-  return id && id->is_string() ? std::string(id->get_string()) : std::string();
+  const boost::json::object& o = v.get_object();
+  WrittenLine out{.custom_id = text_of(o, "custom_id"), .error_code = {}};
+  if (const auto* error = o.if_contains("error"); error && error->is_object()) {
+    out.error_code = text_of(error->get_object(), "code");
+  }
+  return out;
 }
 
 }  // namespace arbiter::batch

@@ -70,8 +70,17 @@ std::string result_line(std::string_view id, std::string_view custom_id, unsigne
                         std::string_view request_id, std::string_view body);
 std::string error_line(std::string_view id, std::string_view custom_id, std::string_view code,
                        std::string_view message);
-// The custom_id of a result or error line; empty when it has none (a line
-// cut short by a crash).
-std::string custom_id_of(std::string_view line);
+
+// The error code of a line the completion window closed on.
+inline constexpr std::string_view kExpiredCode = "batch_expired";
+
+// What a written result or error line says of its request: its custom_id
+// (empty when it has none: a line cut short by a crash) and its error's
+// code (empty for a response).
+struct WrittenLine {
+  std::string custom_id;
+  std::string error_code;
+};
+WrittenLine read_written_line(std::string_view line);
 
 }  // namespace arbiter::batch

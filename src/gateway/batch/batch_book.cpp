@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 
 #include "core/batch/batch_class.hpp"
+#include "core/batch/list_page.hpp"
 #include "gateway/batch/line_client.hpp"
 #include "observability/event_log.hpp"
 
@@ -34,12 +35,9 @@ struct BatchBook::Entry {
 
 namespace {
 
-
 constexpr auto kSweepEvery = std::chrono::milliseconds(100);
 constexpr std::chrono::seconds kMaxPause{30};
-// A line the window closed on: its error code, and its text in the error file.
-constexpr std::string_view kExpiredCode = "batch_expired";
-constexpr std::string_view kExpiredInLine = "\"code\":\"batch_expired\"";
+// A line the window closed on: its text in the error file.
 constexpr std::string_view kExpiredMessage = "This line could not be run before the batch's completion window ended.";
 
 // The window's end (`unix_seconds`, `now` being now) on the steady clock
@@ -64,11 +62,10 @@ std::size_t read_done(const fs::path& path, std::unordered_set<std::string>& don
   std::string_view rest(text->data(), whole);
   while (!rest.empty()) {
     const std::size_t eol = rest.find('\n');
-    const std::string_view line = rest.substr(0, eol);
-    std::string id = custom_id_of(line);
-    expired = expired || line.find(kExpiredInLine) != std::string_view::npos;
+    WrittenLine line = read_written_line(rest.substr(0, eol));
     rest.remove_prefix(eol + 1);
-    if (!id.empty() && done.insert(std::move(id)).second) ++count;
+    expired = expired || line.error_code == kExpiredCode;
+    if (!line.custom_id.empty() && done.insert(std::move(line.custom_id)).second) ++count;
   }
   return count;
 }
@@ -90,10 +87,6 @@ BatchBook::Metrics::Metrics(metrics::Registry& r)
       in_flight(r.gauge("arbiter_batch_lines_in_flight", "Batch lines handed to the scheduler and not yet ended", {})
                     .with({})),
       running(r.gauge("arbiter_batches_running", "Batches whose lines are running", {}).with({})) {}
-
-int64_t BatchBook::system_seconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 std::expected<std::unique_ptr<BatchBook>, std::string> BatchBook::open(fs::path dir, net::any_io_executor executor,
                                                                        RunLine run, CurrentRuntime runtime,
@@ -154,11 +147,7 @@ void BatchBook::stop() {
   sweep_.stop();
   net::post(executor_, [this] {
     stopping_ = true;
-    for (const auto& e : running_) {
-      for (LineClient* line : e->live) line->cancel();
-      for (net::steady_timer* pause : e->pauses) pause->cancel();
-      e->wake.cancel();
-    }
+    for (const auto& e : running_) halt(*e);
   });
 }
 
@@ -182,8 +171,20 @@ void BatchBook::sweep_deadlines() {
   }
 }
 
-fs::path BatchBook::partial(const Job& job, bool ok) const {
-  return dir_ / "jobs" / (job.id + (ok ? ".output.jsonl" : ".errors.jsonl"));
+void BatchBook::halt(Entry& e) {
+  for (LineClient* line : e.live) line->cancel();
+  for (net::steady_timer* pause : e.pauses) pause->cancel();
+  e.wake.cancel();
+}
+
+void BatchBook::leave_running(const std::shared_ptr<Entry>& e) {
+  std::erase(running_, e);
+  metrics_.running.set(static_cast<double>(running_.size()));
+  e->running = false;
+}
+
+fs::path BatchBook::partial(std::string_view id, bool ok) const {
+  return dir_ / "jobs" / (std::string(id) + (ok ? ".output.jsonl" : ".errors.jsonl"));
 }
 
 void BatchBook::save_locked(const Job& job) {
@@ -283,18 +284,13 @@ std::vector<Job> BatchBook::list(std::string_view tenant, std::string_view after
     }
   }
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-    return a.second.created_at != b.second.created_at ? a.second.created_at > b.second.created_at : a.first > b.first;
+    return std::pair(a.second.created_at, a.first) > std::pair(b.second.created_at, b.first);
   });
-  std::vector<Job> all;
-  for (auto& [seq, job] : sorted) all.push_back(std::move(job));
-  auto from = all.begin();
-  if (!after.empty()) {
-    from = std::find_if(all.begin(), all.end(), [&](const Job& j) { return j.id == after; });
-    if (from != all.end()) ++from;
-  }
   std::vector<Job> page;
-  for (auto it = from; it != all.end() && page.size() < limit; ++it) page.push_back(*it);
-  more = static_cast<std::size_t>(all.end() - from) > page.size();
+  for (auto& [seq, job] : page_after(std::move(sorted), after, limit,
+                                     [](const auto& item) -> const std::string& { return item.second.id; }, more)) {
+    page.push_back(std::move(job));
+  }
   return page;
 }
 
@@ -321,9 +317,7 @@ std::expected<Job, ApiError> BatchBook::cancel(std::string_view tenant, std::str
   // The lines running now stop at once: the engines' work with them.
   net::post(executor_, [e] {
     e->cancelled = true;
-    for (LineClient* line : e->live) line->cancel();
-    for (net::steady_timer* pause : e->pauses) pause->cancel();
-    e->wake.cancel();
+    halt(*e);
   });
   return job;
 }
@@ -334,19 +328,24 @@ Task<void> BatchBook::wait(Entry& e) {
 }
 
 void BatchBook::append(Entry& e, bool ok, const std::string& line) {
-  int& fd = ok ? e.out_fd : e.err_fd;
-  Job snapshot;
   {
     std::lock_guard lock(mu_);
-    snapshot = e.job;
     (ok ? e.job.completed : e.job.failed) += 1;
   }
-  if (fd < 0) fd = ::open(partial(snapshot, ok).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  // The id never changes once the job is made: read without the lock.
+  int& fd = ok ? e.out_fd : e.err_fd;
+  if (fd < 0) fd = ::open(partial(e.job.id, ok).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   const std::string text = line + "\n";
   // One write: a crash keeps the line whole or loses it (read_done cuts a torn end).
   if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-    log_event(EventLevel::kError, "batch_result_write_failed", {{"batch", snapshot.id}});
+    log_event(EventLevel::kError, "batch_result_write_failed", {{"batch", e.job.id}});
   }
+}
+
+void BatchBook::expire_line(Entry& e, std::string_view custom_id) {
+  e.expired_lines = true;
+  metrics_.expired.inc();
+  append(e, false, error_line(random_id("batch_req_"), custom_id, kExpiredCode, kExpiredMessage));
 }
 
 Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
@@ -364,9 +363,7 @@ Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
   if (run_lines) {
     const auto content = files_->content(job.tenant, job.input_file_id);
     if (!content) {
-      std::erase(running_, e);
-      metrics_.running.set(static_cast<double>(running_.size()));
-      e->running = false;
+      leave_running(e);
       fail(*e, "its input file '" + job.input_file_id + "' is gone");
       co_return;
     }
@@ -374,8 +371,8 @@ Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
     // What was answered before a restart is not run again.
     std::unordered_set<std::string> done;
     bool expired = false;
-    const std::size_t completed = read_done(partial(job, true), done, expired);
-    const std::size_t failed = read_done(partial(job, false), done, expired);
+    const std::size_t completed = read_done(partial(job.id, true), done, expired);
+    const std::size_t failed = read_done(partial(job.id, false), done, expired);
     e->expired_lines = e->expired_lines || expired;
     {
       std::lock_guard lock(mu_);
@@ -389,9 +386,7 @@ Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
       while (e->in_flight >= limit && !e->cancelled && !stopping_) co_await wait(*e);
       if (e->cancelled || stopping_) break;
       if (now_() >= job.expires_at) {
-        e->expired_lines = true;
-        metrics_.expired.inc();
-        append(*e, false, error_line(random_id("batch_req_"), line.custom_id, kExpiredCode, kExpiredMessage));
+        expire_line(*e, line.custom_id);
         continue;
       }
       ++e->in_flight;
@@ -400,30 +395,27 @@ Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
     }
     while (e->in_flight > 0) co_await wait(*e);
   }
-  std::erase(running_, e);
-  metrics_.running.set(static_cast<double>(running_.size()));
-  e->running = false;
+  leave_running(e);
   if (stopping_) co_return;  // resumed at the next start
   finalize(*e);
 }
 
 Task<void> BatchBook::run_line(std::shared_ptr<Entry> e, InputLine line, std::size_t index) {
   const Active active(active_);
-  Job job;
-  {
-    std::lock_guard lock(mu_);
-    job = e->job;
-  }
+  // What a line reads of its job never changes once the job is made.
+  const std::string& batch_id = e->job.id;
+  const std::string& tenant = e->job.tenant;
+  const int64_t expires_at = e->job.expires_at;
   const Route route = *route_from_path(line.url);
   std::chrono::seconds pause{1};
   for (;;) {
     const std::shared_ptr<const Runtime> runtime = runtime_();
     const Config& config = runtime->config;
-    LineClient client(executor_, job.tenant, steady_at(job.expires_at, now_()));
+    LineClient client(executor_, tenant, steady_at(expires_at, now_()));
     http::request<http::string_body> raw{http::verb::post, line.url, 11};
     raw.set(http::field::content_type, "application/json");
     raw.set("x-arbiter-class", config.classes[batch_class(config)].name);
-    raw.set("x-request-id", job.id + "-" + std::to_string(index));
+    raw.set("x-request-id", batch_id + "-" + std::to_string(index));
     raw.body() = line.body;
     raw.prepare_payload();
     HttpRequest req(std::move(raw));
@@ -432,7 +424,7 @@ Task<void> BatchBook::run_line(std::shared_ptr<Entry> e, InputLine line, std::si
     e->live.erase(&client);
     if (e->cancelled || stopping_) break;  // not answered: a resumed job runs it again
     const unsigned status = client.status();
-    const bool expired = now_() >= job.expires_at;
+    const bool expired = now_() >= expires_at;
     if ((status == 429 || status == 503) && !expired) {
       // Refused for now (a quota, overload, a drain): again after its Retry-After.
       metrics_.retried.inc();
@@ -444,17 +436,12 @@ Task<void> BatchBook::run_line(std::shared_ptr<Entry> e, InputLine line, std::si
       if (e->cancelled || stopping_) break;
       continue;
     }
-    const std::string id = random_id("batch_req_");
-    if (status >= 200 && status < 300) {
-      metrics_.completed.inc();
-      append(*e, true, result_line(id, line.custom_id, status, client.request_id(), client.body()));
-    } else if (status == 429 || status == 503) {
-      e->expired_lines = true;
-      metrics_.expired.inc();
-      append(*e, false, error_line(id, line.custom_id, kExpiredCode, kExpiredMessage));
+    if (status == 429 || status == 503) {
+      expire_line(*e, line.custom_id);
     } else {
-      metrics_.failed.inc();
-      append(*e, false, result_line(id, line.custom_id, status, client.request_id(), client.body()));
+      const bool ok = status >= 200 && status < 300;
+      (ok ? metrics_.completed : metrics_.failed).inc();
+      append(*e, ok, result_line(random_id("batch_req_"), line.custom_id, status, client.request_id(), client.body()));
     }
     break;
   }
@@ -490,7 +477,7 @@ void BatchBook::finalize(Entry& e) {
   std::string output_file;
   std::string error_file;
   for (const bool ok : {true, false}) {
-    const fs::path path = partial(job, ok);
+    const fs::path path = partial(job.id, ok);
     const std::string& id = ok ? job.output_id : job.error_id;
     std::error_code ec;
     const bool written = fs::exists(path) ? fs::file_size(path, ec) > 0 : files_->find(job.tenant, id).has_value();

@@ -49,7 +49,6 @@ class BatchBook {
   using CurrentRuntime = std::function<std::shared_ptr<const Runtime>()>;
   // Unix seconds: the jobs' times and their windows (injected for tests).
   using UnixClock = std::function<int64_t()>;
-  static int64_t system_seconds();
 
   // Reads the files and jobs in `dir` (made when missing); its metric
   // families go to `registry`.
@@ -57,7 +56,7 @@ class BatchBook {
                                                                      net::any_io_executor executor, RunLine run,
                                                                      CurrentRuntime runtime,
                                                                      metrics::Registry& registry,
-                                                                     UnixClock now = system_seconds);
+                                                                     UnixClock now = unix_seconds);
   ~BatchBook();
 
   // Resumes every job that had not ended.
@@ -102,15 +101,23 @@ class BatchBook {
   Task<void> run_line(std::shared_ptr<Entry> e, InputLine line, std::size_t index);
   // Until something changes for the job's runner (a line ended, a cancel).
   Task<void> wait(Entry& e);
+  // The job's lines stop where they are: those running leave the engine,
+  // those waiting to try again wake, and so does its runner (executor only).
+  static void halt(Entry& e);
+  // The job's runner is done with its lines (executor only).
+  void leave_running(const std::shared_ptr<Entry>& e);
+  // Writes a line the window closed on to the error file.
+  void expire_line(Entry& e, std::string_view custom_id);
   // Puts the output and error files in place and ends the job.
   void finalize(Entry& e);
   // Ends the job as failed, saying why.
   void fail(Entry& e, std::string why);
   // Appends one result or error line to the job's output (`ok`) or error file.
   void append(Entry& e, bool ok, const std::string& line);
+  // The output (`ok`) or error file being written of job `id`.
+  std::filesystem::path partial(std::string_view id, bool ok) const;
   // The job's record rewritten from its state (under mu_).
   void save_locked(const Job& job);
-  std::filesystem::path partial(const Job& job, bool ok) const;
   void sweep_deadlines();
 
   std::filesystem::path dir_;  // jobs' records and partial files: dir_/jobs

@@ -13,6 +13,8 @@
 
 #include <boost/json.hpp>
 
+#include "core/batch/list_page.hpp"
+
 namespace arbiter::batch {
 
 namespace fs = std::filesystem;
@@ -62,11 +64,11 @@ std::optional<std::string> read_whole(const fs::path& path) {
   return std::move(out).str();
 }
 
-namespace {
-
-int64_t unix_now() {
+int64_t unix_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
+
+namespace {
 
 std::string record_text(const FileInfo& f) {
   boost::json::object o = to_api(f);
@@ -107,8 +109,7 @@ std::expected<std::unique_ptr<FileStore>, std::string> FileStore::open(fs::path 
     const auto info = text ? record_of(*text) : std::nullopt;
     // A record without its bytes (a crash between the two renames): gone.
     if (info && fs::exists(dir / info->id)) {
-      store->order_.emplace(info->id, 0);
-      store->files_.emplace(info->id, *info);
+      store->files_.emplace(info->id, Kept{.info = *info});
     }
   }
   if (ec) return std::unexpected(dir.string() + ": " + ec.message());
@@ -118,15 +119,14 @@ std::expected<std::unique_ptr<FileStore>, std::string> FileStore::open(fs::path 
 std::expected<FileInfo, std::string> FileStore::record(FileInfo info) {
   if (auto why = write_whole(dir_ / (info.id + ".json"), record_text(info))) return std::unexpected(*why);
   std::lock_guard lock(mu_);
-  order_.emplace(info.id, ++seen_);
-  files_.emplace(info.id, info);
+  files_.emplace(info.id, Kept{.info = info, .seq = ++made_});
   return info;
 }
 
 std::expected<FileInfo, std::string> FileStore::add(std::string_view tenant, std::string_view filename,
                                                     std::string_view purpose, std::string_view content) {
   FileInfo info{.id = random_id("file-"), .tenant = std::string(tenant), .filename = std::string(filename),
-                .purpose = std::string(purpose), .bytes = content.size(), .created_at = unix_now()};
+                .purpose = std::string(purpose), .bytes = content.size(), .created_at = unix_seconds()};
   if (auto why = write_whole(dir_ / info.id, content)) return std::unexpected(*why);
   return record(std::move(info));
 }
@@ -141,7 +141,7 @@ std::expected<FileInfo, std::string> FileStore::adopt(std::string_view id, std::
   const auto bytes = fs::file_size(from, ec);
   if (ec) return std::unexpected(path.string() + ": " + ec.message());
   FileInfo info{.id = std::string(id), .tenant = std::string(tenant), .filename = std::string(filename),
-                .purpose = std::string(purpose), .bytes = bytes, .created_at = unix_now()};
+                .purpose = std::string(purpose), .bytes = bytes, .created_at = unix_seconds()};
   if (from == path) fs::rename(path, dir_ / info.id, ec);
   if (ec) return std::unexpected(path.string() + ": " + ec.message());
   return record(std::move(info));
@@ -150,8 +150,8 @@ std::expected<FileInfo, std::string> FileStore::adopt(std::string_view id, std::
 std::optional<FileInfo> FileStore::find(std::string_view tenant, std::string_view id) const {
   std::lock_guard lock(mu_);
   const auto it = files_.find(id);
-  if (it == files_.end() || it->second.tenant != tenant) return std::nullopt;
-  return it->second;
+  if (it == files_.end() || it->second.info.tenant != tenant) return std::nullopt;
+  return it->second.info;
 }
 
 std::optional<std::string> FileStore::content(std::string_view tenant, std::string_view id) const {
@@ -161,28 +161,22 @@ std::optional<std::string> FileStore::content(std::string_view tenant, std::stri
 
 std::vector<FileInfo> FileStore::list(std::string_view tenant, std::string_view purpose, std::string_view after,
                                       std::size_t limit, bool oldest_first, bool& more) const {
-  std::vector<std::pair<uint64_t, FileInfo>> all;
+  std::vector<Kept> all;
   {
     std::lock_guard lock(mu_);
     for (const auto& [id, f] : files_) {
-      if (f.tenant != tenant || (!purpose.empty() && f.purpose != purpose)) continue;
-      const auto seen = order_.find(id);
-      all.emplace_back(seen == order_.end() ? 0 : seen->second, f);
+      if (f.info.tenant == tenant && (purpose.empty() || f.info.purpose == purpose)) all.push_back(f);
     }
   }
-  std::sort(all.begin(), all.end(), [&](const auto& a, const auto& b) {
-    const auto ka = std::pair(a.second.created_at, a.first);
-    const auto kb = std::pair(b.second.created_at, b.first);
+  std::sort(all.begin(), all.end(), [&](const Kept& a, const Kept& b) {
+    const auto ka = std::pair(a.info.created_at, a.seq);
+    const auto kb = std::pair(b.info.created_at, b.seq);
     return oldest_first ? ka < kb : ka > kb;
   });
-  auto from = all.begin();
-  if (!after.empty()) {
-    from = std::find_if(all.begin(), all.end(), [&](const auto& f) { return f.second.id == after; });
-    if (from != all.end()) ++from;
-  }
   std::vector<FileInfo> page;
-  for (auto it = from; it != all.end() && page.size() < limit; ++it) page.push_back(std::move(it->second));
-  more = static_cast<std::size_t>(all.end() - from) > page.size();
+  for (Kept& f : page_after(std::move(all), after, limit, [](const Kept& f) -> const std::string& { return f.info.id; }, more)) {
+    page.push_back(std::move(f.info));
+  }
   return page;
 }
 
@@ -190,9 +184,8 @@ bool FileStore::remove(std::string_view tenant, std::string_view id) {
   {
     std::lock_guard lock(mu_);
     const auto it = files_.find(id);
-    if (it == files_.end() || it->second.tenant != tenant) return false;
+    if (it == files_.end() || it->second.info.tenant != tenant) return false;
     files_.erase(it);
-    order_.erase(std::string(id));
   }
   std::error_code ec;
   fs::remove(dir_ / (std::string(id) + ".json"), ec);  // the record first: a crash leaves bytes, not a record

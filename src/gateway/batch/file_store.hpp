@@ -33,6 +33,8 @@ boost::json::object to_api(const FileInfo& file);
 
 // A fresh id: `prefix` and 24 hex digits.
 std::string random_id(std::string_view prefix);
+// Now, in Unix seconds (the API's times).
+int64_t unix_seconds();
 
 class FileStore {
  public:
@@ -66,9 +68,12 @@ class FileStore {
 
   std::filesystem::path dir_;
   mutable std::mutex mu_;
-  std::map<std::string, FileInfo, std::less<>> files_;  // by id
-  std::map<std::string, uint64_t, std::less<>> order_;  // by id: when this process first saw it (ties in a second)
-  uint64_t seen_ = 0;
+  struct Kept {
+    FileInfo info;
+    uint64_t seq = 0;  // made by this process: its order (the list's within a second); 0: read at start
+  };
+  std::map<std::string, Kept, std::less<>> files_;  // by id
+  uint64_t made_ = 0;
 };
 
 // Writes `content` to `path` whole or not at all (a temporary, renamed).

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "http/head_scan.hpp"
+
 namespace arbiter::batch {
 
 namespace {
@@ -20,8 +22,8 @@ void LineClient::take_head(unsigned status, HeaderPairs upstream, HeaderPairs ga
   body_.clear();
   for (const HeaderPairs pairs : {upstream, gateway}) {
     for (const auto& [name, value] : pairs) {
-      if (name == "x-request-id") request_id_ = value;
-      if (name == "retry-after" || name == "Retry-After") retry_after_ = seconds_of(value);
+      if (lower_equals(name, "x-request-id")) request_id_ = value;
+      if (lower_equals(name, "retry-after")) retry_after_ = seconds_of(value);
     }
   }
 }

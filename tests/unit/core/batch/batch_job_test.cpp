@@ -53,8 +53,10 @@ TEST(BatchJob, ResultAndErrorLinesAreOpenAisAndNameTheirLine) {
   const auto err = boost::json::parse(error_line("r", "c", "batch_expired", "late")).as_object();
   EXPECT_TRUE(err.at("response").is_null());
   EXPECT_EQ(err.at("error").at("code").as_string(), "batch_expired");
-  EXPECT_EQ(custom_id_of(ok), "a");
-  EXPECT_EQ(custom_id_of(R"({"custom_id":"a","respo)"), "");  // cut short by a crash
+  EXPECT_EQ(read_written_line(ok).custom_id, "a");
+  EXPECT_EQ(read_written_line(ok).error_code, "");
+  EXPECT_EQ(read_written_line(error_line("r", "c", kExpiredCode, "late")).error_code, "batch_expired");
+  EXPECT_EQ(read_written_line(R"({"custom_id":"a","respo)").custom_id, "");  // cut short by a crash
 }
 
 }  // namespace
