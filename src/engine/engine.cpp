@@ -45,10 +45,14 @@ std::expected<void, SubmitError> Engine::submit(SubmitRequest request, double no
   r.started = false;
   r.priority = request.priority;
   r.arrival_order = next_order_++;
+  r.adapter = request.adapter;
   r.block_hashes = std::move(request.block_hashes);
   // Only full prompt blocks can be shared.
   const std::size_t full_blocks = request.prompt_tokens / config_.block_size;
   if (r.block_hashes.size() > full_blocks) r.block_hashes.resize(full_blocks);
+  if (r.adapter != 0) {
+    for (std::uint64_t& h : r.block_hashes) h ^= r.adapter * 0x9E3779B97F4A7C15ULL;
+  }
   r.blocks.clear();
   r.attempt_hits = 0;
   r.past_prefill = 0;
@@ -68,6 +72,7 @@ bool Engine::abort(RequestId id, AbortCause cause) {
     waiting_.erase(r.wait_key);
   } else {
     running_.erase(std::find(running_.begin(), running_.end(), slot));
+    leave_running(r);
     // The prompt blocks this attempt computed (not those it found cached)
     // stay in the cache: a later request that reuses one makes it not wasted.
     const std::size_t computed =
@@ -98,6 +103,19 @@ EngineStats Engine::stats() const {
   return s;
 }
 
+void Engine::lora_adapters(std::vector<std::uint32_t>& running, std::vector<std::uint32_t>& waiting) const {
+  running.clear();
+  waiting.clear();
+  for (const auto& [id, slot] : live_) {
+    const Request& r = slots_[slot];
+    if (r.adapter == 0) continue;
+    auto& list = r.state == State::kRunning ? running : waiting;
+    if (std::find(list.begin(), list.end(), r.adapter) == list.end()) list.push_back(r.adapter);
+  }
+  std::sort(running.begin(), running.end());
+  std::sort(waiting.begin(), waiting.end());
+}
+
 std::uint64_t Engine::in_flight_work_tokens() const {
   std::uint64_t total = 0;
   for (const auto& [id, slot] : live_) {
@@ -120,7 +138,8 @@ const StepResult& Engine::step(double now) {
   bool preempted = false;
   schedule_running(budget, preempted);
   // As vLLM: no new admissions in a step that had to preempt.
-  if (!preempted) admit_waiting(budget, now);
+  std::uint32_t lora_loads = 0;
+  if (!preempted) admit_waiting(budget, now, lora_loads);
 
   StepWork& work = result_.work;
   for (const std::uint32_t slot : scheduled_) {
@@ -133,7 +152,8 @@ const StepResult& Engine::step(double now) {
     ++result_.scheduled_seqs;
   }
   if (result_.scheduled_seqs == 0) return result_;
-  result_.duration = config_.cost.step_seconds(work);
+  result_.duration = config_.cost.step_seconds(work) + lora_loads * config_.lora_load_s;
+  stats_.lora_loads_total += lora_loads;
   const double end_time = result_.end();
 
   for (const std::uint32_t slot : scheduled_) {
@@ -204,6 +224,7 @@ void Engine::preempt(std::size_t running_index, std::uint32_t& budget) {
   const std::uint32_t slot = running_[running_index];
   Request& r = slots_[slot];
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
+  leave_running(r);
   budget += r.scheduled;  // it may already have been scheduled this step
   r.scheduled = 0;
   r.past_prefill += r.attempt_prefill();
@@ -250,11 +271,45 @@ void Engine::schedule_running(std::uint32_t& budget, bool& preempted) {
   }
 }
 
-void Engine::admit_waiting(std::uint32_t& budget, double now) {
+bool Engine::take_lora(std::uint32_t adapter, std::uint32_t& loads) {
+  LoraSlot* free = nullptr;
+  for (LoraSlot& s : loras_) {
+    if (s.adapter == adapter) {
+      s.last_used = ++lora_clock_;
+      return true;
+    }
+    if (s.running == 0 && (free == nullptr || s.last_used < free->last_used)) free = &s;
+  }
+  if (loras_.size() < config_.max_loras) {
+    free = &loras_.emplace_back();
+  } else if (free == nullptr) {
+    return false;
+  }
+  *free = LoraSlot{.adapter = adapter, .running = 0, .last_used = ++lora_clock_};
+  ++loads;
+  return true;
+}
+
+void Engine::leave_running(const Request& r) {
+  if (r.adapter == 0) return;
+  for (LoraSlot& s : loras_) {
+    if (s.adapter == r.adapter) {
+      --s.running;
+      return;
+    }
+  }
+}
+
+void Engine::admit_waiting(std::uint32_t& budget, double now, std::uint32_t& lora_loads) {
   const std::uint32_t bs = config_.block_size;
-  while (!waiting_.empty() && running_.size() < config_.max_num_seqs && budget > 0) {
-    const std::uint32_t slot = waiting_.begin()->slot;
+  auto next = waiting_.begin();
+  while (next != waiting_.end() && running_.size() < config_.max_num_seqs && budget > 0) {
+    const auto at = next++;
+    const std::uint32_t slot = at->slot;
     Request& r = slots_[slot];
+    // As vLLM: a request whose adapter finds no GPU slot is passed over
+    // for this step; the requests behind it may still start.
+    if (r.adapter != 0 && !take_lora(r.adapter, lora_loads)) continue;
     const std::uint32_t tokens = r.num_tokens();
     if (config_.enable_prefix_caching) {
       // At least one token must be computed to sample from, as in vLLM.
@@ -288,9 +343,12 @@ void Engine::admit_waiting(std::uint32_t& budget, double now) {
       stats_.prefix_cache_queries_total += tokens;
       stats_.prefix_cache_hits_total += hits;
     }
-    waiting_.erase(waiting_.begin());
+    waiting_.erase(at);
     r.state = State::kRunning;
     running_.push_back(slot);
+    if (r.adapter != 0) {
+      for (LoraSlot& s : loras_) s.running += s.adapter == r.adapter ? 1 : 0;
+    }
     r.prefill_end = tokens;
     if (!r.started) {
       r.started = true;
@@ -312,6 +370,7 @@ void Engine::publish_blocks(Request& r, std::uint32_t from, std::uint32_t to) {
 
 void Engine::finish(std::uint32_t slot) {
   Request& r = slots_[slot];
+  leave_running(r);
   pool_.release(r.blocks);
   r.blocks.clear();
   ++stats_.requests_finished_total;

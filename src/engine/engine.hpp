@@ -36,6 +36,10 @@ struct SubmitRequest {
   std::vector<std::uint64_t> block_hashes;  // full prompt blocks (prompt_blocks()); empty: no reuse
   std::uint32_t output_tokens = 0;          // tokens it will generate (generation_length())
   int priority = 0;                         // lower runs first under SchedulingPolicy::kPriority
+  // The LoRA adapter it runs with (the caller's number for it), 0: the base
+  // model. Its prompt blocks are cached apart from other adapters', as
+  // vLLM keys its prefix cache by adapter too.
+  std::uint32_t adapter = 0;
 };
 
 enum class SubmitError {
@@ -94,6 +98,7 @@ struct EngineStats {
   // block), by the abort's cause.
   std::uint64_t reused_after_cancel_tokens_total = 0;
   std::uint64_t reused_after_preempt_tokens_total = 0;
+  std::uint64_t lora_loads_total = 0;             // adapters loaded into a GPU slot
   double busy_seconds_total = 0;                  // sum of step durations
   std::uint64_t steps_total = 0;                  // steps that ran something
   std::uint32_t num_blocks = 0;                   // usable KV blocks now
@@ -122,6 +127,9 @@ class Engine {
   // O(requests in the engine); not part of stats(), which runs per abort.
   std::uint64_t in_flight_work_tokens() const;
   const EngineConfig& config() const { return config_; }
+  // The adapters of running and of waiting requests, each once (vLLM's
+  // lora_requests_info labels). O(requests in the engine).
+  void lora_adapters(std::vector<std::uint32_t>& running, std::vector<std::uint32_t>& waiting) const;
 
   // Fault hook: usable KV blocks (another tenant took the rest). Clamped to
   // the configured num_blocks. Applied at the next step, preempting running
@@ -158,6 +166,7 @@ class Engine {
     std::int64_t arrival_order = 0;
     WaitKey wait_key{};  // valid while waiting
     std::vector<std::uint64_t> block_hashes;
+    std::uint32_t adapter = 0;       // LoRA adapter, 0: none
     std::uint32_t attempt_hits = 0;  // tokens found cached at the last admission
     std::uint64_t past_prefill = 0;  // prefill tokens computed in earlier, preempted attempts
     std::uint64_t past_decode = 0;   // decode tokens computed in earlier attempts
@@ -184,7 +193,12 @@ class Engine {
   void preempt(std::size_t running_index, std::uint32_t& budget);
   void apply_reservation(std::uint32_t& budget);
   void schedule_running(std::uint32_t& budget, bool& preempted);
-  void admit_waiting(std::uint32_t& budget, double now);
+  void admit_waiting(std::uint32_t& budget, double now, std::uint32_t& lora_loads);
+  // The adapter's GPU slot for a request being admitted: already loaded,
+  // or loaded now into a slot no running request uses (counted in
+  // `loads`); false when every slot is busy with other adapters.
+  bool take_lora(std::uint32_t adapter, std::uint32_t& loads);
+  void leave_running(const Request& r);  // its adapter's slot has one fewer running request
   void publish_blocks(Request& r, std::uint32_t from, std::uint32_t to);
   void finish(std::uint32_t slot);
   void release_slot(std::uint32_t slot);
@@ -201,6 +215,15 @@ class Engine {
   std::vector<std::uint32_t> scheduled_;  // slots run in the current step
   std::int64_t next_order_ = 0;           // arrival order
   std::int64_t front_order_ = 0;          // decreasing: FCFS requeue at the front
+
+  // GPU adapter slots (at most max_loras): which adapter, its running requests, last use.
+  struct LoraSlot {
+    std::uint32_t adapter = 0;
+    std::uint32_t running = 0;
+    std::int64_t last_used = 0;
+  };
+  std::vector<LoraSlot> loras_;
+  std::int64_t lora_clock_ = 0;
 
   StepResult result_;
   EngineStats stats_;

@@ -32,6 +32,8 @@ std::string_view config_error(const EngineConfig& config) {
   if (config.max_num_batched_tokens == 0) return "max_num_batched_tokens must be at least 1";
   if (config.max_model_len < 2)
     return "max_model_len must be at least 2 (one prompt, one output token)";
+  if (config.max_loras == 0) return "max_loras must be at least 1";
+  if (config.lora_load_s < 0) return "lora_load_s must not be negative";
   return {};
 }
 

@@ -42,6 +42,15 @@ struct EngineConfig {
   std::uint32_t max_model_len = 0;           // prompt + output limit per request
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   bool enable_prefix_caching = true;  // vLLM V1 default
+  // LoRA adapters (vLLM --enable-lora): a step runs requests of at most
+  // max_loras adapters (vLLM --max-loras, default 1), each in one of that
+  // many GPU slots; a request whose adapter is in none waits until a slot
+  // holds no running request, then the adapter is loaded into it (least
+  // recently used first), which adds lora_load_s to that step. An estimate,
+  // not a measurement: an adapter's weights copied from host memory or
+  // read from a local disk (docs/simulator.md).
+  std::uint32_t max_loras = 1;
+  double lora_load_s = 0.02;
 };
 
 // Empty when an Engine can run with `config`; otherwise what is wrong, for
