@@ -100,6 +100,7 @@ struct Node {
   uint32_t prefix_len = 0;       // prefix blocks
   uint16_t cached_blocks = 0;    // prefix blocks its backend held at dispatch: not in its prefill backlog
   uint16_t slots = 1;            // slots it holds while running (Request::sequences)
+  uint16_t adapter = 0;          // LoRA adapter (Request::adapter), 0: none
   bool expires : 1 = false;      // false once requeued: a started request is never 503'd
   bool resumable : 1 = true;     // may be a preemption victim (Request::resumable)
   bool linked : 1 = false;       // on its class's arrival list (queued) or victim list (running)
@@ -107,6 +108,7 @@ struct Node {
   bool extra_slot : 1 = false;   // running in one of its backend's extra slots (Backend::extra)
   bool excess_slot : 1 = false;  // started over its tenant's fair-share cap (Backend::excess_taken)
   bool hinted : 1 = false;       // slo_at is the client's TTFT hint, not its class's: ordered by it (order_key)
+  bool lora_swap : 1 = false;    // running, placed in Placement::kAdapterWait, no first token yet
   NodeState state = NodeState::kFree;  // lifecycle state
 };
 
@@ -120,6 +122,7 @@ struct TenantQueue {
   double weight = 1;            // tenant weight
   double vtime = 0;             // virtual start of its next request (tokens / weight)
   uint64_t share_seq = 0;       // activation number: tie-break in the class's tenant heap
+  bool deferred = false;        // out of its class's order until the end of the poll (defer_tenant)
   uint32_t queued = 0;          // held + ready requests
   uint32_t in_flight = 0;       // slots its requests hold
   int64_t queued_cost = 0;      // tokens queued: tenant drain time
@@ -195,6 +198,21 @@ struct Backend {
   // Of in_flight, slots of requests a flooding tenant started over its
   // fair-share cap (Node::excess_slot), on slots nobody else could use then.
   uint32_t excess_taken = 0;
+  // LoRA (PoolSpec::adapters): the adapters it serves, sorted, and its
+  // engine's adapter slots as this scheduler filled them: each adapter it
+  // sent there, its requests running, and when it last sent one. Kept to
+  // max_loras entries, least recently used idle ones dropped first.
+  std::vector<uint16_t> adapters;
+  uint32_t max_loras = 1;
+  struct Lora {
+    uint16_t adapter = 0;
+    uint32_t running = 0;
+    uint64_t last_used = 0;
+    // Of `running`: sent while every slot was busy with other adapters, no
+    // first token yet (Node::lora_swap): the engine must drain a slot for it.
+    uint32_t swapping = 0;
+  };
+  std::vector<Lora> loras;
 
   // Slots in use as a pass sees them, and its slot count. Work started in
   // an extra slot or as a tenant's excess is never counted against the

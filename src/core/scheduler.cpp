@@ -82,6 +82,9 @@ std::string_view placement_name(Placement placement) {
     case Placement::kOverBound: return "over_bound";
     case Placement::kAvoidFailed: return "avoid_failed";
     case Placement::kInherited: return "inherited";
+    case Placement::kAdapterLoaded: return "adapter_loaded";
+    case Placement::kAdapterLoad: return "adapter_load";
+    case Placement::kAdapterWait: return "adapter_wait";
   }
   return "least_loaded";
 }
@@ -109,6 +112,12 @@ Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {
                                .full_backlog = rate * backlog_s});
       pool.capacity += spec.max_concurrency[i];
       pool.prefill_rate = std::max(pool.prefill_rate, rate);
+      detail::Backend& b = pool.backends.back();
+      if (i < spec.adapters.size()) {
+        b.adapters = spec.adapters[i];
+        std::sort(b.adapters.begin(), b.adapters.end());
+      }
+      if (i < spec.max_loras.size()) b.max_loras = spec.max_loras[i];
     }
     std::vector<uint64_t> cache_blocks(spec.max_concurrency.size(), 0);
     for (std::size_t i = 0; i < spec.prefix_cache_tokens.size(); ++i) {
@@ -214,6 +223,7 @@ uint32_t Scheduler::place(const Request& request, uint32_t tenant, TimePoint now
   n.user = request.user;
   n.resumable = request.resumable;
   n.slots = static_cast<uint16_t>(std::clamp<uint32_t>(request.sequences, 1, kMaxSlotsPerRequest));
+  n.adapter = request.adapter;
   n.seq = next_seq_++;
   n.start_seq = 0;
   n.cost = cost;
@@ -236,6 +246,7 @@ uint32_t Scheduler::place(const Request& request, uint32_t tenant, TimePoint now
   n.avoid = kNoAvoid;
   n.prefilling = false;
   n.extra_slot = n.excess_slot = false;
+  n.lora_swap = false;
   n.prompt = static_cast<uint32_t>(std::clamp<int64_t>(request.prompt_tokens, 0, UINT32_MAX));
   n.expires = n.deadline != TimePoint::max();
   n.linked = false;
@@ -427,6 +438,7 @@ bool Scheduler::first_token(Handle handle, TimePoint /*now*/) {
     return false;
   }
   prefilled(n);
+  if (n.lora_swap) lora_swapped(pools_[n.run_pool].backends[n.backend], n);
   return true;
 }
 

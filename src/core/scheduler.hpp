@@ -324,6 +324,29 @@ class Scheduler {
   };
   Routed route(const Pool& pool, const Node& n, TimePoint now, double fraction, uint32_t least,
                SlotPass pass = SlotPass::kLimit) const;
+  // Bounded loads (affinity_load_slack): the most slots in use, the request's
+  // included, per slot that an affinity choice may leave on a backend.
+  double affinity_bound(const Pool& pool, const Node& n, SlotPass pass) const;
+  // LoRA (scheduler_lora.cpp): route() for a request with an adapter. Only
+  // backends serving it; by lora_affinity, first one that has it loaded
+  // within the affinity bound, then one with a free adapter slot; otherwise
+  // it waits here (kNil) until it is urgent, then the least loaded (its
+  // engine queues it for a slot and drains one). kNil when none is open.
+  Routed route_lora(const Pool& pool, const Node& n, TimePoint now, double fraction, SlotPass pass,
+                    bool avoid) const;
+  static bool serves(const detail::Backend& b, uint16_t adapter);
+  // A LoRA request that may now wait in an engine for an adapter slot: in its class's aging lead.
+  bool lora_urgent(const Node& n, TimePoint now) const;
+  // The tenant queue's head is a LoRA request that found no backend: the
+  // first of the queue's next requests (in heap order, a bounded look) that
+  // does, and where; {kNil, kNil} when none.
+  std::pair<uint32_t, Routed> lora_alternative(const Pool& pool, uint32_t tq, uint32_t head, TimePoint now,
+                                               double fraction, uint32_t least, SlotPass pass) const;
+  // Its slot on b's engine, as vLLM's LRU fills them; n.lora_swap when the engine must free one first.
+  void lora_started(detail::Backend& b, Node& n, Placement placement);
+  // n leaves b (finished, failed, preempted) or had its first token: no longer a pending swap.
+  static void lora_swapped(detail::Backend& b, Node& n);
+  static void lora_released(detail::Backend& b, Node& n);
   // Prefix cache credit (SchedulerConfig::affinity_cache_credit;
   // scheduler_cache_credit.cpp).
   static uint32_t affinity_load(const detail::Backend& b);

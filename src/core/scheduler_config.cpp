@@ -73,6 +73,15 @@ std::optional<std::string> validate(const SchedulerConfig& config) {
       if (!(rate >= 0) || !std::isfinite(rate))
         return "pool '" + p.name + "': prefill_tokens_per_s must be >= 0";
     }
+    if (p.adapters.size() > p.max_concurrency.size() || p.max_loras.size() > p.max_concurrency.size())
+      return "pool '" + p.name + "': more adapter lists than backends";
+    for (const auto& served : p.adapters) {
+      if (std::find(served.begin(), served.end(), 0) != served.end())
+        return "pool '" + p.name + "': adapter numbers start at 1";
+    }
+    for (uint32_t slots : p.max_loras) {
+      if (slots == 0) return "pool '" + p.name + "': max_loras must be > 0";
+    }
     for (std::size_t i = 0; i < p.lenders.size(); ++i) {
       const PoolId lender = p.lenders[i];
       if (lender >= config.pools.size()) return "pool '" + p.name + "': lender is not a pool";

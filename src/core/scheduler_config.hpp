@@ -81,6 +81,13 @@ struct PoolSpec {
   // preemptible work is preempted at once for it. Pools of one model only:
   // the caller's business, the scheduler does not know models.
   std::vector<PoolId> lenders;
+  // LoRA adapters per backend (same order; missing entries: none): the
+  // adapter numbers (Request::adapter, from 1) it serves. A request for an
+  // adapter runs only on a backend that lists it.
+  std::vector<std::vector<uint16_t>> adapters;
+  // Per backend: adapters its engine runs at once (vLLM --max-loras;
+  // missing entries: 1).
+  std::vector<uint32_t> max_loras;
 };
 
 // The scheduler's settings an operator sets (the config's `scheduler:`
@@ -168,6 +175,11 @@ struct SchedulerConfig : SchedulerTunables {
   // do by default); arbiter-bench's noise-floor variant (hybrid-tiebreak)
   // changes it and nothing else, so its near-ties break another way.
   uint64_t rendezvous_salt = 0;
+  // LoRA affinity: a request for an adapter goes to a backend that has it
+  // loaded (within the affinity load bound), else to one with a free
+  // adapter slot, else to the least loaded that serves it. False:
+  // the least loaded that serves it (arbiter-bench's hybrid-no-lora-affinity).
+  bool lora_affinity = true;
   // Time constant of the completion-rate estimate behind Retry-After.
   Duration rate_window = std::chrono::seconds(10);
   // Drain rate assumed before any completion was seen: tokens per second per

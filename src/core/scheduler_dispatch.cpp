@@ -315,6 +315,10 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, SlotPa
       // backlog, its own prompt included (a long prompt would hold up the
       // lender's next request for whole prefill steps).
       const Routed where = route(pools_[run], nodes_[id], now, kLowerTierBacklog, least);
+      if (where.backend == kNil && hybrid && nodes_[id].adapter != 0) {
+        defer_tenant(tq);  // no open lender backend serves its adapter: the class's others may go
+        continue;
+      }
       if (where.backend == kNil || !fits_loan(pools_[run].backends[where.backend], nodes_[id], now)) return;
       start(id, run, where, now, out);
       if (hybrid && deferred_top(cq)) open_excess(pool, klass);
@@ -337,6 +341,21 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, SlotPa
                                      flooding(nodes_[id].tenant, now));
     const Routed where =
         route(p, nodes_[id], now, headroom ? kLowerTierBacklog : 1.0, headroom ? kNil : least, fits);
+    if (where.backend == kNil && hybrid && nodes_[id].adapter != 0) {
+      // A LoRA request whose backends are full or busy with other adapters
+      // waits; its tenant's next request that can start goes ahead of it,
+      // as vLLM passes over a request whose adapter has no slot. When none
+      // can, the class's other tenants may start.
+      const auto [next, at] = lora_alternative(p, tq, id, now, headroom ? kLowerTierBacklog : 1.0,
+                                               headroom ? kNil : least, fits);
+      if (next != kNil) {
+        start(next, pool, at, now, out, excess && pass == SlotPass::kLimit);
+        if (deferred_top(cq)) open_excess(pool, klass);
+        continue;
+      }
+      defer_tenant(tq);
+      continue;
+    }
     if (where.backend == kNil && excess) {
       defer_tenant(tq);  // no slot outside the others' for it: the rest of the class's excess waits too
       continue;
@@ -443,6 +462,7 @@ bool Scheduler::open_to(const detail::Backend& b, TimePoint now, double fraction
 
 Scheduler::Routed Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double fraction, uint32_t least,
                                    SlotPass pass) const {
+  if (n.adapter != 0) return route_lora(pool, n, now, fraction, pass, &pool == &pools_[n.pool]);
   if (least == kNil) least = pick_backend(pool, now, fraction, kNil, pass);
   // A retry after a failed run goes to another backend (its prefix, if
   // cached anywhere, was most likely on the failed one): it waits for one
@@ -456,17 +476,7 @@ Scheduler::Routed Scheduler::route(const Pool& pool, const Node& n, TimePoint no
     }
   }
   if (least == kNil || n.prefix_len == 0 || !pool.prefix.enabled()) return {.backend = least};
-  // Bounded loads: a backend may take the request while its share of slots
-  // in use, with it, stays within (1 + slack) x the pool's, plus an eighth
-  // of its slots so a quiet pool keeps its affinity; one hot prefix cannot
-  // pile onto one engine. A backend's load is the larger of its slots in use
-  // here and what its engine reports running: other gateway replicas'
-  // requests count too.
-  uint64_t used = n.slots;
-  for (const detail::Backend& b : pool.backends) used += b.signal.down ? 0 : affinity_load(b);
-  const uint32_t slots = pool.capacity + (pass == SlotPass::kExtra ? pool.extra : 0);
-  const double average = static_cast<double>(used) / std::max<uint32_t>(slots, 1);
-  const double bound = (1 + config_.affinity_load_slack) * average + kAffinityMinSlack;
+  const double bound = affinity_bound(pool, n, pass);
   const auto under_bound = [&](const detail::Backend& b) {
     return static_cast<double>(affinity_load(b) + n.slots) <= bound * b.slots(pass) + kEpsilon;
   };
@@ -506,6 +516,20 @@ Scheduler::Routed Scheduler::route(const Pool& pool, const Node& n, TimePoint no
   if (best == kNil) return {.backend = least, .placement = Placement::kOverBound};
   if (!best_holds) return {.backend = best, .placement = Placement::kPrefixNew};
   return {.backend = best, .placement = Placement::kPrefixHeld, .prefix_blocks = static_cast<uint16_t>(match.depth)};
+}
+
+double Scheduler::affinity_bound(const Pool& pool, const Node& n, SlotPass pass) const {
+  // Bounded loads: a backend may take the request while its share of slots
+  // in use, with it, stays within (1 + slack) x the pool's, plus an eighth
+  // of its slots so a quiet pool keeps its affinity; one hot prefix (or
+  // adapter) cannot pile onto one engine. A backend's load is the larger of
+  // its slots in use here and what its engine reports running: other
+  // gateway replicas' requests count too.
+  uint64_t used = n.slots;
+  for (const detail::Backend& b : pool.backends) used += b.signal.down ? 0 : affinity_load(b);
+  const uint32_t slots = pool.capacity + (pass == SlotPass::kExtra ? pool.extra : 0);
+  const double average = static_cast<double>(used) / std::max<uint32_t>(slots, 1);
+  return (1 + config_.affinity_load_slack) * average + kAffinityMinSlack;
 }
 
 uint32_t Scheduler::pick_request(uint32_t pool, TimePoint now, int top) {
@@ -731,6 +755,7 @@ void Scheduler::start(uint32_t id, uint32_t run_pool, Routed where, TimePoint no
     n.prefilling = true;
   }
   if (n.prefix_len > 0) pool.prefix.record(backend, {n.prefix, n.prefix_len});
+  if (n.adapter != 0) lora_started(b, n, where.placement);
   // With the limit's slots all taken, only background work gets here (the
   // extra pass): it takes an extra slot.
   n.excess_slot = excess;

@@ -15,7 +15,7 @@ bool Scheduler::inherit(Handle heir_handle, Handle old_handle, TimePoint now) {
   Node& o = nodes_[old];
   // Same tenant queue: same pool, class and tenant.
   if ((n.state != NodeState::kHeld && n.state != NodeState::kQueued) ||
-      o.state != NodeState::kAborting || n.tenant != o.tenant || n.slots != o.slots ||
+      o.state != NodeState::kAborting || n.tenant != o.tenant || n.slots != o.slots || n.adapter != o.adapter ||
       !config_.classes[n.klass].typing_through) {
     return false;
   }

@@ -341,6 +341,7 @@ void Scheduler::release_slot(uint32_t id) {
   ClassQueue& cq = pools_[n.pool].classes[n.klass];
   const bool borrowed = n.run_pool != n.pool;
   run.backends[n.backend].in_flight -= n.slots;
+  if (n.adapter != 0) lora_released(run.backends[n.backend], n);
   if (n.extra_slot) run.backends[n.backend].extra_taken -= n.slots;
   if (n.excess_slot) {
     run.backends[n.backend].excess_taken -= n.slots;

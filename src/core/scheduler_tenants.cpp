@@ -110,7 +110,7 @@ uint32_t Scheduler::head_of_class(uint32_t pool, uint32_t klass, TimePoint now) 
       std::pair(order_key(nodes_[oldest]), nodes_[oldest].seq) <
           std::pair(order_key(nodes_[fair]), nodes_[fair].seq) &&
       !overusing(nodes_[oldest].tenant, now) && !flooding(nodes_[oldest].tenant, now) &&
-      !tenant_capped(nodes_[oldest].tenant)) {
+      !tenant_capped(nodes_[oldest].tenant) && !tenants_[nodes_[oldest].tenant].deferred) {
     return oldest;
   }
   return fair;
@@ -191,6 +191,7 @@ void Scheduler::count_running(uint32_t pool, TenantId tenant, int32_t slots) {
 void Scheduler::defer_tenant(uint32_t tq) {
   TenantQueue& t = tenants_[tq];
   pools_[t.pool].classes[t.klass].tenants.rekey(t.share_pos, {kDeferred, t.share_seq}, share_pos());
+  t.deferred = true;
   deferred_.push_back(tq);
 }
 
@@ -202,6 +203,7 @@ void Scheduler::open_excess(uint32_t pool, uint32_t klass) {
     TenantQueue& t = tenants_[tq];
     if (t.pool != pool || t.klass != klass || t.share_pos == kNoPos || at_tenant_cap(t.pool, t.tenant)) return false;
     cq.tenants.rekey(t.share_pos, {t.vtime, t.share_seq}, share_pos());
+    t.deferred = false;
     return true;
   });
 }
@@ -211,6 +213,7 @@ void Scheduler::restore_deferred() {
   // cannot start, but it may expire or be cancelled) is out of the heap.
   for (const uint32_t tq : deferred_) {
     TenantQueue& t = tenants_[tq];
+    t.deferred = false;
     if (t.share_pos == kNoPos) continue;
     pools_[t.pool].classes[t.klass].tenants.rekey(t.share_pos, {t.vtime, t.share_seq}, share_pos());
   }

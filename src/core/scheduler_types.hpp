@@ -52,6 +52,10 @@ struct Request {
   // backend has one slot free; the backend then takes nothing new until it is
   // below its limit again. Clamped to [1, kMaxSlotsPerRequest].
   uint32_t sequences = 1;
+  // The LoRA adapter it asks for (PoolSpec::adapters' numbering), 0: the
+  // base model. It runs only on a backend that serves it, preferably one
+  // that has it loaded.
+  uint16_t adapter = 0;
 };
 
 // What the load monitor knows about one backend.
@@ -138,6 +142,9 @@ enum class Placement : uint8_t {
   kOverBound,    // every backend was past the affinity load bound: the one with the most room
   kAvoidFailed,  // a retry after a failed run: another backend than the one that failed
   kInherited,    // it took over the slot of the running request it superseded (typing through)
+  kAdapterLoaded,  // a LoRA request: the backend has its adapter loaded (LoRA affinity)
+  kAdapterLoad,    // a LoRA request: no backend with it loaded had room; this one has a free adapter slot
+  kAdapterWait,    // a LoRA request: every backend serving it has its adapter slots busy; it waits in the engine
 };
 std::string_view placement_name(Placement placement);
 
