@@ -39,6 +39,8 @@ std::expected<std::unique_ptr<EmbeddedSims>, std::string> EmbeddedSims::start(Co
       options.profile = b.sim_profile;
       options.model = model.name;  // the engine answers to the gateway's model name
       options.max_num_seqs = b.sim_max_num_seqs;
+      options.lora_modules = b.adapters;
+      options.max_loras = b.max_loras;
       options.seed = sims->servers_.size() + 1;
       if (b.priority_scheduling) options.policy = engine::SchedulingPolicy::kPriority;
       options.api_key = *key;

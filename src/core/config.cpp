@@ -60,6 +60,13 @@ std::string ModelConfig::pool_name() const {
   return out;
 }
 
+uint16_t Config::adapter_number(std::string_view name) const {
+  for (std::size_t i = 0; i < adapters.size(); ++i) {
+    if (adapters[i].name == name) return static_cast<uint16_t>(i + 1);
+  }
+  return 0;
+}
+
 std::size_t class_pool(const Config& config, const std::vector<std::size_t>& pools, std::size_t cls) {
   const std::string& name = config.classes[cls].name;
   std::size_t general = pools.front();

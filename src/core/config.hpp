@@ -197,6 +197,14 @@ struct BackendConfig {
   // fills the lender's prefix cache with prompts its own classes do not
   // reuse (docs/benchmarks.md, completion-vs-chat-pools).
   bool lend = false;
+  // LoRA adapters the engine serves next to the model (vLLM --lora-modules,
+  // the `parent` entries of its /v1/models): a request naming one runs only
+  // on a backend that lists it. Type sim: its simulated engine serves them.
+  std::vector<std::string> adapters;
+  // Adapters the engine runs at once (vLLM --max-loras, default 1): the
+  // scheduler sends an adapter's requests where it is loaded while that
+  // engine is within the affinity bound (docs/scheduler.md, LoRA adapters).
+  uint32_t max_loras = 1;
 };
 
 struct ModelConfig {
@@ -304,6 +312,12 @@ struct TracingConfig {
   std::size_t max_queued_spans = 20'000;  // past it spans are dropped and counted
 };
 
+// A LoRA adapter and the model it is served with (Config::adapters).
+struct AdapterConfig {
+  std::string name;   // what clients put in "model"
+  std::string model;  // its base model's name
+};
+
 struct Config {
   ListenerConfig listener;
   AdminConfig admin;
@@ -320,6 +334,10 @@ struct Config {
   std::vector<ClassConfig> classes;  // in match order
   std::string default_class;         // when no rule matches
   std::vector<ModelConfig> models;
+  // After loading: every LoRA adapter a backend serves, in the order the
+  // file first names them; an adapter's number in the scheduler
+  // (sched::Request::adapter) is its place here plus one.
+  std::vector<AdapterConfig> adapters;
   sched::SchedulerTunables scheduler;
   EngineSignalsConfig engine_signals;
   // Each backend's slot limit learned from its engine's figures and token
@@ -333,6 +351,9 @@ struct Config {
   }
   // Whether any pool runs adaptive capacity.
   bool any_adaptive_capacity() const;
+  // The scheduler's number of the adapter named `name` (its place in
+  // `adapters` plus one); 0 when no backend serves one of that name.
+  uint16_t adapter_number(std::string_view name) const;
   resilience::OutlierDetectionConfig outlier_detection;
   resilience::RetryConfig retries;
   resilience::HealthProbesConfig health_probes;

@@ -90,6 +90,11 @@ CarryMap carry_map(const Config& running, const Config& next) {
     map.tenants.push_back(tenant);
   }
   map.tenants.push_back(static_cast<sched::TenantId>(next.tenants.size()));  // the anonymous tenant
+  map.adapters.push_back(0);
+  for (const AdapterConfig& old : running.adapters) {
+    const uint16_t number = next.adapter_number(old.name);
+    map.adapters.push_back(number != 0 ? std::optional(number) : std::nullopt);
+  }
   map.hold_added_backends = next.engine_signals.enabled;
   return map;
 }

@@ -407,6 +407,8 @@ constexpr SettingKey<B> kBackendKeys[] = {
     {"prefix_cache_tokens", "auto, or integer in [0, 2^40]", read_prefix_cache, write_prefix_cache},
     {"classes", "list of class names", read_strings<B, &B::classes>, write_strings<B, &B::classes>},
     {"lend", "true or false", read_bool<B, &B::lend>, write_bool<B, &B::lend>},
+    {"adapters", "list of LoRA adapter names", read_strings<B, &B::adapters>, write_strings<B, &B::adapters>},
+    {"max_loras", "integer in [1, 1024]", read_integer<B, &B::max_loras, 1, 1024>, write_integer<B, &B::max_loras>},
     // Where the engine's key comes from, never the key.
     {"api_key_env", "an environment variable's name", read_text<B, &B::api_key_env>,
      write_text_if_set<B, &B::api_key_env>},

@@ -214,6 +214,36 @@ void check_aliases(YamlReader& r, const Config& c) {
   }
 }
 
+// LoRA adapters: each name a model's alone (no model, alias or other
+// model's adapter has it), numbered in the order first named.
+void index_adapters(YamlReader& r, Config& c) {
+  for (std::size_t i = 0; i < c.models.size(); ++i) {
+    const ModelConfig& m = c.models[i];
+    for (std::size_t j = 0; j < m.backends.size(); ++j) {
+      const auto& names = m.backends[j].adapters;
+      for (std::size_t k = 0; k < names.size(); ++k) {
+        const std::string path =
+            YamlReader::index(YamlReader::index(YamlReader::index("models", i) + ".backends", j) + ".adapters", k);
+        const std::string& name = names[k];
+        if (name.empty()) {
+          r.error(path, "must not be empty");
+        } else if (has_named(c.models, name)) {
+          r.error(path, "'" + name + "' is a model's name: an adapter needs a name of its own");
+        } else if (has_named(c.aliases, name)) {
+          r.error(path, "'" + name + "' is an alias's name: an adapter needs a name of its own");
+        } else if (std::find(names.begin(), names.begin() + k, name) != names.begin() + k) {
+          r.error(path, "names adapter '" + name + "' twice");
+        } else if (auto it = std::ranges::find(c.adapters, name, &AdapterConfig::name); it == c.adapters.end()) {
+          c.adapters.push_back({.name = name, .model = m.name});
+        } else if (it->model != m.name) {
+          r.error(path, "adapter '" + name + "' is served with model '" + it->model + "' already");
+        }
+      }
+    }
+  }
+  if (c.adapters.size() > UINT16_MAX) r.error("models", "more than 65535 LoRA adapters");
+}
+
 void check_references(YamlReader& r, Config& c) {
   check_unique(r, c.models, "models", [](const ModelConfig& m) -> const std::string& { return m.name; });
   check_unique(r, c.classes, "classes", [](const ClassConfig& x) -> const std::string& { return x.name; });
@@ -403,6 +433,7 @@ std::expected<Config, ConfigErrors> parse_config(const YAML::Node& root) {
   read_section(log_keys(), r, root["log"], "log", c.log);
   check_references(r, c);
   check_aliases(r, c);
+  index_adapters(r, c);
   check_prices(r, c, prices);
   if (errors.empty()) split_class_pools(c);
   for (ModelConfig& m : c.models) {

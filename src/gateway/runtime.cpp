@@ -15,6 +15,16 @@ StringMap<const rollout::AliasConfig*> index_aliases(const std::vector<rollout::
   return index;
 }
 
+StringMap<Runtime::AdapterRoute> index_adapters(const Config& config, const PoolIndex& pools) {
+  StringMap<Runtime::AdapterRoute> index;
+  for (std::size_t i = 0; i < config.adapters.size(); ++i) {
+    const auto it = pools.find(config.adapters[i].model);
+    if (it == pools.end()) continue;  // the config checked that its model is there
+    index.emplace(config.adapters[i].name, Runtime::AdapterRoute{&it->second, static_cast<uint16_t>(i + 1)});
+  }
+  return index;
+}
+
 }  // namespace
 
 Runtime::Runtime(Config c)
@@ -22,6 +32,7 @@ Runtime::Runtime(Config c)
       tenants(config.tenants, config.auth.enabled),
       classifier(config.classes, config.default_class),
       pool_index(index_pools(config.models)),
+      adapters(index_adapters(config, pool_index)),
       aliases(index_aliases(config.aliases)) {}
 
 }  // namespace arbiter

@@ -33,6 +33,13 @@ struct Runtime {
   const TenantDirectory tenants;
   const Classifier classifier;
   const PoolIndex pool_index;
+  // LoRA adapter name -> its base model's pools (in pool_index) and its
+  // number (Config::adapter_number).
+  struct AdapterRoute {
+    const std::vector<std::size_t>* pools = nullptr;
+    uint16_t number = 0;
+  };
+  const StringMap<AdapterRoute> adapters;
   const StringMap<const rollout::AliasConfig*> aliases;  // model aliases by name (into config.aliases)
 };
 

@@ -19,6 +19,9 @@ sched::SchedulerConfig to_scheduler_config(const Config& config) {
                                                       : b.max_concurrency);
       pool.prefill_tokens_per_s.push_back(b.prefill_tokens_per_s);
       pool.prefix_cache_tokens.push_back(b.prefix_cache_tokens);
+      pool.max_loras.push_back(b.max_loras);
+      auto& served = pool.adapters.emplace_back();
+      for (const std::string& name : b.adapters) served.push_back(config.adapter_number(name));
     }
     out.pools.push_back(std::move(pool));
   }

@@ -131,7 +131,9 @@ void EngineDriver::set_kv_blocks(std::uint32_t blocks) {
 }
 
 Task<EngineDriver::Stats> EngineDriver::stats_on_strand() {
-  co_return Stats{.engine = engine_.stats(), .in_flight_work_tokens = engine_.in_flight_work_tokens()};
+  Stats stats{.engine = engine_.stats(), .in_flight_work_tokens = engine_.in_flight_work_tokens()};
+  engine_.lora_adapters(stats.running_adapters, stats.waiting_adapters);
+  co_return stats;
 }
 
 Task<EngineDriver::Stats> EngineDriver::stats() {

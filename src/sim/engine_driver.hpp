@@ -50,6 +50,7 @@ class EngineDriver {
   struct Stats {
     engine::EngineStats engine;
     std::uint64_t in_flight_work_tokens = 0;  // Engine::in_flight_work_tokens()
+    std::vector<std::uint32_t> running_adapters, waiting_adapters;  // Engine::lora_adapters()
   };
   Task<Stats> stats();
 

@@ -1,6 +1,9 @@
 #include "sim/sim_endpoint.hpp"
 
 #include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
 
 #include "core/bearer_token.hpp"
 
@@ -22,9 +25,11 @@ SimEndpoint::SimEndpoint(net::io_context& ioc, const SimOptions& options, const 
       api_key_(options.api_key),
       seed_(options.seed),
       wanted_port_(options.port == 0 ? 0 : static_cast<std::uint16_t>(options.port + index)),
+      adapters_(options.lora_modules),
       metrics_(model_, config),
       driver_(ioc, config, metrics_),
       limits_{.model = model_,
+              .adapters = &adapters_,
               .config = &driver_.config(),
               .output_mean_tokens = options.output_mean_tokens,
               .seed = options.seed},
@@ -68,6 +73,21 @@ bool SimEndpoint::starting() const {
   return Clock::now().time_since_epoch().count() < unhealthy_until_.load(std::memory_order_relaxed);
 }
 
+std::string SimEndpoint::lora_info(const std::vector<std::uint32_t>& running,
+                                   const std::vector<std::uint32_t>& waiting) const {
+  const auto names = [&](const std::vector<std::uint32_t>& numbers) {
+    std::string out;
+    for (const std::uint32_t n : numbers) out += (out.empty() ? "" : ",") + adapters_[n - 1];
+    return out;
+  };
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return fmt::format(
+      "# HELP vllm:lora_requests_info Running stats on lora requests.\n"
+      "# TYPE vllm:lora_requests_info gauge\n"
+      "vllm:lora_requests_info{{max_lora=\"{}\",running_lora_adapters=\"{}\",waiting_lora_adapters=\"{}\"}} {:.3f}\n",
+      driver_.config().max_loras, names(running), names(waiting), now);
+}
+
 std::string SimEndpoint::models_body() const {
   boost::json::object model{{"id", model_},
                             {"object", "model"},
@@ -78,6 +98,15 @@ std::string SimEndpoint::models_body() const {
                             {"max_model_len", driver_.config().max_model_len}};
   boost::json::array data;
   data.push_back(std::move(model));
+  for (const std::string& adapter : adapters_) {
+    data.push_back(boost::json::object{{"id", adapter},
+                                       {"object", "model"},
+                                       {"created", 0},
+                                       {"owned_by", "arbiter-sim"},
+                                       {"root", adapter},
+                                       {"parent", model_},
+                                       {"max_model_len", driver_.config().max_model_len}});
+  }
   return boost::json::serialize(boost::json::object{{"object", "list"}, {"data", std::move(data)}});
 }
 
@@ -130,6 +159,7 @@ Task<void> SimEndpoint::handle(HttpRequest& req, ClientConnection& conn) {
   if (path == "/metrics" && get) {
     const EngineDriver::Stats stats = co_await driver_.stats();
     std::string text = metrics_.render(stats.engine, stats.in_flight_work_tokens);
+    if (!adapters_.empty()) text += lora_info(stats.running_adapters, stats.waiting_adapters);
     co_await send_body(conn, http::status::ok, std::move(text), kPrometheus);
     co_return;
   }

@@ -58,12 +58,15 @@ class SimEndpoint {
   void apply_faults(const Faults& faults, bool restart_slow_start);
   bool starting() const;  // inside the slow-start window
   std::string models_body() const;
+  // vLLM's vllm:lora_requests_info line (its value the time of the scrape).
+  std::string lora_info(const std::vector<std::uint32_t>& running, const std::vector<std::uint32_t>& waiting) const;
 
   const unsigned index_;               // engine number within the SimServer
   const std::string model_;            // served model name
   const std::string api_key_;          // empty: inference and /admin/* are open
   const std::uint64_t seed_;           // fault draws and text
   const std::uint16_t wanted_port_;    // 0: ephemeral
+  const std::vector<std::string> adapters_;  // LoRA adapters served (SimOptions::lora_modules)
   SimMetrics metrics_;                 // this engine's /metrics
   EngineDriver driver_;                // the engine itself
   RequestLimits limits_;               // points into model_ and driver_.config()

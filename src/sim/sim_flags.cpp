@@ -23,6 +23,9 @@ const std::string_view kSimUsage =
     "  --max-num-batched-tokens N\n"
     "  --max-model-len N\n"
     "  --scheduling-policy P      fcfs (default) or priority\n"
+    "  --lora-modules A[,B...]    LoRA adapters served next to the model (vLLM's name=path: the path is ignored)\n"
+    "  --max-loras N              adapters a step runs at once (default 1)\n"
+    "  --lora-load-ms MS          time loading an adapter into a slot adds to its step (default 20)\n"
     "  --step-time-scale X        multiply every step cost by X (0: as fast as the CPU allows)\n"
     "  --output-mean-tokens N     mean natural answer length (default 128; 0: always max_tokens)\n"
     "  --seed S                   generated text and fault draws (default 0)\n"
@@ -133,6 +136,20 @@ const std::map<std::string_view, Setter>& setters() {
          return {};
        }},
       {"--drain-s", set_double([](SimFlags& f) -> auto& { return f.drain_s; })},
+      {"--max-loras", set_int<U32>([](SimFlags& f) -> auto& { return f.options.max_loras.emplace(); }, 1, 1024)},
+      {"--lora-load-ms", set_double([](SimFlags& f) -> auto& { return f.options.lora_load_ms.emplace(); })},
+      {"--lora-modules",
+       [](SimFlags& f, std::string_view flag, std::string_view v) -> std::expected<void, std::string> {
+         for (std::size_t at = 0; at <= v.size();) {
+           const std::size_t comma = std::min(v.find(',', at), v.size());
+           const std::string_view item = v.substr(at, comma - at);
+           const std::string_view name = item.substr(0, item.find('='));
+           if (name.empty()) return std::unexpected(std::string(flag) + " wants NAME[=PATH][,NAME...], got '" + std::string(v) + "'");
+           f.options.lora_modules.emplace_back(name);
+           at = comma + 1;
+         }
+         return {};
+       }},
       {"--threads", set_int<unsigned>([](SimFlags& f) -> auto& { return f.threads; }, 1, 256)},
       {"--scheduling-policy",
        [](SimFlags& f, std::string_view flag, std::string_view v) -> std::expected<void, std::string> {

@@ -112,7 +112,8 @@ Task<void> SimEndpoint::inference(Route route, HttpRequest& req, ClientConnectio
                                  .prompt_tokens = prompt.tokens,
                                  .block_hashes = last ? std::move(prompt.block_hashes) : prompt.block_hashes,
                                  .output_tokens = request.answers[i].output_tokens,
-                                 .priority = request.priority};
+                                 .priority = request.priority,
+                                 .adapter = request.adapter};
     driver_.submit(std::move(submit), delivery, i);
   }
   const std::uint64_t response_n = (std::uint64_t{index_} << 40) + id;

@@ -18,6 +18,8 @@ std::expected<engine::EngineConfig, std::string> resolve_engine_config(const Sim
   if (o.max_num_batched_tokens) c.max_num_batched_tokens = *o.max_num_batched_tokens;
   if (o.max_model_len) c.max_model_len = *o.max_model_len;
   if (o.policy) c.policy = *o.policy;
+  if (o.max_loras) c.max_loras = *o.max_loras;
+  if (o.lora_load_ms) c.lora_load_s = *o.lora_load_ms / 1000;
   if (o.step_time_scale) {
     const double s = *o.step_time_scale;
     if (!std::isfinite(s) || s < 0) return std::unexpected(std::string("step_time_scale must be >= 0"));

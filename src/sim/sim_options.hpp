@@ -7,6 +7,7 @@
 #include <expected>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/profile.hpp"
 #include "sim/faults.hpp"
@@ -32,6 +33,13 @@ struct SimOptions {
   // As vLLM's --api-key: inference and /admin/* need `Authorization: Bearer
   // <key>` (/health and /metrics stay open); empty: no key asked.
   std::string api_key;
+  // LoRA adapters served next to the model (vLLM --lora-modules): a
+  // request naming one runs with it; /v1/models lists them with the model
+  // as their parent. max_loras and lora_load_ms override the engine's
+  // adapter slots and load time (engine::EngineConfig).
+  std::vector<std::string> lora_modules;
+  std::optional<std::uint32_t> max_loras;
+  std::optional<double> lora_load_ms;
 };
 
 // The engine configuration the options describe, or what is wrong with them.

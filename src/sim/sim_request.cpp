@@ -201,12 +201,20 @@ std::expected<SimRequest, SimError> parse_sim_request(Route route, std::string_v
   if (!parsed) return std::unexpected(SimError{parsed.error().status(), parsed.error().message, parsed.error().param});
   const RequestInfo& info = parsed->info;
   const json::object& obj = parsed->body();
+  std::uint32_t adapter = 0;
   if (info.model != limits.model) {
-    return std::unexpected(SimError{404, "The model `" + info.model + "` does not exist.", "model"});
+    const std::vector<std::string> none;
+    const std::vector<std::string>& names = limits.adapters ? *limits.adapters : none;
+    const auto it = std::find(names.begin(), names.end(), info.model);
+    if (it == names.end()) {
+      return std::unexpected(SimError{404, "The model `" + info.model + "` does not exist.", "model"});
+    }
+    adapter = static_cast<std::uint32_t>(it - names.begin()) + 1;
   }
   const engine::EngineConfig& config = *limits.config;
 
   SimRequest r;
+  r.adapter = adapter;
   r.route = route;
   r.stream = info.stream;
   r.include_usage = info.stream && info.include_usage;

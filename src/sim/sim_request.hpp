@@ -67,6 +67,7 @@ struct SimRequest {
   std::vector<SimPrompt> prompts;           // one, or a completions batch's in order
   std::vector<SimAnswer> answers;           // n per prompt, in choice-index order
   std::uint32_t text_offset = 0;            // index of every answer's first generated token
+  std::uint32_t adapter = 0;                // its LoRA adapter: place in RequestLimits::adapters + 1; 0: none
 };
 
 // The most answers one request may ask for (`n`).
@@ -75,6 +76,7 @@ inline constexpr std::int64_t kMaxAnswers = 128;
 // What a request is checked against.
 struct RequestLimits {
   std::string_view model;                   // the served model name
+  const std::vector<std::string>* adapters = nullptr;  // LoRA adapters served with it (SimOptions::lora_modules)
   const engine::EngineConfig* config = nullptr;
   std::uint32_t output_mean_tokens = 0;     // natural length mean; 0: always max_tokens
   std::uint64_t seed = 0;                   // server seed, mixed into every text seed

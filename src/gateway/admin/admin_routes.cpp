@@ -26,6 +26,13 @@ boost::json::object model_object(std::string_view name) {
   return {{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "arbiter"}};
 }
 
+// A LoRA adapter as vLLM lists one: its base model is its `parent`.
+boost::json::object adapter_object(const AdapterConfig& adapter) {
+  boost::json::object out = model_object(adapter.name);
+  out["parent"] = adapter.model;
+  return out;
+}
+
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
 Task<void> send_json(ClientConnection& conn, const Headers& headers, http::status status, std::string body,
@@ -130,6 +137,11 @@ Task<void> AdminRoutes::model_info(const Config& config, std::string_view encode
   // its '/' encoded (%2F).
   const std::optional<std::string> name = percent_decoded(encoded);
   const bool served = name && std::ranges::any_of(config.models, [&](const auto& m) { return m.name == *name; });
+  const auto adapter = name ? std::ranges::find(config.adapters, *name, &AdapterConfig::name) : config.adapters.end();
+  if (!served && adapter != config.adapters.end()) {
+    co_await send_json(conn, headers, http::status::ok, boost::json::serialize(adapter_object(*adapter)));
+    co_return;
+  }
   if (!served) {
     const std::string shown = name.value_or(std::string(encoded));
     const ApiError err{ErrorCode::kModelNotFound, "the model '" + shown + "' does not exist", "model", {}};
@@ -241,6 +253,7 @@ std::string AdminRoutes::models_body(const Config& config) {
     if (!listed.insert(m.name).second) continue;
     data.push_back(model_object(m.name));
   }
+  for (const AdapterConfig& a : config.adapters) data.push_back(adapter_object(a));
   return boost::json::serialize(boost::json::object{{"object", "list"}, {"data", std::move(data)}});
 }
 

@@ -279,7 +279,9 @@ std::optional<sched::Request> translated(const CarryMap& map, sched::Request req
   const auto pool = mapped(map.pools, request.pool);
   const auto klass = mapped(map.classes, request.klass);
   const auto tenant = mapped(map.tenants, request.tenant);
-  if (!pool || !klass || !tenant) return std::nullopt;
+  const auto adapter = request.adapter == 0 ? std::optional<uint16_t>(0) : mapped(map.adapters, request.adapter);
+  if (!pool || !klass || !tenant || !adapter) return std::nullopt;
+  request.adapter = *adapter;
   request.pool = *pool;
   request.klass = *klass;
   request.tenant = *tenant;

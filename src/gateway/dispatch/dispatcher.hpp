@@ -57,6 +57,8 @@ struct CarryMap {
   std::vector<std::optional<sched::PoolId>> pools;
   std::vector<std::optional<sched::ClassId>> classes;
   std::vector<std::optional<sched::TenantId>> tenants;  // the anonymous tenant last
+  // [old adapter number]: its number in the new config (0 stays 0).
+  std::vector<std::optional<uint16_t>> adapters;
   std::vector<std::vector<std::optional<sched::BackendId>>> backends;  // [old pool][old backend]
   // A backend the new config adds to a pool that keeps a live one starts
   // down, to come up at its engine's first good scrape (probed before use);

@@ -72,7 +72,8 @@ sched::Request DispatchHandler::scheduled(const RequestContext& ctx, const Bound
           .resumable = ctx.resume != ResumeMethod::kNone,
           .prefix_blocks = ctx.prefix,
           // n answers (times a batch's prompts) are that many engine sequences.
-          .sequences = static_cast<uint32_t>(std::min<int64_t>(info.choices, sched::kMaxSlotsPerRequest))};
+          .sequences = static_cast<uint32_t>(std::min<int64_t>(info.choices, sched::kMaxSlotsPerRequest)),
+          .adapter = ctx.adapter};
 }
 
 void DispatchHandler::settle(RequestContext& ctx, Dispatcher::Slot& slot) const {
@@ -279,8 +280,11 @@ void DispatchHandler::prepare_run(Dispatcher::Slot& slot, TypingOffer* offer, Ru
       .response_headers = ctx.response_headers,
       .interrupt = call.interrupt,
       .resume = resume,
-      .on_first_event = backend.prefill_tokens_per_s > 0 ? std::function<void()>([&slot] { slot.first_token(); })
-                                                         : std::function<void()>(),
+      // The scheduler hears of the first token for the prefill backlog, and
+      // for a LoRA request that waited for an adapter slot (a pending swap).
+      .on_first_event = backend.prefill_tokens_per_s > 0 || ctx.adapter != 0
+                            ? std::function<void()>([&slot] { slot.first_token(); })
+                            : std::function<void()>(),
       .on_stream_started =
           // Two pointers: within std::function's own storage, no allocation.
           [this, &runs] {

@@ -45,6 +45,7 @@ RequestContext::RequestContext(Route r, HttpRequest& request, RequestClient& con
 }
 
 void RequestContext::route_to(const Config& config, const std::vector<std::size_t>& pools, std::size_t klass) {
+  if (model_pools != &pools) adapter = 0;
   model_pools = &pools;
   cls = klass;
   pool_ = class_pool(config, pools, klass);

@@ -68,6 +68,10 @@ struct RequestContext {
   const std::vector<std::size_t>* model_pools = nullptr;  // route_to: the model's pools
   std::size_t cls = 0;                                  // route_to: its class
   std::vector<uint64_t> prefix;                         // route: prompt prefix blocks (affinity)
+  // route: the LoRA adapter it names (Config::adapter_number), 0: the base
+  // model; route_to to another model (a breaker's fallback, staged
+  // degradation's variant) drops it.
+  uint16_t adapter = 0;
   ClientHints hints;                                    // hints: x-priority, x-slo-ttft-ms as sent
   // breaker: where the requested model's breaker sent it, for its outcome
   // to be recorded (BreakerObserver); none without a breaker.

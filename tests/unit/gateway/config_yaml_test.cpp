@@ -558,5 +558,63 @@ TEST(ConfigYaml, StoreUrlTakesNoPasswordAndUrlEnvMayHoldOne) {
   ::unsetenv("ARBITER_TEST_STORE_URL");
 }
 
+// LoRA adapters: backends list them, each name is one model's alone,
+// numbered in the order first named, and the scheduler gets each backend's
+// adapter numbers and slots.
+TEST(ConfigLora, AdaptersAreNumberedAndReachTheScheduler) {
+  auto c = parse_config(R"(
+models:
+  - name: m1
+    backends:
+      - {url: "http://127.0.0.1:8000", adapters: [sql, support], max_loras: 4}
+      - {url: "http://127.0.0.1:8001", adapters: [support, legal]}
+      - {url: "http://127.0.0.1:8002"}
+)");
+  ASSERT_TRUE(c) << ::testing::PrintToString(c.error());
+  ASSERT_EQ(c->adapters.size(), 3u);
+  EXPECT_EQ(c->adapters[0].name, "sql");
+  EXPECT_EQ(c->adapters[2].name, "legal");
+  EXPECT_EQ(c->adapters[2].model, "m1");
+  EXPECT_EQ(c->adapter_number("support"), 2);
+  EXPECT_EQ(c->adapter_number("m1"), 0);
+  const sched::SchedulerConfig s = to_scheduler_config(*c);
+  ASSERT_EQ(s.pools[0].adapters.size(), 3u);
+  EXPECT_EQ(s.pools[0].adapters[0], (std::vector<uint16_t>{1, 2}));
+  EXPECT_EQ(s.pools[0].adapters[1], (std::vector<uint16_t>{2, 3}));
+  EXPECT_TRUE(s.pools[0].adapters[2].empty());
+  EXPECT_EQ(s.pools[0].max_loras, (std::vector<uint32_t>{4, 1, 1}));
+}
+
+TEST(ConfigLora, AnAdapterNameIsOneModelsAlone) {
+  EXPECT_THAT(errors_of(R"(
+models:
+  - name: m1
+    backends: [{url: "http://127.0.0.1:8000", adapters: [m2]}]
+  - name: m2
+    backends: [{url: "http://127.0.0.1:8001"}]
+)"),
+              Contains(HasSubstr("is a model's name")));
+  EXPECT_THAT(errors_of(R"(
+models:
+  - name: m1
+    backends: [{url: "http://127.0.0.1:8000", adapters: [sql]}]
+  - name: m2
+    backends: [{url: "http://127.0.0.1:8001", adapters: [sql]}]
+)"),
+              Contains(HasSubstr("is served with model 'm1' already")));
+  EXPECT_THAT(errors_of(R"(
+models:
+  - name: m1
+    backends: [{url: "http://127.0.0.1:8000", adapters: [sql, sql]}]
+)"),
+              Contains(HasSubstr("twice")));
+  EXPECT_THAT(errors_of(R"(
+models:
+  - name: m1
+    backends: [{url: "http://127.0.0.1:8000", max_loras: 0}]
+)"),
+              Contains(HasSubstr("max_loras")));
+}
+
 }  // namespace
 }  // namespace arbiter

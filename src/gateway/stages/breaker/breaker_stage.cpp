@@ -7,7 +7,8 @@ namespace arbiter {
 
 Verdict BreakerStage::admit(RequestContext& ctx) {
   const Runtime& runtime = *ctx.runtime;
-  const auto index = breakers_.index(ctx.parsed.info.model);
+  // The model's breaker: a LoRA adapter's requests are its base model's.
+  const auto index = breakers_.index(runtime.config.models[ctx.pool()].name);
   if (!runtime.config.model_breaker.enabled || !index) return Verdict::go();
   const resilience::BreakerRoute route = breakers_.route(*index, sched::Clock::now());
   const std::string& model = breakers_.model(*index);

@@ -72,7 +72,7 @@ QuotaStage::QuotaStage(const Config& config, QuotaBook& book)
 }
 
 quota::Subject QuotaStage::subject(const RequestContext& ctx) const {
-  return {.tenant = ctx.tenant->name, .klass = config_.classes[ctx.cls].name, .model = ctx.parsed.info.model,
+  return {.tenant = ctx.tenant->name, .klass = config_.classes[ctx.cls].name, .model = config_.models[ctx.pool()].name,
           .store_down = ctx.tenant->quota_store_down};
 }
 
