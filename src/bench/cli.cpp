@@ -30,7 +30,7 @@ constexpr const char* kUsage =
     "usage:\n"
     "  arbiter-bench virtual --scenario FILE --out DIR [--seed N] [--jobs N] [--seeds N]\n"
     "                [--policies direct,fifo,priority,hybrid,hybrid-no-preemption,hybrid-no-affinity,hybrid-no-borrowing,\n"
-    "                 hybrid-no-debounce,hybrid-tiebreak,hybrid-no-degradation]\n"
+    "                 hybrid-no-debounce,hybrid-tiebreak,hybrid-no-degradation,hybrid-no-lora-affinity]\n"
     "      --jobs N: N policies at a time, one thread each (default 1); --seeds N: the\n"
     "      DECISIONS.md yardstick over N runs with other arrival seeds (default 1)\n"
     "  arbiter-bench live --scenario FILE --target http://HOST:PORT --out DIR [--seed N]\n"
@@ -149,6 +149,11 @@ int run_live_command(int argc, char** argv) {
   auto scenario = load_scenario(f["--scenario"]);
   if (!scenario) {
     std::cerr << "arbiter-bench: bad scenario " << scenario.error() << "\n";
+    return 2;
+  }
+  if (scenario->lora.adapters > 0) {
+    std::cerr << "arbiter-bench: live runs do not send LoRA adapters yet (the scenario's lora section); "
+                 "run it in virtual time\n";
     return 2;
   }
   RunResults results;

@@ -117,6 +117,19 @@ std::string gateway_config_yaml(const Scenario& s, const GatewayConfigOptions& o
       }
       if (group.lend) out << ", lend: true";
     }
+    // LoRA: the adapters this engine serves, as the virtual run places them.
+    if (s.lora.adapters > 0) {
+      const PoolLayout layout = pool_layout(s);
+      const uint32_t pool = layout.pool_of_engine(i);
+      out << ", max_loras: " << e.config.max_loras << ", adapters: [";
+      const char* sep = "";
+      for (uint32_t a = 1; a <= s.lora.adapters; ++a) {
+        if (!serves_adapter(s.lora, i - layout.first[pool], layout.count[pool], static_cast<uint16_t>(a))) continue;
+        out << sep << o.model << "-lora-" << a;
+        sep = ", ";
+      }
+      out << "]";
+    }
     // The index the virtual run sizes from the engines' KV cache (0: off).
     out << ", max_concurrency: " << e.max_concurrency
         << ", priority_scheduling: " << yes_no(e.priority_scheduling) << ", prefix_cache_tokens: "

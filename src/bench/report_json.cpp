@@ -83,6 +83,8 @@ json::object to_json(const PolicySummary& p) {
                           {"reused_preempt_tokens", e.reused_preempt_tokens},
                           {"prefix_seen", e.prefix_seen},
                           {"prefix_followed", e.prefix_followed},
+                          {"adapter_runs", e.adapter_runs},
+                          {"lora_loads", e.lora_loads},
                           {"load_spread", e.load_spread},
                           {"engine_preemptions", e.engine_preemptions},
                           {"gateway_preemptions", e.gateway_preemptions},

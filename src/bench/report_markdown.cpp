@@ -151,6 +151,16 @@ std::string render_markdown(const Scenario& scenario, const RunResults& results,
   rows.push_back({"dispatches sent where their prompt's prefix went before",
                   [](const PolicySummary& p) { return share_of(p.engine.prefix_followed, p.engine.prefix_seen); },
                   pct});
+  if (scenario.lora.adapters > 0) {
+    rows.push_back({"LoRA runs that found their adapter loaded (1 - loads / runs)",
+                    [](const PolicySummary& p) {
+                      return p.engine.adapter_runs == 0 || !p.engine_known
+                                 ? NAN
+                                 : 1 - static_cast<double>(std::min(p.engine.lora_loads, p.engine.adapter_runs)) /
+                                           static_cast<double>(p.engine.adapter_runs);
+                    },
+                    pct});
+  }
   if (!scenario.pools.empty()) {
     rows.push_back({"dispatches onto another pool's engines (borrowing)",
                     [](const PolicySummary& p) {

@@ -48,6 +48,7 @@ struct RequestSpec {
   uint64_t own_key = 0;
   double abort_at = kNever;    // the client gives up then, unless finished
   double deadline = kNever;    // finished by then, or it missed its deadline
+  uint16_t adapter = 0;        // the LoRA adapter it asks for (Scenario::lora), 0: the base model
 
   uint32_t prompt_tokens() const { return prefix.tokens + history.tokens + unique_tokens; }
 };

@@ -73,6 +73,11 @@ struct EngineTotals {
   // (prefix affinity, across gateway replicas).
   uint64_t prefix_seen = 0;
   uint64_t prefix_followed = 0;
+  // LoRA: runs of adapter requests submitted to engines, and adapters the
+  // engines loaded into a GPU slot (a run that found its adapter loaded
+  // loaded nothing: the hit rate is 1 - loads / runs).
+  uint64_t adapter_runs = 0;
+  uint64_t lora_loads = 0;
   // Load balance: the busiest engine's mean running requests (sampled over
   // the run) over the engines' mean; 1 is even.
   double load_spread = 1;

@@ -46,6 +46,13 @@ std::vector<double> class_gap_bounds_s(const Scenario& scenario) {
   return out;
 }
 
+bool serves_adapter(const LoraSpec& lora, uint32_t index, uint32_t count, uint16_t adapter) {
+  if (adapter == 0 || lora.replicas == 0 || lora.replicas >= count) return true;
+  // Adapter a on engines a-1, a, ... a+replicas-2 (mod count): spread evenly.
+  const uint32_t first = (adapter - 1u) % count;
+  return (index + count - first) % count < lora.replicas;
+}
+
 uint32_t PoolLayout::pool_of_engine(std::size_t e) const {
   return static_cast<uint32_t>(std::upper_bound(first.begin(), first.end(), e) - first.begin() - 1);
 }

@@ -171,6 +171,22 @@ struct EngineSpec {
   uint32_t total() const { return count + variant_count; }
 };
 
+// LoRA adapters on the base model (`lora:`): `adapters` of them; a request
+// asks for one with probability `share`, which one by popularity (Zipf with
+// exponent `skew`, 0: uniform; a developer's keystrokes and a chat session's
+// turns keep theirs); each is served by `replicas` engines of its pool (0:
+// every engine), placed round the pool. The engines' adapter slots and load
+// time are engine.max_loras and engine.lora_load_ms.
+struct LoraSpec {
+  uint32_t adapters = 0;  // 0: every request is for the base model
+  double skew = 1;
+  double share = 1;
+  uint32_t replicas = 0;
+};
+
+// Engine `engine` (of `count` in its pool, `index` there) serves `adapter`.
+bool serves_adapter(const LoraSpec& lora, uint32_t index, uint32_t count, uint16_t adapter);
+
 enum class DirectRouting { kLeastLoaded, kRoundRobin };
 
 // Policies a run compares: "direct" (no gateway), the scheduler's "fifo",
@@ -187,10 +203,13 @@ inline constexpr std::string_view kHybridTieBreak = "hybrid-tiebreak";
 // other variants run as the gateway does by default (the scenario's
 // `degradation` section).
 inline constexpr std::string_view kHybridNoDegradation = "hybrid-no-degradation";
+// Hybrid routing LoRA requests to the least loaded engine serving their
+// adapter, whatever it has loaded (sched::SchedulerConfig::lora_affinity off).
+inline constexpr std::string_view kHybridNoLoraAffinity = "hybrid-no-lora-affinity";
 inline bool is_policy_name(std::string_view name) {
   return name == "direct" || name == kHybridNoPreemption || name == kHybridNoAffinity ||
          name == kHybridNoBorrowing || name == kHybridNoDebounce || name == kHybridTieBreak ||
-         name == kHybridNoDegradation ||
+         name == kHybridNoDegradation || name == kHybridNoLoraAffinity ||
          sched::policy_from_string(name);
 }
 
@@ -253,6 +272,7 @@ struct Scenario {
   // chat session picks it). Each replica allows max_concurrency per engine.
   uint32_t gateways = 1;
   std::vector<PoolGroup> pools;  // empty: one pool of every engine
+  LoraSpec lora;
   // The gateway's scheduler section (yaml/setting_keys.hpp), its defaults;
   // `policy` is not used: the run's policies are.
   sched::SchedulerTunables scheduler;

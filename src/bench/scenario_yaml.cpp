@@ -281,7 +281,8 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   if (!r.map(n, path,
              {"profile", "count", "max_concurrency", "scrape_ms", "max_waiting", "kv_threshold",
               "signals", "max_num_seqs", "num_blocks", "max_num_batched_tokens", "block_size",
-              "priority_scheduling", "prefix_affinity", "adaptive_capacity", "variant"})) {
+              "priority_scheduling", "prefix_affinity", "adaptive_capacity", "variant", "max_loras",
+              "lora_load_ms"})) {
     return;
   }
   EngineSpec& e = s.engine;
@@ -307,6 +308,10 @@ void read_engine(Reader& r, const YAML::Node& n, Scenario& s) {
   r.read(n, path, "block_size", e.config.block_size, 1, 1024);
   r.read(n, path, "priority_scheduling", e.priority_scheduling);
   r.read(n, path, "prefix_affinity", e.prefix_affinity);
+  r.read(n, path, "max_loras", e.config.max_loras, 1, 1024);
+  double load_ms = e.config.lora_load_s * 1000;
+  r.read(n, path, "lora_load_ms", load_ms, 0, 1e6);
+  e.config.lora_load_s = load_ms / 1000;
   read_section(adaptive_capacity_keys(), r, n["adaptive_capacity"], "engine.adaptive_capacity", e.adaptive);
   if (const char* why = sched::validate(e.adaptive)) r.error("engine.adaptive_capacity", why);
   if (e.priority_scheduling) e.config.policy = engine::SchedulingPolicy::kPriority;
@@ -375,7 +380,7 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
   if (!r.map(root, "",
              {"name", "finding", "seed", "duration_s", "max_requests", "drain_s", "engine",
               "direct_routing", "policies", "scheduler", "tenants", "classes", "phases", "gateways",
-              "pools", "degradation"})) {
+              "pools", "degradation", "lora"})) {
     return s;
   }
   r.read(root, "", "name", s.name);
@@ -387,6 +392,13 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
   r.read(root, "", "drain_s", s.drain_s, 0, 1e8);
   r.read(root, "", "gateways", s.gateways, 1, 64);
   if (const YAML::Node e = root["engine"]) read_engine(r, e, s);
+  // lora: {adapters: 8, skew: 1, share: 1, replicas: 0}
+  if (const YAML::Node l = root["lora"]; l && r.map(l, "lora", {"adapters", "skew", "share", "replicas"})) {
+    r.read(l, "lora", "adapters", s.lora.adapters, 1, 60'000);
+    r.read(l, "lora", "skew", s.lora.skew, 0, 10);
+    r.read(l, "lora", "share", s.lora.share, 0, 1);
+    r.read(l, "lora", "replicas", s.lora.replicas, 0, 100'000);
+  }
   std::string routing = "least_loaded";
   r.read(root, "", "direct_routing", routing);
   if (routing == "round_robin")
@@ -401,7 +413,7 @@ Scenario read_scenario(Reader& r, const YAML::Node& root) {
       if (v && !is_policy_name(*v)) {
         r.error(Reader::index("policies", i),
                 "must be direct, fifo, priority, hybrid, hybrid-no-preemption, hybrid-no-affinity, "
-                "hybrid-no-borrowing or hybrid-no-debounce");
+                "hybrid-no-borrowing, hybrid-no-debounce, hybrid-no-degradation or hybrid-no-lora-affinity");
       } else if (v) {
         s.policies.push_back(*v);
       }

@@ -47,6 +47,15 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
                          .max_concurrency = std::vector<uint32_t>(n, slots),
                          .prefill_tokens_per_s = std::vector<double>(n, engine::prefill_tokens_per_s(config)),
                          .prefix_cache_tokens = std::vector<uint64_t>(n, pool_cache)});
+    if (scenario.lora.adapters == 0) continue;
+    sched::PoolSpec& spec = out.pools.back();
+    spec.max_loras.assign(n, config.max_loras);
+    spec.adapters.resize(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      for (uint32_t a = 1; a <= scenario.lora.adapters; ++a) {
+        if (serves_adapter(scenario.lora, i, n, static_cast<uint16_t>(a))) spec.adapters[i].push_back(static_cast<uint16_t>(a));
+      }
+    }
   }
   // Borrowing: every other pool that lends (the gateway's rule for the
   // pools of one model).
@@ -112,13 +121,15 @@ class VirtualRun {
       const bool no_borrowing = policy == kHybridNoBorrowing;
       const bool no_debounce = policy == kHybridNoDebounce;
       const bool tie_break = policy == kHybridTieBreak;
+      const bool no_lora_affinity = policy == kHybridNoLoraAffinity;
       degrade_ = s.degradation.enabled && policy.starts_with("hybrid") && policy != kHybridNoDegradation;
       sched::SchedulerConfig config =
           scheduler_config(s, no_preemption || no_affinity || no_borrowing || no_debounce || tie_break ||
-                                      policy == kHybridNoDegradation
+                                      no_lora_affinity || policy == kHybridNoDegradation
                                   ? sched::Policy::kHybrid
                                   : *sched::policy_from_string(policy));
       if (tie_break) config.rendezvous_salt = 0x5eed'7ab1e'b4eaULL;
+      if (no_lora_affinity) config.lora_affinity = false;
       if (no_debounce) {
         for (sched::ClassPolicy& c : config.classes) {
           c.debounce = sched::Duration::zero();
@@ -277,7 +288,9 @@ class VirtualRun {
     r.prompt_tokens = l.spec.prompt_tokens() + l.delivered;
     prompt_block_hashes(l.spec, s_.engine.config.block_size, r.block_hashes);
     r.output_tokens = l.spec.output_tokens - l.delivered;
+    r.adapter = l.spec.adapter;
     if (!engines_[e].submit(std::move(r), now_)) return false;
+    adapter_runs_ += l.spec.adapter != 0 ? 1 : 0;
     l.run_id = (runs_ << 32) | static_cast<uint32_t>(&l - lives_.data());
     l.engine = e;
     l.run_first_token = true;
@@ -312,13 +325,20 @@ class VirtualRun {
 
   // Direct clients of a class use its pool's engines (a deployment with
   // separate pools gives each its own endpoint).
-  uint32_t pick_engine(uint32_t pool) {
+  // Direct clients: round robin or the least loaded, among the pool's
+  // engines that serve the request's adapter.
+  uint32_t pick_engine(uint32_t pool, uint16_t adapter) {
     const uint32_t first = layout_.first[pool], n = layout_.count[pool];
-    if (s_.direct_routing == DirectRouting::kRoundRobin) return first + rotation_++ % n;
-    uint32_t best = rotation_ % n;
-    for (uint32_t i = 1; i < n; ++i) {
+    const auto serves = [&](uint32_t e) { return serves_adapter(s_.lora, e, n, adapter); };
+    if (s_.direct_routing == DirectRouting::kRoundRobin) {
+      for (uint32_t k = 0; k < n; ++k) {
+        if (const uint32_t e = rotation_++ % n; serves(e)) return first + e;
+      }
+    }
+    uint32_t best = kNone;
+    for (uint32_t i = 0; i < n; ++i) {
       const uint32_t e = (rotation_ + i) % n;
-      if (in_engine_[first + e] < in_engine_[first + best]) best = e;
+      if (serves(e) && (best == kNone || in_engine_[first + e] < in_engine_[first + best])) best = e;
     }
     rotation_ = best + 1;
     return first + best;
@@ -341,7 +361,7 @@ class VirtualRun {
         }
         newest_[spec.supersede_key] = ref;
       }
-      if (!submit(l, pick_engine(pool_of(spec)))) finish(l, Outcome::kDropped);
+      if (!submit(l, pick_engine(pool_of(spec), spec.adapter))) finish(l, Outcome::kDropped);
       return;
     }
     const uint64_t key = spec.supersede_key;
@@ -365,7 +385,8 @@ class VirtualRun {
         .supersede_key = key != 0
                              ? std::string_view(reinterpret_cast<const char*>(&key), sizeof key)
                              : std::string_view(),
-        .prefix_blocks = l.affinity};
+        .prefix_blocks = l.affinity,
+        .adapter = spec.adapter};
     auto admitted = scheds_[l.replica].enqueue(request, time_point());
     if (!admitted) {
       finish(l, Outcome::kRejected);
@@ -778,13 +799,15 @@ class VirtualRun {
                      .borrowed_dispatches = borrowed_dispatches_,
                      .typed_through = typed_through_,
                      .prefix_seen = prefix_seen_,
-                     .prefix_followed = prefix_followed_};
+                     .prefix_followed = prefix_followed_,
+                     .adapter_runs = adapter_runs_};
     for (const engine::Engine& engine : engines_) {
       const engine::EngineStats st = engine.stats();
       out.work_tokens += st.prefill_tokens_computed_total + st.generation_tokens_total;
       out.reused_cancel_tokens += st.reused_after_cancel_tokens_total;
       out.reused_preempt_tokens += st.reused_after_preempt_tokens_total;
       out.engine_preemptions += st.num_preemptions_total;
+      out.lora_loads += st.lora_loads_total;
     }
     const double total = std::accumulate(running_sum_.begin(), running_sum_.end(), 0.0);
     const double busiest = running_sum_.empty() ? 0 : *std::max_element(running_sum_.begin(), running_sum_.end());
@@ -826,6 +849,7 @@ class VirtualRun {
   std::unordered_map<uint64_t, uint64_t> block_engine_;
   std::vector<double> running_sum_;  // per engine: running requests summed over the samples
   uint64_t prefix_seen_ = 0, prefix_followed_ = 0;
+  uint64_t adapter_runs_ = 0;  // runs of LoRA requests submitted to engines
   uint64_t dispatches_ = 0, borrowed_dispatches_ = 0;  // all, and those onto a lender's engine
   sched::Actions actions_;
   std::vector<engine::Engine> engines_;

@@ -26,6 +26,30 @@ uint32_t draw_length(const LengthDist& dist, std::mt19937_64& rng, uint32_t floo
   return std::max(floor, static_cast<uint32_t>(std::lround(v)));
 }
 
+namespace {
+
+// Cumulative Zipf weights of the scenario's adapters (empty: none).
+std::vector<double> adapter_cdf(const LoraSpec& lora) {
+  std::vector<double> cdf;
+  double sum = 0;
+  for (uint32_t a = 1; a <= lora.adapters; ++a) cdf.push_back(sum += std::pow(a, -lora.skew));
+  for (double& c : cdf) c /= sum;
+  return cdf;
+}
+
+double unit(uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
+
+// The adapter of a request whose client is `key` (the same key, the same
+// adapter): drawn from the key's hash, so it perturbs no other draw.
+uint16_t draw_adapter(const std::vector<double>& cdf, double share, uint64_t key) {
+  if (cdf.empty() || unit(splitmix64(key ^ 0x10a7'ada9'7e25ULL)) >= share) return 0;
+  const double u = unit(splitmix64(key ^ 0x5e1e'c7ad'a97eULL));
+  const auto it = std::lower_bound(cdf.begin(), cdf.end(), u);
+  return static_cast<uint16_t>(std::min<std::ptrdiff_t>(it - cdf.begin(), std::ssize(cdf) - 1) + 1);
+}
+
+}  // namespace
+
 // Emits the specs of one trigger (a request, a keystroke burst, a chat
 // session, the initial backlog) into the pending queue; triggers come in
 // time order, and every spec of a trigger arrives at or after it.
@@ -199,15 +223,15 @@ void fit_context(RequestSpec& r, uint32_t max_model_len) {
 
 }  // namespace
 
-Workload::Workload(const Scenario& scenario, uint64_t seed) : scenario_(&scenario) {
+Workload::Workload(const Scenario& scenario, uint64_t seed)
+    : scenario_(&scenario), adapter_cdf_(adapter_cdf(scenario.lora)) {
   for (std::size_t c = 0; c < scenario.classes.size(); ++c) {
     sources_.push_back(
         std::make_unique<Source>(scenario, static_cast<uint16_t>(c), splitmix64(seed * 1000003 + c)));
   }
 }
 
-Workload::~Workload() = default;
-Workload::Workload(Workload&&) noexcept = default;
+Workload::~Workload() = default;Workload::Workload(Workload&&) noexcept = default;
 
 std::optional<RequestSpec> Workload::next() {
   if (scenario_->max_requests > 0 && next_id_ >= scenario_->max_requests) return std::nullopt;
@@ -224,6 +248,10 @@ std::optional<RequestSpec> Workload::next() {
     first->expand([&](RequestSpec r) {
       if (r.arrival > scenario_->duration_s) return;
       fit_context(r, scenario_->engine.config.max_model_len);
+      const uint64_t client = r.supersede_key != 0 ? r.supersede_key
+                              : r.history.key != 0 ? r.history.key
+                                                   : splitmix64(scenario_->seed ^ (next_seq_ << 8));
+      r.adapter = draw_adapter(adapter_cdf_, scenario_->lora.share, client);
       pending_.push({r, next_seq_++});
     });
   }

@@ -44,6 +44,7 @@ class Workload {
   using PendingQueue = std::priority_queue<Pending, std::vector<Pending>, std::greater<>>;
 
   const Scenario* scenario_;
+  std::vector<double> adapter_cdf_;  // cumulative popularity of the LoRA adapters (Scenario::lora)
   std::vector<std::unique_ptr<Source>> sources_;
   PendingQueue pending_;
   uint64_t next_seq_ = 0;
