@@ -28,7 +28,7 @@ std::vector<ClassConfig> default_classes() {
                    .engine_priority = 1,
                    .ttft_slo = milliseconds(200)};
   out[2].name = "chat";
-  out[2].match = ClassMatch{.routes = {Route::kChatCompletions}};
+  out[2].match = ClassMatch{.routes = {Route::kChatCompletions, Route::kResponses}};
   out[2].policy = {.name = "chat", .max_share = 0.7, .weight = 1, .max_queue_wait = milliseconds(30'000),
                    .engine_priority = 2, .ttft_slo = milliseconds(2'000)};
   // Batch and background work, only by explicit claim: idle capacity only,

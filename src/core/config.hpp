@@ -205,6 +205,9 @@ struct BackendConfig {
   // scheduler sends an adapter's requests where it is loaded while that
   // engine is within the affinity bound (docs/scheduler.md, LoRA adapters).
   uint32_t max_loras = 1;
+  // The engine serves OpenAI's Responses API (/v1/responses): vLLM does;
+  // by default false for SGLang and llama.cpp (`engine`), true for sims.
+  bool responses = true;
 };
 
 struct ModelConfig {

@@ -9,7 +9,9 @@
 
 namespace arbiter {
 
-enum class Route { kChatCompletions, kCompletions, kEmbeddings };
+// kResponses: OpenAI's Responses API (`input`, `instructions`,
+// `max_output_tokens`; streamed as typed events), which vLLM serves.
+enum class Route { kChatCompletions, kCompletions, kEmbeddings, kResponses };
 
 std::string_view route_path(Route route);
 std::optional<Route> route_from_path(std::string_view path);

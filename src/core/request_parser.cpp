@@ -16,6 +16,7 @@ std::string_view route_path(Route route) {
     case Route::kChatCompletions: return "/v1/chat/completions";
     case Route::kCompletions: return "/v1/completions";
     case Route::kEmbeddings: return "/v1/embeddings";
+    case Route::kResponses: return "/v1/responses";
   }
   return "";
 }
@@ -24,6 +25,7 @@ std::optional<Route> route_from_path(std::string_view path) {
   if (path == "/v1/chat/completions") return Route::kChatCompletions;
   if (path == "/v1/completions") return Route::kCompletions;
   if (path == "/v1/embeddings") return Route::kEmbeddings;
+  if (path == "/v1/responses") return Route::kResponses;
   return std::nullopt;
 }
 
@@ -127,7 +129,78 @@ void read_repeatability(const RequestFields& f, RequestInfo& info) {
 
 }  // namespace
 
+namespace {
+
+// Characters of every string under `v` (a Responses `input`: a string, or
+// items whose content parts hold text), for the prompt estimate.
+std::size_t text_chars(const json::value& v) {
+  if (v.is_string()) return v.get_string().size();
+  std::size_t n = 0;
+  if (v.is_array()) {
+    for (const json::value& x : v.get_array()) n += text_chars(x);
+  } else if (v.is_object()) {
+    for (const auto& kv : v.get_object()) n += kv.key() == "type" || kv.key() == "role" ? 0 : text_chars(kv.value());
+  }
+  return n;
+}
+
+}  // namespace
+
+// A Responses API request, read from its document: rarer than chat, and its
+// `input` items are a different shape from anything the scan knows.
+std::expected<ParsedRequest, ApiError> parse_responses(std::string body, std::size_t max_json_depth) {
+  json::parse_options options;
+  options.max_depth = max_json_depth;
+  boost::system::error_code ec;
+  json::value doc = json::parse(body, ec, {}, options);
+  if (ec) return std::unexpected(ApiError{ErrorCode::kInvalidJson, "request body is not valid JSON: " + ec.message(), {}, {}});
+  if (!doc.is_object()) return std::unexpected(ApiError{ErrorCode::kInvalidJson, "request body must be a JSON object", {}, {}});
+  json::object& o = doc.get_object();
+  ParsedRequest out;
+  out.info.route = Route::kResponses;
+  out.max_json_depth_ = max_json_depth;
+  const json::value* model = o.if_contains("model");
+  if (model == nullptr) return std::unexpected(invalid("'model' is required", "model"));
+  if (!model->is_string() || model->get_string().empty()) {
+    return std::unexpected(invalid("'model' must be a non-empty string", "model"));
+  }
+  out.info.model = std::string(model->get_string());
+  if (const json::value* user = o.if_contains("user"); user && user->is_string()) out.info.user = std::string(user->get_string());
+  if (const json::value* stream = o.if_contains("stream"); stream && !stream->is_null()) {
+    if (!stream->is_bool()) return std::unexpected(invalid("'stream' must be a boolean", "stream"));
+    out.info.stream = stream->get_bool();
+  }
+  if (const json::value* max = o.if_contains("max_output_tokens"); max && !max->is_null()) {
+    if (max->is_uint64() || (max->is_int64() && max->get_int64() >= 1)) {
+      out.info.max_tokens = max->is_uint64() ? INT64_MAX : max->get_int64();
+    } else {
+      return std::unexpected(invalid("'max_output_tokens' must be a positive integer", "max_output_tokens"));
+    }
+  }
+  const json::value* input = o.if_contains("input");
+  if (input == nullptr) return std::unexpected(invalid("'input' is required", "input"));
+  if (!input->is_string() && !(input->is_array() && !input->get_array().empty())) {
+    return std::unexpected(invalid("'input' must be a string or a non-empty array of items", "input"));
+  }
+  std::size_t chars = text_chars(*input);
+  if (const json::value* instructions = o.if_contains("instructions"); instructions && !instructions->is_null()) {
+    if (!instructions->is_string()) return std::unexpected(invalid("'instructions' must be a string", "instructions"));
+    chars += instructions->get_string().size();
+  }
+  out.info.prompt_tokens_estimate = estimate_tokens(chars);
+  if (const json::value* t = o.if_contains("temperature"); t && t->is_number()) {
+    out.info.greedy = t->to_number<double>(ec) == 0 && !ec;
+  }
+  const json::value* tools = o.if_contains("tools");
+  out.info.tools = tools != nullptr && !tools->is_null();
+  out.body_ = std::move(o);
+  out.top_keys_.complete = false;  // not scanned: the result cache does not key it
+  out.text = std::move(body);
+  return out;
+}
+
 std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string body, std::size_t max_json_depth) {
+  if (route == Route::kResponses) return parse_responses(std::move(body), max_json_depth);
   RequestFields f;
   // An embedding's `input` is read as a completion's prompt.
   const bool embeddings = route == Route::kEmbeddings;
@@ -196,6 +269,12 @@ std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string bo
 bool apply_max_tokens_cap(ParsedRequest& request, int64_t cap) {
   if (request.info.route == Route::kEmbeddings) return false;  // it generates no tokens
   if (request.info.max_tokens && *request.info.max_tokens <= cap) return false;
+  if (request.info.route == Route::kResponses) {
+    request.body()["max_output_tokens"] = cap;
+    request.document_changed_ = true;
+    request.info.max_tokens = cap;
+    return true;
+  }
   auto given = [](const JsonScalar& v) { return v.kind != JsonKind::kAbsent && v.kind != JsonKind::kNull; };
   // The field the client used: parse_request checked a given one is a
   // positive integer.

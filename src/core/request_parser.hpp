@@ -51,6 +51,7 @@ class ParsedRequest {
   friend std::expected<ParsedRequest, ApiError> parse_request(Route route, std::string body,
                                                               std::size_t max_json_depth);
   friend bool apply_max_tokens_cap(ParsedRequest& request, int64_t cap);
+  friend std::expected<ParsedRequest, ApiError> parse_responses(std::string body, std::size_t max_json_depth);
 
 // Sends the request to another model (the model breaker's degraded variant
 // or fallback): `model` in the body and in `info`. The body then goes out

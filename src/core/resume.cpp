@@ -67,6 +67,8 @@ int64_t cached_or_zero(const json::object& usage, int64_t prompt) {
 
 ResumeMethod resume_method(const ParsedRequest& request, bool chat_continuation_supported) {
   if (request.info.route == Route::kEmbeddings) return ResumeMethod::kNone;  // nothing generated to keep
+  // A Responses answer's events are not chat chunks: neither kept nor continued.
+  if (request.info.route == Route::kResponses) return ResumeMethod::kNone;
   const json::object& b = request.body();
   if (int_or(b, "n", 1) != 1 || int_or(b, "best_of", 1) != 1) return ResumeMethod::kNone;
   for (const char* key : {"tools", "functions", "logprobs", "top_logprobs", "echo", "suffix",

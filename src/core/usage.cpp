@@ -73,8 +73,8 @@ std::optional<int64_t> integer_field(std::string_view object, std::string_view q
 // usage.prompt_tokens_details.cached_tokens; 0 when the engine does not
 // report it (vLLM only with --enable-prompt-tokens-details) or it is not a
 // plain integer no larger than the prompt.
-int64_t cached_tokens(std::string_view usage, int64_t prompt_tokens) {
-  const std::size_t at = value_at(usage, "\"prompt_tokens_details\":");
+int64_t cached_tokens(std::string_view usage, int64_t prompt_tokens, std::string_view details_key) {
+  const std::size_t at = value_at(usage, details_key);
   if (at == std::string_view::npos) return 0;
   const std::string_view details = object_at(usage, at);  // empty for null
   const auto cached = integer_field(details, "\"cached_tokens\":");
@@ -92,11 +92,18 @@ std::optional<Usage> find_usage(std::string_view body) {
   while (begin < body.size() && body[begin] == ' ') ++begin;
   const std::string_view object = object_at(body, begin);
   if (object.empty()) return std::nullopt;
-  const auto prompt = integer_field(object, "\"prompt_tokens\":");
-  const auto completion = integer_field(object, "\"completion_tokens\":");
+  auto prompt = integer_field(object, "\"prompt_tokens\":");
+  auto completion = integer_field(object, "\"completion_tokens\":");
+  // The Responses API names them input and output tokens.
+  const bool responses = !prompt && !completion;
+  if (responses) {
+    prompt = integer_field(object, "\"input_tokens\":");
+    completion = integer_field(object, "\"output_tokens\":");
+  }
   if (!prompt || !completion) return std::nullopt;
   return Usage{.prompt_tokens = *prompt, .completion_tokens = *completion,
-               .cached_tokens = cached_tokens(object, *prompt)};
+               .cached_tokens = cached_tokens(object, *prompt,
+                                              responses ? "\"input_tokens_details\":" : "\"prompt_tokens_details\":")};
 }
 
 bool is_usage_chunk(std::string_view data) {

@@ -1,5 +1,6 @@
 // The `usage` object of a whole OpenAI response (chat.completion,
-// text_completion): how many tokens a request really cost, for fairness
+// text_completion; a Responses API response's input_tokens, output_tokens
+// and input_tokens_details.cached_tokens): how many tokens a request really cost, for fairness
 // charges, the token metrics and the usage ledger.
 #pragma once
 

@@ -409,6 +409,7 @@ constexpr SettingKey<B> kBackendKeys[] = {
     {"lend", "true or false", read_bool<B, &B::lend>, write_bool<B, &B::lend>},
     {"adapters", "list of LoRA adapter names", read_strings<B, &B::adapters>, write_strings<B, &B::adapters>},
     {"max_loras", "integer in [1, 1024]", read_integer<B, &B::max_loras, 1, 1024>, write_integer<B, &B::max_loras>},
+    {"responses", "true or false", read_bool<B, &B::responses>, write_bool<B, &B::responses>},
     // Where the engine's key comes from, never the key.
     {"api_key_env", "an environment variable's name", read_text<B, &B::api_key_env>,
      write_text_if_set<B, &B::api_key_env>},
@@ -465,6 +466,7 @@ void check_http_backend(YamlReader& r, const YAML::Node& b, const std::string& p
     r.error(upath, ctx.error());
   }
   if (!b["prefix_cache_tokens"]) out.prefix_cache_from_engine = true;  // auto
+  if (!b["responses"]) out.responses = out.engine == EngineKind::kVllm;
   if (out.name.empty()) out.name = out.host + ":" + std::to_string(out.port);
 }
 

@@ -5,6 +5,7 @@
 
 #include "engine/generated_text.hpp"
 #include "sim/sim_endpoint.hpp"
+#include "sim/sim_responses.hpp"
 #include "sim/sim_text.hpp"
 
 namespace arbiter::sim {
@@ -140,6 +141,11 @@ Task<bool> SimEndpoint::stream_answer(ClientConnection& conn, const SimRequest& 
 
   const std::string id = response_id(request.route, seed_, response_n);
   const ChunkFormatter format(request.route, id, model_, unix_seconds(), request.include_usage);
+  // The Responses API's events (one answer): their own frame, the whole
+  // text again at the end, no [DONE].
+  const bool responses = request.route == Route::kResponses;
+  ResponsesFormatter typed(id, model_, unix_seconds());
+  std::string text;
   const std::uint32_t limit = crash_after > 0 ? crash_after : std::numeric_limits<std::uint32_t>::max();
   const auto answers = static_cast<std::uint32_t>(request.answers.size());
   std::string events;               // the SSE events of one write, reused
@@ -164,11 +170,19 @@ Task<bool> SimEndpoint::stream_answer(ClientConnection& conn, const SimRequest& 
         if (sent[a] == 0 && request.route == Route::kChatCompletions) {
           format.append_role_event(events, a);
           ends.push_back(events.size());
+        } else if (sent[a] == 0 && responses) {
+          typed.append_prelude(events);
+          ends.push_back(events.size());
         }
         for (std::uint32_t i = sent[a]; i < ready; ++i) {
           const bool last = i + 1 == answer.output_tokens;
-          format.append_token_event(events, a, engine::token_word(answer.text_seed, request.text_offset + i),
-                                    last ? finish_reason(answer) : std::string_view{});
+          const std::string_view word = engine::token_word(answer.text_seed, request.text_offset + i);
+          if (responses) {
+            typed.append_delta(events, word);
+            text += word;
+          } else {
+            format.append_token_event(events, a, word, last ? finish_reason(answer) : std::string_view{});
+          }
           ends.push_back(events.size());
         }
         sent[a] = ready;
@@ -176,11 +190,14 @@ Task<bool> SimEndpoint::stream_answer(ClientConnection& conn, const SimRequest& 
       done = done && sent[a] == answer.output_tokens;
       crashed = crashed || (sent[a] >= limit && sent[a] < answer.output_tokens);
     }
-    if (done && request.include_usage) {
+    if (done && responses) {
+      typed.append_closing(events, text, finish_reason(request.answers[0]), usage_of(request));
+      ends.push_back(events.size());
+    } else if (done && request.include_usage) {
       format.append_usage_event(events, usage_of(request));
       ends.push_back(events.size());
     }
-    if (done) {
+    if (done && !responses) {
       events += ChunkFormatter::kDoneEvent;
       ends.push_back(events.size());
     }
@@ -236,7 +253,10 @@ Task<bool> SimEndpoint::whole_answer(ClientConnection& conn, const SimRequest& r
   }
   const std::string id = response_id(request.route, seed_, response_n);
   const ChunkFormatter format(request.route, id, model_, unix_seconds(), false);
-  std::string body = format.whole_response(texts, usage_of(request));
+  std::string body = request.route == Route::kResponses
+                         ? ResponsesFormatter(id, model_, unix_seconds()).whole(texts[0].text, texts[0].finish_reason,
+                                                                                usage_of(request))
+                         : format.whole_response(texts, usage_of(request));
   co_await send_body(conn, http::status::ok, std::move(body), "application/json");
   co_return true;
 }

@@ -78,6 +78,24 @@ std::expected<PromptText, SimError> chat_prompt(const json::object& body) {
   return p;
 }
 
+// A Responses request's prompt: its instructions, then its input (a string,
+// or items: messages whose content is a string or text parts).
+PromptText responses_prompt(const json::object& body) {
+  PromptText p;
+  if (const auto* i = body.if_contains("instructions"); i && i->is_string()) append_content(p.text, *i);
+  const json::value& input = body.at("input");  // checked by parse_request
+  if (const auto* items = input.if_array()) {
+    for (const auto& item : *items) {
+      const auto* obj = item.if_object();
+      if (const auto* content = obj ? obj->if_contains("content") : nullptr) append_content(p.text, *content);
+    }
+  } else {
+    append_content(p.text, input);
+  }
+  p.base_size = p.text.size();
+  return p;
+}
+
 // One prompt of a completions request: a string, or a list of token ids.
 std::expected<PromptText, SimError> one_completion_prompt(const json::value& prompt) {
   PromptText p;
@@ -242,7 +260,9 @@ std::expected<SimRequest, SimError> parse_sim_request(Route route, std::string_v
   }
 
   std::vector<PromptText> prompts;
-  if (route == Route::kChatCompletions) {
+  if (route == Route::kResponses) {
+    prompts.push_back(responses_prompt(obj));
+  } else if (route == Route::kChatCompletions) {
     auto prompt = chat_prompt(obj);
     if (!prompt) return std::unexpected(prompt.error());
     prompts.push_back(std::move(*prompt));
@@ -260,7 +280,9 @@ std::expected<SimRequest, SimError> parse_sim_request(Route route, std::string_v
                         .min_tokens = static_cast<std::uint64_t>(*min_tokens),
                         .seed = *seed,
                         .ignore_eos = ignore_eos,
-                        .prompt_param = route == Route::kChatCompletions ? "messages" : "prompt"};
+                        .prompt_param = route == Route::kChatCompletions ? "messages"
+                                        : route == Route::kResponses       ? "input"
+                                                                           : "prompt"};
   for (const PromptText& prompt : prompts) {
     if (auto error = add_prompt(prompt, rule, limits, r)) return std::unexpected(std::move(*error));
   }

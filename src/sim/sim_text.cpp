@@ -38,6 +38,7 @@ void append_finish(std::string& out, std::string_view finish_reason) {
 }  // namespace
 
 std::string response_id(Route route, std::uint64_t seed, std::uint64_t n) {
+  if (route == Route::kResponses) return fmt::format("{:016x}", mix(mix(seed) + n));  // resp_ and msg_ prefix it
   return fmt::format("{}-{:016x}", route == Route::kChatCompletions ? "chatcmpl" : "cmpl", mix(mix(seed) + n));
 }
 

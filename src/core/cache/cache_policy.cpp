@@ -47,6 +47,7 @@ CacheDirectives read_cache_control(std::string_view value) {
 
 CacheUse decide_cache_use(const RequestInfo& info, const CacheDirectives& d, bool enabled, bool tools_allowed) {
   if (!enabled) return {.skipped = "disabled"};
+  if (info.route == Route::kResponses) return {.skipped = "route"};  // its answers' shape is not kept (yet)
   if (d.no_store) return {.skipped = "no_store"};
   if (info.choices != 1) return {.skipped = "choices"};
   if (info.logprobs) return {.skipped = "logprobs"};

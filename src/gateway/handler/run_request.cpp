@@ -10,7 +10,8 @@ std::string upstream_run_id(std::string_view request_id, uint32_t earlier_runs) 
 }
 
 bool asks_usage(const RequestInfo& info, const BackendConfig& backend) {
-  return info.stream && !info.include_usage && backend.stream_usage;
+  // A Responses stream reports its usage in response.completed anyway.
+  return info.stream && !info.include_usage && backend.stream_usage && info.route != Route::kResponses;
 }
 
 RunRequestBuilder::RunRequestBuilder(ParsedRequest& parsed, const ServerRequest& client, std::string_view request_id,

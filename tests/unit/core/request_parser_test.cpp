@@ -402,5 +402,38 @@ TEST(RequestParser, AnEmbeddingsInputIsItsPromptAndNothingIsGenerated) {
   EXPECT_EQ(route_path(Route::kEmbeddings), "/v1/embeddings");
 }
 
+// The Responses API: `input` a string or items, `instructions`,
+// `max_output_tokens`; errors name their field; a class cap writes
+// max_output_tokens.
+TEST(RequestParser, ResponsesFields) {
+  auto p = parse_ok(Route::kResponses,
+                    R"({"model":"m","instructions":"12345678","stream":true,"max_output_tokens":40,
+                        "input":[{"role":"user","content":[{"type":"input_text","text":"abcdabcd"}]}]})");
+  EXPECT_EQ(p.info.route, Route::kResponses);
+  EXPECT_EQ(p.info.model, "m");
+  EXPECT_TRUE(p.info.stream);
+  EXPECT_EQ(p.info.max_tokens, 40);
+  EXPECT_EQ(p.info.prompt_tokens_estimate, 4);  // 16 characters of text: the item's keys and types not counted
+  EXPECT_EQ(p.info.choices, 1);
+  EXPECT_TRUE(apply_max_tokens_cap(p, 16));
+  EXPECT_EQ(p.body().at("max_output_tokens").as_int64(), 16);
+  EXPECT_FALSE(p.body().contains("max_tokens"));
+  EXPECT_TRUE(p.document_changed());
+  EXPECT_EQ(parse_ok(Route::kResponses, R"({"model":"m","input":"hello there"})").info.prompt_tokens_estimate, 3);
+}
+
+TEST(RequestParser, ResponsesErrorsNameTheirField) {
+  EXPECT_EQ(parse_err(Route::kResponses, R"({"model":"m"})").param, "input");
+  EXPECT_EQ(parse_err(Route::kResponses, R"({"model":"m","input":[]})").param, "input");
+  EXPECT_EQ(parse_err(Route::kResponses, R"({"model":"m","input":5})").param, "input");
+  EXPECT_EQ(parse_err(Route::kResponses, R"({"input":"x"})").param, "model");
+  EXPECT_EQ(parse_err(Route::kResponses, R"({"model":"m","input":"x","max_output_tokens":0})").param,
+            "max_output_tokens");
+  EXPECT_EQ(parse_err(Route::kResponses, R"({"model":"m","input":"x","stream":"yes"})").param, "stream");
+  EXPECT_EQ(parse_err(Route::kResponses, R"({"model":"m","input":"x","instructions":3})").param, "instructions");
+  EXPECT_EQ(parse_err(Route::kResponses, R"([1])").code, ErrorCode::kInvalidJson);
+  EXPECT_EQ(parse_err(Route::kResponses, R"({"model":)").code, ErrorCode::kInvalidJson);
+}
+
 }  // namespace
 }  // namespace arbiter

@@ -126,5 +126,17 @@ TEST(Usage, RandomAnswersReadAsADocumentParserReadsThem) {
   }
 }
 
+TEST(Usage, FoundInAResponsesAnswerAndItsCompletedEvent) {
+  const auto u = find_usage(
+      R"({"id":"resp_1","object":"response","output":[],"usage":{"input_tokens":12,)"
+      R"("input_tokens_details":{"cached_tokens":5},"output_tokens":7,"output_tokens_details":{"reasoning_tokens":0},)"
+      R"("total_tokens":19}})");
+  ASSERT_TRUE(u.has_value());
+  EXPECT_EQ(u->prompt_tokens, 12);
+  EXPECT_EQ(u->completion_tokens, 7);
+  EXPECT_EQ(u->cached_tokens, 5);
+  EXPECT_FALSE(find_usage(R"({"type":"response.created","response":{"usage":null}})").has_value());
+}
+
 }  // namespace
 }  // namespace arbiter

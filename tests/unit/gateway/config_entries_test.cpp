@@ -267,7 +267,7 @@ TEST(ConfigEntries, EveryKeyOfEveryEntryGoesThroughPrintConfigAndBack) {
       pki.cert("client") + ", key_file: " + pki.key("client") + ",\n"
       "         max_concurrency: 9, priority_scheduling: true, stream_usage: false, prefill_tokens_per_s: 1234,\n"
       "         prefix_cache_tokens: 4096, classes: [gold], lend: true, api_key_env: ARBITER_TEST_ENGINE_KEY,\n"
-      "         engine: sglang, continue_final_message: true, type: http, adapters: [sql-lora], max_loras: 3}\n"
+      "         engine: sglang, continue_final_message: true, type: http, adapters: [sql-lora], max_loras: 3, responses: true}\n"
       "      - {url: \"http://127.0.0.1:8000\", api_key_file: " + key_file + ", priority_scheduling: true}\n"
       "  - name: m2\n"
       "    adaptive_capacity: {enabled: true, max_extra_share: 0.5}\n"

@@ -24,6 +24,7 @@ std::string_view operation(Route route) {
     case Route::kChatCompletions: return "chat";
     case Route::kCompletions: return "text_completion";
     case Route::kEmbeddings: return "embeddings";
+    case Route::kResponses: return "chat";  // the conventions name no other operation for it
   }
   return "chat";
 }

@@ -48,6 +48,13 @@ Verdict RouteStage::admit(RequestContext& ctx) {
                                         "') has no backend for class '" + runtime.config.classes[*cls].name + "'",
                                     "model"});
   }
+  if (info.route == Route::kResponses &&
+      std::ranges::none_of(runtime.config.models[ctx.pool()].backends, &BackendConfig::responses)) {
+    return Verdict::refuse(ApiError{ErrorCode::kModelNotFound,
+                                    "the model '" + info.model + "' is not served on /v1/responses by its engines" +
+                                        " (backends[].responses; use /v1/chat/completions)",
+                                    "model"});
+  }
   // Hashed before a cap edits the text: the prompt's offset is the scan's.
   // An adapter's prompts are cached apart from the base model's (vLLM keys
   // its prefix cache by adapter too): its number salts the hashes.
