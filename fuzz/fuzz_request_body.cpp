@@ -186,7 +186,7 @@ void check_cap(ParsedRequest& r, Route route, int64_t cap) {
   // Only the budget fields differ from the original document.
   json::object a = parse_as_gateway(out).as_object();
   json::object b = original;
-  for (const char* key : {"max_tokens", "max_completion_tokens"}) {
+  for (const char* key : {"max_tokens", "max_completion_tokens", "max_output_tokens"}) {
     a.erase(key);
     b.erase(key);
   }
@@ -244,6 +244,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   arbiter::fuzz::Input in(data, size);
   const uint8_t choices = in.byte();
   const auto route = (choices & 1) ? arbiter::Route::kCompletions : arbiter::Route::kChatCompletions;
-  arbiter::check_body(route, choices, in.rest());
+  const std::string_view text = in.rest();
+  arbiter::check_body(route, choices, text);
+  // Every body is also read as a Responses request (its own parser).
+  arbiter::check_body(arbiter::Route::kResponses, choices, text);
   return 0;
 }
