@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <future>
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "support/gateway_process.hpp"
 #include "support/harness.hpp"  // describe_output
 #include "support/metrics_text.hpp"
+#include "support/raw_socket.hpp"
 
 namespace arbiter::test {
 namespace {
@@ -183,19 +185,23 @@ TEST(AdaptiveCapacity, ClientsLeavingRunningStreamsGiveTheGrowthBack) {
   SimProcess sim({"--profile", "llama-8b-a100", "--model", "m1"});
   GatewayProcess gateway(
       adaptive_config(sim.port(), ", ttft_slo_ms: 60000, max_share: 1", true, 2, kCeiling).to_yaml());
-  // Cut short by their clients at 8 s.
-  const std::string extra = R"("max_tokens":2000,"min_tokens":2000,"stream":true)";
+  // Two clients whose streams start first; they hang up when the test says
+  // so, once the limit is at the ceiling (a timeout of their own raced the
+  // climb there on a slow machine: they could leave before it, and the
+  // limit's fall be counted before the test looked).
+  // Each reads its stream as it comes (so its answer is not held up by a
+  // full socket) until told to hang up; true when it was still open then.
+  const std::string body = sim_chat(R"("max_tokens":4000,"min_tokens":4000,"stream":true)", "Write a report.", "m1");
+  std::atomic<bool> hang_up{false};
   std::vector<std::future<bool>> leaving;
   for (int i = 0; i < 2; ++i) {
     leaving.push_back(std::async(std::launch::async, [&] {
-      try {  // the call times out and closes its connection
-        http_call(gateway.port(),
-                  gateway_post("/v1/chat/completions", sim_chat(extra, "Write a report.", "m1"), kAlphaKey, "chat"),
-                  Millis(8'000));
-      } catch (const std::exception&) {
-        return true;
-      }
-      return false;
+      RawSocket client(gateway.port());
+      client.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
+                  std::string(kAlphaKey) + "\r\nx-arbiter-class: chat\r\nContent-Type: application/json\r\n" +
+                  "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+      while (!hang_up.load() && !client.closed()) client.read_until({}, Millis(50));
+      return !client.closed();  // the socket closes as it goes out of scope
     }));
   }
   ASSERT_EQ(gateway.wait_for_metric("arbiter_backend_in_flight", [](double v) { return v == 2; }, Millis(5'000),
@@ -205,7 +211,7 @@ TEST(AdaptiveCapacity, ClientsLeavingRunningStreamsGiveTheGrowthBack) {
   auto staying = send_streams(gateway.port(), "chat", 4 * kSlots, 1200);  // ~15 s each
   // At the ceiling and full before the two leave.
   ASSERT_EQ(gateway.wait_for_metric("arbiter_backend_slot_limit", [](double v) { return v == kCeiling; },
-                                    Millis(7'000), kBackend),
+                                    Millis(30'000), kBackend),
             kCeiling)
       << describe_output(gateway);
   ASSERT_EQ(gateway.wait_for_metric("arbiter_backend_in_flight", [](double v) { return v == kCeiling; },
@@ -216,6 +222,7 @@ TEST(AdaptiveCapacity, ClientsLeavingRunningStreamsGiveTheGrowthBack) {
       metric_value(http_get(gateway.admin_port(), "/metrics").body, "arbiter_backend_slot_limit_changes_total",
                    {{"model", "m1"}, {"direction", "down"}})
           .value_or(0);
+  hang_up = true;  // the two clients leave
   for (auto& f : leaving) EXPECT_TRUE(f.get()) << "the stream ended before its client left";
   EXPECT_GT(gateway.wait_for_metric("arbiter_backend_slot_limit_changes_total",
                                     [&](double v) { return v > downs_before; }, Millis(30'000),
