@@ -63,6 +63,14 @@ struct GatewayMetrics {
       "Prompt prefix tokens prefix-affinity routing assumes the backend's engine caches (its KV size: "
       "configured, or the engine's cache_config_info with prefix_cache_tokens: auto).",
       {"model", "backend"});
+  // LoRA (docs/scheduler.md, "LoRA adapters"): its adapter_loaded share is
+  // the gateway's hit rate.
+  metrics::Family<metrics::Counter>& lora_dispatches = registry.counter(
+      "arbiter_lora_dispatches_total",
+      "Runs of requests for a LoRA adapter by base model, adapter and placement: adapter_loaded (its backend had "
+      "it loaded), adapter_load (a free adapter slot), adapter_wait (urgent: sent to wait for a slot), "
+      "avoid_failed (a retry).",
+      {"model", "adapter", "placement"});
   metrics::Family<metrics::Histogram>& queue_wait = registry.histogram(
       "arbiter_queue_wait_seconds", "Time a request waited in the gateway's queue before dispatch.",
       {"model", "class", "tenant"});

@@ -12,6 +12,7 @@
 #include "integration/sim_harness.hpp"
 #include "support/gateway_config.hpp"
 #include "support/gateway_process.hpp"
+#include "support/metrics_text.hpp"
 
 namespace arbiter::test {
 namespace {
@@ -76,6 +77,14 @@ TEST(Lora, AnAdaptersRequestsStayWhereItIsLoaded) {
   ASSERT_EQ(seen["x"].size(), 1u);
   ASSERT_EQ(seen["y"].size(), 1u);
   EXPECT_NE(*seen["x"].begin(), *seen["y"].begin());
+  // Counted: each adapter loaded once, then found loaded five times.
+  const std::string metrics = http_get(gateway.admin_port(), "/metrics").body;
+  for (const char* adapter : {"x", "y"}) {
+    const Labels loaded{{"model", "m1"}, {"adapter", adapter}, {"placement", "adapter_loaded"}};
+    const Labels load{{"model", "m1"}, {"adapter", adapter}, {"placement", "adapter_load"}};
+    EXPECT_EQ(metric_value(metrics, "arbiter_lora_dispatches_total", loaded), 5) << adapter;
+    EXPECT_EQ(metric_value(metrics, "arbiter_lora_dispatches_total", load), 1) << adapter;
+  }
 }
 
 TEST(Lora, ModelsListAdaptersWithTheirParentAndUnknownNamesAre404) {

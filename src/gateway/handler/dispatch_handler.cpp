@@ -106,6 +106,10 @@ void DispatchHandler::note_placement(RequestContext& ctx, const Dispatcher::Slot
                             ? slot.pool() != ctx.pool()
                             : run_config.models[slot.pool()].pool_name() != config_.models[ctx.pool()].pool_name();
   if (borrowed) ctx.placement.borrowed_from = run_config.models[slot.pool()].pool_name();
+  if (ctx.adapter != 0) {
+    metrics_.lora_dispatches.with({config_.models[ctx.pool()].name, ctx.parsed.info.model, ctx.placement.reason})
+        .inc();
+  }
 }
 
 void DispatchHandler::release_body(RequestContext& ctx) {
