@@ -293,5 +293,41 @@ TEST(Batches, LinesYieldTheirSlotsToInteractiveWorkAndStillEndWhole) {
   }
 }
 
+// Batches of the other endpoints OpenAI's Batch API takes: Responses lines
+// answered with response objects, embedding lines with embeddings.
+TEST(Batches, ResponsesAndEmbeddingsLinesRun) {
+  TempDir dir("arbiter-batch");
+  SimProcess sim({"--profile", "tiny", "--model", "m1"});
+  GatewayProcess gateway(config_yaml(sim.port(), dir.file("batches")));
+  const std::pair<std::string, std::string> kinds[] = {
+      {"/v1/responses", R"({"model":"m1","input":"Say something.","max_output_tokens":3})"},
+      {"/v1/embeddings", R"({"model":"m1","input":"Say something."})"}};
+  for (const auto& [endpoint, body] : kinds) {
+    std::string content;
+    for (int i = 0; i < 3; ++i) {
+      content += R"({"custom_id":"l)" + std::to_string(i) + R"(","method":"POST","url":")" + endpoint +
+                 R"(","body":)" + body + "}\n";
+    }
+    const std::string file = upload(gateway.port(), content);
+    const HttpResponse created = http_post(
+        gateway.port(), "/v1/batches",
+        R"({"input_file_id":")" + file + R"(","endpoint":")" + endpoint + R"(","completion_window":"24h"})",
+        {{"authorization", std::string("Bearer ") + kAlphaKey}});
+    ASSERT_EQ(created.status, 200) << created.body;
+    const std::string id(created.json().at("id").as_string());
+    const auto done = wait_for_batch(gateway.port(), id, ended, Millis(30'000));
+    ASSERT_EQ(done.at("status").as_string(), "completed") << boost::json::serialize(done);
+    EXPECT_EQ(count(done, "completed"), 3);
+    const auto lines = output_lines(gateway.port(), done);
+    ASSERT_EQ(lines.size(), 3u);
+    for (const auto& [custom_id, line] : lines) {
+      const auto& response = line.at("response").as_object();
+      EXPECT_EQ(response.at("status_code").as_int64(), 200) << endpoint;
+      const auto& answer = response.at("body").as_object();
+      EXPECT_EQ(answer.at("object").as_string(), endpoint == "/v1/responses" ? "response" : "list") << endpoint;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace arbiter::test

@@ -6,7 +6,9 @@
 
 namespace arbiter::batch {
 
-bool batch_route(std::string_view url) { return url == "/v1/chat/completions" || url == "/v1/completions"; }
+bool batch_route(std::string_view url) {
+  return url == "/v1/chat/completions" || url == "/v1/completions" || url == "/v1/responses" || url == "/v1/embeddings";
+}
 
 namespace {
 
@@ -21,7 +23,7 @@ std::string check_line(const boost::json::value& v, InputLine& out) {
   if (method == nullptr || !method->is_string() || method->get_string() != "POST") return "method must be \"POST\"";
   const auto* url = o.if_contains("url");
   if (url == nullptr || !url->is_string() || !batch_route(url->get_string())) {
-    return "url must be \"/v1/chat/completions\" or \"/v1/completions\"";
+    return "url must be \"/v1/chat/completions\", \"/v1/completions\", \"/v1/responses\" or \"/v1/embeddings\"";
   }
   out.url = std::string(url->get_string());
   const auto* body = o.if_contains("body");

@@ -202,7 +202,7 @@ std::expected<Job, ApiError> BatchBook::create(std::string_view tenant, const Te
     return v && v->is_string() ? std::string(v->get_string()) : std::string();
   };
   const std::string endpoint = text("endpoint");
-  if (!batch_route(endpoint)) return std::unexpected(invalid("endpoint must be /v1/chat/completions or /v1/completions", "endpoint"));
+  if (!batch_route(endpoint)) return std::unexpected(invalid("endpoint must be /v1/chat/completions, /v1/completions, /v1/responses or /v1/embeddings", "endpoint"));
   const std::string window = text("completion_window");
   const auto length = parse_window(window, settings.max_window);
   if (!length) {

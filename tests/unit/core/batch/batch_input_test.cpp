@@ -26,7 +26,7 @@ TEST(BatchInput, NamesTheLineOfEveryError) {
                            R"({"method":"POST","url":"/v1/completions","body":{"model":"m"}})" "\n" +  // 3: no custom_id
                            line("a") + "\n" +                                   // 4: duplicate
                            line("s", R"({"model":"m","stream":true})") + "\n" +  // 5: streaming
-                           line("u", R"({"model":"m"})", "/v1/embeddings") + "\n" +  // 6: route
+                           line("u", R"({"model":"m"})", "/v1/moderations") + "\n" +  // 6: route
                            line("m", R"({"messages":[]})") + "\n";              // 7: no model
   const Input in = read_input(text, 100);
   ASSERT_EQ(in.errors.size(), 6u) << describe(in.errors, 10);
