@@ -2,6 +2,7 @@
 // streamed token by token as the engine's steps end (or whole at the end).
 #include <chrono>
 #include <limits>
+#include <optional>
 
 #include "engine/generated_text.hpp"
 #include "sim/sim_endpoint.hpp"
@@ -142,9 +143,9 @@ Task<bool> SimEndpoint::stream_answer(ClientConnection& conn, const SimRequest& 
   const std::string id = response_id(request.route, seed_, response_n);
   const ChunkFormatter format(request.route, id, model_, unix_seconds(), request.include_usage);
   // The Responses API's events (one answer): their own frame, the whole
-  // text again at the end, no [DONE].
-  const bool responses = request.route == Route::kResponses;
-  ResponsesFormatter typed(id, model_, unix_seconds());
+  // text again at the end, no [DONE]. Made for such a stream only.
+  std::optional<ResponsesFormatter> typed;
+  if (request.route == Route::kResponses) typed.emplace(id, model_, unix_seconds());
   std::string text;
   const std::uint32_t limit = crash_after > 0 ? crash_after : std::numeric_limits<std::uint32_t>::max();
   const auto answers = static_cast<std::uint32_t>(request.answers.size());
@@ -170,15 +171,15 @@ Task<bool> SimEndpoint::stream_answer(ClientConnection& conn, const SimRequest& 
         if (sent[a] == 0 && request.route == Route::kChatCompletions) {
           format.append_role_event(events, a);
           ends.push_back(events.size());
-        } else if (sent[a] == 0 && responses) {
-          typed.append_prelude(events);
+        } else if (sent[a] == 0 && typed) {
+          typed->append_prelude(events);
           ends.push_back(events.size());
         }
         for (std::uint32_t i = sent[a]; i < ready; ++i) {
           const bool last = i + 1 == answer.output_tokens;
           const std::string_view word = engine::token_word(answer.text_seed, request.text_offset + i);
-          if (responses) {
-            typed.append_delta(events, word);
+          if (typed) {
+            typed->append_delta(events, word);
             text += word;
           } else {
             format.append_token_event(events, a, word, last ? finish_reason(answer) : std::string_view{});
@@ -190,14 +191,14 @@ Task<bool> SimEndpoint::stream_answer(ClientConnection& conn, const SimRequest& 
       done = done && sent[a] == answer.output_tokens;
       crashed = crashed || (sent[a] >= limit && sent[a] < answer.output_tokens);
     }
-    if (done && responses) {
-      typed.append_closing(events, text, finish_reason(request.answers[0]), usage_of(request));
+    if (done && typed) {
+      typed->append_closing(events, text, finish_reason(request.answers[0]), usage_of(request));
       ends.push_back(events.size());
     } else if (done && request.include_usage) {
       format.append_usage_event(events, usage_of(request));
       ends.push_back(events.size());
     }
-    if (done && !responses) {
+    if (done && !typed) {
       events += ChunkFormatter::kDoneEvent;
       ends.push_back(events.size());
     }
