@@ -274,13 +274,14 @@ int main(int argc, char** argv) {
     }
     store = std::move(*opened);
   }
-  std::filesystem::path batch_dir;
+  std::optional<BatchPlace> batches;
   if (config->batches.enabled) {
-    batch_dir = config->batches.dir;
-    if (batch_dir.is_relative()) batch_dir = std::filesystem::path(flags->config).parent_path() / batch_dir;
+    std::filesystem::path dir = config->batches.dir;
+    if (dir.is_relative()) dir = std::filesystem::path(flags->config).parent_path() / dir;
+    batches = BatchPlace{.dir = dir, .store = store_settings};
   }
   Gateway gateway(std::move(*config), config_text, "startup:" + flags->config, threads, net::make_strand(ioc),
-                  std::move(access_log), std::move(store), batch_dir);
+                  std::move(access_log), std::move(store), std::move(batches));
   gateway.set_config_preparer([&sims](Config& next) { return (*sims)->attach(next); });
   const Config& cfg = gateway.config();
   std::shared_ptr<ServerTls> tls;

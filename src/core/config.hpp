@@ -300,6 +300,10 @@ struct BatchConfig {
   // orders them against every other request.
   std::size_t max_in_flight = 1024;
   std::chrono::hours max_window{7 * 24};  // the longest completion_window accepted
+  // A replica runs a batch under a lease it renews every second; a batch
+  // whose lease has not been renewed for this long (its replica died or lost
+  // the store) is taken over by another replica, which resumes it.
+  std::chrono::seconds takeover{30};
 };
 
 // OpenTelemetry traces (docs/tracing.md): where the spans go and how many

@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 
 #include "gateway/config_yaml.hpp"
+#include "gateway/store/database.hpp"
 #include "gateway/config_change.hpp"
 #include "gateway/request_id.hpp"
 #include "gateway/stages/quota/quota_export.hpp"
@@ -45,7 +46,7 @@ std::chrono::steady_clock::duration retire_grace(const Config& config) {
 
 Gateway::Gateway(Config config, std::string text, std::string source, std::size_t io_threads,
                  net::any_io_executor timer_executor, std::unique_ptr<BatchedLineWriter> access_log,
-                 std::unique_ptr<StoreWriter> store, std::filesystem::path batch_dir)
+                 std::unique_ptr<StoreWriter> store, std::optional<BatchPlace> batches)
     : startup_config_(config),
       quotas_(startup_config_, timer_executor, metrics_.registry),
       usage_(startup_config_),
@@ -86,7 +87,7 @@ Gateway::Gateway(Config config, std::string text, std::string source, std::size_
     std::lock_guard lock(reload_mu_);
     show_version_locked();
   }
-  if (!batch_dir.empty()) start_batches(batch_dir);
+  if (batches) start_batches(*batches);
   metrics_.config_generations.set(1);
   // Every second: replaced generations freed, canaries judged.
   retire_sweep_.start(timer_executor_, std::chrono::seconds(1), [this]() -> Task<void> {
@@ -137,18 +138,18 @@ void Gateway::start_store(const StoreConfig& settings) {
   store_->start();
 }
 
-void Gateway::start_batches(const std::filesystem::path& dir) {
+void Gateway::start_batches(const BatchPlace& place) {
   auto current_runtime = [this] { return runtime_of(generation_.load()); };
   // A line runs as a client's request does (handle()), on the timer strand.
   auto run_line = [this](Route route, HttpRequest& req, RequestClient& client) {
     return run_pipeline(route, req, client, generation_.load());
   };
-  auto opened = batch::BatchBook::open(dir, timer_executor_, std::move(run_line), std::move(current_runtime),
-                                       metrics_.registry);
+  auto opened = batch::BatchBook::open(place.dir, place.store, store::replica_name(place.store), timer_executor_,
+                                       std::move(run_line), std::move(current_runtime), metrics_.registry);
   if (!opened) {
     // Inference goes on: only the Batch API answers 500 saying why (a config
     // folder mounted read-only must not stop a gateway that upgraded).
-    batches_error_ = "the Batch API's folder cannot be used (batches.dir): " + opened.error();
+    batches_error_ = "the Batch API's folder (batches.dir) or records (the store) cannot be used: " + opened.error();
     log_event(EventLevel::kError, "batches_unavailable", {{"detail", batches_error_}});
     return;
   }

@@ -38,6 +38,13 @@
 
 namespace arbiter {
 
+// Where the Batch API keeps its files' bytes and its lines' answers (`dir`)
+// and its records (the usage store `store` names), both paths resolved.
+struct BatchPlace {
+  std::filesystem::path dir;
+  StoreConfig store;
+};
+
 class Gateway final : public ConfigControl {
  public:
   // Makes a config ready to run before a generation is built from it, or
@@ -47,12 +54,12 @@ class Gateway final : public ConfigControl {
   // `timer_executor` runs the scheduler's deadline timer (and a batch's
   // lines). `access_log`: where the access log goes (null: log.access_log
   // is off). `text` and `source`: the config's YAML and where it came from
-  // (its first version). `batch_dir`: the Batch API's folder, resolved
-  // (empty: batches.enabled is false); one that cannot be opened is logged
-  // and the Batch API's routes say so, inference goes on.
+  // (its first version). `batches`: where the Batch API keeps its files and
+  // records (none: batches.enabled is false); a place that cannot be opened
+  // is logged and the Batch API's routes say so, inference goes on.
   Gateway(Config config, std::string text, std::string source, std::size_t io_threads,
           net::any_io_executor timer_executor, std::unique_ptr<BatchedLineWriter> access_log = nullptr,
-          std::unique_ptr<StoreWriter> store = nullptr, std::filesystem::path batch_dir = {});
+          std::unique_ptr<StoreWriter> store = nullptr, std::optional<BatchPlace> batches = std::nullopt);
   ~Gateway() override;
 
   // The public listener: inference routes, /v1/models, /healthz, /readyz,
@@ -121,7 +128,7 @@ class Gateway final : public ConfigControl {
   // into the audit trail, starts the writer.
   void start_store(const StoreConfig& settings);
   // Opens the Batch API's folder and resumes its unfinished jobs.
-  void start_batches(const std::filesystem::path& dir);
+  void start_batches(const BatchPlace& place);
   // What every generation is built with: the long-lived parts.
   GenerationDeps generation_deps();
   // The reload once the text parsed; under reload_mu_.

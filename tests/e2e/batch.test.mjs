@@ -444,13 +444,14 @@ batchTest('batches.list pages through every batch once, files.list shows every f
   assert.deepEqual(files.sort(), [...fileIds].sort());
 });
 
-// Two gateways, one after the other, on one batches.dir (absolute) and one
-// engine: what the first had recorded is there for the second.
+// Two gateways, one after the other, on one batches.dir and one usage store
+// (absolute: the jobs' and files' records) and one engine: what the first
+// had recorded is there for the second.
 async function startOnDir(engine, dir) {
   return startGateway(
     gatewayConfig({
       models: [{ name: 'm1', backends: [{ url: engine.url, max_concurrency: 8 }] }],
-      extra: { batches: { enabled: true, dir, max_in_flight: 1 } },
+      extra: { batches: { enabled: true, dir, max_in_flight: 1 }, store: { path: path.join(dir, 'arbiter.db') } },
     }),
   );
 }

@@ -111,11 +111,15 @@ bool ended(const boost::json::object& state) {
   return status != "in_progress" && status != "finalizing" && status != "cancelling";
 }
 
+// The batches' folder, and the usage store (the jobs' and files' records)
+// beside it: a gateway started again on them finds the jobs, as one
+// started again on its config folder does.
 std::string config_yaml(uint16_t sim_port, const std::string& batch_dir) {
   GatewayConfig config;
   config.backend_ports = {sim_port};
   config.max_concurrency = 4;
-  config.extra = "batches: {dir: \"" + batch_dir + "\"}\nhealth_probes: {enabled: false}\n";
+  config.extra = "batches: {dir: \"" + batch_dir + "\"}\nstore: {path: \"" + batch_dir +
+                 ".arbiter.db\"}\nhealth_probes: {enabled: false}\n";
   return config.to_yaml();
 }
 

@@ -9,7 +9,6 @@
 #include <boost/json.hpp>
 
 #include "core/batch/batch_class.hpp"
-#include "core/batch/list_page.hpp"
 #include "gateway/batch/line_client.hpp"
 #include "observability/event_log.hpp"
 
@@ -26,9 +25,9 @@ struct BatchBook::Entry {
   std::set<net::steady_timer*> pauses;  // lines waiting to try again
   std::size_t in_flight = 0;
   bool cancelled = false;
-  bool running = false;
+  bool lost = false;           // another replica runs it now
   bool expired_lines = false;  // a line was not run before the window ended
-  uint64_t seq = 0;            // creation order in this process (the list's order within a second)
+  uint64_t saved_lines = 0;    // completed + failed when its record was last written
   int out_fd = -1;
   int err_fd = -1;
 };
@@ -37,6 +36,7 @@ namespace {
 
 constexpr auto kSweepEvery = std::chrono::milliseconds(100);
 constexpr std::chrono::seconds kMaxPause{30};
+constexpr auto kRenewEvery = std::chrono::seconds(1);
 // A line the window closed on: its text in the error file.
 constexpr std::string_view kExpiredMessage = "This line could not be run before the batch's completion window ended.";
 
@@ -75,7 +75,22 @@ ApiError invalid(std::string message, std::string param = {}) {
                   param.empty() ? std::nullopt : std::optional<std::string>(std::move(param)), {}};
 }
 
+
+// What a runner reads before its lines run: the input's lines, and the
+// answers written before a restart or a takeover.
+struct Resumed {
+  Input input;
+  std::unordered_set<std::string> done;
+  std::size_t completed = 0;
+  std::size_t failed = 0;
+  bool expired = false;
+};
+
 }  // namespace
+
+ApiError store_error(const std::string& why) {
+  return ApiError{ErrorCode::kInternal, "the Batch API's store: " + why, {}, {}};
+}
 
 BatchBook::Metrics::Metrics(metrics::Registry& r)
     : completed(r.counter("arbiter_batch_lines_total", "Batch lines ended, by outcome", {"outcome"}).with({"completed"})),
@@ -88,43 +103,60 @@ BatchBook::Metrics::Metrics(metrics::Registry& r)
                     .with({})),
       running(r.gauge("arbiter_batches_running", "Batches whose lines are running", {}).with({})) {}
 
-std::expected<std::unique_ptr<BatchBook>, std::string> BatchBook::open(fs::path dir, net::any_io_executor executor,
-                                                                       RunLine run, CurrentRuntime runtime,
+std::expected<std::unique_ptr<BatchBook>, std::string> BatchBook::open(fs::path dir, const StoreConfig& store,
+                                                                       std::string replica,
+                                                                       net::any_io_executor executor, RunLine run,
+                                                                       CurrentRuntime runtime,
                                                                        metrics::Registry& registry, UnixClock now) {
-  auto files = FileStore::open(dir / "files");
-  if (!files) return std::unexpected(files.error());
   std::error_code ec;
   fs::create_directories(dir / "jobs", ec);
   if (ec) return std::unexpected((dir / "jobs").string() + ": " + ec.message());
-  std::unique_ptr<BatchBook> book(
-      new BatchBook(dir, std::move(*files), std::move(executor), std::move(run), std::move(runtime), registry,
-                    std::move(now)));
-  for (const auto& entry : fs::directory_iterator(dir / "jobs", ec)) {
-    if (entry.path().extension() != ".json") continue;
-    const auto text = read_whole(entry.path());
-    auto job = text ? from_record(*text) : std::nullopt;
-    if (!job) {
-      log_event(EventLevel::kWarn, "batch_record_unreadable", {{"path", entry.path().string()}});
-      continue;
-    }
-    std::string id = job->id;  // the key, before the job moves into its entry
-    book->jobs_.emplace(std::move(id), std::make_shared<Entry>(std::move(*job), book->executor_));
-  }
+  auto db = open_batch_db(store, dir);
+  if (!db) return std::unexpected(db.error());
+  auto records = std::make_unique<BatchRecords>(std::move(*db));
+  auto files = FileStore::open(dir / "files", *records);
+  if (!files) return std::unexpected(files.error());
+  std::unique_ptr<BatchBook> book(new BatchBook(dir, std::move(records), std::move(*files), std::move(replica),
+                                                std::move(executor), std::move(run), std::move(runtime), registry,
+                                                std::move(now)));
+  book->import_folder_records();
   return book;
 }
 
-BatchBook::BatchBook(fs::path dir, std::unique_ptr<FileStore> files, net::any_io_executor executor, RunLine run,
-                     CurrentRuntime runtime, metrics::Registry& registry, UnixClock now)
+BatchBook::BatchBook(fs::path dir, std::unique_ptr<BatchRecords> records, std::unique_ptr<FileStore> files,
+                     std::string replica, net::any_io_executor executor, RunLine run, CurrentRuntime runtime,
+                     metrics::Registry& registry, UnixClock now)
     : dir_(std::move(dir)),
+      records_(std::move(records)),
       files_(std::move(files)),
+      replica_(std::move(replica)),
       executor_(std::move(executor)),
       run_(std::move(run)),
       runtime_(std::move(runtime)),
       now_(std::move(now)),
-      metrics_(registry) {}
+      metrics_(registry),
+      renewed_(std::chrono::steady_clock::now()) {}
+
+void BatchBook::import_folder_records() {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir_ / "jobs", ec)) {
+    const fs::path& path = entry.path();
+    if (path.extension() != ".json") continue;
+    const auto text = read_whole(path);
+    const auto job = text ? from_record(*text) : std::nullopt;
+    // A lease already run out: the first claim, here or on a replica, takes it.
+    if (!job || !records_->add_job(*job, replica_, 0)) {
+      log_event(EventLevel::kWarn, "batch_record_unreadable", {{"path", path.string()}});
+      continue;
+    }
+    fs::remove(path, ec);
+  }
+}
 
 BatchBook::~BatchBook() {
   sweep_.stop();
+  leases_.stop();
+  worker_.join();  // its queued calls done first
   for (auto& [id, e] : jobs_) {
     if (e->out_fd >= 0) ::close(e->out_fd);
     if (e->err_fd >= 0) ::close(e->err_fd);
@@ -136,15 +168,13 @@ void BatchBook::start() {
     sweep_deadlines();
     co_return;
   });
-  std::lock_guard lock(mu_);
-  for (auto& [id, e] : jobs_) {
-    if (terminal(e->job.status)) continue;
-    net::co_spawn(executor_, run_job(e), net::detached);
-  }
+  net::co_spawn(executor_, renew(), net::detached);
+  leases_.start(executor_, kRenewEvery, [this] { return renew(); });
 }
 
 void BatchBook::stop() {
   sweep_.stop();
+  leases_.stop();
   net::post(executor_, [this] {
     stopping_ = true;
     for (const auto& e : running_) halt(*e);
@@ -177,20 +207,107 @@ void BatchBook::halt(Entry& e) {
   e.wake.cancel();
 }
 
+void BatchBook::lose(Entry& e) {
+  if (e.lost) return;
+  e.lost = true;
+  halt(e);
+  log_event(EventLevel::kWarn, "batch_lost", {{"batch", e.job.id}});
+}
+
 void BatchBook::leave_running(const std::shared_ptr<Entry>& e) {
   std::erase(running_, e);
   metrics_.running.set(static_cast<double>(running_.size()));
-  e->running = false;
+}
+
+void BatchBook::forget(const std::shared_ptr<Entry>& e) {
+  for (int* fd : {&e->out_fd, &e->err_fd}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+  std::lock_guard lock(mu_);
+  if (auto it = jobs_.find(e->job.id); it != jobs_.end() && it->second == e) jobs_.erase(it);
+}
+
+Task<void> BatchBook::renew() {
+  const Active active(active_);
+  if (stopping_) co_return;
+  const int64_t now = now_();
+  const int64_t takeover = runtime_()->config.batches.takeover.count();
+  // The progress of the jobs running here goes with the renewal.
+  std::vector<std::shared_ptr<Entry>> moved;
+  for (const auto& e : running_) {
+    std::lock_guard lock(mu_);
+    if (e->job.completed + e->job.failed != e->saved_lines) moved.push_back(e);
+  }
+  for (auto& e : moved) co_await save(std::move(e));
+  auto claimed = co_await on_worker([this, now, takeover] { return records_->claim(replica_, now, now + takeover); });
+  if (stopping_) co_return;
+  if (!claimed) {
+    log_event(EventLevel::kWarn, "batch_lease_failed", {{"detail", claimed.error()}});
+    // Past two thirds of the lease unrenewed, another replica may take the
+    // jobs over soon: their lines stop here first (not run twice).
+    if (std::chrono::steady_clock::now() - renewed_ > std::chrono::seconds(takeover) * 2 / 3) {
+      for (const auto& e : std::vector(running_)) lose(*e);
+    }
+    co_return;
+  }
+  renewed_ = std::chrono::steady_clock::now();
+  std::set<std::string, std::less<>> held;
+  for (const auto& c : *claimed) held.insert(c.job.id);
+  for (const auto& e : std::vector(running_)) {
+    if (!held.contains(e->job.id)) lose(*e);
+  }
+  for (auto& c : *claimed) take(std::move(c));
+}
+
+void BatchBook::take(BatchRecords::Claimed claimed) {
+  std::shared_ptr<Entry> e;
+  bool fresh = false;
+  {
+    std::lock_guard lock(mu_);
+    if (const auto it = jobs_.find(claimed.job.id); it != jobs_.end()) {
+      e = it->second;
+    } else {
+      e = std::make_shared<Entry>(std::move(claimed.job), executor_);
+      jobs_.emplace(e->job.id, e);
+      e->saved_lines = e->job.completed + e->job.failed;
+      fresh = true;
+    }
+  }
+  if (claimed.cancel_at != 0) cancel_here(e, claimed.cancel_at);
+  // Outside the lock: the runner may start at once, and takes it.
+  if (fresh) net::co_spawn(executor_, run_job(e), net::detached);
+}
+
+void BatchBook::cancel_here(const std::shared_ptr<Entry>& e, int64_t cancel_at) {
+  {
+    std::lock_guard lock(mu_);
+    if (e->job.status != Status::kInProgress && e->job.status != Status::kValidating) return;
+    e->job.status = Status::kCancelling;
+    e->job.cancelling_at = cancel_at;
+  }
+  e->cancelled = true;
+  halt(*e);
+  net::co_spawn(executor_, save(e), net::detached);
+}
+
+Task<void> BatchBook::save(std::shared_ptr<Entry> e) {
+  Job job;
+  {
+    std::lock_guard lock(mu_);
+    job = e->job;
+  }
+  auto saved = co_await on_worker([this, &job] { return records_->save_job(job, replica_); });
+  if (!saved) {
+    log_event(EventLevel::kError, "batch_record_write_failed", {{"batch", job.id}, {"detail", saved.error()}});
+    co_return;
+  }
+  e->saved_lines = job.completed + job.failed;
+  if (!*saved) lose(*e);
 }
 
 fs::path BatchBook::partial(std::string_view id, bool ok) const {
   return dir_ / "jobs" / (std::string(id) + (ok ? ".output.jsonl" : ".errors.jsonl"));
-}
-
-void BatchBook::save_locked(const Job& job) {
-  if (auto why = write_whole(dir_ / "jobs" / (job.id + ".json"), to_record(job))) {
-    log_event(EventLevel::kError, "batch_record_write_failed", {{"batch", job.id}, {"detail", *why}});
-  }
 }
 
 std::expected<Job, ApiError> BatchBook::create(std::string_view tenant, const TenantConfig* config,
@@ -220,13 +337,18 @@ std::expected<Job, ApiError> BatchBook::create(std::string_view tenant, const Te
   }
   const std::string input_id = text("input_file_id");
   const auto info = files_->find(tenant, input_id);
-  if (!info) return std::unexpected(ApiError{ErrorCode::kNotFound, "no file '" + input_id + "'", "input_file_id", {}});
-  if (info->purpose != "batch") {
-    return std::unexpected(invalid("file '" + input_id + "' was uploaded with purpose '" + info->purpose + "', not 'batch'", "input_file_id"));
+  if (!info) return std::unexpected(store_error(info.error()));
+  if (!*info) return std::unexpected(ApiError{ErrorCode::kNotFound, "no file '" + input_id + "'", "input_file_id", {}});
+  if ((*info)->purpose != "batch") {
+    return std::unexpected(invalid("file '" + input_id + "' was uploaded with purpose '" + (*info)->purpose + "', not 'batch'", "input_file_id"));
   }
   const auto content = files_->content(tenant, input_id);
-  if (!content) return std::unexpected(ApiError{ErrorCode::kInternal, "file '" + input_id + "' cannot be read", {}, {}});
-  Input input = read_input(*content, settings.max_lines);
+  if (!content || !*content) {
+    return std::unexpected(ApiError{ErrorCode::kInternal,
+                                    "file '" + input_id + "' cannot be read" + (content ? "" : ": " + content.error()),
+                                    {}, {}});
+  }
+  Input input = read_input(**content, settings.max_lines);
   for (std::size_t i = 0; i < input.lines.size() && input.errors.size() < kMaxErrors; ++i) {
     if (input.lines[i].url != endpoint) {
       input.errors.push_back({0, "custom_id '" + input.lines[i].custom_id + "' is for " + input.lines[i].url +
@@ -255,11 +377,12 @@ std::expected<Job, ApiError> BatchBook::create(std::string_view tenant, const Te
           .metadata = std::move(metadata),
           .output_id = random_id("file-"),
           .error_id = random_id("file-")};
+  if (auto added = records_->add_job(job, replica_, now + settings.takeover.count()); !added) {
+    return std::unexpected(store_error(added.error()));
+  }
   auto e = std::make_shared<Entry>(job, executor_);
   {
     std::lock_guard lock(mu_);
-    e->seq = ++created_;
-    save_locked(job);
     jobs_.emplace(job.id, e);
   }
   log_event(EventLevel::kInfo, "batch_created",
@@ -268,51 +391,61 @@ std::expected<Job, ApiError> BatchBook::create(std::string_view tenant, const Te
   return job;
 }
 
-std::optional<Job> BatchBook::find(std::string_view tenant, std::string_view id) const {
-  std::lock_guard lock(mu_);
-  const auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second->job.tenant != tenant) return std::nullopt;
-  return it->second->job;
+std::expected<std::optional<Job>, ApiError> BatchBook::find(std::string_view tenant, std::string_view id) {
+  {
+    // Running here: its counts of this moment.
+    std::lock_guard lock(mu_);
+    if (const auto it = jobs_.find(id); it != jobs_.end() && it->second->job.tenant == tenant) return it->second->job;
+  }
+  auto job = records_->job(tenant, id);
+  if (!job) return std::unexpected(store_error(job.error()));
+  return std::move(*job);
 }
 
-std::vector<Job> BatchBook::list(std::string_view tenant, std::string_view after, std::size_t limit, bool& more) const {
-  std::vector<std::pair<uint64_t, Job>> sorted;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [id, e] : jobs_) {
-      if (e->job.tenant == tenant) sorted.emplace_back(e->seq, e->job);
-    }
+std::expected<std::vector<Job>, ApiError> BatchBook::list(std::string_view tenant, std::string_view after,
+                                                          std::size_t limit, bool& more) {
+  auto page = records_->jobs(tenant, after, limit, more);
+  if (!page) return std::unexpected(store_error(page.error()));
+  std::lock_guard lock(mu_);
+  for (Job& job : *page) {
+    if (const auto it = jobs_.find(job.id); it != jobs_.end()) job = it->second->job;
   }
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-    return std::pair(a.second.created_at, a.first) > std::pair(b.second.created_at, b.first);
-  });
-  std::vector<Job> page;
-  for (auto& [seq, job] : page_after(std::move(sorted), after, limit,
-                                     [](const auto& item) -> const std::string& { return item.second.id; }, more)) {
-    page.push_back(std::move(job));
-  }
-  return page;
+  return std::move(*page);
 }
 
 std::expected<Job, ApiError> BatchBook::cancel(std::string_view tenant, std::string_view id) {
+  const auto only_in_progress = [&](const Job& job) {
+    return invalid("batch '" + std::string(id) + "' is " + std::string(status_name(job.status)) +
+                   ": only a batch in progress can be cancelled");
+  };
   std::shared_ptr<Entry> e;
   Job job;
   {
     std::lock_guard lock(mu_);
-    const auto it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->job.tenant != tenant) {
-      return std::unexpected(ApiError{ErrorCode::kNotFound, "no batch '" + std::string(id) + "'", {}, {}});
+    if (const auto it = jobs_.find(id); it != jobs_.end() && it->second->job.tenant == tenant) e = it->second;
+    if (e) {
+      if (e->job.status == Status::kCancelling || e->job.status == Status::kCancelled) return e->job;
+      if (e->job.status != Status::kInProgress && e->job.status != Status::kValidating) {
+        return std::unexpected(only_in_progress(e->job));
+      }
+      e->job.status = Status::kCancelling;
+      e->job.cancelling_at = now_();
+      job = e->job;
     }
-    e = it->second;
-    if (e->job.status == Status::kCancelling || e->job.status == Status::kCancelled) return e->job;
-    if (e->job.status != Status::kInProgress && e->job.status != Status::kValidating) {
-      return std::unexpected(invalid("batch '" + std::string(id) + "' is " + std::string(status_name(e->job.status)) +
-                                     ": only a batch in progress can be cancelled"));
+  }
+  if (!e) {
+    // Run by another replica (or by none this second): asked for in the
+    // database, taken up by the one that holds it at its next renewal.
+    auto shown = records_->ask_cancel(tenant, id, now_());
+    if (!shown) return std::unexpected(store_error(shown.error()));
+    if (!*shown) return std::unexpected(ApiError{ErrorCode::kNotFound, "no batch '" + std::string(id) + "'", {}, {}});
+    if ((*shown)->status != Status::kCancelling && (*shown)->status != Status::kCancelled) {
+      return std::unexpected(only_in_progress(**shown));
     }
-    e->job.status = Status::kCancelling;
-    e->job.cancelling_at = now_();
-    save_locked(e->job);
-    job = e->job;
+    return std::move(**shown);
+  }
+  if (auto saved = records_->save_job(job, replica_); !saved) {
+    log_event(EventLevel::kError, "batch_record_write_failed", {{"batch", job.id}, {"detail", saved.error()}});
   }
   // The lines running now stop at once: the engines' work with them.
   net::post(executor_, [e] {
@@ -350,8 +483,6 @@ void BatchBook::expire_line(Entry& e, std::string_view custom_id) {
 
 Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
   const Active active(active_);
-  if (e->running) co_return;
-  e->running = true;
   running_.push_back(e);
   metrics_.running.set(static_cast<double>(running_.size()));
   Job job;
@@ -361,30 +492,36 @@ Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
   }
   const bool run_lines = job.status == Status::kInProgress || job.status == Status::kValidating;
   if (run_lines) {
-    const auto content = files_->content(job.tenant, job.input_file_id);
-    if (!content) {
+    auto resumed = co_await on_worker([this, &job]() -> std::expected<Resumed, std::string> {
+      auto content = files_->content(job.tenant, job.input_file_id);
+      if (!content) return std::unexpected(content.error());
+      if (!*content) return std::unexpected("its input file '" + job.input_file_id + "' is gone");
+      Resumed r{.input = read_input(**content, std::numeric_limits<std::size_t>::max())};
+      // What was answered before a restart (or on a replica that died) is not run again.
+      r.completed = read_done(partial(job.id, true), r.done, r.expired);
+      r.failed = read_done(partial(job.id, false), r.done, r.expired);
+      return r;
+    });
+    if (!resumed) {
       leave_running(e);
-      fail(*e, "its input file '" + job.input_file_id + "' is gone");
+      co_await fail(e, resumed.error());
+      forget(e);
       co_return;
     }
-    Input input = read_input(*content, std::numeric_limits<std::size_t>::max());
-    // What was answered before a restart is not run again.
-    std::unordered_set<std::string> done;
-    bool expired = false;
-    const std::size_t completed = read_done(partial(job.id, true), done, expired);
-    const std::size_t failed = read_done(partial(job.id, false), done, expired);
-    e->expired_lines = e->expired_lines || expired;
+    e->expired_lines = e->expired_lines || resumed->expired;
     {
       std::lock_guard lock(mu_);
-      e->job.completed = completed;
-      e->job.failed = failed;
+      e->job.completed = resumed->completed;
+      e->job.failed = resumed->failed;
     }
-    for (std::size_t i = 0; i < input.lines.size(); ++i) {
-      InputLine& line = input.lines[i];
-      if (done.contains(line.custom_id)) continue;
+    const auto stopped = [&] { return e->cancelled || e->lost || stopping_; };
+    std::vector<InputLine>& lines = resumed->input.lines;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      InputLine& line = lines[i];
+      if (resumed->done.contains(line.custom_id)) continue;
       const std::size_t limit = std::max<std::size_t>(1, runtime_()->config.batches.max_in_flight);
-      while (e->in_flight >= limit && !e->cancelled && !stopping_) co_await wait(*e);
-      if (e->cancelled || stopping_) break;
+      while (e->in_flight >= limit && !stopped()) co_await wait(*e);
+      if (stopped()) break;
       if (now_() >= job.expires_at) {
         expire_line(*e, line.custom_id);
         continue;
@@ -396,8 +533,9 @@ Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
     while (e->in_flight > 0) co_await wait(*e);
   }
   leave_running(e);
-  if (stopping_) co_return;  // resumed at the next start
-  finalize(*e);
+  if (stopping_) co_return;  // resumed at the next start, here or on another replica
+  if (!e->lost) co_await finalize(e);
+  forget(e);
 }
 
 Task<void> BatchBook::run_line(std::shared_ptr<Entry> e, InputLine line, std::size_t index) {
@@ -422,7 +560,7 @@ Task<void> BatchBook::run_line(std::shared_ptr<Entry> e, InputLine line, std::si
     e->live.insert(&client);
     co_await run_(route, req, client);
     e->live.erase(&client);
-    if (e->cancelled || stopping_) break;  // not answered: a resumed job runs it again
+    if (e->cancelled || e->lost || stopping_) break;  // not answered: a resumed job runs it again
     const unsigned status = client.status();
     const bool expired = now_() >= expires_at;
     if ((status == 429 || status == 503) && !expired) {
@@ -433,7 +571,7 @@ Task<void> BatchBook::run_line(std::shared_ptr<Entry> e, InputLine line, std::si
       e->pauses.insert(&timer);
       co_await timer.async_wait(kAsTuple);
       e->pauses.erase(&timer);
-      if (e->cancelled || stopping_) break;
+      if (e->cancelled || e->lost || stopping_) break;
       continue;
     }
     if (status == 429 || status == 503) {
@@ -450,67 +588,75 @@ Task<void> BatchBook::run_line(std::shared_ptr<Entry> e, InputLine line, std::si
   e->wake.cancel();
 }
 
-void BatchBook::fail(Entry& e, std::string why) {
-  std::lock_guard lock(mu_);
-  e.job.status = Status::kFailed;
-  e.job.failed_at = now_();
-  e.job.errors = std::move(why);
-  save_locked(e.job);
-  log_event(EventLevel::kWarn, "batch_failed", {{"batch", e.job.id}, {"detail", e.job.errors}});
+Task<void> BatchBook::fail(std::shared_ptr<Entry> e, std::string why) {
+  {
+    std::lock_guard lock(mu_);
+    e->job.status = Status::kFailed;
+    e->job.failed_at = now_();
+    e->job.errors = std::move(why);
+    log_event(EventLevel::kWarn, "batch_failed", {{"batch", e->job.id}, {"detail", e->job.errors}});
+  }
+  co_await save(e);
 }
 
-void BatchBook::finalize(Entry& e) {
+Task<void> BatchBook::finalize(std::shared_ptr<Entry> e) {
   Job job;
   {
     std::lock_guard lock(mu_);
-    if (e.job.status == Status::kInProgress || e.job.status == Status::kValidating) {
-      e.job.status = Status::kFinalizing;
-      e.job.finalizing_at = now_();
-      save_locked(e.job);
+    if (e->job.status == Status::kInProgress || e->job.status == Status::kValidating) {
+      e->job.status = Status::kFinalizing;
+      e->job.finalizing_at = now_();
     }
-    job = e.job;
+    job = e->job;
   }
-  for (int* fd : {&e.out_fd, &e.err_fd}) {
+  co_await save(e);
+  if (e->lost) co_return;  // another replica finalizes it
+  for (int* fd : {&e->out_fd, &e->err_fd}) {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
-  std::string output_file;
-  std::string error_file;
-  for (const bool ok : {true, false}) {
-    const fs::path path = partial(job.id, ok);
-    const std::string& id = ok ? job.output_id : job.error_id;
-    std::error_code ec;
-    const bool written = fs::exists(path) ? fs::file_size(path, ec) > 0 : files_->find(job.tenant, id).has_value();
-    if (!written) {
-      fs::remove(path, ec);
-      continue;
+  const auto ids = co_await on_worker([this, &job] {
+    std::pair<std::string, std::string> ids;
+    for (const bool ok : {true, false}) {
+      const fs::path path = partial(job.id, ok);
+      const std::string& id = ok ? job.output_id : job.error_id;
+      std::error_code ec;
+      const auto held = files_->find(job.tenant, id);
+      const bool written = fs::exists(path) ? fs::file_size(path, ec) > 0 : held && *held;
+      if (!written) {
+        fs::remove(path, ec);
+        continue;
+      }
+      auto adopted = files_->adopt(id, job.tenant, job.id + (ok ? "_output.jsonl" : "_error.jsonl"),
+                                   "batch_output", path);
+      if (!adopted) {
+        log_event(EventLevel::kError, "batch_file_failed", {{"batch", job.id}, {"detail", adopted.error()}});
+        continue;
+      }
+      (ok ? ids.first : ids.second) = adopted->id;
     }
-    auto adopted = files_->adopt(id, job.tenant, job.id + (ok ? "_output.jsonl" : "_error.jsonl"),
-                                 "batch_output", path);
-    if (!adopted) {
-      log_event(EventLevel::kError, "batch_file_failed", {{"batch", job.id}, {"detail", adopted.error()}});
-      continue;
+    return ids;
+  });
+  {
+    std::lock_guard lock(mu_);
+    Job& j = e->job;
+    j.output_file_id = ids.first;
+    j.error_file_id = ids.second;
+    const int64_t now = now_();
+    if (j.status == Status::kCancelling) {
+      j.status = Status::kCancelled;
+      j.cancelled_at = now;
+    } else if (e->expired_lines) {
+      j.status = Status::kExpired;
+      j.expired_at = now;
+    } else {
+      j.status = Status::kCompleted;
+      j.completed_at = now;
     }
-    (ok ? output_file : error_file) = adopted->id;
+    log_event(EventLevel::kInfo, "batch_ended",
+              {{"batch", j.id}, {"status", status_name(j.status)}, {"completed", j.completed}, {"failed", j.failed}});
   }
-  std::lock_guard lock(mu_);
-  Job& j = e.job;
-  j.output_file_id = output_file;
-  j.error_file_id = error_file;
-  const int64_t now = now_();
-  if (j.status == Status::kCancelling) {
-    j.status = Status::kCancelled;
-    j.cancelled_at = now;
-  } else if (e.expired_lines) {
-    j.status = Status::kExpired;
-    j.expired_at = now;
-  } else {
-    j.status = Status::kCompleted;
-    j.completed_at = now;
-  }
-  save_locked(j);
-  log_event(EventLevel::kInfo, "batch_ended",
-            {{"batch", j.id}, {"status", status_name(j.status)}, {"completed", j.completed}, {"failed", j.failed}});
+  co_await save(e);
 }
 
 }  // namespace arbiter::batch

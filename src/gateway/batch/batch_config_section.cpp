@@ -29,6 +29,8 @@ constexpr SettingKey<BatchConfig> kBatchKeys[] = {
      read_integer<BatchConfig, &BatchConfig::max_in_flight, 1, 100'000>,
      write_integer<BatchConfig, &BatchConfig::max_in_flight>},
     {"max_window_hours", "hours in [1, 8760]", read_window, write_window},
+    {"takeover_s", "seconds in [3, 3600]", read_seconds<BatchConfig, &BatchConfig::takeover, 3, 3'600>,
+     write_seconds<BatchConfig, &BatchConfig::takeover>},
 };
 
 void check_batches(YamlReader& r, std::string_view section, const Config& c) {

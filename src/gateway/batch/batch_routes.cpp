@@ -27,6 +27,7 @@ Task<void> send_body(ClientConnection& conn, const BatchRoutes::Headers& headers
 }
 
 ApiError not_found(std::string what) { return ApiError{ErrorCode::kNotFound, "no " + what, {}, {}}; }
+
 ApiError wrong_method(std::string_view allowed) {
   return ApiError{ErrorCode::kMethodNotAllowed, "use " + std::string(allowed) + " here", {}, {}};
 }
@@ -83,9 +84,10 @@ bool BatchRoutes::serves(std::string_view path) {
 
 Task<void> BatchRoutes::handle(HttpRequest& req, ClientConnection& conn, std::string_view path,
                                const Runtime& runtime, const Headers& headers) {
-  // Answered in plain functions, sent here: GCC 12 miscompiles JSON
-  // initializer lists inside coroutines.
-  Reply reply = answer(req, conn, path, runtime);
+  // Answered in plain functions on the Batch API's worker thread (the
+  // database may wait, an upload is written and synced), sent here: GCC 12
+  // miscompiles JSON initializer lists inside coroutines.
+  Reply reply = co_await book_.on_worker([&] { return answer(req, conn, path, runtime); });
   if (reply.error) {
     co_await send_error(conn, *reply.error, headers);
   } else {
@@ -142,11 +144,11 @@ BatchRoutes::Reply BatchRoutes::files(HttpRequest& req, std::string_view rest, c
       return Reply::failed(ApiError{ErrorCode::kInvalidRequest, "order must be asc or desc", "order", {}});
     }
     bool more = false;
+    auto page = store.list(tenant, query_param(req.target(), "purpose"), query_param(req.target(), "after"), *limit,
+                           order == "asc", more);
+    if (!page) return Reply::failed(store_error(page.error()));
     boost::json::array data;
-    for (const FileInfo& f : store.list(tenant, query_param(req.target(), "purpose"), query_param(req.target(), "after"),
-                                        *limit, order == "asc", more)) {
-      data.push_back(to_api(f));
-    }
+    for (const FileInfo& f : *page) data.push_back(to_api(f));
     return Reply::json(page_of(std::move(data), more));
   }
   // /{id} or /{id}/content
@@ -154,16 +156,21 @@ BatchRoutes::Reply BatchRoutes::files(HttpRequest& req, std::string_view rest, c
   if (sub == "/content") {
     if (method != http::verb::get) return Reply::failed(wrong_method("GET"));
     auto bytes = store.content(tenant, id);
-    if (!bytes) return Reply::failed(not_found("file '" + id + "'"));
-    return Reply{.body = std::move(*bytes), .content_type = "application/jsonl", .error = std::nullopt};
+    if (!bytes) return Reply::failed(store_error(bytes.error()));
+    if (!*bytes) return Reply::failed(not_found("file '" + id + "'"));
+    return Reply{.body = std::move(**bytes), .content_type = "application/jsonl", .error = std::nullopt};
   }
   if (!sub.empty()) return Reply::failed(ApiError{ErrorCode::kNotFound, "no such route", {}, {}});
   if (method == http::verb::get) {
-    if (auto info = store.find(tenant, id)) return Reply::json(to_api(*info));
+    auto info = store.find(tenant, id);
+    if (!info) return Reply::failed(store_error(info.error()));
+    if (*info) return Reply::json(to_api(**info));
     return Reply::failed(not_found("file '" + id + "'"));
   }
   if (method != http::verb::delete_) return Reply::failed(wrong_method("GET or DELETE"));
-  if (!store.remove(tenant, id)) return Reply::failed(not_found("file '" + id + "'"));
+  auto removed = store.remove(tenant, id);
+  if (!removed) return Reply::failed(store_error(removed.error()));
+  if (!*removed) return Reply::failed(not_found("file '" + id + "'"));
   return Reply::json(boost::json::object{{"id", id}, {"object", "file"}, {"deleted", true}});
 }
 
@@ -183,8 +190,10 @@ BatchRoutes::Reply BatchRoutes::batches(HttpRequest& req, std::string_view rest,
     const auto limit = limit_param(req.target(), 20, 100);
     if (!limit) return Reply::failed(ApiError{ErrorCode::kInvalidRequest, "limit must be in [1, 100]", "limit", {}});
     bool more = false;
+    auto page = book_.list(tenant, query_param(req.target(), "after"), *limit, more);
+    if (!page) return Reply::failed(std::move(page.error()));
     boost::json::array data;
-    for (const Job& j : book_.list(tenant, query_param(req.target(), "after"), *limit, more)) data.push_back(to_api(j));
+    for (const Job& j : *page) data.push_back(to_api(j));
     return Reply::json(page_of(std::move(data), more));
   }
   const auto [id, sub] = id_and_rest(rest);
@@ -196,7 +205,9 @@ BatchRoutes::Reply BatchRoutes::batches(HttpRequest& req, std::string_view rest,
   }
   if (!sub.empty()) return Reply::failed(ApiError{ErrorCode::kNotFound, "no such route", {}, {}});
   if (method != http::verb::get) return Reply::failed(wrong_method("GET"));
-  if (auto job = book_.find(tenant, id)) return Reply::json(to_api(*job));
+  auto job = book_.find(tenant, id);
+  if (!job) return Reply::failed(std::move(job.error()));
+  if (*job) return Reply::json(to_api(**job));
   return Reply::failed(not_found("batch '" + id + "'"));
 }
 

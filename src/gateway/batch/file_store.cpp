@@ -13,7 +13,6 @@
 
 #include <boost/json.hpp>
 
-#include "core/batch/list_page.hpp"
 
 namespace arbiter::batch {
 
@@ -70,13 +69,8 @@ int64_t unix_seconds() {
 
 namespace {
 
-std::string record_text(const FileInfo& f) {
-  boost::json::object o = to_api(f);
-  o["tenant"] = f.tenant;
-  return boost::json::serialize(o);
-}
-
-std::optional<FileInfo> record_of(std::string_view text) {
+// A file's record as an earlier version kept it beside its bytes (<id>.json).
+std::optional<FileInfo> folder_record(std::string_view text) {
   boost::system::error_code ec;
   const boost::json::value v = boost::json::parse(text, ec);
   if (ec || !v.is_object()) return std::nullopt;
@@ -97,30 +91,22 @@ std::optional<FileInfo> record_of(std::string_view text) {
 
 }  // namespace
 
-std::expected<std::unique_ptr<FileStore>, std::string> FileStore::open(fs::path dir) {
+std::expected<std::unique_ptr<FileStore>, std::string> FileStore::open(fs::path dir, BatchRecords& records) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return std::unexpected(dir.string() + ": " + ec.message());
-  std::unique_ptr<FileStore> store(new FileStore(dir));
+  // Records an earlier version kept in the folder move to the database.
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const fs::path& p = entry.path();
     if (p.extension() != ".json") continue;
     const auto text = read_whole(p);
-    const auto info = text ? record_of(*text) : std::nullopt;
-    // A record without its bytes (a crash between the two renames): gone.
+    const auto info = text ? folder_record(*text) : std::nullopt;
     if (info && fs::exists(dir / info->id)) {
-      store->files_.emplace(info->id, Kept{.info = *info});
+      if (auto added = records.add_file(*info); !added) return std::unexpected(added.error());
     }
+    fs::remove(p, ec);
   }
-  if (ec) return std::unexpected(dir.string() + ": " + ec.message());
-  return store;
-}
-
-std::expected<FileInfo, std::string> FileStore::record(FileInfo info) {
-  if (auto why = write_whole(dir_ / (info.id + ".json"), record_text(info))) return std::unexpected(*why);
-  std::lock_guard lock(mu_);
-  files_.emplace(info.id, Kept{.info = info, .seq = ++made_});
-  return info;
+  return std::unique_ptr<FileStore>(new FileStore(std::move(dir), records));
 }
 
 std::expected<FileInfo, std::string> FileStore::add(std::string_view tenant, std::string_view filename,
@@ -128,67 +114,57 @@ std::expected<FileInfo, std::string> FileStore::add(std::string_view tenant, std
   FileInfo info{.id = random_id("file-"), .tenant = std::string(tenant), .filename = std::string(filename),
                 .purpose = std::string(purpose), .bytes = content.size(), .created_at = unix_seconds()};
   if (auto why = write_whole(dir_ / info.id, content)) return std::unexpected(*why);
-  return record(std::move(info));
+  if (auto added = records_.add_file(info); !added) return std::unexpected(added.error());
+  return info;
 }
 
 std::expected<FileInfo, std::string> FileStore::adopt(std::string_view id, std::string_view tenant,
                                                       std::string_view filename, std::string_view purpose,
                                                       const fs::path& path) {
-  if (auto held = find(tenant, id)) return *held;
+  auto held = find(tenant, id);
+  if (!held) return std::unexpected(held.error());
+  if (*held) return **held;
   std::error_code ec;
-  // Moved in before a crash kept its record from being written: moved already.
-  const fs::path from = !fs::exists(path) && fs::exists(dir_ / std::string(id)) ? dir_ / std::string(id) : path;
+  // Moved in before a crash kept its row from being written: moved already.
+  const fs::path into = dir_ / std::string(id);
+  const fs::path from = !fs::exists(path) && fs::exists(into) ? into : path;
   const auto bytes = fs::file_size(from, ec);
   if (ec) return std::unexpected(path.string() + ": " + ec.message());
   FileInfo info{.id = std::string(id), .tenant = std::string(tenant), .filename = std::string(filename),
                 .purpose = std::string(purpose), .bytes = bytes, .created_at = unix_seconds()};
-  if (from == path) fs::rename(path, dir_ / info.id, ec);
+  if (from == path) fs::rename(path, into, ec);
   if (ec) return std::unexpected(path.string() + ": " + ec.message());
-  return record(std::move(info));
+  if (auto added = records_.add_file(info); !added) return std::unexpected(added.error());
+  return info;
 }
 
-std::optional<FileInfo> FileStore::find(std::string_view tenant, std::string_view id) const {
-  std::lock_guard lock(mu_);
-  const auto it = files_.find(id);
-  if (it == files_.end() || it->second.info.tenant != tenant) return std::nullopt;
-  return it->second.info;
+std::expected<std::optional<FileInfo>, std::string> FileStore::find(std::string_view tenant, std::string_view id) {
+  return records_.file(tenant, id);
 }
 
-std::optional<std::string> FileStore::content(std::string_view tenant, std::string_view id) const {
-  if (!find(tenant, id)) return std::nullopt;
-  return read_whole(dir_ / std::string(id));
-}
-
-std::vector<FileInfo> FileStore::list(std::string_view tenant, std::string_view purpose, std::string_view after,
-                                      std::size_t limit, bool oldest_first, bool& more) const {
-  std::vector<Kept> all;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [id, f] : files_) {
-      if (f.info.tenant == tenant && (purpose.empty() || f.info.purpose == purpose)) all.push_back(f);
-    }
+std::expected<std::optional<std::string>, std::string> FileStore::content(std::string_view tenant,
+                                                                          std::string_view id) {
+  auto info = find(tenant, id);
+  if (!info) return std::unexpected(info.error());
+  if (!*info) return std::nullopt;
+  auto bytes = read_whole(dir_ / std::string(id));
+  if (!bytes) {
+    return std::unexpected("the bytes of file '" + std::string(id) + "' are not in " + dir_.string() +
+                           " (replicas must share batches.dir)");
   }
-  std::sort(all.begin(), all.end(), [&](const Kept& a, const Kept& b) {
-    const auto ka = std::pair(a.info.created_at, a.seq);
-    const auto kb = std::pair(b.info.created_at, b.seq);
-    return oldest_first ? ka < kb : ka > kb;
-  });
-  std::vector<FileInfo> page;
-  for (Kept& f : page_after(std::move(all), after, limit, [](const Kept& f) -> const std::string& { return f.info.id; }, more)) {
-    page.push_back(std::move(f.info));
-  }
-  return page;
+  return bytes;
 }
 
-bool FileStore::remove(std::string_view tenant, std::string_view id) {
-  {
-    std::lock_guard lock(mu_);
-    const auto it = files_.find(id);
-    if (it == files_.end() || it->second.info.tenant != tenant) return false;
-    files_.erase(it);
-  }
+std::expected<std::vector<FileInfo>, std::string> FileStore::list(std::string_view tenant, std::string_view purpose,
+                                                                  std::string_view after, std::size_t limit,
+                                                                  bool oldest_first, bool& more) {
+  return records_.files(tenant, purpose, after, limit, oldest_first, more);
+}
+
+std::expected<bool, std::string> FileStore::remove(std::string_view tenant, std::string_view id) {
+  auto removed = records_.remove_file(tenant, id);  // the row first: a crash leaves bytes, not a row
+  if (!removed || !*removed) return removed;
   std::error_code ec;
-  fs::remove(dir_ / (std::string(id) + ".json"), ec);  // the record first: a crash leaves bytes, not a record
   fs::remove(dir_ / std::string(id), ec);
   return true;
 }

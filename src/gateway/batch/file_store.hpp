@@ -1,35 +1,25 @@
-// The Batch API's files (/v1/files): each one's bytes and a small JSON
-// record of what the API shows of it (id, size, name, purpose, owner), in
-// a folder (batches.dir/files). Input files are uploaded; a batch's output
+// The Batch API's files (/v1/files): each one's bytes in a folder
+// (batches.dir/files, shared by replicas), what the API shows of it in the
+// records (batch_records.hpp). Input files are uploaded; a batch's output
 // and error files are put here when it ends. A tenant sees only its own.
-// Every write goes to a temporary name and is renamed into place: a crash
-// leaves a file whole or absent. Any thread.
+// The bytes are written to a temporary name and renamed into place before
+// the row is added (a crash leaves bytes without a row, never a row
+// without bytes); a delete takes the row first. Called on the Batch API's
+// worker thread (the records' own).
 #pragma once
 
 #include <cstdint>
 #include <expected>
 #include <filesystem>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <boost/json/object.hpp>
+#include "gateway/batch/batch_records.hpp"
+#include "gateway/batch/file_info.hpp"
 
 namespace arbiter::batch {
-
-struct FileInfo {
-  std::string id;
-  std::string tenant;
-  std::string filename;
-  std::string purpose;  // batch, batch_output, ...
-  uint64_t bytes = 0;
-  int64_t created_at = 0;  // unix seconds
-};
-
-boost::json::object to_api(const FileInfo& file);
 
 // A fresh id: `prefix` and 24 hex digits.
 std::string random_id(std::string_view prefix);
@@ -38,8 +28,9 @@ int64_t unix_seconds();
 
 class FileStore {
  public:
-  // Reads the records in `dir` (made when missing); why not when it cannot.
-  static std::expected<std::unique_ptr<FileStore>, std::string> open(std::filesystem::path dir);
+  // `dir` made when missing; why not when it cannot be.
+  static std::expected<std::unique_ptr<FileStore>, std::string> open(std::filesystem::path dir,
+                                                                     BatchRecords& records);
 
   // A new file holding `content`.
   std::expected<FileInfo, std::string> add(std::string_view tenant, std::string_view filename,
@@ -50,30 +41,24 @@ class FileStore {
   std::expected<FileInfo, std::string> adopt(std::string_view id, std::string_view tenant, std::string_view filename,
                                              std::string_view purpose, const std::filesystem::path& path);
   // The tenant's file `id`; none when it has no such file.
-  std::optional<FileInfo> find(std::string_view tenant, std::string_view id) const;
-  // Its bytes; none when the tenant has no such file or it cannot be read.
-  std::optional<std::string> content(std::string_view tenant, std::string_view id) const;
-  // The tenant's files, newest first (`oldest_first`: the other way), after
-  // the file `after` (empty: from the first), at most `limit`; `purpose`
-  // empty: all. `more`: whether files are left past the page.
-  std::vector<FileInfo> list(std::string_view tenant, std::string_view purpose, std::string_view after,
-                             std::size_t limit, bool oldest_first, bool& more) const;
-  bool remove(std::string_view tenant, std::string_view id);
+  std::expected<std::optional<FileInfo>, std::string> find(std::string_view tenant, std::string_view id);
+  // Its bytes; none when the tenant has no such file; an error when its
+  // bytes cannot be read (a folder not shared by the replicas).
+  std::expected<std::optional<std::string>, std::string> content(std::string_view tenant, std::string_view id);
+  // BatchRecords::files.
+  std::expected<std::vector<FileInfo>, std::string> list(std::string_view tenant, std::string_view purpose,
+                                                         std::string_view after, std::size_t limit,
+                                                         bool oldest_first, bool& more);
+  // False when the tenant has no such file.
+  std::expected<bool, std::string> remove(std::string_view tenant, std::string_view id);
 
   const std::filesystem::path& dir() const { return dir_; }
 
  private:
-  explicit FileStore(std::filesystem::path dir) : dir_(std::move(dir)) {}
-  std::expected<FileInfo, std::string> record(FileInfo info);  // writes the record, keeps it
+  FileStore(std::filesystem::path dir, BatchRecords& records) : dir_(std::move(dir)), records_(records) {}
 
   std::filesystem::path dir_;
-  mutable std::mutex mu_;
-  struct Kept {
-    FileInfo info;
-    uint64_t seq = 0;  // made by this process: its order (the list's within a second); 0: read at start
-  };
-  std::map<std::string, Kept, std::less<>> files_;  // by id
-  uint64_t made_ = 0;
+  BatchRecords& records_;
 };
 
 // Writes `content` to `path` whole or not at all (a temporary, renamed).

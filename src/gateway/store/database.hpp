@@ -51,6 +51,13 @@ class Database {
   virtual std::expected<void, std::string> prune(int64_t before_ms) = 0;
 };
 
+// This gateway's name in the store's rows: store.replica, else the host name.
+std::string replica_name(const StoreConfig& settings);
+
+// The PostgreSQL connection string `settings` names (url, or the variable
+// url_env names); empty: none (the SQLite file at its path).
+std::expected<std::string, std::string> postgres_url(const StoreConfig& settings);
+
 // The database `settings` names: PostgreSQL when it has a url (or url_env),
 // else the SQLite file at its path. `replica`: this gateway's name in the
 // rows.

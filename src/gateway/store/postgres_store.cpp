@@ -1,11 +1,7 @@
 #include "gateway/store/postgres_store.hpp"
 
-#include <libpq-fe.h>
-#include <poll.h>
-
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
+#include <cstdio>
 
 #include "core/store/audit_json.hpp"
 #include "core/store/clean_text.hpp"
@@ -14,11 +10,6 @@ namespace arbiter::store {
 
 namespace {
 
-constexpr auto kRoundTrip = std::chrono::seconds(10);
-constexpr auto kConnect = std::chrono::seconds(5);
-// A failed connection is not tried again for this long: a start reads the
-// store right after opening it, and would wait out a second deadline.
-constexpr auto kConnectRetry = std::chrono::seconds(1);
 // Each migration once, in order, in the `arbiter` schema; the applied ones
 // are in schema_migrations. The SQLite store's tables, PostgreSQL's types.
 constexpr const char* kMigrations[] = {
@@ -56,26 +47,6 @@ constexpr const char* kInsertUsage =
     "INSERT INTO usage SELECT $1::text, * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[],"
     " $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[],"
     " $13::float8[], $14::float8[], $15::text[]) ON CONFLICT DO NOTHING";
-using Deadline = std::chrono::steady_clock::time_point;
-
-// Whether the socket became ready for `events` before the deadline.
-bool wait_socket(PGconn* conn, short events, Deadline deadline) {
-  pollfd p{.fd = PQsocket(conn), .events = events, .revents = 0};
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    const int n = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (n > 0) return true;
-    if (n == 0 || errno != EINTR) return false;
-  }
-}
-
-std::string trimmed(const char* message) {
-  std::string s = message ? message : "";
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 // One column of a batch as a PostgreSQL array literal: every text element
 // quoted and escaped, and made valid UTF-8 without NULs (clean_text.hpp).
 class ArrayText {
@@ -118,45 +89,9 @@ class ArrayText {
 
 }  // namespace
 
-class PostgresStore::Result {
- public:
-  Result() = default;
-  explicit Result(PGresult* r) : r_(r) {}
-  int rows() const { return r_ ? PQntuples(r_.get()) : 0; }
-  std::string text(int row, int col) const { return PQgetvalue(r_.get(), row, col); }
-  int64_t i64(int row, int col) const { return std::strtoll(PQgetvalue(r_.get(), row, col), nullptr, 10); }
-  double real(int row, int col) const { return std::strtod(PQgetvalue(r_.get(), row, col), nullptr); }
-
- private:
-  struct Clear {
-    void operator()(PGresult* r) const { PQclear(r); }
-  };
-  std::unique_ptr<PGresult, Clear> r_;
-};
-
-std::optional<std::string> PostgresStore::conninfo_error(const std::string& conninfo, bool allow_password) {
-  char* message = nullptr;
-  PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &message);
-  if (options == nullptr) {
-    std::string why = message ? trimmed(message) : "cannot be parsed";
-    PQfreemem(message);
-    return why;
-  }
-  bool password = false;
-  for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
-    password = password || (std::string_view(o->keyword) == "password" && o->val != nullptr && *o->val != '\0');
-  }
-  PQconninfoFree(options);
-  if (password && !allow_password) {
-    return "holds a password: put the whole string in an environment variable named by url_env, or the password in "
-           "PGPASSWORD or a passfile";
-  }
-  return std::nullopt;
-}
-
 std::expected<std::unique_ptr<PostgresStore>, std::string> PostgresStore::open(std::string conninfo,
                                                                                 std::string replica) {
-  if (auto why = conninfo_error(conninfo, /*allow_password=*/true)) {
+  if (auto why = PgConnection::conninfo_error(conninfo, /*allow_password=*/true)) {
     return std::unexpected("the PostgreSQL connection string: " + *why);
   }
   std::unique_ptr<PostgresStore> store(new PostgresStore(std::move(conninfo), std::move(replica)));
@@ -164,67 +99,23 @@ std::expected<std::unique_ptr<PostgresStore>, std::string> PostgresStore::open(s
   return store;
 }
 
-PostgresStore::~PostgresStore() { drop(); }
-
-void PostgresStore::drop() {
-  if (conn_) PQfinish(conn_);
-  conn_ = nullptr;
-  writer_ = false;
-}
-
 std::expected<void, std::string> PostgresStore::connect() {
-  if (conn_ && PQstatus(conn_) == CONNECTION_OK) return {};
-  drop();
-  const auto now = std::chrono::steady_clock::now();
-  if (!failed_why_.empty() && now - failed_at_ < kConnectRetry) return std::unexpected(failed_why_);
-  auto connected = open_connection(now + kConnect);
-  if (!connected) {
-    failed_at_ = now;
-    failed_why_ = connected.error();
-    return connected;
-  }
-  failed_why_.clear();
-  return {};
-}
-
-std::expected<void, std::string> PostgresStore::open_connection(std::chrono::steady_clock::time_point deadline) {
-  // Defaults before dbname (the connection string, expanded): its own
-  // settings win.
-  const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
-  const char* values[] = {"5", "arbiter", conninfo_.c_str(), nullptr};
-  conn_ = PQconnectStartParams(keys, values, 1);
-  if (conn_ == nullptr) return std::unexpected("PostgreSQL: out of memory");
-  auto fail = [&](std::string why) -> std::expected<void, std::string> {
-    drop();
-    return std::unexpected("PostgreSQL: " + why);
-  };
-  if (PQstatus(conn_) == CONNECTION_BAD) return fail(trimmed(PQerrorMessage(conn_)));
-  PostgresPollingStatusType polling = PGRES_POLLING_WRITING;
-  while (polling != PGRES_POLLING_OK) {
-    if (polling == PGRES_POLLING_FAILED) return fail(trimmed(PQerrorMessage(conn_)));
-    if (!wait_socket(conn_, polling == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline)) {
-      return fail("no connection within 5 s");
+  return pg_.connect([this]() -> std::expected<void, std::string> {
+    if (auto done = pg_.run("SET search_path TO arbiter"); !done) return std::unexpected(done.error());
+    if (!migrated_) {
+      if (auto done = migrate(); !done) return done;
+      migrated_ = true;
     }
-    polling = PQconnectPoll(conn_);
-  }
-  if (PQsetnonblocking(conn_, 1) != 0) return fail(trimmed(PQerrorMessage(conn_)));
-  // The server's notices ("schema arbiter already exists, skipping") would
-  // go to stderr between the gateway's JSON lines.
-  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
-  if (auto done = run("SET search_path TO arbiter"); !done) return std::unexpected(done.error());
-  if (!migrated_) {
-    if (auto done = migrate(); !done) return done;
-    migrated_ = true;
-  }
-  return {};
+    return {};
+  });
 }
 
 std::expected<void, std::string> PostgresStore::connect_writer() {
-  if (writer_ && conn_ && PQstatus(conn_) == CONNECTION_OK) return {};
+  if (writer_of_ == pg_.generation() && pg_.up()) return {};
   if (auto done = connect(); !done) return done;
   // Held for the connection's life: the server lets it go when the
   // connection ends (this gateway's exit or crash included).
-  auto locked = run("SELECT pg_try_advisory_lock(hashtextextended('arbiter replica ' || $1, 0))", {replica_});
+  auto locked = pg_.run("SELECT pg_try_advisory_lock(hashtextextended('arbiter replica ' || $1, 0))", {replica_});
   if (!locked) return std::unexpected(locked.error());
   if (locked->rows() != 1 || locked->text(0, 0) != "t") {
     // What the holder has written so far (after a crash of this gateway,
@@ -236,55 +127,7 @@ std::expected<void, std::string> PostgresStore::connect_writer() {
                            "store.replica), or by one of this gateway's that the server has not yet seen end");
   }
   if (auto done = load_state(); !done) return done;
-  writer_ = true;
-  return {};
-}
-
-std::expected<PostgresStore::Result, std::string> PostgresStore::run(const char* sql,
-                                                                     const std::vector<std::string>& params) {
-  if (conn_ == nullptr) return std::unexpected("PostgreSQL: not connected");
-  const Deadline deadline = std::chrono::steady_clock::now() + kRoundTrip;
-  auto lost = [&](std::string why) -> std::expected<Result, std::string> {
-    drop();
-    return std::unexpected("PostgreSQL: " + why);
-  };
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (const std::string& p : params) values.push_back(p.c_str());
-  const int sent = params.empty() ? PQsendQuery(conn_, sql)
-                                  : PQsendQueryParams(conn_, sql, static_cast<int>(values.size()), nullptr,
-                                                      values.data(), nullptr, nullptr, 0);
-  if (!sent) return lost(trimmed(PQerrorMessage(conn_)));
-  for (int pending; (pending = PQflush(conn_)) != 0;) {
-    if (pending < 0 || !wait_socket(conn_, POLLIN | POLLOUT, deadline)) return lost("no answer within 10 s");
-    if (!PQconsumeInput(conn_)) return lost(trimmed(PQerrorMessage(conn_)));
-  }
-  Result last;
-  std::string error;
-  for (;;) {
-    while (PQisBusy(conn_)) {
-      if (!wait_socket(conn_, POLLIN, deadline)) return lost("no answer within 10 s");
-      if (!PQconsumeInput(conn_)) return lost(trimmed(PQerrorMessage(conn_)));
-    }
-    PGresult* r = PQgetResult(conn_);
-    if (r == nullptr) break;
-    const ExecStatusType status = PQresultStatus(r);
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && error.empty()) {
-      error = trimmed(PQresultErrorMessage(r));
-    }
-    last = Result(r);
-  }
-  // A statement's error drops the connection too: its transaction goes
-  // with it, and the next call starts from what the server holds.
-  if (!error.empty()) return lost(error);
-  if (PQstatus(conn_) != CONNECTION_OK) return lost(trimmed(PQerrorMessage(conn_)));
-  return last;
-}
-
-std::expected<void, std::string> PostgresStore::run_all(std::initializer_list<const char*> statements) {
-  for (const char* sql : statements) {
-    if (auto done = run(sql); !done) return std::unexpected(done.error());
-  }
+  writer_of_ = pg_.generation();
   return {};
 }
 
@@ -292,41 +135,41 @@ std::expected<void, std::string> PostgresStore::migrate() {
   // In one transaction under a lock of their own (its key: "arbiter" and a
   // 1): replicas starting together apply each migration once, and a failed
   // one leaves nothing half done.
-  if (auto done = run_all({"BEGIN", "SELECT pg_advisory_xact_lock(7161132829718233601)",
+  if (auto done = pg_.run_all({"BEGIN", "SELECT pg_advisory_xact_lock(7161132829718233601)",
                            "CREATE SCHEMA IF NOT EXISTS arbiter",
                            "CREATE TABLE IF NOT EXISTS arbiter.schema_migrations (version BIGINT PRIMARY KEY,"
                            " applied_ms BIGINT NOT NULL)"});
       !done) {
     return done;
   }
-  auto applied = run("SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
+  auto applied = pg_.run("SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
   if (!applied) return std::unexpected(applied.error());
   const int64_t have = applied->i64(0, 0);
   constexpr auto kCount = static_cast<int64_t>(std::size(kMigrations));
   if (have > kCount) {
-    drop();
+    pg_.drop();
     return std::unexpected("PostgreSQL: its schema is version " + std::to_string(have) + ", newer than this gateway's " +
                            std::to_string(kCount));
   }
   for (int64_t v = have + 1; v <= kCount; ++v) {
-    if (auto done = run(kMigrations[v - 1]); !done) {
+    if (auto done = pg_.run(kMigrations[v - 1]); !done) {
       return std::unexpected("migration " + std::to_string(v) + ": " + done.error());
     }
-    if (auto done = run("INSERT INTO schema_migrations VALUES ($1, (extract(epoch FROM now()) * 1000)::bigint)",
+    if (auto done = pg_.run("INSERT INTO schema_migrations VALUES ($1, (extract(epoch FROM now()) * 1000)::bigint)",
                         {std::to_string(v)});
         !done) {
       return std::unexpected(done.error());
     }
   }
-  if (auto done = run("COMMIT"); !done) return std::unexpected(done.error());
+  if (auto done = pg_.run("COMMIT"); !done) return std::unexpected(done.error());
   return {};
 }
 
 std::expected<void, std::string> PostgresStore::load_state() {
-  auto written = run("SELECT written_seq FROM replicas WHERE replica = $1", {replica_});
+  auto written = pg_.run("SELECT written_seq FROM replicas WHERE replica = $1", {replica_});
   if (!written) return std::unexpected(written.error());
   written_ = written->rows() == 1 ? static_cast<uint64_t>(written->i64(0, 0)) : 0;
-  auto last = run("SELECT batch, hash FROM audit_batches WHERE replica = $1 ORDER BY batch DESC LIMIT 1", {replica_});
+  auto last = pg_.run("SELECT batch, hash FROM audit_batches WHERE replica = $1 ORDER BY batch DESC LIMIT 1", {replica_});
   if (!last) return std::unexpected(last.error());
   last_batch_ = last->rows() == 1 ? last->i64(0, 0) : 0;
   last_hash_ = last->rows() == 1 ? last->text(0, 1) : std::string(kChainStart);
@@ -361,26 +204,26 @@ std::expected<void, std::string> PostgresStore::write(const std::vector<std::pai
   const int64_t batch = last_batch_ + 1;
   std::string hash;
   // Any failure drops the connection (run), the transaction with it.
-  if (auto done = run("BEGIN"); !done) return std::unexpected(done.error());
+  if (auto done = pg_.run("BEGIN"); !done) return std::unexpected(done.error());
   if (usage_rows > 0) {
     std::vector<std::string> params{replica_};
     for (ArrayText& column : u) params.push_back(column.done());
-    if (auto done = run(kInsertUsage, params); !done) return std::unexpected(done.error());
+    if (auto done = pg_.run(kInsertUsage, params); !done) return std::unexpected(done.error());
   }
   if (audit.count() > 0) {
     AuditBatchBuilder::Batch chained = audit.finish();
     hash = chained.hash;
-    auto done = run("INSERT INTO audit_batches VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    auto done = pg_.run("INSERT INTO audit_batches VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                     {replica_, std::to_string(batch), std::to_string(audit.count()), std::to_string(audit.last_seq()),
                      std::to_string(audit.last_ts()), last_hash_, hash, std::move(chained.json),
                      std::to_string(static_cast<int64_t>(ChainForm::kJson))});
     if (!done) return std::unexpected(done.error());
   }
-  auto marked = run("INSERT INTO replicas VALUES ($1, $2) ON CONFLICT (replica) DO UPDATE"
+  auto marked = pg_.run("INSERT INTO replicas VALUES ($1, $2) ON CONFLICT (replica) DO UPDATE"
                     " SET written_seq = EXCLUDED.written_seq",
                     {replica_, std::to_string(rows.back().first)});
   if (!marked) return std::unexpected(marked.error());
-  if (auto done = run("COMMIT"); !done) return std::unexpected(done.error());
+  if (auto done = pg_.run("COMMIT"); !done) return std::unexpected(done.error());
   written_ = rows.back().first;
   if (!hash.empty()) {
     last_batch_ = batch;
@@ -391,7 +234,7 @@ std::expected<void, std::string> PostgresStore::write(const std::vector<std::pai
 
 std::expected<std::vector<HourlyUsage>, std::string> PostgresStore::hourly_usage_since(int64_t from_ms) {
   if (auto ready = connect(); !ready) return std::unexpected(ready.error());
-  auto q = run(
+  auto q = pg_.run(
       "SELECT ts_ms / 3600000 * 3600000 AS hour, tenant, team, model, class, COUNT(*), SUM(prompt_tokens),"
       " SUM(completion_tokens), SUM(cached_tokens), SUM(cost) FROM usage WHERE ts_ms >= $1"
       " GROUP BY hour, tenant, team, model, class ORDER BY hour",
@@ -418,7 +261,7 @@ std::expected<std::vector<AuditRow>, std::string> PostgresStore::recent_audit(in
   if (auto ready = connect(); !ready) return std::unexpected(ready.error());
   // The newest batches that hold `limit` rows: those whose later batches
   // hold fewer.
-  auto q = run(
+  auto q = pg_.run(
       "SELECT rows FROM (SELECT rows, batch, SUM(count) OVER (ORDER BY batch DESC) - count AS after"
       " FROM audit_batches WHERE replica = $1) newest WHERE after < $2 ORDER BY batch DESC",
       {replica_, std::to_string(limit)});
@@ -433,7 +276,7 @@ std::expected<Verdict, std::string> PostgresStore::verify() {
   if (auto ready = connect(); !ready) return std::unexpected(ready.error());
   // Through a cursor, a few batches a round trip: the trail is checked in
   // the memory of a few batches, however long it is.
-  if (auto done = run_all({"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+  if (auto done = pg_.run_all({"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
                            "DECLARE trail NO SCROLL CURSOR FOR SELECT replica, batch, count, prev_hash, hash, rows,"
                            " chain FROM audit_batches ORDER BY replica, batch"});
       !done) {
@@ -441,7 +284,7 @@ std::expected<Verdict, std::string> PostgresStore::verify() {
   }
   TrailCheck check;
   for (;;) {
-    auto batches = run("FETCH 16 FROM trail");
+    auto batches = pg_.run("FETCH 16 FROM trail");
     if (!batches) return std::unexpected(batches.error());
     if (batches->rows() == 0) break;
     for (int i = 0; i < batches->rows(); ++i) {
@@ -452,7 +295,7 @@ std::expected<Verdict, std::string> PostgresStore::verify() {
                       batches->text(i, 5));
     }
   }
-  if (auto done = run("COMMIT"); !done) return std::unexpected(done.error());
+  if (auto done = pg_.run("COMMIT"); !done) return std::unexpected(done.error());
   return check.verdict();
 }
 
@@ -462,15 +305,15 @@ std::expected<void, std::string> PostgresStore::prune(int64_t before_ms) {
   // Per replica, the batches up to its newest one that ended before the
   // cut, their rows with them: each trail loses a prefix, so what stays
   // verifies.
-  if (auto done = run("BEGIN"); !done) return std::unexpected(done.error());
-  if (auto done = run("DELETE FROM usage WHERE ts_ms < $1", {cut}); !done) return std::unexpected(done.error());
-  auto done = run(
+  if (auto done = pg_.run("BEGIN"); !done) return std::unexpected(done.error());
+  if (auto done = pg_.run("DELETE FROM usage WHERE ts_ms < $1", {cut}); !done) return std::unexpected(done.error());
+  auto done = pg_.run(
       "WITH cut AS (SELECT replica, MAX(batch) AS batch FROM audit_batches WHERE last_ts_ms < $1 GROUP BY replica)"
       " DELETE FROM audit_batches USING cut WHERE audit_batches.replica = cut.replica"
       " AND audit_batches.batch <= cut.batch",
       {cut});
   if (!done) return std::unexpected(done.error());
-  if (auto committed = run("COMMIT"); !committed) return std::unexpected(committed.error());
+  if (auto committed = pg_.run("COMMIT"); !committed) return std::unexpected(committed.error());
   return {};
 }
 

@@ -7,19 +7,17 @@
 // interleave one trail.
 //
 // Never holds the writer longer than a round trip's deadline (10 s; 5 s to
-// connect): the connection is non-blocking and every wait is bounded. A lost or failed
-// connection is dropped; the next call connects again, and a writer reads
+// connect; pg_connection.hpp). A lost or failed connection is dropped; the
+// next call connects again, and a writer reads
 // its replica's state (last written row, the trail's end) again first, since
 // a commit whose answer was lost may have landed. The database need not be
 // up when the gateway starts: rows wait in the journal.
 #pragma once
 
-#include <chrono>
 #include <string>
 
 #include "gateway/store/database.hpp"
-
-struct pg_conn;
+#include "gateway/store/pg_connection.hpp"
 
 namespace arbiter::store {
 
@@ -29,11 +27,7 @@ class PostgresStore final : public Database {
   // pairs). Fails only when it cannot be parsed; the database itself is
   // tried here once and again at each call until reached.
   static std::expected<std::unique_ptr<PostgresStore>, std::string> open(std::string conninfo, std::string replica);
-  // Why `conninfo` cannot be used, if it cannot: it does not parse, or it
-  // holds a password where one is not allowed (the config file's text is
-  // shown on the admin listener and kept in its versions).
-  static std::optional<std::string> conninfo_error(const std::string& conninfo, bool allow_password);
-  ~PostgresStore() override;
+  ~PostgresStore() override = default;
   PostgresStore(const PostgresStore&) = delete;
   PostgresStore& operator=(const PostgresStore&) = delete;
 
@@ -45,30 +39,19 @@ class PostgresStore final : public Database {
   std::expected<void, std::string> prune(int64_t before_ms) override;
 
  private:
-  class Result;
-  PostgresStore(std::string conninfo, std::string replica)
-      : conninfo_(std::move(conninfo)), replica_(std::move(replica)) {}
-  // Connected, the schema up to date (a connection that failed within the
-  // last second is not tried again: its error comes back at once).
+  PostgresStore(std::string conninfo, std::string replica) : pg_(std::move(conninfo)), replica_(std::move(replica)) {}
+  // Connected, the schema up to date.
   std::expected<void, std::string> connect();
-  std::expected<void, std::string> open_connection(std::chrono::steady_clock::time_point deadline);
   // Connected, holding this replica's lock, its state read.
   std::expected<void, std::string> connect_writer();
   std::expected<void, std::string> migrate();
   std::expected<void, std::string> load_state();
-  // One statement (or several, without parameters) and its last result;
-  // a failure of the connection, or of the deadline, drops it.
-  std::expected<Result, std::string> run(const char* sql, const std::vector<std::string>& params = {});
-  std::expected<void, std::string> run_all(std::initializer_list<const char*> statements);
-  void drop();
 
-  std::string conninfo_;
+  PgConnection pg_;
   std::string replica_;
-  pg_conn* conn_ = nullptr;
-  std::chrono::steady_clock::time_point failed_at_{};
-  std::string failed_why_;  // the last connection's failure, while it is recent
   bool migrated_ = false;
-  bool writer_ = false;  // this connection holds the replica's lock and its state is read
+  // The connection (its generation) that holds the replica's lock and read its state.
+  uint64_t writer_of_ = 0;
   uint64_t written_ = 0;
   int64_t last_batch_ = 0;
   std::string last_hash_{kChainStart};

@@ -104,8 +104,7 @@ struct SqliteStore::Writes {
 
 SqliteStore::SqliteStore(sqlite3* db, std::string replica) : db_(db), replica_(std::move(replica)) {}
 
-std::expected<std::unique_ptr<SqliteStore>, std::string> SqliteStore::open(const std::string& path,
-                                                                            std::string replica) {
+std::expected<sqlite3*, std::string> open_sqlite_file(const std::string& path, int busy_timeout_ms) {
   static const bool unowned = [] {
     sqlite3_vfs* vfs = sqlite3_vfs_find(nullptr);
     return vfs && vfs->xSetSystemCall &&
@@ -119,18 +118,31 @@ std::expected<std::unique_ptr<SqliteStore>, std::string> SqliteStore::open(const
     sqlite3_close(db);
     return std::unexpected("cannot open " + path + ": " + why);
   }
-  std::unique_ptr<SqliteStore> store(new SqliteStore(db, std::move(replica)));
-  // A locked database (another process's transaction) fails a write
-  // quickly: the writer keeps the rows and retries.
-  sqlite3_busy_timeout(db, 200);
+  sqlite3_busy_timeout(db, busy_timeout_ms);
   // WAL: readers never block the writer; NORMAL: a commit survives a crash
   // of the process (the journal covers what a power loss may take).
   for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"}) {
-    if (auto done = store->exec(pragma); !done) return std::unexpected(path + ": " + done.error());
+    char* message = nullptr;
+    if (sqlite3_exec(db, pragma, nullptr, nullptr, &message) != SQLITE_OK) {
+      std::string why = path + ": " + (message ? message : sqlite3_errmsg(db));
+      sqlite3_free(message);
+      sqlite3_close(db);
+      return std::unexpected(why);
+    }
   }
+  return db;
+}
+
+std::expected<std::unique_ptr<SqliteStore>, std::string> SqliteStore::open(const std::string& path,
+                                                                            std::string replica) {
+  // A locked database (another process's transaction, or this one's Batch
+  // API records) fails a write quickly: the writer keeps the rows and retries.
+  auto db = open_sqlite_file(path, 200);
+  if (!db) return std::unexpected(db.error());
+  std::unique_ptr<SqliteStore> store(new SqliteStore(*db, std::move(replica)));
   if (auto done = store->migrate(); !done) return std::unexpected(path + ": " + done.error());
   if (auto done = store->load_state(); !done) return std::unexpected(path + ": " + done.error());
-  store->writes_ = std::make_unique<Writes>(db);
+  store->writes_ = std::make_unique<Writes>(*db);
   if (!store->writes_->ok()) return std::unexpected(path + ": " + store->error());
   return store;
 }

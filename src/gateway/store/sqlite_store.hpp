@@ -19,6 +19,11 @@ struct sqlite3;
 
 namespace arbiter::store {
 
+// The SQLite file at `path` (made when missing) in WAL mode, a lock held by
+// another connection waited for up to `busy_timeout_ms`. The Batch API's
+// records share the store's file (gateway/batch/batch_db.hpp).
+std::expected<sqlite3*, std::string> open_sqlite_file(const std::string& path, int busy_timeout_ms);
+
 class SqliteStore final : public Database {
  public:
   // Opens (creating) the file and brings its schema up to date.

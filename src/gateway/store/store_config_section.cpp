@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <iterator>
 
-#include "gateway/store/postgres_store.hpp"
+#include "gateway/store/pg_connection.hpp"
 #include "yaml/setting_rows.hpp"
 
 namespace arbiter {
@@ -76,14 +76,14 @@ void check_url(YamlReader& r, const std::string& section, const StoreConfig& s) 
     return;
   }
   if (!s.url.empty()) {
-    if (auto why = store::PostgresStore::conninfo_error(s.url, /*allow_password=*/false)) r.error(section + ".url", *why);
+    if (auto why = store::PgConnection::conninfo_error(s.url, /*allow_password=*/false)) r.error(section + ".url", *why);
     return;
   }
   if (s.url_env.empty() || !s.enabled) return;
   const char* value = std::getenv(s.url_env.c_str());
   if (value == nullptr || *value == '\0') {
     r.error(section + ".url_env", "environment variable " + s.url_env + " is not set");
-  } else if (auto why = store::PostgresStore::conninfo_error(value, /*allow_password=*/true)) {
+  } else if (auto why = store::PgConnection::conninfo_error(value, /*allow_password=*/true)) {
     r.error(section + ".url_env", "environment variable " + s.url_env + ": " + *why);
   }
 }

@@ -17,11 +17,6 @@ constexpr auto kFirstBackoff = std::chrono::milliseconds(100);
 constexpr auto kMaxBackoff = std::chrono::milliseconds(5'000);
 constexpr auto kPruneEvery = std::chrono::hours(1);
 
-std::string host_name() {
-  char name[256] = {};
-  return ::gethostname(name, sizeof name - 1) == 0 && name[0] ? name : "arbiter";
-}
-
 int64_t unix_ms_now() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -30,7 +25,7 @@ int64_t unix_ms_now() {
 }  // namespace
 
 std::expected<std::unique_ptr<StoreWriter>, std::string> StoreWriter::open(const StoreConfig& settings) {
-  auto db = store::open_database(settings, settings.replica.empty() ? host_name() : settings.replica);
+  auto db = store::open_database(settings, store::replica_name(settings));
   if (!db) return std::unexpected("store: " + db.error());
   auto journal = store::Journal::open(settings.path + ".journal", settings.spool_bytes);
   if (!journal) return std::unexpected("store: " + journal.error());
