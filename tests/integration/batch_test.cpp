@@ -1,7 +1,9 @@
 // The Batch API through the gateway in front of a real arbiter-sim (issue
 // 47): a gateway killed with SIGKILL mid-batch and started again on the same
 // folder finishes the batch with every line answered once, counted at the
-// engine; a cancelled batch stops its lines' work on the engine.
+// engine; a cancelled batch stops its lines' work on the engine. Replicas on
+// one PostgreSQL (a real server) and one folder share their batches: any
+// answers for any, one takes over the batch of one killed mid-batch.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -19,6 +21,7 @@
 #include "support/gateway_config.hpp"
 #include "support/gateway_process.hpp"
 #include "support/harness.hpp"  // describe_output
+#include "support/postgres_server.hpp"
 #include "support/requests.hpp"
 
 namespace arbiter::test {
@@ -331,6 +334,83 @@ TEST(Batches, ResponsesAndEmbeddingsLinesRun) {
       EXPECT_EQ(answer.at("object").as_string(), endpoint == "/v1/responses" ? "response" : "list") << endpoint;
     }
   }
+}
+
+// A replica on the shared database and folder, its own name and spool; a
+// batch whose replica stops renewing is taken over after 3 s.
+std::string replica_yaml(uint16_t sim_port, const std::string& batch_dir, const std::string& url,
+                         const std::string& spool, const std::string& name) {
+  GatewayConfig config;
+  config.backend_ports = {sim_port};
+  config.max_concurrency = 4;
+  config.extra = "batches: {dir: \"" + batch_dir + "\", takeover_s: 3}\nstore: {url: \"" + url + "\", path: \"" +
+                 spool + "\", replica: " + name + "}\nhealth_probes: {enabled: false}\n";
+  return config.to_yaml();
+}
+
+TEST(BatchReplicas, AnyReplicaShowsABatchAndOneTakesOverTheBatchOfAReplicaKilledMidway) {
+  constexpr int kLines = 40;
+  SimProcess sim({"--profile", "tiny", "--model", "m1"});
+  PostgresServer server;
+  server.create_database("batches");
+  TempDir dir("arbiter-batch-replicas");
+  const std::string shared = dir.file("batches");
+  GatewayProcess a(replica_yaml(sim.port(), shared, server.url("batches"), dir.file("a-spool"), "gw-a"));
+  std::string id;
+  {
+    GatewayProcess b(replica_yaml(sim.port(), shared, server.url("batches"), dir.file("b-spool"), "gw-b"));
+    // Uploaded through one replica, the batch made through the other: b runs it.
+    id = create_batch(b.port(), upload(a.port(), input_file(kLines, 150)));
+    // Its progress, live on the replica that does not run it.
+    const auto state = wait_for_batch(a.port(), id, [](const auto& s) { return count(s, "completed") >= 10; },
+                                      Millis(60'000));
+    ASSERT_GE(count(state, "completed"), 10) << boost::json::serialize(state);
+    ASSERT_EQ(state.at("status").as_string(), "in_progress");
+    b.kill();
+    b.wait_exit(Millis(10'000));
+  }
+  // a claims it once b's lease runs out and runs the lines b had not answered.
+  const auto done = wait_for_batch(a.port(), id, [](const auto& s) { return ended(s); }, Millis(90'000));
+  ASSERT_EQ(done.at("status").as_string(), "completed") << boost::json::serialize(done);
+  EXPECT_EQ(count(done, "completed"), kLines);
+  EXPECT_EQ(count(done, "failed"), 0);
+  const auto seen = output_lines(a.port(), done);
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(kLines));
+  // Counted at the engine: each line ran to its end exactly once.
+  EXPECT_EQ(sim.metric("vllm:request_success_total", {{"finished_reason", "length"}}).value_or(0), kLines)
+      << sim.metrics();
+  // b made it, a ended it.
+  EXPECT_EQ(a.stderr_text().find("batch_created"), std::string::npos);
+  EXPECT_NE(a.stderr_text().find("batch_ended"), std::string::npos);
+}
+
+TEST(BatchReplicas, ACancelOnOneReplicaStopsTheLinesAnotherRuns) {
+  constexpr int kLines = 30;
+  SimProcess sim({"--profile", "tiny", "--model", "m1"});
+  PostgresServer server;
+  server.create_database("batches");
+  TempDir dir("arbiter-batch-replicas");
+  const std::string shared = dir.file("batches");
+  GatewayProcess a(replica_yaml(sim.port(), shared, server.url("batches"), dir.file("a-spool"), "gw-a"));
+  GatewayProcess b(replica_yaml(sim.port(), shared, server.url("batches"), dir.file("b-spool"), "gw-b"));
+  const std::string id = create_batch(a.port(), upload(a.port(), input_file(kLines, 2000)));
+  ASSERT_GE(sim.wait_for_metric("vllm:num_requests_running", [](double v) { return v >= 4; }, Millis(30'000)).value_or(0), 4);
+  const HttpResponse cancel = http_post(b.port(), "/v1/batches/" + id + "/cancel", "",
+                                        {{"authorization", std::string("Bearer ") + kAlphaKey}});
+  ASSERT_EQ(cancel.status, 200) << cancel.body;
+  EXPECT_EQ(cancel.json().at("status").as_string(), "cancelling");
+  const auto done = wait_for_batch(b.port(), id, [](const auto& s) { return s.at("status").as_string() == "cancelled"; },
+                                   Millis(30'000));
+  ASSERT_EQ(done.at("status").as_string(), "cancelled") << boost::json::serialize(done);
+  // a took the cancel up at its next renewal: its running lines aborted on the engine.
+  EXPECT_GE(sim.wait_for_metric("arbiter_sim_requests_aborted_total", [](double v) { return v >= 4; }, Millis(10'000))
+                .value_or(0),
+            4);
+  EXPECT_EQ(count(done, "completed"), 0);
+  // Another tenant's cancel of it: not found, on either replica.
+  const HttpResponse other = http_post(b.port(), "/v1/batches/" + id + "/cancel", "",
+                                       {{"authorization", std::string("Bearer ") + kBetaKey}});
+  EXPECT_EQ(other.status, 404) << other.body;
 }
 
 }  // namespace
