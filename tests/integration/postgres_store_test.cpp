@@ -10,6 +10,7 @@
 
 #include "gateway/store/postgres_store.hpp"
 #include "support/free_port.hpp"
+#include "support/batch_records_contract.hpp"
 #include "support/postgres_server.hpp"
 #include "support/store_contract.hpp"
 
@@ -44,6 +45,16 @@ class PostgresStoreTest : public ::testing::Test {
             .edit = [this](const std::string& sql) { (void)server_->query(db_, sql); }};
   }
   std::vector<std::string> query(const std::string& sql) { return server_->query(db_, sql); }
+  // The Batch API's records in the test's database.
+  OpenBatchDb batch_db() {
+    return [this] {
+      StoreConfig settings;
+      settings.url = server_->url(db_);
+      auto db = batch::open_batch_db(settings, "/nonexistent");
+      EXPECT_TRUE(db) << (db ? "" : db.error());
+      return std::move(*db);
+    };
+  }
 
   static PostgresServer* server_;
   static int made_;
@@ -72,6 +83,14 @@ TEST_F(PostgresStoreTest, WritesOnceKeepsItsPlaceSumsByHourAndVerifies) {
 TEST_F(PostgresStoreTest, RetentionCutsAPrefixThatLeavesTheTrailVerifiable) {
   check_retention_cuts_a_prefix_that_leaves_the_trail_verifiable(under_test());
 }
+
+TEST_F(PostgresStoreTest, BatchLeasesMoveOnlyOnceTheyRanOut) { check_a_lease_moves_only_once_it_ran_out(batch_db()); }
+
+TEST_F(PostgresStoreTest, BatchCancelsShowAtOnceAndReachTheHolder) {
+  check_a_cancel_shows_at_once_and_reaches_the_holder(batch_db());
+}
+
+TEST_F(PostgresStoreTest, BatchListsPageWithoutAGapOrARepeat) { check_lists_page_without_a_gap_or_a_repeat(batch_db()); }
 
 TEST_F(PostgresStoreTest, ReplicasShareOneDatabaseEachWithItsOwnTrail) {
   auto a = open("gw-a");
