@@ -114,6 +114,25 @@ bool ended(const boost::json::object& state) {
   return status != "in_progress" && status != "finalizing" && status != "cancelling";
 }
 
+// Cancels batch `id` through `port` once four of its lines hold the engine's
+// four slots, and waits for it to end cancelled: the running lines aborted
+// at once, not run to their 2,000 tokens.
+void cancel_running(SimProcess& sim, uint16_t port, const std::string& id) {
+  ASSERT_GE(sim.wait_for_metric("vllm:num_requests_running", [](double v) { return v >= 4; }, Millis(30'000)).value_or(0), 4);
+  const HttpResponse cancel = http_post(port, "/v1/batches/" + id + "/cancel", "",
+                                        {{"authorization", std::string("Bearer ") + kAlphaKey}});
+  ASSERT_EQ(cancel.status, 200) << cancel.body;
+  EXPECT_EQ(cancel.json().at("status").as_string(), "cancelling");
+  const auto done = wait_for_batch(port, id, [](const auto& s) { return s.at("status").as_string() == "cancelled"; },
+                                   Millis(30'000));
+  ASSERT_EQ(done.at("status").as_string(), "cancelled") << boost::json::serialize(done);
+  EXPECT_GE(sim.wait_for_metric("arbiter_sim_requests_aborted_total", [](double v) { return v >= 4; }, Millis(10'000))
+                .value_or(0),
+            4);
+  EXPECT_EQ(sim.wait_for_metric("vllm:num_requests_running", [](double v) { return v == 0; }, Millis(10'000)).value_or(-1), 0);
+  EXPECT_EQ(count(done, "completed"), 0);
+}
+
 // The batches' folder, and the usage store (the jobs' and files' records)
 // beside it: a gateway started again on them finds the jobs, as one
 // started again on its config folder does.
@@ -172,21 +191,7 @@ TEST(Batches, ACancelledBatchStopsItsLinesOnTheEngine) {
   TempDir batches("arbiter-batches");
   GatewayProcess gateway(config_yaml(sim.port(), batches.path()));
   const std::string id = create_batch(gateway.port(), upload(gateway.port(), input_file(kLines, 2000)));
-  // Running on the engine: four lines hold its four slots.
-  ASSERT_GE(sim.wait_for_metric("vllm:num_requests_running", [](double v) { return v >= 4; }, Millis(30'000)).value_or(0), 4);
-  const HttpResponse cancel = http_post(gateway.port(), "/v1/batches/" + id + "/cancel", "",
-                                        {{"authorization", std::string("Bearer ") + kAlphaKey}});
-  ASSERT_EQ(cancel.status, 200) << cancel.body;
-  EXPECT_EQ(cancel.json().at("status").as_string(), "cancelling");
-  const auto done = wait_for_batch(gateway.port(), id, [](const auto& s) { return s.at("status").as_string() == "cancelled"; },
-                                   Millis(30'000));
-  ASSERT_EQ(done.at("status").as_string(), "cancelled") << boost::json::serialize(done);
-  // The running lines were aborted at once, not run to their 2,000 tokens.
-  EXPECT_GE(sim.wait_for_metric("arbiter_sim_requests_aborted_total", [](double v) { return v >= 4; }, Millis(10'000))
-                .value_or(0),
-            4);
-  EXPECT_EQ(sim.wait_for_metric("vllm:num_requests_running", [](double v) { return v == 0; }, Millis(10'000)).value_or(-1), 0);
-  EXPECT_EQ(count(done, "completed"), 0);
+  cancel_running(sim, gateway.port(), id);
 }
 
 TEST(Batches, UploadsHaveABodyLimitOfTheirOwn) {
@@ -394,19 +399,8 @@ TEST(BatchReplicas, ACancelOnOneReplicaStopsTheLinesAnotherRuns) {
   GatewayProcess a(replica_yaml(sim.port(), shared, server.url("batches"), dir.file("a-spool"), "gw-a"));
   GatewayProcess b(replica_yaml(sim.port(), shared, server.url("batches"), dir.file("b-spool"), "gw-b"));
   const std::string id = create_batch(a.port(), upload(a.port(), input_file(kLines, 2000)));
-  ASSERT_GE(sim.wait_for_metric("vllm:num_requests_running", [](double v) { return v >= 4; }, Millis(30'000)).value_or(0), 4);
-  const HttpResponse cancel = http_post(b.port(), "/v1/batches/" + id + "/cancel", "",
-                                        {{"authorization", std::string("Bearer ") + kAlphaKey}});
-  ASSERT_EQ(cancel.status, 200) << cancel.body;
-  EXPECT_EQ(cancel.json().at("status").as_string(), "cancelling");
-  const auto done = wait_for_batch(b.port(), id, [](const auto& s) { return s.at("status").as_string() == "cancelled"; },
-                                   Millis(30'000));
-  ASSERT_EQ(done.at("status").as_string(), "cancelled") << boost::json::serialize(done);
-  // a took the cancel up at its next renewal: its running lines aborted on the engine.
-  EXPECT_GE(sim.wait_for_metric("arbiter_sim_requests_aborted_total", [](double v) { return v >= 4; }, Millis(10'000))
-                .value_or(0),
-            4);
-  EXPECT_EQ(count(done, "completed"), 0);
+  // a runs it; b is asked, a takes the cancel up at its next renewal.
+  cancel_running(sim, b.port(), id);
   // Another tenant's cancel of it: not found, on either replica.
   const HttpResponse other = http_post(b.port(), "/v1/batches/" + id + "/cancel", "",
                                        {{"authorization", std::string("Bearer ") + kBetaKey}});
