@@ -444,8 +444,10 @@ std::expected<Job, ApiError> BatchBook::cancel(std::string_view tenant, std::str
     }
     return std::move(**shown);
   }
-  if (auto saved = records_->save_job(job, replica_); !saved) {
-    log_event(EventLevel::kError, "batch_record_write_failed", {{"batch", job.id}, {"detail", saved.error()}});
+  // Recorded apart from the job's record, which the runner may be writing
+  // from an older copy: a crash before it ends still leaves it cancelled.
+  if (auto asked = records_->ask_cancel(tenant, id, job.cancelling_at); !asked) {
+    log_event(EventLevel::kError, "batch_record_write_failed", {{"batch", job.id}, {"detail", asked.error()}});
   }
   // The lines running now stop at once: the engines' work with them.
   net::post(executor_, [e] {
