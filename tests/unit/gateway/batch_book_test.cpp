@@ -34,6 +34,7 @@ std::string input(int lines) {
 struct Bench {
   net::io_context ioc;
   test::TempDir dir{"batch-book"};
+  // Written before the book opens (an earlier version's folder).
   metrics::Registry registry;
   std::shared_ptr<const Runtime> runtime = std::make_shared<const Runtime>(*parse_config(kConfig));
   std::atomic<int64_t> now{1'800'000'000};
@@ -42,7 +43,8 @@ struct Bench {
   std::vector<unsigned> statuses;
   std::unique_ptr<BatchBook> book;
 
-  Bench() {
+  explicit Bench(std::function<void(const test::TempDir&)> seed = {}) {
+    if (seed) seed(dir);
     auto run = [this](Route, HttpRequest&, RequestClient& client) -> Task<void> {
       const std::size_t i = static_cast<std::size_t>(runs++);
       http::response<http::string_body> res{static_cast<http::status>(i < statuses.size() ? statuses[i] : 200), 11};
@@ -137,6 +139,35 @@ TEST(BatchBook, ARefusalInsideTheWindowIsTriedAgainAndOneAfterItExpiresTheLine) 
   const auto errors = late.lines_of(ended.error_file_id);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].at("error").at("code").as_string(), "batch_expired");
+}
+
+TEST(BatchBook, AFolderAnEarlierVersionKeptRecordsInIsReadIntoTheStoreAndItsUnfinishedBatchRuns) {
+  // The layout before the records moved to the store: a file's record beside
+  // its bytes, a job's record in jobs/.
+  Bench b([](const test::TempDir& dir) {
+    std::filesystem::create_directories(dir.path() + "/files");
+    std::filesystem::create_directories(dir.path() + "/jobs");
+    dir.write("files/file-old", input(2));
+    dir.write("files/file-old.json",
+              R"({"id":"file-old","object":"file","bytes":1,"created_at":1700000000,"filename":"in.jsonl",)"
+              R"("purpose":"batch","tenant":"alpha"})");
+    Job job{.id = "batch_old", .tenant = "alpha", .endpoint = "/v1/chat/completions", .input_file_id = "file-old",
+            .completion_window = "24h", .status = Status::kInProgress, .created_at = 1'800'000'000,
+            .in_progress_at = 1'800'000'000, .expires_at = 1'800'086'400, .total = 2,
+            .output_id = "file-out", .error_id = "file-err"};
+    dir.write("jobs/batch_old.json", to_record(job));
+  });
+  b.book->start();
+  const Job done = b.run_to_end("batch_old");
+  EXPECT_EQ(done.status, Status::kCompleted);
+  EXPECT_EQ(done.completed, 2u);
+  EXPECT_EQ(b.runs.load(), 2);
+  EXPECT_EQ(b.lines_of(done.output_file_id).size(), 2u);
+  const auto file = b.book->files().find("alpha", "file-old");
+  ASSERT_TRUE(file && *file);
+  EXPECT_EQ((*file)->filename, "in.jsonl");
+  EXPECT_FALSE(std::filesystem::exists(b.dir.path() + "/files/file-old.json")) << "moved into the store";
+  EXPECT_FALSE(std::filesystem::exists(b.dir.path() + "/jobs/batch_old.json"));
 }
 
 }  // namespace
