@@ -407,5 +407,58 @@ TEST(BatchReplicas, ACancelOnOneReplicaStopsTheLinesAnotherRuns) {
   EXPECT_EQ(other.status, 404) << other.body;
 }
 
+// A replica's batch with the store (PostgreSQL) killed once four lines are
+// answered and started again once `lost` (its lines outlived two thirds of
+// the lease: they stop) or at once (the lines may end in the outage: the
+// batch cannot be finalized until the store is back). Either way the batch
+// ends completed once the store is back, every line answered once.
+void store_outage_mid_batch(int lines, int tokens, bool lost) {
+  SimProcess sim({"--profile", "tiny", "--model", "m1"});
+  PostgresServer server;
+  server.create_database("batches");
+  TempDir dir("arbiter-batch-replicas");
+  GatewayProcess a(replica_yaml(sim.port(), dir.file("batches"), server.url("batches"), dir.file("a-spool"), "gw-a"));
+  const std::string id = create_batch(a.port(), upload(a.port(), input_file(lines, tokens)));
+  ASSERT_GE(count(wait_for_batch(a.port(), id, [](const auto& s) { return count(s, "completed") >= 4; }, Millis(60'000)),
+                  "completed"),
+            4);
+  server.kill();
+  if (lost) {
+    // Unrenewed for two thirds of takeover_s (2 s of 3), its lines stop: a
+    // replica that could not see them go must not run them beside another.
+    const auto until = Clock::now() + Millis(30'000);
+    while (a.stderr_text().find("batch_lost") == std::string::npos && Clock::now() < until) {
+      std::this_thread::sleep_for(Millis(50));
+    }
+    ASSERT_NE(a.stderr_text().find("batch_lost"), std::string::npos) << a.stderr_text();
+    EXPECT_EQ(sim.wait_for_metric("vllm:num_requests_running", [](double v) { return v == 0; }, Millis(10'000)).value_or(-1),
+              0);
+  }
+  server.restart();
+  // Back (the API answers 500 until the replica reconnects): the replica
+  // claims its batch again and runs what was not answered.
+  const auto back = Clock::now() + Millis(30'000);
+  while (http_get(a.port(), "/v1/batches/" + id, {{"authorization", std::string("Bearer ") + kAlphaKey}}).status != 200 &&
+         Clock::now() < back) {
+    std::this_thread::sleep_for(Millis(50));
+  }
+  const auto done = wait_for_batch(a.port(), id, [](const auto& s) { return ended(s); }, Millis(90'000));
+  ASSERT_EQ(done.at("status").as_string(), "completed") << boost::json::serialize(done);
+  EXPECT_EQ(count(done, "completed"), lines);
+  EXPECT_EQ(output_lines(a.port(), done).size(), static_cast<std::size_t>(lines));
+  EXPECT_EQ(sim.metric("vllm:request_success_total", {{"finished_reason", "length"}}).value_or(0), lines)
+      << sim.metrics();
+}
+
+TEST(BatchReplicas, AReplicaThatLosesTheStoreStopsItsLinesAndFinishesTheBatchOnceItIsBack) {
+  // Three waves of four lines of ~2 s each: two still to run at the outage.
+  store_outage_mid_batch(12, 2000, /*lost=*/true);
+}
+
+TEST(BatchReplicas, ABatchWhoseLinesEndInAStoreOutageIsFinalizedOnceItIsBack) {
+  // Short lines: they may all be answered before the lease's two thirds.
+  store_outage_mid_batch(16, 150, /*lost=*/false);
+}
+
 }  // namespace
 }  // namespace arbiter::test

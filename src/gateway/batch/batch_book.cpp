@@ -291,7 +291,7 @@ void BatchBook::cancel_here(const std::shared_ptr<Entry>& e, int64_t cancel_at) 
   net::co_spawn(executor_, save(e), net::detached);
 }
 
-Task<void> BatchBook::save(std::shared_ptr<Entry> e) {
+Task<bool> BatchBook::save(std::shared_ptr<Entry> e) {
   Job job;
   {
     std::lock_guard lock(mu_);
@@ -300,10 +300,11 @@ Task<void> BatchBook::save(std::shared_ptr<Entry> e) {
   auto saved = co_await on_worker([this, &job] { return records_->save_job(job, replica_); });
   if (!saved) {
     log_event(EventLevel::kError, "batch_record_write_failed", {{"batch", job.id}, {"detail", saved.error()}});
-    co_return;
+    co_return false;
   }
   e->saved_lines = job.completed + job.failed;
   if (!*saved) lose(*e);
+  co_return *saved;
 }
 
 fs::path BatchBook::partial(std::string_view id, bool ok) const {
@@ -611,8 +612,9 @@ Task<void> BatchBook::finalize(std::shared_ptr<Entry> e) {
     }
     job = e->job;
   }
-  co_await save(e);
-  if (e->lost) co_return;  // another replica finalizes it
+  // Not recorded (the store is down, or another replica holds the job): the
+  // answers stay where they are, and whoever claims it next finalizes it.
+  if (!co_await save(e)) co_return;
   for (int* fd : {&e->out_fd, &e->err_fd}) {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
@@ -623,8 +625,8 @@ Task<void> BatchBook::finalize(std::shared_ptr<Entry> e) {
       const fs::path path = partial(job.id, ok);
       const std::string& id = ok ? job.output_id : job.error_id;
       std::error_code ec;
-      const auto held = files_->find(job.tenant, id);
-      const bool written = fs::exists(path) ? fs::file_size(path, ec) > 0 : held && *held;
+      // Moved in already (by an earlier try that stopped before its row).
+      const bool written = fs::exists(path) ? fs::file_size(path, ec) > 0 : fs::exists(files_->dir() / id);
       if (!written) {
         fs::remove(path, ec);
         continue;
@@ -633,17 +635,18 @@ Task<void> BatchBook::finalize(std::shared_ptr<Entry> e) {
                                    "batch_output", path);
       if (!adopted) {
         log_event(EventLevel::kError, "batch_file_failed", {{"batch", job.id}, {"detail", adopted.error()}});
-        continue;
+        return std::optional<std::pair<std::string, std::string>>();  // tried again at the next claim
       }
       (ok ? ids.first : ids.second) = adopted->id;
     }
-    return ids;
+    return std::optional(ids);
   });
+  if (!ids) co_return;
   {
     std::lock_guard lock(mu_);
     Job& j = e->job;
-    j.output_file_id = ids.first;
-    j.error_file_id = ids.second;
+    j.output_file_id = ids->first;
+    j.error_file_id = ids->second;
     const int64_t now = now_();
     if (j.status == Status::kCancelling) {
       j.status = Status::kCancelled;

@@ -162,7 +162,8 @@ class BatchBook {
   // Ends the job as failed, saying why.
   Task<void> fail(std::shared_ptr<Entry> e, std::string why);
   // Writes the job's record; a job another replica took over is lost here.
-  Task<void> save(std::shared_ptr<Entry> e);
+  // Whether it was written.
+  Task<bool> save(std::shared_ptr<Entry> e);
   // Appends one result or error line to the job's output (`ok`) or error file.
   void append(Entry& e, bool ok, const std::string& line);
   // The output (`ok`) or error file being written of job `id`.
