@@ -26,7 +26,6 @@ struct BatchBook::Entry {
   std::size_t in_flight = 0;
   bool cancelled = false;
   bool lost = false;           // another replica runs it now
-  bool expired_lines = false;  // a line was not run before the window ended
   uint64_t saved_lines = 0;    // completed + failed when its record was last written
   int out_fd = -1;
   int err_fd = -1;
@@ -47,9 +46,8 @@ std::chrono::steady_clock::time_point steady_at(int64_t unix_seconds, int64_t no
 }
 
 // The answers already written to a partial file (custom_ids), counted; a
-// last line cut short by a crash is cut off. `expired`: one of them is a
-// line the window closed on.
-std::size_t read_done(const fs::path& path, std::unordered_set<std::string>& done, bool& expired) {
+// last line cut short by a crash is cut off.
+std::size_t read_done(const fs::path& path, std::unordered_set<std::string>& done) {
   const auto text = read_whole(path);
   if (!text) return 0;
   std::size_t whole = text->rfind('\n');
@@ -64,11 +62,30 @@ std::size_t read_done(const fs::path& path, std::unordered_set<std::string>& don
     const std::size_t eol = rest.find('\n');
     WrittenLine line = read_written_line(rest.substr(0, eol));
     rest.remove_prefix(eol + 1);
-    expired = expired || line.error_code == kExpiredCode;
     if (!line.custom_id.empty() && done.insert(std::move(line.custom_id)).second) ++count;
   }
   return count;
 }
+
+// Whether an error file holds a line the window closed on.
+bool has_expired_line(const fs::path& path) {
+  const auto text = read_whole(path);
+  std::string_view rest = text ? std::string_view(*text) : std::string_view();
+  while (!rest.empty()) {
+    const std::size_t eol = rest.find('\n');
+    if (read_written_line(rest.substr(0, eol)).error_code == kExpiredCode) return true;
+    rest.remove_prefix(eol == std::string_view::npos ? rest.size() : eol + 1);
+  }
+  return false;
+}
+
+// A finalize's files: the output's and errors' ids (empty: none), and
+// whether a line expired.
+struct Ended {
+  std::string output_file;
+  std::string error_file;
+  bool expired = false;
+};
 
 ApiError invalid(std::string message, std::string param = {}) {
   return ApiError{ErrorCode::kInvalidRequest, std::move(message),
@@ -83,7 +100,6 @@ struct Resumed {
   std::unordered_set<std::string> done;
   std::size_t completed = 0;
   std::size_t failed = 0;
-  bool expired = false;
 };
 
 }  // namespace
@@ -479,7 +495,6 @@ void BatchBook::append(Entry& e, bool ok, const std::string& line) {
 }
 
 void BatchBook::expire_line(Entry& e, std::string_view custom_id) {
-  e.expired_lines = true;
   metrics_.expired.inc();
   append(e, false, error_line(random_id("batch_req_"), custom_id, kExpiredCode, kExpiredMessage));
 }
@@ -501,8 +516,8 @@ Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
       if (!*content) return std::unexpected("its input file '" + job.input_file_id + "' is gone");
       Resumed r{.input = read_input(**content, std::numeric_limits<std::size_t>::max())};
       // What was answered before a restart (or on a replica that died) is not run again.
-      r.completed = read_done(partial(job.id, true), r.done, r.expired);
-      r.failed = read_done(partial(job.id, false), r.done, r.expired);
+      r.completed = read_done(partial(job.id, true), r.done);
+      r.failed = read_done(partial(job.id, false), r.done);
       return r;
     });
     if (!resumed) {
@@ -511,7 +526,6 @@ Task<void> BatchBook::run_job(std::shared_ptr<Entry> e) {
       forget(e);
       co_return;
     }
-    e->expired_lines = e->expired_lines || resumed->expired;
     {
       std::lock_guard lock(mu_);
       e->job.completed = resumed->completed;
@@ -619,39 +633,43 @@ Task<void> BatchBook::finalize(std::shared_ptr<Entry> e) {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
-  const auto ids = co_await on_worker([this, &job] {
-    std::pair<std::string, std::string> ids;
+  const auto ended = co_await on_worker([this, &job] {
+    Ended ended;
     for (const bool ok : {true, false}) {
       const fs::path path = partial(job.id, ok);
       const std::string& id = ok ? job.output_id : job.error_id;
       std::error_code ec;
       // Moved in already (by an earlier try that stopped before its row).
-      const bool written = fs::exists(path) ? fs::file_size(path, ec) > 0 : fs::exists(files_->dir() / id);
+      const fs::path moved = files_->dir() / id;
+      const bool written = fs::exists(path) ? fs::file_size(path, ec) > 0 : fs::exists(moved);
       if (!written) {
         fs::remove(path, ec);
         continue;
       }
+      // Read from the file, not kept in memory: a finalize tried again
+      // after a restart or a takeover knows it too.
+      if (!ok) ended.expired = has_expired_line(fs::exists(path) ? path : moved);
       auto adopted = files_->adopt(id, job.tenant, job.id + (ok ? "_output.jsonl" : "_error.jsonl"),
                                    "batch_output", path);
       if (!adopted) {
         log_event(EventLevel::kError, "batch_file_failed", {{"batch", job.id}, {"detail", adopted.error()}});
-        return std::optional<std::pair<std::string, std::string>>();  // tried again at the next claim
+        return std::optional<Ended>();  // tried again at the next claim
       }
-      (ok ? ids.first : ids.second) = adopted->id;
+      (ok ? ended.output_file : ended.error_file) = adopted->id;
     }
-    return std::optional(ids);
+    return std::optional(ended);
   });
-  if (!ids) co_return;
+  if (!ended) co_return;
   {
     std::lock_guard lock(mu_);
     Job& j = e->job;
-    j.output_file_id = ids->first;
-    j.error_file_id = ids->second;
+    j.output_file_id = ended->output_file;
+    j.error_file_id = ended->error_file;
     const int64_t now = now_();
     if (j.status == Status::kCancelling) {
       j.status = Status::kCancelled;
       j.cancelled_at = now;
-    } else if (e->expired_lines) {
+    } else if (ended->expired) {
       j.status = Status::kExpired;
       j.expired_at = now;
     } else {
