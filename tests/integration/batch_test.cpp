@@ -431,6 +431,13 @@ void store_outage_mid_batch(int lines, int tokens, bool lost) {
       std::this_thread::sleep_for(Millis(50));
     }
     ASSERT_NE(a.stderr_text().find("batch_lost"), std::string::npos) << a.stderr_text();
+    EXPECT_GE(a.wait_for_metric("arbiter_batches_lost_total", [](double v) { return v >= 1; }, Millis(10'000))
+                  .value_or(0),
+              1);
+    EXPECT_GE(a.wait_for_metric("arbiter_batch_lease_failures_total", [](double v) { return v >= 2; }, Millis(10'000))
+                  .value_or(0),
+              2)
+        << "two unanswered renewals at least";
     EXPECT_EQ(sim.wait_for_metric("vllm:num_requests_running", [](double v) { return v == 0; }, Millis(10'000)).value_or(-1),
               0);
   }

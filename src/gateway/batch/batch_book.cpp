@@ -117,7 +117,15 @@ BatchBook::Metrics::Metrics(metrics::Registry& r)
                   .with({})),
       in_flight(r.gauge("arbiter_batch_lines_in_flight", "Batch lines handed to the scheduler and not yet ended", {})
                     .with({})),
-      running(r.gauge("arbiter_batches_running", "Batches whose lines are running", {}).with({})) {}
+      running(r.gauge("arbiter_batches_running", "Batches whose lines are running", {}).with({})),
+      lease_failures(r.counter("arbiter_batch_lease_failures_total",
+                               "Renewals of this replica's batch leases the store did not answer", {})
+                         .with({})),
+      lost(r.counter("arbiter_batches_lost_total",
+                     "Batches whose lines stopped on this replica: their lease was not renewed in time or another "
+                     "replica took it",
+                     {})
+               .with({})) {}
 
 std::expected<std::unique_ptr<BatchBook>, std::string> BatchBook::open(fs::path dir, const StoreConfig& store,
                                                                        std::string replica,
@@ -226,6 +234,7 @@ void BatchBook::halt(Entry& e) {
 void BatchBook::lose(Entry& e) {
   if (e.lost) return;
   e.lost = true;
+  metrics_.lost.inc();
   halt(e);
   log_event(EventLevel::kWarn, "batch_lost", {{"batch", e.job.id}});
 }
@@ -259,6 +268,7 @@ Task<void> BatchBook::renew() {
   auto claimed = co_await on_worker([this, now, takeover] { return records_->claim(replica_, now, now + takeover); });
   if (stopping_) co_return;
   if (!claimed) {
+    metrics_.lease_failures.inc();
     log_event(EventLevel::kWarn, "batch_lease_failed", {{"detail", claimed.error()}});
     // Past two thirds of the lease unrenewed, another replica may take the
     // jobs over soon: their lines stop here first (not run twice).

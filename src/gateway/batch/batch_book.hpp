@@ -123,6 +123,8 @@ class BatchBook {
     metrics::Counter& retried;    // 429s and 503s tried again
     metrics::Gauge& in_flight;    // lines in the pipeline or waiting to try again
     metrics::Gauge& running;      // jobs whose lines are running
+    metrics::Counter& lease_failures;  // renewals the store did not answer
+    metrics::Counter& lost;            // jobs whose lines stopped here: their lease ran out or was taken
   };
 
   BatchBook(std::filesystem::path dir, std::unique_ptr<BatchRecords> records, std::unique_ptr<FileStore> files,
@@ -148,7 +150,7 @@ class BatchBook {
   // those waiting to try again wake, and so does its runner (executor only).
   static void halt(Entry& e);
   // The job is another replica's now: its lines stop, unwritten (executor only).
-  static void lose(Entry& e);
+  void lose(Entry& e);
   // A cancel asked for on another replica, taken up here (executor only).
   void cancel_here(const std::shared_ptr<Entry>& e, int64_t cancel_at);
   // The job's runner is done with its lines (executor only).
