@@ -444,6 +444,50 @@ batchTest('batches.list pages through every batch once, files.list shows every f
   assert.deepEqual(files.sort(), [...fileIds].sort());
 });
 
+batchTest("files and a batch's output expire as OpenAI's do: 30 days by default, or the client's policy", {}, async (stack) => {
+  const sdk = stack.client();
+  const byDefault = await upload(sdk, [chatLine('a')]);
+  assert.equal(byDefault.expires_at - byDefault.created_at, 30 * 24 * 3600, 'purpose batch: 30 days');
+  const hour = await sdk.files.create({
+    file: await toFile(Buffer.from(jsonl([chatLine('b')])), 'hour.jsonl'),
+    purpose: 'batch',
+    expires_after: { anchor: 'created_at', seconds: 3600 },
+  });
+  assert.equal(hour.expires_at - hour.created_at, 3600);
+  assert.equal((await sdk.files.retrieve(hour.id)).expires_at, hour.expires_at);
+  await rejectsWith(
+    sdk.files.create({
+      file: await toFile(Buffer.from(jsonl([chatLine('c')])), 'short.jsonl'),
+      purpose: 'batch',
+      expires_after: { anchor: 'created_at', seconds: 60 },
+    }),
+    BadRequestError,
+    400,
+    (e) => assert.match(e.message, /3600/),
+  );
+  const batch = await sdk.batches.create({
+    input_file_id: hour.id,
+    endpoint: CHAT,
+    completion_window: '24h',
+    output_expires_after: { anchor: 'created_at', seconds: 7200 },
+  });
+  const { batch: done } = await untilEnded(sdk, batch.id);
+  assert.equal(done.status, 'completed');
+  const output = await sdk.files.retrieve(done.output_file_id);
+  assert.equal(output.expires_at - output.created_at, 7200);
+  await rejectsWith(
+    sdk.batches.create({
+      input_file_id: hour.id,
+      endpoint: CHAT,
+      completion_window: '24h',
+      output_expires_after: { anchor: 'last_active_at', seconds: 7200 },
+    }),
+    BadRequestError,
+    400,
+    (e) => assert.match(e.message, /created_at/),
+  );
+});
+
 // Two gateways, one after the other, on one batches.dir and one usage store
 // (absolute: the jobs' and files' records) and one engine: what the first
 // had recorded is there for the second.

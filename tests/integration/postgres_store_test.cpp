@@ -92,6 +92,8 @@ TEST_F(PostgresStoreTest, BatchCancelsShowAtOnceAndReachTheHolder) {
 
 TEST_F(PostgresStoreTest, BatchListsPageWithoutAGapOrARepeat) { check_lists_page_without_a_gap_or_a_repeat(batch_db()); }
 
+TEST_F(PostgresStoreTest, BatchFilesExpireOnce) { check_expired_files_go_once(batch_db()); }
+
 TEST_F(PostgresStoreTest, ReplicasShareOneDatabaseEachWithItsOwnTrail) {
   auto a = open("gw-a");
   auto b = open("gw-b");

@@ -101,4 +101,19 @@ void check_lists_page_without_a_gap_or_a_repeat(const OpenBatchDb& open) {
   EXPECT_FALSE(*records.file("alpha", "file-2"));
 }
 
+void check_expired_files_go_once(const OpenBatchDb& open) {
+  BatchRecords records(open());
+  for (const auto& [id, expires_at] : {std::pair<std::string, int64_t>{"file-a", 1000}, {"file-b", 2000}, {"file-c", 0}}) {
+    ASSERT_TRUE(records.add_file(FileInfo{.id = id, .tenant = "alpha", .filename = "in", .purpose = "batch",
+                                          .bytes = 1, .created_at = 900, .expires_at = expires_at}));
+  }
+  EXPECT_EQ(*records.expire_files(999), std::vector<std::string>{});
+  EXPECT_EQ(*records.expire_files(1500), std::vector<std::string>{"file-a"});
+  EXPECT_EQ(*records.expire_files(1500), std::vector<std::string>{}) << "once";
+  EXPECT_FALSE(*records.file("alpha", "file-a"));
+  EXPECT_EQ((*records.file("alpha", "file-b"))->expires_at, 2000);
+  EXPECT_EQ(*records.expire_files(1'000'000), std::vector<std::string>{"file-b"}) << "file-c is kept until deleted";
+  EXPECT_TRUE(*records.file("alpha", "file-c"));
+}
+
 }  // namespace arbiter::test

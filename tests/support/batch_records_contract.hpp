@@ -3,7 +3,7 @@
 // lease moves to another replica only once it has run out, and the replica
 // that lost it can no longer write it; a cancel asked for anywhere shows at
 // once and reaches the holder at its claim; lists page newest first (files
-// either way) without a gap or a repeat.
+// either way) without a gap or a repeat; an expired file's row goes once.
 #pragma once
 
 #include <functional>
@@ -19,5 +19,6 @@ using OpenBatchDb = std::function<std::unique_ptr<batch::BatchDb>()>;
 void check_a_lease_moves_only_once_it_ran_out(const OpenBatchDb& open);
 void check_a_cancel_shows_at_once_and_reaches_the_holder(const OpenBatchDb& open);
 void check_lists_page_without_a_gap_or_a_repeat(const OpenBatchDb& open);
+void check_expired_files_go_once(const OpenBatchDb& open);
 
 }  // namespace arbiter::test

@@ -91,6 +91,7 @@ std::string to_record(const Job& job) {
   o["validation_errors"] = job.errors;
   o["output_id"] = job.output_id;
   o["error_id"] = job.error_id;
+  o["output_expires_after"] = job.output_expires_after;
   return boost::json::serialize(o);
 }
 
@@ -128,7 +129,16 @@ std::optional<Job> from_record(std::string_view text) {
   job.errors = text_of(o, "validation_errors");
   job.output_id = text_of(o, "output_id");
   job.error_id = text_of(o, "error_id");
+  job.output_expires_after = time_of(o, "output_expires_after");
   return job;
+}
+
+std::optional<std::string> expiry_error(std::string_view anchor, int64_t seconds) {
+  if (anchor != "created_at") return "expires_after.anchor must be created_at";
+  if (seconds < kMinExpirySeconds || seconds > kMaxExpirySeconds) {
+    return "expires_after.seconds must be from 3600 (an hour) to 2592000 (30 days)";
+  }
+  return std::nullopt;
 }
 
 std::optional<std::chrono::hours> parse_window(std::string_view window, std::chrono::hours max) {

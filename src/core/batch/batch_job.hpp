@@ -51,6 +51,9 @@ struct Job {
   // a crash.
   std::string output_id;
   std::string error_id;
+  // Seconds its output and error files are kept once written (the record
+  // only; output_expires_after); 0: until deleted.
+  int64_t output_expires_after = 0;
 };
 
 // The API's `batch` object.
@@ -58,6 +61,14 @@ boost::json::object to_api(const Job& job);
 // The record: the API object and the tenant.
 std::string to_record(const Job& job);
 std::optional<Job> from_record(std::string_view text);
+
+// OpenAI's expires_after of a file: seconds after its creation (the one
+// anchor, created_at), from an hour to 30 days; what a batch's files get
+// when the client names none (OpenAI's default for purpose batch).
+inline constexpr int64_t kMinExpirySeconds = 3'600;
+inline constexpr int64_t kMaxExpirySeconds = 2'592'000;
+// Why `anchor` and `seconds` are not an expiry policy; none when they are.
+std::optional<std::string> expiry_error(std::string_view anchor, int64_t seconds);
 
 // A completion_window ("24h"): its length, within [1h, max]; nullopt when
 // it is not a whole number of hours in that range.

@@ -36,6 +36,7 @@ namespace {
 constexpr auto kSweepEvery = std::chrono::milliseconds(100);
 constexpr std::chrono::seconds kMaxPause{30};
 constexpr auto kRenewEvery = std::chrono::seconds(1);
+constexpr auto kExpireEvery = std::chrono::seconds(60);
 // A line the window closed on: its text in the error file.
 constexpr std::string_view kExpiredMessage = "This line could not be run before the batch's completion window ended.";
 
@@ -138,7 +139,7 @@ std::expected<std::unique_ptr<BatchBook>, std::string> BatchBook::open(fs::path 
   auto db = open_batch_db(store, dir);
   if (!db) return std::unexpected(db.error());
   auto records = std::make_unique<BatchRecords>(std::move(*db));
-  auto files = FileStore::open(dir / "files", *records);
+  auto files = FileStore::open(dir / "files", *records, now);
   if (!files) return std::unexpected(files.error());
   std::unique_ptr<BatchBook> book(new BatchBook(dir, std::move(records), std::move(*files), std::move(replica),
                                                 std::move(executor), std::move(run), std::move(runtime), registry,
@@ -180,6 +181,7 @@ void BatchBook::import_folder_records() {
 BatchBook::~BatchBook() {
   sweep_.stop();
   leases_.stop();
+  expiry_.stop();
   worker_.join();  // its queued calls done first
   for (auto& [id, e] : jobs_) {
     if (e->out_fd >= 0) ::close(e->out_fd);
@@ -194,11 +196,14 @@ void BatchBook::start() {
   });
   net::co_spawn(executor_, renew(), net::detached);
   leases_.start(executor_, kRenewEvery, [this] { return renew(); });
+  net::co_spawn(executor_, expire_files(), net::detached);
+  expiry_.start(executor_, kExpireEvery, [this] { return expire_files(); });
 }
 
 void BatchBook::stop() {
   sweep_.stop();
   leases_.stop();
+  expiry_.stop();
   net::post(executor_, [this] {
     stopping_ = true;
     for (const auto& e : running_) halt(*e);
@@ -286,6 +291,17 @@ Task<void> BatchBook::renew() {
   for (auto& c : *claimed) take(std::move(c));
 }
 
+Task<void> BatchBook::expire_files() {
+  const Active active(active_);
+  const int64_t now = now_();
+  auto gone = co_await on_worker([this, now] { return files_->expire(now); });
+  if (!gone) {
+    log_event(EventLevel::kWarn, "batch_file_expiry_failed", {{"detail", gone.error()}});
+  } else if (*gone > 0) {
+    log_event(EventLevel::kInfo, "batch_files_expired", {{"files", *gone}});
+  }
+}
+
 void BatchBook::take(BatchRecords::Claimed claimed) {
   std::shared_ptr<Entry> e;
   bool fresh = false;
@@ -362,6 +378,20 @@ std::expected<Job, ApiError> BatchBook::create(std::string_view tenant, const Te
     }
     metadata = *m;
   }
+  // The output and error files' expiry: OpenAI's output_expires_after, 30
+  // days when not given (the storage a tenant's batches hold stays bounded).
+  int64_t output_expires_after = kMaxExpirySeconds;
+  if (const auto* policy = request.if_contains("output_expires_after"); policy && !policy->is_null()) {
+    const auto* o = policy->if_object();
+    const auto* seconds = o ? o->if_contains("seconds") : nullptr;
+    const auto* anchor = o ? o->if_contains("anchor") : nullptr;
+    const bool whole = seconds && (seconds->is_int64() || seconds->is_uint64()) && anchor && anchor->is_string();
+    const int64_t n = whole ? seconds->to_number<int64_t>() : 0;
+    if (auto why = whole ? expiry_error(anchor->get_string(), n) : "must be {anchor: created_at, seconds}") {
+      return std::unexpected(invalid("output_expires_after: " + *why, "output_expires_after"));
+    }
+    output_expires_after = n;
+  }
   const std::string input_id = text("input_file_id");
   const auto info = files_->find(tenant, input_id);
   if (!info) return std::unexpected(store_error(info.error()));
@@ -403,7 +433,8 @@ std::expected<Job, ApiError> BatchBook::create(std::string_view tenant, const Te
           .total = input.lines.size(),
           .metadata = std::move(metadata),
           .output_id = random_id("file-"),
-          .error_id = random_id("file-")};
+          .error_id = random_id("file-"),
+          .output_expires_after = output_expires_after};
   if (auto added = records_->add_job(job, replica_, now + settings.takeover.count()); !added) {
     return std::unexpected(store_error(added.error()));
   }
@@ -660,7 +691,7 @@ Task<void> BatchBook::finalize(std::shared_ptr<Entry> e) {
       // after a restart or a takeover knows it too.
       if (!ok) ended.expired = has_expired_line(fs::exists(path) ? path : moved);
       auto adopted = files_->adopt(id, job.tenant, job.id + (ok ? "_output.jsonl" : "_error.jsonl"),
-                                   "batch_output", path);
+                                   "batch_output", path, job.output_expires_after);
       if (!adopted) {
         log_event(EventLevel::kError, "batch_file_failed", {{"batch", job.id}, {"detail", adopted.error()}});
         return std::optional<Ended>();  // tried again at the next claim

@@ -140,6 +140,9 @@ class BatchBook {
   // jobs whose lease ran out: the jobs it holds run here, those it lost stop
   // here, cancels asked for on other replicas are taken up.
   Task<void> renew();
+  // Deletes the files whose expires_at has come (every minute; whichever
+  // replica gets to a file first).
+  Task<void> expire_files();
   // A job held now: run it, unless it runs here already.
   void take(BatchRecords::Claimed claimed);
   Task<void> run_job(std::shared_ptr<Entry> e);
@@ -182,6 +185,7 @@ class BatchBook {
   UnixClock now_;
   Periodic sweep_;
   Periodic leases_;
+  Periodic expiry_;
   Metrics metrics_;
 
   mutable std::mutex mu_;  // jobs_ and every entry's job

@@ -18,8 +18,10 @@ namespace {
 // (its lease), and a cancel asked for on any replica.
 constexpr const char* kTables[] = {
     "CREATE TABLE IF NOT EXISTS batch_files (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, filename TEXT NOT NULL,"
-    " purpose TEXT NOT NULL, bytes BIGINT NOT NULL, created_at BIGINT NOT NULL, made_ns BIGINT NOT NULL)",
+    " purpose TEXT NOT NULL, bytes BIGINT NOT NULL, created_at BIGINT NOT NULL, made_ns BIGINT NOT NULL,"
+    " expires_at BIGINT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS batch_files_by_tenant ON batch_files (tenant, created_at, made_ns)",
+    "CREATE INDEX IF NOT EXISTS batch_files_expiring ON batch_files (expires_at) WHERE expires_at > 0",
     "CREATE TABLE IF NOT EXISTS batch_jobs (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, created_at BIGINT NOT NULL,"
     " made_ns BIGINT NOT NULL, status TEXT NOT NULL, record TEXT NOT NULL, owner TEXT NOT NULL,"
     " lease_until BIGINT NOT NULL, cancel_at BIGINT NOT NULL)",

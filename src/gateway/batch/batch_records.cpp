@@ -28,11 +28,12 @@ std::string made_ns() {
   return std::to_string(next);
 }
 
-constexpr const char* kFileColumns = "id, tenant, filename, purpose, bytes, created_at";
+constexpr const char* kFileColumns = "id, tenant, filename, purpose, bytes, created_at, expires_at";
 
 FileInfo file_of(const BatchDb::Row& r) {
   return FileInfo{.id = r[0], .tenant = r[1], .filename = r[2], .purpose = r[3],
-                  .bytes = static_cast<uint64_t>(number(r[4])), .created_at = number(r[5])};
+                  .bytes = static_cast<uint64_t>(number(r[4])), .created_at = number(r[5]),
+                  .expires_at = number(r[6])};
 }
 
 // A job as the API shows it: a cancel asked for and not yet taken up by the
@@ -62,9 +63,9 @@ std::expected<std::vector<BatchDb::Row>, std::string> BatchRecords::query(const 
 }
 
 std::expected<void, std::string> BatchRecords::add_file(const FileInfo& f) {
-  auto done = query("INSERT INTO batch_files VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+  auto done = query("INSERT INTO batch_files VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
                          {f.id, f.tenant, f.filename, f.purpose, std::to_string(f.bytes), std::to_string(f.created_at),
-                          made_ns()});
+                          made_ns(), std::to_string(f.expires_at)});
   if (!done) return std::unexpected(done.error());
   return {};
 }
@@ -108,6 +109,15 @@ std::expected<bool, std::string> BatchRecords::remove_file(std::string_view tena
                          {std::string(id), std::string(tenant)});
   if (!rows) return std::unexpected(rows.error());
   return !rows->empty();
+}
+
+std::expected<std::vector<std::string>, std::string> BatchRecords::expire_files(int64_t now) {
+  auto rows = query("DELETE FROM batch_files WHERE expires_at > 0 AND expires_at <= $1 RETURNING id",
+                    {std::to_string(now)});
+  if (!rows) return std::unexpected(rows.error());
+  std::vector<std::string> ids;
+  for (auto& r : *rows) ids.push_back(std::move(r[0]));
+  return ids;
 }
 
 std::expected<void, std::string> BatchRecords::add_job(const Job& job, std::string_view owner, int64_t lease_until) {

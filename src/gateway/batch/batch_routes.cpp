@@ -113,19 +113,37 @@ BatchRoutes::Reply BatchRoutes::upload(HttpRequest& req, const std::string& tena
   if (!parts) return Reply::failed(ApiError{ErrorCode::kInvalidRequest, parts.error(), {}, {}});
   const FormPart* file = nullptr;
   std::string purpose;
+  std::optional<std::string_view> anchor;
+  std::optional<std::string_view> seconds;
   for (const FormPart& p : *parts) {
     if (p.name == "file") file = &p;
     if (p.name == "purpose") purpose = std::string(p.content);
+    // OpenAI's expires_after, as its clients send an object in a form.
+    if (p.name == "expires_after[anchor]") anchor = p.content;
+    if (p.name == "expires_after[seconds]") seconds = p.content;
   }
   if (purpose != "batch") {
     return Reply::failed(ApiError{ErrorCode::kInvalidRequest, "purpose must be 'batch' (the only files this gateway keeps)", "purpose", {}});
   }
   if (file == nullptr) return Reply::failed(ApiError{ErrorCode::kInvalidRequest, "the form has no 'file' part", "file", {}});
+  // Kept 30 days unless the client says otherwise (OpenAI's default for purpose batch).
+  int64_t expires_after = kMaxExpirySeconds;
+  if (anchor || seconds) {
+    int64_t n = 0;
+    const std::string_view text = seconds.value_or("");
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    const bool number = !text.empty() && ec == std::errc{} && end == text.data() + text.size();
+    if (auto why = number ? expiry_error(anchor.value_or(""), n) : "expires_after.seconds must be a whole number") {
+      return Reply::failed(ApiError{ErrorCode::kInvalidRequest, *why, "expires_after", {}});
+    }
+    expires_after = n;
+  }
   const Input input = read_input(file->content, runtime.config.batches.max_lines);
   if (!input.errors.empty()) {
     return Reply::failed(ApiError{ErrorCode::kInvalidRequest, "the file is not a batch input: " + describe(input.errors), "file", {}});
   }
-  auto added = book_.files().add(tenant, file->filename.empty() ? "input.jsonl" : file->filename, purpose, file->content);
+  auto added = book_.files().add(tenant, file->filename.empty() ? "input.jsonl" : file->filename, purpose,
+                                 file->content, expires_after);
   if (!added) return Reply::failed(ApiError{ErrorCode::kInternal, "the file could not be stored: " + added.error(), {}, {}});
   return Reply::json(to_api(*added));
 }

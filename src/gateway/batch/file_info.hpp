@@ -16,6 +16,7 @@ struct FileInfo {
   std::string purpose;  // batch, batch_output, ...
   uint64_t bytes = 0;
   int64_t created_at = 0;  // unix seconds
+  int64_t expires_at = 0;  // unix seconds; 0: kept until deleted
 };
 
 boost::json::object to_api(const FileInfo& file);

@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 boost::json::object to_api(const FileInfo& file) {
   return {{"id", file.id},         {"object", "file"},         {"bytes", file.bytes},
           {"created_at", file.created_at}, {"filename", file.filename}, {"purpose", file.purpose},
-          {"status", "processed"}, {"expires_at", nullptr},    {"status_details", nullptr}};
+          {"status", "processed"}, {"expires_at", file.expires_at > 0 ? boost::json::value(file.expires_at) : nullptr},
+          {"status_details", nullptr}};
 }
 
 std::string random_id(std::string_view prefix) {
@@ -91,7 +92,8 @@ std::optional<FileInfo> folder_record(std::string_view text) {
 
 }  // namespace
 
-std::expected<std::unique_ptr<FileStore>, std::string> FileStore::open(fs::path dir, BatchRecords& records) {
+std::expected<std::unique_ptr<FileStore>, std::string> FileStore::open(fs::path dir, BatchRecords& records,
+                                                                       UnixClock now) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return std::unexpected(dir.string() + ": " + ec.message());
@@ -106,13 +108,16 @@ std::expected<std::unique_ptr<FileStore>, std::string> FileStore::open(fs::path 
     }
     fs::remove(p, ec);
   }
-  return std::unique_ptr<FileStore>(new FileStore(std::move(dir), records));
+  return std::unique_ptr<FileStore>(new FileStore(std::move(dir), records, std::move(now)));
 }
 
 std::expected<FileInfo, std::string> FileStore::add(std::string_view tenant, std::string_view filename,
-                                                    std::string_view purpose, std::string_view content) {
+                                                    std::string_view purpose, std::string_view content,
+                                                    int64_t expires_after) {
+  const int64_t now = now_();
   FileInfo info{.id = random_id("file-"), .tenant = std::string(tenant), .filename = std::string(filename),
-                .purpose = std::string(purpose), .bytes = content.size(), .created_at = unix_seconds()};
+                .purpose = std::string(purpose), .bytes = content.size(), .created_at = now,
+                .expires_at = expires_after > 0 ? now + expires_after : 0};
   if (auto why = write_whole(dir_ / info.id, content)) return std::unexpected(*why);
   if (auto added = records_.add_file(info); !added) return std::unexpected(added.error());
   return info;
@@ -120,7 +125,7 @@ std::expected<FileInfo, std::string> FileStore::add(std::string_view tenant, std
 
 std::expected<FileInfo, std::string> FileStore::adopt(std::string_view id, std::string_view tenant,
                                                       std::string_view filename, std::string_view purpose,
-                                                      const fs::path& path) {
+                                                      const fs::path& path, int64_t expires_after) {
   auto held = find(tenant, id);
   if (!held) return std::unexpected(held.error());
   if (*held) return **held;
@@ -130,8 +135,10 @@ std::expected<FileInfo, std::string> FileStore::adopt(std::string_view id, std::
   const fs::path from = !fs::exists(path) && fs::exists(into) ? into : path;
   const auto bytes = fs::file_size(from, ec);
   if (ec) return std::unexpected(path.string() + ": " + ec.message());
+  const int64_t now = now_();
   FileInfo info{.id = std::string(id), .tenant = std::string(tenant), .filename = std::string(filename),
-                .purpose = std::string(purpose), .bytes = bytes, .created_at = unix_seconds()};
+                .purpose = std::string(purpose), .bytes = bytes, .created_at = now,
+                .expires_at = expires_after > 0 ? now + expires_after : 0};
   if (from == path) fs::rename(path, into, ec);
   if (ec) return std::unexpected(path.string() + ": " + ec.message());
   if (auto added = records_.add_file(info); !added) return std::unexpected(added.error());
@@ -167,6 +174,14 @@ std::expected<bool, std::string> FileStore::remove(std::string_view tenant, std:
   std::error_code ec;
   fs::remove(dir_ / std::string(id), ec);
   return true;
+}
+
+std::expected<std::size_t, std::string> FileStore::expire(int64_t now) {
+  auto gone = records_.expire_files(now);  // the rows first, as remove()
+  if (!gone) return std::unexpected(gone.error());
+  std::error_code ec;
+  for (const std::string& id : *gone) fs::remove(dir_ / id, ec);
+  return gone->size();
 }
 
 }  // namespace arbiter::batch

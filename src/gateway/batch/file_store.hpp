@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <expected>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,18 +29,23 @@ int64_t unix_seconds();
 
 class FileStore {
  public:
+  // Unix seconds: the files' times (injected for tests).
+  using UnixClock = std::function<int64_t()>;
+
   // `dir` made when missing; why not when it cannot be.
   static std::expected<std::unique_ptr<FileStore>, std::string> open(std::filesystem::path dir,
-                                                                     BatchRecords& records);
+                                                                     BatchRecords& records, UnixClock now);
 
-  // A new file holding `content`.
+  // A new file holding `content`, kept `expires_after` seconds (0: until
+  // deleted).
   std::expected<FileInfo, std::string> add(std::string_view tenant, std::string_view filename,
-                                           std::string_view purpose, std::string_view content);
+                                           std::string_view purpose, std::string_view content, int64_t expires_after);
   // File `id` made of the file at `path` (moved in, same file system).
   // Again for an id it holds: nothing changes (a finished batch's files,
   // adopted again after a crash in between).
   std::expected<FileInfo, std::string> adopt(std::string_view id, std::string_view tenant, std::string_view filename,
-                                             std::string_view purpose, const std::filesystem::path& path);
+                                             std::string_view purpose, const std::filesystem::path& path,
+                                             int64_t expires_after);
   // The tenant's file `id`; none when it has no such file.
   std::expected<std::optional<FileInfo>, std::string> find(std::string_view tenant, std::string_view id);
   // Its bytes; none when the tenant has no such file; an error when its
@@ -51,14 +57,18 @@ class FileStore {
                                                          bool oldest_first, bool& more);
   // False when the tenant has no such file.
   std::expected<bool, std::string> remove(std::string_view tenant, std::string_view id);
+  // Deletes the files whose time has come by `now`; how many.
+  std::expected<std::size_t, std::string> expire(int64_t now);
 
   const std::filesystem::path& dir() const { return dir_; }
 
  private:
-  FileStore(std::filesystem::path dir, BatchRecords& records) : dir_(std::move(dir)), records_(records) {}
+  FileStore(std::filesystem::path dir, BatchRecords& records, UnixClock now)
+      : dir_(std::move(dir)), records_(records), now_(std::move(now)) {}
 
   std::filesystem::path dir_;
   BatchRecords& records_;
+  UnixClock now_;
 };
 
 // Writes `content` to `path` whole or not at all (a temporary, renamed).

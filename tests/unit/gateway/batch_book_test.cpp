@@ -61,7 +61,7 @@ struct Bench {
   }
 
   Job create(int lines) {
-    auto file = book->files().add("alpha", "in.jsonl", "batch", input(lines));
+    auto file = book->files().add("alpha", "in.jsonl", "batch", input(lines), 0);
     EXPECT_TRUE(file);
     auto job = book->create("alpha", nullptr,
                             boost::json::object{{"input_file_id", file->id},
@@ -168,6 +168,45 @@ TEST(BatchBook, AFolderAnEarlierVersionKeptRecordsInIsReadIntoTheStoreAndItsUnfi
   EXPECT_EQ((*file)->filename, "in.jsonl");
   EXPECT_FALSE(std::filesystem::exists(b.dir.path() + "/files/file-old.json")) << "moved into the store";
   EXPECT_FALSE(std::filesystem::exists(b.dir.path() + "/jobs/batch_old.json"));
+}
+
+TEST(BatchBook, FilesGoWhenTheirTimeHasComeAndABatchsOutputKeepsItsOwnExpiry) {
+  Bench b;
+  auto kept = b.book->files().add("alpha", "kept.jsonl", "batch", input(1), 0);
+  auto hour = b.book->files().add("alpha", "hour.jsonl", "batch", input(1), kMinExpirySeconds);
+  ASSERT_TRUE(kept && hour);
+  EXPECT_EQ(hour->expires_at, b.now.load() + kMinExpirySeconds);
+  auto job = b.book->create("alpha", nullptr,
+                            boost::json::object{{"input_file_id", kept->id},
+                                                {"endpoint", "/v1/chat/completions"},
+                                                {"completion_window", "24h"},
+                                                {"output_expires_after", {{"anchor", "created_at"}, {"seconds", 7200}}}});
+  ASSERT_TRUE(job) << job.error().message;
+  const Job done = b.run_to_end(job->id);
+  const auto output = b.book->files().find("alpha", done.output_file_id);
+  ASSERT_TRUE(output && *output);
+  EXPECT_EQ((*output)->expires_at, b.now.load() + 7200);
+  // A bad policy is refused, naming the rule.
+  auto bad = b.book->create("alpha", nullptr,
+                            boost::json::object{{"input_file_id", kept->id},
+                                                {"endpoint", "/v1/chat/completions"},
+                                                {"completion_window", "24h"},
+                                                {"output_expires_after", {{"anchor", "created_at"}, {"seconds", 60}}}});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("3600"), std::string::npos) << bad.error().message;
+
+  b.now += kMinExpirySeconds;  // the hour has passed; the output's two have not
+  b.ioc.restart();             // it ran out of work when the batch ended
+  b.book->start();             // a sweep at once, then every minute
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (b.book->files().find("alpha", hour->id).value_or(std::optional<FileInfo>{FileInfo{}}) &&
+         std::chrono::steady_clock::now() < until) {
+    b.ioc.run_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(*b.book->files().find("alpha", hour->id)) << "expired: gone";
+  EXPECT_FALSE(std::filesystem::exists(b.dir.path() + "/files/" + hour->id)) << "its bytes too";
+  EXPECT_TRUE(*b.book->files().find("alpha", kept->id));
+  EXPECT_TRUE(*b.book->files().find("alpha", done.output_file_id));
 }
 
 }  // namespace

@@ -31,5 +31,7 @@ TEST(BatchRecords, ListsPageNewestFirstWithoutAGapOrARepeat) {
   check_lists_page_without_a_gap_or_a_repeat(SqliteFile().open);
 }
 
+TEST(BatchRecords, ExpiredFilesGoOnce) { check_expired_files_go_once(SqliteFile().open); }
+
 }  // namespace
 }  // namespace arbiter::test
