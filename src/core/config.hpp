@@ -296,6 +296,10 @@ struct BatchConfig {
   // for that route alone, the rest keep limits.max_body_bytes. Held in
   // memory while it is checked and stored.
   std::size_t max_file_bytes = std::size_t{64} << 20;
+  // The bytes one tenant's files may hold in all (its uploads and its
+  // batches' outputs): an upload past it is refused, so that no tenant
+  // fills the disk the others' files and the store share.
+  std::size_t max_tenant_bytes = std::size_t{10} << 30;
   // Lines of one batch handed to the scheduler at once; the scheduler
   // orders them against every other request.
   std::size_t max_in_flight = 1024;

@@ -42,15 +42,15 @@ std::string input_file(int n, int tokens) {
   return out;
 }
 
-// POST /v1/files as a form upload.
-HttpResponse upload_call(uint16_t port, const std::string& content) {
+// POST /v1/files as a form upload, as the tenant `key` names.
+HttpResponse upload_call(uint16_t port, const std::string& content, const char* key = kAlphaKey) {
   const std::string boundary = "arbiter-test-boundary";
   std::string body = "--" + boundary + "\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n--" +
                      boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"in.jsonl\"\r\n" +
                      "Content-Type: application/jsonl\r\n\r\n" + content + "\r\n--" + boundary + "--\r\n";
   HttpResponse res = http_call(port, {.method = "POST",
                                             .target = "/v1/files",
-                                            .headers = {{"authorization", std::string("Bearer ") + kAlphaKey},
+                                            .headers = {{"authorization", std::string("Bearer ") + key},
                                                         {"content-type", "multipart/form-data; boundary=" + boundary}},
                                             .body = body},
                                      Millis(30'000));
@@ -213,6 +213,30 @@ TEST(Batches, UploadsHaveABodyLimitOfTheirOwn) {
   // The inference routes keep theirs.
   const HttpResponse chat = http_call(gateway.port(), chat_request(sim_chat("", std::string(1'200'000, 'x'), "m1")));
   EXPECT_EQ(chat.status, 413) << chat.body;
+}
+
+TEST(Batches, ATenantsFilesAreBoundedInAllAndOthersAreNotHeldBack) {
+  TempDir batches("arbiter-batches");
+  GatewayConfig config;
+  config.backend_ports = {1};
+  config.extra = "batches: {dir: \"" + batches.path() + "\", max_tenant_bytes: 3KiB}\nhealth_probes: {enabled: false}\n";
+  GatewayProcess gateway(config.to_yaml());
+  const std::string two_kib = input_file(12, 1).substr(0, 2048);
+  const std::string lines = two_kib.substr(0, two_kib.rfind('\n') + 1);  // whole lines, under 2 KiB
+  ASSERT_GT(lines.size(), 1536u);
+  const std::string first = upload(gateway.port(), lines);
+  const HttpResponse past = upload_call(gateway.port(), lines);
+  EXPECT_EQ(past.status, 400) << past.body;
+  EXPECT_NE(past.body.find("batches.max_tenant_bytes"), std::string::npos) << past.body;
+  // Another tenant's bound is its own.
+  EXPECT_EQ(upload_call(gateway.port(), lines, kBetaKey).status, 200);
+  // Room made by a delete.
+  const HttpResponse deleted =
+      http_call(gateway.port(), {.method = "DELETE",
+                                 .target = "/v1/files/" + first,
+                                 .headers = {{"authorization", std::string("Bearer ") + kAlphaKey}}});
+  ASSERT_EQ(deleted.status, 200) << deleted.body;
+  EXPECT_EQ(upload_call(gateway.port(), lines).status, 200);
 }
 
 TEST(Batches, AFolderThatCannotBeWrittenStopsTheBatchApiOnly) {

@@ -25,6 +25,8 @@ constexpr SettingKey<BatchConfig> kBatchKeys[] = {
      write_integer<BatchConfig, &BatchConfig::max_lines>},
     {"max_file_bytes", "a size (KiB, MiB, GiB)", read_size<BatchConfig, &BatchConfig::max_file_bytes>,
      write_size<BatchConfig, &BatchConfig::max_file_bytes>},
+    {"max_tenant_bytes", "a size (KiB, MiB, GiB)", read_size<BatchConfig, &BatchConfig::max_tenant_bytes>,
+     write_size<BatchConfig, &BatchConfig::max_tenant_bytes>},
     {"max_in_flight", "an integer in [1, 100000]",
      read_integer<BatchConfig, &BatchConfig::max_in_flight, 1, 100'000>,
      write_integer<BatchConfig, &BatchConfig::max_in_flight>},

@@ -111,6 +111,12 @@ std::expected<bool, std::string> BatchRecords::remove_file(std::string_view tena
   return !rows->empty();
 }
 
+std::expected<uint64_t, std::string> BatchRecords::tenant_bytes(std::string_view tenant) {
+  auto rows = query("SELECT COALESCE(SUM(bytes), 0) FROM batch_files WHERE tenant = $1", {std::string(tenant)});
+  if (!rows) return std::unexpected(rows.error());
+  return rows->empty() ? 0 : static_cast<uint64_t>(number((*rows)[0][0]));
+}
+
 std::expected<std::vector<std::string>, std::string> BatchRecords::expire_files(int64_t now) {
   auto rows = query("DELETE FROM batch_files WHERE expires_at > 0 AND expires_at <= $1 RETURNING id",
                     {std::to_string(now)});

@@ -38,6 +38,8 @@ class BatchRecords {
                                                           bool oldest_first, bool& more);
   // False when the tenant has no such file.
   std::expected<bool, std::string> remove_file(std::string_view tenant, std::string_view id);
+  // The bytes the tenant's files hold.
+  std::expected<uint64_t, std::string> tenant_bytes(std::string_view tenant);
   // The rows of the files whose expires_at has come by `now` go: their ids
   // (each to one caller alone, whichever replica asks).
   std::expected<std::vector<std::string>, std::string> expire_files(int64_t now);

@@ -142,6 +142,19 @@ BatchRoutes::Reply BatchRoutes::upload(HttpRequest& req, const std::string& tena
   if (!input.errors.empty()) {
     return Reply::failed(ApiError{ErrorCode::kInvalidRequest, "the file is not a batch input: " + describe(input.errors), "file", {}});
   }
+  // The tenant's files bounded in all (two uploads at once may both pass:
+  // the bound is checked, not reserved).
+  const std::size_t bound = runtime.config.batches.max_tenant_bytes;
+  auto held = book_.files().tenant_bytes(tenant);
+  if (!held) return Reply::failed(store_error(held.error()));
+  if (*held + file->content.size() > bound) {
+    return Reply::failed(ApiError{ErrorCode::kInvalidRequest,
+                                  "this tenant's files hold " + std::to_string(*held) + " bytes; this one's " +
+                                      std::to_string(file->content.size()) + " would pass its " +
+                                      std::to_string(bound) +
+                                      " (batches.max_tenant_bytes): delete files, or wait for them to expire",
+                                  "file", {}});
+  }
   auto added = book_.files().add(tenant, file->filename.empty() ? "input.jsonl" : file->filename, purpose,
                                  file->content, expires_after);
   if (!added) return Reply::failed(ApiError{ErrorCode::kInternal, "the file could not be stored: " + added.error(), {}, {}});

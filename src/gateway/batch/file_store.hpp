@@ -40,6 +40,8 @@ class FileStore {
   // deleted).
   std::expected<FileInfo, std::string> add(std::string_view tenant, std::string_view filename,
                                            std::string_view purpose, std::string_view content, int64_t expires_after);
+  // The bytes the tenant's files hold.
+  std::expected<uint64_t, std::string> tenant_bytes(std::string_view tenant) { return records_.tenant_bytes(tenant); }
   // File `id` made of the file at `path` (moved in, same file system).
   // Again for an id it holds: nothing changes (a finished batch's files,
   // adopted again after a crash in between).
