@@ -194,6 +194,15 @@ TEST(Batches, ACancelledBatchStopsItsLinesOnTheEngine) {
   cancel_running(sim, gateway.port(), id);
 }
 
+// A gateway for the files' routes alone (its one engine is never reached),
+// `batches` settings added after the folder's.
+std::string files_only_yaml(const std::string& batch_dir, const std::string& batches = "") {
+  GatewayConfig config;
+  config.backend_ports = {1};
+  config.extra = "batches: {dir: \"" + batch_dir + "\"" + batches + "}\nhealth_probes: {enabled: false}\n";
+  return config.to_yaml();
+}
+
 TEST(Batches, UploadsHaveABodyLimitOfTheirOwn) {
   TempDir batches("arbiter-batches");
   GatewayConfig config;
@@ -217,10 +226,7 @@ TEST(Batches, UploadsHaveABodyLimitOfTheirOwn) {
 
 TEST(Batches, ATenantsFilesAreBoundedInAllAndOthersAreNotHeldBack) {
   TempDir batches("arbiter-batches");
-  GatewayConfig config;
-  config.backend_ports = {1};
-  config.extra = "batches: {dir: \"" + batches.path() + "\", max_tenant_bytes: 3KiB}\nhealth_probes: {enabled: false}\n";
-  GatewayProcess gateway(config.to_yaml());
+  GatewayProcess gateway(files_only_yaml(batches.path(), ", max_tenant_bytes: 3KiB"));
   const std::string two_kib = input_file(12, 1).substr(0, 2048);
   const std::string lines = two_kib.substr(0, two_kib.rfind('\n') + 1);  // whole lines, under 2 KiB
   ASSERT_GT(lines.size(), 1536u);
@@ -255,10 +261,7 @@ TEST(Batches, AFolderThatCannotBeWrittenStopsTheBatchApiOnly) {
 
 TEST(Batches, FilesArePagedNewestFirstOrOldestFirst) {
   TempDir batches("arbiter-batches");
-  GatewayConfig config;
-  config.backend_ports = {1};
-  config.extra = "batches: {dir: \"" + batches.path() + "\"}\nhealth_probes: {enabled: false}\n";
-  GatewayProcess gateway(config.to_yaml());
+  GatewayProcess gateway(files_only_yaml(batches.path()));
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) ids.push_back(upload(gateway.port(), input_file(1, 1)));
   auto page = [&](const std::string& query) {
@@ -377,17 +380,26 @@ std::string replica_yaml(uint16_t sim_port, const std::string& batch_dir, const 
   return config.to_yaml();
 }
 
+// An engine, a real PostgreSQL and a folder that replicas share.
+struct ReplicaSite {
+  SimProcess sim{{"--profile", "tiny", "--model", "m1"}};
+  PostgresServer server;
+  TempDir dir{"arbiter-batch-replicas"};
+  ReplicaSite() { server.create_database("batches"); }
+  // Replica `name`'s config (its own spool).
+  std::string yaml(const std::string& name) {
+    return replica_yaml(sim.port(), dir.file("batches"), server.url("batches"), dir.file(name + "-spool"), name);
+  }
+};
+
 TEST(BatchReplicas, AnyReplicaShowsABatchAndOneTakesOverTheBatchOfAReplicaKilledMidway) {
   constexpr int kLines = 40;
-  SimProcess sim({"--profile", "tiny", "--model", "m1"});
-  PostgresServer server;
-  server.create_database("batches");
-  TempDir dir("arbiter-batch-replicas");
-  const std::string shared = dir.file("batches");
-  GatewayProcess a(replica_yaml(sim.port(), shared, server.url("batches"), dir.file("a-spool"), "gw-a"));
+  ReplicaSite site;
+  SimProcess& sim = site.sim;
+  GatewayProcess a(site.yaml("gw-a"));
   std::string id;
   {
-    GatewayProcess b(replica_yaml(sim.port(), shared, server.url("batches"), dir.file("b-spool"), "gw-b"));
+    GatewayProcess b(site.yaml("gw-b"));
     // Uploaded through one replica, the batch made through the other: b runs it.
     id = create_batch(b.port(), upload(a.port(), input_file(kLines, 150)));
     // Its progress, live on the replica that does not run it.
@@ -415,13 +427,10 @@ TEST(BatchReplicas, AnyReplicaShowsABatchAndOneTakesOverTheBatchOfAReplicaKilled
 
 TEST(BatchReplicas, ACancelOnOneReplicaStopsTheLinesAnotherRuns) {
   constexpr int kLines = 30;
-  SimProcess sim({"--profile", "tiny", "--model", "m1"});
-  PostgresServer server;
-  server.create_database("batches");
-  TempDir dir("arbiter-batch-replicas");
-  const std::string shared = dir.file("batches");
-  GatewayProcess a(replica_yaml(sim.port(), shared, server.url("batches"), dir.file("a-spool"), "gw-a"));
-  GatewayProcess b(replica_yaml(sim.port(), shared, server.url("batches"), dir.file("b-spool"), "gw-b"));
+  ReplicaSite site;
+  SimProcess& sim = site.sim;
+  GatewayProcess a(site.yaml("gw-a"));
+  GatewayProcess b(site.yaml("gw-b"));
   const std::string id = create_batch(a.port(), upload(a.port(), input_file(kLines, 2000)));
   // a runs it; b is asked, a takes the cancel up at its next renewal.
   cancel_running(sim, b.port(), id);
@@ -437,11 +446,10 @@ TEST(BatchReplicas, ACancelOnOneReplicaStopsTheLinesAnotherRuns) {
 // batch cannot be finalized until the store is back). Either way the batch
 // ends completed once the store is back, every line answered once.
 void store_outage_mid_batch(int lines, int tokens, bool lost) {
-  SimProcess sim({"--profile", "tiny", "--model", "m1"});
-  PostgresServer server;
-  server.create_database("batches");
-  TempDir dir("arbiter-batch-replicas");
-  GatewayProcess a(replica_yaml(sim.port(), dir.file("batches"), server.url("batches"), dir.file("a-spool"), "gw-a"));
+  ReplicaSite site;
+  SimProcess& sim = site.sim;
+  PostgresServer& server = site.server;
+  GatewayProcess a(site.yaml("gw-a"));
   const std::string id = create_batch(a.port(), upload(a.port(), input_file(lines, tokens)));
   ASSERT_GE(count(wait_for_batch(a.port(), id, [](const auto& s) { return count(s, "completed") >= 4; }, Millis(60'000)),
                   "completed"),
