@@ -8,6 +8,7 @@
 #include "core/mix.hpp"
 #include "core/prefix_blocks.hpp"
 #include "core/scheduler.hpp"
+#include "core/scheduler_bound.hpp"
 
 namespace arbiter::sched {
 
@@ -21,9 +22,6 @@ namespace {
 int64_t ticks(TimePoint t) { return t.time_since_epoch().count(); }
 
 TimePoint from_ticks(int64_t t) { return TimePoint(Duration(t)); }
-
-// Slack for comparing slot counts with share * capacity products.
-constexpr double kEpsilon = 1e-9;
 
 // Share of a backend's slots that prefix affinity may load it beyond the
 // pool's average share in any case, so a quiet pool keeps its affinity
@@ -478,7 +476,7 @@ Scheduler::Routed Scheduler::route(const Pool& pool, const Node& n, TimePoint no
   if (least == kNil || n.prefix_len == 0 || !pool.prefix.enabled()) return {.backend = least};
   const double bound = affinity_bound(pool, n, pass);
   const auto under_bound = [&](const detail::Backend& b) {
-    return static_cast<double>(affinity_load(b) + n.slots) <= bound * b.slots(pass) + kEpsilon;
+    return within_affinity_bound(affinity_load(b) + n.slots, bound, b.slots(pass));
   };
   const auto within = [&](uint32_t i) {
     const detail::Backend& b = pool.backends[i];
@@ -559,7 +557,7 @@ int64_t Scheduler::cap_room(const Pool& pool, uint32_t klass) const {
   const ClassPolicy& cls = config_.classes[klass];
   const double slots = pool.capacity + (cls.background ? pool.extra : 0);
   const double cap = std::max(1.0, cls.max_share * slots);
-  return static_cast<int64_t>(std::floor(cap + kEpsilon)) - pool.classes[klass].own_in_flight();
+  return static_cast<int64_t>(std::floor(cap + kSlotEpsilon)) - pool.classes[klass].own_in_flight();
 }
 
 bool Scheduler::capped(const Pool& pool, uint32_t klass) const { return cap_room(pool, klass) <= 0; }
@@ -630,7 +628,7 @@ uint32_t Scheduler::pick_in_tier(uint32_t pool, TimePoint now, const InTier& in_
   for (uint32_t c = 0; c < classes; ++c) {
     const ClassQueue& cq = p.classes[c];
     const double guaranteed = config_.classes[c].min_share * p.capacity;
-    if (cq.ready == 0 || !in_tier(c) || cq.own_in_flight() + kEpsilon >= guaranteed || closed(p, c)) continue;
+    if (cq.ready == 0 || !in_tier(c) || cq.own_in_flight() + kSlotEpsilon >= guaranteed || closed(p, c)) continue;
     const double ratio = cq.own_in_flight() / guaranteed;
     if (ratio < best_ratio) {
       best_ratio = ratio;
@@ -954,7 +952,7 @@ uint32_t Scheduler::pick_victim(const Pool& pool, TimePoint now, bool others, Ti
       if (cls.background != background || cq.victims_tail == kNil) continue;
       if (!background) {
         const double live = cq.own_in_flight() - cq.preempting - cq.aborting;
-        if (!cls.preemptible || live - 1 + kEpsilon < cls.min_share * pool.capacity) continue;
+        if (!cls.preemptible || live - 1 + kSlotEpsilon < cls.min_share * pool.capacity) continue;
       }
       const uint32_t candidate = newest_useful_victim(pool, cq.victims_tail, now, guard_ends);
       if (candidate != kNil && (best == kNil || nodes_[candidate].start_seq > nodes_[best].start_seq)) {

@@ -10,15 +10,12 @@
 #include <tuple>
 
 #include "core/scheduler.hpp"
+#include "core/scheduler_bound.hpp"
 
 namespace arbiter::sched {
 
 using detail::kNil;
 using detail::kNoAvoid;
-
-namespace {
-constexpr double kEpsilon = 1e-9;  // slack for comparing slot counts with bound products
-}  // namespace
 
 bool Scheduler::lora_urgent(const Node& n, TimePoint now) const {
   return n.deadline != TimePoint::max() && now >= n.deadline - aging_lead_[n.klass];
@@ -121,7 +118,7 @@ Scheduler::Routed Scheduler::route_lora(const Pool& pool, const Node& n, TimePoi
     }
     if (swapping_own) return kJoin;
     if (swapping_other) return kDrained;
-    const bool within = static_cast<double>(affinity_load(b) + n.slots) <= bound * b.slots(pass) + kEpsilon;
+    const bool within = within_affinity_bound(affinity_load(b) + n.slots, bound, b.slots(pass));
     if (loaded) return within ? kLoaded : busy < b.max_loras ? kLoad : kOverBound;
     return busy < b.max_loras ? kLoad : kWait;
   };
