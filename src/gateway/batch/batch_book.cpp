@@ -399,13 +399,11 @@ std::expected<Job, ApiError> BatchBook::create(std::string_view tenant, const Te
   if ((*info)->purpose != "batch") {
     return std::unexpected(invalid("file '" + input_id + "' was uploaded with purpose '" + (*info)->purpose + "', not 'batch'", "input_file_id"));
   }
-  const auto content = files_->content(tenant, input_id);
-  if (!content || !*content) {
-    return std::unexpected(ApiError{ErrorCode::kInternal,
-                                    "file '" + input_id + "' cannot be read" + (content ? "" : ": " + content.error()),
-                                    {}, {}});
+  const auto content = files_->bytes(**info);
+  if (!content) {
+    return std::unexpected(ApiError{ErrorCode::kInternal, "file '" + input_id + "' cannot be read: " + content.error(), {}, {}});
   }
-  Input input = read_input(**content, settings.max_lines);
+  Input input = read_input(*content, settings.max_lines);
   for (std::size_t i = 0; i < input.lines.size() && input.errors.size() < kMaxErrors; ++i) {
     if (input.lines[i].url != endpoint) {
       input.errors.push_back({0, "custom_id '" + input.lines[i].custom_id + "' is for " + input.lines[i].url +

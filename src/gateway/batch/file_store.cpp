@@ -154,12 +154,16 @@ std::expected<std::optional<std::string>, std::string> FileStore::content(std::s
   auto info = find(tenant, id);
   if (!info) return std::unexpected(info.error());
   if (!*info) return std::nullopt;
-  auto bytes = read_whole(dir_ / std::string(id));
-  if (!bytes) {
-    return std::unexpected("the bytes of file '" + std::string(id) + "' are not in " + dir_.string() +
+  return bytes(**info);
+}
+
+std::expected<std::string, std::string> FileStore::bytes(const FileInfo& file) const {
+  auto text = read_whole(dir_ / file.id);
+  if (!text) {
+    return std::unexpected("the bytes of file '" + file.id + "' are not in " + dir_.string() +
                            " (replicas must share batches.dir)");
   }
-  return bytes;
+  return std::move(*text);
 }
 
 std::expected<std::vector<FileInfo>, std::string> FileStore::list(std::string_view tenant, std::string_view purpose,

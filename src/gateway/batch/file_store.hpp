@@ -53,6 +53,8 @@ class FileStore {
   // Its bytes; none when the tenant has no such file; an error when its
   // bytes cannot be read (a folder not shared by the replicas).
   std::expected<std::optional<std::string>, std::string> content(std::string_view tenant, std::string_view id);
+  // The bytes of a file found already.
+  std::expected<std::string, std::string> bytes(const FileInfo& file) const;
   // BatchRecords::files.
   std::expected<std::vector<FileInfo>, std::string> list(std::string_view tenant, std::string_view purpose,
                                                          std::string_view after, std::size_t limit,
