@@ -8,6 +8,7 @@
 
 #include <fmt/compile.h>
 
+#include "core/decimal.hpp"
 #include "observability/json_escape.hpp"
 
 namespace arbiter {
@@ -145,42 +146,6 @@ char* put_json_string(char* p, std::string_view text) {
   return p;
 }
 
-// The decimal digits of `v`, two at a time from a table, written from the
-// end once their count is known: std::to_chars's method, inlined here.
-char* put_uint(char* p, uint64_t v) {
-  static constexpr char kPairs[] =
-      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-      "8081828384858687888990919293949596979899";
-  static constexpr auto kPowersOf10 = [] {
-    std::array<uint64_t, 20> powers{};
-    powers[0] = 1;
-    for (std::size_t i = 1; i < powers.size(); ++i) powers[i] = powers[i - 1] * 10;
-    return powers;
-  }();
-  std::size_t len = 1;
-  while (len < kPowersOf10.size() && v >= kPowersOf10[len]) ++len;
-  char* const end = p + len;
-  char* q = end;
-  while (v >= 100) {
-    q -= 2;
-    std::memcpy(q, kPairs + v % 100 * 2, 2);
-    v /= 100;
-  }
-  if (v >= 10) {
-    std::memcpy(q - 2, kPairs + v * 2, 2);
-  } else {
-    q[-1] = static_cast<char>('0' + v);
-  }
-  return end;
-}
-
-char* put_int(char* p, int64_t v) {
-  if (v >= 0) return put_uint(p, static_cast<uint64_t>(v));
-  *p++ = '-';
-  return put_uint(p, -static_cast<uint64_t>(v));
-}
-
 // v x 1000 rounded to an integer, half to even, exactly, for 0 <= v < 1e12:
 // v's 53-bit significand times 1000 fits 63 bits, and v's binary exponent is
 // then at most -13 (v < 2^40), so the product is shifted down and the bits
@@ -221,7 +186,7 @@ char* put_ms(char* p, double v) {
 
 // `key` is the field's name with its punctuation: ,"name":
 char* put_text(char* p, std::string_view key, std::string_view v) { return put_json_string(put(p, key), v); }
-char* put_int(char* p, std::string_view key, int64_t v) { return put_int(put(p, key), v); }
+char* put_int(char* p, std::string_view key, int64_t v) { return arbiter::put_int(put(p, key), v); }
 char* put_ms(char* p, std::string_view key, double v) { return put_ms(put(p, key), v); }
 
 }  // namespace
