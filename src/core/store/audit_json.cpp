@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
+#include <cstring>
+#include <span>
 
+#include "core/decimal.hpp"
 #include "core/store/audit_chain.hpp"
 #include "core/store/clean_text.hpp"
 
@@ -31,7 +33,7 @@ class Writer {
   }
   ~Writer() { out_.resize(static_cast<std::size_t>(p_ - out_.data())); }
   void put(char c) { *p_++ = c; }
-  void number(int64_t n) { p_ = std::to_chars(p_, p_ + 20, n).ptr; }
+  void number(int64_t n) { p_ = put_int(p_, n); }
   void string(std::string_view s) {
     *p_++ = '"';
     for (const char ch : s) {
@@ -119,31 +121,67 @@ void append_newest(std::string_view rows_json, std::size_t limit, std::vector<Au
 
 namespace {
 
-// Printable ASCII but the quote and the backslash: text that is clean
-// (clean_text.hpp) and goes into JSON as it is.
-constexpr auto kPlainAscii = [] {
-  std::array<uint8_t, 256> plain{};
-  for (int c = 0x20; c < 0x7F; ++c) plain[c] = c != '"' && c != '\\';
-  return plain;
-}();
-
-bool plain_ascii(std::string_view s) {
-  uint8_t all = 1;
-  for (const char c : s) all &= kPlainAscii[static_cast<unsigned char>(c)];
-  return all != 0;
+// Whether every byte of the fields is printable ASCII but the quote and the
+// backslash: text that is clean (clean_text.hpp) and goes into JSON as it
+// is. Eight bytes a step (a byte table a byte cost ~5 instructions, most of
+// what a row's JSON cost): a word is plain when no byte is below 0x20,
+// above 0x7E, '"' or '\\'. Each test is exact about whether any byte
+// matches (the classic "has a byte less than / more than / equal to"
+// word tricks), which is all that is asked.
+bool plain_ascii(std::span<const std::string_view> fields) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHighs = 0x8080808080808080ULL;
+  const auto has_zero = [](uint64_t x) { return (x - kOnes) & ~x & kHighs; };
+  uint64_t bad = 0;
+  const auto word = [&](uint64_t x) {
+    bad |= ((x - kOnes * 0x20) & ~x & kHighs)   // below 0x20
+           | (((x + kOnes) | x) & kHighs)        // above 0x7E
+           | has_zero(x ^ (kOnes * '"')) | has_zero(x ^ (kOnes * '\\'));
+  };
+  const auto load = [](const char* p) {
+    uint64_t x;
+    std::memcpy(&x, p, 8);
+    return x;
+  };
+  for (const std::string_view field : fields) {
+    const char* const p = field.data();
+    const std::size_t n = field.size();
+    if (n >= 8) {
+      std::size_t i = 0;
+      for (; i + 8 <= n; i += 8) word(load(p + i));
+      if (i < n) word(load(p + n - 8));  // the tail: the last eight bytes
+    } else {
+      uint64_t x = kOnes * 'a';  // a short field's bytes shifted into a plain word
+      for (std::size_t i = 0; i < n; ++i) x = x << 8 | static_cast<unsigned char>(p[i]);
+      word(x);
+    }
+  }
+  return bad == 0;
 }
 
-// A row whose text is all plain ASCII: each field copied whole.
-void append_plain_row(std::string& out, int64_t seq, const AuditView& row) {
-  char number[24];
-  out += '[';
-  out.append(number, static_cast<std::size_t>(std::to_chars(number, number + sizeof number, seq).ptr - number));
-  out += ',';
-  out.append(number, static_cast<std::size_t>(std::to_chars(number, number + sizeof number, row.ts_ms).ptr - number));
-  for (const std::string_view field : {row.kind, row.request_id, row.tenant, row.klass, row.model, row.detail}) {
-    out.append(",\"", 2).append(field) += '"';
-  }
-  out += ']';
+// A row whose text is all plain ASCII: the string grown once, each field
+// copied whole.
+void append_plain_row(std::string& out, int64_t seq, const AuditView& row,
+                      std::span<const std::string_view> fields) {
+  std::size_t most = 2 + 2 * 21 + fields.size() * 3;  // brackets, numbers, commas and quotes
+  for (const std::string_view field : fields) most += field.size();
+  const std::size_t at = out.size();
+  out.resize_and_overwrite(at + most, [&](char* begin, std::size_t) {
+    char* p = begin + at;
+    *p++ = '[';
+    p = put_int(p, seq);
+    *p++ = ',';
+    p = put_int(p, row.ts_ms);
+    for (const std::string_view field : fields) {
+      *p++ = ',';
+      *p++ = '"';
+      std::memcpy(p, field.data(), field.size());
+      p += field.size();
+      *p++ = '"';
+    }
+    *p++ = ']';
+    return static_cast<std::size_t>(p - begin);
+  });
 }
 
 }  // namespace
@@ -154,18 +192,13 @@ void AuditBatchBuilder::add(int64_t seq, const AuditView& row) {
   ++count_;
   last_seq_ = seq;
   last_ts_ = std::max(last_ts_, v.ts_ms);
-  bool plain = true;  // nearly every row: no cleaning, no escapes
-  for (const std::string_view field : {v.kind, v.request_id, v.tenant, v.klass, v.model, v.detail}) {
-    plain = plain && plain_ascii(field);
-  }
-  if (plain) {
-    append_plain_row(json_, seq, v);
+  const std::string_view fields[] = {v.kind, v.request_id, v.tenant, v.klass, v.model, v.detail};
+  if (plain_ascii(fields)) {  // nearly every row: no cleaning, no escapes
+    append_plain_row(json_, seq, v, fields);
     return;
   }
   bool clean = true;
-  for (const std::string_view field : {v.kind, v.request_id, v.tenant, v.klass, v.model, v.detail}) {
-    clean = clean && is_clean_text(field);
-  }
+  for (const std::string_view field : fields) clean = clean && is_clean_text(field);
   AuditRow cleaned;  // owns the cleaned text while it is appended
   if (!clean) {
     cleaned = {.ts_ms = v.ts_ms, .kind = clean_text(v.kind), .request_id = clean_text(v.request_id),

@@ -182,7 +182,7 @@ std::expected<void, std::string> PostgresStore::write(const std::vector<std::pai
   if (rows.back().first <= written_) return {};
   ArrayText u[14];
   std::size_t usage_rows = 0;
-  AuditBatchBuilder audit(last_hash_);
+  AuditBatchBuilder audit(last_hash_, rows.size());
   for (const auto& [seq, row] : rows) {
     if (seq <= written_) continue;  // already there (a replay)
     const auto s = static_cast<int64_t>(seq);

@@ -217,7 +217,7 @@ std::expected<void, std::string> SqliteStore::write(const std::vector<std::pair<
     return std::unexpected(why);
   };
   Statement& usage = writes_->usage;
-  AuditBatchBuilder audit(last_hash_);
+  AuditBatchBuilder audit(last_hash_, rows.size(), std::move(batch_text_));
   const int64_t batch = last_batch_ + 1;
   for (const auto& [seq, row] : rows) {
     if (seq <= written_) continue;  // already here (a replay): not written, nor chained, twice
@@ -242,6 +242,7 @@ std::expected<void, std::string> SqliteStore::write(const std::vector<std::pair<
     record.bind(6, last_hash_).bind(7, hash).bind(8, chained.json).bind(9, static_cast<int64_t>(ChainForm::kJson));
     if (record.step() != SQLITE_DONE) return fail();
     record.reset();
+    batch_text_ = std::move(chained.json);
   }
   Statement& mark = writes_->mark;
   if (mark.bind(1, replica_).bind(2, static_cast<int64_t>(rows.back().first)).step() != SQLITE_DONE) return fail();

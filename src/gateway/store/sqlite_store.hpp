@@ -53,6 +53,7 @@ class SqliteStore final : public Database {
   uint64_t written_ = 0;
   int64_t last_batch_ = 0;
   std::string last_hash_{kChainStart};
+  std::string batch_text_;  // the last audit batch's JSON, its buffer handed to the next
 };
 
 }  // namespace arbiter::store
