@@ -10,7 +10,15 @@ namespace arbiter::store {
 
 namespace {
 
+// One pass of XXH3 over the payload, seeded with the sequence number.
 uint32_t check_of(uint64_t seq, std::string_view payload) {
+  return static_cast<uint32_t>(XXH3_64bits_withSeed(payload.data(), payload.size(), seq ^ 0x4a524e4c));
+}
+
+// The check journals written before it (XXH32, streamed over the sequence
+// number and the payload): a journal left by an earlier version still
+// replays after an upgrade.
+uint32_t legacy_check_of(uint64_t seq, std::string_view payload) {
   XXH32_state_t state;
   XXH32_reset(&state, 0x4a524e4c);  // "JRNL"
   XXH32_update(&state, &seq, sizeof seq);
@@ -42,7 +50,7 @@ std::vector<JournalRecord> read_records(std::string_view segment) {
     std::memcpy(&seq, segment.data() + at + 8, sizeof seq);
     if (length == 0 || at + record_size(length) > segment.size()) break;
     const std::string_view payload = segment.substr(at + kRecordHeader, length);
-    if (check_of(seq, payload) != check) break;
+    if (check_of(seq, payload) != check && legacy_check_of(seq, payload) != check) break;
     at += record_size(length);
     out.push_back({.seq = seq, .payload = payload, .end = at});
   }

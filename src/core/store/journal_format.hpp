@@ -1,6 +1,7 @@
 // The journal's record framing (gateway/store/journal.hpp): a segment is a
 // zero-filled file of records, each 8-byte aligned: a 32-bit payload
-// length, a 32-bit check (XXH32 of the sequence number and the payload),
+// length, a 32-bit check (XXH3 of the payload seeded with the sequence
+// number; XXH32 of both in journals of earlier versions, still read),
 // the 64-bit sequence number, the payload. A zero length ends the segment's
 // records; so does a record whose check fails (one a crash cut short).
 // Pure: it works on bytes.
