@@ -3,7 +3,11 @@
 // edited, removed or inserted row and a removed batch.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "core/store/audit_chain.hpp"
 #include "core/store/audit_json.hpp"
@@ -67,6 +71,31 @@ TEST(StoreRows, EveryRowReadsBackAsWritten) {
   }
 }
 
+// As the observer writes them: a request's rows appended end to end into
+// one buffer that is cleared and reused, growing as rows get longer; each
+// reads back whole from where it starts to where the next does.
+TEST(StoreRows, RowsAppendedToAReusedBufferReadBackEachWhole) {
+  std::mt19937 rng(5);
+  std::string buffer;
+  for (int request = 0; request < 300; ++request) {
+    buffer.clear();
+    std::vector<Row> rows;
+    std::vector<std::size_t> ends;
+    for (int r = 0; r < 1 + static_cast<int>(rng() % 4); ++r) {
+      AuditRow a = audit_row(request);
+      a.detail = std::string(rng() % (request * 4 + 1), 'd');
+      rows.push_back(a);
+      encode_into(buffer, view_of(a));
+      ends.push_back(buffer.size());
+    }
+    std::size_t from = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_EQ(decode(std::string_view(buffer).substr(from, ends[i] - from)), rows[i]) << request << " " << i;
+      from = ends[i];
+    }
+  }
+}
+
 TEST(JournalFormat, RecordsReadBackUpToOneACrashCutShort) {
   std::string segment(4096, '\0');
   std::size_t at = 0;
@@ -89,6 +118,38 @@ TEST(JournalFormat, RecordsReadBackUpToOneACrashCutShort) {
   torn[records[5].end + kRecordHeader + 3] ^= 0x5a;
   EXPECT_EQ(read_records(torn).size(), 6u);
   EXPECT_TRUE(read_records(std::string(64, '\0')).empty());
+}
+
+// A journal an earlier version wrote (its records checked with XXH32 of the
+// sequence number and the payload) still replays after an upgrade, and a
+// record torn under either check is still refused.
+TEST(JournalFormat, RecordsOfAnEarlierVersionStillReadBack) {
+  const auto legacy_record = [](uint64_t seq, std::string_view payload) {
+    std::string r(record_size(payload.size()), '\0');
+    XXH32_state_t state;
+    XXH32_reset(&state, 0x4a524e4c);
+    XXH32_update(&state, &seq, sizeof seq);
+    XXH32_update(&state, payload.data(), payload.size());
+    const uint32_t check = XXH32_digest(&state);
+    const auto length = static_cast<uint32_t>(payload.size());
+    std::memcpy(r.data(), &length, 4);
+    std::memcpy(r.data() + 4, &check, 4);
+    std::memcpy(r.data() + 8, &seq, 8);
+    std::memcpy(r.data() + kRecordHeader, payload.data(), payload.size());
+    return r;
+  };
+  std::string segment = legacy_record(1, "old row one") + legacy_record(2, "old row two, longer");
+  std::string fresh(record_size(9), '\0');
+  write_record(fresh, 3, "a new row");
+  segment += fresh + std::string(64, '\0');
+  const auto records = read_records(segment);
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].payload, "old row one");
+  EXPECT_EQ(records[1].payload, "old row two, longer");
+  EXPECT_EQ(records[2].seq, 3u);
+  std::string torn = segment;
+  torn[record_size(11) + kRecordHeader + 2] ^= 0x20;  // the second's payload
+  EXPECT_EQ(read_records(torn).size(), 1u);
 }
 
 std::vector<StoredBatch> trail(int batches, int rows_each) {
@@ -176,7 +237,9 @@ TEST(CleanText, KeepsValidUtf8AndReplacesEachBadByte) {
     for (char& c : bytes) c = static_cast<char>(rng() % 4 == 0 ? rng() % 256 : 'a' + rng() % 26);
     const std::string cleaned = clean_text(bytes);
     EXPECT_TRUE(is_clean_text(cleaned));
-    if (is_clean_text(bytes)) EXPECT_EQ(cleaned, bytes);
+    if (is_clean_text(bytes)) {
+      EXPECT_EQ(cleaned, bytes);
+    }
   }
 }
 
@@ -245,6 +308,39 @@ TEST(AuditJson, RowsComeBackAsWrittenAndCleaned) {
   }
   EXPECT_FALSE(parse_audit_json("[[1,2,\"a\",\"b\",\"c\",\"d\",\"e\"]]"));  // a field short
   EXPECT_FALSE(parse_audit_json("{}"));
+}
+
+// The batch checks a row's text eight bytes at a time for bytes JSON must
+// escape: every byte value, at every place of a word and of a tail, in any
+// field, comes back as written (cleaned) and the JSON is exactly what the
+// byte-at-a-time writer makes of the cleaned row.
+TEST(AuditJson, EveryByteAtEveryPlaceIsEscapedOrKept) {
+  for (std::size_t length = 1; length <= 19; ++length) {
+    for (std::size_t at = 0; at < length; ++at) {
+      for (int byte = 0; byte < 256; ++byte) {
+        std::string text(length, 'q');
+        text[at] = static_cast<char>(byte);
+        const int field = static_cast<int>((length + at + static_cast<std::size_t>(byte)) % 3);
+        const AuditView v{.ts_ms = 5, .kind = field == 0 ? std::string_view(text) : "k", .request_id = "r",
+                          .tenant = field == 1 ? std::string_view(text) : "t", .klass = "c", .model = "m",
+                          .detail = field == 2 ? std::string_view(text) : "d"};
+        AuditBatchBuilder batch(kChainStart);
+        batch.add(3, v);
+        const std::string json = batch.finish().json;
+        const std::string cleaned = clean_text(text);
+        AuditView expected_view = v;
+        (field == 0 ? expected_view.kind : field == 1 ? expected_view.tenant : expected_view.detail) = cleaned;
+        std::string expected = "[";
+        append_audit_json(expected, 3, expected_view);
+        expected += ']';
+        ASSERT_EQ(json, expected) << "length " << length << ", byte " << byte << " at " << at;
+        const auto rows = parse_audit_json(json);
+        ASSERT_TRUE(rows.has_value()) << json;
+        const AuditRow& back = (*rows)[0].second;
+        EXPECT_EQ(field == 0 ? back.kind : field == 1 ? back.tenant : back.detail, cleaned);
+      }
+    }
+  }
 }
 
 }  // namespace
