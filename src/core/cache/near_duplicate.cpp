@@ -227,13 +227,24 @@ bool is_word(std::string_view t) { return !t.empty() && t[0] != '\x01'; }
 }  // namespace
 
 NearText near_text(std::string_view json) {
-  NearText out;
-  out.hashes.reserve(json.size() / 4);
-  out.tokens.resize_and_overwrite(3 * json.size() + 8, [&](char* buffer, std::size_t) {
-    Tokenizer tokens(out, buffer);
+  // Tokenized into this thread's scratch buffers (sized for the worst case:
+  // 3 bytes out per byte in), then copied out at their size: the index
+  // keeps a NearText for each answer, and buffers sized for the worst case
+  // held about twice the bytes it counts (NearText::bytes) and churned the
+  // allocator at every miss.
+  thread_local NearText scratch;
+  scratch.hashes.clear();
+  scratch.words = 0;
+  const std::size_t most = 3 * json.size() + 8;
+  scratch.tokens.resize_and_overwrite(std::max(most, scratch.tokens.capacity()), [&](char* buffer, std::size_t) {
+    Tokenizer tokens(scratch, buffer);
     walk_strings(json, tokens);
     return tokens.size();
   });
+  NearText out;
+  out.tokens = scratch.tokens;
+  out.hashes.assign(scratch.hashes.begin(), scratch.hashes.end());
+  out.words = scratch.words;
   // The kSketch smallest distinct hashes, in one pass.
   std::array<uint64_t, NearText::kSketch>& k = out.sketch;
   std::size_t& n = out.sketch_size;

@@ -24,6 +24,19 @@ double sim(std::string_view a, std::string_view b) {
   return near_similarity(near_text(messages(a)), near_text(messages(b)));
 }
 
+// What the index counts for a prompt (NearText::bytes) is what it holds:
+// its buffers are no larger than their contents, whatever the prompt.
+TEST(NearDuplicate, AKeptPromptHoldsNoMoreThanItCounts) {
+  for (const std::size_t size : {10, 300, 1024, 4000}) {
+    std::string content;
+    while (content.size() < size) content += "Why does the 3rd build of Widget-9 fail? ";
+    const NearText t = near_text(messages(content.substr(0, size)));
+    ASSERT_FALSE(t.hashes.empty());
+    EXPECT_EQ(t.hashes.capacity(), t.hashes.size()) << size;
+    EXPECT_LE(t.tokens.capacity(), std::max<std::size_t>(t.tokens.size(), 15)) << size;  // 15: the string's own room
+  }
+}
+
 TEST(NearDuplicate, TheSameWordsWrittenDifferentlyAreTheSamePrompt) {
   EXPECT_EQ(sim("What is the capital of France?", "what's the capital of france"), 1);
   EXPECT_EQ(sim("What is the capital of France?", "Please, tell me: what is the capital of France?!"), 1);
