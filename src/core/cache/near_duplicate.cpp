@@ -71,6 +71,21 @@ constexpr std::array<uint8_t, 256> kKinds = [] {
 
 uint8_t kind(char c) { return kKinds[static_cast<unsigned char>(c)]; }
 
+// A letter, digit or UTF-8 byte: part of a word.
+constexpr std::array<bool, 256> kWordBytes = [] {
+  std::array<bool, 256> w{};
+  for (int c = 0; c < 256; ++c) w[c] = kKinds[c] == kLetter || kKinds[c] == kUpper || kKinds[c] == kDigit;
+  return w;
+}();
+bool word_byte(char c) { return kWordBytes[static_cast<unsigned char>(c)]; }
+
+// Each byte as a word keeps it: ASCII upper case lowered.
+constexpr std::array<uint8_t, 256> kLowered = [] {
+  std::array<uint8_t, 256> l{};
+  for (int c = 0; c < 256; ++c) l[c] = static_cast<uint8_t>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return l;
+}();
+
 // A token's hash: a word of up to 8 bytes as one integer, mixed; longer
 // ones through XXH3.
 uint64_t mix_packed(uint64_t v, std::size_t n) {
@@ -101,10 +116,10 @@ class Tokenizer {
       const uint8_t k = kind(c);
       if (k == kLetter || k == kUpper || k == kDigit) {
         if (!word_) start();
-        do {  // the run of word bytes, lower-cased
-          put(kind(*p) == kUpper ? static_cast<char>(*p - 'A' + 'a') : *p);
+        do {  // the run of word bytes, lower-cased: one table read a byte
+          put(static_cast<char>(kLowered[static_cast<unsigned char>(*p)]));
           ++p;
-        } while (p < end && kind(*p) >= kLetter && kind(*p) <= kDigit);
+        } while (p < end && word_byte(*p));
         continue;
       }
       switch (k) {
