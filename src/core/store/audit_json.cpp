@@ -188,6 +188,7 @@ void append_plain_row(std::string& out, int64_t seq, const AuditView& row,
 
 void AuditBatchBuilder::add(int64_t seq, const AuditView& row) {
   AuditView v = row;
+  if (count_ == 0) json_.reserve(1 + rows_ * kTypicalRowBytes);
   if (count_ > 0) json_ += ',';
   ++count_;
   last_seq_ = seq;

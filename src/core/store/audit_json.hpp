@@ -41,10 +41,10 @@ class AuditBatchBuilder {
   // times). `buffer`: a previous batch's text to write into (cleared), so a
   // store that hands each batch's back keeps one buffer: no allocation and
   // no fresh pages to fault in per batch.
+  // The room is taken at the first row: a batch of usage rows alone takes none.
   explicit AuditBatchBuilder(std::string_view prev_hash, std::size_t rows = 0, std::string buffer = {})
-      : prev_hash_(prev_hash), json_(std::move(buffer)) {
+      : prev_hash_(prev_hash), json_(std::move(buffer)), rows_(rows) {
     json_.clear();
-    json_.reserve(1 + rows * kTypicalRowBytes);
     json_ += '[';
   }
   void add(int64_t seq, const AuditView& row);
@@ -61,6 +61,7 @@ class AuditBatchBuilder {
   static constexpr std::size_t kTypicalRowBytes = 256;  // a `dispatched` row's JSON is ~200
   std::string prev_hash_;
   std::string json_;
+  std::size_t rows_;  // the most the batch may hold
   int64_t count_ = 0, last_seq_ = 0, last_ts_ = 0;
 };
 
