@@ -12,6 +12,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libssl-dev libyaml-cpp-dev libfmt-dev
   libxxhash-dev  # prompt prefix hashes for prefix-affinity routing (header-only use)
+  libhnswlib-dev  # the result cache's semantic index (header-only; docs/cache.md)
   libgoogle-perftools-dev  # tcmalloc_minimal, the gateway's allocator
   libgtest-dev libgmock-dev libbenchmark-dev
   libhiredis-dev  # Redis client for quotas shared across replicas (docs/quotas.md)

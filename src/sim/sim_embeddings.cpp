@@ -1,8 +1,13 @@
 // /v1/embeddings of the simulated engine: a vector per input, the same for
-// the same text on every run (a hash seeds it), unit length, `dimensions`
-// long (16 by default); usage counts the input's words as its tokens. The
-// engine model takes no part: an embedding is answered at once (real
-// engines spend a prefill on it; docs/simulator.md).
+// the same text on every run, unit length, `dimensions` long (16 by
+// default); usage counts the input's words as its tokens. Texts that share
+// most of their words get near vectors, as a real embedding model's
+// paraphrases do: each word (lower-cased letters and digits) adds +-1 in a
+// dimension its hash picks (a hashed bag of words); a text without words
+// gets a vector its hash seeds. The engine model takes no part: an
+// embedding is answered at once (real engines spend a prefill on it;
+// docs/simulator.md).
+#include <cctype>
 #include <cmath>
 
 #include <boost/json.hpp>
@@ -57,6 +62,27 @@ std::expected<std::vector<std::string>, SimError> inputs(const json::value* inpu
   return out;
 }
 
+// The hashed bag of `text`'s words, `dimensions` long; all zero without words.
+std::vector<double> bag_of_words(std::string_view text, std::size_t dimensions) {
+  std::vector<double> v(dimensions);
+  std::string word;
+  const auto add = [&] {
+    if (word.empty()) return;
+    const std::uint64_t h = text_hash(word);
+    v[h % dimensions] += (h >> 63) ? 1.0 : -1.0;
+    word.clear();
+  };
+  for (const char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else {
+      add();
+    }
+  }
+  add();
+  return v;
+}
+
 }  // namespace
 
 Task<void> SimEndpoint::embeddings(HttpRequest& req, ClientConnection& conn) {
@@ -94,13 +120,16 @@ Task<void> SimEndpoint::embeddings(HttpRequest& req, ClientConnection& conn) {
   for (std::size_t i = 0; i < texts->size(); ++i) {
     const std::string& text = (*texts)[i];
     tokens += std::max<std::int64_t>(1, words(text));
-    std::uint64_t state = text_hash(text);
-    std::vector<double> v(static_cast<std::size_t>(dimensions));
+    std::vector<double> v = bag_of_words(text, static_cast<std::size_t>(dimensions));
     double norm = 0;
-    for (double& x : v) {
-      state = mix(state);
-      x = static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53) * 2 - 1;
-      norm += x * x;
+    for (const double x : v) norm += x * x;
+    if (norm == 0) {  // no words: a vector the text's hash seeds
+      std::uint64_t state = text_hash(text);
+      for (double& x : v) {
+        state = mix(state);
+        x = static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53) * 2 - 1;
+        norm += x * x;
+      }
     }
     json::array embedding;
     for (const double x : v) embedding.push_back(x / std::sqrt(norm));

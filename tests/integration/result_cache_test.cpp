@@ -9,6 +9,7 @@
 #include <set>
 
 #include "integration/sim_harness.hpp"
+#include "support/free_port.hpp"
 #include "support/gateway_config.hpp"
 #include "support/gateway_process.hpp"
 #include "support/harness.hpp"  // describe_output
@@ -291,6 +292,102 @@ TEST(ResultCache, ANearDuplicateIsAnsweredAndSaysSo) {
   EXPECT_EQ(http_call(gateway.port(), chat("\"temperature\":0,\"max_tokens\":9", "name three rivers in europe"))
                 .header("x-arbiter-cache"),
             "miss");
+}
+
+// The semantic mode (cache.semantic_model): a prompt in other words than a
+// kept one, near by its embedding (arbiter-sim's: a hashed bag of words),
+// is answered from the cache and says how it was found; another tenant's
+// never is; an unrelated prompt misses; an embeddings engine that fails
+// costs a miss, never an error.
+GatewayConfig semantic_config(uint16_t chat_port, uint16_t embeddings_port) {
+  GatewayConfig config = cache_config(chat_port);
+  config.models_extra =
+      "  - name: emb\n    backends:\n      - {url: \"http://127.0.0.1:" + std::to_string(embeddings_port) + "\"}\n";
+  config.extra = "cache: {semantic_model: emb, semantic_dimensions: 256, semantic_threshold: 0.9}\n";
+  return config;
+}
+
+// The embeddings asked for with `result`, once at least `least` (0: as it
+// stands; a count never reported reads 0).
+double embeddings(GatewayProcess& gateway, const std::string& result, double least) {
+  return gateway.wait_for_metric("arbiter_cache_embeddings_total", [&](double v) { return v >= least; },
+                                 Millis(least > 0 ? 10'000 : 1'000), {{"result", result}})
+      .value_or(0);
+}
+
+TEST(ResultCache, ASemanticNearDuplicateIsAnsweredAndSaysSoWithinItsScopeOnly) {
+  SimProcess sim({"--model", "m1"});
+  SimProcess embedder({"--model", "emb"});
+  GatewayProcess gateway(semantic_config(sim.port(), embedder.port()).to_yaml());
+  const std::string greedy = "\"temperature\":0,\"max_tokens\":8";
+  const std::string asked = "Which river flows through the city of Vienna in Austria today?";
+  const HttpResponse first = http_call(gateway.port(), chat(greedy, asked));
+  ASSERT_EQ(first.status, 200) << first.body << describe_output(gateway);
+  EXPECT_EQ(first.header("x-arbiter-cache"), "miss");
+  ASSERT_GE(stored(gateway, 1), 1);
+  // The same words in another order: another prompt to the lexical index,
+  // the same bag of words to the embedding.
+  const std::string reworded = "Today, which river flows through the city of Vienna in Austria?";
+  const HttpResponse near = http_call(gateway.port(), chat(greedy, reworded));
+  ASSERT_EQ(near.status, 200) << near.body;
+  EXPECT_EQ(near.header("x-arbiter-cache"), "near");
+  EXPECT_EQ(near.header("x-arbiter-cache-match"), "semantic");
+  EXPECT_EQ(near.header("x-arbiter-cache-similarity"), "1.000");
+  EXPECT_EQ(near.json().at("choices").at(0).at("message").at("content"),
+            first.json().at("choices").at(0).at("message").at("content"));
+  EXPECT_GE(gateway.wait_for_metric("arbiter_cache_requests_total", [](double v) { return v >= 1; }, Millis(10'000),
+                                    {{"model", "m1"}, {"class", "chat"}, {"result", "semantic"}})
+                .value_or(0),
+            1);
+  // Another tenant, the same words: never another tenant's answer.
+  const HttpResponse beta = http_call(gateway.port(), chat(greedy, reworded, kBetaKey));
+  ASSERT_EQ(beta.status, 200) << beta.body;
+  EXPECT_EQ(beta.header("x-arbiter-cache"), "miss");
+  // An unrelated question misses.
+  EXPECT_EQ(http_call(gateway.port(), chat(greedy, "Name three rivers in Asia.")).header("x-arbiter-cache"), "miss");
+  EXPECT_GE(embeddings(gateway, "ok", 4), 4);
+  EXPECT_EQ(embeddings(gateway, "failed", 0), 0);
+}
+
+// A class's `cache: {near: false}` switches the semantic mode off for it too:
+// no embedding is asked for, a reworded prompt misses.
+TEST(ResultCache, AClassWithoutNearHitsAsksForNoEmbedding) {
+  SimProcess sim({"--model", "m1"});
+  SimProcess embedder({"--model", "emb"});
+  GatewayConfig config = semantic_config(sim.port(), embedder.port());
+  config.extra += "classes:\n  - {name: chat, cache: {near: false}}\n";
+  GatewayProcess gateway(config.to_yaml());
+  const std::string greedy = "\"temperature\":0,\"max_tokens\":8";
+  ASSERT_EQ(http_call(gateway.port(), chat(greedy, "Which river flows through the city of Vienna?")).status, 200)
+      << describe_output(gateway);
+  ASSERT_GE(stored(gateway, 1), 1);
+  EXPECT_EQ(http_call(gateway.port(), chat(greedy, "Through the city of Vienna which river flows?"))
+                .header("x-arbiter-cache"),
+            "miss");
+  EXPECT_EQ(http_call(gateway.port(), chat(greedy, "Which river flows through the city of Vienna?"))
+                .header("x-arbiter-cache"),
+            "hit");
+  // None was asked for (the answers above are all counted by now).
+  for (const char* result : {"ok", "failed", "timeout", "no_backend"}) EXPECT_EQ(embeddings(gateway, result, 0), 0) << result;
+}
+
+TEST(ResultCache, AnEmbeddingsEngineThatFailsCostsAMissNeverAnError) {
+  SimProcess sim({"--model", "m1"});
+  const uint16_t closed = free_port();  // nothing listens there
+  GatewayProcess gateway(semantic_config(sim.port(), closed).to_yaml());
+  const std::string greedy = "\"temperature\":0,\"max_tokens\":8";
+  for (int i = 0; i < 3; ++i) {
+    const HttpResponse r = http_call(gateway.port(), chat(greedy, "Which river flows through Vienna, question " +
+                                                                      std::to_string(i) + "?"));
+    ASSERT_EQ(r.status, 200) << r.body << describe_output(gateway);
+    EXPECT_EQ(r.header("x-arbiter-cache"), "miss");
+  }
+  EXPECT_GE(embeddings(gateway, "failed", 3), 3);
+  // Its exact repeat is still a hit (the store does not need the embedding).
+  ASSERT_GE(stored(gateway, 3), 3);
+  EXPECT_EQ(http_call(gateway.port(), chat(greedy, "Which river flows through Vienna, question 0?"))
+                .header("x-arbiter-cache"),
+            "hit");
 }
 
 // At the overload `high` stage a degradable class takes near hits at the

@@ -31,6 +31,18 @@ struct CacheConfig {
   // looser match may answer (docs/overload.md).
   double near_degraded_threshold = 0.8;
   std::size_t near_max_prompt_bytes = 4096;
+  // Semantic near-duplicates (docs/cache.md, "Semantic mode"): the prompt's
+  // embedding from `semantic_model` (a model of this gateway whose engines
+  // serve /v1/embeddings; empty: off) searched among the kept prompts'. A
+  // miss pays the embedding's round trip, at most semantic_timeout; an
+  // embedding that fails or is late is a miss, never an error.
+  std::string semantic_model;
+  double semantic_threshold = 0.95;           // cosine similarity a semantic hit needs
+  double semantic_degraded_threshold = 0.9;   // at the overload `high` stage, for degradable classes
+  std::chrono::milliseconds semantic_timeout{250};
+  std::size_t semantic_max_bytes = std::size_t{64} << 20;  // the index's bound
+  std::size_t semantic_max_prompt_bytes = 16384;
+  int64_t semantic_dimensions = 0;  // asked of the model (OpenAI's `dimensions`); 0: its own
   // Shared by replicas: a Redis server's host:port (empty: none), and how
   // long a lookup may wait for it.
   std::string redis;
@@ -40,7 +52,7 @@ struct CacheConfig {
 // A class's own choices; unset: the section's.
 struct ClassCacheConfig {
   std::optional<bool> enabled;
-  std::optional<bool> near;
+  std::optional<bool> near;  // lexical and semantic near hits
   // Answers of requests that carry tools may be kept (the tools' effects are
   // the client's: it calls them again on a replay as on a fresh answer).
   bool tools = false;

@@ -460,6 +460,31 @@ models:
   EXPECT_THAT(errs, Contains(HasSubstr("models[0].backends[1].name: duplicate name")));
 }
 
+// The cache's semantic mode names a model of the config; its degraded
+// threshold is the looser one.
+TEST(ConfigYaml, TheSemanticModeNamesAModelOfTheConfig) {
+  const auto errs = errors_of(R"(
+cache: {semantic_model: embed-9, semantic_threshold: 0.9, semantic_degraded_threshold: 0.95}
+models:
+  - name: m1
+    backends: [{url: "http://127.0.0.1:1"}]
+)");
+  EXPECT_THAT(errs, Contains(HasSubstr("cache.semantic_model: names no model")));
+  EXPECT_THAT(errs, Contains(HasSubstr("cache.semantic_degraded_threshold: must not exceed semantic_threshold")));
+  const auto ok = parse_config(R"(
+cache: {semantic_model: emb, semantic_timeout_ms: 100, semantic_max_bytes: 8MiB, semantic_dimensions: 256}
+models:
+  - {name: m1, backends: [{url: "http://127.0.0.1:1"}]}
+  - {name: emb, backends: [{url: "http://127.0.0.1:2"}]}
+)");
+  ASSERT_TRUE(ok) << ::testing::PrintToString(ok.error());
+  EXPECT_EQ(ok->cache.semantic_model, "emb");
+  EXPECT_EQ(ok->cache.semantic_threshold, 0.95);
+  EXPECT_EQ(ok->cache.semantic_timeout, std::chrono::milliseconds(100));
+  EXPECT_EQ(ok->cache.semantic_max_bytes, std::size_t{8} << 20);
+  EXPECT_EQ(ok->cache.semantic_dimensions, 256);
+}
+
 TEST(ConfigYaml, AuthWithoutTenantsIsAnError) {
   EXPECT_THAT(errors_of(std::string("auth: {enabled: true}\n") + kMinimal),
               Contains(HasSubstr("auth.enabled: is true but no tenants")));

@@ -1,5 +1,7 @@
 #include "gateway/stages/cache/cache_config_section.hpp"
 
+#include <algorithm>
+
 #include "core/cache/result_store.hpp"
 #include "gateway/redis/redis_connection.hpp"
 
@@ -19,6 +21,13 @@ void check_cache(YamlReader& r, std::string_view section, const Config& c) {
   }
   if (k.near_degraded_threshold > k.near_threshold) {
     r.error(std::string(section) + ".near_degraded_threshold", "must not exceed near_threshold");
+  }
+  if (k.semantic_degraded_threshold > k.semantic_threshold) {
+    r.error(std::string(section) + ".semantic_degraded_threshold", "must not exceed semantic_threshold");
+  }
+  if (!k.semantic_model.empty() &&
+      std::none_of(c.models.begin(), c.models.end(), [&](const ModelConfig& m) { return m.name == k.semantic_model; })) {
+    r.error(std::string(section) + ".semantic_model", "names no model of models: (its engines serve /v1/embeddings)");
   }
 }
 

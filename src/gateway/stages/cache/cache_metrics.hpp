@@ -10,7 +10,8 @@ struct CacheMetrics {
   explicit CacheMetrics(metrics::Registry& registry)
       : requests(registry.counter("arbiter_cache_requests_total",
                                   "Requests the result cache looked at, by model, class and result: hit, shared "
-                                  "(a hit from the replicas' shared store), near (a near-duplicate's answer), miss, "
+                                  "(a hit from the replicas' shared store), near (a near-duplicate's answer), semantic "
+                                  "(a semantic near-duplicate's: cache.semantic_model), miss, "
                                   "coalesced (joined an identical request in "
                                   "flight), bypass (cache-control: no-cache), or why it was skipped (sampled, "
                                   "choices, logprobs, tools, no_store).",
@@ -27,6 +28,13 @@ struct CacheMetrics {
                                    "Answers the in-process result store dropped for room (least recently used "
                                    "first), expired ones not counted.",
                                    {})),
+        embeddings(registry.counter("arbiter_cache_embeddings_total",
+                                    "Embeddings the semantic mode asked of cache.semantic_model, by result: ok, "
+                                    "failed (an error or an answer without a vector), timeout "
+                                    "(cache.semantic_timeout_ms), no_backend. Each but ok is a miss.",
+                                    {"result"})),
+        semantic_entries(registry.gauge("arbiter_cache_semantic_entries",
+                                        "Prompts the semantic index holds (bound: cache.semantic_max_bytes).", {})),
         shared_errors(registry.counter("arbiter_cache_shared_errors_total",
                                        "Failures of the shared result store (cache.redis), by kind: timeout, "
                                        "unreachable, reply, value. Each is a miss; after one the store is skipped "
@@ -38,6 +46,8 @@ struct CacheMetrics {
   metrics::Family<metrics::Gauge>& bytes;
   metrics::Family<metrics::Gauge>& entries;
   metrics::Family<metrics::Counter>& evictions;
+  metrics::Family<metrics::Counter>& embeddings;
+  metrics::Family<metrics::Gauge>& semantic_entries;
   metrics::Family<metrics::Counter>& shared_errors;
 };
 

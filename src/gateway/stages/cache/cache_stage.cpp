@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/cache/cache_policy.hpp"
+#include "core/cache/semantic_index.hpp"
 
 namespace arbiter {
 
@@ -15,6 +16,9 @@ struct CacheLookup {
   std::string scope;
   cache::CacheUse use;
   std::optional<std::chrono::steady_clock::duration> max_age;  // cache-control: max-age
+  std::optional<cache::NearText> near;  // its words, for the lexical index
+  bool embed = false;                   // its embedding is to be asked for (semantic mode)
+  std::vector<float> embedding;         // and here it is (unit length), for the semantic index
 };
 
 namespace {
@@ -24,6 +28,7 @@ struct CacheHit {
   std::shared_ptr<const cache::StoredAnswer> answer;  // read (answer set)
   std::chrono::steady_clock::duration age{};
   std::optional<double> similarity;  // a near hit's
+  bool semantic = false;             // found by the semantic index
 };
 
 // A request following an identical one in flight (flight.hpp).
@@ -75,11 +80,10 @@ void CacheStage::count(const RequestContext& ctx, std::string_view result) {
   cache_.metrics().requests.with({ctx.parsed.info.model, ctx.rec.cls, result}).inc();
 }
 
-double CacheStage::near_threshold(const RequestContext& ctx) const {
+bool CacheStage::degraded(const RequestContext& ctx) const {
   const Config& config = ctx.runtime->config;
-  const bool degraded = config.degradation.enabled && overload_.stage(ctx.pool()) >= overload::Stage::kHigh &&
-                        !overload_.actions(ctx.cls).protect;
-  return degraded ? config.cache.near_degraded_threshold : config.cache.near_threshold;
+  return config.degradation.enabled && overload_.stage(ctx.pool()) >= overload::Stage::kHigh &&
+         !overload_.actions(ctx.cls).protect;
 }
 
 Verdict CacheStage::admit(RequestContext& ctx) {
@@ -113,32 +117,65 @@ Verdict CacheStage::admit(RequestContext& ctx) {
 Verdict CacheStage::found(RequestContext& ctx, cache::ResultStore::Hit hit, std::optional<double> similarity,
                           std::string_view result) {
   count(ctx, result);
-  ctx.rec.cache = similarity ? "near" : "hit";
-  ctx.slots.emplace<CacheHit>(CacheHit{std::move(hit.answer), hit.age, similarity});
+  const bool semantic = result == "semantic";
+  ctx.rec.cache = semantic ? "semantic" : similarity ? "near" : "hit";
+  ctx.slots.emplace<CacheHit>(CacheHit{std::move(hit.answer), hit.age, similarity, semantic});
   return Verdict::wait();
 }
 
 Verdict CacheStage::after_miss(RequestContext& ctx, CacheLookup& lookup) {
   const Config& config = ctx.runtime->config;
   const cache::CacheConfig& settings = config.cache;
-  const ClassConfig& cls = config.classes[ctx.cls];
+  const bool near_on = config.classes[ctx.cls].cache.near.value_or(true);
   const RequestInfo& info = ctx.parsed.info;
   const cache::KeyParts& key = lookup.key;
   // Near duplicates: a prompt of words, short enough; not an embedding (a
   // near input has another vector).
-  std::optional<cache::NearText> near;
-  if (settings.near && cls.cache.near.value_or(true) && info.route != Route::kEmbeddings && !key.prompt.empty() &&
-      key.prompt.size() <= settings.near_max_prompt_bytes) {
-    near = cache::near_text(key.prompt);
-    if (near->words < cache::kMinNearWords) near.reset();
+  const bool words = near_on && info.route != Route::kEmbeddings && !key.prompt.empty();
+  if (words && settings.near && key.prompt.size() <= settings.near_max_prompt_bytes) {
+    lookup.near = cache::near_text(key.prompt);
+    if (lookup.near->words < cache::kMinNearWords) lookup.near.reset();
   }
-  if (lookup.use.lookup && near) {
-    if (auto candidate = cache_.near().find(key.near_scope, *near, near_threshold(ctx))) {
+  if (lookup.use.lookup && lookup.near) {
+    const double threshold = degraded(ctx) ? settings.near_degraded_threshold : settings.near_threshold;
+    if (auto candidate = cache_.near().find(key.near_scope, *lookup.near, threshold)) {
       if (auto hit = read(candidate->key, lookup.scope, info.model, std::chrono::steady_clock::now(), lookup.max_age)) {
         return found(ctx, std::move(*hit), candidate->similarity, "near");
       }
     }
   }
+  // The semantic mode: the prompt's embedding is asked for (admit_async),
+  // to look it up and, on a miss, to keep it with the answer.
+  if (words && !settings.semantic_model.empty() && key.prompt.size() <= settings.semantic_max_prompt_bytes) {
+    lookup.embed = true;
+    return Verdict::wait();
+  }
+  return miss(ctx, lookup);
+}
+
+Task<Verdict> CacheStage::semantic(RequestContext& ctx, CacheLookup& lookup) {
+  lookup.embed = false;
+  const cache::CacheConfig& settings = ctx.runtime->config.cache;
+  Embedder::Embedding e = co_await cache_.embedder().embed(*ctx.runtime, embedding_text(lookup.key.prompt));
+  cache_.metrics().embeddings.with({embedder_result_name(e.result)}).inc();
+  if (e.result == Embedder::Result::kOk && cache::normalize(e.vector)) {
+    if (lookup.use.lookup) {
+      const double threshold = degraded(ctx) ? settings.semantic_degraded_threshold : settings.semantic_threshold;
+      if (auto candidate = cache_.semantic().find(lookup.key.near_scope, e.vector, threshold)) {
+        const auto now = std::chrono::steady_clock::now();
+        if (auto hit = read(candidate->key, lookup.scope, ctx.parsed.info.model, now, lookup.max_age)) {
+          co_return found(ctx, std::move(*hit), candidate->similarity, "semantic");
+        }
+      }
+    }
+    lookup.embedding = std::move(e.vector);
+  }
+  co_return miss(ctx, lookup);
+}
+
+Verdict CacheStage::miss(RequestContext& ctx, CacheLookup& lookup) {
+  const RequestInfo& info = ctx.parsed.info;
+  const cache::KeyParts& key = lookup.key;
   const cache::CacheKey shaped = flight_key(key.exact, info);
   if (lookup.use.lookup) {
     if (auto flight = cache_.flights().join(shaped, lookup.scope, info.model)) {
@@ -155,15 +192,21 @@ Verdict CacheStage::after_miss(RequestContext& ctx, CacheLookup& lookup) {
   CacheFill& fill = ctx.slots.emplace<CacheFill>(*ctx.sink, key.exact, shaped, lookup.scope, flight);
   cache_.flights().lead(shaped, std::move(flight));
   fill.near_scope = key.near_scope;
-  fill.near = std::move(near);
+  fill.near = std::move(lookup.near);
+  fill.embedding = std::move(lookup.embedding);
   ctx.sink = &fill.tee;
   return Verdict::go();
 }
 
 Task<Verdict> CacheStage::admit_async(RequestContext& ctx) {
-  if (!ctx.slots.get<CacheHit>() && !ctx.slots.get<CacheFollow>()) {
+  CacheLookup* asked = ctx.slots.get<CacheLookup>();
+  if (asked && asked->embed) {
+    // The local store and the lexical index missed: the semantic index.
+    const Verdict next = co_await semantic(ctx, *asked);
+    if (next.kind != Verdict::Kind::kWait) co_return next;
+  } else if (!ctx.slots.get<CacheHit>() && !ctx.slots.get<CacheFollow>()) {
     // The local store missed: the replicas' store, then the rest.
-    CacheLookup& lookup = *ctx.slots.get<CacheLookup>();
+    CacheLookup& lookup = *asked;
     const RequestInfo& info = ctx.parsed.info;
     std::optional<std::chrono::milliseconds> max_age;
     if (lookup.max_age) max_age = std::chrono::duration_cast<std::chrono::milliseconds>(*lookup.max_age);
@@ -185,6 +228,7 @@ Task<Verdict> CacheStage::admit_async(RequestContext& ctx) {
     } else {
       next = after_miss(ctx, lookup);
     }
+    if (lookup.embed) next = co_await semantic(ctx, lookup);
     if (next.kind != Verdict::Kind::kWait) co_return next;
   }
   if (ctx.slots.get<CacheFollow>()) co_return co_await follow_flight(ctx);
@@ -214,7 +258,10 @@ Task<Verdict> CacheStage::write_hit(RequestContext& ctx) {
                               std::chrono::system_clock::now().time_since_epoch()).count();
   const auto age = std::chrono::duration_cast<std::chrono::seconds>(hit.age).count();
   ctx.response_headers.emplace_back("x-arbiter-cache", hit.similarity ? "near" : "hit");
-  if (hit.similarity) ctx.response_headers.emplace_back("x-arbiter-cache-similarity", fmt::format("{:.3f}", *hit.similarity));
+  if (hit.similarity) {
+    ctx.response_headers.emplace_back("x-arbiter-cache-similarity", fmt::format("{:.3f}", *hit.similarity));
+    ctx.response_headers.emplace_back("x-arbiter-cache-match", hit.semantic ? "semantic" : "lexical");
+  }
   ctx.response_headers.emplace_back("age", std::to_string(age));
   bool sent = false;
   if (info.stream) {

@@ -4,11 +4,12 @@
 // degraded nor shed. For a request the cache may take (cache_policy), it
 // looks the key up (in process, then with `cache.redis` in the replicas'
 // shared store), then (near-duplicates on, a prompt short enough) the
-// near-duplicate index: a hit is answered here, whole or streamed as the
-// request asks, with `x-arbiter-cache: hit` (or `near`, with
-// `x-arbiter-cache-similarity`) and `age`; while the pool is at the
-// overload `high` stage or above, a degradable class takes near hits at
-// `near_degraded_threshold`. A miss goes on with its sink teed into a
+// near-duplicate index, then (with `cache.semantic_model`) the semantic
+// index with the prompt's embedding: a hit is answered here, whole or
+// streamed as the request asks, with `x-arbiter-cache: hit` (or `near`,
+// with `x-arbiter-cache-similarity` and `x-arbiter-cache-match: lexical`
+// or `semantic`) and `age`; while the pool is at the overload `high` stage
+// or above, a degradable class takes near hits at the degraded thresholds. A miss goes on with its sink teed into a
 // CacheFill (`x-arbiter-cache: miss`), which the cache observer offers to
 // the store when the request ends.
 #pragma once
@@ -35,9 +36,14 @@ class CacheStage final : public DeclaredStage<CacheStage> {
   // A hit: counted as `result`, kept for write_hit.
   Verdict found(RequestContext& ctx, cache::ResultStore::Hit hit, std::optional<double> similarity,
                 std::string_view result);
-  // After the exact key missed: a near duplicate, an identical request in
-  // flight to follow, or the miss (its fill installed).
+  // After the exact key missed: a lexical near duplicate, else the semantic
+  // mode's embedding to ask for (wait), else miss().
   Verdict after_miss(RequestContext& ctx, CacheLookup& lookup);
+  // The prompt's embedding: a semantic near duplicate, else miss() (the
+  // embedding kept for the fill).
+  Task<Verdict> semantic(RequestContext& ctx, CacheLookup& lookup);
+  // An identical request in flight to follow, or the miss (its fill installed).
+  Verdict miss(RequestContext& ctx, CacheLookup& lookup);
   Task<Verdict> follow_flight(RequestContext& ctx);
   Task<Verdict> write_hit(RequestContext& ctx);
   void count(const RequestContext& ctx, std::string_view result);
@@ -46,8 +52,9 @@ class CacheStage final : public DeclaredStage<CacheStage> {
   std::optional<cache::ResultStore::Hit> read(const cache::CacheKey& key, std::string_view scope,
                                               std::string_view model, cache::ResultStore::Clock::time_point now,
                                               std::optional<cache::ResultStore::Clock::duration> max_age);
-  // The threshold a near hit needs for this request now.
-  double near_threshold(const RequestContext& ctx) const;
+  // Whether a near hit needs the looser, degraded threshold now: the pool at
+  // the overload `high` stage or above and the class not protected.
+  bool degraded(const RequestContext& ctx) const;
 
   ResultCache& cache_;
   const OverloadControl& overload_;

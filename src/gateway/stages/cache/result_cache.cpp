@@ -7,13 +7,14 @@
 namespace arbiter {
 
 ResultCache::ResultCache(const cache::CacheConfig& config, metrics::Registry& registry, net::any_io_executor executor)
-    : store_(config.max_bytes), near_(config.max_bytes / 4), metrics_(registry) {
+    : store_(config.max_bytes), near_(config.max_bytes / 4), semantic_(config.semantic_max_bytes), metrics_(registry) {
   if (!config.redis.empty()) shared_ = std::make_unique<SharedResultStore>(executor, config, metrics_);
 }
 
 Task<std::string> ResultCache::flush(std::string model) {
   const std::size_t local = store_.flush(model);
-  near_.clear();  // it only names candidates: rebuilt as answers are kept again
+  near_.clear();  // they only name candidates: rebuilt as answers are kept again
+  semantic_.clear();
   publish_store();
   boost::json::object flushed{{"local", local}, {"shared", nullptr}};
   if (shared_) {
@@ -52,6 +53,7 @@ void ResultCache::offer(const RequestContext& ctx, CacheFill& fill) {
   if (!store_.put(fill.key, fill.scope, model, std::move(stored), now, settings.ttl)) return count("too_large");
   count("stored");
   if (fill.near) near_.add(fill.near_scope, fill.key, std::move(*fill.near));
+  if (!fill.embedding.empty()) semantic_.add(fill.near_scope, fill.key, fill.embedding);
   publish_store();
 }
 
@@ -59,6 +61,7 @@ void ResultCache::publish_store() {
   metrics_.bytes.with({}).set(static_cast<double>(store_.bytes()));
   metrics_.entries.with({}).set(static_cast<double>(store_.entries()));
   metrics_.evictions.with({}).set(store_.evictions());
+  metrics_.semantic_entries.with({}).set(static_cast<double>(semantic_.entries()));
 }
 
 }  // namespace arbiter

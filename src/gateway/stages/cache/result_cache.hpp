@@ -1,5 +1,7 @@
 // The gateway's result cache (docs/cache.md): the store, the near-duplicate
-// index, the answers in flight, its metrics, and what a request that missed
+// indexes (lexical and, with cache.semantic_model, semantic) and the
+// embedder that feeds the second, the answers in flight, its metrics, and
+// what a request that missed
 // keeps while its fresh answer goes out (a CacheFill: the key, and the
 // Flight its answer's bytes go into). The cache stage looks up, joins a
 // flight or installs the fill; the cache observer offers the finished
@@ -15,7 +17,9 @@
 #include "core/cache/cache_key.hpp"
 #include "core/cache/near_index.hpp"
 #include "core/cache/result_store.hpp"
+#include "core/cache/semantic_index.hpp"
 #include "gateway/stages/cache/cache_metrics.hpp"
+#include "gateway/stages/cache/embedder.hpp"
 #include "gateway/stages/cache/flight.hpp"
 #include "gateway/stages/cache/shared_result_store.hpp"
 
@@ -36,9 +40,12 @@ struct CacheFill {
   const std::string scope;
   const std::shared_ptr<Flight> flight;
   FlightTee tee;
-  // For the near-duplicate index, when the prompt may have near duplicates.
+  // For the near-duplicate indexes, when the prompt may have near
+  // duplicates: its words (lexical), its embedding (semantic mode; empty:
+  // none).
   uint64_t near_scope = 0;
   std::optional<cache::NearText> near;
+  std::vector<float> embedding;
 };
 
 class ResultCache {
@@ -50,14 +57,16 @@ class ResultCache {
   Flights& flights() { return flights_; }
   SharedResultStore* shared() { return shared_.get(); }  // null without cache.redis
   const cache::NearIndex& near() const { return near_; }
+  const cache::SemanticIndex& semantic() const { return semantic_; }
+  Embedder& embedder() { return embedder_; }
   CacheMetrics& metrics() { return metrics_; }
 
   // The finished request's answer: kept when whole, 200, of the model it
   // asked for and not degraded (its prompt then in the near-duplicate
-  // index); counted either way.
+  // indexes); counted either way.
   void offer(const RequestContext& ctx, CacheFill& fill);
   // POST /admin/cache/flush: drops `model`'s answers (all when empty) here
-  // and in the shared store, and the near-duplicate index; the answer's
+  // and in the shared store, and the near-duplicate indexes; the answer's
   // JSON ({"flushed":{"local":N,"shared":M}}, or the shared store's error).
   Task<std::string> flush(std::string model);
 
@@ -66,6 +75,8 @@ class ResultCache {
 
   cache::ResultStore store_;
   cache::NearIndex near_;  // a quarter of the store's bound
+  cache::SemanticIndex semantic_;  // cache.semantic_max_bytes (at the start: a reload keeps the bound)
+  Embedder embedder_;
   Flights flights_;
   std::unique_ptr<SharedResultStore> shared_;
   CacheMetrics metrics_;

@@ -1,0 +1,119 @@
+#include "gateway/stages/cache/embedder.hpp"
+
+#include <boost/json.hpp>
+
+#include "http/outbound_connection.hpp"
+
+namespace arbiter {
+
+namespace {
+
+namespace json = boost::json;
+
+constexpr uint64_t kMaxAnswerBytes = 4u << 20;  // a vector of 16k floats as JSON text, with room
+
+void append_line(std::string& out, std::string_view text) {
+  if (!out.empty()) out += '\n';
+  out += text;
+}
+
+// A message's content: its text, or its text parts'.
+void append_content(std::string& out, const json::value& content) {
+  if (const json::string* s = content.if_string()) return append_line(out, *s);
+  if (const json::array* parts = content.if_array()) {
+    for (const json::value& part : *parts) {
+      const json::object* o = part.if_object();
+      const json::value* text = o ? o->if_contains("text") : nullptr;
+      if (text && text->is_string()) append_line(out, text->get_string());
+    }
+  }
+}
+
+// The answer's first vector, or none when it is not an embeddings list.
+std::vector<float> first_vector(std::string_view body) {
+  boost::system::error_code ec;
+  const json::value v = json::parse(body, ec);
+  const json::object* o = ec ? nullptr : v.if_object();
+  const json::value* data = o ? o->if_contains("data") : nullptr;
+  if (!data || !data->is_array() || data->get_array().empty()) return {};
+  const json::object* first = data->get_array()[0].if_object();
+  const json::value* embedding = first ? first->if_contains("embedding") : nullptr;
+  if (!embedding || !embedding->is_array()) return {};
+  std::vector<float> out;
+  out.reserve(embedding->get_array().size());
+  for (const json::value& x : embedding->get_array()) {
+    if (!x.is_number()) return {};
+    out.push_back(static_cast<float>(x.to_number<double>()));
+  }
+  return out;
+}
+
+// Built outside the coroutine (GCC 12 miscompiles JSON initializer lists
+// inside one).
+http::request<http::string_body> embeddings_request(const BackendConfig& backend, const std::string& model,
+                                                    std::string text, int64_t dimensions) {
+  json::object body{{"model", model}, {"input", std::move(text)}};
+  if (dimensions > 0) body["dimensions"] = dimensions;
+  http::request<http::string_body> req{http::verb::post, "/v1/embeddings", 11};
+  req.set(http::field::host, backend.host + ":" + std::to_string(backend.port));
+  req.set(http::field::content_type, "application/json");
+  if (!backend.authorization.empty()) req.set(http::field::authorization, backend.authorization);
+  req.body() = json::serialize(body);
+  req.prepare_payload();
+  return req;
+}
+
+}  // namespace
+
+std::string_view embedder_result_name(Embedder::Result result) {
+  switch (result) {
+    case Embedder::Result::kOk: return "ok";
+    case Embedder::Result::kFailed: return "failed";
+    case Embedder::Result::kTimeout: return "timeout";
+    case Embedder::Result::kNoBackend: return "no_backend";
+  }
+  return "failed";
+}
+
+std::string embedding_text(std::string_view prompt_json) {
+  boost::system::error_code ec;
+  const json::value v = json::parse(prompt_json, ec);
+  if (ec) return std::string(prompt_json);
+  std::string out;
+  if (const json::string* s = v.if_string()) return std::string(*s);
+  if (const json::array* items = v.if_array()) {
+    for (const json::value& item : *items) {
+      if (const json::object* message = item.if_object()) {
+        if (const json::value* content = message->if_contains("content")) append_content(out, *content);
+      } else if (const json::string* s = item.if_string()) {
+        append_line(out, *s);
+      } else {
+        return json::serialize(v);  // token ids
+      }
+    }
+  }
+  return out;
+}
+
+Task<Embedder::Embedding> Embedder::embed(const Runtime& runtime, std::string text) {
+  const cache::CacheConfig& settings = runtime.config.cache;
+  const auto pools = runtime.pool_index.find(settings.semantic_model);
+  if (pools == runtime.pool_index.end() || pools->second.empty()) co_return Embedding{.result = Result::kNoBackend};
+  const ModelConfig& model = runtime.config.models[pools->second.front()];
+  if (model.backends.empty()) co_return Embedding{.result = Result::kNoBackend};
+  const BackendConfig& backend = model.backends[next_.fetch_add(1, std::memory_order_relaxed) % model.backends.size()];
+  const auto req = embeddings_request(backend, model.name, std::move(text), settings.semantic_dimensions);
+  auto connection = std::make_shared<OutboundConnection>(co_await net::this_coro::executor, backend.host, backend.port,
+                                                         client_tls_for(backend));
+  const OutboundResponse answer = co_await connection->request(req, settings.semantic_timeout, kMaxAnswerBytes);
+  connection->close();
+  if (answer.failure == OutboundFailure::kTimeout) co_return Embedding{.result = Result::kTimeout};
+  if (answer.failure != OutboundFailure::kNone || answer.response.result_int() != 200) {
+    co_return Embedding{.result = Result::kFailed};
+  }
+  std::vector<float> vector = first_vector(answer.response.body());
+  if (vector.empty()) co_return Embedding{.result = Result::kFailed};
+  co_return Embedding{.result = Result::kOk, .vector = std::move(vector)};
+}
+
+}  // namespace arbiter
