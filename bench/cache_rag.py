@@ -16,10 +16,24 @@ Reported per run: the answers' sources (x-arbiter-cache: hit, near,
 coalesced, miss), the engine's work (arbiter-sim's prompt and generation
 token counters), and time to first token, P50 and P99, over all requests.
 
-usage: python3 bench/cache_rag.py [--build build] [--rate 20] [--seconds 60] [--seed 1]
+--semantic adds a third run: the cache with its semantic mode, a second
+arbiter-sim as the embeddings engine (its vectors: a hashed bag of words,
+256 dimensions, threshold 0.9). Its near hits are split by how they were
+found (x-arbiter-cache-match), and those answering another question than
+the one asked (a semantic hit on the same document: the shared context
+dominates the embedding) are counted as wrong: the fresh answer it replays
+was written for another question.
+
+--context-apart puts the document in the system message and the question
+alone in the user message after it (the semantic mode then embeds the
+question and requires the context to be the same).
+
+usage: python3 bench/cache_rag.py [--build build] [--rate 20] [--seconds 60] [--seed 1] [--semantic]
+                                  [--context-apart]
 """
 import argparse
 import http.client
+import json
 import random
 import re
 import tempfile
@@ -70,8 +84,9 @@ def surface(q, rng):
 
 
 class Workload:
-    def __init__(self, seed, questions=400, docs=200):
+    def __init__(self, seed, questions=400, docs=200, context_apart=False):
         rng = random.Random(seed)
+        self.context_apart = context_apart
         self.questions = []
         for q in range(questions):
             topic = rng.choice(TOPICS)
@@ -104,9 +119,13 @@ class Workload:
             elif r < 0.3:
                 question = REWORDED[template].format(t=topic)
         self.asked.add(lo)
-        return {"model": "m1", "temperature": 0, "max_tokens": 64, "stream": True,
-                "messages": [{"role": "system", "content": "Answer from the context only."},
-                             {"role": "user", "content": f"Context: {document(doc)}\n\nQuestion: {question}"}]}
+        if self.context_apart:  # the retrieved context in the system message, the question alone after it
+            messages = [{"role": "system", "content": f"Answer from this context only: {document(doc)}"},
+                        {"role": "user", "content": question}]
+        else:
+            messages = [{"role": "system", "content": "Answer from the context only."},
+                        {"role": "user", "content": f"Context: {document(doc)}\n\nQuestion: {question}"}]
+        return {"model": "m1", "temperature": 0, "max_tokens": 64, "stream": True, "messages": messages}, lo
 
 
 def sim_tokens(port):
@@ -119,34 +138,56 @@ def sim_tokens(port):
     return out
 
 
+def content(stream):
+    """A streamed answer's text: its events' content deltas, joined."""
+    text = []
+    for line in stream.decode(errors="replace").splitlines():
+        if not line.startswith("data: {"):
+            continue
+        for choice in json.loads(line[6:]).get("choices", []):
+            text.append(choice.get("delta", {}).get("content") or "")
+    return "".join(text)
+
+
 def one(port, body):
     start = time.monotonic()
-    r, _, ttft = stream_chat(port, body, start)
+    r, stream, ttft = stream_chat(port, body, start)
+    text = content(stream)
     source = r.getheader("x-arbiter-cache") or "none"
-    return {"status": r.status, "source": source, "ttft_ms": 1000 * (ttft if ttft is not None else time.monotonic() - start)}
+    if source == "near":
+        source = "semantic" if r.getheader("x-arbiter-cache-match") == "semantic" else "near"
+    return {"status": r.status, "source": source, "text": text,
+            "ttft_ms": 1000 * (ttft if ttft is not None else time.monotonic() - start)}
 
 
-def run(args, cache_on):
+def run(args, mode):
+    """mode: off, on, or semantic (on, with the semantic mode)."""
     tmp = tempfile.mkdtemp(prefix="arbiter-rag.")
     procs = []
     try:
         sim, sim_port = start_sim(args.build, tmp)
         procs.append(sim)
+        cache = f"cache: {{enabled: {'false' if mode == 'off' else 'true'}}}\n"
+        models = f"models:\n  - name: m1\n    backends: [{{url: 'http://127.0.0.1:{sim_port}', max_concurrency: 256}}]\n"
+        if mode == "semantic":
+            embedder, embedder_port = start_sim(args.build, tmp, name="emb", model="emb")
+            procs.append(embedder)
+            cache = "cache: {semantic_model: emb, semantic_dimensions: 256, semantic_threshold: 0.9}\n"
+            models += f"  - name: emb\n    backends: [{{url: 'http://127.0.0.1:{embedder_port}'}}]\n"
         gateway, port, _ = start_gateway(
             args.build, tmp,
             "listener: {address: 127.0.0.1, port: 0, threads: 1}\nadmin: {port: 0}\nauth: {enabled: false}\n"
-            "log: {access_log: false}\n"
-            f"cache: {{enabled: {'true' if cache_on else 'false'}}}\n"
-            f"models:\n  - name: m1\n    backends: [{{url: 'http://127.0.0.1:{sim_port}', max_concurrency: 256}}]\n")
+            "log: {access_log: false}\n" + cache + models)
         procs.append(gateway)
         before = sim_tokens(sim_port)
         rng = random.Random(args.seed)
-        workload = Workload(args.seed)
+        workload = Workload(args.seed, context_apart=args.context_apart)
         results = []
         lock = threading.Lock()
 
-        def task(body):
+        def task(body, question):
             r = one(port, body)
+            r["question"] = question
             with lock:
                 results.append(r)
 
@@ -157,11 +198,11 @@ def run(args, cache_on):
                 t += rng.expovariate(args.rate)
                 if t >= end:
                     break
-                body = workload.pick(rng)
+                body, question = workload.pick(rng)
                 delay = t - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
-                pool.submit(task, body)
+                pool.submit(task, body, question)
         after = sim_tokens(sim_port)
         return results, {k: after[k] - before[k] for k in after}
     finally:
@@ -174,24 +215,37 @@ def main():
     ap.add_argument("--rate", type=float, default=20)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--semantic", action="store_true")
+    ap.add_argument("--context-apart", action="store_true")
     args = ap.parse_args()
     rows = []
-    for cache_on in (False, True):
-        results, engine = run(args, cache_on)
+    modes = ("off", "on", "semantic") if args.semantic else ("off", "on")
+    for mode in modes:
+        results, engine = run(args, mode)
         ok = [r for r in results if r["status"] == 200]
         sources = {}
         for r in ok:
             sources[r["source"]] = sources.get(r["source"], 0) + 1
-        rows.append((cache_on, len(results), len(ok), sources, engine, [r["ttft_ms"] for r in ok],
-                     [r["ttft_ms"] for r in ok if r["source"] in ("hit", "near")]))
-    print("| cache | requests (200) | hit | near | coalesced | miss | engine prompt tokens | engine output tokens "
-          "| TTFT P50 ms | TTFT P99 ms |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for cache_on, n, n_ok, sources, engine, ttft, _ in rows:
+        # Which question each fresh answer (a miss's) was written for: a
+        # semantic hit replays one of them, and one written for another
+        # question is a wrong answer.
+        written_for = {}
+        for r in ok:
+            if r["source"] == "miss":
+                written_for.setdefault(r["text"], r["question"])
+        wrong = sum(1 for r in ok if r["source"] == "semantic" and written_for.get(r["text"], r["question"]) != r["question"])
+        rows.append((mode, len(results), len(ok), sources, engine, [r["ttft_ms"] for r in ok],
+                     [r["ttft_ms"] for r in ok if r["source"] in ("hit", "near", "semantic")],
+                     [r["ttft_ms"] for r in ok if r["source"] == "miss"], wrong))
+    print("| cache | requests (200) | hit | near | semantic (wrong) | coalesced | miss | engine prompt tokens "
+          "| engine output tokens | TTFT P50 ms | TTFT P99 ms | misses' TTFT P50 ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for mode, n, n_ok, sources, engine, ttft, _, missed, wrong in rows:
         share = lambda k: f"{100 * sources.get(k, 0) / max(1, n_ok):.1f}%"
-        print(f"| {'on' if cache_on else 'off'} | {n} ({n_ok}) | {share('hit')} | {share('near')} | {share('coalesced')} "
-              f"| {share('miss') if cache_on else '-'} | {engine['vllm:prompt_tokens_total']:.0f} "
-              f"| {engine['vllm:generation_tokens_total']:.0f} | {pct(ttft, 50):.1f} | {pct(ttft, 99):.1f} |")
+        print(f"| {mode} | {n} ({n_ok}) | {share('hit')} | {share('near')} | {share('semantic')} ({wrong}) "
+              f"| {share('coalesced')} | {share('miss') if mode != 'off' else '-'} "
+              f"| {engine['vllm:prompt_tokens_total']:.0f} | {engine['vllm:generation_tokens_total']:.0f} "
+              f"| {pct(ttft, 50):.1f} | {pct(ttft, 99):.1f} | {pct(missed, 50) if missed else float('nan'):.1f} |")
     off, on = rows[0], rows[1]
     saved = 1 - on[4]["vllm:generation_tokens_total"] / max(1, off[4]["vllm:generation_tokens_total"])
     print(f"\nengine output tokens saved: {100 * saved:.1f}%; TTFT of answers from the cache: "

@@ -19,6 +19,7 @@ struct CacheLookup {
   std::optional<cache::NearText> near;  // its words, for the lexical index
   bool embed = false;                   // its embedding is to be asked for (semantic mode)
   std::vector<float> embedding;         // and here it is (unit length), for the semantic index
+  uint64_t semantic_scope = 0;          // the near scope and the messages before the last
 };
 
 namespace {
@@ -49,6 +50,12 @@ std::string scope_of(const RequestContext& ctx, cache::Scope scope) {
     case cache::Scope::kGlobal: return "global";
   }
   return "tenant:" + ctx.rec.tenant;
+}
+
+// The semantic index's scope: the request without its prompt, and the
+// prompt's messages before the last (they must be the same).
+uint64_t semantic_scope(uint64_t near_scope, uint64_t context) {
+  return near_scope ^ (context * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL);
 }
 
 // chatcmpl-... / cmpl-... from the request's id: its own, as a fresh answer's.
@@ -145,23 +152,38 @@ Verdict CacheStage::after_miss(RequestContext& ctx, CacheLookup& lookup) {
     }
   }
   // The semantic mode: the prompt's embedding is asked for (admit_async),
-  // to look it up and, on a miss, to keep it with the answer.
+  // to look it up and, on a miss, to keep it with the answer. An identical
+  // request in flight is followed first: it needs no embedding.
   if (words && !settings.semantic_model.empty() && key.prompt.size() <= settings.semantic_max_prompt_bytes) {
+    if (join_flight(ctx, lookup)) return Verdict::wait();
     lookup.embed = true;
     return Verdict::wait();
   }
   return miss(ctx, lookup);
 }
 
+bool CacheStage::join_flight(RequestContext& ctx, const CacheLookup& lookup) {
+  if (!lookup.use.lookup) return false;
+  const RequestInfo& info = ctx.parsed.info;
+  auto flight = cache_.flights().join(flight_key(lookup.key.exact, info), lookup.scope, info.model);
+  if (!flight) return false;
+  count(ctx, "coalesced");
+  ctx.rec.cache = "coalesced";
+  ctx.slots.emplace<CacheFollow>(CacheFollow{std::move(flight)});
+  return true;
+}
+
 Task<Verdict> CacheStage::semantic(RequestContext& ctx, CacheLookup& lookup) {
   lookup.embed = false;
   const cache::CacheConfig& settings = ctx.runtime->config.cache;
-  Embedder::Embedding e = co_await cache_.embedder().embed(*ctx.runtime, embedding_text(lookup.key.prompt));
+  EmbeddedPrompt prompt = embedded_prompt(lookup.key.prompt);
+  lookup.semantic_scope = semantic_scope(lookup.key.near_scope, prompt.context);
+  Embedder::Embedding e = co_await cache_.embedder().embed(*ctx.runtime, std::move(prompt.text));
   cache_.metrics().embeddings.with({embedder_result_name(e.result)}).inc();
   if (e.result == Embedder::Result::kOk && cache::normalize(e.vector)) {
     if (lookup.use.lookup) {
       const double threshold = degraded(ctx) ? settings.semantic_degraded_threshold : settings.semantic_threshold;
-      if (auto candidate = cache_.semantic().find(lookup.key.near_scope, e.vector, threshold)) {
+      if (auto candidate = cache_.semantic().find(lookup.semantic_scope, e.vector, threshold)) {
         const auto now = std::chrono::steady_clock::now();
         if (auto hit = read(candidate->key, lookup.scope, ctx.parsed.info.model, now, lookup.max_age)) {
           co_return found(ctx, std::move(*hit), candidate->similarity, "semantic");
@@ -177,14 +199,7 @@ Verdict CacheStage::miss(RequestContext& ctx, CacheLookup& lookup) {
   const RequestInfo& info = ctx.parsed.info;
   const cache::KeyParts& key = lookup.key;
   const cache::CacheKey shaped = flight_key(key.exact, info);
-  if (lookup.use.lookup) {
-    if (auto flight = cache_.flights().join(shaped, lookup.scope, info.model)) {
-      count(ctx, "coalesced");
-      ctx.rec.cache = "coalesced";
-      ctx.slots.emplace<CacheFollow>(CacheFollow{std::move(flight)});
-      return Verdict::wait();
-    }
-  }
+  if (join_flight(ctx, lookup)) return Verdict::wait();
   count(ctx, lookup.use.lookup ? "miss" : "bypass");
   ctx.rec.cache = "miss";
   ctx.response_headers.emplace_back("x-arbiter-cache", "miss");
@@ -194,6 +209,7 @@ Verdict CacheStage::miss(RequestContext& ctx, CacheLookup& lookup) {
   fill.near_scope = key.near_scope;
   fill.near = std::move(lookup.near);
   fill.embedding = std::move(lookup.embedding);
+  fill.semantic_scope = lookup.semantic_scope;
   ctx.sink = &fill.tee;
   return Verdict::go();
 }

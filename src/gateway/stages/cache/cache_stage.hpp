@@ -44,6 +44,8 @@ class CacheStage final : public DeclaredStage<CacheStage> {
   Task<Verdict> semantic(RequestContext& ctx, CacheLookup& lookup);
   // An identical request in flight to follow, or the miss (its fill installed).
   Verdict miss(RequestContext& ctx, CacheLookup& lookup);
+  // Follows an identical request in flight, when there is one (true).
+  bool join_flight(RequestContext& ctx, const CacheLookup& lookup);
   Task<Verdict> follow_flight(RequestContext& ctx);
   Task<Verdict> write_hit(RequestContext& ctx);
   void count(const RequestContext& ctx, std::string_view result);

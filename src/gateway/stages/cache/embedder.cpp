@@ -2,6 +2,9 @@
 
 #include <boost/json.hpp>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "http/outbound_connection.hpp"
 
 namespace arbiter {
@@ -75,22 +78,26 @@ std::string_view embedder_result_name(Embedder::Result result) {
   return "failed";
 }
 
-std::string embedding_text(std::string_view prompt_json) {
+EmbeddedPrompt embedded_prompt(std::string_view prompt_json) {
   boost::system::error_code ec;
   const json::value v = json::parse(prompt_json, ec);
-  if (ec) return std::string(prompt_json);
-  std::string out;
-  if (const json::string* s = v.if_string()) return std::string(*s);
-  if (const json::array* items = v.if_array()) {
-    for (const json::value& item : *items) {
-      if (const json::object* message = item.if_object()) {
-        if (const json::value* content = message->if_contains("content")) append_content(out, *content);
-      } else if (const json::string* s = item.if_string()) {
-        append_line(out, *s);
-      } else {
-        return json::serialize(v);  // token ids
-      }
-    }
+  if (ec) return {.text = std::string(prompt_json)};
+  if (const json::string* s = v.if_string()) return {.text = std::string(*s)};
+  const json::array* items = v.if_array();
+  if (!items || items->empty()) return {.text = json::serialize(v)};
+  if (items->back().is_object()) {  // chat messages: the last by meaning, the rest exactly
+    EmbeddedPrompt out;
+    const json::object& last = items->back().get_object();
+    if (const json::value* content = last.if_contains("content")) append_content(out.text, *content);
+    json::array before(items->begin(), items->end() - 1);
+    const std::string context = json::serialize(before);
+    out.context = XXH3_64bits(context.data(), context.size());
+    return out;
+  }
+  EmbeddedPrompt out;
+  for (const json::value& item : *items) {
+    if (!item.is_string()) return {.text = json::serialize(v)};  // token ids
+    append_line(out.text, item.get_string());
   }
   return out;
 }

@@ -31,9 +31,16 @@ class Embedder {
 
 std::string_view embedder_result_name(Embedder::Result result);
 
-// The text a prompt is embedded as: a chat's message contents (text parts
-// of multi-part ones), one a line; a completion prompt's strings, one a
-// line; token ids as their JSON. `prompt_json`: the prompt's raw value.
-std::string embedding_text(std::string_view prompt_json);
+// What of a prompt is compared by meaning, and what must be the same: a
+// chat's last message (its text parts) is embedded, and the messages before
+// it (system prompt, retrieved context, the conversation so far) are hashed
+// into `context`, which a semantic hit must match exactly; a completion's
+// prompt strings are embedded whole (context 0). A prompt that is not one
+// of these is embedded as its JSON. `prompt_json`: the prompt's raw value.
+struct EmbeddedPrompt {
+  std::string text;
+  uint64_t context = 0;
+};
+EmbeddedPrompt embedded_prompt(std::string_view prompt_json);
 
 }  // namespace arbiter

@@ -53,7 +53,7 @@ void ResultCache::offer(const RequestContext& ctx, CacheFill& fill) {
   if (!store_.put(fill.key, fill.scope, model, std::move(stored), now, settings.ttl)) return count("too_large");
   count("stored");
   if (fill.near) near_.add(fill.near_scope, fill.key, std::move(*fill.near));
-  if (!fill.embedding.empty()) semantic_.add(fill.near_scope, fill.key, fill.embedding);
+  if (!fill.embedding.empty()) semantic_.add(fill.semantic_scope, fill.key, fill.embedding);
   publish_store();
 }
 

@@ -46,6 +46,7 @@ struct CacheFill {
   uint64_t near_scope = 0;
   std::optional<cache::NearText> near;
   std::vector<float> embedding;
+  uint64_t semantic_scope = 0;  // near_scope and the prompt's messages before the last
 };
 
 class ResultCache {
