@@ -25,25 +25,34 @@ constexpr std::string_view kFillers[] = {
     "are",  "tell",  "just",  "well",  "okay",   "could",  "would",  "hello", "thank", "quick", "please",
     "kindly", "thanks", "question"};
 
-// The fillers as integers, by length: a word is one of them when its
-// integer is (words of up to 8 bytes).
-struct PackedFillers {
+// The fillers as integers in an open-addressed table: a word of up to 8
+// bytes is one of them when its integer is (a word's integer has no zero
+// byte inside it, so words of other lengths never compare equal). One
+// multiply and a probe or two, where a scan of the fillers of its length
+// cost a few compares a word.
+struct FillerTable {
   static constexpr std::size_t kMaxLength = 8;
-  std::array<std::vector<uint64_t>, kMaxLength + 1> by_length;
-  PackedFillers() {
-    for (const std::string_view f : kFillers) by_length[f.size()].push_back(packed(f));
+  static constexpr int kBits = 7;  // 128 slots for 38 fillers
+  std::array<uint64_t, std::size_t{1} << kBits> slots{};  // 0: empty
+  static constexpr std::size_t slot(uint64_t v) { return (v * 0x9e3779b97f4a7c15ULL) >> (64 - kBits); }
+  constexpr FillerTable() {
+    for (const std::string_view f : kFillers) {
+      std::size_t i = slot(packed(f));
+      while (slots[i] != 0) i = (i + 1) % slots.size();
+      slots[i] = packed(f);
+    }
   }
 };
 
-const PackedFillers kPackedFillers;
+constexpr FillerTable kFillerTable;
 
 // `v`: the word's bytes as packed() reads them.
 bool filler(uint64_t v, std::size_t size) {
-  if (size == 0 || size > PackedFillers::kMaxLength) return false;
-  for (const uint64_t f : kPackedFillers.by_length[size]) {
-    if (f == v) return true;
+  if (size == 0 || size > FillerTable::kMaxLength) return false;
+  for (std::size_t i = FillerTable::slot(v);; i = (i + 1) % kFillerTable.slots.size()) {
+    if (kFillerTable.slots[i] == v) return true;
+    if (kFillerTable.slots[i] == 0) return false;
   }
-  return false;
 }
 
 // The first min(n, 8) bytes at `p` as packed() reads them; 8 bytes at `p`
