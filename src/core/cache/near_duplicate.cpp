@@ -259,8 +259,7 @@ NearText near_text(std::string_view json) {
   thread_local NearText scratch;
   scratch.hashes.clear();
   scratch.words = 0;
-  const std::size_t most = 3 * json.size() + 8;
-  scratch.tokens.resize_and_overwrite(std::max(most, scratch.tokens.capacity()), [&](char* buffer, std::size_t) {
+  scratch.tokens.resize_and_overwrite(3 * json.size() + 8, [&](char* buffer, std::size_t) {
     Tokenizer tokens(scratch, buffer);
     walk_strings(json, tokens);
     return tokens.size();

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "core/cache/cache_policy.hpp"
-#include "core/cache/semantic_index.hpp"
 
 namespace arbiter {
 
@@ -18,7 +17,7 @@ struct CacheLookup {
   std::optional<std::chrono::steady_clock::duration> max_age;  // cache-control: max-age
   std::optional<cache::NearText> near;  // its words, for the lexical index
   bool embed = false;                   // its embedding is to be asked for (semantic mode)
-  std::vector<float> embedding;         // and here it is (unit length), for the semantic index
+  std::vector<float> embedding;         // and here it is, for the semantic index
   uint64_t semantic_scope = 0;          // the near scope and the messages before the last
 };
 
@@ -180,7 +179,7 @@ Task<Verdict> CacheStage::semantic(RequestContext& ctx, CacheLookup& lookup) {
   lookup.semantic_scope = semantic_scope(lookup.key.near_scope, prompt.context);
   Embedder::Embedding e = co_await cache_.embedder().embed(*ctx.runtime, std::move(prompt.text));
   cache_.metrics().embeddings.with({embedder_result_name(e.result)}).inc();
-  if (e.result == Embedder::Result::kOk && cache::normalize(e.vector)) {
+  if (e.result == Embedder::Result::kOk) {  // the index scales it to unit length (a zero vector finds nothing)
     if (lookup.use.lookup) {
       const double threshold = degraded(ctx) ? settings.semantic_degraded_threshold : settings.semantic_threshold;
       if (auto candidate = cache_.semantic().find(lookup.semantic_scope, e.vector, threshold)) {
@@ -215,14 +214,10 @@ Verdict CacheStage::miss(RequestContext& ctx, CacheLookup& lookup) {
 }
 
 Task<Verdict> CacheStage::admit_async(RequestContext& ctx) {
-  CacheLookup* asked = ctx.slots.get<CacheLookup>();
-  if (asked && asked->embed) {
-    // The local store and the lexical index missed: the semantic index.
-    const Verdict next = co_await semantic(ctx, *asked);
-    if (next.kind != Verdict::Kind::kWait) co_return next;
-  } else if (!ctx.slots.get<CacheHit>() && !ctx.slots.get<CacheFollow>()) {
+  // admit() waits only after the request's lookup is made.
+  CacheLookup& lookup = *ctx.slots.get<CacheLookup>();
+  if (!lookup.embed && !ctx.slots.get<CacheHit>() && !ctx.slots.get<CacheFollow>()) {
     // The local store missed: the replicas' store, then the rest.
-    CacheLookup& lookup = *asked;
     const RequestInfo& info = ctx.parsed.info;
     std::optional<std::chrono::milliseconds> max_age;
     if (lookup.max_age) max_age = std::chrono::duration_cast<std::chrono::milliseconds>(*lookup.max_age);
@@ -244,7 +239,11 @@ Task<Verdict> CacheStage::admit_async(RequestContext& ctx) {
     } else {
       next = after_miss(ctx, lookup);
     }
-    if (lookup.embed) next = co_await semantic(ctx, lookup);
+    if (next.kind != Verdict::Kind::kWait) co_return next;
+  }
+  if (lookup.embed) {
+    // The exact key and the lexical index missed: the semantic index.
+    const Verdict next = co_await semantic(ctx, lookup);
     if (next.kind != Verdict::Kind::kWait) co_return next;
   }
   if (ctx.slots.get<CacheFollow>()) co_return co_await follow_flight(ctx);

@@ -9,9 +9,10 @@
 // streamed as the request asks, with `x-arbiter-cache: hit` (or `near`,
 // with `x-arbiter-cache-similarity` and `x-arbiter-cache-match: lexical`
 // or `semantic`) and `age`; while the pool is at the overload `high` stage
-// or above, a degradable class takes near hits at the degraded thresholds. A miss goes on with its sink teed into a
-// CacheFill (`x-arbiter-cache: miss`), which the cache observer offers to
-// the store when the request ends.
+// or above, a degradable class takes near hits at the degraded thresholds.
+// A miss goes on with its sink teed into a CacheFill (`x-arbiter-cache:
+// miss`), which the cache observer offers to the store when the request
+// ends.
 #pragma once
 
 #include "gateway/pipeline/stage.hpp"

@@ -1,12 +1,11 @@
 // The gateway's result cache (docs/cache.md): the store, the near-duplicate
 // indexes (lexical and, with cache.semantic_model, semantic) and the
 // embedder that feeds the second, the answers in flight, its metrics, and
-// what a request that missed
-// keeps while its fresh answer goes out (a CacheFill: the key, and the
-// Flight its answer's bytes go into). The cache stage looks up, joins a
-// flight or installs the fill; the cache observer offers the finished
-// answer (offer()), which keeps it only when it came back whole, 200, from
-// the model asked for and undegraded.
+// what a request that missed keeps while its fresh answer goes out (a
+// CacheFill: the key, and the Flight its answer's bytes go into). The
+// cache stage looks up, joins a flight or installs the fill; the cache
+// observer offers the finished answer (offer()), which keeps it only when
+// it came back whole, 200, from the model asked for and undegraded.
 #pragma once
 
 #include <memory>
