@@ -409,6 +409,7 @@ class Scheduler {
   // this poll starts their requests as excess (Node::excess_slot).
   void open_excess(uint32_t pool, uint32_t klass);
   static bool deferred_top(const ClassQueue& cq);  // every tenant with ready work is deferred
+  static bool has_ready(const Pool& pool);          // a class of the pool has dispatchable work
   // Ready requests of the class's tenants at a cap of their own
   // (at_tenant_cap): they could not use a freed slot.
   uint32_t capped_ready(const ClassQueue& cq) const;

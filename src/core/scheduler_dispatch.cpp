@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include "core/mix.hpp"
 #include "core/prefix_blocks.hpp"
@@ -122,9 +123,7 @@ TimePoint Scheduler::backlog_opens(const Pool& pool) const {
   // Only when ready work waits and no backend could take it now (after the
   // last poll) can a draining prefill backlog be what it waits for: then the
   // earliest time a backend's backlog falls below the limit. O(C + B).
-  bool ready = false;
-  for (const ClassQueue& cq : pool.classes) ready |= cq.ready > 0;
-  if (!ready) return TimePoint::max();
+  if (!has_ready(pool)) return TimePoint::max();
   const double fraction =
       config_.policy == Policy::kHybrid && !top_has_ready(pool, top_priority(pool)) ? kLowerTierBacklog
                                                                                    : 1.0;
@@ -158,7 +157,8 @@ void Scheduler::note_blocked(uint32_t pool, TimePoint now) {
   WaitReason pool_reason = WaitReason::kCapacity;
   bool room = false;
   bool room_in_all = false;  // below the limit counting everything running (SlotPass::kExcess)
-  for (const detail::Backend& b : p.backends) {
+  // The backends only matter to a class with ready work.
+  for (const detail::Backend& b : has_ready(p) ? std::span(p.backends) : std::span<detail::Backend>()) {
     if (b.signal.down || b.used(SlotPass::kLimit) >= b.limit) continue;
     if (b.signal.saturated && !b.signal.stale) {
       if (pool_reason == WaitReason::kCapacity) pool_reason = WaitReason::kSaturated;
@@ -257,6 +257,9 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, SlotPa
   const bool hybrid = config_.policy == Policy::kHybrid;
   const int top = hybrid ? top_priority(p) : 0;
   for (;;) {
+    // Nothing to start: no backend scan (the usual poll below saturation,
+    // where something is queued in another pool or held for a debounce).
+    if (!has_ready(p)) return;
     // Its own backends first; when none has room, a lender's idle ones.
     uint32_t run = pool;
     uint32_t least = pick_backend(p, now, 1.0, kNil, pass);
@@ -365,6 +368,13 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, SlotPa
   }
 }
 
+bool Scheduler::has_ready(const Pool& pool) {
+  for (const ClassQueue& cq : pool.classes) {
+    if (cq.ready > 0) return true;
+  }
+  return false;
+}
+
 bool Scheduler::behind_excess(const Pool& pool, uint32_t klass) const {
   // O(1) without excess running, else O(C).
   if (pool.excess == 0) return false;
@@ -406,9 +416,7 @@ uint32_t Scheduler::lender_with_room(uint32_t pool, TimePoint now, uint32_t& lea
   // order with such a backend. O(L * (C + B)).
   for (const uint32_t l : pools_[pool].lenders) {
     const Pool& lender = pools_[l];
-    bool own_ready = false;
-    for (const ClassQueue& cq : lender.classes) own_ready |= cq.ready > 0;
-    if (own_ready) continue;
+    if (has_ready(lender)) continue;
     if ((least = pick_backend(lender, now, kLowerTierBacklog)) != kNil) return l;
   }
   return kNil;
