@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
+#include <span>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -50,16 +52,21 @@ constexpr FillerTable kFillerTable;
 bool filler(uint64_t v, std::size_t size) {
   if (size == 0 || size > FillerTable::kMaxLength) return false;
   for (std::size_t i = FillerTable::slot(v);; i = (i + 1) % kFillerTable.slots.size()) {
+    if (kFillerTable.slots[i] == 0) return false;  // first: a NUL byte's integer is 0 too
     if (kFillerTable.slots[i] == v) return true;
-    if (kFillerTable.slots[i] == 0) return false;
   }
+}
+
+uint64_t load8(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
 }
 
 // The first min(n, 8) bytes at `p` as packed() reads them; 8 bytes at `p`
 // must be readable (the tokenizer's buffer has the room).
 uint64_t load_packed(const char* p, std::size_t n) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
+  const uint64_t v = load8(p);
   return n >= 8 ? v : v & ((uint64_t{1} << (8 * n)) - 1);
 }
 
@@ -80,20 +87,29 @@ constexpr std::array<uint8_t, 256> kKinds = [] {
 
 uint8_t kind(char c) { return kKinds[static_cast<unsigned char>(c)]; }
 
-// A letter, digit or UTF-8 byte: part of a word.
-constexpr std::array<bool, 256> kWordBytes = [] {
-  std::array<bool, 256> w{};
-  for (int c = 0; c < 256; ++c) w[c] = kKinds[c] == kLetter || kKinds[c] == kUpper || kKinds[c] == kDigit;
-  return w;
-}();
-bool word_byte(char c) { return kWordBytes[static_cast<unsigned char>(c)]; }
+// Eight bytes a step, in plain word arithmetic: which bytes of a word
+// (little-endian) are part of a text's word, and the word lowered. The
+// tests are exact per byte: the sums below never carry out of a byte.
+constexpr uint64_t kOnes = 0x0101010101010101ULL;
+constexpr uint64_t kHighs = 0x8080808080808080ULL;
 
-// Each byte as a word keeps it: ASCII upper case lowered.
-constexpr std::array<uint8_t, 256> kLowered = [] {
-  std::array<uint8_t, 256> l{};
-  for (int c = 0; c < 256; ++c) l[c] = static_cast<uint8_t>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  return l;
-}();
+// 0x80 in each byte of `y` (every byte below 0x80) within [lo, hi].
+constexpr uint64_t in_range(uint64_t y, uint8_t lo, uint8_t hi) {
+  return (y + kOnes * (0x80 - lo)) & ~(y + kOnes * (0x7f - hi)) & kHighs;
+}
+
+struct WordBytes {
+  uint64_t word;     // 0x80 in each letter, digit and UTF-8 byte: kKinds' word bytes
+  uint64_t lowered;  // the bytes, ASCII upper case lowered
+};
+
+constexpr WordBytes word_bytes(uint64_t x) {
+  const uint64_t high = x & kHighs;  // UTF-8 bytes: part of a word, kept as they are
+  const uint64_t y = x & ~kHighs;
+  const uint64_t letter = in_range(y | kOnes * 0x20, 'a', 'z') & ~high;
+  const uint64_t upper = letter & ~(y << 2);  // bit 5 clear: A-Z (shifted up to bit 7)
+  return {(letter | (in_range(y, '0', '9') & ~high)) | high, x | (upper >> 2)};
+}
 
 // A token's hash: a word of up to 8 bytes as one integer, mixed; longer
 // ones through XXH3.
@@ -106,13 +122,16 @@ uint64_t token_hash(const char* p, std::size_t n) { return n > 8 ? XXH3_64bits(p
 
 // Writes tokens into a buffer the caller sized (three bytes out per byte in
 // at most: a one-byte token with its space and structure mark; and 8 more,
-// for load_packed at the last token): a word is written at the cursor,
-// then kept (hashed) or taken back (a filler).
+// for a word's last eight-byte step and load_packed at the last token): a
+// word is written at the cursor, then kept (hashed) or taken back (a filler).
 class Tokenizer {
  public:
-  Tokenizer(NearText& out, char* buffer) : out_(out), begin_(buffer), at_(buffer) {}
+  // `hashes`: room for one a byte of the text read.
+  Tokenizer(char* buffer, uint64_t* hashes) : begin_(buffer), at_(buffer), hashes_(hashes), hashes_at_(hashes) {}
 
   std::size_t size() const { return static_cast<std::size_t>(at_ - begin_); }
+  std::span<const uint64_t> hashes() const { return {hashes_, hashes_at_}; }
+  std::size_t words() const { return words_read_; }
 
   // One JSON string's text (escapes still in it); `words`: it is prompt
   // text, not a key or a role.
@@ -125,10 +144,12 @@ class Tokenizer {
       const uint8_t k = kind(c);
       if (k == kLetter || k == kUpper || k == kDigit) {
         if (!word_) start();
-        do {  // the run of word bytes, lower-cased: one table read a byte
-          put(static_cast<char>(kLowered[static_cast<unsigned char>(*p)]));
+        p = word_run(p, end);
+        // The usual end of a word: a space, read here.
+        if (p < end && *p == ' ') {
+          end_word();
           ++p;
-        } while (p < end && word_byte(*p));
+        }
         continue;
       }
       switch (k) {
@@ -142,10 +163,10 @@ class Tokenizer {
           } else if (c == '\'' && word_ && at_[-1] == 'n' && p + 2 < end && p[1] == 't' && kind(p[2]) != kLetter &&
                      kind(p[2]) != kUpper) {
             --at_;  // don't -> do not
-            finish();
+            end_word();
             start();
             for (const char n : {'n', 'o', 't'}) put(n);
-            finish();
+            end_word();
             ++p;
           } else {
             finish();
@@ -156,7 +177,7 @@ class Tokenizer {
           finish();
           start();
           put(c);
-          finish();
+          end_word();
       }
       ++p;
     }
@@ -170,23 +191,50 @@ class Tokenizer {
     word_ = at_;
   }
   void put(char c) { *at_++ = c; }
+  // The run of word bytes from `p`, lowered, written at the cursor eight
+  // bytes a step (the buffer has room for the last step's spill); returns
+  // where the run ends. `p` is a word byte by kKinds: the first step takes
+  // it as such, so a run always moves on.
+  const char* word_run(const char* p, const char* end) {
+    for (uint64_t taken = 0x80;; taken = 0) {
+      const auto left = static_cast<std::size_t>(end - p);
+      uint64_t x = 0;  // past the end: zero bytes, which end a run
+      if (left >= 8) {
+        x = load8(p);
+      } else {
+        std::memcpy(&x, p, left);
+      }
+      const WordBytes w = word_bytes(x);
+      const uint64_t stops = ~(w.word | taken) & kHighs;
+      const std::size_t run = stops == 0 ? 8 : static_cast<std::size_t>(std::countr_zero(stops)) / 8;
+      std::memcpy(at_, &w.lowered, 8);
+      at_ += run;
+      p += run;
+      if (run < 8) return p;
+    }
+  }
   void finish() {
-    if (!word_) return;
+    if (word_) end_word();
+  }
+  // The word being read is a token: kept (hashed) or taken back (a filler).
+  void end_word() {
     char* const token = word_ - (words_ ? 0 : 1);
-    std::string_view word(word_, static_cast<std::size_t>(at_ - word_));
+    const auto size = static_cast<std::size_t>(at_ - word_);
     word_ = nullptr;
-    if (word.empty() || (words_ && filler(load_packed(word.data(), word.size()), word.size()))) {
+    if (size == 0 || (words_ && filler(load_packed(token, size), size))) {
       at_ = token == begin_ ? begin_ : token - 1;  // the word and the space before it
       return;
     }
-    if (words_ && word.size() >= 4 && word.back() == 's' && word[word.size() - 2] != 's') --at_;  // a plural's s
-    out_.hashes.push_back(token_hash(token, static_cast<std::size_t>(at_ - token)));
-    if (words_) ++out_.words;
+    if (words_ && size >= 4 && at_[-1] == 's' && at_[-2] != 's') --at_;  // a plural's s
+    *hashes_at_++ = token_hash(token, static_cast<std::size_t>(at_ - token));
+    words_read_ += words_ ? 1 : 0;
   }
 
-  NearText& out_;
   char* const begin_;
   char* at_;
+  uint64_t* const hashes_;
+  uint64_t* hashes_at_;
+  std::size_t words_read_ = 0;
   bool words_ = true;
   char* word_ = nullptr;  // where the word being read starts; null between words
 };
@@ -252,22 +300,23 @@ bool is_word(std::string_view t) { return !t.empty() && t[0] != '\x01'; }
 
 NearText near_text(std::string_view json) {
   // Tokenized into this thread's scratch buffers (sized for the worst case:
-  // 3 bytes out per byte in), then copied out at their size: the index
-  // keeps a NearText for each answer, and buffers sized for the worst case
-  // held about twice the bytes it counts (NearText::bytes) and churned the
-  // allocator at every miss.
-  thread_local NearText scratch;
-  scratch.hashes.clear();
-  scratch.words = 0;
-  scratch.tokens.resize_and_overwrite(3 * json.size() + 8, [&](char* buffer, std::size_t) {
-    Tokenizer tokens(scratch, buffer);
-    walk_strings(json, tokens);
-    return tokens.size();
-  });
+  // 3 bytes out per byte in, and a token a byte), then copied out at their
+  // size: the index keeps a NearText for each answer, and buffers sized for
+  // the worst case held about twice the bytes it counts (NearText::bytes)
+  // and churned the allocator at every miss.
+  thread_local std::string tokens;
+  thread_local std::vector<uint64_t> hashes;
+  if (hashes.size() < json.size() + 1) hashes.resize(json.size() + 1);
   NearText out;
-  out.tokens = scratch.tokens;
-  out.hashes.assign(scratch.hashes.begin(), scratch.hashes.end());
-  out.words = scratch.words;
+  tokens.resize_and_overwrite(3 * json.size() + 16, [&](char* buffer, std::size_t) {
+    Tokenizer tokenizer(buffer, hashes.data());
+    walk_strings(json, tokenizer);
+    const std::span<const uint64_t> read = tokenizer.hashes();
+    out.hashes.assign(read.begin(), read.end());
+    out.words = tokenizer.words();
+    return tokenizer.size();
+  });
+  out.tokens = tokens;
   // The kSketch smallest distinct hashes, in one pass.
   std::array<uint64_t, NearText::kSketch>& k = out.sketch;
   std::size_t& n = out.sketch_size;

@@ -8,6 +8,7 @@
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -34,6 +35,42 @@ TEST(NearDuplicate, AKeptPromptHoldsNoMoreThanItCounts) {
     ASSERT_FALSE(t.hashes.empty());
     EXPECT_EQ(t.hashes.capacity(), t.hashes.size()) << size;
     EXPECT_LE(t.tokens.capacity(), std::max<std::size_t>(t.tokens.size(), 15)) << size;  // 15: the string's own room
+  }
+}
+
+// Words are read eight bytes a step: every byte value at every place of a
+// word, in every lane of a step and in a word's tail, splits it or not as
+// the normalisation says (letters, digits and UTF-8 bytes are a word's;
+// spaces and prose punctuation end it; anything else is a token of its
+// own), and upper case is lowered.
+TEST(NearDuplicate, EveryByteAtEveryPlaceOfAWordIsReadAsTheRulesSay) {
+  const auto word_byte = [](unsigned char c) { return std::isalnum(c) || c >= 0x80; };
+  const auto dropped = [](unsigned char c) { return std::string_view(" \t\n\r.,!?;:'`").find(static_cast<char>(c)) != std::string_view::npos; };
+  const auto lower = [](unsigned char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c); };
+  for (int c = 0; c < 256; ++c) {
+    if (c == '"' || c == '\\') continue;  // JSON's own: a string's end, an escape
+    for (std::size_t size = 2; size <= 20; ++size) {  // with an x in it, no filler word
+      for (std::size_t at = 0; at < size; ++at) {
+        std::string text(size, 'X');
+        text[at] = static_cast<char>(c);
+        const NearText t = near_text("\"" + text + "\"");
+        std::string expected;
+        const auto token = [&](std::string_view w) {
+          if (w.empty()) return;
+          expected += expected.empty() ? "" : " ";
+          expected += w;
+        };
+        if (word_byte(static_cast<unsigned char>(c))) {
+          for (const char b : text) expected += lower(static_cast<unsigned char>(b));
+          if (size >= 4 && expected.back() == 's') expected.pop_back();  // a plural's s (the one before is an x)
+        } else {
+          token(std::string(at, 'x'));
+          if (!dropped(static_cast<unsigned char>(c))) token(std::string(1, static_cast<char>(c)));
+          token(std::string(size - at - 1, 'x'));
+        }
+        ASSERT_EQ(t.tokens, expected) << "byte " << c << " at " << at << " of " << size;
+      }
+    }
   }
 }
 
