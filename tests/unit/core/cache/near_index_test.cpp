@@ -6,6 +6,8 @@
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <map>
+#include <random>
 
 #include "core/request_parser.hpp"
 
@@ -47,6 +49,38 @@ TEST(NearIndex, HoldsItsByteBound) {
   EXPECT_LT(index.entries(), 2000u);
   EXPECT_TRUE(index.find(1, text("question number 1999 about the weather in lisbon today"), 0.9));  // the newest
   EXPECT_FALSE(index.find(1, text("question number 0 about the weather in lisbon today"), 0.9));   // the oldest went
+}
+
+// Random prompts over a few scopes in a table of few rows (buckets share
+// rows, slots are reused, references go stale): a candidate is always of
+// the scope asked, its prompt is the one kept under its key and near
+// enough, and the prompt just kept is always found by its own words.
+TEST(NearIndex, CandidatesAreAlwaysOfTheirScopeAndNearWhateverTheChurn) {
+  std::mt19937_64 rng(7);
+  const std::vector<std::string> words = {"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"};
+  const auto prompt = [&] {
+    std::string p;
+    for (int n = 3 + static_cast<int>(rng() % 4); n > 0; --n) p += words[rng() % words.size()] + " ";
+    return p;
+  };
+  NearIndex index(16 * 1024);  // a few rows, a few dozen prompts
+  std::map<CacheKey, std::pair<uint64_t, std::string>> kept;  // key: scope, prompt
+  for (uint64_t i = 0; i < 5000; ++i) {
+    const uint64_t scope = rng() % 3;
+    const std::string p = prompt();
+    index.add(scope, key(i), text(p));
+    kept[key(i)] = {scope, p};
+    ASSERT_LE(index.bytes(), 16u * 1024);
+    const auto own = index.find(scope, text(p), 0.9);
+    ASSERT_TRUE(own) << i;
+    const uint64_t asked = rng() % 3;
+    const std::string q = prompt();
+    if (const auto found = index.find(asked, text(q), 0.9)) {
+      const auto& [their_scope, their_prompt] = kept.at(found->key);
+      ASSERT_EQ(their_scope, asked);
+      ASSERT_GE(near_similarity(text(their_prompt), text(q)), 0.9);
+    }
+  }
 }
 
 TEST(CacheKeyParts, TheNearScopeIsTheKeyWithoutThePrompt) {
