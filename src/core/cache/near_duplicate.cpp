@@ -27,34 +27,36 @@ constexpr std::string_view kFillers[] = {
     "are",  "tell",  "just",  "well",  "okay",   "could",  "would",  "hello", "thank", "quick", "please",
     "kindly", "thanks", "question"};
 
-// The fillers as integers in an open-addressed table: a word of up to 8
-// bytes is one of them when its integer is (a word's integer has no zero
-// byte inside it, so words of other lengths never compare equal). One
-// multiply and a probe or two, where a scan of the fillers of its length
-// cost a few compares a word.
+// The fillers as integers in a table where each sits in its home slot or
+// the next: a word of up to 8 bytes is one of them when its integer is in
+// either (a word's integer has no zero byte inside it, so words of other
+// lengths never compare equal). One multiply and two compares, no loop and
+// no branch to mispredict, where a scan of the fillers of its length cost
+// a few compares a word.
 struct FillerTable {
   static constexpr std::size_t kMaxLength = 8;
-  static constexpr int kBits = 7;  // 128 slots for 38 fillers
-  std::array<uint64_t, std::size_t{1} << kBits> slots{};  // 0: empty
-  static constexpr std::size_t slot(uint64_t v) { return (v * 0x9e3779b97f4a7c15ULL) >> (64 - kBits); }
+  static constexpr int kBits = 8;                             // 256 homes for 38 fillers
+  std::array<uint64_t, (std::size_t{1} << kBits) + 1> slots{};  // 0: empty; the last: the last home's next
+  bool placed = true;                                         // every filler in its home or the next
+  static constexpr std::size_t home(uint64_t v) { return (v * 0x9e3779b97f4a7c15ULL) >> (64 - kBits); }
   constexpr FillerTable() {
     for (const std::string_view f : kFillers) {
-      std::size_t i = slot(packed(f));
-      while (slots[i] != 0) i = (i + 1) % slots.size();
-      slots[i] = packed(f);
+      const std::size_t i = home(packed(f));
+      uint64_t& at = slots[i] == 0 ? slots[i] : slots[i + 1];
+      placed = placed && at == 0;
+      at = packed(f);
     }
   }
 };
 
 constexpr FillerTable kFillerTable;
+static_assert(kFillerTable.placed, "a filler's home and the next slot are taken: change kBits");
 
 // `v`: the word's bytes as packed() reads them.
 bool filler(uint64_t v, std::size_t size) {
-  if (size == 0 || size > FillerTable::kMaxLength) return false;
-  for (std::size_t i = FillerTable::slot(v);; i = (i + 1) % kFillerTable.slots.size()) {
-    if (kFillerTable.slots[i] == 0) return false;  // first: a NUL byte's integer is 0 too
-    if (kFillerTable.slots[i] == v) return true;
-  }
+  const std::size_t i = FillerTable::home(v);
+  return size - 1 < FillerTable::kMaxLength && v != 0 &&
+         (kFillerTable.slots[i] == v) | (kFillerTable.slots[i + 1] == v);
 }
 
 uint64_t load8(const char* p) {
@@ -143,6 +145,7 @@ class Tokenizer {
       const char c = *p;
       const uint8_t k = kind(c);
       if (k == kLetter || k == kUpper || k == kDigit) {
+        if (!word_ && words_ && short_word(p, end)) continue;
         if (!word_) start();
         p = word_run(p, end);
         // The usual end of a word: a space, read here.
@@ -212,6 +215,28 @@ class Tokenizer {
       p += run;
       if (run < 8) return p;
     }
+  }
+  // Most of a prompt: a word of up to seven bytes and a space. Read in one
+  // step, kept or dropped as end_word() would, and `p` moved past the
+  // space; false (nothing read) for any other word.
+  bool short_word(const char*& p, const char* end) {
+    if (end - p < 9) return false;
+    const WordBytes w = word_bytes(load8(p));
+    const uint64_t stops = ~(w.word | 0x80) & kHighs;  // the first byte is a word's (as in word_run)
+    if (stops == 0) return false;
+    std::size_t size = static_cast<std::size_t>(std::countr_zero(stops)) / 8;
+    if (p[size] != ' ') return false;
+    uint64_t v = w.lowered & ((uint64_t{1} << (8 * size)) - 1);
+    p += size + 1;
+    if (filler(v, size)) return true;
+    const auto byte = [&](std::size_t i) { return static_cast<char>(v >> (8 * i)); };
+    if (size >= 4 && byte(size - 1) == 's' && byte(size - 2) != 's') v &= (uint64_t{1} << (8 * --size)) - 1;  // a plural's s
+    if (at_ != begin_) *at_++ = ' ';
+    std::memcpy(at_, &v, 8);
+    at_ += size;
+    *hashes_at_++ = mix_packed(v, size);
+    ++words_read_;
+    return true;
   }
   void finish() {
     if (word_) end_word();
