@@ -347,6 +347,12 @@ TEST(ResultCache, ASemanticNearDuplicateIsAnsweredAndSaysSoWithinItsScopeOnly) {
   EXPECT_EQ(http_call(gateway.port(), chat(greedy, "Name three rivers in Asia.")).header("x-arbiter-cache"), "miss");
   EXPECT_GE(embeddings(gateway, "ok", 4), 4);
   EXPECT_EQ(embeddings(gateway, "failed", 0), 0);
+  // Connections are kept alive between embeddings: at most one per I/O
+  // thread for these one-at-a-time requests, not one per embedding.
+  const auto opened =
+      gateway.wait_for_metric("arbiter_cache_embedding_connections_total", [](double v) { return v >= 1; }, Millis(10'000));
+  ASSERT_TRUE(opened) << describe_output(gateway);
+  EXPECT_LE(*opened, semantic_config(sim.port(), embedder.port()).threads);
 }
 
 // A class's `cache: {near: false}` switches the semantic mode off for it too:

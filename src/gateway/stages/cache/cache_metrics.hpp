@@ -33,6 +33,11 @@ struct CacheMetrics {
                                     "failed (an error or an answer without a vector), timeout "
                                     "(cache.semantic_timeout_ms), no_backend. Each but ok is a miss.",
                                     {"result"})),
+        embedding_connections(registry.counter(
+            "arbiter_cache_embedding_connections_total",
+            "Connections the semantic mode opened to cache.semantic_model's backends. They are kept alive and "
+            "reused per I/O thread: a count that keeps rising with the embeddings means the engine closes them.",
+            {})),
         semantic_entries(registry.gauge("arbiter_cache_semantic_entries",
                                         "Prompts the semantic index holds (bound: cache.semantic_max_bytes).", {})),
         shared_errors(registry.counter("arbiter_cache_shared_errors_total",
@@ -47,6 +52,7 @@ struct CacheMetrics {
   metrics::Family<metrics::Gauge>& entries;
   metrics::Family<metrics::Counter>& evictions;
   metrics::Family<metrics::Counter>& embeddings;
+  metrics::Family<metrics::Counter>& embedding_connections;
   metrics::Family<metrics::Gauge>& semantic_entries;
   metrics::Family<metrics::Counter>& shared_errors;
 };

@@ -179,6 +179,7 @@ Task<Verdict> CacheStage::semantic(RequestContext& ctx, CacheLookup& lookup) {
   lookup.semantic_scope = semantic_scope(lookup.key.near_scope, prompt.context);
   Embedder::Embedding e = co_await cache_.embedder().embed(*ctx.runtime, std::move(prompt.text));
   cache_.metrics().embeddings.with({embedder_result_name(e.result)}).inc();
+  if (e.connected) cache_.metrics().embedding_connections.with({}).inc();
   if (e.result == Embedder::Result::kOk) {  // the index scales it to unit length (a zero vector finds nothing)
     if (lookup.use.lookup) {
       const double threshold = degraded(ctx) ? settings.semantic_degraded_threshold : settings.semantic_threshold;

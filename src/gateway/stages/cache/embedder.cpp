@@ -5,7 +5,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "http/outbound_connection.hpp"
+#include "http/io_pool.hpp"
 
 namespace arbiter {
 
@@ -110,17 +110,50 @@ Task<Embedder::Embedding> Embedder::embed(const Runtime& runtime, std::string te
   if (model.backends.empty()) co_return Embedding{.result = Result::kNoBackend};
   const BackendConfig& backend = model.backends[next_.fetch_add(1, std::memory_order_relaxed) % model.backends.size()];
   const auto req = embeddings_request(backend, model.name, std::move(text), settings.semantic_dimensions);
-  auto connection = std::make_shared<OutboundConnection>(co_await net::this_coro::executor, backend.host, backend.port,
-                                                         client_tls_for(backend));
-  const OutboundResponse answer = co_await connection->request(req, settings.semantic_timeout, kMaxAnswerBytes);
-  connection->close();
-  if (answer.failure == OutboundFailure::kTimeout) co_return Embedding{.result = Result::kTimeout};
-  if (answer.failure != OutboundFailure::kNone || answer.response.result_int() != 200) {
-    co_return Embedding{.result = Result::kFailed};
+  std::string key = backend.host + ":" + std::to_string(backend.port);
+  std::shared_ptr<OutboundConnection> connection = take(key);
+  if (!connection) {
+    connection = std::make_shared<OutboundConnection>(co_await net::this_coro::executor, backend.host, backend.port,
+                                                      client_tls_for(backend));
   }
-  std::vector<float> vector = first_vector(answer.response.body());
-  if (vector.empty()) co_return Embedding{.result = Result::kFailed};
-  co_return Embedding{.result = Result::kOk, .vector = std::move(vector)};
+  const OutboundResponse answer = co_await connection->request(req, settings.semantic_timeout, kMaxAnswerBytes);
+  // Kept whatever the answer: a connection a failure closed opens again
+  // with its next request.
+  give_back(std::move(key), std::move(connection));
+  Embedding out{.result = Result::kFailed, .connected = answer.connected};
+  if (answer.failure == OutboundFailure::kTimeout) {
+    out.result = Result::kTimeout;
+  } else if (answer.failure == OutboundFailure::kNone && answer.response.result_int() == 200) {
+    out.vector = first_vector(answer.response.body());
+    if (!out.vector.empty()) out.result = Result::kOk;
+  }
+  co_return out;
+}
+
+std::shared_ptr<OutboundConnection> Embedder::take(const std::string& backend) {
+  const std::size_t thread = IoPool::current_index();
+  std::lock_guard lock(mutex_);
+  if (thread >= idle_.size()) return nullptr;
+  std::vector<Idle>& idle = idle_[thread];
+  for (auto it = idle.rbegin(); it != idle.rend(); ++it) {  // the most recently used first
+    if (it->backend != backend) continue;
+    std::shared_ptr<OutboundConnection> connection = std::move(it->connection);
+    idle.erase(std::next(it).base());
+    return connection;
+  }
+  return nullptr;
+}
+
+void Embedder::give_back(std::string backend, std::shared_ptr<OutboundConnection> connection) {
+  const std::size_t thread = IoPool::current_index();
+  std::lock_guard lock(mutex_);
+  if (thread >= idle_.size()) idle_.resize(thread + 1);
+  std::vector<Idle>& idle = idle_[thread];
+  if (idle.size() == kIdlePerThread) {
+    idle.front().connection->close();  // the least recently used
+    idle.erase(idle.begin());
+  }
+  idle.push_back({std::move(backend), std::move(connection)});
 }
 
 }  // namespace arbiter
