@@ -87,8 +87,12 @@ TEST(SchedulerLora, EveryDispatchServesItsAdapter) {
   h.poll(at_ms(0));
   ASSERT_EQ(h.actions().dispatches.size(), 9u);
   for (const Dispatch& d : h.actions().dispatches) {
-    if (adapter_of[d.user] == 1) EXPECT_EQ(d.backend, 0u) << d.user;
-    if (adapter_of[d.user] == 2) EXPECT_EQ(d.backend, 1u) << d.user;
+    if (adapter_of[d.user] == 1) {
+      EXPECT_EQ(d.backend, 0u) << d.user;
+    }
+    if (adapter_of[d.user] == 2) {
+      EXPECT_EQ(d.backend, 1u) << d.user;
+    }
   }
 }
 
