@@ -26,6 +26,7 @@
 // `now` must not go backwards from one call to the next.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <expected>
 #include <optional>
@@ -309,24 +310,36 @@ class Scheduler {
   // the others, into slots nobody else could use, also for tenants over
   // their fair-share cap (work conservation).
   void dispatch_pool(uint32_t pool, TimePoint now, Actions& out, SlotPass pass = SlotPass::kLimit);
+  // What a pass over a pool's backends saw besides its pick, for route():
+  // which are open (open_to, the first 64) and the sum of affinity_load over
+  // those not down (affinity_bound's), so a routed decision passes over the
+  // backends once less, twice less with prefix affinity.
+  struct BackendScan {
+    uint64_t open = 0;  // bit i: backend i is open, i < 64
+    uint64_t load = 0;
+  };
   // kNil when no backend has room; `fraction` of the prefill backlog limit applies.
   // `exclude`: a backend not to pick (kNil: none). `pass`: which slots count.
+  // `scan`: filled for route() when given.
   uint32_t pick_backend(const Pool& pool, TimePoint now, double fraction, uint32_t exclude = detail::kNil,
-                        SlotPass pass = SlotPass::kLimit) const;
+                        SlotPass pass = SlotPass::kLimit, BackendScan* scan = nullptr) const;
   // The backend for request `n` (kNil: none) and why: prefix affinity
   // within bounded loads when the pool has it and the request has prefix
   // blocks, else pick_backend. `least`: pick_backend(pool, now, fraction)
-  // when the caller has it already, else kNil.
+  // when the caller has it already, else kNil; `scan`: what that pick saw
+  // (the same fraction and pass, the backends unchanged since), or null.
   struct Routed {
     uint32_t backend;
     Placement placement = Placement::kLeastLoaded;
     uint16_t prefix_blocks = 0;
   };
   Routed route(const Pool& pool, const Node& n, TimePoint now, double fraction, uint32_t least,
-               SlotPass pass = SlotPass::kLimit) const;
+               SlotPass pass = SlotPass::kLimit, const BackendScan* scan = nullptr) const;
   // Bounded loads (affinity_load_slack): the most slots in use, the request's
   // included, per slot that an affinity choice may leave on a backend.
+  // `load`: BackendScan::load, when a scan has it.
   double affinity_bound(const Pool& pool, const Node& n, SlotPass pass) const;
+  double affinity_bound(const Pool& pool, const Node& n, SlotPass pass, uint64_t load) const;
   // LoRA (scheduler_lora.cpp): route() for a request with an adapter. Only
   // backends serving it; by lora_affinity, first one that has it loaded
   // within the affinity bound, then one with a free adapter slot; otherwise
@@ -347,9 +360,14 @@ class Scheduler {
   // n leaves b (finished, failed, preempted) or had its first token: no longer a pending swap.
   static void lora_swapped(detail::Backend& b, Node& n);
   static void lora_released(detail::Backend& b, Node& n);
+  // Slots in use here, or what the engine reports running (other gateway
+  // replicas' requests too), whichever is larger: what bounded loads count.
+  // Inline: every backend scan of a routed decision sums it.
+  static uint32_t affinity_load(const detail::Backend& b) {
+    return std::max(b.in_flight, b.signal.stale ? 0u : b.signal.engine_running);
+  }
   // Prefix cache credit (SchedulerConfig::affinity_cache_credit;
   // scheduler_cache_credit.cpp).
-  static uint32_t affinity_load(const detail::Backend& b);
   uint16_t cached_blocks(const Pool& pool, uint32_t backend, const Node& n) const;
   static double uncached_prompt(const Node& n);
   bool holder_despite_signal(const detail::Backend& b, TimePoint now, double fraction, SlotPass pass) const;

@@ -8,12 +8,6 @@
 
 namespace arbiter::sched {
 
-uint32_t Scheduler::affinity_load(const detail::Backend& b) {
-  // Slots in use here, or what the engine reports running (other gateway
-  // replicas' requests too), whichever is larger.
-  return std::max(b.in_flight, b.signal.stale ? 0u : b.signal.engine_running);
-}
-
 uint16_t Scheduler::cached_blocks(const Pool& pool, uint32_t backend, const Node& n) const {
   // The prefix index's deepest match, when `backend` is among its holders
   // and has no prompt of ours still waiting for its first token: the index

@@ -262,7 +262,9 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, SlotPa
     if (!has_ready(p)) return;
     // Its own backends first; when none has room, a lender's idle ones.
     uint32_t run = pool;
-    uint32_t least = pick_backend(p, now, 1.0, kNil, pass);
+    BackendScan seen;
+    BackendScan* const scan = p.prefix.enabled() ? &seen : nullptr;  // for route(): affinity reads it
+    uint32_t least = pick_backend(p, now, 1.0, kNil, pass, scan);
     if (least == kNil && (pass != SlotPass::kLimit || (run = lender_with_room(pool, now, least)) == kNil)) return;
     const uint32_t id = pick_request(pool, now, top);
     if (id == kNil) return;
@@ -292,7 +294,7 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, SlotPa
     // runs fewer than its limit in all.
     const bool outside_excess = excess || background || behind_excess(p, klass);
     const SlotPass fits = outside_excess && pass == SlotPass::kLimit ? SlotPass::kExcess : pass;
-    if (run == pool && fits != pass && (least = pick_backend(p, now, 1.0, kNil, fits)) == kNil) {
+    if (run == pool && fits != pass && (least = pick_backend(p, now, 1.0, kNil, fits, scan)) == kNil) {
       // Its own backends are full counting everything running: a lender's
       // idle slot, if it may borrow one (borrowed, not excess: the lender
       // takes it back as it takes any loan).
@@ -341,7 +343,8 @@ void Scheduler::dispatch_pool(uint32_t pool, TimePoint now, Actions& out, SlotPa
                                       !slo_at_risk(nodes_[id], now)) ||
                                      flooding(nodes_[id].tenant, now));
     const Routed where =
-        route(p, nodes_[id], now, headroom ? kLowerTierBacklog : 1.0, headroom ? kNil : least, fits);
+        route(p, nodes_[id], now, headroom ? kLowerTierBacklog : 1.0, headroom ? kNil : least, fits,
+              headroom ? nullptr : scan);
     if (where.backend == kNil && hybrid && nodes_[id].adapter != 0) {
       // A LoRA request whose backends are full or busy with other adapters
       // waits; its tenant's next request that can start goes ahead of it,
@@ -446,14 +449,17 @@ bool Scheduler::backlog_full(const detail::Backend& b, TimePoint now, double fra
 }
 
 uint32_t Scheduler::pick_backend(const Pool& pool, TimePoint now, double fraction, uint32_t exclude,
-                                 SlotPass pass) const {
+                                 SlotPass pass, BackendScan* scan) const {
   // Least in-flight relative to its limit among backends with room; the scan
   // starts after the last pick so ties rotate. O(B), and B is small.
   const auto n = static_cast<uint32_t>(pool.backends.size());
   uint32_t best = kNil;
+  if (scan) *scan = {};
   for (uint32_t k = 0, i = pool.next_backend; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
     const detail::Backend& b = pool.backends[i];
+    if (scan) scan->load += b.signal.down ? 0 : affinity_load(b);
     if (i == exclude || !open_to(b, now, fraction, pass)) continue;
+    if (scan && i < 64) scan->open |= uint64_t{1} << i;
     const detail::Backend& c = pool.backends[best == kNil ? i : best];
     if (best == kNil || uint64_t{b.used(pass)} * c.slots(pass) < uint64_t{c.used(pass)} * b.slots(pass)) {
       best = i;
@@ -467,9 +473,13 @@ bool Scheduler::open_to(const detail::Backend& b, TimePoint now, double fraction
 }
 
 Scheduler::Routed Scheduler::route(const Pool& pool, const Node& n, TimePoint now, double fraction, uint32_t least,
-                                   SlotPass pass) const {
+                                   SlotPass pass, const BackendScan* scan) const {
   if (n.adapter != 0) return route_lora(pool, n, now, fraction, pass, &pool == &pools_[n.pool]);
-  if (least == kNil) least = pick_backend(pool, now, fraction, kNil, pass);
+  BackendScan own;
+  if (least == kNil) {
+    least = pick_backend(pool, now, fraction, kNil, pass, &own);
+    scan = &own;
+  }
   // A retry after a failed run goes to another backend (its prefix, if
   // cached anywhere, was most likely on the failed one): it waits for one
   // while another is up, full or saturated for now; only a pool with no
@@ -482,13 +492,14 @@ Scheduler::Routed Scheduler::route(const Pool& pool, const Node& n, TimePoint no
     }
   }
   if (least == kNil || n.prefix_len == 0 || !pool.prefix.enabled()) return {.backend = least};
-  const double bound = affinity_bound(pool, n, pass);
+  const double bound = scan ? affinity_bound(pool, n, pass, scan->load) : affinity_bound(pool, n, pass);
   const auto under_bound = [&](const detail::Backend& b) {
     return within_affinity_bound(affinity_load(b) + n.slots, bound, b.slots(pass));
   };
   const auto within = [&](uint32_t i) {
     const detail::Backend& b = pool.backends[i];
-    return open_to(b, now, fraction, pass) && under_bound(b);
+    const bool open = scan && i < 64 ? ((scan->open >> i) & 1) != 0 : open_to(b, now, fraction, pass);
+    return open && under_bound(b);
   };
   // Among those: the earliest expected first token, i.e. the backend's
   // prefill backlog plus the part of the prompt it does not hold, at its
@@ -525,14 +536,19 @@ Scheduler::Routed Scheduler::route(const Pool& pool, const Node& n, TimePoint no
 }
 
 double Scheduler::affinity_bound(const Pool& pool, const Node& n, SlotPass pass) const {
+  uint64_t load = 0;
+  for (const detail::Backend& b : pool.backends) load += b.signal.down ? 0 : affinity_load(b);
+  return affinity_bound(pool, n, pass, load);
+}
+
+double Scheduler::affinity_bound(const Pool& pool, const Node& n, SlotPass pass, uint64_t load) const {
   // Bounded loads: a backend may take the request while its share of slots
   // in use, with it, stays within (1 + slack) x the pool's, plus an eighth
   // of its slots so a quiet pool keeps its affinity; one hot prefix (or
   // adapter) cannot pile onto one engine. A backend's load is the larger of
   // its slots in use here and what its engine reports running: other
   // gateway replicas' requests count too.
-  uint64_t used = n.slots;
-  for (const detail::Backend& b : pool.backends) used += b.signal.down ? 0 : affinity_load(b);
+  const uint64_t used = n.slots + load;
   const uint32_t slots = pool.capacity + (pass == SlotPass::kExtra ? pool.extra : 0);
   const double average = static_cast<double>(used) / std::max<uint32_t>(slots, 1);
   return (1 + config_.affinity_load_slack) * average + kAffinityMinSlack;
