@@ -247,8 +247,7 @@ ReloadOutcome Gateway::apply_locked(Config next, std::string text, std::string s
   // requests go to the new generation; a request its old pipeline admitted
   // meanwhile is translated at its enqueue by the same map.
   auto [epoch, carried] = dispatcher_->reconfigure(fresh->make_scheduler(), map, fresh);
-  fresh->start(*dispatcher_, epoch);
-  fresh->carry_from(*old, unchanged);
+  fresh->start(*dispatcher_, epoch, Generation::Carry{.old = *old, .unchanged = unchanged});
   quotas_.reconfigure(fresh->config());
   generation_.store(fresh);
   old->stop();

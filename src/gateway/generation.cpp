@@ -26,7 +26,7 @@ sched::Scheduler Generation::make_scheduler() const {
   return std::move(*scheduler);
 }
 
-void Generation::start(Dispatcher& dispatcher, uint64_t epoch) {
+void Generation::start(Dispatcher& dispatcher, uint64_t epoch, std::optional<Carry> carry) {
   const Config& cfg = runtime_.config;
   link_.emplace(dispatcher, epoch);
   const sched::SchedulerConfig scheduling = to_scheduler_config(cfg);
@@ -53,6 +53,11 @@ void Generation::start(Dispatcher& dispatcher, uint64_t epoch) {
         [this, breaker_of](uint32_t pool) { return breakers_->waiting_open(breaker_of[pool], sched::Clock::now()); },
         [this, breaker_of](uint32_t pool) { breakers_->backend_recovered(breaker_of[pool], sched::Clock::now()); });
   }
+  // Adaptive capacity and the load coefficient decide at every judgement, changed or not.
+  if (cfg.engine_signals.enabled && cfg.any_adaptive_capacity()) {
+    capacity_ = std::make_unique<BackendCapacity>(cfg, *link_, pools_, *health_, deps_.metrics, sched::Clock::now());
+  }
+  if (carry) carry_from(carry->old, carry->unchanged);
   health_->start();
   if (cfg.engine_signals.enabled) start_monitor();
   dynamic_quotas_ = std::make_unique<DynamicQuotaUpdater>(cfg, deps_.quotas, deps_.usage);
@@ -136,10 +141,6 @@ void Generation::start_monitor() {
   // Verdicts go to the scheduler through BackendHealth (which adds outlier
   // ejection): a saturated backend takes no new dispatch, a stale one falls
   // back to its concurrency limit.
-  // Adaptive capacity and the load coefficient decide at every judgement, changed or not.
-  if (cfg.any_adaptive_capacity()) {
-    capacity_ = std::make_unique<BackendCapacity>(cfg, *link_, pools_, *health_, deps_.metrics, sched::Clock::now());
-  }
   SignalCallback on_judged = [this](uint32_t pool, uint32_t backend, const sched::BackendSignal& signal,
                                     const EngineLoad& load) {
     const auto now = sched::Clock::now();

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/config.hpp"
@@ -69,18 +70,12 @@ class Generation final : public RunParts {
   // The scheduler this config asks for (the first generation's is the
   // dispatcher's own; a reload's replaces the old one).
   sched::Scheduler make_scheduler() const;
-  // Connects to the dispatcher whose scheduler now numbers things as this
-  // config does (at `epoch`), assembles the pipeline and starts the loops.
-  void start(Dispatcher& dispatcher, uint64_t epoch);
-  // Retired by a reload (or the gateway's end): the loops stop; requests
-  // still in it finish.
-  void stop();
-  // After start(), at a reload: the models in `unchanged` (same settings and
-  // backends in both configs) go on with `old`'s model breakers (when
-  // model_breaker is unchanged too), outlier detection and retry budgets
-  // (when outlier_detection and retries are), load coefficient and
-  // degradation stage (when degradation is) and adaptive capacity limits
-  // (when adaptive_capacity is), instead of starting afresh.
+  // At a reload: the models in `unchanged` (same settings and backends in
+  // both configs) go on with `old`'s model breakers (when model_breaker is
+  // unchanged too), outlier detection and retry budgets (when
+  // outlier_detection and retries are), load coefficient and degradation
+  // stage (when degradation is) and adaptive capacity limits (when
+  // adaptive_capacity is), instead of starting afresh.
   struct Unchanged {
     std::vector<std::string> models;
     bool breaker_settings = false;
@@ -88,7 +83,19 @@ class Generation final : public RunParts {
     bool degradation_settings = false;
     bool capacity_settings = false;
   };
-  void carry_from(const Generation& old, const Unchanged& unchanged);
+  struct Carry {
+    const Generation& old;
+    const Unchanged& unchanged;
+  };
+  // Connects to the dispatcher whose scheduler now numbers things as this
+  // config does (at `epoch`), builds the parts, takes over what `carry`
+  // names (a reload's) and only then starts the loops, so the engine monitor
+  // never judges a carried part before it holds the old state; assembles
+  // the pipeline.
+  void start(Dispatcher& dispatcher, uint64_t epoch, std::optional<Carry> carry = std::nullopt);
+  // Retired by a reload (or the gateway's end): the loops stop; requests
+  // still in it finish.
+  void stop();
 
   const Runtime& runtime() const { return runtime_; }
   const Config& config() const override { return runtime_.config; }
@@ -102,6 +109,7 @@ class Generation final : public RunParts {
   void refresh_metrics();
 
  private:
+  void carry_from(const Generation& old, const Unchanged& unchanged);
   void start_monitor();
 
   const Runtime runtime_;

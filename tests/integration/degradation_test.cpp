@@ -209,10 +209,15 @@ TEST(Degradation, AReloadThatLeavesThePoolAloneKeepsItsStageAndWhatItPauses) {
   ASSERT_EQ(stage(gateway, 1), 1) << describe_output(gateway);
   const double entered = at_least(gateway, "arbiter_degradation_transitions_total", 1, {{"pool", "m1"}, {"to", "elevated"}});
   const double since = at_least(gateway, "arbiter_degradation_stage_since_seconds", 1.6e9, kPool);
-  // A change elsewhere: alpha gets a quota far above what the test uses.
-  config.alpha_extra = ", quotas: [{requests_per_minute: 10000}]";
-  const HttpResponse applied = http_post(gateway.admin_port(), "/admin/config", config.to_yaml());
-  ASSERT_EQ(applied.status, 200) << applied.body;
+  // A change elsewhere, applied a few times while the engine monitor goes on
+  // judging: alpha gets a quota far above what the test uses. (A new
+  // generation's monitor once judged before the old stage was carried over,
+  // and the stage was entered again: a race each reload gives a chance.)
+  for (int i = 0; i < 5; ++i) {
+    config.alpha_extra = ", quotas: [{requests_per_minute: " + std::to_string(10000 + i) + "}]";
+    const HttpResponse applied = http_post(gateway.admin_port(), "/admin/config", config.to_yaml());
+    ASSERT_EQ(applied.status, 200) << applied.body;
+  }
   // Background work sent now is paused by the carried stage, not let
   // through until the new generation's first judgement.
   auto batch = send(gateway.port(), "batch", 5);
