@@ -30,9 +30,9 @@ constexpr std::string_view kFillers[] = {
 // The fillers as integers in a table where each sits in its home slot or
 // the next: a word of up to 8 bytes is one of them when its integer is in
 // either (a word's integer has no zero byte inside it, so words of other
-// lengths never compare equal). One multiply and two compares, no loop and
-// no branch to mispredict, where a scan of the fillers of its length cost
-// a few compares a word.
+// lengths never compare equal). One multiply and two compares, no probe
+// loop, where a scan of the fillers of its length cost a few compares a
+// word.
 struct FillerTable {
   static constexpr std::size_t kMaxLength = 8;
   static constexpr int kBits = 8;                             // 256 homes for 38 fillers
@@ -123,7 +123,7 @@ uint64_t mix_packed(uint64_t v, std::size_t n) {
 uint64_t token_hash(const char* p, std::size_t n) { return n > 8 ? XXH3_64bits(p, n) : mix_packed(load_packed(p, n), n); }
 
 // Writes tokens into a buffer the caller sized (three bytes out per byte in
-// at most: a one-byte token with its space and structure mark; and 8 more,
+// at most: a one-byte token with its space and structure mark; and 16 more,
 // for a word's last eight-byte step and load_packed at the last token): a
 // word is written at the cursor, then kept (hashed) or taken back (a filler).
 class Tokenizer {
