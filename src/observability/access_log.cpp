@@ -9,6 +9,7 @@
 #include <fmt/compile.h>
 
 #include "core/decimal.hpp"
+#include "core/word_bytes.hpp"
 #include "observability/json_escape.hpp"
 
 namespace arbiter {
@@ -72,27 +73,6 @@ class UtcSecondText {
   int64_t second_ = std::numeric_limits<int64_t>::min();  // no time_point floors to it
   char text_[20] = {};
 };
-
-// Words of 8 bytes, for the check below.
-constexpr uint64_t kEveryByte = 0x0101010101010101;
-constexpr uint64_t kHighBits = 0x8080808080808080;
-
-// The high bit set in each byte of `w` that a JSON string escapes: below
-// 0x20, '"' or '\\' (bytes from 0x80 up are not); ORed over words, zero
-// means clean. Exact as a yes or no: a byte's borrow can only flag a byte
-// above one that is flagged anyway.
-uint64_t escape_bits(uint64_t w) {
-  const uint64_t quote = w ^ (kEveryByte * '"');
-  const uint64_t backslash = w ^ (kEveryByte * '\\');
-  return (((w - kEveryByte * 0x20) & ~w) | ((quote - kEveryByte) & ~quote) | ((backslash - kEveryByte) & ~backslash)) &
-         kHighBits;
-}
-
-uint64_t load8(const char* s) {
-  uint64_t w;
-  std::memcpy(&w, s, 8);
-  return w;
-}
 
 uint64_t load4(const char* s) {
   uint32_t w;

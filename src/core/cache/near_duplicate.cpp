@@ -9,6 +9,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "core/word_bytes.hpp"
+
 namespace arbiter::cache {
 namespace {
 
@@ -59,12 +61,6 @@ bool filler(uint64_t v, std::size_t size) {
          (kFillerTable.slots[i] == v) | (kFillerTable.slots[i + 1] == v);
 }
 
-uint64_t load8(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-
 // The first min(n, 8) bytes at `p` as packed() reads them; 8 bytes at `p`
 // must be readable (the tokenizer's buffer has the room).
 uint64_t load_packed(const char* p, std::size_t n) {
@@ -92,12 +88,10 @@ uint8_t kind(char c) { return kKinds[static_cast<unsigned char>(c)]; }
 // Eight bytes a step, in plain word arithmetic: which bytes of a word
 // (little-endian) are part of a text's word, and the word lowered. The
 // tests are exact per byte: the sums below never carry out of a byte.
-constexpr uint64_t kOnes = 0x0101010101010101ULL;
-constexpr uint64_t kHighs = 0x8080808080808080ULL;
-
+//
 // 0x80 in each byte of `y` (every byte below 0x80) within [lo, hi].
 constexpr uint64_t in_range(uint64_t y, uint8_t lo, uint8_t hi) {
-  return (y + kOnes * (0x80 - lo)) & ~(y + kOnes * (0x7f - hi)) & kHighs;
+  return (y + kEveryByte * (0x80 - lo)) & ~(y + kEveryByte * (0x7f - hi)) & kHighBits;
 }
 
 struct WordBytes {
@@ -106,9 +100,9 @@ struct WordBytes {
 };
 
 constexpr WordBytes word_bytes(uint64_t x) {
-  const uint64_t high = x & kHighs;  // UTF-8 bytes: part of a word, kept as they are
-  const uint64_t y = x & ~kHighs;
-  const uint64_t letter = in_range(y | kOnes * 0x20, 'a', 'z') & ~high;
+  const uint64_t high = x & kHighBits;  // UTF-8 bytes: part of a word, kept as they are
+  const uint64_t y = x & ~kHighBits;
+  const uint64_t letter = in_range(y | kEveryByte * 0x20, 'a', 'z') & ~high;
   const uint64_t upper = letter & ~(y << 2);  // bit 5 clear: A-Z (shifted up to bit 7)
   return {(letter | (in_range(y, '0', '9') & ~high)) | high, x | (upper >> 2)};
 }
@@ -208,7 +202,7 @@ class Tokenizer {
         std::memcpy(&x, p, left);
       }
       const WordBytes w = word_bytes(x);
-      const uint64_t stops = ~(w.word | taken) & kHighs;
+      const uint64_t stops = ~(w.word | taken) & kHighBits;
       const std::size_t run = stops == 0 ? 8 : static_cast<std::size_t>(std::countr_zero(stops)) / 8;
       std::memcpy(at_, &w.lowered, 8);
       at_ += run;
@@ -222,7 +216,7 @@ class Tokenizer {
   bool short_word(const char*& p, const char* end) {
     if (end - p < 9) return false;
     const WordBytes w = word_bytes(load8(p));
-    const uint64_t stops = ~(w.word | 0x80) & kHighs;  // the first byte is a word's (as in word_run)
+    const uint64_t stops = ~(w.word | 0x80) & kHighBits;  // the first byte is a word's (as in word_run)
     if (stops == 0) return false;
     std::size_t size = static_cast<std::size_t>(std::countr_zero(stops)) / 8;
     if (p[size] != ' ') return false;

@@ -10,6 +10,7 @@
 #include "core/decimal.hpp"
 #include "core/store/audit_chain.hpp"
 #include "core/store/clean_text.hpp"
+#include "core/word_bytes.hpp"
 
 namespace arbiter::store {
 
@@ -129,29 +130,20 @@ namespace {
 // matches (the classic "has a byte less than / more than / equal to"
 // word tricks), which is all that is asked.
 bool plain_ascii(std::span<const std::string_view> fields) {
-  constexpr uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr uint64_t kHighs = 0x8080808080808080ULL;
-  const auto has_zero = [](uint64_t x) { return (x - kOnes) & ~x & kHighs; };
   uint64_t bad = 0;
   const auto word = [&](uint64_t x) {
-    bad |= ((x - kOnes * 0x20) & ~x & kHighs)   // below 0x20
-           | (((x + kOnes) | x) & kHighs)        // above 0x7E
-           | has_zero(x ^ (kOnes * '"')) | has_zero(x ^ (kOnes * '\\'));
-  };
-  const auto load = [](const char* p) {
-    uint64_t x;
-    std::memcpy(&x, p, 8);
-    return x;
+    bad |= escape_bits(x)                           // below 0x20, '"', '\\'
+           | (((x + kEveryByte) | x) & kHighBits);  // above 0x7E
   };
   for (const std::string_view field : fields) {
     const char* const p = field.data();
     const std::size_t n = field.size();
     if (n >= 8) {
       std::size_t i = 0;
-      for (; i + 8 <= n; i += 8) word(load(p + i));
-      if (i < n) word(load(p + n - 8));  // the tail: the last eight bytes
+      for (; i + 8 <= n; i += 8) word(load8(p + i));
+      if (i < n) word(load8(p + n - 8));  // the tail: the last eight bytes
     } else {
-      uint64_t x = kOnes * 'a';  // a short field's bytes shifted into a plain word
+      uint64_t x = kEveryByte * 'a';  // a short field's bytes shifted into a plain word
       for (std::size_t i = 0; i < n; ++i) x = x << 8 | static_cast<unsigned char>(p[i]);
       word(x);
     }
