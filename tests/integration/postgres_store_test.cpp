@@ -131,7 +131,7 @@ TEST_F(PostgresStoreTest, ReplicasShareOneDatabaseEachWithItsOwnTrail) {
   const auto refused = twin->write({{7, usage("twin", "x")}});
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().find("another gateway"), std::string::npos) << refused.error();
-  a.reset();  // gw-a stops: its name is free
+  a.reset();  // gw-a stops: its name is free at once (it releases its lock before closing)
   EXPECT_TRUE(twin->write({{7, usage("twin", "x")}}));
   EXPECT_EQ(twin->written(), 7u);
 }

@@ -43,6 +43,10 @@ constexpr const char* kMigrations[] = {
 
 // A batch's usage rows go as one array per column (one statement, whatever
 // the batch's size): unnest turns them back into rows.
+// A replica's writer lock, a session lock keyed by its name.
+constexpr const char* kLockReplica = "SELECT pg_try_advisory_lock(hashtextextended('arbiter replica ' || $1, 0))";
+constexpr const char* kUnlockReplica = "SELECT pg_advisory_unlock(hashtextextended('arbiter replica ' || $1, 0))";
+
 constexpr const char* kInsertUsage =
     "INSERT INTO usage SELECT $1::text, * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[],"
     " $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[],"
@@ -99,6 +103,10 @@ std::expected<std::unique_ptr<PostgresStore>, std::string> PostgresStore::open(s
   return store;
 }
 
+PostgresStore::~PostgresStore() {
+  if (writer_of_ == pg_.generation() && pg_.up()) (void)pg_.run(kUnlockReplica, {replica_});
+}
+
 std::expected<void, std::string> PostgresStore::connect() {
   return pg_.connect([this]() -> std::expected<void, std::string> {
     if (auto done = pg_.run("SET search_path TO arbiter"); !done) return std::unexpected(done.error());
@@ -115,7 +123,7 @@ std::expected<void, std::string> PostgresStore::connect_writer() {
   if (auto done = connect(); !done) return done;
   // Held for the connection's life: the server lets it go when the
   // connection ends (this gateway's exit or crash included).
-  auto locked = pg_.run("SELECT pg_try_advisory_lock(hashtextextended('arbiter replica ' || $1, 0))", {replica_});
+  auto locked = pg_.run(kLockReplica, {replica_});
   if (!locked) return std::unexpected(locked.error());
   if (locked->rows() != 1 || locked->text(0, 0) != "t") {
     // What the holder has written so far (after a crash of this gateway,

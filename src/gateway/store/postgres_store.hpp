@@ -27,7 +27,10 @@ class PostgresStore final : public Database {
   // pairs). Fails only when it cannot be parsed; the database itself is
   // tried here once and again at each call until reached.
   static std::expected<std::unique_ptr<PostgresStore>, std::string> open(std::string conninfo, std::string replica);
-  ~PostgresStore() override = default;
+  // Releases the replica's lock before closing: the server frees a closed
+  // connection's locks only once its backend has exited, and a successor
+  // given the same name (a rolling restart) would be refused until then.
+  ~PostgresStore() override;
   PostgresStore(const PostgresStore&) = delete;
   PostgresStore& operator=(const PostgresStore&) = delete;
 
