@@ -84,6 +84,8 @@ TEST_F(PostgresStoreTest, RetentionCutsAPrefixThatLeavesTheTrailVerifiable) {
   check_retention_cuts_a_prefix_that_leaves_the_trail_verifiable(under_test());
 }
 
+TEST_F(PostgresStoreTest, ALargeBatchIsStoredRowForRow) { check_a_large_batch_is_stored_row_for_row(under_test()); }
+
 TEST_F(PostgresStoreTest, BatchLeasesMoveOnlyOnceTheyRanOut) { check_a_lease_moves_only_once_it_ran_out(batch_db()); }
 
 TEST_F(PostgresStoreTest, BatchCancelsShowAtOnceAndReachTheHolder) {

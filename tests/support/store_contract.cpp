@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace arbiter::test {
 
 namespace {
@@ -110,6 +113,60 @@ void check_retention_cuts_a_prefix_that_leaves_the_trail_verifiable(const StoreU
   EXPECT_TRUE(verdict->ok) << verdict->problem;
   EXPECT_EQ(verdict->batches, 3);
   EXPECT_EQ(verdict->rows, 3);
+}
+
+void check_a_large_batch_is_stored_row_for_row(const StoreUnderTest& store) {
+  // Row i: tenant "t<i>", i prompt tokens, 2i completion, i % 3 cached, cost
+  // i / 4, in hour i % 2: each row's sums tell whether it landed whole and
+  // as itself (a store may write many rows at once; 37 is not a multiple of
+  // any chunk size a store would pick). An audit row after every eighth.
+  std::vector<std::string> tenants, details;  // built before any view of them is taken
+  for (int i = 0; i < 40; ++i) {
+    tenants.push_back(std::string("t").append(std::to_string(i)));
+    details.push_back(std::string("after ").append(std::to_string(i)));
+  }
+  auto row = [&](int i) {
+    UsageView u = usage(kT0 + (i % 2) * kHour + i, tenants[static_cast<std::size_t>(i)]);
+    u.prompt_tokens = i;
+    u.completion_tokens = 2 * i;
+    u.cached_tokens = i % 3;
+    u.cost = i / 4.0;
+    return u;
+  };
+  std::vector<std::pair<uint64_t, RowView>> rows;
+  uint64_t seq = 0;
+  auto add = [&](int first, int last) {
+    for (int i = first; i < last; ++i) {
+      rows.emplace_back(++seq, row(i));
+      if (i % 8 == 7) rows.emplace_back(++seq, audit(kT0 + i, details[static_cast<std::size_t>(i)]));
+    }
+  };
+  auto db = store.open("gw-1");
+  ASSERT_NE(db, nullptr);
+  add(0, 37);
+  ASSERT_TRUE(db->write(rows));
+  add(37, 40);  // the same batch again with a new tail: only the tail is new
+  ASSERT_TRUE(db->write(rows));
+  EXPECT_EQ(db->written(), seq);
+  const auto hours = db->hourly_usage_since(0);
+  ASSERT_TRUE(hours) << hours.error();
+  ASSERT_EQ(hours->size(), 40u);  // (hour, tenant): one each
+  for (const store::HourlyUsage& h : *hours) {
+    const int i = std::stoi(h.tenant.substr(1));
+    EXPECT_EQ(h.hour_ms, kT0 + (i % 2) * kHour) << h.tenant;
+    EXPECT_EQ(h.requests, 1u) << h.tenant;
+    EXPECT_EQ(h.prompt_tokens, static_cast<uint64_t>(i)) << h.tenant;
+    EXPECT_EQ(h.completion_tokens, static_cast<uint64_t>(2 * i)) << h.tenant;
+    EXPECT_EQ(h.cached_tokens, static_cast<uint64_t>(i % 3)) << h.tenant;
+    EXPECT_DOUBLE_EQ(h.cost, i / 4.0) << h.tenant;
+    EXPECT_EQ(h.team, "ml");
+    EXPECT_EQ(h.model, "m1");
+    EXPECT_EQ(h.klass, "chat");
+  }
+  const auto verdict = db->verify();
+  ASSERT_TRUE(verdict) << verdict.error();
+  EXPECT_TRUE(verdict->ok) << verdict->problem;
+  EXPECT_EQ(verdict->rows, 5);  // after 7, 15, 23, 31 and 39
 }
 
 }  // namespace arbiter::test

@@ -3,7 +3,8 @@
 // (a replayed batch is ignored), the last written sequence number and the
 // trail's end kept across a reopen, hourly sums for the ledger, the newest
 // audit rows, an edit found by verify; retention cutting a prefix the rest
-// of which still verifies.
+// of which still verifies; a batch of many rows stored row for row, its
+// replay with a new tail adding only the tail.
 #pragma once
 
 #include <functional>
@@ -23,5 +24,6 @@ struct StoreUnderTest {
 
 void check_writes_once_keeps_its_place_sums_and_verifies(const StoreUnderTest& store);
 void check_retention_cuts_a_prefix_that_leaves_the_trail_verifiable(const StoreUnderTest& store);
+void check_a_large_batch_is_stored_row_for_row(const StoreUnderTest& store);
 
 }  // namespace arbiter::test

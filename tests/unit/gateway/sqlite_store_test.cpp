@@ -41,6 +41,11 @@ TEST(SqliteStore, RetentionCutsAPrefixThatLeavesTheTrailVerifiable) {
   test::check_retention_cuts_a_prefix_that_leaves_the_trail_verifiable(sqlite_file(dir.file("usage.db")));
 }
 
+TEST(SqliteStore, ALargeBatchIsStoredRowForRow) {
+  test::TempDir dir("sqlite-store");
+  test::check_a_large_batch_is_stored_row_for_row(sqlite_file(dir.file("usage.db")));
+}
+
 // A store written by the schema before migration 2 (a row per decision in
 // table `audit`) is moved into its batches at the first open: every row
 // kept, the chain still verifying, the same SQL reading it.
