@@ -4,7 +4,9 @@
 #                                  arbiter-bench binary) and DOC; exits 1 when
 #                                  BENCH is not built or DOC lacks NAME's markers
 #   replace_section NAME FILE      puts FILE's text (trailing blank lines
-#                                  dropped) between the markers, the rest kept
+#                                  dropped) between the markers, the rest kept;
+#                                  refuses (returns 1, DOC unchanged) when a
+#                                  heading between them is not in FILE
 
 bench_setup() {
   local name=$1
@@ -20,6 +22,20 @@ bench_setup() {
 
 replace_section() {
   local name=$1 section=$2
+  # A heading between the markers that the new text does not have is
+  # hand-written text someone put inside the generated part: refuse, rather
+  # than lose it (two hand-written sections were lost that way).
+  local lost
+  lost=$(awk -v begin="<!-- $name:begin -->" -v end="<!-- $name:end -->" -v section="$section" '
+    BEGIN { while ((getline line < section) > 0) if (line ~ /^#/) have[line] = 1 }
+    $0 == begin { inside = 1; next }
+    $0 == end { inside = 0 }
+    inside && /^#/ && !($0 in have)' "$DOC")
+  if [[ -n $lost ]]; then
+    echo "$name: $DOC has headings inside its generated section that the new text lacks (hand-written text? move it outside the markers; a part the generator no longer writes: delete it by hand):" >&2
+    echo "$lost" >&2
+    return 1
+  fi
   awk -v section="$section" -v begin="<!-- $name:begin -->" -v end="<!-- $name:end -->" '
     $0 == begin {
       print
