@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/capacity_bound.hpp"
 #include "bench/gateway_config_writer.hpp"
 #include "bench/live_run.hpp"
 #include "bench/report_json.hpp"
@@ -59,7 +60,12 @@ constexpr const char* kUsage =
     "      --class-scheduler: one class's, e.g. 'completion:{adaptive_debounce: true}';\n"
     "      --degradation: every scenario's degradation section, e.g. '{enabled: true}'\n"
     "  arbiter-bench check DIR\n"
-    "      verify DIR/results.json (counts add up, percentiles ordered)\n";
+    "      verify DIR/results.json (counts add up, percentiles ordered)\n"
+    "  arbiter-bench bound --scenario FILE [--seed N] [--seeds N] [--step S] [--max-interval S]\n"
+    "      the least share of requests that fail under any schedule on the scenario's\n"
+    "      engines (DECISIONS.md D9; docs/arbiter-bench.md, \"Capacity bound\"): whole\n"
+    "      answers, and every answer cut to its first token; intervals on a grid of S\n"
+    "      seconds (default 5), at most --max-interval long (default 120)\n";
 
 int usage(const std::string& problem) {
   std::cerr << "arbiter-bench: " << problem << "\n" << kUsage;
@@ -418,6 +424,40 @@ int run_check_command(int argc, char** argv) {
   return 0;
 }
 
+int run_bound_command(int argc, char** argv) {
+  std::map<std::string, std::string> flags;
+  int status = 0;
+  if (!parse_flags(argc, argv, {"--scenario", "--seed", "--seeds", "--step", "--max-interval"}, {}, flags, status))
+    return status;
+  if (!flags.contains("--scenario")) return usage("--scenario is required");
+  auto scenario = load_scenario(flags["--scenario"]);
+  if (!scenario) {
+    std::cerr << "arbiter-bench: bad scenario " << scenario.error() << "\n";
+    return 2;
+  }
+  uint64_t seed = scenario->seed;
+  unsigned seeds = 1;
+  double step = 5, max_interval = 120;
+  if (flags.contains("--seed") && !parse_number(flags["--seed"], seed)) return usage("--seed must be an integer");
+  if (flags.contains("--seeds") && !(parse_number(flags["--seeds"], seeds) && seeds > 0 && seeds <= 9))
+    return usage("--seeds must be an integer from 1 to 9");
+  if (flags.contains("--step") && !(parse_number(flags["--step"], step) && step > 0))
+    return usage("--step must be a positive number of seconds");
+  if (flags.contains("--max-interval") && !(parse_number(flags["--max-interval"], max_interval) && max_interval >= step))
+    return usage("--max-interval must be a number of seconds at least --step");
+  std::printf("| seed | requests | superseded whatever the schedule | failed at least, whole answers | "
+              "failed at least, first token only |\n|---:|---:|---:|---:|---:|\n");
+  for (unsigned k = 0; k < seeds; ++k) {
+    const uint64_t s = arrival_seed(seed, k);
+    const FailureBound b = failure_bound(*scenario, s, step, max_interval);
+    std::printf("| %llu | %llu | %llu | %llu (%.2f%%) | %llu (%.2f%%) |\n", static_cast<unsigned long long>(s),
+                static_cast<unsigned long long>(b.generated), static_cast<unsigned long long>(b.superseded),
+                static_cast<unsigned long long>(b.failed), 100 * b.share(),
+                static_cast<unsigned long long>(b.failed_cut), 100 * b.share_cut());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -428,6 +468,7 @@ int run_cli(int argc, char** argv) {
   if (command == "sweep") return run_sweep_command(argc, argv);
   if (command == "live") return run_live_command(argc, argv);
   if (command == "gateway-config") return run_gateway_config_command(argc, argv);
+  if (command == "bound") return run_bound_command(argc, argv);
   if (command == "--help" || command == "-h") {
     std::cout << kUsage;
     return 0;
