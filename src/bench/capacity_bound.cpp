@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
+#include <utility>
 
 #include "bench/workload.hpp"
 
@@ -79,6 +80,26 @@ double capacity_cost(const RequestSpec& spec, uint32_t output_tokens, const engi
          cost.context_token_s * context;
 }
 
+namespace {
+
+// The two windows and engine times that `spec` being good asks for at least
+// (capacity_bound.hpp, "Goodput"): all of it, and its prefill; `end`: its
+// patience, deadline or the cut.
+std::pair<BoundRequest, BoundRequest> good_windows(const RequestSpec& spec, const SloSpec& slo, double end,
+                                                   const engine::EngineConfig& config) {
+  const double t0 = spec.arrival;
+  double all_end = end;
+  if (slo.e2e_ms) all_end = std::min(all_end, t0 + *slo.e2e_ms / 1e3);
+  if (slo.ttft_ms && slo.tpot_ms) {
+    all_end = std::min(all_end, t0 + (*slo.ttft_ms + *slo.tpot_ms * (spec.output_tokens - 1.0)) / 1e3);
+  }
+  const double first_end = slo.ttft_ms ? std::min(all_end, t0 + *slo.ttft_ms / 1e3) : all_end;
+  return {{.arrival = t0, .end = all_end, .cost_s = capacity_cost(spec, spec.output_tokens, config.cost, config.max_num_seqs)},
+          {.arrival = t0, .end = first_end, .cost_s = capacity_cost(spec, 1, config.cost, config.max_num_seqs)}};
+}
+
+}  // namespace
+
 FailureBound failure_bound(const Scenario& scenario, uint64_t seed, double step_s, double max_len_s) {
   std::vector<RequestSpec> specs;
   Workload workload(scenario, seed);
@@ -109,20 +130,30 @@ FailureBound failure_bound(const Scenario& scenario, uint64_t seed, double step_
   // request can end, alone on the fastest engine.
   double fastest_step = engine.config.cost.base_s;
   if (engine.variant_count > 0) fastest_step = std::min(fastest_step, engine.variant_config.cost.base_s);
-  std::vector<BoundRequest> whole, cut;
+  std::vector<BoundRequest> whole, cut, good_all, good_first;
+  uint64_t maybe_good = 0;  // requests that could end good: not superseded on the model's own engines
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const RequestSpec& spec = specs[i];
     if (successor[i] != kNever) {
       if (successor[i] < spec.arrival + spec.output_tokens * fastest_step) ++out.superseded;
-      continue;  // it may be superseded rather than fail
+      if (successor[i] >= spec.arrival + spec.output_tokens * engine.config.cost.base_s) ++maybe_good;
+      continue;  // it may be superseded rather than fail, or end good before its successor
     }
+    ++maybe_good;
     const double end = std::min(spec.abort_at, run_end);
     whole.push_back({.arrival = spec.arrival, .end = end, .cost_s = cheapest(spec, spec.output_tokens)});
     cut.push_back({.arrival = spec.arrival, .end = end, .cost_s = cheapest(spec, 1)});
+    const auto [all, first] = good_windows(spec, scenario.classes[spec.klass].slo, std::min(end, spec.deadline),
+                                           engine.config);
+    good_all.push_back(all);
+    good_first.push_back(first);
   }
   const double engines = engine.total();
   out.failed = min_failures(whole, engines, step_s, max_len_s);
   out.failed_cut = min_failures(cut, engines, step_s, max_len_s);
+  // Each of the two is a condition of being good: the larger shortfall holds.
+  out.good = maybe_good - std::max(min_failures(good_all, engine.count, step_s, max_len_s),
+                                   min_failures(good_first, engine.count, step_s, max_len_s));
   return out;
 }
 

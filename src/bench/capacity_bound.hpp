@@ -19,6 +19,12 @@
 // no queueing, caches always hit), so no real schedule does better; it can
 // be far from what one can do.
 //
+// Goodput: a good request (bench/results.cpp: whole, on the model's own
+// engines, within its deadline and every SLO its class sets) must have its
+// prefill within its TTFT SLO and all of it within its E2E SLO, or its TTFT
+// SLO plus its TPOT SLO per later token: each is a condition of its being
+// good, and the bound loses the more good answers of the two shortfalls.
+//
 // A request superseded whatever the schedule (a newer one with its key
 // arrives before it could produce its tokens even alone on an engine, one
 // step a token) leaves the denominator; one with a successor otherwise
@@ -57,6 +63,9 @@ struct FailureBound {
   uint64_t superseded = 0;   // superseded whatever the schedule
   uint64_t failed = 0;       // whole answers: at least this many fail
   uint64_t failed_cut = 0;   // every answer cut to its first token: at least this many fail
+  // Whole answers within their class's SLOs and deadline on the model's own
+  // engines (goodput's requests): at most this many.
+  uint64_t good = 0;
   double share() const { return denominator() ? static_cast<double>(failed) / denominator() : 0; }
   double share_cut() const { return denominator() ? static_cast<double>(failed_cut) / denominator() : 0; }
   uint64_t denominator() const { return generated - superseded; }

@@ -64,7 +64,7 @@ constexpr const char* kUsage =
     "  arbiter-bench bound --scenario FILE [--seed N] [--seeds N] [--step S] [--max-interval S]\n"
     "      the least share of requests that fail under any schedule on the scenario's\n"
     "      engines (DECISIONS.md D9; docs/arbiter-bench.md, \"Capacity bound\"): whole\n"
-    "      answers, and every answer cut to its first token; intervals on a grid of S\n"
+    "      answers, and every answer cut to its first token; the most goodput; intervals on a grid of S\n"
     "      seconds (default 5), at most --max-interval long (default 120)\n";
 
 int usage(const std::string& problem) {
@@ -446,14 +446,15 @@ int run_bound_command(int argc, char** argv) {
   if (flags.contains("--max-interval") && !(parse_number(flags["--max-interval"], max_interval) && max_interval >= step))
     return usage("--max-interval must be a number of seconds at least --step");
   std::printf("| seed | requests | superseded whatever the schedule | failed at least, whole answers | "
-              "failed at least, first token only |\n|---:|---:|---:|---:|---:|\n");
+              "failed at least, first token only | goodput at most, req/s |\n|---:|---:|---:|---:|---:|---:|\n");
   for (unsigned k = 0; k < seeds; ++k) {
     const uint64_t s = arrival_seed(seed, k);
     const FailureBound b = failure_bound(*scenario, s, step, max_interval);
-    std::printf("| %llu | %llu | %llu | %llu (%.2f%%) | %llu (%.2f%%) |\n", static_cast<unsigned long long>(s),
+    std::printf("| %llu | %llu | %llu | %llu (%.2f%%) | %llu (%.2f%%) | %.2f |\n", static_cast<unsigned long long>(s),
                 static_cast<unsigned long long>(b.generated), static_cast<unsigned long long>(b.superseded),
                 static_cast<unsigned long long>(b.failed), 100 * b.share(),
-                static_cast<unsigned long long>(b.failed_cut), 100 * b.share_cut());
+                static_cast<unsigned long long>(b.failed_cut), 100 * b.share_cut(),
+                static_cast<double>(b.good) / scenario->duration_s);
   }
   return 0;
 }

@@ -2,7 +2,8 @@
 // failing. Hand cases; against a schedule of the same fluid model (earliest
 // deadline first: the bound never exceeds what it fails) on random
 // instances; and against the simulator's own runs of the overload scenario,
-// every policy failing and superseding at least what the bound says.
+// every policy failing and superseding at least, and answering good at most,
+// what the bound says.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -110,9 +111,28 @@ TEST(CapacityBound, TheSimulatorsRunsFailAtLeastWhatItBounds) {
     EXPECT_GE(n(Outcome::kSuperseded), bound.superseded);
     EXPECT_GE(n(Outcome::kRejected) + n(Outcome::kDropped) + n(Outcome::kCancelled) + n(Outcome::kUnfinished),
               bound.failed);
+    EXPECT_LE(p.all.good, bound.good);
   }
   // The same fleet with work cut to a token fails no more.
   EXPECT_LE(bound.failed_cut, bound.failed);
+  EXPECT_LT(bound.good, bound.denominator());  // the 2x minute costs some good answers
+}
+
+TEST(CapacityBound, AVariantsEnginesAddNoGoodput) {
+  // With the degraded variant's engines, hybrid sends work there (degraded,
+  // not goodput): the bound on goodput counts the model's own engines only.
+  auto scenario = load_scenario(ARBITER_SOURCE_DIR "/bench/scenarios/overload-variant.yaml");
+  ASSERT_TRUE(scenario) << scenario.error();
+  scenario->duration_s = 250;
+  scenario->drain_s = 60;
+  const FailureBound bound = failure_bound(*scenario, scenario->seed, 5, 120);
+  Scenario without = *scenario;
+  without.engine.variant_count = 0;
+  EXPECT_EQ(failure_bound(without, scenario->seed, 5, 120).good, bound.good);
+  for (const char* policy : {"priority", "hybrid"}) {
+    SCOPED_TRACE(policy);
+    EXPECT_LE(run_virtual(*scenario, policy, scenario->seed).all.good, bound.good);
+  }
 }
 
 }  // namespace
