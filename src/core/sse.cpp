@@ -8,13 +8,17 @@ bool is_done_event(std::string_view event) {
   return event.starts_with("data: [DONE]") || event.starts_with("data:[DONE]");
 }
 
-std::string_view event_data(std::string_view event) {
+namespace {
+
+// The value of the event's first `field:` line: without the optional space
+// after the colon and a trailing CR.
+std::string_view first_field(std::string_view event, std::string_view field) {
   std::size_t pos = 0;
   while (pos < event.size()) {
     const std::size_t end = std::min(event.find('\n', pos), event.size());
     std::string_view line = event.substr(pos, end - pos);
-    if (line.starts_with("data:")) {
-      line.remove_prefix(5);
+    if (line.starts_with(field)) {
+      line.remove_prefix(field.size());
       if (line.starts_with(' ')) line.remove_prefix(1);
       if (line.ends_with('\r')) line.remove_suffix(1);
       return line;
@@ -23,6 +27,12 @@ std::string_view event_data(std::string_view event) {
   }
   return {};
 }
+
+}  // namespace
+
+std::string_view event_data(std::string_view event) { return first_field(event, "data:"); }
+
+std::string_view event_name(std::string_view event) { return first_field(event, "event:"); }
 
 std::size_t SseFramer::find_end(std::string_view bytes, std::size_t from) {
   // An event ends at a blank line: "\n\n", "\n\r\n" (so "\r\n\r\n" too).

@@ -65,6 +65,10 @@ bool is_done_event(std::string_view event);
 // after the colon and a trailing CR; empty when it has none. vLLM, SGLang and
 // llama.cpp send one data line per event.
 std::string_view event_data(std::string_view event);
+// The same for its first `event:` line: the event's type (OpenAI's
+// Responses API names every event, response.output_text.delta, ...); empty
+// when it has none (chat and completion streams).
+std::string_view event_name(std::string_view event);
 
 template <class OnEvent>
 void SseFramer::feed(std::string_view piece, OnEvent&& on_event) {

@@ -67,6 +67,25 @@ TEST(Responses, AStreamsTypedEventsAreRelayedAndItsUsageCounted) {
   EXPECT_GT(line->at("prompt_tokens").as_int64(), 0);
 }
 
+// A stream the engine cuts short has no usage: it is billed the tokens its
+// text deltas carried, not one per event of any type (response.created,
+// output_item.added, ...).
+TEST(Responses, AStreamCutShortIsBilledItsDeltasNotItsEvents) {
+  SimProcess sim({"--profile", "tiny", "--model", "m1", "--crash-after-tokens", "3"});
+  GatewayConfig config;
+  config.backend_ports = {sim.port()};
+  GatewayProcess gateway(config.to_yaml());
+  const HttpResponse r = ask(gateway, R"(,"stream":true)");
+  int deltas = 0;
+  for (const auto& e : split_sse_events(r.body)) deltas += e.starts_with("event: response.output_text.delta\n") ? 1 : 0;
+  const auto line = gateway.wait_for_log(
+      [](const boost::json::object& o) { return o.contains("completion_tokens"); }, Millis(5'000));
+  ASSERT_TRUE(line.has_value()) << gateway.stdout_text();
+  EXPECT_EQ(line->at("tokens_from").as_string(), "events") << r.body;
+  EXPECT_EQ(line->at("completion_tokens").as_int64(), deltas) << r.body;
+  EXPECT_LE(deltas, 3);
+}
+
 TEST(Responses, AModelWhoseEnginesDoNotServeItIs404AndBadInputIs400) {
   SimProcess sim({"--profile", "tiny", "--model", "m1"});
   GatewayConfig config;

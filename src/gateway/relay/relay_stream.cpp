@@ -133,9 +133,14 @@ bool UpstreamExchange::count(std::string_view event) {
   const std::string_view data = event_data(event);
   if (data.empty() || data == "[DONE]") return false;
   const bool usage = memmem(data.data(), data.size(), kUsage.data(), kUsage.size()) != nullptr;
-  if (!usage && memmem(data.data(), data.size(), kNoContent.data(), kNoContent.size()) == nullptr) {
-    ++outcome_.generated;
-  }
+  // The Responses API's typed events: only a delta carries generated tokens
+  // (output text, reasoning, a function call's arguments, a refusal), not
+  // response.created, output_item.added and the like.
+  const std::string_view name = event_name(event);
+  const bool tokens = name.starts_with("response.")
+                          ? name.ends_with(".delta")
+                          : memmem(data.data(), data.size(), kNoContent.data(), kNoContent.size()) == nullptr;
+  if (!usage && tokens) ++outcome_.generated;
   if (!usage) return false;
   if (auto found = find_usage(data)) outcome_.usage = found;
   return true;

@@ -110,12 +110,15 @@ TEST(SseFramer, DoneMarkerDetection) {
   EXPECT_FALSE(is_done_event("data: {\"x\":\"[DONE]\"}\n\n"));
 }
 
-TEST(SseEventData, FirstDataLineWithoutPrefixSpaceOrCr) {
+TEST(SseEventData, FirstDataAndEventLinesWithoutPrefixSpaceOrCr) {
   EXPECT_EQ(event_data("data: {\"a\":1}\n\n"), "{\"a\":1}");
   EXPECT_EQ(event_data("data:{\"a\":1}\r\n\r\n"), "{\"a\":1}");
   EXPECT_EQ(event_data(": keep-alive\nevent: chunk\ndata: x\n\n"), "x");
   EXPECT_EQ(event_data(": comment only\n\n"), "");
   EXPECT_EQ(event_data("data: [DONE]\n\n"), "[DONE]");
+  EXPECT_EQ(event_name("event: response.output_text.delta\ndata: {}\n\n"), "response.output_text.delta");
+  EXPECT_EQ(event_name(": c\nevent:chunk\r\ndata: x\r\n\r\n"), "chunk");
+  EXPECT_EQ(event_name("data: {\"event\":1}\n\n"), "");
 }
 
 }  // namespace
