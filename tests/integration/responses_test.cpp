@@ -98,6 +98,20 @@ TEST(Responses, AModelWhoseEnginesDoNotServeItIs404AndBadInputIs400) {
   EXPECT_NE(r.body.find("/v1/responses"), std::string::npos) << r.body;
   EXPECT_EQ(sim.metric("vllm:request_success_total", {{"finished_reason", "length"}}).value_or(0), 0);
 
+  // A pool that mixes engines with and without it is refused the same way
+  // (the scheduler could place the request on either), naming the one
+  // without; nothing reaches either engine.
+  SimProcess vllm({"--profile", "tiny", "--model", "m1"});
+  GatewayConfig mixed;
+  mixed.backend_ports = {vllm.port(), sim.port()};
+  mixed.backend_extras = {"", ", engine: llamacpp"};
+  GatewayProcess mixed_gateway(mixed.to_yaml());
+  const HttpResponse refused_mixed = ask(mixed_gateway, "");
+  EXPECT_EQ(refused_mixed.status, 404) << refused_mixed.body;
+  EXPECT_NE(refused_mixed.body.find("does not"), std::string::npos) << refused_mixed.body;
+  EXPECT_EQ(vllm.metric("vllm:request_success_total", {{"finished_reason", "length"}}).value_or(0), 0);
+  EXPECT_EQ(sim.metric("vllm:request_success_total", {{"finished_reason", "length"}}).value_or(0), 0);
+
   HttpRequest bad = gateway_post("/v1/responses", R"({"model":"m1","input":[]})", kAlphaKey, "chat");
   const HttpResponse refused = http_call(gateway.port(), bad, Millis(10'000));
   EXPECT_EQ(refused.status, 400) << refused.body;

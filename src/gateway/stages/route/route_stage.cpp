@@ -48,12 +48,17 @@ Verdict RouteStage::admit(RequestContext& ctx) {
                                         "') has no backend for class '" + runtime.config.classes[*cls].name + "'",
                                     "model"});
   }
-  if (info.route == Route::kResponses &&
-      std::ranges::none_of(runtime.config.models[ctx.pool()].backends, &BackendConfig::responses)) {
-    return Verdict::refuse(ApiError{ErrorCode::kModelNotFound,
-                                    "the model '" + info.model + "' is not served on /v1/responses by its engines" +
-                                        " (backends[].responses; use /v1/chat/completions)",
-                                    "model"});
+  // Every engine of the pool must serve it: the scheduler may place the
+  // request on any of them, and one without it would answer 404 mid-way.
+  if (info.route == Route::kResponses) {
+    const std::vector<BackendConfig>& backends = runtime.config.models[ctx.pool()].backends;
+    if (const auto lacking = std::ranges::find_if_not(backends, &BackendConfig::responses); lacking != backends.end()) {
+      return Verdict::refuse(ApiError{ErrorCode::kModelNotFound,
+                                      "the model '" + info.model + "' is not served on /v1/responses by its engines" +
+                                          " (backend '" + lacking->name + "' does not: backends[].responses;" +
+                                          " use /v1/chat/completions)",
+                                      "model"});
+    }
   }
   // Hashed before a cap edits the text: the prompt's offset is the scan's.
   // An adapter's prompts are cached apart from the base model's (vLLM keys
