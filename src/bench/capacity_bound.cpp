@@ -136,6 +136,7 @@ FailureBound failure_bound(const Scenario& scenario, uint64_t seed, double step_
     const RequestSpec& spec = specs[i];
     if (successor[i] != kNever) {
       if (successor[i] < spec.arrival + spec.output_tokens * fastest_step) ++out.superseded;
+      if (successor[i] < spec.arrival + fastest_step) ++out.superseded_cut;
       if (successor[i] >= spec.arrival + spec.output_tokens * engine.config.cost.base_s) ++maybe_good;
       continue;  // it may be superseded rather than fail, or end good before its successor
     }

@@ -61,13 +61,17 @@ double capacity_cost(const RequestSpec& spec, uint32_t output_tokens, const engi
 struct FailureBound {
   uint64_t generated = 0;
   uint64_t superseded = 0;   // superseded whatever the schedule
+  uint64_t superseded_cut = 0;  // the same when answers may be cut to a token (a cut one ends sooner)
   uint64_t failed = 0;       // whole answers: at least this many fail
   uint64_t failed_cut = 0;   // every answer cut to its first token: at least this many fail
   // Whole answers within their class's SLOs and deadline on the model's own
   // engines (goodput's requests): at most this many.
   uint64_t good = 0;
   double share() const { return denominator() ? static_cast<double>(failed) / denominator() : 0; }
-  double share_cut() const { return denominator() ? static_cast<double>(failed_cut) / denominator() : 0; }
+  double share_cut() const {
+    const uint64_t d = generated - superseded_cut;
+    return d ? static_cast<double>(failed_cut) / d : 0;
+  }
   uint64_t denominator() const { return generated - superseded; }
 };
 

@@ -113,8 +113,11 @@ TEST(CapacityBound, TheSimulatorsRunsFailAtLeastWhatItBounds) {
               bound.failed);
     EXPECT_LE(p.all.good, bound.good);
   }
-  // The same fleet with work cut to a token fails no more.
+  // The same fleet with work cut to a token fails no more, and a cut answer
+  // may end before its successor arrives: fewer are superseded for sure.
   EXPECT_LE(bound.failed_cut, bound.failed);
+  EXPECT_LE(bound.superseded_cut, bound.superseded);
+  EXPECT_LE(bound.share_cut(), bound.share());
   EXPECT_LT(bound.good, bound.denominator());  // the 2x minute costs some good answers
 }
 
