@@ -114,7 +114,7 @@ bool parse_number(const std::string& text, T& out) {
 
 std::string command_line(int argc, char** argv) {
   std::string out;
-  for (int i = 0; i < argc; ++i) out += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 0; i < argc; ++i) out.append(i ? " " : "").append(argv[i]);
   return out;
 }
 

@@ -84,7 +84,8 @@ TEST(EngineLora, LeastRecentlyUsedIdleAdapterIsEvicted) {
   Engine engine(config(/*max_loras=*/2, /*load_s=*/0));
   std::uint64_t id = 0;
   for (std::uint32_t adapter : {7u, 9u, 7u, 11u, 7u}) {  // 11 replaces 9, the older one: 7 stays loaded
-    ASSERT_TRUE(engine.submit(request(++id, adapter, 1), static_cast<double>(id)));
+    ++id;  // before the call: its arguments are evaluated in no set order
+    ASSERT_TRUE(engine.submit(request(id, adapter, 1), static_cast<double>(id)));
     engine.step(static_cast<double>(id));
   }
   EXPECT_EQ(engine.stats().lora_loads_total, 3u);

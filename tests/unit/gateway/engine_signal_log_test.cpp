@@ -21,7 +21,9 @@ sched::BackendSignal health(bool stale, bool down, bool saturated = false) {
 
 boost::json::object parse(const std::optional<std::string>& line) {
   EXPECT_TRUE(line.has_value());
-  if (line) EXPECT_FALSE(line->ends_with('\n')) << "one line, its newline the writer's";
+  if (line) {
+    EXPECT_FALSE(line->ends_with('\n')) << "one line, its newline the writer's";
+  }
   return line ? boost::json::parse(*line).as_object() : boost::json::object{};
 }
 

@@ -142,7 +142,9 @@ TEST(CachedAnswer, RendersAStreamThatReadsBackAsTheSameAnswer) {
     const json::value v = json::parse(event_data(event));
     EXPECT_EQ(v.at("object"), "chat.completion.chunk");
     EXPECT_EQ(v.at("id"), "chatcmpl-y");
-    if (!v.at("choices").as_array().empty()) EXPECT_TRUE(v.at("usage").is_null());  // as OpenAI's chunks
+    if (!v.at("choices").as_array().empty()) {
+      EXPECT_TRUE(v.at("usage").is_null());  // as OpenAI's chunks
+    }
   });
   EXPECT_EQ(events, 5u);  // role, content, finish, usage, [DONE]
   EXPECT_EQ(render_stream(a, "chatcmpl-y", 7, "m", false).find("\"usage\""), std::string::npos);

@@ -57,7 +57,9 @@ TEST(TrafficSplit, RaisingTheCanaryMovesOnlyStableKeysToIt) {
   for (int k = 0; k < 2000; ++k) {
     const uint64_t h = sticky_hash("chat", std::to_string(k));
     const std::vector<double> at5{5, 95}, at25{25, 75};
-    if (pick_target(at5, h) == 0) EXPECT_EQ(pick_target(at25, h), 0u);
+    if (pick_target(at5, h) == 0) {
+      EXPECT_EQ(pick_target(at25, h), 0u);
+    }
   }
 }
 
