@@ -24,6 +24,22 @@ std::size_t fitting(std::vector<double>& costs, double capacity) {
   return n;
 }
 
+// The two windows and engine times that `spec` being good asks for at least
+// (capacity_bound.hpp, "Goodput"): all of it, and its prefill; `end`: its
+// patience, deadline or the cut.
+std::pair<BoundRequest, BoundRequest> good_windows(const RequestSpec& spec, const SloSpec& slo, double end,
+                                                   const engine::EngineConfig& config) {
+  const double t0 = spec.arrival;
+  double all_end = end;
+  if (slo.e2e_ms) all_end = std::min(all_end, t0 + *slo.e2e_ms / 1e3);
+  if (slo.ttft_ms && slo.tpot_ms) {
+    all_end = std::min(all_end, t0 + (*slo.ttft_ms + *slo.tpot_ms * (spec.output_tokens - 1.0)) / 1e3);
+  }
+  const double first_end = slo.ttft_ms ? std::min(all_end, t0 + *slo.ttft_ms / 1e3) : all_end;
+  return {{.arrival = t0, .end = all_end, .cost_s = capacity_cost(spec, spec.output_tokens, config.cost, config.max_num_seqs)},
+          {.arrival = t0, .end = first_end, .cost_s = capacity_cost(spec, 1, config.cost, config.max_num_seqs)}};
+}
+
 }  // namespace
 
 uint64_t min_failures(std::span<const BoundRequest> requests, double engines, double step_s, double max_len_s) {
@@ -79,26 +95,6 @@ double capacity_cost(const RequestSpec& spec, uint32_t output_tokens, const engi
   return prefill + decodes * (cost.decode_seq_s + cost.base_s / std::max<uint32_t>(1, max_seqs)) +
          cost.context_token_s * context;
 }
-
-namespace {
-
-// The two windows and engine times that `spec` being good asks for at least
-// (capacity_bound.hpp, "Goodput"): all of it, and its prefill; `end`: its
-// patience, deadline or the cut.
-std::pair<BoundRequest, BoundRequest> good_windows(const RequestSpec& spec, const SloSpec& slo, double end,
-                                                   const engine::EngineConfig& config) {
-  const double t0 = spec.arrival;
-  double all_end = end;
-  if (slo.e2e_ms) all_end = std::min(all_end, t0 + *slo.e2e_ms / 1e3);
-  if (slo.ttft_ms && slo.tpot_ms) {
-    all_end = std::min(all_end, t0 + (*slo.ttft_ms + *slo.tpot_ms * (spec.output_tokens - 1.0)) / 1e3);
-  }
-  const double first_end = slo.ttft_ms ? std::min(all_end, t0 + *slo.ttft_ms / 1e3) : all_end;
-  return {{.arrival = t0, .end = all_end, .cost_s = capacity_cost(spec, spec.output_tokens, config.cost, config.max_num_seqs)},
-          {.arrival = t0, .end = first_end, .cost_s = capacity_cost(spec, 1, config.cost, config.max_num_seqs)}};
-}
-
-}  // namespace
 
 FailureBound failure_bound(const Scenario& scenario, uint64_t seed, double step_s, double max_len_s) {
   std::vector<RequestSpec> specs;

@@ -224,7 +224,7 @@ class Tokenizer {
     p += size + 1;
     if (filler(v, size)) return true;
     const auto byte = [&](std::size_t i) { return static_cast<char>(v >> (8 * i)); };
-    if (size >= 4 && byte(size - 1) == 's' && byte(size - 2) != 's') v &= (uint64_t{1} << (8 * --size)) - 1;  // a plural's s
+    if (plural(size, byte(size - 1), byte(size - 2))) v &= (uint64_t{1} << (8 * --size)) - 1;
     if (at_ != begin_) *at_++ = ' ';
     std::memcpy(at_, &v, 8);
     at_ += size;
@@ -235,6 +235,9 @@ class Tokenizer {
   void finish() {
     if (word_) end_word();
   }
+  // A word of `size` bytes ending in `last` after `before`: a plural, whose
+  // s is dropped (cats -> cat; not glass, nor a word under four bytes).
+  static bool plural(std::size_t size, char last, char before) { return size >= 4 && last == 's' && before != 's'; }
   // The word being read is a token: kept (hashed) or taken back (a filler).
   void end_word() {
     char* const token = word_ - (words_ ? 0 : 1);
@@ -244,7 +247,7 @@ class Tokenizer {
       at_ = token == begin_ ? begin_ : token - 1;  // the word and the space before it
       return;
     }
-    if (words_ && size >= 4 && at_[-1] == 's' && at_[-2] != 's') --at_;  // a plural's s
+    if (words_ && plural(size, at_[-1], at_[-2])) --at_;
     *hashes_at_++ = token_hash(token, static_cast<std::size_t>(at_ - token));
     words_read_ += words_ ? 1 : 0;
   }

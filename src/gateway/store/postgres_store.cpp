@@ -41,12 +41,12 @@ constexpr const char* kMigrations[] = {
     " FROM audit_batches b, jsonb_array_elements(b.rows::jsonb) AS j;",
 };
 
-// A batch's usage rows go as one array per column (one statement, whatever
-// the batch's size): unnest turns them back into rows.
 // A replica's writer lock, a session lock keyed by its name.
 constexpr const char* kLockReplica = "SELECT pg_try_advisory_lock(hashtextextended('arbiter replica ' || $1, 0))";
 constexpr const char* kUnlockReplica = "SELECT pg_advisory_unlock(hashtextextended('arbiter replica ' || $1, 0))";
 
+// A batch's usage rows go as one array per column (one statement, whatever
+// the batch's size): unnest turns them back into rows.
 constexpr const char* kInsertUsage =
     "INSERT INTO usage SELECT $1::text, * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[],"
     " $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[],"

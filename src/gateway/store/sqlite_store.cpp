@@ -90,8 +90,6 @@ class Statement {
 // the call is made a no-op.
 int no_fchown(int, uid_t, gid_t) { return 0; }
 
-}  // namespace
-
 // Usage rows go in kUsageChunk to a statement, the rest one at a time: a
 // statement's execution (its start, its end, its reset) costs about half
 // again what one row's b-tree work does (a 16-row statement: 17.8k -> 11.7k
@@ -103,11 +101,13 @@ std::string usage_insert(int rows) {
   std::string sql = "INSERT OR IGNORE INTO usage VALUES ";
   for (int r = 0; r < rows; ++r) {
     sql += r == 0 ? "(" : ",(";
-    for (int c = 1; c <= kUsageColumns; ++c) sql += (c == 1 ? "?" : ",?") + std::to_string(r * kUsageColumns + c);
+    for (int c = 1; c <= kUsageColumns; ++c) sql.append(c == 1 ? "?" : ",?").append(std::to_string(r * kUsageColumns + c));
     sql += ')';
   }
   return sql;
 }
+
+}  // namespace
 
 struct SqliteStore::Writes {
   explicit Writes(sqlite3* db)
@@ -263,18 +263,13 @@ std::expected<void, std::string> SqliteStore::write(const std::vector<std::pair<
     statement.bind(k + 12, u.cached_tokens).bind_real(k + 13, u.engine_ms).bind_real(k + 14, u.cost);
     statement.bind(k + 15, u.tokens_from);
   };
-  std::size_t next = 0;
-  for (; usage_rows.size() - next >= static_cast<std::size_t>(kUsageChunk); next += kUsageChunk) {
-    Statement& chunk = writes_->usage_chunk;
-    for (int r = 0; r < kUsageChunk; ++r) bind_usage(chunk, r, usage_rows[next + r].first, *usage_rows[next + r].second);
-    if (chunk.step() != SQLITE_DONE) return fail();
-    chunk.reset();
-  }
-  for (; next < usage_rows.size(); ++next) {
-    Statement& one = writes_->usage;
-    bind_usage(one, 0, usage_rows[next].first, *usage_rows[next].second);
-    if (one.step() != SQLITE_DONE) return fail();
-    one.reset();
+  for (std::size_t next = 0; next < usage_rows.size();) {
+    const bool whole_chunk = usage_rows.size() - next >= static_cast<std::size_t>(kUsageChunk);
+    const int n = whole_chunk ? kUsageChunk : 1;
+    Statement& insert = whole_chunk ? writes_->usage_chunk : writes_->usage;
+    for (int r = 0; r < n; ++r, ++next) bind_usage(insert, r, usage_rows[next].first, *usage_rows[next].second);
+    if (insert.step() != SQLITE_DONE) return fail();
+    insert.reset();
   }
   std::string hash;
   if (audit.count() > 0) {
