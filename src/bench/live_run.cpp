@@ -19,7 +19,6 @@
 namespace arbiter::bench {
 namespace {
 
-constexpr std::size_t kSamples = 200;
 
 LiveClock::duration seconds(double s) {
   return std::chrono::duration_cast<LiveClock::duration>(std::chrono::duration<double>(s));
@@ -202,11 +201,11 @@ class LiveRun {
 
   // Requests waiting for their first token and streaming, as the client sees them.
   Task<void> sample() {
-    const double dt = s_.duration_s / kSamples;
-    for (std::size_t i = 1; i <= kSamples && !cut_; ++i) {
+    const double dt = s_.duration_s / kSeriesSamples;
+    for (std::size_t i = 1; i <= kSeriesSamples && !cut_; ++i) {
       sample_timer_.expires_at(start_ + seconds(dt * static_cast<double>(i)));
       auto [ec] = co_await sample_timer_.async_wait(kAsTuple);
-      if (ec || series_.size() >= kSamples) break;  // the run ended first
+      if (ec || series_.size() >= kSeriesSamples) break;  // the run ended first
       Sample out{.t = dt * static_cast<double>(i), .utilisation = std::nan("")};
       for (const auto& [id, f] : in_flight_) ++(f.exchange->streaming() ? out.running : out.queued);
       series_.push_back(out);
@@ -225,8 +224,8 @@ class LiveRun {
     cut_timer_.cancel();
     // Samples after the last answer are empty; take them now rather than wait.
     sample_timer_.cancel();
-    while (series_.size() < kSamples) {
-      series_.push_back({.t = s_.duration_s / kSamples * static_cast<double>(series_.size() + 1),
+    while (series_.size() < kSeriesSamples) {
+      series_.push_back({.t = s_.duration_s / kSeriesSamples * static_cast<double>(series_.size() + 1),
                          .utilisation = std::nan("")});
     }
   }

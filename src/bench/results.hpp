@@ -83,7 +83,8 @@ struct EngineTotals {
   double load_spread = 1;
 };
 
-// One point of the time series (every Scenario duration / 200).
+// One point of the time series (every Scenario duration / kSeriesSamples).
+inline constexpr std::size_t kSeriesSamples = 200;
 struct Sample {
   double t = 0;
   double queued = 0;       // waiting in the gateway (direct: in the engines' queues; live:

@@ -17,7 +17,7 @@
 namespace arbiter::bench {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 
 // arbiter-bench's reading of values on top of the shared YamlReader:
 // numbers with their bounds (integers as whole numbers).
@@ -26,13 +26,13 @@ class Reader : public YamlReader {
   using YamlReader::read;
 
   void read(const YAML::Node& parent, const std::string& path, const char* key, double& out,
-            double min = 0, double max = kInf) {
+            double min = 0, double max = kUnbounded) {
     if (const YAML::Node n = parent[key]) {
       if (auto d = number(n, join(path, key), min, max)) out = *d;
     }
   }
   void read(const YAML::Node& parent, const std::string& path, const char* key,
-            std::optional<double>& out, double min = 0, double max = kInf) {
+            std::optional<double>& out, double min = 0, double max = kUnbounded) {
     if (const YAML::Node n = parent[key]) {
       if (auto d = number(n, join(path, key), min, max)) out = *d;
     }

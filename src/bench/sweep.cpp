@@ -9,16 +9,17 @@
 #include "engine/profile.hpp"
 
 namespace arbiter::bench {
-namespace {
 
-// A token count: the scenario reader takes integers only.
-std::string tokens(double v) { return std::to_string(std::max<long>(1, std::lround(v))); }
-
-std::string num(double v) {
+std::string sweep_number(double v) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
 }
+
+namespace {
+
+// A token count: the scenario reader takes integers only.
+std::string tokens(double v) { return std::to_string(std::max<long>(1, std::lround(v))); }
 
 // Engine-seconds one request of `prompt` and `output` tokens costs on
 // `profile` at a batch of `batch` decoding sequences: prefill at its
@@ -78,10 +79,10 @@ std::string random_scenario_yaml(uint64_t seed, uint32_t index, const SweepShape
     classes.push_back(
         {.name = "critical",
          .slo = "{ttft_ms: 300, e2e_ms: 1000}",
-         .traffic = "kind: requests, arrival: gamma, burstiness: " + num(d.uniform(0.4, 1.2)) +
+         .traffic = "kind: requests, arrival: gamma, burstiness: " + sweep_number(d.uniform(0.4, 1.2)) +
                     ", prompt: {dist: uniform, min: 200, max: 600}, output: {dist: uniform, "
                     "min: 2, max: 10}, max_tokens: 16, patience: {share: 1, after_s: " +
-                    num(d.uniform(3, 10)) + "}",
+                    sweep_number(d.uniform(3, 10)) + "}",
          .cost_s = request_cost_s(c, prompt, output, batch)});
   }
   if (completion) {
@@ -95,7 +96,7 @@ std::string random_scenario_yaml(uint64_t seed, uint32_t index, const SweepShape
                     "8, max: 64}, keystroke_gap_ms: {dist: uniform, min: " +
                     std::to_string(d.integer(50, 120)) + ", max: " +
                     std::to_string(d.integer(150, 300)) + "}" +
-                    (shape.type_along > 0 ? ", type_along: " + num(shape.type_along) : ""),
+                    (shape.type_along > 0 ? ", type_along: " + sweep_number(shape.type_along) : ""),
          .cost_s = 1.5 * request_cost_s(c, file + prompt, output, batch)});
   }
   if (chat) {
@@ -106,12 +107,12 @@ std::string random_scenario_yaml(uint64_t seed, uint32_t index, const SweepShape
         {.name = "chat",
          .slo = "{ttft_ms: 2000, tpot_ms: 200}",
          .traffic = std::string("kind: ") + (sessions ? "chat" : "requests") +
-                    ", prompt: {dist: lognormal, mean: " + num(prompt) +
+                    ", prompt: {dist: lognormal, mean: " + sweep_number(prompt) +
                     ", sigma: 0.5, max: 8000}, output: {dist: uniform, min: " +
                     tokens(output / 2) + ", max: " + tokens(output * 1.5) +
                     "}, max_tokens: 1024, prefix: {count: 4, tokens: 400, share: 1}, patience: "
                     "{share: 1, after_s: " +
-                    num(d.uniform(20, 60)) + "}",
+                    sweep_number(d.uniform(20, 60)) + "}",
          .cost_s = (sessions ? turns * 1.5 : 1) * request_cost_s(c, prompt, output, batch)});
   }
   if (batch_class) {
@@ -123,7 +124,7 @@ std::string random_scenario_yaml(uint64_t seed, uint32_t index, const SweepShape
                     ", max: " + tokens(prompt * 1.5) + "}, output: {dist: uniform, min: " +
                     tokens(output / 2) + ", max: " + tokens(output * 1.5) +
                     "}, max_tokens: " + tokens(output * 2) +
-                    ", deadline_s: " + num(d.uniform(120, 600)),
+                    ", deadline_s: " + sweep_number(d.uniform(120, 600)),
          .cost_s = request_cost_s(c, prompt, output, batch)});
   }
   double total = 0;
@@ -146,18 +147,18 @@ std::string random_scenario_yaml(uint64_t seed, uint32_t index, const SweepShape
   // Sometimes a surge of every class at the same time.
   std::string surge;
   if (d.chance(0.35)) {
-    surge = ", rate_changes: [{at_s: " + num(shape.duration_s * d.uniform(0.2, 0.5)) +
-            ", for_s: " + num(shape.duration_s * d.uniform(0.15, 0.35)) +
-            ", factor: " + num(d.uniform(1.5, 3)) + "}]";
+    surge = ", rate_changes: [{at_s: " + sweep_number(shape.duration_s * d.uniform(0.2, 0.5)) +
+            ", for_s: " + sweep_number(shape.duration_s * d.uniform(0.15, 0.35)) +
+            ", factor: " + sweep_number(d.uniform(1.5, 3)) + "}]";
   }
 
   std::string y = "name: sweep-" + std::to_string(seed) + "-" + std::to_string(index) + "\n";
-  y += "finding: \"randomised sweep (issue 11): load " + num(load) + "x, " +
+  y += "finding: \"randomised sweep (issue 11): load " + sweep_number(load) + "x, " +
        std::to_string(engines) + " engines of " + std::to_string(slots) + " slots, " +
        std::to_string(tenants) + " tenants" + (flood ? ", one flooding at 10x" : "") +
        (surge.empty() ? "" : ", a surge") + "\"\n";
   y += "seed: " + std::to_string(seed * 1000 + index) + "\n";
-  y += "duration_s: " + num(shape.duration_s) + "\ndrain_s: " + num(shape.drain_s) + "\n";
+  y += "duration_s: " + sweep_number(shape.duration_s) + "\ndrain_s: " + sweep_number(shape.drain_s) + "\n";
   if (!shape.scheduler.empty()) y += "scheduler: " + shape.scheduler + "\n";
   if (!shape.degradation.empty()) y += "degradation: " + shape.degradation + "\n";
   y += "engine: {profile: llama-8b-a100, count: " + std::to_string(engines) +
@@ -166,12 +167,12 @@ std::string random_scenario_yaml(uint64_t seed, uint32_t index, const SweepShape
   y += "policies: [direct, fifo, priority, hybrid]\ntenants:\n";
   for (int t = 0; t < tenants; ++t) {
     y += "  - {name: t" + std::to_string(t) + ", weight: " +
-         num(tenant_weight[static_cast<std::size_t>(t)]) + "}\n";
+         sweep_number(tenant_weight[static_cast<std::size_t>(t)]) + "}\n";
   }
   y += "classes:\n";
   for (const ClassDraft& cd : classes) {
     y += "  - name: " + cd.name + "\n    slo: " + cd.slo + "\n    tenants: " + cd.tenants +
-         "\n    traffic: {" + cd.traffic + ", rate: " + num(cd.base_rate) + surge + "}\n";
+         "\n    traffic: {" + cd.traffic + ", rate: " + sweep_number(cd.base_rate) + surge + "}\n";
     std::string keys;
     if (shape.typing_through && cd.name == "completion")
       keys = std::string("typing_through: ") + (*shape.typing_through ? "true" : "false");

@@ -84,4 +84,8 @@ std::vector<SweepCase> run_sweep(uint64_t seed, uint32_t first, uint32_t count,
 std::string render_sweep_markdown(uint64_t seed, unsigned seeds, const std::vector<SweepCase>& cases,
                                   const std::string& command);
 
+// A number as the sweep writes it, in scenarios and reports alike: four
+// significant digits.
+std::string sweep_number(double v);
+
 }  // namespace arbiter::bench

@@ -16,12 +16,6 @@ namespace arbiter::bench {
 
 namespace {
 
-std::string num(double v) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
-
 // Every run of one scenario, and its verdicts.
 void judge_case(SweepCase& out, const Scenario& scenario, unsigned seeds) {
   constexpr std::string_view kPolicies[] = {"fifo", "priority", "hybrid", "direct",
@@ -138,11 +132,11 @@ std::string render_sweep_markdown(uint64_t seed, unsigned seeds, const std::vect
          " figures; each scenario run with " + std::to_string(seeds) + " arrival seeds, a figure lost on most of them and on the median). "
          "Noise floor: hybrid-tiebreak (another rendezvous salt, nothing else) loses against hybrid on " +
          std::to_string(noisy) + ". Goodput of hybrid over the better of fifo and priority (flooders "
-         "excluded, medians): mean " + num(cases.empty() ? 1 : sum_ratio / n) + ", worst " +
-         num(cases.empty() ? 1 : worst_ratio) + "; in the " + std::to_string(direct_cases) +
+         "excluded, medians): mean " + sweep_number(cases.empty() ? 1 : sum_ratio / n) + ", worst " +
+         sweep_number(cases.empty() ? 1 : worst_ratio) + "; in the " + std::to_string(direct_cases) +
          " scenarios where direct meets its SLOs, worst over direct " +
-         num(direct_cases ? worst_direct : 1) + ", over the best of fifo, priority and direct " +
-         num(direct_cases ? worst_direct_best : 1) + ". " + num(cpu) + " s of CPU.\n\n";
+         sweep_number(direct_cases ? worst_direct : 1) + ", over the best of fifo, priority and direct " +
+         sweep_number(direct_cases ? worst_direct_best : 1) + ". " + sweep_number(cpu) + " s of CPU.\n\n";
   out += "The issue-11 yardstick on the first seed alone, for comparison: " + std::to_string(old_losing) +
          " losing scenarios (" + std::to_string(old_figures) + " figures).\n\n";
   out += "Prefix affinity against hybrid without it: " + std::to_string(with_feature[0]) +
@@ -156,8 +150,8 @@ std::string render_sweep_markdown(uint64_t seed, unsigned seeds, const std::vect
   for (const SweepCase& c : cases) {
     std::vector<Regret> other = c.features;
     other.insert(other.end(), c.noise.begin(), c.noise.end());
-    out += "| " + c.name + " | " + c.finding + " | " + num(c.goodput[3]) + " | " + num(c.goodput[0]) + " | " +
-           num(c.goodput[1]) + " | " + num(c.goodput[2]) + " | " + joined(c.regrets) + " | " + joined(other) +
+    out += "| " + c.name + " | " + c.finding + " | " + sweep_number(c.goodput[3]) + " | " + sweep_number(c.goodput[0]) + " | " +
+           sweep_number(c.goodput[1]) + " | " + sweep_number(c.goodput[2]) + " | " + joined(c.regrets) + " | " + joined(other) +
            " | " + joined(c.old_regrets) + " |\n";
   }
   return out;

@@ -75,7 +75,6 @@ sched::SchedulerConfig scheduler_config(const Scenario& scenario, sched::Policy 
 namespace {
 
 constexpr uint32_t kNone = ~0u;
-constexpr std::size_t kSamples = 200;
 
 sched::TimePoint to_time_point(double s) {
   return sched::TimePoint(std::chrono::nanoseconds(std::llround(s * 1e9)));
@@ -155,7 +154,7 @@ class VirtualRun {
     stepping_.assign(s.engine.total(), false);
     in_engine_.assign(s.engine.total(), 0);
     running_sum_.assign(s.engine.total(), 0);
-    sample_dt_ = s.duration_s / kSamples;
+    sample_dt_ = s.duration_s / kSeriesSamples;
   }
 
   PolicySummary run() {
@@ -177,8 +176,8 @@ class VirtualRun {
       if (std::min({t, sample, ticks ? tick : kNever}) > cut) break;
       if (sample <= t) {
         take_sample(sample);
-        // The series covers the arrival window: kSamples points, no more.
-        sample = series_.size() < kSamples ? sample_dt_ * static_cast<double>(series_.size() + 1) : kNever;
+        // The series covers the arrival window: kSeriesSamples points, no more.
+        sample = series_.size() < kSeriesSamples ? sample_dt_ * static_cast<double>(series_.size() + 1) : kNever;
         continue;
       }
       if (ticks && tick <= t) {
@@ -212,7 +211,7 @@ class VirtualRun {
       start_due_engines();
     }
     // An idle tail of the arrival window still gets its (empty) samples.
-    while (series_.size() < kSamples)
+    while (series_.size() < kSeriesSamples)
       take_sample(sample_dt_ * static_cast<double>(series_.size() + 1));
     for (std::size_t slot = 0; slot < lives_.size(); ++slot) {
       if (lives_[slot].active) finish(lives_[slot], Outcome::kUnfinished);

@@ -19,7 +19,7 @@
 #include "support/raw_socket.hpp"
 #include "support/requests.hpp"
 
-namespace arbiter::test {
+namespace arbiter::test::edge_test {
 namespace {
 
 constexpr Millis kRead{5'000};
@@ -320,4 +320,4 @@ TEST(Edge, JsonDepthLimitLoneSurrogatesAndHugeMaxTokens) {
 }
 
 }  // namespace
-}  // namespace arbiter::test
+}  // namespace arbiter::test::edge_test

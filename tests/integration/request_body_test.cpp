@@ -13,7 +13,7 @@
 #include "support/harness.hpp"  // describe_output
 #include "support/requests.hpp"
 
-namespace arbiter::test {
+namespace arbiter::test::request_body_test {
 namespace {
 
 // One slot, so a second request queues; `batch` may be preempted and resumed.
@@ -81,4 +81,4 @@ TEST(RequestBody, AStreamAPreemptionMayResumeKeepsItsBodyToItsEnd) {
 }
 
 }  // namespace
-}  // namespace arbiter::test
+}  // namespace arbiter::test::request_body_test

@@ -10,7 +10,7 @@
 #include "support/harness.hpp"  // describe_output
 #include "support/redis_server.hpp"
 
-namespace arbiter::test {
+namespace arbiter::test::shared_cache_test {
 namespace {
 
 std::string shared_cache_config(uint16_t sim_port, const RedisServer& redis) {
@@ -98,4 +98,4 @@ TEST(SharedCache, RedisKilledMidRunAnswersGoOnFromTheEnginesAndTheLocalCache) {
 }
 
 }  // namespace
-}  // namespace arbiter::test
+}  // namespace arbiter::test::shared_cache_test

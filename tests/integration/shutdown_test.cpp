@@ -10,7 +10,7 @@
 #include "support/http_client.hpp"
 #include "support/requests.hpp"
 
-namespace arbiter::test {
+namespace arbiter::test::shutdown_test {
 namespace {
 
 bool has_status(const boost::json::object& line, int64_t status) {
@@ -183,4 +183,4 @@ TEST(Shutdown, StreamsStillRunningAtTheDeadlineEndWithAnErrorEvent) {
 }
 
 }  // namespace
-}  // namespace arbiter::test
+}  // namespace arbiter::test::shutdown_test

@@ -8,7 +8,7 @@
 
 #include "integration/sim_harness.hpp"
 
-namespace arbiter::test {
+namespace arbiter::test::sim_api_test {
 namespace {
 
 namespace json = boost::json;
@@ -343,9 +343,9 @@ TEST(SimApi, SigtermLetsStreamsFinishThenExits) {
 }
 
 }  // namespace
-}  // namespace arbiter::test
+}  // namespace arbiter::test::sim_api_test
 
-namespace arbiter::test {
+namespace arbiter::test::sim_api_test {
 namespace {
 
 TEST(SimCli, BadFlagsExitTwoWithTheReason) {
@@ -360,4 +360,4 @@ TEST(SimCli, BadFlagsExitTwoWithTheReason) {
 }
 
 }  // namespace
-}  // namespace arbiter::test
+}  // namespace arbiter::test::sim_api_test

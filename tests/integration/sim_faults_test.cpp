@@ -7,7 +7,7 @@
 
 #include "integration/sim_harness.hpp"
 
-namespace arbiter::test {
+namespace arbiter::test::sim_faults_test {
 namespace {
 
 constexpr Millis kWait{3'000};
@@ -196,4 +196,4 @@ TEST(SimFaults, KvBlocksByFlag) {
 }
 
 }  // namespace
-}  // namespace arbiter::test
+}  // namespace arbiter::test::sim_faults_test

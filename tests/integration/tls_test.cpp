@@ -17,7 +17,7 @@
 #include "support/test_pki.hpp"
 #include "support/tls_client.hpp"
 
-namespace arbiter::test {
+namespace arbiter::test::tls_test {
 namespace {
 
 const std::string kChat = R"({"model":"m1","messages":[{"role":"user","content":"hi"}],"max_tokens":4})";
@@ -337,4 +337,4 @@ TEST_F(HttpsUpstreamTest, BackendThatRequiresAClientCertificateGetsTheGatewaysOn
 }
 
 }  // namespace
-}  // namespace arbiter::test
+}  // namespace arbiter::test::tls_test

@@ -13,7 +13,7 @@
 #include "support/harness.hpp"  // describe_output
 #include "support/audit_trail.hpp"
 
-namespace arbiter::test {
+namespace arbiter::test::typing_through_test {
 namespace {
 
 constexpr int kTokens = 100;  // ~1 s on the simulated A100 at batch 1
@@ -232,4 +232,4 @@ TEST(TypingThrough, AnythingElseTypedAbortsAndStartsAnew) {
 }
 
 }  // namespace
-}  // namespace arbiter::test
+}  // namespace arbiter::test::typing_through_test

@@ -28,7 +28,7 @@
 #include "support/postgres_server.hpp"
 #include "support/temp_dir.hpp"
 
-namespace arbiter::test {
+namespace arbiter::test::usage_store_test {
 namespace {
 
 // The sqlite3 CLI's answer to `sql` on `db`, one line per row.
@@ -269,4 +269,4 @@ TEST(UsageStore, AReplicaStartedLaterReportsWhatAnotherStoredInPostgres) {
 }
 
 }  // namespace
-}  // namespace arbiter::test
+}  // namespace arbiter::test::usage_store_test

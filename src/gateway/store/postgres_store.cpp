@@ -12,7 +12,7 @@ namespace {
 
 // Each migration once, in order, in the `arbiter` schema; the applied ones
 // are in schema_migrations. The SQLite store's tables, PostgreSQL's types.
-constexpr const char* kMigrations[] = {
+constexpr const char* kPostgresMigrations[] = {
     // 1: usage, audit rows, audit batches, each replica's last written row.
     "CREATE TABLE usage (replica TEXT NOT NULL, seq BIGINT NOT NULL, ts_ms BIGINT NOT NULL,"
     " request_id TEXT NOT NULL, tenant TEXT NOT NULL, team TEXT NOT NULL, model TEXT NOT NULL,"
@@ -153,14 +153,14 @@ std::expected<void, std::string> PostgresStore::migrate() {
   auto applied = pg_.run("SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
   if (!applied) return std::unexpected(applied.error());
   const int64_t have = applied->i64(0, 0);
-  constexpr auto kCount = static_cast<int64_t>(std::size(kMigrations));
+  constexpr auto kCount = static_cast<int64_t>(std::size(kPostgresMigrations));
   if (have > kCount) {
     pg_.drop();
     return std::unexpected("PostgreSQL: its schema is version " + std::to_string(have) + ", newer than this gateway's " +
                            std::to_string(kCount));
   }
   for (int64_t v = have + 1; v <= kCount; ++v) {
-    if (auto done = pg_.run(kMigrations[v - 1]); !done) {
+    if (auto done = pg_.run(kPostgresMigrations[v - 1]); !done) {
       return std::unexpected("migration " + std::to_string(v) + ": " + done.error());
     }
     if (auto done = pg_.run("INSERT INTO schema_migrations VALUES ($1, (extract(epoch FROM now()) * 1000)::bigint)",

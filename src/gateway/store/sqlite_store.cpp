@@ -15,7 +15,7 @@ namespace arbiter::store {
 namespace {
 
 // Each migration once, in order; the applied ones are in schema_migrations.
-constexpr const char* kMigrations[] = {
+constexpr const char* kSqliteMigrations[] = {
     // 1: usage, audit rows, audit batches, each replica's last written row.
     // Keyed by (replica, seq) WITHOUT ROWID: a row is one b-tree insert
     // (and usage's time index, for the start's sums and retention).
@@ -200,14 +200,14 @@ std::expected<void, std::string> SqliteStore::migrate() {
     if (!applied.ok() || applied.step() != SQLITE_ROW) return std::unexpected(error());
     have = applied.i64(0);
   }
-  constexpr auto kCount = static_cast<int64_t>(std::size(kMigrations));
+  constexpr auto kCount = static_cast<int64_t>(std::size(kSqliteMigrations));
   if (have > kCount) {
     return std::unexpected("its schema is version " + std::to_string(have) + ", newer than this gateway's " +
                            std::to_string(kCount));
   }
   for (int64_t v = have + 1; v <= kCount; ++v) {
     if (auto done = exec("BEGIN IMMEDIATE"); !done) return done;
-    auto done = exec(kMigrations[v - 1]);
+    auto done = exec(kSqliteMigrations[v - 1]);
     Statement record(db_, "INSERT INTO schema_migrations VALUES (?, CAST(strftime('%s','now') AS INTEGER) * 1000)");
     if (done && (!record.ok() || record.bind(1, v).step() != SQLITE_DONE)) done = std::unexpected(error());
     if (!done) {

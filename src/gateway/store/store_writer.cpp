@@ -10,7 +10,7 @@ namespace arbiter {
 
 namespace {
 
-constexpr auto kInterval = std::chrono::milliseconds(50);
+constexpr auto kFlushInterval = std::chrono::milliseconds(50);
 constexpr std::size_t kWakeAt = 2'000;      // rows queued that wake the writer before its interval
 constexpr std::size_t kBatchRows = 5'000;   // rows per transaction
 constexpr auto kFirstBackoff = std::chrono::milliseconds(100);
@@ -145,7 +145,7 @@ void StoreWriter::run() {
     bool stopping = false;
     {
       std::unique_lock lock(mu_);
-      wake_.wait_for(lock, kInterval, [&] { return stopping_ || queue_.size() >= kWakeAt; });
+      wake_.wait_for(lock, kFlushInterval, [&] { return stopping_ || queue_.size() >= kWakeAt; });
       stopping = stopping_;
     }
     bool ok = true;

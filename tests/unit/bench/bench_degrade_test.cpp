@@ -11,7 +11,7 @@
 #include "bench/scenario_yaml.hpp"
 #include "bench/virtual_run.hpp"
 
-namespace arbiter::bench {
+namespace arbiter::bench::bench_degrade_test {
 namespace {
 
 Scenario load(const char* file) {
@@ -116,4 +116,4 @@ classes: [{name: chat, traffic: {}}]
 }
 
 }  // namespace
-}  // namespace arbiter::bench
+}  // namespace arbiter::bench::bench_degrade_test

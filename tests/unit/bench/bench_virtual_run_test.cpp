@@ -12,7 +12,7 @@
 #include "bench/virtual_run.hpp"
 #include "bench/workload.hpp"
 
-namespace arbiter::bench {
+namespace arbiter::bench::bench_virtual_run_test {
 namespace {
 
 Scenario smoke() {
@@ -348,4 +348,4 @@ TEST(BenchVirtualRun, ResultsFilePassesTheCheckAndACorruptedOneFails) {
 }
 
 }  // namespace
-}  // namespace arbiter::bench
+}  // namespace arbiter::bench::bench_virtual_run_test

@@ -11,7 +11,7 @@
 #include "bench/stats.hpp"
 #include "bench/yardstick.hpp"
 
-namespace arbiter::bench {
+namespace arbiter::bench::bench_yardstick_test {
 namespace {
 
 RequestRecord completed(uint16_t klass, uint16_t tenant, double ttft_s) {
@@ -384,4 +384,4 @@ TEST(BenchYardstick, VariantIsJudgedAgainstItsReference) {
 }
 
 }  // namespace
-}  // namespace arbiter::bench
+}  // namespace arbiter::bench::bench_yardstick_test

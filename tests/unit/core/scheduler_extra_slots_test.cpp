@@ -12,7 +12,7 @@
 #include "core/scheduler.hpp"
 #include "scheduler_test_util.hpp"
 
-namespace arbiter::sched {
+namespace arbiter::sched::scheduler_extra_slots_test {
 namespace {
 
 using testing::at_ms;
@@ -186,4 +186,4 @@ TEST(SchedulerExtraSlotsProperty, OthersKeepTheLimitAndBackgroundUsesOnlyTheExtr
 }
 
 }  // namespace
-}  // namespace arbiter::sched
+}  // namespace arbiter::sched::scheduler_extra_slots_test

@@ -5,7 +5,7 @@
 
 #include "scheduler_test_util.hpp"
 
-namespace arbiter::sched {
+namespace arbiter::sched::scheduler_lending_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -257,4 +257,4 @@ TEST(Lending, ConfigErrorsNameThePool) {
 }
 
 }  // namespace
-}  // namespace arbiter::sched
+}  // namespace arbiter::sched::scheduler_lending_test

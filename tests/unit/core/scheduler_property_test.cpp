@@ -36,7 +36,7 @@
 
 #include "core/scheduler.hpp"
 
-namespace arbiter::sched {
+namespace arbiter::sched::scheduler_property_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -887,4 +887,4 @@ TEST(SchedulerProperty, FifoAndPriorityKeepDeadlinesAndDrainToZero) {
 }
 
 }  // namespace
-}  // namespace arbiter::sched
+}  // namespace arbiter::sched::scheduler_property_test

@@ -11,7 +11,7 @@
 
 #include "scheduler_test_util.hpp"
 
-namespace arbiter::sched {
+namespace arbiter::sched::scheduler_sequences_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -299,4 +299,4 @@ TEST(SchedulerSequencesProperty, SlotCountsFollowTheRequestsAndDrainToZero) {
 }
 
 }  // namespace
-}  // namespace arbiter::sched
+}  // namespace arbiter::sched::scheduler_sequences_test

@@ -10,7 +10,7 @@
 
 #include "scheduler_test_util.hpp"
 
-namespace arbiter::sched::testing {
+namespace arbiter::sched::testing::scheduler_tenant_headroom_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -147,4 +147,4 @@ TEST(SchedulerTenantHeadroom, TheHeadroomIsRoundedUpAndValidated) {
 }
 
 }  // namespace
-}  // namespace arbiter::sched::testing
+}  // namespace arbiter::sched::testing::scheduler_tenant_headroom_test

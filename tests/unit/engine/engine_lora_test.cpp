@@ -12,7 +12,7 @@
 #include "engine/engine.hpp"
 #include "engine/replay.hpp"
 
-namespace arbiter::engine {
+namespace arbiter::engine::engine_lora_test {
 namespace {
 
 EngineConfig config(std::uint32_t max_loras, double load_s) {
@@ -136,4 +136,4 @@ TEST(EngineLora, ZeroSlotsIsAConfigError) {
 }
 
 }  // namespace
-}  // namespace arbiter::engine
+}  // namespace arbiter::engine::engine_lora_test

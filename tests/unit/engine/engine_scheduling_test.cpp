@@ -8,7 +8,7 @@
 #include "engine/engine.hpp"
 #include "engine/replay.hpp"
 
-namespace arbiter::engine {
+namespace arbiter::engine::engine_scheduling_test {
 namespace {
 
 EngineConfig config(SchedulingPolicy policy, std::uint32_t max_num_seqs) {
@@ -191,4 +191,4 @@ TEST(EngineScheduling, TimingsFeedQueueTtftAndE2e) {
 }
 
 }  // namespace
-}  // namespace arbiter::engine
+}  // namespace arbiter::engine::engine_scheduling_test

@@ -7,7 +7,7 @@
 #include "gateway/config_change.hpp"
 #include "gateway/reload/config_versions.hpp"
 
-namespace arbiter {
+namespace arbiter::config_change_test {
 namespace {
 
 Config parse(const std::string& yaml) {
@@ -119,4 +119,4 @@ TEST(UsageLedger, AdoptKeepsIdsByNameAndAppendsNewOnes) {
 }
 
 }  // namespace
-}  // namespace arbiter
+}  // namespace arbiter::config_change_test

@@ -6,7 +6,7 @@
 #include "gateway/config_print.hpp"
 #include "gateway/config_yaml.hpp"
 
-namespace arbiter {
+namespace arbiter::config_prices_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -97,4 +97,4 @@ prices:
 }
 
 }  // namespace
-}  // namespace arbiter
+}  // namespace arbiter::config_prices_test

@@ -6,7 +6,7 @@
 #include "gateway/config_print.hpp"
 #include "gateway/config_yaml.hpp"
 
-namespace arbiter {
+namespace arbiter::config_resilience_test {
 namespace {
 
 using ::testing::Contains;
@@ -79,4 +79,4 @@ TEST(ConfigResilience, BadReferencesAndOrdersAreErrors) {
 }
 
 }  // namespace
-}  // namespace arbiter
+}  // namespace arbiter::config_resilience_test

@@ -6,7 +6,7 @@
 #include "core/tenants.hpp"
 #include "gateway/scheduler_setup.hpp"
 
-namespace arbiter {
+namespace arbiter::config_yaml_test {
 namespace {
 
 using ::testing::Contains;
@@ -642,4 +642,4 @@ models:
 }
 
 }  // namespace
-}  // namespace arbiter
+}  // namespace arbiter::config_yaml_test

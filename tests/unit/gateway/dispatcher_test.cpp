@@ -17,7 +17,7 @@
 #include "../core/scheduler_test_util.hpp"
 #include "recording_sink.hpp"
 
-namespace arbiter {
+namespace arbiter::dispatcher_test {
 namespace {
 
 using testing::RecordingSink;
@@ -192,4 +192,4 @@ TEST(Dispatcher, APreemptedRunsGenerationIsNotInheritedAndItsClientIsAnsweredSup
 }
 
 }  // namespace
-}  // namespace arbiter
+}  // namespace arbiter::dispatcher_test

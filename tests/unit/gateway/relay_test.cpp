@@ -11,7 +11,7 @@
 #include "recording_sink.hpp"
 #include "support/fake_upstream.hpp"
 
-namespace arbiter {
+namespace arbiter::relay_test {
 namespace {
 
 using testing::RecordingSink;
@@ -336,4 +336,4 @@ TEST(Relay, AResumedRunsRewrittenAndDroppedEventsKeepTheirPlaceInOneChunk) {
 }
 
 }  // namespace
-}  // namespace arbiter
+}  // namespace arbiter::relay_test

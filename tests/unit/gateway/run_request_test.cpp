@@ -9,7 +9,7 @@
 
 #include <boost/json/parse.hpp>
 
-namespace arbiter {
+namespace arbiter::run_request_test {
 namespace {
 
 ServerRequest client_request(std::string body) {
@@ -106,4 +106,4 @@ TEST(RunRequest, UsageIsAskedOnlyOfAStreamWhoseClientDidNot) {
 }
 
 }  // namespace
-}  // namespace arbiter
+}  // namespace arbiter::run_request_test

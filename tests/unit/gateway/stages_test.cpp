@@ -16,7 +16,7 @@
 #include "gateway/stages/supersede/supersede_stage.hpp"
 #include "loopback.hpp"
 
-namespace arbiter {
+namespace arbiter::stages_test {
 namespace {
 
 constexpr const char* kKey = "sk-stage-test";
@@ -146,4 +146,4 @@ TEST(Stages, AChatGoesToTheGeneralPoolWithNoKeyOrCap) {
 }
 
 }  // namespace
-}  // namespace arbiter
+}  // namespace arbiter::stages_test

@@ -12,7 +12,7 @@
 #include "loopback.hpp"
 #include "support/temp_dir.hpp"
 
-namespace arbiter {
+namespace arbiter::store_observer_test {
 namespace {
 
 const std::string kModels = "models: [{name: m, backends: [{url: 'http://127.0.0.1:9'}]}]\n";
@@ -100,4 +100,4 @@ TEST(StoreObserver, ADispatchedRequestsDetailNamesWhereAndWhyItRan) {
 }
 
 }  // namespace
-}  // namespace arbiter
+}  // namespace arbiter::store_observer_test

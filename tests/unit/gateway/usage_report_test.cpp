@@ -6,7 +6,7 @@
 
 #include <boost/json.hpp>
 
-namespace arbiter {
+namespace arbiter::usage_report_test {
 namespace {
 
 using usage::Dimension;
@@ -61,4 +61,4 @@ TEST(UsageReport, CsvHasAHeaderAndOneLinePerGroup) {
 }
 
 }  // namespace
-}  // namespace arbiter
+}  // namespace arbiter::usage_report_test

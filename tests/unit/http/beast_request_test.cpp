@@ -15,7 +15,7 @@
 
 #include "http/beast_request.hpp"
 
-namespace arbiter {
+namespace arbiter::beast_request_test {
 namespace {
 
 struct Outcome {
@@ -140,4 +140,4 @@ TEST(BeastRequest, AChunkedRequestWithoutTrailerKeepsItsFields) {
 }
 
 }  // namespace
-}  // namespace arbiter
+}  // namespace arbiter::beast_request_test

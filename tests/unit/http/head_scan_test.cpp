@@ -377,7 +377,7 @@ TEST(HeadScan, MutatedRequestsTheScanAcceptsBeastReadsTheSame) {
     ScannedRequest s;
     if (!scan_request(wire, kHeaderLimit, kBodyLimit, s)) continue;
     ++accepted;
-    SCOPED_TRACE(testing::Message() << "case " << i << ": " << wire);
+    SCOPED_TRACE(::testing::Message() << "case " << i << ": " << wire);
     expect_agrees_with_beast(wire.substr(0, s.size), s);
     if (HasFailure()) break;
   }
@@ -398,7 +398,7 @@ TEST(HeadScan, MutatedResponsesTheScanAcceptsBeastFramesTheSame) {
     ScannedResponse r;
     if (!scan_response(wire, kHeaderLimit, r)) continue;
     ++accepted;
-    SCOPED_TRACE(testing::Message() << "case " << i << ": " << wire);
+    SCOPED_TRACE(::testing::Message() << "case " << i << ": " << wire);
     http::response_parser<http::string_body> beast;
     beast.eager(true);
     beast::error_code ec;

@@ -8,7 +8,7 @@
 
 #include <boost/json/parse.hpp>
 
-namespace arbiter {
+namespace arbiter::event_log_test {
 namespace {
 
 boost::json::object parsed(const std::string& line) {
@@ -69,4 +69,4 @@ TEST(EventLog, EachKindWritesAtMostItsRateASecondAndSaysHowManyItHeldBack) {
 }
 
 }  // namespace
-}  // namespace arbiter
+}  // namespace arbiter::event_log_test

@@ -9,15 +9,15 @@ namespace {
 
 using namespace setting_rows;
 
-using Q = quota::QuotaStoreConfig;
-constexpr SettingKey<Q> kQuotaStoreKeys[] = {
-    {"redis", "host:port of a Redis server (empty: in-process)", read_text<Q, &Q::redis>, write_text<Q, &Q::redis>},
-    {"timeout_ms", "milliseconds in [1, 10000]", read_ms<Q, &Q::timeout, 1, 10'000>, write_ms<Q, &Q::timeout>},
-    {"replicas", "integer in [1, 1000]", read_integer<Q, &Q::replicas, 1, 1000>, write_integer<Q, &Q::replicas>},
-    {"lease_share", "number in [0, 0.5]", read_number<Q, &Q::lease_share, 0.0, 0.5>, write_number<Q, &Q::lease_share>},
-    {"lease_idle_ms", "milliseconds in [1, 3600000]", read_ms<Q, &Q::lease_idle, 1, 3'600'000>,
-     write_ms<Q, &Q::lease_idle>},
-    {"key_prefix", "text", read_text<Q, &Q::key_prefix>, write_text<Q, &Q::key_prefix>},
+using QS = quota::QuotaStoreConfig;
+constexpr SettingKey<QS> kQuotaStoreKeys[] = {
+    {"redis", "host:port of a Redis server (empty: in-process)", read_text<QS, &QS::redis>, write_text<QS, &QS::redis>},
+    {"timeout_ms", "milliseconds in [1, 10000]", read_ms<QS, &QS::timeout, 1, 10'000>, write_ms<QS, &QS::timeout>},
+    {"replicas", "integer in [1, 1000]", read_integer<QS, &QS::replicas, 1, 1000>, write_integer<QS, &QS::replicas>},
+    {"lease_share", "number in [0, 0.5]", read_number<QS, &QS::lease_share, 0.0, 0.5>, write_number<QS, &QS::lease_share>},
+    {"lease_idle_ms", "milliseconds in [1, 3600000]", read_ms<QS, &QS::lease_idle, 1, 3'600'000>,
+     write_ms<QS, &QS::lease_idle>},
+    {"key_prefix", "text", read_text<QS, &QS::key_prefix>, write_text<QS, &QS::key_prefix>},
 };
 
 using TB = quota::TrafficBreakerConfig;

@@ -6,7 +6,7 @@
 
 #include <random>
 
-namespace arbiter::cache {
+namespace arbiter::cache::result_store_test {
 namespace {
 
 using Clock = ResultStore::Clock;
@@ -106,4 +106,4 @@ TEST(ResultStore, LeastRecentlyUsedGoesFirstAndTooLargeIsRefused) {
 }
 
 }  // namespace
-}  // namespace arbiter::cache
+}  // namespace arbiter::cache::result_store_test

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-namespace arbiter::overload {
+namespace arbiter::overload::load_coefficient_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -166,4 +166,4 @@ TEST(LoadCoefficient, APoolIsTheSlotWeightedMeanOfItsKnownBackends) {
 }
 
 }  // namespace
-}  // namespace arbiter::overload
+}  // namespace arbiter::overload::load_coefficient_test

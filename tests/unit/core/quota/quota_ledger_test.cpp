@@ -7,7 +7,7 @@
 
 #include <random>
 
-namespace arbiter::quota {
+namespace arbiter::quota::quota_ledger_test {
 namespace {
 
 using std::chrono::seconds;
@@ -177,4 +177,4 @@ TEST(QuotaLedger, NothingStaysReservedAndAdmissionsStayWithinTheLimit) {
 }
 
 }  // namespace
-}  // namespace arbiter::quota
+}  // namespace arbiter::quota::quota_ledger_test

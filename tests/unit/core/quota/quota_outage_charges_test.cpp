@@ -7,7 +7,7 @@
 
 #include "core/quota/quota_ledger.hpp"
 
-namespace arbiter::quota {
+namespace arbiter::quota::quota_outage_charges_test {
 namespace {
 
 using std::chrono::seconds;
@@ -71,4 +71,4 @@ TEST(QuotaOutageCharges, AFailedChargeIsKeptForTheNextTry) {
 }
 
 }  // namespace
-}  // namespace arbiter::quota
+}  // namespace arbiter::quota::quota_outage_charges_test

@@ -10,7 +10,7 @@
 
 #include "core/quota/quota_ledger.hpp"
 
-namespace arbiter::quota {
+namespace arbiter::quota::quota_reload_test {
 namespace {
 
 using std::chrono::seconds;
@@ -204,4 +204,4 @@ TEST(QuotaReload, HasQuotasSaysWhatTheLedgerLimits) {
 }
 
 }  // namespace
-}  // namespace arbiter::quota
+}  // namespace arbiter::quota::quota_reload_test

@@ -7,7 +7,7 @@
 
 #include "core/quota/quota_ledger.hpp"
 
-namespace arbiter::quota {
+namespace arbiter::quota::quota_sharing_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -158,4 +158,4 @@ TEST(QuotaSharing, WhileTheStoreIsDownConcurrencyIsTheReplicasShare) {
 }
 
 }  // namespace
-}  // namespace arbiter::quota
+}  // namespace arbiter::quota::quota_sharing_test

@@ -18,6 +18,10 @@ namespace arbiter::quota {
 // Stages print by name in failures.
 static void PrintTo(TrafficStage stage, std::ostream* os) { *os << stage_name(stage); }
 
+}  // namespace arbiter::quota
+
+namespace arbiter::quota::traffic_breaker_test {
+
 namespace {
 
 using std::chrono::microseconds;
@@ -455,4 +459,4 @@ TEST(TrafficBreaker, InvariantsHoldOverRandomDemand) {
 }
 
 }  // namespace
-}  // namespace arbiter::quota
+}  // namespace arbiter::quota::traffic_breaker_test

@@ -23,6 +23,10 @@ static void PrintTo(BreakerTarget target, std::ostream* os) {
   *os << kNames[static_cast<int>(target)];
 }
 
+}  // namespace arbiter::resilience
+
+namespace arbiter::resilience::model_breaker_test {
+
 namespace {
 
 using std::chrono::milliseconds;
@@ -444,4 +448,4 @@ TEST(ModelBreaker, RandomFailuresKeepTheInvariants) {
 }
 
 }  // namespace
-}  // namespace arbiter::resilience
+}  // namespace arbiter::resilience::model_breaker_test

@@ -17,6 +17,10 @@ namespace arbiter::resilience {
 // States print by name in failures.
 static void PrintTo(BackendHealthState state, std::ostream* os) { *os << state_name(state); }
 
+}  // namespace arbiter::resilience
+
+namespace arbiter::resilience::outlier_detector_test {
+
 namespace {
 
 using std::chrono::milliseconds;
@@ -574,4 +578,4 @@ TEST(OutlierDetector, TheRateRuleEjectsAnOutlierNotAPoolFailingAsAWhole) {
 }
 
 }  // namespace
-}  // namespace arbiter::resilience
+}  // namespace arbiter::resilience::outlier_detector_test

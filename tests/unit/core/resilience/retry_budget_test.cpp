@@ -16,7 +16,7 @@
 
 #include "config_error.hpp"
 
-namespace arbiter::resilience {
+namespace arbiter::resilience::retry_budget_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -240,4 +240,4 @@ TEST(RetryBudget, OverAnyWindowRetriesStayWithinTheBoundAndAreNotRefusedBelowIt)
 }
 
 }  // namespace
-}  // namespace arbiter::resilience
+}  // namespace arbiter::resilience::retry_budget_test

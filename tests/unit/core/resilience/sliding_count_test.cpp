@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-namespace arbiter::resilience {
+namespace arbiter::resilience::sliding_count_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -85,4 +85,4 @@ TEST(SlidingCount, TheRunningTotalIsAPlainRecount) {
 }
 
 }  // namespace
-}  // namespace arbiter::resilience
+}  // namespace arbiter::resilience::sliding_count_test

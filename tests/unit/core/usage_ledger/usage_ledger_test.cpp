@@ -7,7 +7,7 @@
 
 #include <stdexcept>
 
-namespace arbiter::usage {
+namespace arbiter::usage::usage_ledger_test {
 namespace {
 
 using std::chrono::hours;
@@ -134,4 +134,4 @@ TEST(UsageLedger, HourOfRoundsDown) {
 }
 
 }  // namespace
-}  // namespace arbiter::usage
+}  // namespace arbiter::usage::usage_ledger_test
