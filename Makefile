@@ -37,8 +37,12 @@ run: build
 # suite on a shared machine. `make bench` runs it (bench/scenarios.sh, which
 # also puts its table in docs/benchmarks.md and fails when it disagrees);
 # `ctest -L timing` runs it alone.
+# Twice as many test jobs as cores: the integration tests mostly wait on
+# real processes and timers; a CPU-bound test takes two jobs
+# (tests/CMakeLists.txt, ARBITER_CPU_BOUND).
+TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -LE timing
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(TEST_JOBS) -LE timing
 
 # The suites of `make test` in a sanitized build tree of its own, without
 # tcmalloc: $(call sanitized_suites,DIR,SANITIZE,EXTRA_CXXFLAGS,RUNTIME_ENV).
