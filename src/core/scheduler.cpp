@@ -13,10 +13,9 @@ namespace arbiter::sched {
 using detail::kEarlyAnswerMinQueued;
 using detail::kNil;
 using detail::kNoAvoid;
+using detail::ticks;
 
 namespace {
-
-int64_t ticks(TimePoint t) { return t.time_since_epoch().count(); }
 
 TimePoint add_saturating(TimePoint t, Duration d) {
   return d >= TimePoint::max() - t ? TimePoint::max() : t + d;

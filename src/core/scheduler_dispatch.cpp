@@ -17,10 +17,9 @@ using detail::kNil;
 using detail::kNoAvoid;
 using detail::kLowerTierBacklog;
 using detail::share_deficit;
+using detail::ticks;
 
 namespace {
-
-int64_t ticks(TimePoint t) { return t.time_since_epoch().count(); }
 
 TimePoint from_ticks(int64_t t) { return TimePoint(Duration(t)); }
 

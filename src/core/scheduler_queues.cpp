@@ -9,13 +9,12 @@
 namespace arbiter::sched {
 
 using detail::kNil;
+using detail::ticks;
 
 static_assert(FlatIndex::kMissing == kNil);
 static_assert(sizeof(detail::Node) <= 144, "Node grew: recheck the bytes-per-request budget");
 
 namespace {
-
-int64_t ticks(TimePoint t) { return t.time_since_epoch().count(); }
 
 // (pool, class, tenant) packed: pool < 2^24 and class < 2^8 (validated).
 uint64_t tenant_key(uint32_t pool, uint32_t klass, TenantId tenant) {
