@@ -32,15 +32,16 @@ build: configure
 run: build
 	$(BUILD_DIR)/arbiter --config $(CONFIG)
 
+# Twice as many test jobs as cores: the integration tests mostly wait on
+# real processes and timers; a CPU-bound test takes two jobs
+# (tests/CMakeLists.txt, ARBITER_CPU_BOUND).
+TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
+
 # The live-vs-virtual agreement check (ctest label `timing`) compares
 # latencies of two runs: it belongs with the benchmarks, not in a pass/fail
 # suite on a shared machine. `make bench` runs it (bench/scenarios.sh, which
 # also puts its table in docs/benchmarks.md and fails when it disagrees);
 # `ctest -L timing` runs it alone.
-# Twice as many test jobs as cores: the integration tests mostly wait on
-# real processes and timers; a CPU-bound test takes two jobs
-# (tests/CMakeLists.txt, ARBITER_CPU_BOUND).
-TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(TEST_JOBS) -LE timing
 

@@ -19,7 +19,6 @@
 namespace arbiter::bench {
 namespace {
 
-
 LiveClock::duration seconds(double s) {
   return std::chrono::duration_cast<LiveClock::duration>(std::chrono::duration<double>(s));
 }

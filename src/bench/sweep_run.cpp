@@ -150,9 +150,9 @@ std::string render_sweep_markdown(uint64_t seed, unsigned seeds, const std::vect
   for (const SweepCase& c : cases) {
     std::vector<Regret> other = c.features;
     other.insert(other.end(), c.noise.begin(), c.noise.end());
-    out += "| " + c.name + " | " + c.finding + " | " + sweep_number(c.goodput[3]) + " | " + sweep_number(c.goodput[0]) + " | " +
-           sweep_number(c.goodput[1]) + " | " + sweep_number(c.goodput[2]) + " | " + joined(c.regrets) + " | " + joined(other) +
-           " | " + joined(c.old_regrets) + " |\n";
+    out += "| " + c.name + " | " + c.finding + " | " + sweep_number(c.goodput[3]) + " | " +
+           sweep_number(c.goodput[0]) + " | " + sweep_number(c.goodput[1]) + " | " + sweep_number(c.goodput[2]) +
+           " | " + joined(c.regrets) + " | " + joined(other) + " | " + joined(c.old_regrets) + " |\n";
   }
   return out;
 }

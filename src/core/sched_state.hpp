@@ -17,10 +17,10 @@
 namespace arbiter::sched::detail {
 
 inline constexpr uint32_t kNil = UINT32_MAX;  // "no node / no tenant queue"
+inline constexpr uint16_t kNoAvoid = UINT16_MAX;  // Node::avoid: no backend to avoid
 
 // A time point as the heaps' integer key: its ticks since the clock's epoch.
 inline int64_t ticks(TimePoint t) { return t.time_since_epoch().count(); }
-inline constexpr uint16_t kNoAvoid = UINT16_MAX;  // Node::avoid: no backend to avoid
 
 // Which of a backend's slots a dispatch pass may fill.
 enum class SlotPass : uint8_t {

@@ -101,7 +101,9 @@ std::string usage_insert(int rows) {
   std::string sql = "INSERT OR IGNORE INTO usage VALUES ";
   for (int r = 0; r < rows; ++r) {
     sql += r == 0 ? "(" : ",(";
-    for (int c = 1; c <= kUsageColumns; ++c) sql.append(c == 1 ? "?" : ",?").append(std::to_string(r * kUsageColumns + c));
+    for (int c = 1; c <= kUsageColumns; ++c) {
+      sql.append(c == 1 ? "?" : ",?").append(std::to_string(r * kUsageColumns + c));
+    }
     sql += ')';
   }
   return sql;
